@@ -1,0 +1,1 @@
+"""Capture: the only layer that opens files and sockets. Packets out, then TCP segments."""

@@ -1,0 +1,1 @@
+"""Codec: bytes to AMQP frames. Detection, framing, naming and (later) field decoding."""

@@ -1,0 +1,63 @@
+"""Findings: what went wrong or looks odd on the wire, with where it happened.
+
+Every layer reports damage as a `Finding` instead of raising, so one bad packet never hides the
+rest of a capture. Codes are stable (tools filter on them); each is declared once in `CODES` with
+its severity, and `finding()` refuses a code that is not declared.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+INFO = "info"
+WARNING = "warning"
+ERROR = "error"
+
+#: code -> (severity, what it means). The one list of every finding amqpscope can report.
+CODES: dict[str, tuple[str, str]] = {
+    # capture/
+    "capture.truncated": (WARNING, "the capture file ends inside a packet record"),
+    "capture.damaged": (ERROR, "a capture record could not be read"),
+    "capture.snaplen": (WARNING, "a packet was cut short by the capture's snap length"),
+    "link.unsupported": (INFO, "a link layer type amqpscope does not decode"),
+    "link.malformed": (WARNING, "a link, IP or TCP header is malformed or truncated"),
+    "ip.fragment-incomplete": (WARNING, "an IPv4 datagram's fragments never all arrived"),
+    # stream/
+    "tcp.gap": (WARNING, "bytes of a TCP stream are missing from the capture"),
+    "tcp.overlap-mismatch": (WARNING, "a retransmission carried different bytes than the original"),
+    "tcp.reset": (WARNING, "the connection was reset"),
+    "tcp.buffer-limit": (WARNING, "out-of-order data exceeded the reassembly buffer and was dropped"),
+    # codec/
+    "amqp.resync": (WARNING, "framing resynchronised at the next frame boundary after damage"),
+    "amqp.bad-frame": (ERROR, "bytes that should be an AMQP frame are not one"),
+    "amqp.bad-frame-end": (ERROR, "an AMQP 0-9-1 frame does not end with 0xCE"),
+    "amqp.unknown-method": (WARNING, "an AMQP 0-9-1 class/method id not in the specification"),
+    "amqp.unknown-descriptor": (WARNING, "an AMQP 1.0 body with an unknown descriptor"),
+    "amqp.unsupported-version": (INFO, "an AMQP version amqpscope names but does not decode"),
+    "amqp.version-mismatch": (ERROR, "the peers offered different protocol headers"),
+    "amqp.tls": (INFO, "the connection switched to TLS; its frames are encrypted"),
+    "amqp.incomplete-frame": (WARNING, "the stream ended inside a frame"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One observation: a stable `code`, its severity, a human `message`, and where it was."""
+
+    code: str
+    severity: str
+    message: str
+    packet: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"code": self.code, "severity": self.severity, "message": self.message}
+        if self.packet is not None:
+            out["packet"] = self.packet
+        return out
+
+
+def finding(code: str, message: str, packet: int | None = None) -> Finding:
+    """Make a finding for a declared `code` (its severity comes from `CODES`)."""
+    severity, _ = CODES[code]
+    return Finding(code, severity, message, packet)

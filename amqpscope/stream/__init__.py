@@ -1,0 +1,1 @@
+"""Stream: TCP reassembly. Segments in, ordered bytes per connection and direction out."""

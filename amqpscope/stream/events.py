@@ -1,0 +1,61 @@
+"""What TCP reassembly reports: a connection opened, ordered data, a gap, a close.
+
+`conn` numbers connections 1, 2, 3... in the order their first segment appears. `direction` is
+"c2s" (client to server) or "s2c". Every event names the packet that caused it, so a frame can be
+reported in the order of the packet that completed it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+C2S = "c2s"
+S2C = "s2c"
+
+
+@dataclass(frozen=True, slots=True)
+class StreamOpen:
+    """A new connection. `role_from` says how client and server were told apart: "syn" (the
+    handshake was seen) or "guess" (mid-stream: the well-known or lower port is the server)."""
+
+    conn: int
+    client: tuple[str, int]
+    server: tuple[str, int]
+    role_from: str
+    packet: int
+    ts: float
+
+
+@dataclass(frozen=True, slots=True)
+class StreamData:
+    """Bytes that continue `direction` of `conn` in order, made available by `packet`."""
+
+    conn: int
+    direction: str
+    data: bytes
+    packet: int
+    ts: float
+
+
+@dataclass(frozen=True, slots=True)
+class StreamGap:
+    """`missing` bytes of `direction` were never captured; data after it follows in order."""
+
+    conn: int
+    direction: str
+    missing: int
+    packet: int
+    ts: float
+
+
+@dataclass(frozen=True, slots=True)
+class StreamClose:
+    """The connection ended: `how` is "fin" (both sides or one), "rst", or "eof" (capture ended)."""
+
+    conn: int
+    how: str
+    packet: int
+    ts: float
+
+
+StreamEvent = StreamOpen | StreamData | StreamGap | StreamClose
