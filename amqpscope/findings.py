@@ -27,7 +27,10 @@ CODES: dict[str, tuple[str, str]] = {
     "tcp.gap": (WARNING, "bytes of a TCP stream are missing from the capture"),
     "tcp.overlap-mismatch": (WARNING, "a retransmission carried different bytes than the original"),
     "tcp.reset": (WARNING, "the connection was reset"),
-    "tcp.buffer-limit": (WARNING, "out-of-order data exceeded the reassembly buffer and was dropped"),
+    "tcp.buffer-limit": (
+        WARNING,
+        "out-of-order data overflowed the reassembly buffer",
+    ),
     # codec/
     "amqp.resync": (WARNING, "framing resynchronised at the next frame boundary after damage"),
     "amqp.bad-frame": (ERROR, "bytes that should be an AMQP frame are not one"),
@@ -51,7 +54,11 @@ class Finding:
     packet: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"code": self.code, "severity": self.severity, "message": self.message}
+        out: dict[str, Any] = {
+            "code": self.code,
+            "severity": self.severity,
+            "message": self.message,
+        }
         if self.packet is not None:
             out["packet"] = self.packet
         return out

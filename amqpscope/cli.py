@@ -1,0 +1,88 @@
+"""The `amqpscope` command: wires capture, dissection and rendering; the only place that prints.
+
+Exit codes: 0 success (findings in the traffic are output, not failure), 1 unreadable input,
+2 bad usage. No traceback reaches the user: unexpected errors become one line on stderr.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+import click
+
+from amqpscope import __version__
+from amqpscope.capture.files import CaptureError, open_capture
+from amqpscope.dissect import Dissector
+from amqpscope.findings import Finding
+from amqpscope.render.lines import frame_json, frame_line
+
+#: findings without a frame printed to stderr before "and N more"
+MAX_STDERR_FINDINGS = 20
+
+
+def _fail(message: str, code: int = 1) -> None:
+    click.echo(f"amqpscope: {message}", err=True)
+    sys.exit(code)
+
+
+def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """One line and exit 1 for unreadable input or an internal error; quiet on a closed pipe."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except CaptureError as exc:
+            _fail(str(exc))
+        except BrokenPipeError:
+            sys.stderr.close()  # `amqpscope read big.pcap | head`: not an error
+            sys.exit(0)
+        except KeyboardInterrupt:
+            _fail("interrupted", 130)
+        except (click.exceptions.Exit, click.ClickException, SystemExit):
+            raise
+        except Exception as exc:  # the promise: never a traceback
+            _fail(f"internal error: {type(exc).__name__}: {exc} (please report it)")
+
+    return wrapper
+
+
+def _report(findings: list[Finding]) -> None:
+    for f in findings[:MAX_STDERR_FINDINGS]:
+        click.echo(f"amqpscope: {f.severity}: {f.code}: {f.message}", err=True)
+    if len(findings) > MAX_STDERR_FINDINGS:
+        click.echo(f"amqpscope: ... and {len(findings) - MAX_STDERR_FINDINGS} more", err=True)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="amqpscope")
+def main() -> None:
+    """See what AMQP clients and brokers really said: decode, track and explain captures."""
+
+
+@main.command()
+@click.argument("file", type=click.Path(dir_okay=False, path_type=str))
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per frame (NDJSON).")
+@_guarded
+def read(file: str, as_json: bool) -> None:
+    """Decode every AMQP frame of a pcap or pcapng FILE, in capture order."""
+    dissector = Dissector()
+    out = sys.stdout
+    with open_capture(file) as capture:
+        first_ts: float | None = None
+        for frame in dissector.run(capture):
+            if as_json:
+                out.write(frame_json(frame) + "\n")
+            else:
+                if first_ts is None:
+                    first_ts = frame.ts
+                out.write(frame_line(frame, first_ts) + "\n")
+        out.flush()
+        _report(capture.findings + dissector.findings)
+
+
+if __name__ == "__main__":
+    main()

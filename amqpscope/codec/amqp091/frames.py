@@ -1,0 +1,98 @@
+"""AMQP 0-9-1 framing: type, channel, size, payload, 0xCE; every frame named from the tables.
+
+0-8 and 0-9 frame the same way; their methods are named from the 0-8 table where ids differ.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from amqpscope.codec import frames as k
+from amqpscope.codec.amqp091 import spec, spec08
+from amqpscope.findings import Finding, finding
+
+FRAME_HEADER = struct.Struct(">BHI")
+CLASS_METHOD = struct.Struct(">HH")
+HEADER_SIZE = FRAME_HEADER.size
+FRAME_END = spec.CONSTANTS["FRAME-END"]
+TYPE_METHOD = spec.CONSTANTS["FRAME-METHOD"]
+TYPE_HEADER = spec.CONSTANTS["FRAME-HEADER"]
+TYPE_BODY = spec.CONSTANTS["FRAME-BODY"]
+TYPE_HEARTBEAT = spec.CONSTANTS["FRAME-HEARTBEAT"]
+KINDS = {
+    TYPE_METHOD: k.METHOD,
+    TYPE_HEADER: k.CONTENT_HEADER,
+    TYPE_BODY: k.CONTENT_BODY,
+    TYPE_HEARTBEAT: k.HEARTBEAT,
+}
+#: largest frame believed while hunting for a boundary (RabbitMQ's default frame_max is 128 KiB;
+#: peers may negotiate more, which is fine once framing is locked)
+HUNT_MAX_FRAME = 4 * 1024 * 1024
+#: largest frame believed at all: above this the size field is damage, not data
+MAX_FRAME = 1 << 31
+
+
+def methods_for(version: str) -> dict[tuple[int, int], spec.Method]:
+    return spec.METHODS if version == "0-9-1" else spec08.METHODS
+
+
+def probe(buf: bytes | bytearray, off: int, version: str = "0-9-1") -> int:
+    """Strict check of the frame at `off`: its length, 0 if incomplete, -1 if it cannot be one."""
+    if len(buf) - off < HEADER_SIZE:
+        return 0 if off >= len(buf) or buf[off] in KINDS else -1
+    ftype, channel, size = FRAME_HEADER.unpack_from(buf, off)
+    if ftype not in KINDS or size > HUNT_MAX_FRAME:
+        return -1
+    if ftype == TYPE_HEARTBEAT and (size or channel):
+        return -1
+    if ftype == TYPE_METHOD:
+        if size < 4:
+            return -1
+        ids_known = len(buf) - off >= HEADER_SIZE + 4
+        if ids_known and CLASS_METHOD.unpack_from(buf, off + HEADER_SIZE) not in methods_for(
+            version
+        ):
+            return -1
+    if ftype == TYPE_HEADER:
+        if size < 14:
+            return -1
+        class_known = len(buf) - off >= HEADER_SIZE + 2
+        if class_known and struct.unpack_from(">H", buf, off + HEADER_SIZE)[0] not in spec.CLASSES:
+            return -1
+    end = off + HEADER_SIZE + size
+    if len(buf) <= end:
+        return 0
+    return end + 1 - off if buf[end] == FRAME_END else -1
+
+
+def frame_length(buf: bytes | bytearray, off: int) -> int:
+    """Length of the frame at `off` as its header says (0 if the header is incomplete), for
+    splitting a stream already known to be 0-9-1; -1 if the size field is beyond belief."""
+    if len(buf) - off < HEADER_SIZE:
+        return 0
+    size = FRAME_HEADER.unpack_from(buf, off)[2]
+    return HEADER_SIZE + size + 1 if size < MAX_FRAME else -1
+
+
+def make_frame(data: bytes, version: str) -> k.Frame:
+    """Name the complete frame `data` (header to frame-end) and note what is wrong with it."""
+    ftype, channel, size = FRAME_HEADER.unpack_from(data)
+    findings: list[Finding] = []
+    kind = KINDS.get(ftype)
+    if data[-1] != FRAME_END:
+        findings.append(finding("amqp.bad-frame-end", f"frame-end is {data[-1]:#04x}, not 0xce"))
+    if kind is None:
+        findings.append(finding("amqp.bad-frame", f"unknown 0-9-1 frame type {ftype}"))
+        return k.Frame(version, "unknown", "unknown", channel, data, findings=findings)
+    name = kind
+    if ftype == TYPE_METHOD:
+        if size < 4:
+            findings.append(finding("amqp.bad-frame", f"method frame of {size} bytes"))
+        else:
+            ids = CLASS_METHOD.unpack_from(data, HEADER_SIZE)
+            method = methods_for(version).get(ids)
+            if method is None:
+                findings.append(finding("amqp.unknown-method", f"class {ids[0]} method {ids[1]}"))
+            else:
+                name = method.name
+    return k.Frame(version, kind, name, channel, data, findings=findings)

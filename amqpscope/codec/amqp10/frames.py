@@ -1,0 +1,115 @@
+"""AMQP 1.0 framing: size, doff, type (AMQP or SASL), channel; bodies named by descriptor.
+
+A frame's body starts with a described type; its descriptor (a ulong code or a symbol) names the
+performative or SASL frame. An empty body is a heartbeat. Names come from the spec tables.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from amqpscope.codec import frames as k
+from amqpscope.codec.amqp10 import spec
+from amqpscope.findings import Finding, finding
+
+FRAME_HEADER = struct.Struct(">IBBH")
+HEADER_SIZE = FRAME_HEADER.size
+TYPE_AMQP = 0x00
+TYPE_SASL = 0x01
+#: what a body of each frame type must be: the `provides` of its composite
+PROVIDES = {TYPE_AMQP: "frame", TYPE_SASL: "sasl-frame"}
+#: descriptor code -> name, for bodies of each frame type
+BODIES: dict[int, dict[int, str]] = {
+    ftype: {code: c.name for code, c in spec.COMPOSITES.items() if provides in c.provides}
+    for ftype, provides in PROVIDES.items()
+}
+BODY_SYMBOLS: dict[int, dict[bytes, int]] = {
+    ftype: {spec.COMPOSITES[code].symbol.encode(): code for code in codes}
+    for ftype, codes in BODIES.items()
+}
+ULONG = struct.Struct(">Q")
+UINT = struct.Struct(">I")
+HUNT_MAX_FRAME = 4 * 1024 * 1024
+MIN_MAX_FRAME_SIZE = 512  # the spec's floor for max-frame-size
+
+
+def descriptor_at(buf: bytes | bytearray, off: int, end: int) -> int | bytes | None:
+    """The descriptor of the described type at `off` (a code, or a symbol's bytes), or None."""
+    if end - off < 2 or buf[off] != 0x00:
+        return None
+    ctor = buf[off + 1]
+    if ctor == 0x53 and end - off >= 3:
+        return buf[off + 2]
+    if ctor == 0x80 and end - off >= 10:
+        return ULONG.unpack_from(buf, off + 2)[0]
+    if ctor == 0x44:
+        return 0
+    if ctor == 0xA3 and end - off >= 3:
+        size = buf[off + 2]
+        return bytes(buf[off + 3 : off + 3 + size]) if end - off >= 3 + size else None
+    if ctor == 0xB3 and end - off >= 6:
+        size = UINT.unpack_from(buf, off + 2)[0]
+        return bytes(buf[off + 6 : off + 6 + size]) if end - off >= 6 + size else None
+    return None
+
+
+def body_code(descriptor: int | bytes | None, ftype: int) -> int | None:
+    if isinstance(descriptor, bytes):
+        return BODY_SYMBOLS[ftype].get(descriptor)
+    return descriptor if descriptor in BODIES.get(ftype, ()) else None
+
+
+def probe(buf: bytes | bytearray, off: int, sasl: bool = False) -> int:
+    """Strict check of the frame at `off`: its length, 0 if incomplete, -1 if it cannot be one.
+    SASL frames only count when `sasl` (they never follow the AMQP layer)."""
+    avail = len(buf) - off
+    if avail < HEADER_SIZE:
+        return 0 if avail <= 0 or buf[off] == 0 else -1
+    size, doff, ftype, _channel = FRAME_HEADER.unpack_from(buf, off)
+    if size < HEADER_SIZE or size > HUNT_MAX_FRAME or doff < 2 or doff * 4 > size:
+        return -1
+    if ftype != TYPE_AMQP and not (sasl and ftype == TYPE_SASL):
+        return -1
+    if size == doff * 4:  # empty frame: a heartbeat, AMQP only
+        return size if ftype == TYPE_AMQP else -1
+    body = off + doff * 4
+    end = off + size
+    if avail < min(size, doff * 4 + 40):
+        return 0
+    if body_code(descriptor_at(buf, body, min(end, len(buf))), ftype) is None:
+        return -1
+    return size if avail >= size else 0
+
+
+def frame_length(buf: bytes | bytearray, off: int) -> int:
+    """Length of the frame at `off` as its header says (0 if the header is incomplete), for
+    splitting a stream known to be 1.0; -1 if the size or data offset cannot be right."""
+    if len(buf) - off < HEADER_SIZE:
+        return 0
+    size, doff = FRAME_HEADER.unpack_from(buf, off)[:2]
+    if size < HEADER_SIZE or doff < 2 or doff * 4 > size:
+        return -1
+    return size
+
+
+def make_frame(data: bytes) -> k.Frame:
+    """Name the complete frame `data` and note what is wrong with it."""
+    size, doff, ftype, channel = FRAME_HEADER.unpack_from(data)
+    findings: list[Finding] = []
+    if ftype not in PROVIDES:
+        findings.append(finding("amqp.bad-frame", f"unknown AMQP 1.0 frame type {ftype:#04x}"))
+        return k.Frame("1.0", "unknown", "unknown", channel, data, findings=findings)
+    kind = k.PERFORMATIVE if ftype == TYPE_AMQP else k.SASL
+    if size == doff * 4:
+        if ftype == TYPE_SASL:
+            findings.append(finding("amqp.bad-frame", "empty SASL frame"))
+            return k.Frame("1.0", kind, kind, channel, data, findings=findings)
+        return k.Frame("1.0", k.HEARTBEAT, k.HEARTBEAT, channel, data)
+    descriptor = descriptor_at(data, doff * 4, size)
+    code = body_code(descriptor, ftype)
+    if code is None:
+        findings.append(
+            finding("amqp.unknown-descriptor", f"frame body with descriptor {descriptor!r}")
+        )
+        return k.Frame("1.0", kind, kind, channel, data, findings=findings)
+    return k.Frame("1.0", kind, BODIES[ftype][code], channel if kind != k.SASL else None, data)

@@ -1,0 +1,281 @@
+"""Per-connection framing: two byte streams in, named frames out, in the order bytes arrive.
+
+Rules, one direction at a time (`Framer`):
+
+- A direction seen from its first byte starts in HEADER: an 8-byte "AMQP" protocol header names
+  the version (and for 1.0 the layer: SASL, AMQP or TLS). A 0-9-1 server sends no header: its
+  first bytes are frames of the version the client announced. A client whose first bytes are not
+  a header is not speaking AMQP, and the connection is left alone (OPAQUE).
+- FRAMES: split by the version's size field. At every frame boundary a new protocol header may
+  appear (1.0 after SASL; a 0-9-1 server refusing a version). A size field that cannot be right,
+  or a 0-9-1 frame that does not end in 0xCE, sends the direction to HUNT.
+- HUNT (no header seen: mid-stream capture, after lost bytes or damage): look for the first
+  offset where a header or consecutive strict frames start (see `detect.claim`). The skipped bytes
+  are reported once the stream is found again. A direction with nothing AMQP-like in its first
+  `HUNT_BUDGET` bytes, and no evidence from the other direction, is given up as not AMQP.
+- OPAQUE: TLS, 0-10, or not AMQP: bytes are dropped (named once by a finding on the header).
+"""
+
+from __future__ import annotations
+
+from amqpscope.codec import detect
+from amqpscope.codec import frames as k
+from amqpscope.codec.amqp091 import frames as frames091
+from amqpscope.codec.amqp10 import frames as frames10
+from amqpscope.findings import Finding, finding
+from amqpscope.stream.events import C2S, S2C
+
+HEADER = "header"
+FRAMES = "frames"
+HUNT = "hunt"
+OPAQUE = "opaque"
+
+#: bytes a direction of unknown version may be searched before it is given up as not AMQP
+HUNT_BUDGET = 256 * 1024
+#: bytes kept while a frame is incomplete or a hunt waits for more; beyond it, damage is assumed
+MAX_BUFFER = 64 * 1024 * 1024
+UNKNOWN_VERSIONS = ("0-9-1", "1.0")
+
+
+class Framer:
+    """One direction of one connection: its buffer, its state, the version it speaks."""
+
+    __slots__ = ("buf", "direction", "hunted", "pending", "sasl", "skipped", "state", "version")
+
+    def __init__(self, direction: str, from_start: bool) -> None:
+        self.direction = direction
+        self.state = HEADER if from_start else HUNT
+        self.version: str | None = None
+        self.sasl = False
+        self.buf = bytearray()
+        self.hunted = 0  # bytes searched in vain while the version was unknown
+        self.skipped = 0  # bytes dropped since the last good frame (reported when found again)
+        self.pending: list[Finding] = []  # findings waiting for the next frame of this direction
+
+
+class ConnectionCodec:
+    """Frames both directions of one TCP connection. `from_start`: the handshake was seen, so
+    each direction's first byte is the start of the protocol."""
+
+    def __init__(self, from_start: bool) -> None:
+        self.framers = {C2S: Framer(C2S, from_start), S2C: Framer(S2C, from_start)}
+        self.version: str | None = None
+        self.is_amqp = False
+        self.first_header_dir: str | None = None
+        self.findings: list[Finding] = []  # findings no frame carries (reported at the end)
+
+    # -- events from the stream layer -------------------------------------------------------
+    def data(self, direction: str, data: bytes, packet: int) -> list[k.Frame]:
+        framer = self.framers[direction]
+        if framer.state == OPAQUE:
+            return []
+        framer.buf += data
+        out: list[k.Frame] = []
+        self._run(framer, packet, out, final=False)
+        return out
+
+    def gap(self, direction: str, missing: int, note: Finding | None = None) -> None:
+        """Bytes were lost: whatever frame was in progress is gone; find the next boundary. The
+        `note` (the stream layer's finding) rides on the next frame of this direction."""
+        framer = self.framers[direction]
+        if framer.state == OPAQUE:
+            return
+        if note is not None:
+            framer.pending.append(note)
+        framer.skipped += len(framer.buf) + missing
+        framer.buf.clear()
+        if framer.state != HUNT:
+            framer.state = HUNT
+
+    def end(self, packet: int) -> list[k.Frame]:
+        """The capture (or connection) ended: salvage a last hunt, report what was left over."""
+        out: list[k.Frame] = []
+        for framer in self.framers.values():
+            if framer.state == HUNT and framer.buf:
+                self._run(framer, packet, out, final=True)
+            if framer.buf and framer.state in (FRAMES, HEADER, HUNT) and self.is_amqp:
+                self.findings.append(
+                    finding(
+                        "amqp.incomplete-frame",
+                        f"{framer.direction} ended inside a frame, {len(framer.buf)} bytes kept",
+                        packet,
+                    )
+                )
+            framer.buf.clear()
+            self.findings.extend(framer.pending)
+            framer.pending.clear()
+        return out
+
+    # -- the per-direction state machine -------------------------------------------------------
+    def _run(self, framer: Framer, packet: int, out: list[k.Frame], final: bool) -> None:
+        buf = framer.buf
+        pos = 0
+        while True:
+            state = framer.state
+            if state == FRAMES:
+                if buf[pos : pos + 4] == detect.MAGIC:
+                    framer.state = HEADER
+                    continue
+                if framer.version == "1.0":
+                    length = frames10.frame_length(buf, pos)
+                else:
+                    length = frames091.frame_length(buf, pos)
+                if length == 0 or (length > 0 and len(buf) - pos < length):
+                    if length > MAX_BUFFER:
+                        self._damaged(framer, packet, f"frame size {length} is beyond belief")
+                        pos += 1
+                        continue
+                    break
+                if length < 0:
+                    self._damaged(framer, packet, "frame header with an impossible size")
+                    pos += 1
+                    continue
+                frame = self._frame(framer, bytes(buf[pos : pos + length]))
+                pos += length
+                self._emit(framer, frame, packet, out)
+                if frame.findings and any(
+                    f.code in ("amqp.bad-frame-end", "amqp.bad-frame") for f in frame.findings
+                ):
+                    framer.state = HUNT
+            elif state == HEADER:
+                if len(buf) - pos < 8:
+                    if detect.MAGIC.startswith(bytes(buf[pos : pos + 4])) and not final:
+                        break
+                    if len(buf) == pos:
+                        break
+                if buf[pos : pos + 4] != detect.MAGIC:
+                    if not self._headerless(framer):
+                        framer.state = OPAQUE
+                        break
+                    continue
+                raw = bytes(buf[pos : pos + 8])
+                pos += 8
+                self._emit(framer, self._header_frame(framer, raw), packet, out)
+            elif state == HUNT:
+                known = framer.version or self._other(framer).version
+                versions = (known,) if known else UNKNOWN_VERSIONS
+                versions = tuple("0-9-1" if v in detect.FRAMED_LIKE_091 else v for v in versions)
+                needed = detect.FRAMES_TO_CLAIM_KNOWN if known else detect.FRAMES_TO_CLAIM
+                claim = detect.claim(memoryview(buf)[pos:], versions, needed, final)
+                framer.skipped += claim.offset
+                if not known:
+                    framer.hunted += claim.offset
+                pos += claim.offset
+                if claim.status == "found":
+                    if framer.skipped and self.is_amqp:
+                        framer.pending.append(
+                            finding(
+                                "amqp.resync",
+                                f"skipped {framer.skipped} bytes to the next frame boundary",
+                                packet,
+                            )
+                        )
+                    framer.skipped = 0
+                    if buf[pos : pos + 4] == detect.MAGIC:
+                        framer.state = HEADER
+                    else:
+                        if framer.version is None or framer.version not in (
+                            detect.FRAMED_LIKE_091 if claim.version == "0-9-1" else ("1.0",)
+                        ):
+                            framer.version = claim.version
+                        self._found(framer.version)
+                        framer.state = FRAMES
+                    continue
+                if not known and framer.hunted > HUNT_BUDGET:
+                    framer.state = OPAQUE
+                if claim.status == "none" or framer.state == OPAQUE:
+                    framer.skipped += len(buf) - pos if framer.state == OPAQUE else 0
+                    pos = len(buf)
+                break
+            else:  # OPAQUE
+                pos = len(buf)
+                break
+        del buf[:pos]
+        if len(buf) > MAX_BUFFER:
+            self._damaged(framer, packet, f"{len(buf)} bytes buffered without a frame boundary")
+            framer.skipped += len(buf) - 1
+            buf.clear()
+
+    def _headerless(self, framer: Framer) -> bool:
+        """A direction whose first bytes are not a header: a 0-9-1 server answering a client's
+        header speaks frames at once. Anything else is not AMQP."""
+        other = self._other(framer).version
+        if framer.direction == S2C and other in detect.FRAMED_LIKE_091 and framer.version is None:
+            framer.version = other
+            framer.state = FRAMES
+            return True
+        if framer.version is not None:  # after a header, anything but frames is damage
+            framer.state = HUNT
+            return True
+        return False
+
+    def _header_frame(self, framer: Framer, raw: bytes) -> k.Frame:
+        header = detect.PROTOCOL_HEADERS.get(raw[4:8])
+        version = header.version if header else "unknown"
+        frame = k.Frame(version, k.PROTOCOL_HEADER, k.PROTOCOL_HEADER, None, raw)
+        frame.fields = {
+            "protocol": detect.header_name(raw),
+            "protocol-id": raw[4],
+            "major": raw[5],
+            "minor": raw[6],
+            "revision": raw[7],
+        }
+        if self.first_header_dir is None:
+            self.first_header_dir = framer.direction
+        other = self._other(framer).version
+        if header is None:
+            frame.findings.append(
+                finding("amqp.unsupported-version", f"unknown protocol header {raw[4:8].hex()}")
+            )
+            framer.state = OPAQUE
+            return frame
+        if other is not None and other != version:
+            frame.findings.append(
+                finding("amqp.version-mismatch", f"this side offers {version}, the other {other}")
+            )
+        framer.version = version
+        self._found(version)
+        if header.layer == "tls":
+            frame.findings.append(finding("amqp.tls", "TLS follows this header"))
+            framer.state = OPAQUE
+        elif version == "0-10":
+            frame.findings.append(
+                finding("amqp.unsupported-version", "AMQP 0-10 is named, not decoded")
+            )
+            framer.state = OPAQUE
+        else:
+            if version in ("0-8", "0-9"):
+                frame.findings.append(
+                    finding("amqp.unsupported-version", f"AMQP {version}: named with 0-8 tables")
+                )
+            framer.sasl = header.layer == "sasl"
+            framer.state = FRAMES
+        return frame
+
+    def _frame(self, framer: Framer, data: bytes) -> k.Frame:
+        if framer.version == "1.0":
+            return frames10.make_frame(data)
+        return frames091.make_frame(data, framer.version or "0-9-1")
+
+    def _emit(self, framer: Framer, frame: k.Frame, packet: int, out: list[k.Frame]) -> None:
+        frame.direction = framer.direction
+        frame.packet = packet
+        if framer.pending:
+            frame.findings[:0] = framer.pending
+            framer.pending = []
+        out.append(frame)
+
+    def _damaged(self, framer: Framer, packet: int, why: str) -> None:
+        """The bytes at the boundary are not a frame: note it and hunt from the next byte (the
+        caller steps past this one)."""
+        framer.pending.append(finding("amqp.bad-frame", why, packet))
+        framer.skipped += 1
+        framer.state = HUNT
+
+    def _found(self, version: str) -> None:
+        self.is_amqp = True
+        if self.version is None:
+            self.version = version
+
+    def _other(self, framer: Framer) -> Framer:
+        return self.framers[S2C if framer.direction == C2S else C2S]

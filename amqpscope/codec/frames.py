@@ -1,0 +1,64 @@
+"""The frame record: one AMQP frame (or protocol header) and where it was on the wire.
+
+The codec fills what it knows from the bytes (version, kind, name, channel, the frame's bytes);
+the dissector adds where it came from (frame number, packet, connection, endpoints, direction).
+`fields` stays empty until a decoder fills it; `data` keeps the frame's bytes so decoding can be
+lazy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from amqpscope.findings import Finding
+
+# kinds, as the JSON contract spells them
+PROTOCOL_HEADER = "protocol-header"
+SASL = "sasl"
+PERFORMATIVE = "performative"
+HEARTBEAT = "heartbeat"
+METHOD = "method"
+CONTENT_HEADER = "content-header"
+CONTENT_BODY = "content-body"
+
+
+@dataclass(slots=True)
+class Frame:
+    version: str
+    kind: str
+    name: str
+    channel: int | None
+    data: bytes
+    direction: str = ""
+    packet: int = 0
+    ts: float = 0.0
+    number: int = 0
+    conn: int = 0
+    src: str = ""
+    dst: str = ""
+    fields: dict[str, Any] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+    def to_json(self) -> dict[str, Any]:
+        """The frame as the NDJSON contract of `amqpscope read --json` has it."""
+        return {
+            "frame": self.number,
+            "packet": self.packet,
+            "ts": self.ts,
+            "conn": self.conn,
+            "src": self.src,
+            "dst": self.dst,
+            "dir": self.direction,
+            "version": self.version,
+            "channel": self.channel,
+            "kind": self.kind,
+            "name": self.name,
+            "size": self.size,
+            "fields": self.fields,
+            "findings": [f.to_json() for f in self.findings],
+        }

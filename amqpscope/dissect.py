@@ -1,0 +1,163 @@
+"""The one-way pipeline below rendering: raw packets in, AMQP frames out (sans-IO).
+
+capture (link layer → TCP segments) → stream (reassembly) → codec (framing, naming). The caller
+feeds packets from any source (file, interface, Spark partition) and gets frames back in the order
+of the packet that completes each one; findings that no frame carries collect in `findings`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from amqpscope.capture.linklayer import SegmentDecoder
+from amqpscope.capture.packet import RawPacket
+from amqpscope.codec.connection import ConnectionCodec
+from amqpscope.codec.frames import Frame
+from amqpscope.findings import Finding, finding
+from amqpscope.stream.events import C2S, StreamClose, StreamData, StreamGap, StreamOpen
+from amqpscope.stream.tcp import TcpReassembler
+
+
+def endpoint_text(endpoint: tuple[str, int]) -> str:
+    """`ip:port`, with IPv6 addresses in brackets as URLs write them."""
+    host, port = endpoint
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+@dataclass(slots=True)
+class Connection:
+    """What the dissector knows of one TCP connection: its ends, its codec, whether it is AMQP."""
+
+    conn: int
+    client: str
+    server: str
+    role_from: str
+    codec: ConnectionCodec
+    first_packet: int
+    first_ts: float
+    last_packet: int = 0
+    last_ts: float = 0.0
+    closed: str = ""
+    flipped: bool = False  # client and server were guessed the wrong way round
+
+    @property
+    def is_amqp(self) -> bool:
+        return self.codec.is_amqp
+
+    @property
+    def version(self) -> str | None:
+        return self.codec.version
+
+
+class Dissector:
+    """Feed raw packets, get frames. Holds the per-connection state of every layer."""
+
+    def __init__(self) -> None:
+        self.segments = SegmentDecoder()
+        self.tcp = TcpReassembler()
+        self.connections: dict[int, Connection] = {}
+        self.frames = 0
+        self.packets = 0
+        self.findings: list[Finding] = []
+        self._ts: dict[int, float] = {}  # packet number -> ts, for frames completed by a packet
+
+    def feed(self, packet: RawPacket) -> list[Frame]:
+        self.packets += 1
+        segment = self.segments.decode(packet)
+        if segment is None:
+            return []
+        self._ts = {packet.number: packet.ts}
+        out: list[Frame] = []
+        for event in self.tcp.feed(segment):
+            self._event(event, out)
+        return out
+
+    def finish(self) -> list[Frame]:
+        """End of input: flush reassembly and codecs; collect the findings nothing carried."""
+        out: list[Frame] = []
+        self.segments.flush()
+        for event in self.tcp.flush():
+            self._event(event, out)
+        for conn in self.connections.values():
+            if conn.closed == "":
+                out.extend(self._close(conn, conn.last_packet))
+        self.findings[:0] = self.segments.findings + self.tcp.findings
+        return out
+
+    def run(self, packets: Iterable[RawPacket]) -> Iterator[Frame]:
+        for packet in packets:
+            yield from self.feed(packet)
+        yield from self.finish()
+
+    # -- stream events ---------------------------------------------------------------------------
+    def _event(self, event: object, out: list[Frame]) -> None:
+        if isinstance(event, StreamData):
+            conn = self.connections[event.conn]
+            conn.last_packet, conn.last_ts = event.packet, event.ts
+            self._number(conn, conn.codec.data(event.direction, event.data, event.packet), out)
+        elif isinstance(event, StreamOpen):
+            self.connections[event.conn] = Connection(
+                event.conn,
+                endpoint_text(event.client),
+                endpoint_text(event.server),
+                event.role_from,
+                ConnectionCodec(from_start=event.role_from == "syn"),
+                event.packet,
+                event.ts,
+                event.packet,
+                event.ts,
+            )
+        elif isinstance(event, StreamGap):
+            conn = self.connections[event.conn]
+            note = finding(
+                "tcp.gap", f"{event.missing} bytes of {event.direction} not captured", event.packet
+            )
+            conn.codec.gap(event.direction, event.missing, note)
+        elif isinstance(event, StreamClose):
+            conn = self.connections[event.conn]
+            if not conn.closed:
+                conn.closed = event.how
+                self._number(conn, conn.codec.end(event.packet), out)
+                self._carry(conn)
+
+    def _close(self, conn: Connection, packet: int) -> list[Frame]:
+        conn.closed = "eof"
+        out: list[Frame] = []
+        self._number(conn, conn.codec.end(packet), out)
+        self._carry(conn)
+        return out
+
+    def _carry(self, conn: Connection) -> None:
+        if conn.is_amqp:
+            for f in conn.codec.findings:
+                self.findings.append(
+                    Finding(f.code, f.severity, f"connection {conn.conn}: {f.message}", f.packet)
+                )
+        conn.codec.findings.clear()
+
+    def _number(self, conn: Connection, frames: list[Frame], out: list[Frame]) -> None:
+        if not frames:
+            return
+        codec = conn.codec
+        if (
+            conn.role_from == "guess"
+            and not conn.flipped
+            and codec.first_header_dir is not None
+            and codec.first_header_dir != C2S
+        ):
+            # the first protocol header comes from the client: the port guess was wrong
+            conn.client, conn.server = conn.server, conn.client
+            conn.flipped = True
+            conn.role_from = "header"
+        for frame in frames:
+            self.frames += 1
+            frame.number = self.frames
+            frame.conn = conn.conn
+            frame.ts = self._ts.get(frame.packet, conn.last_ts)
+            c2s = frame.direction == C2S
+            if conn.flipped:
+                c2s = not c2s
+                frame.direction = "c2s" if c2s else "s2c"
+            frame.src, frame.dst = (conn.client, conn.server) if c2s else (conn.server, conn.client)
+            out.append(frame)
