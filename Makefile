@@ -33,6 +33,7 @@ broker: system-deps
 lint:
 	ruff check amqpscope tests tools captures bench
 	ruff format --check amqpscope tests tools captures bench
+	@if [ -d ../shared/spec ]; then $(PYTHON) tools/gen_spec.py ../shared/spec --check; fi
 
 unit:
 	$(PYTHON) -m pytest -q -m "not broker"

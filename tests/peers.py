@@ -78,8 +78,9 @@ class ProtonPair:
                     moved = True
 
 
-def proton_conversation(messages: int = 3, body_size: int = 10, max_frame: int | None = None,
-                        sasl: str | None = None) -> Conversation:
+def proton_conversation(
+    messages: int = 3, body_size: int = 10, max_frame: int | None = None, sasl: str | None = None
+) -> Conversation:
     """Open, begin, attach both ends, send `messages` unsettled messages, settle them with
     accepted/rejected/released in turn, a drain flow, detach, end, close."""
     pair = ProtonPair(sasl=sasl, max_frame=max_frame)
@@ -167,8 +168,9 @@ def _filler(method: pika.amqp_object.Method, name: str) -> object:
     return "x"
 
 
-def pika_frames(methods: list[pika.amqp_object.Method], channel: int = 1,
-                body: bytes = b"hello") -> list[tuple[str, bytes]]:
+def pika_frames(
+    methods: list[pika.amqp_object.Method], channel: int = 1, body: bytes = b"hello"
+) -> list[tuple[str, bytes]]:
     """Marshalled frames, (expected name, bytes): each method, with a header and a body after
     methods that carry content."""
     out: list[tuple[str, bytes]] = []

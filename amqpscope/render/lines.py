@@ -10,15 +10,17 @@ ARROWS = {"c2s": "→", "s2c": "←"}
 
 
 def frame_line(frame: Frame, first_ts: float) -> str:
-    """`   12  0.004512 c1 127.0.0.1:5672 → 127.0.0.1:40000  0-9-1 ch1 basic.publish [finding]`"""
+    """`  12   0.004512 c1 127.0.0.1:40000 → 127.0.0.1:5672  0-9-1 ch1 basic.publish [finding]`:
+    the client always on the left, the arrow pointing the way the frame went."""
     channel = "" if frame.channel is None else f" ch{frame.channel}"
     extra = ""
     if frame.kind == "protocol-header":
         extra = f" {frame.fields.get('protocol', '')}"
+    client, server = (frame.dst, frame.src) if frame.direction == "s2c" else (frame.src, frame.dst)
     notes = "".join(f" [{f.code}: {f.message}]" for f in frame.findings)
     return (
-        f"{frame.number:6d} {frame.ts - first_ts:10.6f} c{frame.conn} {frame.src} "
-        f"{ARROWS.get(frame.direction, '-')} {frame.dst}  {frame.version}{channel} "
+        f"{frame.number:6d} {frame.ts - first_ts:10.6f} c{frame.conn} {client} "
+        f"{ARROWS.get(frame.direction, '-')} {server}  {frame.version}{channel} "
         f"{frame.name}{extra}{notes}"
     )
 

@@ -1,0 +1,720 @@
+"""TCP reassembly, sans-IO: `Segment`s in, `StreamEvent`s out, no I/O and no clocks.
+
+`TcpReassembler.feed(segment)` returns the events that segment caused; `flush()` ends the capture.
+Findings (`tcp.gap`, `tcp.overlap-mismatch`, `tcp.buffer-limit`, `tcp.reset`) are appended to
+`TcpReassembler.findings` as they happen; the caller may read and clear that list at any time.
+Every `StreamGap` event has exactly one `tcp.gap` finding (same packet).
+
+Rules
+-----
+Connections. Keyed by the endpoint pair, whichever way a segment goes. A SYN or SYN-ACK starts a
+new connection unless it belongs to the live one (that connection's handshake was seen and the
+sender's ISN is unknown yet, or repeats the known ISN); a live connection it replaces is closed
+with how="eof". Closed connections leave only a tombstone (bounded, `MAX_CLOSED`): for
+`TIME_WAIT` seconds non-SYN stragglers (last ACK, retransmitted FIN, a second RST) are ignored;
+after that a non-SYN segment opens a new mid-stream connection. A RST for an unknown pair is
+ignored; any other segment of an unknown pair opens a connection. `conn` ids count from 1 in
+order of first appearance; `StreamOpen` is the first event of every connection.
+
+Roles. The sender of a SYN (without ACK) is the client; if a SYN-ACK is the first thing seen, its
+receiver is the client (role_from="syn"). Otherwise role_from="guess": the server is the endpoint
+whose port is in `WELL_KNOWN_PORTS` when exactly one is; else the lower port; on equal ports the
+destination of the first segment.
+
+Sequence numbers. Positions are kept as unbounded ints ("unwrapped"): every 32-bit seq/ack is
+read as a signed offset from the next expected position, so wrap-around needs no special case.
+A direction is anchored at ISN+1 by its SYN (or by the ack of a SYN-ACK). Mid-stream it is
+anchored provisionally by the first segment seen in that direction; until a byte of it has been
+delivered, a data segment starting at most `START_SLACK` bytes earlier moves the anchor back
+(a few segments reordered at the start are not lost), a 1-byte ACK-only first segment counts as
+a keep-alive (anchor after its byte, byte dropped), and data exactly one byte after a zero-length
+first segment moves the anchor forward (that segment was a keep-alive at seq-1).
+Data starting `MAX_AHEAD` (1 GiB, the largest TCP window) or more past the expected position is
+out-of-window garbage and is ignored; acks that far ahead are ignored too.
+
+Data. In-order bytes are delivered at once as `StreamData` (fast path). Bytes before the expected
+position are dropped (retransmissions, overlaps: the first copy wins). Bytes ahead of it are kept
+in a per-direction buffer of non-overlapping pieces until the hole fills; contiguous pieces are
+delivered as one `StreamData` whose packet/ts are those of the segment that filled the hole. A
+retransmission whose bytes differ from the copy kept is a `tcp.overlap-mismatch` finding, once per
+connection direction. It is compared with buffered data, and with delivered data the peer has not
+acknowledged yet (at most `HISTORY` bytes are remembered; acknowledged data is forgotten). A 1-byte
+segment at seq-1 (keep-alive / zero-window probe) is neither compared nor delivered.
+
+Gaps. A hole is declared missing (`StreamGap` + `tcp.gap`) and delivery goes on with the data
+after it when
+  (a) the peer has acknowledged bytes beyond the hole *and* something after the hole is already
+      known (buffered data or the FIN): the gap runs to that data, or to the ack if it is lower.
+      An ack alone, with nothing buffered, declares nothing yet (an ACK can precede the data it
+      acks in a capture); the next out-of-order segment or the close settles it;
+  (b) the buffer holds more than `max_buffer` bytes: holes are skipped, oldest first, until it
+      fits (`tcp.buffer-limit` as well);
+  (c) the connection closes (both FINs, RST, a replacing SYN) or the capture ends: every hole
+      before buffered data or before the FIN is missing. Then, if the peer acknowledged more than
+      was seen, that trailing part is missing too; a byte of it is taken for an unseen FIN when
+      the peer sent a FIN and this direction's FIN was not seen, and a lone extra byte in a
+      direction that never delivered anything is taken for a keep-alive.
+
+FIN and RST. A FIN takes one sequence number; data past it is ignored. The direction is finished
+once every byte before the FIN is delivered or declared missing; when both are, the connection
+closes with how="fin" and its state is dropped. At `flush()` a connection that saw any FIN closes
+as "fin", otherwise "eof". A RST closes the connection at once (holes become gaps, as in (c)) with
+how="rst". A reset is routine, so `tcp.reset` is reported only when it strands data: buffered
+bytes behind a hole, or bytes the capture saw that the peer had not acknowledged (only when acks
+from that peer were seen at all).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections import OrderedDict, deque
+from collections.abc import Iterable, Iterator
+
+from amqpscope.capture.packet import ACK, FIN, RST, SYN, Segment
+from amqpscope.findings import Finding, finding
+from amqpscope.stream.events import (
+    C2S,
+    S2C,
+    StreamClose,
+    StreamData,
+    StreamEvent,
+    StreamGap,
+    StreamOpen,
+)
+
+#: Ports that mark the server when the handshake was not seen.
+WELL_KNOWN_PORTS = (5672, 5671)
+#: Default cap on out-of-order bytes buffered per direction.
+MAX_BUFFER = 4 * 1024 * 1024
+#: Data or acks this far or further ahead of the expected position are ignored as garbage.
+MAX_AHEAD = 1 << 30
+#: How far back a mid-stream direction's provisional anchor may move before its first delivery.
+START_SLACK = 64 * 1024
+#: Unacknowledged delivered bytes remembered per direction to check retransmissions against.
+HISTORY = 64 * 1024
+#: Seconds after a close during which non-SYN segments of that pair are ignored.
+TIME_WAIT = 120.0
+#: Most closed endpoint pairs remembered (two entries per connection).
+MAX_CLOSED = 1 << 16
+
+_MOD = 1 << 32
+_MASK = _MOD - 1
+_HALF = 1 << 31
+_SLOW = SYN | FIN | RST
+
+
+class _Half:
+    """One direction of a connection. Positions are unwrapped ints (raw seq + k * 2**32)."""
+
+    __slots__ = (
+        "acked",
+        "buffered",
+        "cid",
+        "conn",
+        "direction",
+        "done",
+        "fast",
+        "fin",
+        "firm",
+        "hist",
+        "hist_len",
+        "isn",
+        "mismatch",
+        "nxt",
+        "peer",
+        "segs",
+        "starts",
+        "zero_anchor",
+    )
+
+    def __init__(self, conn: _Conn, direction: str) -> None:
+        self.conn = conn
+        self.cid = conn.id
+        self.peer: _Half = self
+        self.direction = direction
+        self.nxt: int | None = None  # next expected position; None until anchored
+        self.isn: int | None = None  # raw ISN when the SYN was seen (or implied by a SYN-ACK)
+        self.firm = False  # anchor final: SYN seen, or something delivered / declared missing
+        self.zero_anchor = False  # provisionally anchored by a segment without payload
+        self.fast = False  # firm, no FIN, empty buffer: in-order segments take the fast path
+        self.acked = 0  # highest position the peer acknowledged (0: none seen)
+        self.starts: list[int] = []  # sorted starts of buffered, non-overlapping pieces
+        self.segs: dict[int, bytes] = {}  # start -> piece
+        self.buffered = 0
+        self.fin: int | None = None  # position of the FIN
+        self.done = False  # every byte before the FIN delivered or declared missing
+        self.hist: deque[tuple[int, bytes]] = deque()  # (end, data) delivered, not yet acked
+        self.hist_len = 0
+        self.mismatch = False
+
+
+class _Conn:
+    __slots__ = ("c2s", "client", "id", "last_packet", "last_ts", "role_from", "s2c", "server")
+
+    def __init__(
+        self,
+        cid: int,
+        client: tuple[str, int],
+        server: tuple[str, int],
+        role_from: str,
+        packet: int,
+        ts: float,
+    ) -> None:
+        self.id = cid
+        self.client = client
+        self.server = server
+        self.role_from = role_from
+        self.c2s = _Half(self, C2S)
+        self.s2c = _Half(self, S2C)
+        self.c2s.peer = self.s2c
+        self.s2c.peer = self.c2s
+        self.last_packet = packet
+        self.last_ts = ts
+
+
+def _guess_server(src: tuple[str, int], dst: tuple[str, int]) -> tuple[str, int]:
+    s_wk = src[1] in WELL_KNOWN_PORTS
+    d_wk = dst[1] in WELL_KNOWN_PORTS
+    if s_wk != d_wk:
+        return src if s_wk else dst
+    if src[1] != dst[1]:
+        return src if src[1] < dst[1] else dst
+    return dst
+
+
+class TcpReassembler:
+    """Reassemble TCP connections from segments in capture order (see the module docstring)."""
+
+    def __init__(self, max_buffer: int = MAX_BUFFER) -> None:
+        self.max_buffer = max_buffer
+        self.findings: list[Finding] = []
+        self._flows: dict[tuple[tuple[str, int], tuple[str, int]], _Half] = {}
+        self._conns: dict[int, _Conn] = {}
+        # endpoint pair (both ways) -> ts of the close; oldest first, for O(1) eviction
+        self._closed: OrderedDict[tuple[tuple[str, int], tuple[str, int]], float] = OrderedDict()
+        self._next_id = 1
+
+    # -- public -------------------------------------------------------------------------------
+
+    def feed(self, seg: Segment) -> list[StreamEvent]:
+        """Take one segment; return the events it caused, in order."""
+        h = self._flows.get((seg.src, seg.dst))
+        flags = seg.flags
+        if h is None or flags & _SLOW or h.nxt is None:
+            return self._feed_slow(seg, h)
+        # Fast path: a known connection and direction, no SYN/FIN/RST.
+        packet = seg.packet
+        ts = seg.ts
+        conn = h.conn
+        conn.last_packet = packet
+        conn.last_ts = ts
+        out: list[StreamEvent] = []
+        if flags & ACK:
+            p = h.peer
+            nxt = p.nxt
+            if nxt is not None:
+                a = nxt + (((seg.ack - nxt + _HALF) & _MASK) - _HALF)
+                if a > p.acked and a - nxt < MAX_AHEAD:
+                    p.acked = a
+                    hist = p.hist
+                    while hist and hist[0][0] <= a:
+                        p.hist_len -= len(hist.popleft()[1])
+                    if a > nxt and (p.starts or (p.fin is not None and not p.done)):
+                        self._resolve(p, packet, ts, out)
+                        if p.done and h.done:
+                            self._close(conn, "fin", packet, ts, out)
+                            return out
+        payload = seg.payload
+        if payload:
+            nxt = h.nxt
+            if h.fast and not (seg.seq - nxt) & _MASK:  # in order
+                nxt += len(payload)
+                h.nxt = nxt
+                out.append(StreamData(h.cid, h.direction, payload, packet, ts))
+                h.hist.append((nxt, payload))
+                h.hist_len += len(payload)
+                if h.hist_len > HISTORY:
+                    self._trim_hist(h)
+            else:
+                self._data(h, seg.seq, payload, packet, ts, out)
+        return out
+
+    def flush(self) -> list[StreamEvent]:
+        """End of capture: settle every open connection and close it ("fin" or "eof")."""
+        out: list[StreamEvent] = []
+        for conn in list(self._conns.values()):
+            how = "fin" if conn.c2s.fin is not None or conn.s2c.fin is not None else "eof"
+            self._close(conn, how, conn.last_packet, conn.last_ts, out, tombstone=False)
+        self._closed.clear()
+        return out
+
+    # -- connections --------------------------------------------------------------------------
+
+    def _feed_slow(self, seg: Segment, h: _Half | None) -> list[StreamEvent]:
+        out: list[StreamEvent] = []
+        flags = seg.flags
+        if flags & SYN:
+            if h is not None and not self._same_syn(h, seg):
+                self._close(h.conn, "eof", seg.packet, seg.ts, out, tombstone=False)
+                h = None
+            if h is None:
+                if flags & ACK:
+                    h = self._open(seg, client=seg.dst, server=seg.src, role_from="syn", out=out)
+                else:
+                    h = self._open(seg, client=seg.src, server=seg.dst, role_from="syn", out=out)
+        elif h is None:
+            key = (seg.src, seg.dst)
+            closed_at = self._closed.get(key)
+            if closed_at is not None:
+                if seg.ts - closed_at <= TIME_WAIT:
+                    return out
+                self._closed.pop(key, None)
+                self._closed.pop((seg.dst, seg.src), None)
+            if flags & RST:
+                return out
+            server = _guess_server(seg.src, seg.dst)
+            client = seg.src if server == seg.dst else seg.dst
+            h = self._open(seg, client=client, server=server, role_from="guess", out=out)
+        conn = h.conn
+        conn.last_packet = seg.packet
+        conn.last_ts = seg.ts
+        if flags & RST:
+            self._reset(conn, seg, out)
+            return out
+        packet, ts = seg.packet, seg.ts
+        p = h.peer
+        if flags & ACK:
+            self._ack(p, seg.ack, packet, ts, out)
+        seq = seg.seq
+        payload = seg.payload
+        if flags & SYN:
+            if h.isn is None:
+                h.isn = seq
+                if h.nxt is None:
+                    h.nxt = seq + 1 + _MOD
+                    h.firm = True
+                elif not h.firm:  # data came before the SYN-ACK: anchor at ISN+1 if earlier
+                    off = ((seq + 1 - h.nxt + _HALF) & _MASK) - _HALF
+                    if -MAX_AHEAD < off <= 0:
+                        h.nxt += off
+                        h.firm = True
+            if flags & ACK and p.nxt is None:
+                # The SYN-ACK acknowledges the client's SYN: its data starts at the ack.
+                p.isn = (seg.ack - 1) & _MASK
+                p.nxt = seg.ack + _MOD
+                p.firm = True
+                self._refast(p)
+            seq = (seq + 1) & _MASK
+        elif h.nxt is None:
+            h.nxt = seq + _MOD
+            if len(payload) == 1 and flags == ACK:
+                h.nxt += 1  # a keep-alive's byte: skip it
+                payload = b""
+            else:
+                h.zero_anchor = not payload
+        if payload:
+            self._data(h, seq, payload, packet, ts, out)
+        if flags & FIN:
+            self._fin(h, (seq + len(payload)) & _MASK, packet, ts, out)
+        self._refast(h)
+        self._refast(p)
+        if h.done and p.done:
+            self._close(conn, "fin", packet, ts, out)
+        return out
+
+    @staticmethod
+    def _same_syn(h: _Half, seg: Segment) -> bool:
+        """Whether a SYN / SYN-ACK from `h`'s sender belongs to `h`'s live connection."""
+        if h.conn.role_from != "syn":
+            return False
+        if h.isn is not None:
+            return h.isn == seg.seq
+        # The server's first SYN-ACK: it must acknowledge the client's SYN (whose ISN is known,
+        # from its SYN or from an earlier SYN-ACK). Its data may have been seen already.
+        p = h.peer
+        return bool(
+            seg.flags & ACK
+            and h.direction == S2C
+            and p.isn is not None
+            and (seg.ack - 1) & _MASK == p.isn
+        )
+
+    def _open(
+        self,
+        seg: Segment,
+        *,
+        client: tuple[str, int],
+        server: tuple[str, int],
+        role_from: str,
+        out: list[StreamEvent],
+    ) -> _Half:
+        cid = self._next_id
+        self._next_id += 1
+        conn = _Conn(cid, client, server, role_from, seg.packet, seg.ts)
+        self._conns[cid] = conn
+        self._flows[(client, server)] = conn.c2s
+        self._flows[(server, client)] = conn.s2c
+        self._closed.pop((client, server), None)
+        self._closed.pop((server, client), None)
+        out.append(StreamOpen(cid, client, server, role_from, seg.packet, seg.ts))
+        return conn.c2s if seg.src == client else conn.s2c
+
+    def _close(
+        self,
+        conn: _Conn,
+        how: str,
+        packet: int,
+        ts: float,
+        out: list[StreamEvent],
+        *,
+        tombstone: bool = True,
+    ) -> None:
+        self._finish(conn.c2s, packet, ts, out)
+        self._finish(conn.s2c, packet, ts, out)
+        out.append(StreamClose(conn.id, how, packet, ts))
+        del self._conns[conn.id]
+        c, s = conn.client, conn.server
+        if self._flows.get((c, s)) is conn.c2s:
+            del self._flows[(c, s)]
+            del self._flows[(s, c)]
+        for half in (conn.c2s, conn.s2c):  # drop buffers now, whoever still holds the objects
+            half.starts = []
+            half.segs = {}
+            half.hist = deque()
+            half.fast = False
+        if tombstone:
+            closed = self._closed
+            closed[(c, s)] = ts
+            closed[(s, c)] = ts
+            while len(closed) > MAX_CLOSED:
+                closed.popitem(last=False)
+
+    def _reset(self, conn: _Conn, seg: Segment, out: list[StreamEvent]) -> None:
+        stranded = False
+        for h in (conn.c2s, conn.s2c):
+            if h.nxt is None:
+                continue
+            end = h.fin if h.done and h.fin is not None else h.nxt
+            if h.starts or (h.acked and h.acked < end):
+                stranded = True
+        self._close(conn, "rst", seg.packet, seg.ts, out)
+        if stranded:
+            self.findings.append(
+                finding(
+                    "tcp.reset",
+                    f"connection {conn.id} was reset with data not yet acknowledged or "
+                    "still waiting behind a hole",
+                    seg.packet,
+                )
+            )
+
+    # -- one direction ------------------------------------------------------------------------
+
+    @staticmethod
+    def _refast(h: _Half) -> None:
+        h.fast = h.firm and h.fin is None and not h.starts and h.nxt is not None
+
+    def _ack(self, p: _Half, ack: int, packet: int, ts: float, out: list[StreamEvent]) -> None:
+        """The peer of `p`'s sender acknowledged `ack` (raw) of `p`'s direction."""
+        nxt = p.nxt
+        if nxt is None:
+            return
+        a = nxt + (((ack - nxt + _HALF) & _MASK) - _HALF)
+        if a <= p.acked or a - nxt >= MAX_AHEAD:
+            return
+        p.acked = a
+        hist = p.hist
+        while hist and hist[0][0] <= a:
+            p.hist_len -= len(hist.popleft()[1])
+        if a > nxt and (p.starts or (p.fin is not None and not p.done)):
+            self._resolve(p, packet, ts, out)
+
+    @staticmethod
+    def _trim_hist(h: _Half) -> None:
+        """Forget the oldest delivered bytes down to half of `HISTORY` (amortised trimming)."""
+        hist = h.hist
+        while hist and h.hist_len > HISTORY // 2:
+            h.hist_len -= len(hist.popleft()[1])
+
+    def _data(
+        self,
+        h: _Half,
+        seq: int,
+        payload: bytes,
+        packet: int,
+        ts: float,
+        out: list[StreamEvent],
+    ) -> None:
+        """Slow path for a payload: anchoring, trimming, buffering."""
+        nxt = h.nxt
+        if nxt is None or h.done:
+            return
+        off = ((seq - nxt + _HALF) & _MASK) - _HALF
+        if not h.firm and (-START_SLACK <= off < 0 or (off == 1 and h.zero_anchor)):
+            h.nxt = nxt = nxt + off  # provisional anchor moves (see "Sequence numbers")
+            off = 0
+        if off >= MAX_AHEAD:
+            return  # out-of-window garbage
+        pos = nxt + off
+        end = pos + len(payload)
+        fin = h.fin
+        if fin is not None and end > fin:
+            if pos >= fin:
+                return
+            payload = payload[: fin - pos]
+            end = fin
+        if pos < nxt:
+            if end <= nxt:
+                if not h.mismatch and not (end == nxt and len(payload) == 1):
+                    self._check_hist(h, pos, payload, packet)
+                return
+            if not h.mismatch:
+                self._check_hist(h, pos, payload[: nxt - pos], packet)
+            payload = payload[nxt - pos :]
+            pos = nxt
+        if pos == nxt and not h.starts:
+            self._deliver(h, payload, packet, ts, out)
+        else:
+            self._insert(h, pos, payload, packet)
+            self._drain(h, packet, ts, out)
+            if h.buffered > self.max_buffer:
+                self._overflow(h, packet, ts, out)
+            if h.acked > h.nxt and h.starts:
+                self._resolve(h, packet, ts, out)
+        self._refast(h)
+
+    def _deliver(
+        self, h: _Half, data: bytes, packet: int, ts: float, out: list[StreamEvent]
+    ) -> None:
+        end = h.nxt + len(data)
+        h.nxt = end
+        h.firm = True
+        out.append(StreamData(h.cid, h.direction, data, packet, ts))
+        h.hist.append((end, data))
+        h.hist_len += len(data)
+        if h.hist_len > HISTORY:
+            self._trim_hist(h)
+        if h.fin is not None and end == h.fin:
+            self._reach_fin(h)
+
+    def _gap(
+        self, h: _Half, to: int, packet: int, ts: float, out: list[StreamEvent], why: str
+    ) -> None:
+        n = to - h.nxt
+        out.append(StreamGap(h.cid, h.direction, n, packet, ts))
+        self.findings.append(
+            finding(
+                "tcp.gap",
+                f"connection {h.cid} {h.direction}: {n} bytes missing from the capture ({why})",
+                packet,
+            )
+        )
+        h.nxt = to
+        h.firm = True
+        h.hist.clear()
+        h.hist_len = 0
+        if h.fin is not None and to == h.fin:
+            self._reach_fin(h)
+
+    @staticmethod
+    def _reach_fin(h: _Half) -> None:
+        h.nxt = h.fin + 1
+        h.done = True
+        h.fast = False
+        h.starts.clear()
+        h.segs.clear()
+        h.buffered = 0
+        h.hist.clear()
+        h.hist_len = 0
+
+    def _mismatch(self, h: _Half, packet: int) -> None:
+        h.mismatch = True
+        self.findings.append(
+            finding(
+                "tcp.overlap-mismatch",
+                f"connection {h.cid} {h.direction}: a retransmission carried different bytes "
+                "than the first copy (the first copy was kept)",
+                packet,
+            )
+        )
+
+    def _check_hist(self, h: _Half, pos: int, data: bytes, packet: int) -> None:
+        """Compare `data` at `pos` (all before `h.nxt`) with remembered delivered bytes."""
+        if not h.hist:
+            return
+        lo = max(pos, h.nxt - h.hist_len)
+        hi = pos + len(data)
+        if lo >= hi:
+            return
+        pieces = []
+        for end, d in h.hist:
+            start = end - len(d)
+            if end <= lo:
+                continue
+            if start >= hi:
+                break
+            pieces.append(d[max(lo - start, 0) : min(hi, end) - start])
+        if b"".join(pieces) != data[lo - pos : hi - pos]:
+            self._mismatch(h, packet)
+
+    def _insert(self, h: _Half, pos: int, data: bytes, packet: int) -> None:
+        """Buffer `data` at `pos` (>= h.nxt), keeping pieces that are already there."""
+        starts = h.starts
+        segs = h.segs
+        end = pos + len(data)
+        i = bisect_right(starts, pos) - 1
+        if i >= 0:
+            s = starts[i]
+            d = segs[s]
+            e = s + len(d)
+            if e > pos:
+                o = min(e, end)
+                if not h.mismatch and data[: o - pos] != d[pos - s : o - s]:
+                    self._mismatch(h, packet)
+                if e >= end:
+                    return
+                data = data[e - pos :]
+                pos = e
+        i += 1
+        while True:
+            if i < len(starts) and starts[i] < end:
+                s = starts[i]
+                if s > pos:
+                    piece = data[: s - pos]
+                    starts.insert(i, pos)
+                    segs[pos] = piece
+                    h.buffered += len(piece)
+                    i += 1
+                    data = data[s - pos :]
+                    pos = s
+                d = segs[s]
+                e = s + len(d)
+                o = min(e, end)
+                if not h.mismatch and data[: o - s] != d[: o - s]:
+                    self._mismatch(h, packet)
+                if e >= end:
+                    return
+                data = data[e - pos :]
+                pos = e
+                i += 1
+            else:
+                starts.insert(i, pos)
+                segs[pos] = data
+                h.buffered += len(data)
+                return
+
+    def _drain(self, h: _Half, packet: int, ts: float, out: list[StreamEvent]) -> None:
+        """Deliver the buffered pieces that continue the stream, as one `StreamData`."""
+        starts = h.starts
+        pos = h.nxt
+        if not starts or starts[0] != pos:
+            return
+        segs = h.segs
+        pieces = []
+        i = 0
+        while i < len(starts) and starts[i] == pos:
+            d = segs.pop(pos)
+            pieces.append(d)
+            pos += len(d)
+            i += 1
+        del starts[:i]
+        h.buffered -= pos - h.nxt
+        self._deliver(h, pieces[0] if i == 1 else b"".join(pieces), packet, ts, out)
+
+    def _next_known(self, h: _Half) -> int | None:
+        """The position of the next thing known after the hole: buffered data or the FIN."""
+        if h.starts:
+            return h.starts[0]
+        return h.fin
+
+    def _resolve(self, h: _Half, packet: int, ts: float, out: list[StreamEvent]) -> None:
+        """Rule (a): the peer acknowledged past the hole, so what we lack there is missing."""
+        limit = h.acked
+        while not h.done and h.nxt < limit:
+            b = self._next_known(h)
+            before = h.nxt
+            if b is None:
+                break
+            if b > before:
+                self._gap(h, min(b, limit), packet, ts, out, "acknowledged by the peer")
+            self._drain(h, packet, ts, out)
+            if h.nxt == before:
+                break
+        self._refast(h)
+
+    def _overflow(self, h: _Half, packet: int, ts: float, out: list[StreamEvent]) -> None:
+        """Rule (b): too much waits behind holes; skip them, oldest first, until it fits."""
+        self.findings.append(
+            finding(
+                "tcp.buffer-limit",
+                f"connection {h.cid} {h.direction}: more than {self.max_buffer} bytes waited "
+                "behind a hole; the hole was given up as missing",
+                packet,
+            )
+        )
+        while h.buffered > self.max_buffer and h.starts and not h.done:
+            if h.starts[0] > h.nxt:
+                self._gap(h, h.starts[0], packet, ts, out, "reassembly buffer full")
+            self._drain(h, packet, ts, out)
+
+    def _fin(self, h: _Half, seq: int, packet: int, ts: float, out: list[StreamEvent]) -> None:
+        nxt = h.nxt
+        if nxt is None or h.done:
+            return
+        off = ((seq - nxt + _HALF) & _MASK) - _HALF
+        if off >= MAX_AHEAD or off < 0:
+            return  # garbage, or a FIN before bytes already delivered: ignore it
+        if h.fin is None:
+            fin = nxt + off
+            h.fin = fin
+            h.fast = False
+            starts = h.starts
+            while starts and starts[-1] >= fin:  # data past the FIN is ignored
+                h.buffered -= len(h.segs.pop(starts.pop()))
+            if starts:
+                last = starts[-1]
+                d = h.segs[last]
+                if last + len(d) > fin:
+                    h.segs[last] = d[: fin - last]
+                    h.buffered -= last + len(d) - fin
+        if h.nxt == h.fin:
+            self._reach_fin(h)
+        elif h.acked > h.nxt:
+            self._resolve(h, packet, ts, out)
+
+    def _finish(self, h: _Half, packet: int, ts: float, out: list[StreamEvent]) -> None:
+        """Rule (c): the connection is closing; whatever is still missing is missing."""
+        if h.nxt is None or h.done:
+            return
+        while not h.done:
+            b = self._next_known(h)
+            before = h.nxt
+            if b is None:
+                break
+            if b > before:
+                self._gap(h, b, packet, ts, out, "never retransmitted before the close")
+            self._drain(h, packet, ts, out)
+            if h.nxt == before:
+                break
+        if not h.done and h.acked > h.nxt:
+            extra = h.acked - h.nxt
+            if h.fin is None and h.peer.fin is not None:
+                extra -= 1  # the peer acknowledged our FIN, which the capture missed
+            if extra == 1 and not h.firm:
+                extra = 0  # a keep-alive was the anchor
+            if extra > 0:
+                self._gap(h, h.nxt + extra, packet, ts, out, "acknowledged by the peer")
+
+
+def events_from_segments(
+    segments: Iterable[Segment], *, findings: list[Finding] | None = None
+) -> Iterator[StreamEvent]:
+    """Reassemble `segments` (capture order) and end with `flush()`. Findings, if wanted, are
+    appended to `findings` as they happen."""
+    r = TcpReassembler()
+    if findings is not None:
+        r.findings = findings
+    feed = r.feed
+    for seg in segments:
+        yield from feed(seg)
+    yield from r.flush()

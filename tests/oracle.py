@@ -1,0 +1,66 @@
+"""Wireshark as an oracle: the AMQP frames tshark's dissector finds, named from its own tables.
+
+tshark's PDML output carries each field's `showname` ("Method: Start-Ok (11)", "Performative:
+open (0x10)"), so frame names come from Wireshark's value tables, not from amqpscope's.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from collections import Counter
+
+TSHARK = shutil.which("tshark")
+
+_LABEL = re.compile(r":\s*(.*?)\s*\(")
+
+
+def _label(showname: str) -> str:
+    match = _LABEL.search(showname)
+    return match.group(1) if match else showname
+
+
+def _pdu_name(fields: dict[str, str]) -> str:
+    if "amqp.init.protocol" in fields:
+        return "protocol-header"
+    if "amqp.performative" in fields:
+        return _label(fields["amqp.performative"]).lower()
+    if "amqp.sasl.method" in fields:
+        return _label(fields["amqp.sasl.method"]).replace(".", "-").lower()
+    if "amqp.method.class" in fields and "amqp.method.method" in fields:
+        klass = _label(fields["amqp.method.class"]).lower()
+        return f"{klass}.{_label(fields['amqp.method.method']).lower()}"
+    frame_type = _label(fields.get("amqp.type", "")).lower()
+    if frame_type in ("content header", "content body", "heartbeat"):
+        return frame_type.replace(" ", "-")
+    if "amqp.length" in fields and "amqp.doff" in fields:
+        return "heartbeat"  # an empty 1.0 frame
+    return "unknown:" + ",".join(sorted(fields))
+
+
+def tshark_frames(path: str, decode_as: tuple[int, ...] = ()) -> list[tuple[int, str]]:
+    """(packet number, frame name) for every AMQP PDU tshark dissects, in order."""
+    assert TSHARK, "tshark is not installed"
+    cmd = [TSHARK, "-r", path, "-T", "pdml", "-Y", "amqp"]
+    for port in decode_as:
+        cmd += ["-d", f"tcp.port=={port},amqp"]
+    pdml = subprocess.run(cmd, capture_output=True, check=True, timeout=300).stdout
+    out: list[tuple[int, str]] = []
+    for packet in ET.fromstring(pdml).iter("packet"):
+        number = 0
+        for proto in packet.iter("proto"):
+            if proto.get("name") == "geninfo":
+                number = int(proto.find("field[@name='num']").get("show"))  # type: ignore[union-attr]
+            if proto.get("name") != "amqp":
+                continue
+            fields: dict[str, str] = {}
+            for field in proto.iter("field"):
+                fields.setdefault(field.get("name", ""), field.get("showname", ""))
+            out.append((number, _pdu_name(fields)))
+    return out
+
+
+def counts(frames: list[tuple[int, str]]) -> Counter[str]:
+    return Counter(name for _, name in frames)
