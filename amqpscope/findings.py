@@ -22,7 +22,7 @@ CODES: dict[str, tuple[str, str]] = {
     "capture.snaplen": (WARNING, "a packet was cut short by the capture's snap length"),
     "link.unsupported": (INFO, "a link layer type amqpscope does not decode"),
     "link.malformed": (WARNING, "a link, IP or TCP header is malformed or truncated"),
-    "ip.fragment-incomplete": (WARNING, "an IPv4 datagram's fragments never all arrived"),
+    "ip.fragment-incomplete": (WARNING, "an IP datagram's fragments never all arrived"),
     # stream/
     "tcp.gap": (WARNING, "bytes of a TCP stream are missing from the capture"),
     "tcp.overlap-mismatch": (WARNING, "a retransmission carried different bytes than the original"),

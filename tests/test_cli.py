@@ -1,0 +1,118 @@
+"""The command as a user meets it: exit codes, one-line errors, never a traceback."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CAPTURES = Path(__file__).resolve().parent.parent / "captures"
+SAMPLE = CAPTURES / "091-publish-consume.pcap"
+
+
+def amqpscope(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "amqpscope.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        input=stdin.decode() if stdin else None,
+    )
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess[str], code: int) -> None:
+    assert result.returncode == code, result.stderr
+    assert "Traceback" not in result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 or code == 2, result.stderr  # click's usage errors add a hint line
+    assert result.stdout == ""
+
+
+def test_missing_file_exits_1() -> None:
+    result = amqpscope("read", "/nonexistent/capture.pcap")
+    assert_one_line_error(result, 1)
+    assert "capture.pcap" in result.stderr
+
+
+def test_not_a_capture_exits_1(tmp_path: Path) -> None:
+    bogus = tmp_path / "notes.pcap"
+    bogus.write_text("these are not packets\n" * 10)
+    assert_one_line_error(amqpscope("read", str(bogus)), 1)
+
+
+def test_empty_file_exits_1(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.pcap"
+    empty.write_bytes(b"")
+    assert_one_line_error(amqpscope("read", str(empty)), 1)
+
+
+def test_directory_exits_with_an_error(tmp_path: Path) -> None:
+    result = amqpscope("read", str(tmp_path))
+    assert result.returncode in (1, 2) and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "args", [("read",), ("bogus-command",), ("read", "--no-such-option", "x.pcap"), ()]
+)
+def test_bad_usage_exits_2(args: tuple[str, ...]) -> None:
+    result = amqpscope(*args)
+    assert result.returncode == 2, (args, result.returncode, result.stderr)
+    assert "Traceback" not in result.stderr
+
+
+def test_truncated_capture_gives_what_was_complete_and_a_finding(tmp_path: Path) -> None:
+    data = SAMPLE.read_bytes()
+    whole = amqpscope("read", str(SAMPLE), "--json").stdout.splitlines()
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(data[: len(data) * 2 // 3 + 5])  # ends inside a record
+    result = amqpscope("read", str(cut), "--json")
+    assert result.returncode == 0, result.stderr
+    got = result.stdout.splitlines()
+    assert 0 < len(got) < len(whole)
+    assert got == whole[: len(got)]  # every complete frame, unchanged
+    assert "capture.truncated" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_gzip_capture_reads_the_same(tmp_path: Path) -> None:
+    packed = tmp_path / "sample.pcap.gz"
+    packed.write_bytes(gzip.compress(SAMPLE.read_bytes()))
+    plain = amqpscope("read", str(SAMPLE), "--json").stdout
+    assert plain and amqpscope("read", str(packed), "--json").stdout == plain
+
+
+def test_json_records_have_the_contract_keys() -> None:
+    result = amqpscope("read", str(SAMPLE), "--json")
+    assert result.returncode == 0
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    keys = {"frame", "packet", "ts", "conn", "src", "dst", "dir", "version", "channel", "kind"}
+    keys |= {"name", "fields", "findings"}
+    assert records and all(keys <= set(r) for r in records)
+    assert [r["frame"] for r in records] == list(range(1, len(records) + 1))
+    packets = [r["packet"] for r in records]
+    assert packets == sorted(packets)
+    assert all(r["dir"] in ("c2s", "s2c") for r in records)
+
+
+def test_text_output_is_one_line_per_frame() -> None:
+    text = amqpscope("read", str(SAMPLE)).stdout.splitlines()
+    frames = amqpscope("read", str(SAMPLE), "--json").stdout.splitlines()
+    assert len(text) == len(frames) > 0
+    assert "basic.publish" in "\n".join(text)
+
+
+def test_output_to_a_closed_pipe_is_quiet() -> None:
+    proc = subprocess.Popen(
+        f"{sys.executable} -m amqpscope.cli read {SAMPLE} | head -1",
+        shell=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    out, err = proc.communicate(timeout=120)
+    assert len(out.splitlines()) == 1
+    assert "Traceback" not in err and "Broken pipe" not in err
