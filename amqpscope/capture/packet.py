@@ -1,4 +1,8 @@
-"""The values the capture layer hands on: raw packets from a file or interface, and TCP segments."""
+"""The values the capture layer hands on: raw packets from a file or interface, and TCP segments.
+
+Not frozen: one of each is built per packet on the hot path, and a frozen dataclass costs about
+twice as much to construct. Treat them as read-only all the same.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ PSH = 0x08
 ACK = 0x10
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RawPacket:
     """One captured packet as the file or interface gave it; `number` is 1-based."""
 
@@ -24,7 +28,7 @@ class RawPacket:
     interface: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Segment:
     """One TCP segment, link and IP layers peeled off. Endpoints are (address text, port)."""
 

@@ -13,7 +13,7 @@ C2S = "c2s"
 S2C = "s2c"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StreamOpen:
     """A new connection. `role_from` says how client and server were told apart: "syn" (the
     handshake was seen) or "guess" (mid-stream: the well-known or lower port is the server)."""
@@ -26,7 +26,7 @@ class StreamOpen:
     ts: float
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StreamData:
     """Bytes that continue `direction` of `conn` in order, made available by `packet`."""
 
@@ -37,7 +37,7 @@ class StreamData:
     ts: float
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StreamGap:
     """`missing` bytes of `direction` were never captured; data after it follows in order."""
 
@@ -48,7 +48,7 @@ class StreamGap:
     ts: float
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StreamClose:
     """The connection ended: `how` is "fin" (both sides or one), "rst", or "eof" (capture ended)."""
 
