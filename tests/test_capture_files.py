@@ -545,7 +545,8 @@ def test_random_bytes_never_raise(tmp_path, tail, head):
 def truncation_subjects() -> dict[str, tuple[bytes, set[int]]]:
     """Whole files, and the offsets at which a cut leaves only complete records."""
     recs = [pcap()] + [pcap([(T0, i, bytes([i]) * i)])[24:] for i in range(12)]
-    blocks = [shb() + idb(1) + idb(101, tsresol=9)] + [
+    # every block ends a valid file: a cut between the two interface blocks is no truncation
+    blocks = [shb(), idb(1), idb(101, tsresol=9)] + [
         epb(i % 2, i, bytes([i]) * i) for i in range(12)
     ]
     out = {}
@@ -573,6 +574,8 @@ def test_every_truncation_yields_the_complete_packets(tmp_path, fmt, cut, compre
     except CaptureError:
         assert cut < min(boundaries)
         return
+    if fmt == "pcapng" and cut < 80 and not compress and cut in boundaries:
+        assert pkts == []
     assert pkts == full[: len(pkts)]
     assert codes(r) == ([] if cut in boundaries else ["capture.truncated"])
 
