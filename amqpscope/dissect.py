@@ -60,14 +60,12 @@ class Dissector:
         self.frames = 0
         self.packets = 0
         self.findings: list[Finding] = []
-        self._ts: dict[int, float] = {}  # packet number -> ts, for frames completed by a packet
 
     def feed(self, packet: RawPacket) -> list[Frame]:
         self.packets += 1
         segment = self.segments.decode(packet)
         if segment is None:
             return []
-        self._ts = {packet.number: packet.ts}
         out: list[Frame] = []
         for event in self.tcp.feed(segment):
             self._event(event, out)
@@ -95,7 +93,8 @@ class Dissector:
         if isinstance(event, StreamData):
             conn = self.connections[event.conn]
             conn.last_packet, conn.last_ts = event.packet, event.ts
-            self._number(conn, conn.codec.data(event.direction, event.data, event.packet), out)
+            frames = conn.codec.data(event.direction, event.data, event.packet, event.ts)
+            self._number(conn, frames, out)
         elif isinstance(event, StreamOpen):
             self.connections[event.conn] = Connection(
                 event.conn,
@@ -154,7 +153,6 @@ class Dissector:
             self.frames += 1
             frame.number = self.frames
             frame.conn = conn.conn
-            frame.ts = self._ts.get(frame.packet, conn.last_ts)
             c2s = frame.direction == C2S
             if conn.flipped:
                 c2s = not c2s

@@ -272,19 +272,33 @@ def pcap_file_info(path: Path) -> dict[str, Any]:
     if magic == b"\x0a\x0d\x0d\x0a":
         endian = "<" if head[8:12] == b"\x4d\x3c\x2b\x1a" else ">"
         shb_len = struct.unpack(endian + "I", head[4:8])[0]
-        idb = path.read_bytes()[shb_len : shb_len + 16]
-        linktype = (
-            struct.unpack(endian + "H", idb[8:10])[0]
-            if struct.unpack(endian + "I", idb[:4])[0] == 1
-            else -1
-        )
+        data = path.read_bytes()
+        block_type, block_len = struct.unpack(endian + "II", data[shb_len : shb_len + 8])
+        idb = data[shb_len : shb_len + block_len]
+        linktype = struct.unpack(endian + "H", idb[8:10])[0] if block_type == 1 else -1
         return {
             "format": "pcapng",
             "link_type": LINKTYPES.get(linktype, str(linktype)),
             "link_type_value": linktype,
-            "timestamp_precision": "micro (if_tsresol default)",
+            "timestamp_precision": _pcapng_precision(idb, endian),
         }
     raise RuntimeError(f"{path}: not a pcap/pcapng file")
+
+
+def _pcapng_precision(idb: bytes, endian: str) -> str:
+    """The first interface's timestamp resolution, from its if_tsresol option (code 9)."""
+    pos = 16  # block type, length, link type, reserved, snaplen
+    while pos + 4 <= len(idb) - 4:
+        code, size = struct.unpack(endian + "HH", idb[pos : pos + 4])
+        if code == 0:
+            break
+        if code == 9 and size == 1:
+            value = idb[pos + 4]
+            if value & 0x80:
+                return f"2^-{value & 0x7F} s"
+            return {6: "micro", 9: "nano"}.get(value, f"10^-{value} s")
+        pos += 4 + (size + 3) // 4 * 4
+    return "micro (if_tsresol absent: the default)"
 
 
 # --------------------------------------------------------------------------

@@ -10,11 +10,11 @@ import re
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
-from collections import Counter
 
 TSHARK = shutil.which("tshark")
 
 _LABEL = re.compile(r":\s*(.*?)\s*\(")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 
 def _label(showname: str) -> str:
@@ -47,8 +47,11 @@ def tshark_frames(path: str, decode_as: tuple[int, ...] = ()) -> list[tuple[int,
     for port in decode_as:
         cmd += ["-d", f"tcp.port=={port},amqp"]
     pdml = subprocess.run(cmd, capture_output=True, check=True, timeout=300).stdout
+    # tshark copies payload bytes into some attributes verbatim (invalid UTF-8, control
+    # characters); the names this oracle reads are plain ASCII, so those bytes can go
+    text = _CONTROL.sub(" ", pdml.decode("utf-8", errors="replace"))
     out: list[tuple[int, str]] = []
-    for packet in ET.fromstring(pdml).iter("packet"):
+    for packet in ET.fromstring(text).iter("packet"):
         number = 0
         for proto in packet.iter("proto"):
             if proto.get("name") == "geninfo":
@@ -60,7 +63,3 @@ def tshark_frames(path: str, decode_as: tuple[int, ...] = ()) -> list[tuple[int,
                 fields.setdefault(field.get("name", ""), field.get("showname", ""))
             out.append((number, _pdu_name(fields)))
     return out
-
-
-def counts(frames: list[tuple[int, str]]) -> Counter[str]:
-    return Counter(name for _, name in frames)

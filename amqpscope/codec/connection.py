@@ -18,6 +18,8 @@ Rules, one direction at a time (`Framer`):
 
 from __future__ import annotations
 
+from collections import deque
+
 from amqpscope.codec import detect
 from amqpscope.codec import frames as k
 from amqpscope.codec.amqp091 import frames as frames091
@@ -40,7 +42,18 @@ UNKNOWN_VERSIONS = ("0-9-1", "1.0")
 class Framer:
     """One direction of one connection: its buffer, its state, the version it speaks."""
 
-    __slots__ = ("buf", "direction", "hunted", "pending", "sasl", "skipped", "state", "version")
+    __slots__ = (
+        "base",
+        "buf",
+        "direction",
+        "hunted",
+        "marks",
+        "pending",
+        "sasl",
+        "skipped",
+        "state",
+        "version",
+    )
 
     def __init__(self, direction: str, from_start: bool) -> None:
         self.direction = direction
@@ -51,6 +64,30 @@ class Framer:
         self.hunted = 0  # bytes searched in vain while the version was unknown
         self.skipped = 0  # bytes dropped since the last good frame (reported when found again)
         self.pending: list[Finding] = []  # findings waiting for the next frame of this direction
+        # which packet brought which bytes: (stream offset just past its bytes, packet, ts), so
+        # a frame is reported with the packet that completed it even when framing lagged behind
+        self.base = 0  # stream offset of buf[0]
+        self.marks: deque[tuple[int, int, float]] = deque()
+
+    def arrived(self, data: bytes, packet: int, ts: float) -> None:
+        self.buf += data
+        self.marks.append((self.base + len(self.buf), packet, ts))
+
+    def completed_by(self, end: int) -> tuple[int, float]:
+        """The packet (and its time) that brought the byte before buffer offset `end`."""
+        offset = self.base + end
+        for mark_end, packet, ts in self.marks:
+            if mark_end >= offset:
+                return packet, ts
+        return self.marks[-1][1:] if self.marks else (0, 0.0)
+
+    def consume(self, count: int) -> None:
+        """Drop `count` bytes from the front of the buffer (and the marks they no longer need)."""
+        del self.buf[:count]
+        self.base += count
+        marks = self.marks
+        while len(marks) > 1 and marks[0][0] <= self.base:
+            marks.popleft()
 
 
 class ConnectionCodec:
@@ -65,11 +102,11 @@ class ConnectionCodec:
         self.findings: list[Finding] = []  # findings no frame carries (reported at the end)
 
     # -- events from the stream layer -------------------------------------------------------
-    def data(self, direction: str, data: bytes, packet: int) -> list[k.Frame]:
+    def data(self, direction: str, data: bytes, packet: int, ts: float = 0.0) -> list[k.Frame]:
         framer = self.framers[direction]
         if framer.state == OPAQUE:
             return []
-        framer.buf += data
+        framer.arrived(data, packet, ts)
         out: list[k.Frame] = []
         self._run(framer, packet, out, final=False)
         return out
@@ -83,7 +120,8 @@ class ConnectionCodec:
         if note is not None:
             framer.pending.append(note)
         framer.skipped += len(framer.buf) + missing
-        framer.buf.clear()
+        framer.consume(len(framer.buf))
+        framer.base += missing
         if framer.state != HUNT:
             framer.state = HUNT
 
@@ -101,7 +139,7 @@ class ConnectionCodec:
                         packet,
                     )
                 )
-            framer.buf.clear()
+            framer.consume(len(framer.buf))
             self.findings.extend(framer.pending)
             framer.pending.clear()
         return out
@@ -132,7 +170,7 @@ class ConnectionCodec:
                     continue
                 frame = self._frame(framer, bytes(buf[pos : pos + length]))
                 pos += length
-                self._emit(framer, frame, packet, out)
+                self._emit(framer, frame, pos, out)
                 if frame.findings and any(
                     f.code in ("amqp.bad-frame-end", "amqp.bad-frame") for f in frame.findings
                 ):
@@ -150,7 +188,7 @@ class ConnectionCodec:
                     continue
                 raw = bytes(buf[pos : pos + 8])
                 pos += 8
-                self._emit(framer, self._header_frame(framer, raw), packet, out)
+                self._emit(framer, self._header_frame(framer, raw), pos, out)
             elif state == HUNT:
                 known = framer.version or self._other(framer).version
                 versions = (known,) if known else UNKNOWN_VERSIONS
@@ -190,11 +228,11 @@ class ConnectionCodec:
             else:  # OPAQUE
                 pos = len(buf)
                 break
-        del buf[:pos]
+        framer.consume(pos)
         if len(buf) > MAX_BUFFER:
             self._damaged(framer, packet, f"{len(buf)} bytes buffered without a frame boundary")
             framer.skipped += len(buf) - 1
-            buf.clear()
+            framer.consume(len(buf))
 
     def _headerless(self, framer: Framer) -> bool:
         """A direction whose first bytes are not a header: a 0-9-1 server answering a client's
@@ -257,9 +295,10 @@ class ConnectionCodec:
             return frames10.make_frame(data)
         return frames091.make_frame(data, framer.version or "0-9-1")
 
-    def _emit(self, framer: Framer, frame: k.Frame, packet: int, out: list[k.Frame]) -> None:
+    def _emit(self, framer: Framer, frame: k.Frame, end: int, out: list[k.Frame]) -> None:
+        """Hand on `frame`, which ended at buffer offset `end`."""
         frame.direction = framer.direction
-        frame.packet = packet
+        frame.packet, frame.ts = framer.completed_by(end)
         if framer.pending:
             frame.findings[:0] = framer.pending
             framer.pending = []
