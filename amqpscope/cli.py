@@ -52,7 +52,10 @@ def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def _report(findings: list[Finding]) -> None:
     for f in findings[:MAX_STDERR_FINDINGS]:
-        click.echo(f"amqpscope: {f.severity}: {f.code}: {f.message}", err=True)
+        where = (
+            f"connection {f.conn}: " if f.conn is not None and "connection" not in f.message else ""
+        )
+        click.echo(f"amqpscope: {f.severity}: {f.code}: {where}{f.message}", err=True)
     if len(findings) > MAX_STDERR_FINDINGS:
         click.echo(f"amqpscope: ... and {len(findings) - MAX_STDERR_FINDINGS} more", err=True)
 

@@ -8,7 +8,7 @@ of the packet that completes each one; findings that no frame carries collect in
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from amqpscope.capture.linklayer import SegmentDecoder
 from amqpscope.capture.packet import RawPacket
@@ -80,7 +80,15 @@ class Dissector:
         for conn in self.connections.values():
             if conn.closed == "":
                 out.extend(self._close(conn, conn.last_packet))
-        self.findings[:0] = self.segments.findings + self.tcp.findings
+        # TCP findings matter for AMQP connections only; a gap already rides the next frame
+        tcp = [
+            f
+            for f in self.tcp.findings
+            if f.code != "tcp.gap"
+            and f.conn in self.connections
+            and self.connections[f.conn].is_amqp
+        ]
+        self.findings[:0] = self.segments.findings + tcp
         return out
 
     def run(self, packets: Iterable[RawPacket]) -> Iterator[Frame]:
@@ -129,10 +137,7 @@ class Dissector:
 
     def _carry(self, conn: Connection) -> None:
         if conn.is_amqp:
-            for f in conn.codec.findings:
-                self.findings.append(
-                    Finding(f.code, f.severity, f"connection {conn.conn}: {f.message}", f.packet)
-                )
+            self.findings.extend(replace(f, conn=conn.conn) for f in conn.codec.findings)
         conn.codec.findings.clear()
 
     def _number(self, conn: Connection, frames: list[Frame], out: list[Frame]) -> None:

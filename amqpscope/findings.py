@@ -52,6 +52,7 @@ class Finding:
     severity: str
     message: str
     packet: int | None = None
+    conn: int | None = None  # the connection, when the finding is about one
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -61,10 +62,12 @@ class Finding:
         }
         if self.packet is not None:
             out["packet"] = self.packet
+        if self.conn is not None:
+            out["conn"] = self.conn
         return out
 
 
-def finding(code: str, message: str, packet: int | None = None) -> Finding:
+def finding(code: str, message: str, packet: int | None = None, conn: int | None = None) -> Finding:
     """Make a finding for a declared `code` (its severity comes from `CODES`)."""
     severity, _ = CODES[code]
-    return Finding(code, severity, message, packet)
+    return Finding(code, severity, message, packet, conn)

@@ -405,6 +405,7 @@ class TcpReassembler:
                     f"connection {conn.id} was reset with data not yet acknowledged or "
                     "still waiting behind a hole",
                     seg.packet,
+                    conn.id,
                 )
             )
 
@@ -507,6 +508,7 @@ class TcpReassembler:
                 "tcp.gap",
                 f"connection {h.cid} {h.direction}: {n} bytes missing from the capture ({why})",
                 packet,
+                h.cid,
             )
         )
         h.nxt = to
@@ -535,6 +537,7 @@ class TcpReassembler:
                 f"connection {h.cid} {h.direction}: a retransmission carried different bytes "
                 "than the first copy (the first copy was kept)",
                 packet,
+                h.cid,
             )
         )
 
@@ -650,6 +653,7 @@ class TcpReassembler:
                 f"connection {h.cid} {h.direction}: more than {self.max_buffer} bytes waited "
                 "behind a hole; the hole was given up as missing",
                 packet,
+                h.cid,
             )
         )
         while h.buffered > self.max_buffer and h.starts and not h.done:
