@@ -69,10 +69,15 @@ def main() -> None:
 @main.command()
 @click.argument("file", type=click.Path(dir_okay=False, path_type=str))
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per frame (NDJSON).")
+@click.option(
+    "--show-secrets",
+    is_flag=True,
+    help="Show credentials (SASL responses, connection.start-ok) instead of redacting them.",
+)
 @_guarded
-def read(file: str, as_json: bool) -> None:
+def read(file: str, as_json: bool, show_secrets: bool) -> None:
     """Decode every AMQP frame of a pcap or pcapng FILE, in capture order."""
-    dissector = Dissector()
+    dissector = Dissector(show_secrets=show_secrets)
     out = sys.stdout
     with open_capture(file) as capture:
         first_ts: float | None = None

@@ -53,7 +53,8 @@ class Connection:
 class Dissector:
     """Feed raw packets, get frames. Holds the per-connection state of every layer."""
 
-    def __init__(self) -> None:
+    def __init__(self, show_secrets: bool = False) -> None:
+        self.show_secrets = show_secrets  # decode credentials rather than redact them
         self.segments = SegmentDecoder()
         self.tcp = TcpReassembler()
         self.connections: dict[int, Connection] = {}
@@ -109,7 +110,7 @@ class Dissector:
                 endpoint_text(event.client),
                 endpoint_text(event.server),
                 event.role_from,
-                ConnectionCodec(from_start=event.role_from == "syn"),
+                ConnectionCodec(event.role_from == "syn", self.show_secrets),
                 event.packet,
                 event.ts,
                 event.packet,

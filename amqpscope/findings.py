@@ -41,6 +41,23 @@ CODES: dict[str, tuple[str, str]] = {
     "amqp.version-mismatch": (ERROR, "the peers offered different protocol headers"),
     "amqp.tls": (INFO, "the connection switched to TLS; its frames are encrypted"),
     "amqp.incomplete-frame": (WARNING, "the stream ended inside a frame"),
+    "amqp.decode-error": (ERROR, "a frame's fields could not be decoded (a bug: please report it)"),
+    # codec/amqp10: fields and messages
+    "amqp10.bad-encoding": (ERROR, "an AMQP 1.0 value is malformed or runs past its frame"),
+    "amqp10.invalid-utf8": (WARNING, "an AMQP 1.0 string is not valid UTF-8"),
+    "amqp10.missing-mandatory": (WARNING, "a mandatory field of a performative is absent"),
+    "amqp10.trailing-bytes": (WARNING, "bytes after a frame body's described value"),
+    "amqp10.aborted-transfer": (INFO, "a multi-frame delivery was aborted; its payload dropped"),
+    "amqp10.incomplete-delivery": (WARNING, "a delivery's transfers never completed"),
+    "amqp10.bad-message": (WARNING, "a delivery's payload is not a well-formed message"),
+    # codec/amqp091: arguments, content and messages
+    "amqp091.bad-arguments": (ERROR, "a method's arguments are truncated or malformed"),
+    "amqp091.bad-field-table": (ERROR, "a field table or array is malformed"),
+    "amqp091.trailing-bytes": (WARNING, "bytes after a method's last argument"),
+    "amqp091.unexpected-content": (WARNING, "a content frame with no method expecting content"),
+    "amqp091.body-size-mismatch": (WARNING, "content bodies do not add up to the header's size"),
+    "amqp091.bad-content-header": (ERROR, "a content header is truncated or malformed"),
+    "amqp091.version-difference": (INFO, "a 0-8/0-9 method that differs from 0-9-1"),
 }
 
 

@@ -23,7 +23,9 @@ from collections import deque
 from amqpscope.codec import detect
 from amqpscope.codec import frames as k
 from amqpscope.codec.amqp091 import frames as frames091
+from amqpscope.codec.amqp091.decoder import Decoder as Decoder091
 from amqpscope.codec.amqp10 import frames as frames10
+from amqpscope.codec.amqp10.decoder import Decoder as Decoder10
 from amqpscope.findings import Finding, finding
 from amqpscope.stream.events import C2S, S2C
 
@@ -45,6 +47,7 @@ class Framer:
     __slots__ = (
         "base",
         "buf",
+        "decoder",
         "direction",
         "hunted",
         "marks",
@@ -68,6 +71,7 @@ class Framer:
         # a frame is reported with the packet that completed it even when framing lagged behind
         self.base = 0  # stream offset of buf[0]
         self.marks: deque[tuple[int, int, float]] = deque()
+        self.decoder: Decoder10 | Decoder091 | None = None  # made when the version is known
 
     def arrived(self, data: bytes, packet: int, ts: float) -> None:
         self.buf += data
@@ -91,10 +95,12 @@ class Framer:
 
 
 class ConnectionCodec:
-    """Frames both directions of one TCP connection. `from_start`: the handshake was seen, so
-    each direction's first byte is the start of the protocol."""
+    """Frames both directions of one TCP connection and decodes their fields. `from_start`: the
+    handshake was seen, so each direction's first byte is the start of the protocol.
+    `show_secrets`: decode credentials (SASL responses, start-ok) instead of redacting them."""
 
-    def __init__(self, from_start: bool) -> None:
+    def __init__(self, from_start: bool, show_secrets: bool = False) -> None:
+        self.show_secrets = show_secrets
         self.framers = {C2S: Framer(C2S, from_start), S2C: Framer(S2C, from_start)}
         self.version: str | None = None
         self.is_amqp = False
@@ -140,6 +146,8 @@ class ConnectionCodec:
                     )
                 )
             framer.consume(len(framer.buf))
+            if framer.decoder is not None:
+                self.findings.extend(framer.decoder.end())
             self.findings.extend(framer.pending)
             framer.pending.clear()
         return out
@@ -291,9 +299,25 @@ class ConnectionCodec:
         return frame
 
     def _frame(self, framer: Framer, data: bytes) -> k.Frame:
-        if framer.version == "1.0":
-            return frames10.make_frame(data)
-        return frames091.make_frame(data, framer.version or "0-9-1")
+        version = framer.version or "0-9-1"
+        if version == "1.0":
+            frame = frames10.make_frame(data)
+        else:
+            frame = frames091.make_frame(data, version)
+        decoder = framer.decoder
+        if decoder is None or getattr(decoder, "version", version) != version:
+            if version == "1.0":
+                decoder = Decoder10(show_secrets=self.show_secrets)
+            else:
+                decoder = Decoder091(version, show_secrets=self.show_secrets)
+            framer.decoder = decoder
+        try:
+            decoder.decode(frame)
+        except Exception as exc:  # a decoder bug must not cost the rest of the capture
+            frame.findings.append(
+                finding("amqp.decode-error", f"{frame.name}: {type(exc).__name__}: {exc}")
+            )
+        return frame
 
     def _emit(self, framer: Framer, frame: k.Frame, end: int, out: list[k.Frame]) -> None:
         """Hand on `frame`, which ended at buffer offset `end`."""

@@ -39,6 +39,7 @@ class Frame:
     dst: str = ""
     fields: dict[str, Any] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
+    message: dict[str, Any] | None = None  # on the frame that completes a message
 
     @property
     def size(self) -> int:
@@ -46,7 +47,7 @@ class Frame:
 
     def to_json(self) -> dict[str, Any]:
         """The frame as the NDJSON contract of `amqpscope read --json` has it."""
-        return {
+        out = {
             "frame": self.number,
             "packet": self.packet,
             "ts": self.ts,
@@ -62,3 +63,6 @@ class Frame:
             "fields": self.fields,
             "findings": [f.to_json() for f in self.findings],
         }
+        if self.message is not None:
+            out["message"] = self.message
+        return out
