@@ -16,6 +16,7 @@ import click
 from amqpscope import __version__
 from amqpscope.capture.files import CaptureError, open_capture
 from amqpscope.dissect import Dissector
+from amqpscope.filter import FilterError, Selection
 from amqpscope.findings import Finding
 from amqpscope.render.lines import frame_json, frame_line
 
@@ -74,20 +75,60 @@ def main() -> None:
     is_flag=True,
     help="Show credentials (SASL responses, connection.start-ok) instead of redacting them.",
 )
+@click.option("-Y", "--filter", "expression", metavar="EXPR", help="Display filter (see below).")
+@click.option("-c", "--count", type=click.IntRange(min=1), help="Stop after COUNT frames shown.")
+@click.option("--conn", "conns", type=int, multiple=True, help="Only connection N (repeatable).")
+@click.option("--channel", "channels", type=int, multiple=True, help="Only channel N (repeatable).")
+@click.option("--errors", is_flag=True, help="Only frames with findings or errors.")
+@click.option("--from", "start", type=float, metavar="SECONDS", help="From this relative time.")
+@click.option("--to", "stop", type=float, metavar="SECONDS", help="Up to this relative time.")
 @_guarded
-def read(file: str, as_json: bool, show_secrets: bool) -> None:
-    """Decode every AMQP frame of a pcap or pcapng FILE, in capture order."""
+def read(
+    file: str,
+    as_json: bool,
+    show_secrets: bool,
+    expression: str | None,
+    count: int | None,
+    conns: tuple[int, ...],
+    channels: tuple[int, ...],
+    errors: bool,
+    start: float | None,
+    stop: float | None,
+) -> None:
+    """Decode every AMQP frame of a pcap or pcapng FILE, in capture order.
+
+    \b
+    Examples:
+      amqpscope read capture.pcap
+      amqpscope read capture.pcap --json | jq .name
+      amqpscope read capture.pcap -Y 'name == "transfer" and fields.settled == false'
+      amqpscope read capture.pcap --errors --conn 2
+
+    \b
+    Display filters (-Y) test the frame record that --json prints:
+      paths     name, kind, channel, src, fields.delivery-tag, findings[0].code
+      compare   == != < > <= >= contains matches (a regular expression)
+      combine   and or not ( ), also && || !
+      a path alone is true when present and not empty; comparisons with absent paths are false
+    """
+    try:
+        selection = Selection(expression, conns, channels, errors, start, stop)
+    except FilterError as exc:
+        _fail(f"-Y: {exc}", 2)
     dissector = Dissector(show_secrets=show_secrets)
     out = sys.stdout
+    shown = 0
     with open_capture(file) as capture:
         first_ts: float | None = None
         for frame in dissector.run(capture):
-            if as_json:
-                out.write(frame_json(frame) + "\n")
-            else:
-                if first_ts is None:
-                    first_ts = frame.ts
-                out.write(frame_line(frame, first_ts) + "\n")
+            if first_ts is None:
+                first_ts = frame.ts
+            if not selection.accepts(frame, first_ts):
+                continue
+            out.write((frame_json(frame) if as_json else frame_line(frame, first_ts)) + "\n")
+            shown += 1
+            if count is not None and shown >= count:
+                break
         out.flush()
         _report(capture.findings + dissector.findings)
 

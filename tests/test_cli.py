@@ -116,3 +116,31 @@ def test_output_to_a_closed_pipe_is_quiet() -> None:
     out, err = proc.communicate(timeout=120)
     assert len(out.splitlines()) == 1
     assert "Traceback" not in err and "Broken pipe" not in err
+
+
+def test_display_filter_selects_frames() -> None:
+    capture = str(CAPTURES / "091-channel-errors.pcap")
+    result = amqpscope("read", capture, "--json", "-Y", 'name == "channel.close" and dir == "s2c"')
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    expected = json.loads((CAPTURES / "091-channel-errors.json").read_text())
+    assert len(records) == len(expected["expect"]["channel_errors"])
+    assert {r["name"] for r in records} == {"channel.close"}
+
+
+def test_bad_display_filter_is_a_usage_error_pointing_at_the_column() -> None:
+    result = amqpscope("read", str(SAMPLE), "-Y", 'name == "transfer" and')
+    assert_one_line_error(result, 2)
+    assert "column 23" in result.stderr
+
+
+def test_count_conn_and_time_window() -> None:
+    capture = str(CAPTURES / "091-rpc.pcap")
+    every = [json.loads(line) for line in amqpscope("read", capture, "--json").stdout.splitlines()]
+    assert len({r["conn"] for r in every}) == 2
+    only2 = amqpscope("read", capture, "--json", "--conn", "2").stdout.splitlines()
+    assert only2 and all(json.loads(line)["conn"] == 2 for line in only2)
+    assert len(amqpscope("read", capture, "-c", "5").stdout.splitlines()) == 5
+    first = every[0]["ts"]
+    late = [r for r in every if r["ts"] - first > 0.01]
+    window = amqpscope("read", capture, "--json", "--from", "0.01").stdout.splitlines()
+    assert len(window) == len(late)
