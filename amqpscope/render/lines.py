@@ -1,27 +1,202 @@
-"""Plain one-line-per-frame output for `amqpscope read` (the rich timeline grows from here)."""
+"""Plain one-line-per-frame output for `amqpscope read` (the rich timeline grows from here).
+
+Each line names the frame and then the few fields that matter for it, chosen by the table
+`HIGHLIGHTS` (`transfer h0 #12 tag=31 unsettled more`, `basic.deliver tag=5 redelivered`).
+"""
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from amqpscope.codec.frames import Frame
 
 ARROWS = {"c2s": "→", "s2c": "←"}
+MAX_VALUE = 60  # characters of one value on a line; --json keeps everything
+
+# How a highlighted field is written:
+#   ("h", "handle")                 prefix: h0
+#   ("credit=", "link-credit")      key=value
+#   ("!more", "more")               the word when true
+#   ("!settled|unsettled", ...)     the first word when true, the second when false
+#   ("", "reply-name")              the value alone
+#   ("..", "last")                  joined to the previous value as a range: 3..7
+#   paths go into nested objects: "error.condition", "state.type"
+Highlight = tuple[str, str]
+_TUNE = (("channel-max=", "channel-max"), ("frame-max=", "frame-max"), ("heartbeat=", "heartbeat"))
+_REPLY = (("", "reply-code"), ("", "reply-name"), ("", "reply-text"), ("by ", "method"))
+_BIND = (("q=", "queue"), ("x=", "exchange"), ("key=", "routing-key"))
+_X_BIND = (("", "destination"), ("<- ", "source"), ("key=", "routing-key"))
+_ERROR = (("", "error.condition"), ("", "error.description"))
+HIGHLIGHTS: dict[str, dict[str, tuple[Highlight, ...]]] = {
+    "1.0": {
+        "sasl-mechanisms": (("", "sasl-server-mechanisms"),),
+        "sasl-init": (("", "mechanism"), ("host=", "hostname")),
+        "sasl-outcome": (("", "code"),),
+        "open": (
+            ("", "container-id"),
+            ("host=", "hostname"),
+            ("max-frame=", "max-frame-size"),
+            ("channel-max=", "channel-max"),
+            ("idle=", "idle-time-out"),
+        ),
+        "begin": (
+            ("remote-ch=", "remote-channel"),
+            ("next-out=", "next-outgoing-id"),
+            ("in-win=", "incoming-window"),
+            ("out-win=", "outgoing-window"),
+        ),
+        "attach": (
+            ("h", "handle"),
+            ("", "role"),
+            ("", "name"),
+            ("source=", "source.address"),
+            ("target=", "target.address"),
+            ("snd=", "snd-settle-mode"),
+        ),
+        "flow": (
+            ("h", "handle"),
+            ("credit=", "link-credit"),
+            ("dc=", "delivery-count"),
+            ("available=", "available"),
+            ("!drain", "drain"),
+            ("!echo", "echo"),
+            ("in-win=", "incoming-window"),
+        ),
+        "transfer": (
+            ("h", "handle"),
+            ("#", "delivery-id"),
+            ("tag=", "delivery-tag"),
+            ("!settled|unsettled", "settled"),
+            ("", "state.type"),
+            ("!more", "more"),
+            ("!aborted", "aborted"),
+        ),
+        "disposition": (
+            ("", "role"),
+            ("", "first"),
+            ("..", "last"),
+            ("", "state.type"),
+            ("!settled", "settled"),
+        ),
+        "detach": (("h", "handle"), ("!closed", "closed"), *_ERROR),
+        "end": _ERROR,
+        "close": _ERROR,
+    },
+    "0-9-1": {
+        "connection.start": (("mechanisms=", "mechanisms"),),
+        "connection.start-ok": (("", "mechanism"), ("user=", "user")),
+        "connection.tune": _TUNE,
+        "connection.tune-ok": _TUNE,
+        "connection.open": (("vhost=", "virtual-host"),),
+        "connection.close": _REPLY,
+        "channel.close": _REPLY,
+        "connection.blocked": (("", "reason"),),
+        "channel.flow": (("!active|paused", "active"),),
+        "exchange.declare": (("", "exchange"), ("type=", "type"), ("!durable", "durable")),
+        "exchange.delete": (("", "exchange"),),
+        "exchange.bind": _X_BIND,
+        "exchange.unbind": _X_BIND,
+        "queue.declare": (("q=", "queue"), ("!durable", "durable"), ("!exclusive", "exclusive")),
+        "queue.declare-ok": (
+            ("q=", "queue"),
+            ("messages=", "message-count"),
+            ("consumers=", "consumer-count"),
+        ),
+        "queue.bind": _BIND,
+        "queue.unbind": _BIND,
+        "queue.purge": (("q=", "queue"),),
+        "queue.purge-ok": (("messages=", "message-count"),),
+        "queue.delete": (("q=", "queue"),),
+        "basic.qos": (("prefetch=", "prefetch-count"), ("!global", "global")),
+        "basic.consume": (("q=", "queue"), ("ctag=", "consumer-tag"), ("!no-ack", "no-ack")),
+        "basic.consume-ok": (("ctag=", "consumer-tag"),),
+        "basic.cancel": (("ctag=", "consumer-tag"),),
+        "basic.publish": (("x=", "exchange"), ("key=", "routing-key"), ("!mandatory", "mandatory")),
+        "basic.return": (("", "reply-code"), ("", "reply-text"), ("key=", "routing-key")),
+        "basic.deliver": (
+            ("tag=", "delivery-tag"),
+            ("key=", "routing-key"),
+            ("!redelivered", "redelivered"),
+        ),
+        "basic.get": (("q=", "queue"), ("!no-ack", "no-ack")),
+        "basic.get-ok": (
+            ("tag=", "delivery-tag"),
+            ("!redelivered", "redelivered"),
+            ("left=", "message-count"),
+        ),
+        "basic.ack": (("tag=", "delivery-tag"), ("!multiple", "multiple")),
+        "basic.nack": (
+            ("tag=", "delivery-tag"),
+            ("!multiple", "multiple"),
+            ("!requeue", "requeue"),
+        ),
+        "basic.reject": (("tag=", "delivery-tag"), ("!requeue", "requeue")),
+        "content-header": (("size=", "body-size"), ("", "properties.content-type")),
+        "content-body": (("size=", "size"),),
+    },
+}
+_MISSING = object()
+
+
+def _get(fields: dict[str, Any], path: str) -> Any:
+    value: Any = fields
+    for step in path.split("."):
+        if not isinstance(value, dict) or step not in value:
+            return _MISSING
+        value = value[step]
+    return value
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, list):
+        text = ",".join(_text(v) for v in value)
+    elif isinstance(value, dict):
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    else:
+        text = str(value).replace("\n", " ")
+    return text if len(text) <= MAX_VALUE else text[: MAX_VALUE - 1] + "…"
+
+
+def highlights(frame: Frame) -> str:
+    """The fields worth a glance, written as `HIGHLIGHTS` says (0-8 and 0-9 read as 0-9-1)."""
+    table = HIGHLIGHTS["1.0" if frame.version == "1.0" else "0-9-1"]
+    out: list[str] = []
+    for label, path in table.get(frame.name, ()):
+        value = _get(frame.fields, path)
+        if value is _MISSING or value is None or value == "":
+            continue
+        if label.startswith("!"):
+            yes, _, no = label[1:].partition("|")
+            word = yes if value else no
+            if word:
+                out.append(word)
+        elif label == "..":
+            if out and out[-1] != str(value):
+                out[-1] = f"{out[-1]}..{value}"
+        else:
+            text = f"{label}{_text(value)}"
+            if out and text.startswith(out[-1]):  # "PRECONDITION_FAILED - ..." says it already
+                out[-1] = text
+            else:
+                out.append(text)
+    return " ".join(out)
 
 
 def frame_line(frame: Frame, first_ts: float) -> str:
-    """`  12   0.004512 c1 127.0.0.1:40000 → 127.0.0.1:5672  0-9-1 ch1 basic.publish [finding]`:
+    """`  12   0.004512 c1 127.0.0.1:40000 → 127.0.0.1:5672  0-9-1 ch1 basic.publish key=q`:
     the client always on the left, the arrow pointing the way the frame went."""
     channel = "" if frame.channel is None else f" ch{frame.channel}"
-    extra = ""
     if frame.kind == "protocol-header":
-        extra = f" {frame.fields.get('protocol', '')}"
+        extra = frame.fields.get("protocol", "")
+    else:
+        extra = highlights(frame)
     client, server = (frame.dst, frame.src) if frame.direction == "s2c" else (frame.src, frame.dst)
     notes = "".join(f" [{f.code}: {f.message}]" for f in frame.findings)
     return (
         f"{frame.number:6d} {frame.ts - first_ts:10.6f} c{frame.conn} {client} "
         f"{ARROWS.get(frame.direction, '-')} {server}  {frame.version}{channel} "
-        f"{frame.name}{extra}{notes}"
+        f"{frame.name}{' ' + extra if extra else ''}{notes}"
     )
 
 
