@@ -50,6 +50,7 @@ CODES: dict[str, tuple[str, str]] = {
     "amqp10.aborted-transfer": (INFO, "a multi-frame delivery was aborted; its payload dropped"),
     "amqp10.incomplete-delivery": (WARNING, "a delivery's transfers never completed"),
     "amqp10.bad-message": (WARNING, "a delivery's payload is not a well-formed message"),
+    "amqp10.bad-field": (WARNING, "a field has a type or value its definition does not allow"),
     # codec/amqp091: arguments, content and messages
     "amqp091.bad-arguments": (ERROR, "a method's arguments are truncated or malformed"),
     "amqp091.bad-field-table": (ERROR, "a field table or array is malformed"),
@@ -58,6 +59,8 @@ CODES: dict[str, tuple[str, str]] = {
     "amqp091.body-size-mismatch": (WARNING, "content bodies do not add up to the header's size"),
     "amqp091.bad-content-header": (ERROR, "a content header is truncated or malformed"),
     "amqp091.version-difference": (INFO, "a 0-8/0-9 method that differs from 0-9-1"),
+    "amqp091.incomplete-message": (WARNING, "a message's content header or body never arrived"),
+    "amqp091.body-not-kept": (INFO, "a message body too large to keep is counted, not shown"),
 }
 
 

@@ -47,6 +47,7 @@ def gen_amqp10(spec_dir: Path) -> str:
     encodings: list[tuple[int, str, str, str, int]] = []
     composites: list[str] = []
     restricted: list[str] = []
+    sections: list[str] = []  # the message sections, in the order the spec lists them
     for stem in XML_FILES:
         tree = ET.parse(spec_dir / "amqp-1.0" / f"{stem}.xml")
         for node in tree.iter(f"{NS}type"):
@@ -66,6 +67,8 @@ def gen_amqp10(spec_dir: Path) -> str:
                 continue
             provides = tuple(p.strip() for p in node.get("provides", "").split(",") if p.strip())
             descriptor = node.find(f"{NS}descriptor")
+            if "section" in provides:
+                sections.append(name)
             if klass == "composite":
                 assert descriptor is not None, name
                 fields = []
@@ -156,6 +159,11 @@ class Restricted(NamedTuple):
     out += "\n}\n\n#: type name -> restricted type\nRESTRICTED: dict[str, Restricted] = {\n"
     out += "\n".join(restricted)
     out += "\n}\n"
+    out += (
+        "\n#: the message sections in the order the spec lists them, which is the order a bare\n"
+        "#: message carries them (messaging.xml, section message-format)\n"
+        f"SECTIONS: tuple[str, ...] = {tuple(sections)!r}\n"
+    )
     return out
 
 
@@ -227,8 +235,9 @@ def main(argv: list[str]) -> int:
         ),
         OUT_08: gen_amqp091(
             spec_dir / "amqp-rabbitmq-0.8.json",
-            "AMQP 0-8 methods, to name (and tell apart) peers that speak the older version.",
-            with_properties=False,
+            "AMQP 0-8 methods and properties, to name, decode and tell apart peers that speak the"
+            " older version.",
+            with_properties=True,
         ),
     }
     stale = []

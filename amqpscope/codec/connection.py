@@ -125,6 +125,9 @@ class ConnectionCodec:
             return
         if note is not None:
             framer.pending.append(note)
+        gap = getattr(framer.decoder, "gap", None)
+        if gap is not None:
+            gap()
         framer.skipped += len(framer.buf) + missing
         framer.consume(len(framer.buf))
         framer.base += missing
@@ -291,9 +294,9 @@ class ConnectionCodec:
             framer.state = OPAQUE
         else:
             if version in ("0-8", "0-9"):
-                frame.findings.append(
-                    finding("amqp.unsupported-version", f"AMQP {version}: named with 0-8 tables")
-                )
+                tables = "0-8" if version == "0-8" else "0-9-1"
+                note = f"AMQP {version}: read with {tables} tables"
+                frame.findings.append(finding("amqp.unsupported-version", note))
             framer.sasl = header.layer == "sasl"
             framer.state = FRAMES
         return frame

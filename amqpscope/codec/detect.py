@@ -30,7 +30,7 @@ PROTOCOL_HEADERS: dict[bytes, Header] = {
     b"\x02\x01\x00\x00": Header("1.0", "tls"),
     b"\x03\x01\x00\x00": Header("1.0", "sasl"),
     b"\x00\x00\x09\x01": Header("0-9-1", "amqp"),
-    b"\x01\x01\x09\x01": Header("0-9-1", "amqp"),  # pre-release 0-9-1 clients (RabbitMQ accepts)
+    b"\x01\x01\x09\x01": Header("0-8", "amqp"),  # 0-8 as the published spec wrote it (py-amqplib)
     b"\x01\x01\x00\x09": Header("0-9", "amqp"),
     b"\x01\x01\x08\x00": Header("0-8", "amqp"),
     b"\x01\x01\x00\x0a": Header("0-10", "amqp"),

@@ -1,22 +1,216 @@
 """AMQP 0-9-1 field decoding: fills `fields` (and `message`) of the frames of one direction.
 
-One `Decoder` per connection direction: it keeps what spans frames (deliveries assembled across
-content frames, per channel). It never raises; damage becomes findings on the frame.
+One `Decoder` per connection direction: it keeps what spans frames (messages assembled across
+content frames, per channel; the SASL mechanism the client chose). It never raises; damage
+becomes findings on the frame. 0-8 (and 0-9) peers are decoded with the table their frames were
+named from, and every method whose ids or arguments differ from 0-9-1's is flagged.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from amqpscope.codec import frames as k
+from amqpscope.codec.amqp091 import spec, spec08
+from amqpscope.codec.amqp091.arguments import MethodArguments, compile_methods
+from amqpscope.codec.amqp091.content import Assembler, compile_properties, decode_header
+from amqpscope.codec.amqp091.fieldtable import Malformed, table_entries, text
+from amqpscope.codec.amqp091.frames import CLASS_METHOD, HEADER_SIZE, methods_for
 from amqpscope.codec.frames import Frame
+from amqpscope.findings import Finding, finding
+
+REDACTED = "<redacted>"
+ARGS_AT = HEADER_SIZE + CLASS_METHOD.size  # offset of a method's first argument in the frame
+DIFFERENCE = "amqp091.version-difference"
+
+
+class Tables:
+    """One spec table, compiled: arguments and properties per id, reply codes, differences."""
+
+    def __init__(self, methods: dict, properties: dict, replies: dict) -> None:
+        self.methods = methods
+        self.arguments: dict[tuple[int, int], MethodArguments] = compile_methods(methods)
+        self.content = frozenset(ids for ids, m in methods.items() if m.content)
+        self.properties = compile_properties(properties)
+        self.replies = {code: name.replace("-", "_") for code, (name, _) in replies.items()}
+        self.differences = differences(methods, spec.METHODS)
+
+
+def differences(methods: dict, reference: dict) -> dict[tuple[int, int], str]:
+    """Where `methods` (0-8's) and `reference` (0-9-1's) disagree on the same ids, and how."""
+    out = {}
+    for ids, method in methods.items():
+        other = reference.get(ids)
+        where = f"{method.name} ({ids[0]}/{ids[1]})"
+        if other is None:
+            out[ids] = f"{where} is not a 0-9-1 method"
+        elif other.name != method.name:
+            out[ids] = f"{where} is {other.name} in 0-9-1"
+        elif other.arguments != method.arguments:
+            ours, theirs = dict(method.arguments), dict(other.arguments)
+            notes = [f"no {n!r}" for n in theirs if n not in ours]
+            notes += [f"an extra {n!r}" for n in ours if n not in theirs]
+            notes += [f"{n!r} as {ours[n]}" for n in ours if n in theirs and ours[n] != theirs[n]]
+            out[ids] = f"{where} has {', '.join(notes) or 'its arguments reordered'}, unlike 0-9-1"
+    return out
+
+
+TABLES_091 = Tables(spec.METHODS, spec.PROPERTIES, spec.REPLY_CODES)
+TABLES_08 = Tables(spec08.METHODS, spec08.PROPERTIES, spec08.REPLY_CODES)
+
+
+def tables_for(version: str) -> Tables:
+    """The compiled tables the framer names `version`'s methods from."""
+    return TABLES_091 if methods_for(version) is spec.METHODS else TABLES_08
 
 
 class Decoder:
+    """The decoder of one direction of one connection (the framer makes one per direction)."""
+
+    __slots__ = ("assembler", "mechanism", "show_secrets", "tables", "version")
+
     def __init__(self, version: str = "0-9-1", show_secrets: bool = False) -> None:
         self.version = version  # "0-9-1", or "0-9" / "0-8" (decoded where they agree)
         self.show_secrets = show_secrets
+        self.tables = tables_for(version)
+        self.assembler = Assembler()
+        self.mechanism = ""  # the SASL mechanism of this direction's start-ok
 
     def decode(self, frame: Frame) -> None:
         """Fill `frame.fields` (and `frame.message` on the frame that completes a message)."""
+        kind = frame.kind
+        if kind == k.METHOD:
+            self._method(frame)
+        elif kind == k.CONTENT_HEADER:
+            fields, problems, body_size = decode_header(frame.data, self.tables.properties)
+            frame.fields = fields
+            if problems:
+                _note(frame, problems)
+            self.assembler.header(frame, fields.get("properties") or {}, body_size)
+        elif kind == k.CONTENT_BODY:
+            frame.fields = {"size": len(frame.data) - HEADER_SIZE - 1}
+            self.assembler.body(frame)
 
-    def end(self) -> list:
+    def end(self) -> list[Finding]:
         """The direction ended: findings for messages left incomplete."""
-        return []
+        return self.assembler.end()
+
+    def gap(self) -> None:
+        """Bytes were lost: messages in progress cannot complete (the gap itself is reported
+        on the next frame), so they are dropped rather than reported as mismatches later."""
+        self.assembler.open.clear()
+
+    def _method(self, frame: Frame) -> None:
+        data = frame.data
+        limit = len(data) - 1
+        if limit < ARGS_AT:
+            return  # framing already said the method frame is too short
+        ids = CLASS_METHOD.unpack_from(data, HEADER_SIZE)
+        tables = self.tables
+        compiled = tables.arguments.get(ids)
+        if tables is not TABLES_091:
+            if compiled is None and ids in TABLES_091.arguments:
+                tables = TABLES_091
+                compiled = tables.arguments[ids]
+                note = (
+                    f"{compiled.name} ({ids[0]}/{ids[1]}) is not an AMQP {self.version} method;"
+                    " read as 0-9-1"
+                )
+                frame.findings.append(finding(DIFFERENCE, note))
+            elif ids in tables.differences:
+                note = f"AMQP {self.version}: {tables.differences[ids]}"
+                frame.findings.append(finding(DIFFERENCE, note))
+        if compiled is None:
+            frame.fields = {
+                "class-id": ids[0],
+                "method-id": ids[1],
+                "arguments": {"hex": data[ARGS_AT:limit].hex()},
+            }
+            return
+        fields, problems = compiled.decode(data, ARGS_AT, limit)
+        frame.fields = fields
+        if problems:
+            _note(frame, problems)
+        if "reply-code" in fields:
+            self._reply(fields, tables)
+        special = SPECIAL.get(compiled.name)
+        if special is not None:
+            special(self, fields)
+        if ids in tables.content or self.assembler.open:
+            self.assembler.method(frame, compiled.name, fields, ids in tables.content)
+
+    # -- readable extras -----------------------------------------------------------------------
+    @staticmethod
+    def _reply(fields: dict[str, Any], tables: Tables) -> None:
+        """reply-code 406 -> "reply-name": "PRECONDITION_FAILED"; class-id 50 method-id 10 ->
+        "method": "queue.declare" (the method that failed)."""
+        name = tables.replies.get(fields["reply-code"])
+        if name is not None:
+            fields["reply-name"] = name
+        failed = tables.methods.get((fields.get("class-id"), fields.get("method-id")))
+        if failed is not None:
+            fields["method"] = failed.name
+
+    def _start_ok(self, fields: dict[str, Any]) -> None:
+        """The mechanism, and the user of a PLAIN or AMQPLAIN response; the password only with
+        show_secrets."""
+        mechanism = fields.get("mechanism")
+        self.mechanism = mechanism if isinstance(mechanism, str) else ""
+        response = fields.get("response")
+        if response is None:
+            return
+        raw = response.encode() if isinstance(response, str) else bytes.fromhex(response["hex"])
+        user, shown = _credentials(self.mechanism.upper(), raw, self.show_secrets)
+        if shown is not None:
+            fields["response"] = shown
+        elif not self.show_secrets:
+            fields["response"] = REDACTED
+        if user is not None:
+            fields["user"] = user
+
+    def _secret(self, fields: dict[str, Any]) -> None:
+        """secure-ok's response and update-secret's new secret: shown only with show_secrets."""
+        if self.show_secrets:
+            return
+        for name in ("response", "new-secret"):
+            if name in fields:
+                fields[name] = REDACTED
+
+
+#: method name -> what the decoder adds to (or hides in) its fields
+SPECIAL = {
+    "connection.start-ok": Decoder._start_ok,
+    "connection.secure-ok": Decoder._secret,
+    "connection.update-secret": Decoder._secret,
+}
+#: mechanisms whose response carries no secret
+NO_SECRET = frozenset({"EXTERNAL", "ANONYMOUS"})
+
+
+def _credentials(mechanism: str, raw: bytes, show: bool) -> tuple[Any, Any]:
+    """(user or None, the response to show or None to leave it as decoded / redact it whole)."""
+    if mechanism == "PLAIN":
+        parts = raw.split(b"\0")
+        if len(parts) != 3:
+            return None, None
+        authzid, user, password = (text(p) for p in parts)
+        return user, {
+            "authzid": authzid,
+            "username": user,
+            "password": password if show else REDACTED,
+        }
+    if mechanism == "AMQPLAIN":
+        try:
+            table = table_entries(raw, 0, len(raw))
+        except Malformed:
+            return None, None
+        if not show and "PASSWORD" in table:
+            table["PASSWORD"] = REDACTED
+        return table.get("LOGIN"), table
+    if mechanism in NO_SECRET:
+        return None, text(raw)
+    return None, None
+
+
+def _note(frame: Frame, problems: list[tuple[str, str]]) -> None:
+    frame.findings.extend(finding(code, message) for code, message in problems)

@@ -32,8 +32,10 @@ HUNT_MAX_FRAME = 4 * 1024 * 1024
 MAX_FRAME = 1 << 31
 
 
+#: 0-9 is named with the 0-9-1 table, as RabbitMQ frames it ("we can safely treat [0-9] as
+#: though it were 0-9-1", rabbit_reader); only 0-8 has tables of its own
 def methods_for(version: str) -> dict[tuple[int, int], spec.Method]:
-    return spec.METHODS if version == "0-9-1" else spec08.METHODS
+    return spec08.METHODS if version == "0-8" else spec.METHODS
 
 
 def probe(buf: bytes | bytearray, off: int, version: str = "0-9-1") -> int:

@@ -437,3 +437,7 @@ RESTRICTED: dict[str, Restricted] = {
     'txn-capability': Restricted('txn-capability', 'symbol', ('txn-capability',), None, None, (('local-transactions', 'amqp:local-transactions'), ('distributed-transactions', 'amqp:distributed-transactions'), ('promotable-transactions', 'amqp:promotable-transactions'), ('multi-txns-per-ssn', 'amqp:multi-txns-per-ssn'), ('multi-ssns-per-txn', 'amqp:multi-ssns-per-txn'))),
     'transaction-error': Restricted('transaction-error', 'symbol', ('error-condition',), None, None, (('unknown-id', 'amqp:transaction:unknown-id'), ('transaction-rollback', 'amqp:transaction:rollback'), ('transaction-timeout', 'amqp:transaction:timeout'))),
 }
+
+#: the message sections in the order the spec lists them, which is the order a bare
+#: message carries them (messaging.xml, section message-format)
+SECTIONS: tuple[str, ...] = ('header', 'delivery-annotations', 'message-annotations', 'properties', 'application-properties', 'data', 'amqp-sequence', 'amqp-value', 'footer')

@@ -1,0 +1,309 @@
+"""AMQP 0-9-1 content: content headers, and body frames joined per channel into messages.
+
+A content method (basic.publish, deliver, get-ok, return: the table's `content` flag) opens a
+message on its channel; the content header gives its properties and body size; body frames add
+up to that size, and the frame that completes it carries `message`. Frames of other channels may
+interleave; another method on the same channel ends an incomplete message (a finding).
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from typing import Any
+
+from amqpscope.codec.amqp091.arguments import READERS, Truncated
+from amqpscope.codec.amqp091.fieldtable import Malformed
+from amqpscope.codec.frames import Frame
+from amqpscope.findings import Finding, finding
+
+HEADER = struct.Struct(">HHQH")  # class-id, weight, body-size, first property-flags word
+FLAGS = struct.Struct(">H")
+PAYLOAD = 7  # offset of the payload in a frame's bytes
+BAD_HEADER = "amqp091.bad-content-header"
+BAD_TABLE = "amqp091.bad-field-table"
+MISMATCH = "amqp091.body-size-mismatch"
+UNEXPECTED = "amqp091.unexpected-content"
+INCOMPLETE = "amqp091.incomplete-message"
+NOT_KEPT = "amqp091.body-not-kept"
+#: bodies up to this size are kept whole for `message`; a larger one is counted, not kept
+MAX_BODY = 64 * 1024 * 1024
+#: content types shown as text besides text/*, *+json and *+xml (the same list as 1.0's)
+TEXT_TYPES = frozenset(
+    (
+        "application/json",
+        "application/xml",
+        "application/javascript",
+        "application/x-www-form-urlencoded",
+        "application/yaml",
+        "application/x-yaml",
+    )
+)
+#: control characters that make an untyped body binary though it is valid UTF-8
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+class ClassProperties:
+    """One class's content properties, in flag order (bit 15 of the first flags word is the
+    first property; bit 0 of every word says another word follows), and for each set of flags
+    seen, the plan that reads its properties (cached: a connection reuses a few)."""
+
+    __slots__ = ("plans", "props")
+
+    def __init__(self, props: tuple[tuple[str, str], ...]) -> None:
+        self.props = tuple(
+            (i // 15, 1 << (15 - i % 15), name, domain) for i, (name, domain) in enumerate(props)
+        )
+        self.plans: dict[tuple[int, ...], tuple[tuple, str]] = {}
+
+    def plan(self, words: tuple[int, ...]) -> tuple[tuple, str]:
+        """((name, domain, reader), ...) for the flags set in `words`, and the flags that name
+        no property ("word:bit", empty when none)."""
+        plan = self.plans.get(words)
+        if plan is None:
+            steps = tuple(
+                (name, domain, None if domain == "bit" else READERS[domain])
+                for index, mask, name, domain in self.props
+                if index < len(words) and words[index] & mask
+            )
+            count = len(self.props)
+            unknown = ",".join(
+                f"{index}:{bit}"
+                for index, word in enumerate(words)
+                for bit in range(15, 0, -1)
+                if word >> bit & 1 and index * 15 + 15 - bit >= count
+            )
+            if len(self.plans) >= MAX_PLANS:
+                self.plans.clear()
+            plan = self.plans[words] = (steps, unknown)
+        return plan
+
+
+#: flag sets remembered per class before the cache starts over (damage could make any number)
+MAX_PLANS = 1024
+
+
+def compile_properties(properties: dict[int, tuple[tuple[str, str], ...]]) -> dict[int, Any]:
+    """class id -> its `ClassProperties`."""
+    return {class_id: ClassProperties(props) for class_id, props in properties.items()}
+
+
+def decode_header(data: bytes, compiled: dict[int, Any]) -> tuple[dict[str, Any], list, int]:
+    """A content header frame's fields, problems [(code, message)], and its body size (-1 if the
+    header is unreadable)."""
+    limit = len(data) - 1
+    if limit - PAYLOAD < HEADER.size:
+        return {}, [(BAD_HEADER, f"content header of {limit - PAYLOAD} bytes, at least 14")], -1
+    class_id, weight, body_size, word = HEADER.unpack_from(data, PAYLOAD)
+    pos = PAYLOAD + HEADER.size
+    problems: list[tuple[str, str]] = []
+    if word & 1:
+        words = [word]
+        while word & 1:
+            if pos + 2 > limit:
+                problems.append((BAD_HEADER, "property flags run past the end of the frame"))
+                break
+            word = FLAGS.unpack_from(data, pos)[0]
+            words.append(word)
+            pos += 2
+        flags = " ".join(f"0x{w:04x}" for w in words)
+        key = tuple(words)
+    else:
+        flags = f"0x{word:04x}"
+        key = (word,)
+    fields: dict[str, Any] = {
+        "class-id": class_id,
+        "weight": weight,
+        "body-size": body_size,
+        "property-flags": flags,
+    }
+    props = compiled.get(class_id)
+    if props is None:
+        problems.append((BAD_HEADER, f"class {class_id} has no content properties"))
+        return fields, problems, body_size
+    values: dict[str, Any] = {}
+    fields["properties"] = values
+    if problems:
+        return fields, problems, body_size
+    steps, unknown = props.plan(key)
+    name = ""
+    try:
+        for name, domain, read in steps:
+            if domain == "shortstr":  # most properties: read here, not by a call
+                end = pos + 1 + data[pos] if pos < limit else limit + 1
+                if end > limit:
+                    raise Truncated(name, {})
+                raw = data[pos + 1 : end]
+                try:
+                    values[name] = raw.decode()
+                except UnicodeDecodeError:
+                    values[name] = {"hex": raw.hex()}
+                pos = end
+            elif read is None:
+                values[name] = True
+            else:
+                values[name], pos = read(data, pos, limit)
+    except Truncated:
+        problems.append((BAD_HEADER, f"property {name} runs past the end of the frame"))
+        return fields, problems, body_size
+    except Malformed as exc:
+        values[name] = exc.partial
+        problems.append((BAD_TABLE, f"{name}: {exc}"))
+        return fields, problems, body_size
+    if unknown:
+        problems.append((BAD_HEADER, f"property flags {unknown} name no property of the class"))
+    elif pos < limit:
+        problems.append((BAD_HEADER, f"{limit - pos} bytes after the last property"))
+    return fields, problems, body_size
+
+
+def render_body(body: bytes, properties: dict[str, Any]) -> dict[str, Any]:
+    """{"text": ...} or {"hex": ...}, with "size"; the whole body, always. The rule is 1.0's: a
+    textual content-type (text/*, JSON, XML, ...) is text in its charset (UTF-8 unless given);
+    without a content-type, UTF-8 free of control characters is text; anything else, and any
+    compressed (content-encoding) body, is hex."""
+    text = _as_text(body, properties.get("content-type"), properties.get("content-encoding"))
+    if text is None:
+        return {"hex": body.hex(), "size": len(body)}
+    return {"text": text, "size": len(body)}
+
+
+def _as_text(body: bytes, content_type: Any, content_encoding: Any) -> str | None:
+    if type(content_encoding) is str and content_encoding.lower() not in ("", "identity"):
+        return None
+    params = content_type.lower().split(";") if type(content_type) is str else [""]
+    media = params[0].strip()
+    if media and not (
+        media.startswith("text/") or media in TEXT_TYPES or media.endswith(("+json", "+xml"))
+    ):
+        return None
+    charset = "utf-8"
+    for param in params[1:]:
+        key, _, value = param.strip().partition("=")
+        if key == "charset" and value:
+            charset = value.strip('"')
+    try:
+        text = body.decode(charset)
+    except (UnicodeDecodeError, LookupError):
+        return None
+    if not media and _CONTROL.search(text):
+        return None
+    return text
+
+
+class _Message:
+    """A message being assembled on one channel."""
+
+    __slots__ = ("arguments", "body_size", "got", "method", "parts", "properties")
+
+    def __init__(self, method: str, arguments: dict[str, Any]) -> None:
+        self.method = method
+        self.arguments = arguments
+        self.properties: dict[str, Any] | None = None  # None until the content header
+        self.body_size = 0
+        self.got = 0
+        self.parts: list[bytes] = []
+
+    def to_json(self) -> dict[str, Any]:
+        props = self.properties or {}
+        if self.got > MAX_BODY:
+            body: dict[str, Any] = {"size": self.got, "truncated": True}
+        else:
+            body = render_body(b"".join(self.parts), props)
+        return {
+            "method": self.method,
+            "arguments": self.arguments,
+            "properties": props,
+            "body-size": self.body_size,
+            "body": body,
+        }
+
+    def state(self) -> str:
+        if self.properties is None:
+            return "no content header"
+        return f"{self.got} of {self.body_size} body bytes"
+
+
+class Assembler:
+    """The messages of one direction, one at most per channel."""
+
+    __slots__ = ("open",)
+
+    def __init__(self) -> None:
+        self.open: dict[int, _Message] = {}
+
+    def method(self, frame: Frame, name: str, fields: dict[str, Any], content: bool) -> None:
+        """A method on `frame.channel`: it ends any message still open there; a content method
+        opens one."""
+        channel = frame.channel or 0
+        pending = self.open.pop(channel, None)
+        if pending is not None:
+            frame.findings.append(_interrupted(pending, channel, name))
+        if content:
+            self.open[channel] = _Message(name, fields)
+
+    def header(self, frame: Frame, properties: dict[str, Any], body_size: int) -> None:
+        channel = frame.channel or 0
+        pending = self.open.get(channel)
+        if pending is not None and pending.properties is not None:
+            del self.open[channel]
+            frame.findings.append(_interrupted(pending, channel, "a content header"))
+            pending = None
+        if pending is None:
+            frame.findings.append(
+                finding(UNEXPECTED, f"content header on channel {channel} follows no method")
+            )
+            return
+        if body_size < 0:  # unreadable header: the message cannot be followed
+            del self.open[channel]
+            return
+        pending.properties = properties
+        pending.body_size = body_size
+        if body_size == 0:
+            del self.open[channel]
+            frame.message = pending.to_json()
+
+    def body(self, frame: Frame) -> None:
+        channel = frame.channel or 0
+        pending = self.open.get(channel)
+        size = len(frame.data) - PAYLOAD - 1
+        if pending is None or pending.properties is None:
+            what = "no method" if pending is None else "no content header"
+            frame.findings.append(
+                finding(UNEXPECTED, f"content body on channel {channel} follows {what}")
+            )
+            return
+        pending.got += size
+        if pending.got <= MAX_BODY:
+            pending.parts.append(frame.data[PAYLOAD:-1])
+        elif pending.parts:
+            pending.parts = []  # too large to keep: counted from here on
+        if pending.got < pending.body_size:
+            return
+        del self.open[channel]
+        if pending.got > MAX_BODY:
+            frame.findings.append(
+                finding(NOT_KEPT, f"{pending.method} on channel {channel}: {pending.got} bytes")
+            )
+        if pending.got > pending.body_size:
+            frame.findings.append(
+                finding(
+                    MISMATCH,
+                    f"{pending.method} on channel {channel}: {pending.got} body bytes, "
+                    f"the header says {pending.body_size}",
+                )
+            )
+        frame.message = pending.to_json()
+
+    def end(self) -> list[Finding]:
+        out = [
+            finding(INCOMPLETE, f"{m.method} on channel {channel} ended with {m.state()}")
+            for channel, m in self.open.items()
+        ]
+        self.open.clear()
+        return out
+
+
+def _interrupted(pending: _Message, channel: int, by: str) -> Finding:
+    code = INCOMPLETE if pending.properties is None else MISMATCH
+    return finding(code, f"{pending.method} on channel {channel}: {pending.state()}, then {by}")
