@@ -125,9 +125,8 @@ class ConnectionCodec:
             return
         if note is not None:
             framer.pending.append(note)
-        gap = getattr(framer.decoder, "gap", None)
-        if gap is not None:
-            gap()
+        if framer.decoder is not None:
+            framer.decoder.gap()
         framer.skipped += len(framer.buf) + missing
         framer.consume(len(framer.buf))
         framer.base += missing

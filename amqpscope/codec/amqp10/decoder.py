@@ -1,21 +1,261 @@
 """AMQP 1.0 field decoding: fills `fields` (and `message`) of the frames of one direction.
 
-One `Decoder` per connection direction: it keeps what spans frames (deliveries assembled across
-transfers, per link handle). It never raises; damage becomes findings on the frame.
+One `Decoder` per connection direction: it keeps what spans frames. That is all in this
+direction: a peer attaches its links and sends their transfers the same way, so links and
+deliveries are keyed by (channel, handle) as this peer numbers them.
+
+- Every performative and SASL frame: `fields` from the composite tables (composites.py).
+- transfer: the payload after the performative is a delivery's next bytes. A delivery ends with
+  the first transfer whose `more` is false; that frame carries `message`. An aborted transfer
+  drops the delivery (a finding); a transfer of another delivery id on a handle with one in
+  progress, a detach or an end leaves the old one incomplete (a finding).
+- attach: remembered per (channel, handle), so that messages on `$cbs` / `$management` links are
+  recognised; detach and end forget.
+- sasl-init / sasl-response: credentials are redacted unless `show_secrets`.
+
+It never raises: damage becomes findings on the frame.
 """
 
 from __future__ import annotations
 
-from amqpscope.codec.frames import Frame
+from typing import Any
+
+from amqpscope.codec.amqp10 import composites
+from amqpscope.codec.amqp10.jsonmap import REDACTED
+from amqpscope.codec.amqp10.message import Link, decode_message, link_of
+from amqpscope.codec.amqp10.types import Context
+from amqpscope.codec.frames import PERFORMATIVE, SASL, Frame
+from amqpscope.findings import Finding, finding
+
+#: payload bytes a delivery in progress may hold; beyond it the message is counted, not kept
+MAX_DELIVERY = 64 * 1024 * 1024
+#: SASL mechanisms whose initial response carries no secret (trace text, an authorization id)
+OPEN_MECHANISMS = frozenset(("ANONYMOUS", "EXTERNAL"))
+
+
+class _Delivery:
+    """A delivery whose transfers are still arriving."""
+
+    __slots__ = ("chunks", "delivery_id", "first", "fmt", "frames", "kept", "size", "tag")
+
+    def __init__(self, fields: dict[str, Any], first: Frame) -> None:
+        self.delivery_id = fields.get("delivery-id")
+        self.tag = fields.get("delivery-tag")
+        self.fmt = fields.get("message-format")
+        self.first = first
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.frames = 0
+        self.kept = True
+
+    def add(self, chunk: memoryview) -> None:
+        self.frames += 1
+        self.size += len(chunk)
+        if self.kept and self.size > MAX_DELIVERY:
+            self.kept = False
+            self.chunks.clear()
+        if self.kept and chunk:
+            self.chunks.append(bytes(chunk))
+
+    def describe(self) -> str:
+        return (
+            f"delivery {self.delivery_id} ({self.frames} transfers, {self.size} bytes, "
+            f"first in packet {self.first.packet})"
+        )
 
 
 class Decoder:
     def __init__(self, show_secrets: bool = False) -> None:
         self.show_secrets = show_secrets
+        self.links: dict[tuple[int | None, int], Link] = {}
+        self.deliveries: dict[tuple[int | None, int], _Delivery] = {}
+        self.mechanism: str | None = None
 
     def decode(self, frame: Frame) -> None:
         """Fill `frame.fields` (and `frame.message` on a delivery's last transfer)."""
+        if frame.kind != PERFORMATIVE and frame.kind != SASL:
+            return  # protocol headers are decoded by framing; heartbeats are empty
+        data = frame.data
+        buf = memoryview(data)
+        ctx = Context(buf)
+        name, fields, pos = composites.decode_body(ctx, data[4] * 4, len(data))
+        frame.fields = fields
+        after = _AFTER.get(name) if name is not None else None
+        if after is not None:
+            after(self, frame, fields, buf, pos, ctx.findings)
+        elif pos < len(data):
+            what = f"{len(data) - pos} bytes after the {name or frame.name}"
+            ctx.note("amqp10.trailing-bytes", pos, what)
+        if ctx.findings:
+            frame.findings.extend(ctx.findings)
 
-    def end(self) -> list:
+    def end(self) -> list[Finding]:
         """The direction ended: findings for deliveries left incomplete."""
-        return []
+        out = [
+            finding(
+                "amqp10.incomplete-delivery",
+                f"{d.describe()} on channel {key[0]} handle {key[1]} never completed",
+                d.first.packet,
+            )
+            for key, d in self.deliveries.items()
+        ]
+        self.deliveries.clear()
+        return out
+
+    def gap(self) -> None:
+        """Bytes were lost: deliveries in progress cannot complete (the gap itself is reported
+        on the next frame), so they are dropped."""
+        self.deliveries.clear()
+
+    # -- per performative ---------------------------------------------------------------------
+    def _transfer(
+        self, frame: Frame, fields: dict, buf: memoryview, pos: int, notes: list[Finding]
+    ) -> None:
+        handle = fields.get("handle")
+        if type(handle) is not int:
+            return
+        key = (frame.channel, handle)
+        delivery = self.deliveries.get(key)
+        delivery_id = fields.get("delivery-id")
+        if delivery is not None and delivery_id is not None and delivery_id != delivery.delivery_id:
+            notes.append(
+                finding(
+                    "amqp10.incomplete-delivery",
+                    f"{delivery.describe()} never completed: delivery {delivery_id} followed",
+                )
+            )
+            del self.deliveries[key]
+            delivery = None
+        if fields.get("aborted") is True:
+            if delivery is not None:
+                del self.deliveries[key]
+                what = delivery.describe()
+            else:
+                what = f"delivery {delivery_id}"
+            notes.append(finding("amqp10.aborted-transfer", f"{what} aborted, payload dropped"))
+            return
+        end = len(buf)
+        more = fields.get("more") is True
+        if delivery is None:
+            if not more:
+                if pos < end:  # the whole delivery in one frame: decoded where it lies
+                    self._message(frame, fields, _Delivery(fields, frame), buf, pos, end, notes)
+                return
+            delivery = self.deliveries[key] = _Delivery(fields, frame)
+        delivery.add(buf[pos:end])
+        if more:
+            return
+        del self.deliveries[key]
+        if not delivery.kept:
+            frame.message = _meta(delivery) | {"size": delivery.size, "truncated": True}
+            notes.append(finding("amqp10.bad-message", f"{delivery.describe()}: too large to keep"))
+            return
+        payload = memoryview(b"".join(delivery.chunks))
+        self._message(frame, fields, delivery, payload, 0, len(payload), notes)
+
+    def _message(
+        self,
+        frame: Frame,
+        fields: dict,
+        delivery: _Delivery,
+        buf: memoryview,
+        start: int,
+        end: int,
+        notes: list[Finding],
+    ) -> None:
+        if delivery.frames == 0:
+            delivery.frames = 1
+        meta = _meta(delivery)
+        if delivery.fmt not in (0, None):  # not the standard message format: bytes as they are
+            frame.message = meta | {"size": end - start, "hex": buf[start:end].hex()}
+            return
+        message, found = decode_message(
+            buf,
+            start,
+            end,
+            where="offset" if start else "payload offset",
+            link=self.links.get((frame.channel, fields["handle"])),
+            show_secrets=self.show_secrets,
+        )
+        frame.message = meta | message
+        notes.extend(found)
+
+    def _attach(self, frame: Frame, fields: dict, buf: memoryview, pos: int, notes: list) -> None:
+        handle = fields.get("handle")
+        if type(handle) is int:
+            self.links[(frame.channel, handle)] = link_of(fields)
+        _trailing(buf, pos, "attach", notes)
+
+    def _detach(self, frame: Frame, fields: dict, buf: memoryview, pos: int, notes: list) -> None:
+        handle = fields.get("handle")
+        self.links.pop((frame.channel, handle), None)  # type: ignore[arg-type]
+        delivery = self.deliveries.pop((frame.channel, handle), None)  # type: ignore[arg-type]
+        if delivery is not None:
+            notes.append(_left(delivery, "the link was detached"))
+        _trailing(buf, pos, "detach", notes)
+
+    def _end(self, frame: Frame, fields: dict, buf: memoryview, pos: int, notes: list) -> None:
+        for table in (self.links, self.deliveries):
+            for key in [k for k in table if k[0] == frame.channel]:
+                gone = table.pop(key)
+                if isinstance(gone, _Delivery):
+                    notes.append(_left(gone, "the session ended"))
+        _trailing(buf, pos, "end", notes)
+
+    def _sasl_init(
+        self, frame: Frame, fields: dict, buf: memoryview, pos: int, notes: list
+    ) -> None:
+        mechanism = fields.get("mechanism")
+        self.mechanism = mechanism if type(mechanism) is str else None
+        response = fields.get("initial-response")
+        if type(response) is str and self.mechanism not in OPEN_MECHANISMS:
+            fields["initial-response"] = self._credentials(response)
+        _trailing(buf, pos, "sasl-init", notes)
+
+    def _sasl_response(
+        self, frame: Frame, fields: dict, buf: memoryview, pos: int, notes: list
+    ) -> None:
+        response = fields.get("response")
+        if type(response) is str and self.mechanism not in OPEN_MECHANISMS:
+            fields["response"] = self._credentials(response)
+        _trailing(buf, pos, "sasl-response", notes)
+
+    def _credentials(self, hex_response: str) -> Any:
+        """PLAIN (`authzid NUL user NUL password`) shows who; other mechanisms' responses (bearer
+        tokens, AMQPLAIN tables, proofs) are shown only with show_secrets."""
+        if self.mechanism == "PLAIN":
+            parts = bytes.fromhex(hex_response).split(b"\0")
+            if len(parts) == 3:
+                authzid, user, password = (p.decode("utf-8", "backslashreplace") for p in parts)
+                secret = password if self.show_secrets else REDACTED
+                return {"authzid": authzid, "username": user, "password": secret}
+        return hex_response if self.show_secrets else REDACTED
+
+
+def _meta(delivery: _Delivery) -> dict[str, Any]:
+    return {
+        "delivery-id": delivery.delivery_id,
+        "delivery-tag": delivery.tag,
+        "transfers": delivery.frames,
+    }
+
+
+def _left(delivery: _Delivery, why: str) -> Finding:
+    return finding("amqp10.incomplete-delivery", f"{delivery.describe()} left incomplete: {why}")
+
+
+def _trailing(buf: memoryview, pos: int, name: str, notes: list[Finding]) -> None:
+    if pos < len(buf):
+        notes.append(
+            finding("amqp10.trailing-bytes", f"{len(buf) - pos} bytes after the {name} at {pos}")
+        )
+
+
+_AFTER = {
+    "transfer": Decoder._transfer,
+    "attach": Decoder._attach,
+    "detach": Decoder._detach,
+    "end": Decoder._end,
+    "sasl-init": Decoder._sasl_init,
+    "sasl-response": Decoder._sasl_response,
+}

@@ -1,0 +1,361 @@
+"""Described types from the spec tables: composites as named fields, restricted types by name.
+
+Everything here is compiled once, at import, from `spec.COMPOSITES` and `spec.RESTRICTED`:
+
+- a composite (performatives, SASL frames, error, source, target, delivery states, transaction
+  types, lifetime policies, message header and properties) is a described list whose elements
+  are its fields in order. It decodes to a dict of the spec's hyphenated field names, in spec
+  order: the fields that were on the wire, plus the spec default of each absent (or null) field
+  that has one; nothing else. Nested composites also carry `"type": NAME` first.
+- a field's type, resolved through restricted types to its primitive, gives the constructors it
+  may use; another constructor is a finding (the value is still shown). Restricted types with
+  numeric or boolean choices (role, settle modes, terminus durability, SASL code) show the
+  choice's name; symbol choices (error conditions, expiry policies) are already readable.
+- a `multiple` field is always a list, whether the wire had one value or an array.
+- a described restricted type (the message sections) decodes to {"type": NAME, "value": ...}.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from amqpscope.codec.amqp10 import jsonmap, spec
+from amqpscope.codec.amqp10.types import (
+    ARRAYS,
+    DESCRIBED,
+    HANDLERS,
+    NULL,
+    READERS,
+    Context,
+    Malformed,
+    read_descriptor,
+)
+
+_MISSING = object()
+#: list constructor -> width of its size and count fields (0 for list0)
+_LIST_WIDTHS = {c: e.width for c, e in spec.ENCODINGS.items() if e.type == "list"}
+#: primitive type name -> the constructors that encode it
+CONSTRUCTORS: dict[str, frozenset[int]] = {
+    t: frozenset(c for c, e in spec.ENCODINGS.items() if e.type == t)
+    for t in {e.type for e in spec.ENCODINGS.values()}
+}
+#: composite name -> composite
+BY_NAME = {c.name: c for c in spec.COMPOSITES.values()}
+#: descriptor symbol -> numeric code, for composites and described restricted types
+SYMBOL_CODES: dict[str, int] = {c.symbol: code for code, c in spec.COMPOSITES.items()}
+SYMBOL_CODES |= {r.symbol: r.code for r in spec.RESTRICTED.values() if r.symbol and r.code}
+
+
+def primitive(type_name: str) -> str:
+    """The primitive a type name stands for ('*' for any type, or a composite's own name)."""
+    seen = 0
+    while type_name in spec.RESTRICTED and seen < 16:
+        type_name = spec.RESTRICTED[type_name].source
+        seen += 1
+    return type_name
+
+
+def providers(archetype: str) -> tuple[set[str], set[str]]:
+    """(composites, primitives) that provide `archetype` (e.g. 'delivery-state', 'address')."""
+    composites = {c.name for c in spec.COMPOSITES.values() if archetype in c.provides}
+    primitives = {primitive(r.name) for r in spec.RESTRICTED.values() if archetype in r.provides}
+    return composites, primitives - {"*"}
+
+
+def allowed_constructors(field: spec.Field) -> frozenset[int] | None:
+    """The constructors `field` may be encoded with (null always), or None for any."""
+    if field.type == "*":
+        if field.requires is None:
+            return None
+        composites, primitives = providers(field.requires)
+        if not composites and not primitives:
+            return None  # an archetype the tables do not define (e.g. global-tx-id)
+        ctors: set[int] = {DESCRIBED} if composites else set()
+        for name in primitives:
+            ctors |= CONSTRUCTORS.get(name, set())
+    else:
+        base = primitive(field.type)
+        if base in BY_NAME or base not in CONSTRUCTORS:
+            ctors = {DESCRIBED}
+        else:
+            ctors = set(CONSTRUCTORS[base])
+    if field.multiple:
+        ctors |= ARRAYS
+    return frozenset(ctors | {NULL})
+
+
+def _choice_value(source: str, text: str) -> Any:
+    base = primitive(source)
+    if base == "boolean":
+        return text == "true"
+    if base in ("ubyte", "ushort", "uint", "ulong", "byte", "short", "int", "long"):
+        return int(text)
+    return text
+
+
+def choices(type_name: str) -> dict[Any, str] | None:
+    """Wire value -> choice name for a restricted type with numeric or boolean choices."""
+    restricted = spec.RESTRICTED.get(type_name)
+    if restricted is None or not restricted.choices:
+        return None
+    if primitive(type_name) in ("symbol", "string"):
+        return None  # the symbol is the name already
+    return {_choice_value(restricted.source, value): name for name, value in restricted.choices}
+
+
+def default_value(field: spec.Field) -> Any:
+    """A field's spec default as JSON: a choice's name, a number, a boolean or a symbol."""
+    if field.default is None:
+        return _MISSING
+    restricted = spec.RESTRICTED.get(field.type)
+    if restricted is not None and any(name == field.default for name, _ in restricted.choices):
+        if choices(field.type) is not None:
+            return field.default  # shown by name, as a decoded value of this field would be
+        return dict(restricted.choices)[field.default]
+    return _choice_value(field.type, field.default)
+
+
+class FieldSpec(NamedTuple):
+    name: str
+    allowed: frozenset[int] | None
+    choices: dict[Any, str] | None
+    default: Any
+    mandatory: bool
+    multiple: bool
+    requires: frozenset[str] | None  # composites the value must be, if it is described
+    extension: bool  # a map of extension types (filters): unknown descriptors are expected
+
+
+class CompositeSpec(NamedTuple):
+    name: str
+    code: int
+    fields: tuple[FieldSpec, ...]
+    # per field, for the hot loop:
+    names: tuple[str, ...]
+    defaults: tuple[Any, ...]  # the spec default, or _MISSING
+    mandatory: tuple[int, ...]  # indexes of the mandatory fields without a default
+    allowed: tuple[frozenset[int] | None, ...]
+    plain: tuple[bool, ...]  # the value needs no conversion or check after reading
+
+
+def compile_composite(code: int, composite: spec.Composite) -> CompositeSpec:
+    fields = []
+    for f in composite.fields:
+        required = providers(f.requires)[0] if f.requires else set()
+        fields.append(
+            FieldSpec(
+                f.name,
+                allowed_constructors(f),
+                choices(f.type),
+                default_value(f),
+                f.mandatory,
+                f.multiple,
+                frozenset(required) or None,
+                f.type == "filter-set",
+            )
+        )
+    plain = tuple(
+        f.choices is None and not f.multiple and f.requires is None and not f.extension
+        for f in fields
+    )
+    return CompositeSpec(
+        composite.name,
+        code,
+        tuple(fields),
+        tuple(f.name for f in fields),
+        tuple(f.default for f in fields),
+        tuple(i for i, f in enumerate(fields) if f.mandatory and f.default is _MISSING),
+        tuple(f.allowed for f in fields),
+        plain,
+    )
+
+
+SPECS: dict[int, CompositeSpec] = {
+    code: compile_composite(code, c) for code, c in spec.COMPOSITES.items()
+}
+
+
+def _field_value(
+    ctx: Context, cspec: CompositeSpec, fs: FieldSpec, ctor: int, pos: int, stop: int, depth: int
+) -> tuple[Any, int]:
+    if fs.extension:
+        ctx.extensions += 1
+        try:
+            value, nxt = READERS[ctor](ctx, pos + 1, stop, depth)
+        finally:
+            ctx.extensions -= 1
+    else:
+        value, nxt = READERS[ctor](ctx, pos + 1, stop, depth)
+    if fs.choices is not None:
+        name = fs.choices.get(value) if type(value) in (bool, int) else None
+        if name is None:
+            ctx.note("amqp10.bad-field", pos, f"{cspec.name}.{fs.name} {value!r} is not a choice")
+        else:
+            value = name
+    if fs.multiple and ctor not in ARRAYS:
+        value = [value]
+    elif fs.multiple and fs.allowed is not None:  # an array: its elements' type
+        element = pos + 1 + 2 * spec.ENCODINGS[ctor].width
+        if element < stop and ctx.buf[element] not in fs.allowed and value:
+            what = f"{cspec.name}.{fs.name} holds {_ctor_name(ctx.buf[element])} elements"
+            ctx.note("amqp10.bad-field", element, what)
+    elif fs.requires is not None and type(value) is dict:
+        kind = value.get("type")
+        if kind in BY_NAME and kind not in fs.requires:
+            ctx.note("amqp10.bad-field", pos, f"{cspec.name}.{fs.name} cannot be {kind}")
+    return value, nxt
+
+
+#: constructors that start a value (the rest are damage, which the readers report)
+_VALID = frozenset(spec.ENCODINGS) | {DESCRIBED}
+
+
+def _ctor_name(ctor: int) -> str:
+    enc = spec.ENCODINGS.get(ctor)
+    return f"{enc.name} ({ctor:#04x})" if enc else "a described value"
+
+
+def decode_fields(
+    ctx: Context, cspec: CompositeSpec, ctor: int, off: int, end: int, depth: int, out: dict
+) -> int:
+    """Fill `out` with the fields of the composite list whose constructor `ctor` was just read
+    (`off` is past it); return the position after the list. Damage inside a field is a finding;
+    the fields before it are kept."""
+    width = _LIST_WIDTHS.get(ctor)
+    if width is None:
+        raise Malformed(off - 1, f"{cspec.name} is not a list but {_ctor_name(ctor)}")
+    buf = ctx.buf
+    if width == 0:
+        pos = stop = off
+        count = 0
+    else:
+        if off + 2 * width > end:
+            raise Malformed(off, f"{cspec.name} list header truncated")
+        if width == 1:
+            size, count = buf[off], buf[off + 1]
+        else:
+            size = int.from_bytes(buf[off : off + 4], "big")
+            count = int.from_bytes(buf[off + 4 : off + 8], "big")
+        pos = off + 2 * width
+        stop = off + width + size
+        if stop > end or stop < pos:
+            raise Malformed(off, f"{cspec.name} list of {size} bytes runs past the end")
+        if count > stop - pos:
+            raise Malformed(off, f"{cspec.name} list count {count} exceeds its {stop - pos} bytes")
+    fields = cspec.fields
+    allowed = cspec.allowed
+    plain = cspec.plain
+    nfields = len(fields)
+    values: list[Any] = list(cspec.defaults)
+    depth += 1
+    try:
+        for i in range(count):
+            if pos >= stop:
+                raise Malformed(pos, f"{cspec.name} ends after {i} of {count} fields")
+            c = buf[pos]
+            if i >= nfields:
+                ctx.note("amqp10.bad-field", pos, f"{cspec.name} has {count} fields, not {nfields}")
+                pos = stop
+                break
+            if c == NULL:  # absent: the default stays
+                pos += 1
+                continue
+            ctors = allowed[i]
+            if ctors is not None and c not in ctors and c in _VALID:
+                what = f"{cspec.name}.{fields[i].name} encoded as {_ctor_name(c)}"
+                ctx.note("amqp10.bad-field", pos, what)
+            if plain[i]:
+                values[i], pos = READERS[c](ctx, pos + 1, stop, depth)
+            else:
+                values[i], pos = _field_value(ctx, cspec, fields[i], c, pos, stop, depth)
+    except Malformed as exc:
+        ctx.malformed(exc)
+        pos = stop
+    if pos != stop:
+        ctx.note("amqp10.bad-encoding", pos, f"{stop - pos} bytes left over in {cspec.name}")
+    for i in cspec.mandatory:
+        if values[i] is _MISSING:
+            ctx.note("amqp10.missing-mandatory", off, f"{cspec.name} without {fields[i].name}")
+    out.update({n: v for n, v in zip(cspec.names, values, strict=True) if v is not _MISSING})
+    return stop
+
+
+def _composite_handler(cspec: CompositeSpec) -> Callable[..., tuple[Any, int]]:
+    name = cspec.name
+
+    def handle(
+        ctx: Context, descriptor: Any, ctor: int, off: int, end: int, depth: int
+    ) -> tuple[Any, int]:
+        out: dict[str, Any] = {"type": name}
+        if ctor not in _LIST_WIDTHS:
+            ctx.note("amqp10.bad-encoding", off - 1, f"{name} is not a list")
+            value, pos = READERS[ctor](ctx, off, end, depth)
+            return {"descriptor": jsonmap.descriptor(descriptor), "value": value}, pos
+        return out, decode_fields(ctx, cspec, ctor, off, end, depth, out)
+
+    return handle
+
+
+def _restricted_handler(restricted: spec.Restricted) -> Callable[..., tuple[Any, int]]:
+    name = restricted.name
+    base = primitive(restricted.source)
+    allowed = CONSTRUCTORS.get(base)
+
+    def handle(
+        ctx: Context, descriptor: Any, ctor: int, off: int, end: int, depth: int
+    ) -> tuple[Any, int]:
+        if allowed is not None and ctor not in allowed:
+            ctx.note("amqp10.bad-field", off - 1, f"{name} encoded as {_ctor_name(ctor)}")
+        value, pos = READERS[ctor](ctx, off, end, depth)
+        return {"type": name, "value": value}, pos
+
+    return handle
+
+
+def _register() -> None:
+    for code, cspec in SPECS.items():
+        handler = _composite_handler(cspec)
+        HANDLERS[code] = handler
+        HANDLERS[spec.COMPOSITES[code].symbol] = handler
+    for restricted in spec.RESTRICTED.values():
+        if restricted.code is not None:
+            handler = _restricted_handler(restricted)
+            HANDLERS[restricted.code] = handler
+            if restricted.symbol:
+                HANDLERS[restricted.symbol] = handler
+
+
+_register()
+
+
+def descriptor_code(descriptor: Any) -> int | None:
+    """The numeric code of a descriptor given as a code or as a spec symbol."""
+    if type(descriptor) is int:
+        return descriptor
+    if type(descriptor) is str:
+        return SYMBOL_CODES.get(descriptor)
+    return None
+
+
+def decode_body(ctx: Context, off: int, end: int) -> tuple[str | None, dict[str, Any], int]:
+    """A frame body: the described composite at `off`. Returns (its name, its fields, the
+    position after it); (None, {"descriptor", "value"}, ...) for a descriptor the tables do not
+    know. Never raises: damage is a finding and what was decoded is kept."""
+    buf = ctx.buf
+    fields: dict[str, Any] = {}
+    try:
+        if off + 1 >= end or buf[off] != DESCRIBED:
+            raise Malformed(off, "frame body is not a described type")
+        descriptor, pos = read_descriptor(ctx, off + 1, end, 0)
+        code = descriptor_code(descriptor)
+        cspec = SPECS.get(code) if code is not None else None
+        if pos >= end:
+            raise Malformed(pos, "frame body without its value")
+        if cspec is None:
+            value, pos = READERS[buf[pos]](ctx, pos + 1, end, 1)
+            return None, {"descriptor": jsonmap.descriptor(descriptor), "value": value}, pos
+        return cspec.name, fields, decode_fields(ctx, cspec, buf[pos], pos + 1, end, 1, fields)
+    except Malformed as exc:
+        ctx.malformed(exc)
+        return None, fields, end

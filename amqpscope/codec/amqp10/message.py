@@ -1,0 +1,338 @@
+"""AMQP 1.0 messages: a delivery's payload as sections, its body rendered, its patterns named.
+
+A bare message is a sequence of described sections in the order `spec.SECTIONS` lists them:
+header, delivery-annotations, message-annotations, properties, application-properties, the body
+(one or more data, one or more amqp-sequence, or one amqp-value) and footer. Out-of-order,
+repeated or unknown sections, a missing body and mixed body kinds are findings; what can be
+decoded is kept.
+
+Bodies: data is shown as `text` when its content-type is textual (or, without one, when it is
+valid UTF-8 without control characters), else as `hex`; amqp-value and amqp-sequence as JSON
+values. Known annotation keys (Azure Service Bus `x-opt-*`, RabbitMQ's) are named, and the AMQP
+management and claims-based-security request/response patterns (`$management`, `$cbs`
+`put-token`) are recognised; a put-token's token is redacted unless secrets are shown.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, NamedTuple
+
+from amqpscope.codec.amqp10 import composites, jsonmap, spec
+from amqpscope.codec.amqp10.jsonmap import REDACTED
+from amqpscope.codec.amqp10.types import (
+    BINARIES,
+    DESCRIBED,
+    LISTS,
+    MAPS,
+    READERS,
+    Context,
+    Malformed,
+    read_descriptor,
+)
+from amqpscope.findings import Finding
+
+BODY_SECTIONS = ("data", "amqp-sequence", "amqp-value")
+#: sections that may appear more than once in a row
+REPEATABLE = frozenset(("data", "amqp-sequence"))
+#: section name -> rank in a message; the body kinds share one rank
+_RANK: dict[str, int] = {}
+for _name in spec.SECTIONS:
+    _shared = _name in BODY_SECTIONS and BODY_SECTIONS[0] in _RANK
+    _RANK[_name] = _RANK[BODY_SECTIONS[0]] if _shared else len(set(_RANK.values()))
+#: section descriptor (numeric code and symbol) -> section name
+SECTION_BY_DESCRIPTOR: dict[Any, str] = {}
+for _code, _c in spec.COMPOSITES.items():
+    if "section" in _c.provides:
+        SECTION_BY_DESCRIPTOR[_code] = SECTION_BY_DESCRIPTOR[_c.symbol] = _c.name
+for _r in spec.RESTRICTED.values():
+    if "section" in _r.provides and _r.code is not None:
+        SECTION_BY_DESCRIPTOR[_r.code] = SECTION_BY_DESCRIPTOR[_r.symbol] = _r.name
+#: sections that are composites (decoded as named fields)
+_COMPOSITE_SECTIONS = {
+    c.name: composites.SPECS[code] for code, c in spec.COMPOSITES.items() if "section" in c.provides
+}
+#: content types shown as text (besides text/*, *+json and *+xml)
+TEXT_TYPES = frozenset(
+    (
+        "application/json",
+        "application/xml",
+        "application/javascript",
+        "application/x-www-form-urlencoded",
+        "application/yaml",
+        "application/x-yaml",
+    )
+)
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_BINARY_WIDTH = {c: spec.ENCODINGS[c].width for c in BINARIES}
+
+#: annotation key -> (system, the name that system's API gives it). Not in the OASIS spec: from
+#: the Azure Service Bus AMQP guide and RabbitMQ's AMQP 1.0 plugin.
+ANNOTATIONS: dict[str, tuple[str, str]] = {
+    "x-opt-scheduled-enqueue-time": ("Azure Service Bus", "ScheduledEnqueueTime"),
+    "x-opt-partition-key": ("Azure Service Bus", "PartitionKey"),
+    "x-opt-via-partition-key": ("Azure Service Bus", "TransactionPartitionKey"),
+    "x-opt-enqueued-time": ("Azure Service Bus", "EnqueuedTime"),
+    "x-opt-sequence-number": ("Azure Service Bus", "SequenceNumber"),
+    "x-opt-offset": ("Azure Service Bus", "EnqueuedSequenceNumber"),
+    "x-opt-locked-until": ("Azure Service Bus", "LockedUntil"),
+    "x-opt-deadletter-source": ("Azure Service Bus", "DeadLetterSource"),
+    "x-exchange": ("RabbitMQ", "exchange"),
+    "x-routing-key": ("RabbitMQ", "routing-key"),
+}
+#: request/reply nodes, by the last segment of an address
+NODES = ("$cbs", "$management")
+
+
+class Link(NamedTuple):
+    """What an attach said about a link, kept to interpret its deliveries."""
+
+    name: str | None
+    role: str | None
+    source: str | None
+    target: str | None
+
+
+def _address(terminus: Any) -> str | None:
+    if type(terminus) is dict:
+        address = terminus.get("address")
+        return address if type(address) is str else None
+    return None
+
+
+def link_of(fields: dict[str, Any]) -> Link:
+    """The Link an attach's fields describe."""
+    name = fields.get("name")
+    return Link(
+        name if type(name) is str else None,
+        fields.get("role"),
+        _address(fields.get("source")),
+        _address(fields.get("target")),
+    )
+
+
+def decode_message(
+    buf: memoryview,
+    start: int,
+    end: int,
+    *,
+    where: str = "offset",
+    link: Link | None = None,
+    show_secrets: bool = False,
+) -> tuple[dict[str, Any], list[Finding]]:
+    """The message whose sections are `buf[start:end]`, and findings (offsets named `where`).
+    Never raises."""
+    ctx = Context(buf, where)
+    message: dict[str, Any] = {"size": end - start, "sections": []}
+    body = _Body()
+    try:
+        _sections(ctx, start, end, message, body)
+    except Malformed as exc:
+        ctx.malformed(exc)
+    if body.kind is None:
+        ctx.note("amqp10.bad-message", end, "message without a body section")
+    else:
+        props = message.get("properties") or {}
+        message["body"] = body.render(props.get("content-type"), props.get("content-encoding"))
+    named = _named_annotations(message)
+    if named:
+        message["named-annotations"] = named
+    pattern = request_reply(message, link)
+    if pattern is not None:
+        message["request-reply"] = pattern
+        if pattern.get("operation") == "put-token" and not show_secrets:
+            _redact_body(message)
+    return message, ctx.findings
+
+
+class _Body:
+    """The body sections seen so far."""
+
+    __slots__ = ("count", "kind", "parts", "size", "values")
+
+    def __init__(self) -> None:
+        self.kind: str | None = None
+        self.parts: list[memoryview] = []
+        self.values: list[Any] = []
+        self.size = 0
+        self.count = 0
+
+    def render(self, content_type: Any, content_encoding: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.kind, "size": self.size}
+        if self.count > 1:
+            out["sections"] = self.count
+        if self.kind == "data":
+            raw = self.parts[0] if len(self.parts) == 1 else b"".join(self.parts)
+            text = as_text(raw, content_type, content_encoding)
+            if text is None:
+                out["hex"] = raw.hex()
+            else:
+                out["text"] = text
+        elif self.kind == "amqp-sequence":
+            out["value"] = [item for seq in self.values for item in seq]
+        else:
+            out["value"] = self.values[0] if self.values else None
+        return out
+
+
+def _sections(ctx: Context, pos: int, end: int, message: dict[str, Any], body: _Body) -> None:
+    buf = ctx.buf
+    names = message["sections"]
+    rank = -1
+    while pos < end:
+        if buf[pos] != DESCRIBED or pos + 1 >= end:
+            ctx.note("amqp10.bad-message", pos, f"{end - pos} bytes that are not a section")
+            return
+        descriptor, vpos = read_descriptor(ctx, pos + 1, end, 0)
+        name = SECTION_BY_DESCRIPTOR.get(descriptor) if type(descriptor) in (int, str) else None
+        if vpos >= end:
+            raise Malformed(vpos, "section without its value")
+        ctor = buf[vpos]
+        if name is None:
+            what = f"unknown section {jsonmap.descriptor(descriptor)}"
+            ctx.note("amqp10.bad-message", pos, what)
+            value, pos = READERS[ctor](ctx, vpos + 1, end, 1)
+            message.setdefault("unknown-sections", []).append(
+                {"descriptor": jsonmap.descriptor(descriptor), "value": value}
+            )
+            continue
+        here = _RANK[name]
+        if (
+            here < rank
+            or (here == rank and name not in REPEATABLE)
+            or (name in BODY_SECTIONS and body.kind not in (None, name))
+        ):
+            previous = names[-1] if names else "nothing"
+            ctx.note("amqp10.bad-message", pos, f"{name} section after {previous}")
+        rank = max(rank, here)
+        names.append(name)
+        if name in _COMPOSITE_SECTIONS:
+            fields: dict[str, Any] = {}
+            pos = composites.decode_fields(
+                ctx, _COMPOSITE_SECTIONS[name], ctor, vpos + 1, end, 1, fields
+            )
+            message[name] = fields
+        elif name == "data":
+            pos = _data(ctx, ctor, vpos, end, body)
+        else:
+            allowed = LISTS if name == "amqp-sequence" else None if name == "amqp-value" else MAPS
+            if allowed is not None and ctor not in allowed:
+                ctx.note("amqp10.bad-message", vpos, f"{name} section of the wrong type")
+            start = vpos
+            value, pos = READERS[ctor](ctx, vpos + 1, end, 1)
+            if name in BODY_SECTIONS:
+                body.kind = body.kind or name
+                body.values.append(
+                    value if name == "amqp-value" or type(value) is list else [value]
+                )
+                body.size += pos - start
+                body.count += 1
+            else:
+                message[name] = value
+
+
+def _data(ctx: Context, ctor: int, vpos: int, end: int, body: _Body) -> int:
+    """A data section's bytes, kept as they are (not as hex) for the body."""
+    width = _BINARY_WIDTH.get(ctor)
+    if width is None:
+        raise Malformed(vpos, "data section is not binary")
+    start = vpos + 1 + width
+    if start > end:
+        raise Malformed(vpos, "data section truncated")
+    size = int.from_bytes(ctx.buf[vpos + 1 : start], "big")
+    if size > end - start:
+        raise Malformed(vpos, f"data of {size} bytes runs past the end ({end - start} left)")
+    body.kind = body.kind or "data"
+    body.parts.append(ctx.buf[start : start + size])
+    body.size += size
+    body.count += 1
+    return start + size
+
+
+def as_text(raw: bytes | memoryview, content_type: Any, content_encoding: Any) -> str | None:
+    """The body as text, when it is text: by content-type, or without one when it is valid
+    UTF-8 free of control characters. Encoded (compressed) bodies stay binary."""
+    if type(content_encoding) is str and content_encoding.lower() not in ("", "identity"):
+        return None
+    media = content_type.split(";", 1)[0].strip().lower() if type(content_type) is str else ""
+    if media and not (
+        media.startswith("text/") or media in TEXT_TYPES or media.endswith(("+json", "+xml"))
+    ):
+        return None
+    try:
+        text = str(raw, "utf-8")
+    except UnicodeDecodeError:
+        return None
+    if not media and _CONTROL.search(text):
+        return None
+    return text
+
+
+def _named_annotations(message: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for section in ("delivery-annotations", "message-annotations"):
+        annotations = message.get(section)
+        if type(annotations) is not dict:
+            continue
+        for key, value in annotations.items():
+            known = ANNOTATIONS.get(key)
+            if known is not None:
+                out.append({"key": key, "system": known[0], "name": known[1], "value": value})
+    return out
+
+
+def _node(address: Any) -> str | None:
+    if type(address) is not str:
+        return None
+    last = address.rsplit("/", 1)[-1]
+    return last if last in NODES else None
+
+
+def request_reply(message: dict[str, Any], link: Link | None) -> dict[str, Any] | None:
+    """The management / CBS pattern this message is part of: a request (application property
+    `operation`) sent to a `$management` or `$cbs` node, or a response (`status-code`) from one.
+    Without the link's attach (a capture started late) a `put-token` request is still known."""
+    app = message.get("application-properties")
+    if type(app) is not dict:
+        return None
+    props = message.get("properties") or {}
+    node = None
+    for address in (
+        link.target if link else None,
+        link.source if link else None,
+        props.get("to"),
+    ):
+        node = node or _node(address)
+    operation = app.get("operation")
+    status = app.get("status-code", app.get("statusCode"))
+    if node is None and operation == "put-token":
+        node = "$cbs"
+    if node is None or (operation is None and status is None):
+        return None
+    out: dict[str, Any] = {"node": node}
+    if operation is not None:
+        out["kind"] = "request"
+        out["operation"] = operation
+        for key in ("type", "name", "expiration", "locales"):
+            if key in app:
+                out[key] = app[key]
+    else:
+        out["kind"] = "response"
+        out["status-code"] = status
+        description = app.get("status-description", app.get("statusDescription"))
+        if description is not None:
+            out["status-description"] = description
+    for key in ("message-id", "correlation-id", "reply-to"):
+        if props.get(key) is not None:
+            out[key] = props[key]
+    return out
+
+
+def _redact_body(message: dict[str, Any]) -> None:
+    body = message.get("body")
+    if body is None:
+        return
+    for key in ("text", "hex", "value"):
+        body.pop(key, None)
+    body["value"] = REDACTED
+    body["redacted"] = True
