@@ -6,6 +6,7 @@ Exit codes: 0 success (findings in the traffic are output, not failure), 1 unrea
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -19,6 +20,8 @@ from amqpscope.dissect import Dissector
 from amqpscope.filter import FilterError, Selection
 from amqpscope.findings import Finding
 from amqpscope.render.lines import frame_json, frame_line
+from amqpscope.render.summary import print_summary
+from amqpscope.track.tracker import Tracker
 
 #: findings without a frame printed to stderr before "and N more"
 MAX_STDERR_FINDINGS = 20
@@ -116,11 +119,13 @@ def read(
     except FilterError as exc:
         _fail(f"-Y: {exc}", 2)
     dissector = Dissector(show_secrets=show_secrets)
+    tracker = Tracker()
     out = sys.stdout
     shown = 0
     with open_capture(file) as capture:
         first_ts: float | None = None
         for frame in dissector.run(capture):
+            tracker.feed(frame)  # state findings ride the frame that raised them
             if first_ts is None:
                 first_ts = frame.ts
             if not selection.accepts(frame, first_ts):
@@ -130,6 +135,33 @@ def read(
             if count is not None and shown >= count:
                 break
         out.flush()
+        _report(capture.findings + dissector.findings)
+
+
+@main.command()
+@click.argument("file", type=click.Path(dir_okay=False, path_type=str))
+@click.option("--json", "as_json", is_flag=True, help="The summary as one JSON document.")
+@_guarded
+def summary(file: str, as_json: bool) -> None:
+    """Per connection: sessions and links, or channels and consumers, with what went wrong.
+
+    \b
+    Examples:
+      amqpscope summary capture.pcap
+      amqpscope summary capture.pcap --json | jq '.connections[].close'
+    """
+    dissector = Dissector()
+    tracker = Tracker()
+    with open_capture(file) as capture:
+        for frame in dissector.run(capture):
+            tracker.feed(frame)
+        tracker.finish()
+        result = tracker.summary()
+        if as_json:
+            sys.stdout.write(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+        else:
+            print_summary(result)
+        sys.stdout.flush()
         _report(capture.findings + dissector.findings)
 
 

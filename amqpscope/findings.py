@@ -73,6 +73,7 @@ class Finding:
     message: str
     packet: int | None = None
     conn: int | None = None  # the connection, when the finding is about one
+    frame: int | None = None  # the frame it rides on, once it has been placed on one
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -84,10 +85,18 @@ class Finding:
             out["packet"] = self.packet
         if self.conn is not None:
             out["conn"] = self.conn
+        if self.frame is not None:
+            out["frame"] = self.frame
         return out
 
 
-def finding(code: str, message: str, packet: int | None = None, conn: int | None = None) -> Finding:
+def finding(
+    code: str,
+    message: str,
+    packet: int | None = None,
+    conn: int | None = None,
+    frame: int | None = None,
+) -> Finding:
     """Make a finding for a declared `code` (its severity comes from `CODES`)."""
     severity, _ = CODES[code]
-    return Finding(code, severity, message, packet, conn)
+    return Finding(code, severity, message, packet, conn, frame)
