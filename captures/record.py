@@ -572,6 +572,17 @@ def connect_091(ctx: Ctx, n: Counts, **kw: Any) -> pika.BlockingConnection:
     return conn
 
 
+def channel_with_queue(ctx: Ctx, n: Counts) -> tuple[pika.BlockingConnection, Any, str]:
+    """The start most 0-9-1 scenarios share: a connection, a channel, the scenario's queue."""
+    conn = connect_091(ctx, n)
+    ch = conn.channel()
+    n.inc("channels")
+    q = ctx.q()
+    ch.queue_declare(q)
+    n.inc("queue_declares")
+    return conn, ch, q
+
+
 def pump(conn: pika.BlockingConnection, done: Callable[[], bool], timeout: float = 15.0) -> None:
     """Run pika's I/O loop until `done()`; raise instead of hanging."""
     deadline = time.monotonic() + timeout
@@ -660,12 +671,7 @@ def s_publish_consume(ctx: Ctx) -> dict[str, Any]:
 def s_ack_nack_reject(ctx: Ctx) -> dict[str, Any]:
     """Exercises multiple-ack ranges, requeue/redelivery and reject bookkeeping."""
     n = Counts()
-    conn = connect_091(ctx, n)
-    ch = conn.channel()
-    n.inc("channels")
-    q = ctx.q()
-    ch.queue_declare(q)
-    n.inc("queue_declares")
+    conn, ch, q = channel_with_queue(ctx, n)
     for i in range(6):
         publish_plain(ch, n, q, f"m{i}".encode(), message_id=f"m{i}")
     done: list[str] = []
@@ -721,12 +727,7 @@ def s_ack_nack_reject(ctx: Ctx) -> dict[str, Any]:
 def s_qos_prefetch(ctx: Ctx) -> dict[str, Any]:
     """Shows flow limited by prefetch: deliveries trail acks one for one."""
     n = Counts()
-    conn = connect_091(ctx, n)
-    ch = conn.channel()
-    n.inc("channels")
-    q = ctx.q()
-    ch.queue_declare(q)
-    n.inc("queue_declares")
+    conn, ch, q = channel_with_queue(ctx, n)
     ch.basic_qos(prefetch_count=5)
     n["prefetch_count"] = 5
     for i in range(20):
@@ -771,12 +772,7 @@ def s_qos_prefetch(ctx: Ctx) -> dict[str, Any]:
 def s_confirms_return(ctx: Ctx) -> dict[str, Any]:
     """Publisher confirms and mandatory returns share delivery-tag accounting."""
     n = Counts()
-    conn = connect_091(ctx, n)
-    ch = conn.channel()
-    n.inc("channels")
-    q = ctx.q()
-    ch.queue_declare(q)
-    n.inc("queue_declares")
+    conn, ch, q = channel_with_queue(ctx, n)
     ch.confirm_delivery()
     n.inc("confirm_selects")
     for i in range(10):
@@ -824,12 +820,7 @@ def s_confirms_return(ctx: Ctx) -> dict[str, Any]:
 def s_tx(ctx: Ctx) -> dict[str, Any]:
     """Transactional publish/ack: the rolled-back message must never be delivered."""
     n = Counts()
-    conn = connect_091(ctx, n)
-    ch = conn.channel()
-    n.inc("channels")
-    q = ctx.q()
-    ch.queue_declare(q)
-    n.inc("queue_declares")
+    conn, ch, q = channel_with_queue(ctx, n)
     ch.tx_select()
     n.inc("tx_selects")
     publish_plain(ch, n, q, b"committed", message_id="committed")
@@ -867,12 +858,7 @@ def s_tx(ctx: Ctx) -> dict[str, Any]:
 def s_get(ctx: Ctx) -> dict[str, Any]:
     """Polling consumption: get-ok carries message-count, get-empty has no content."""
     n = Counts()
-    conn = connect_091(ctx, n)
-    ch = conn.channel()
-    n.inc("channels")
-    q = ctx.q()
-    ch.queue_declare(q)
-    n.inc("queue_declares")
+    conn, ch, q = channel_with_queue(ctx, n)
     publish_plain(ch, n, q, b"first", message_id="g1")
     publish_plain(ch, n, q, b"second", message_id="g2")
     for auto_ack in (False, True, True):
