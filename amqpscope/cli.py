@@ -13,14 +13,16 @@ from functools import wraps
 from typing import Any
 
 import click
+from rich.console import Console
 
 from amqpscope import __version__
 from amqpscope.capture.files import CaptureError, open_capture
 from amqpscope.dissect import Dissector
 from amqpscope.filter import FilterError, Selection
 from amqpscope.findings import Finding
-from amqpscope.render.lines import frame_json, frame_line
+from amqpscope.render.lines import frame_json
 from amqpscope.render.summary import print_summary
+from amqpscope.render.timeline import Timeline
 from amqpscope.track.tracker import Tracker
 
 #: findings without a frame printed to stderr before "and N more"
@@ -64,6 +66,35 @@ def _report(findings: list[Finding]) -> None:
         click.echo(f"amqpscope: ... and {len(findings) - MAX_STDERR_FINDINGS} more", err=True)
 
 
+def _console(color: str, width: int | None) -> Console:
+    """The terminal, as --color and --width (and NO_COLOR, which rich honours) ask."""
+    return Console(
+        force_terminal=True if color == "always" else None,
+        no_color=color == "never",
+        color_system=None if color == "never" else "auto",
+        width=width,
+        highlight=False,
+        emoji=False,
+        markup=False,
+    )
+
+
+def _display_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """--color and --width, for every command that prints for people."""
+    fn = click.option(
+        "--width",
+        type=click.IntRange(min=40),
+        help="Cut lines to this width (default: the terminal's; not cut when piped).",
+    )(fn)
+    return click.option(
+        "--color",
+        type=click.Choice(["auto", "always", "never"]),
+        default="auto",
+        show_default=True,
+        help="Colour output (NO_COLOR is honoured; never when not a terminal, unless always).",
+    )(fn)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="amqpscope")
 def main() -> None:
@@ -85,6 +116,9 @@ def main() -> None:
 @click.option("--errors", is_flag=True, help="Only frames with findings or errors.")
 @click.option("--from", "start", type=float, metavar="SECONDS", help="From this relative time.")
 @click.option("--to", "stop", type=float, metavar="SECONDS", help="Up to this relative time.")
+@click.option("--collapse", is_flag=True, help="Fold runs of like frames into one line.")
+@click.option("--body", is_flag=True, help="Show message bodies in full (up to 4000 characters).")
+@_display_options
 @_guarded
 def read(
     file: str,
@@ -97,6 +131,10 @@ def read(
     errors: bool,
     start: float | None,
     stop: float | None,
+    collapse: bool,
+    body: bool,
+    color: str,
+    width: int | None,
 ) -> None:
     """Decode every AMQP frame of a pcap or pcapng FILE, in capture order.
 
@@ -121,6 +159,10 @@ def read(
     dissector = Dissector(show_secrets=show_secrets)
     tracker = Tracker()
     out = sys.stdout
+    timeline = None
+    if not as_json:
+        console = _console(color, width)
+        timeline = Timeline(console, collapse, body, fit=True if width else None)
     shown = 0
     with open_capture(file) as capture:
         first_ts: float | None = None
@@ -130,10 +172,15 @@ def read(
                 first_ts = frame.ts
             if not selection.accepts(frame, first_ts):
                 continue
-            out.write((frame_json(frame) if as_json else frame_line(frame, first_ts)) + "\n")
+            if timeline is None:
+                out.write(frame_json(frame) + "\n")
+            else:
+                timeline.frame(frame)
             shown += 1
             if count is not None and shown >= count:
                 break
+        if timeline is not None:
+            timeline.finish()
         out.flush()
         _report(capture.findings + dissector.findings)
 
@@ -141,8 +188,9 @@ def read(
 @main.command()
 @click.argument("file", type=click.Path(dir_okay=False, path_type=str))
 @click.option("--json", "as_json", is_flag=True, help="The summary as one JSON document.")
+@_display_options
 @_guarded
-def summary(file: str, as_json: bool) -> None:
+def summary(file: str, as_json: bool, color: str, width: int | None) -> None:
     """Per connection: sessions and links, or channels and consumers, with what went wrong.
 
     \b
@@ -160,7 +208,7 @@ def summary(file: str, as_json: bool) -> None:
         if as_json:
             sys.stdout.write(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
         else:
-            print_summary(result)
+            print_summary(result, _console(color, width))
         sys.stdout.flush()
         _report(capture.findings + dissector.findings)
 

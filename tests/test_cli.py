@@ -98,11 +98,17 @@ def test_json_records_have_the_contract_keys() -> None:
     assert all(r["dir"] in ("c2s", "s2c") for r in records)
 
 
-def test_text_output_is_one_line_per_frame() -> None:
-    text = amqpscope("read", str(SAMPLE)).stdout.splitlines()
+def frame_lines(text: str) -> list[str]:
+    """Timeline lines that show a frame (not the legend lines naming connections)."""
+    return [line for line in text.splitlines() if line[:7].strip().isdigit()]
+
+
+def test_text_output_is_one_line_per_frame_with_a_legend_per_connection() -> None:
+    text = amqpscope("read", str(SAMPLE)).stdout
     frames = amqpscope("read", str(SAMPLE), "--json").stdout.splitlines()
-    assert len(text) == len(frames) > 0
-    assert "basic.publish" in "\n".join(text)
+    assert len(frame_lines(text)) == len(frames) > 0
+    assert len(text.splitlines()) == len(frames) + 1  # one connection: one legend line
+    assert "basic.publish" in text
 
 
 def test_output_to_a_closed_pipe_is_quiet() -> None:
@@ -139,8 +145,23 @@ def test_count_conn_and_time_window() -> None:
     assert len({r["conn"] for r in every}) == 2
     only2 = amqpscope("read", capture, "--json", "--conn", "2").stdout.splitlines()
     assert only2 and all(json.loads(line)["conn"] == 2 for line in only2)
-    assert len(amqpscope("read", capture, "-c", "5").stdout.splitlines()) == 5
+    assert len(frame_lines(amqpscope("read", capture, "-c", "5").stdout)) == 5
     first = every[0]["ts"]
     late = [r for r in every if r["ts"] - first > 0.01]
     window = amqpscope("read", capture, "--json", "--from", "0.01").stdout.splitlines()
     assert len(window) == len(late)
+
+
+def test_piped_output_is_neither_coloured_nor_cut() -> None:
+    text = amqpscope("read", str(CAPTURES / "091-channel-errors.pcap")).stdout
+    assert "\x1b[" not in text
+    assert max(len(line) for line in text.splitlines()) > 100  # not cut to a terminal width
+    forced = amqpscope("read", str(SAMPLE), "--color", "always", "--width", "80").stdout
+    assert "\x1b[" in forced
+    assert all(len(line) <= 80 for line in strip_ansi(forced).splitlines())
+
+
+def strip_ansi(text: str) -> str:
+    import re
+
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)

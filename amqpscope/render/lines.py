@@ -1,7 +1,8 @@
-"""Plain one-line-per-frame output for `amqpscope read` (the rich timeline grows from here).
+"""What a frame says in a few words, and the frame as one JSON line.
 
-Each line names the frame and then the few fields that matter for it, chosen by the table
-`HIGHLIGHTS` (`transfer h0 #12 tag=31 unsettled more`, `basic.deliver tag=5 redelivered`).
+`highlights` picks the fields that matter for each frame by the table `HIGHLIGHTS`
+(`transfer h0 #12 tag=31 unsettled more`, `basic.deliver tag=5 redelivered`); the timeline and
+the summary use it.
 """
 
 from __future__ import annotations
@@ -181,23 +182,6 @@ def highlights(frame: Frame) -> str:
             else:
                 out.append(text)
     return " ".join(out)
-
-
-def frame_line(frame: Frame, first_ts: float) -> str:
-    """`  12   0.004512 c1 127.0.0.1:40000 → 127.0.0.1:5672  0-9-1 ch1 basic.publish key=q`:
-    the client always on the left, the arrow pointing the way the frame went."""
-    channel = "" if frame.channel is None else f" ch{frame.channel}"
-    if frame.kind == "protocol-header":
-        extra = frame.fields.get("protocol", "")
-    else:
-        extra = highlights(frame)
-    client, server = (frame.dst, frame.src) if frame.direction == "s2c" else (frame.src, frame.dst)
-    notes = "".join(f" [{f.code}: {f.message}]" for f in frame.findings)
-    return (
-        f"{frame.number:6d} {frame.ts - first_ts:10.6f} c{frame.conn} {client} "
-        f"{ARROWS.get(frame.direction, '-')} {server}  {frame.version}{channel} "
-        f"{frame.name}{' ' + extra if extra else ''}{notes}"
-    )
 
 
 def frame_json(frame: Frame) -> str:

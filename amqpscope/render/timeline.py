@@ -1,0 +1,218 @@
+"""The terminal timeline of `amqpscope read`: a sequence diagram, one line per frame.
+
+    c1  127.0.0.1:41022 → 127.0.0.1:5672  AMQP 0-9-1            (legend, when c1 first speaks)
+        12   0.004512 c1 → ch1  basic.publish key=orders
+        13   0.004730 c1 ← ch1  basic.deliver tag=5 key=orders redelivered
+
+Connections get short labels with a legend line when they first appear, so lines stay short. The
+arrow points the way the frame went (client on the left). Errors are red, outcomes coloured by
+kind, findings follow the frame that raised them. Lines are cut to the terminal's width, never
+wrapped; when stdout is not a terminal nothing is cut and nothing is coloured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rich.console import Console
+from rich.text import Text
+
+from amqpscope.codec.frames import Frame
+from amqpscope.filter import is_error
+from amqpscope.render.lines import ARROWS, highlights
+
+#: colours, by what a word means
+STYLES = {
+    "accepted": "green",
+    "rejected": "red",
+    "released": "yellow",
+    "modified": "magenta",
+    "received": "cyan",
+    "declared": "green",
+    "error": "bold red",
+    "warning": "yellow",
+    "info": "dim",
+    "header": "cyan",
+    "heartbeat": "dim",
+    "name": "bold",
+    "content": "",
+    "legend": "bold cyan",
+    "time": "dim",
+}
+#: shortest run of like frames that --collapse folds into one line
+COLLAPSE_MIN = 3
+CONTENT_KINDS = ("content-header", "content-body")
+BODY_PREVIEW = 40  # characters of a message body shown without --body
+BODY_FULL = 4000  # characters shown with --body (the JSON keeps all of it)
+
+
+def body_text(frame: Frame, limit: int) -> str | None:
+    """A message body as one line: its text, or its hex, cut to `limit` characters."""
+    message = frame.message
+    if not message:
+        return None
+    body = message.get("body")
+    if not isinstance(body, dict):
+        return None
+    for key in ("text", "value", "hex"):
+        if key in body:
+            value = body[key]
+            text = value if isinstance(value, str) else repr(value)
+            text = text.replace("\n", "⏎").replace("\r", "")
+            prefix = "0x" if key == "hex" else ""
+            if len(text) > limit:
+                text = text[: limit - 1] + "…"
+            return f"{prefix}{text}"
+    return None
+
+
+@dataclass
+class _Run:
+    """Like frames in a row (same connection, direction, channel and name), held for --collapse."""
+
+    frames: list[Frame] = field(default_factory=list)
+    content: int = 0  # content frames (0-9-1 headers and bodies) folded in with their methods
+
+    def key(self) -> tuple | None:
+        if not self.frames:
+            return None
+        f = self.frames[0]
+        return (f.conn, f.direction, f.channel, f.name)
+
+
+class Timeline:
+    """Prints frames as they come (streaming: live capture uses it too)."""
+
+    def __init__(
+        self,
+        console: Console,
+        collapse: bool = False,
+        body: bool = False,
+        legend: bool = True,
+        fit: bool | None = None,
+    ) -> None:
+        self.console = console
+        # cut lines to the console's width: on a terminal, or when a width was asked for
+        self.fit = console.is_terminal if fit is None else fit
+        self.collapse = collapse
+        self.body = body
+        self.legend = legend
+        self.first_ts: float | None = None
+        self.seen: set[int] = set()
+        self.run = _Run()
+
+    # -- the stream of frames ------------------------------------------------------------------
+    def frame(self, frame: Frame) -> None:
+        if self.first_ts is None:
+            self.first_ts = frame.ts
+        if self.collapse:
+            key = (frame.conn, frame.direction, frame.channel, frame.name)
+            run_key = self.run.key()
+            if (
+                frame.kind in CONTENT_KINDS
+                and run_key is not None
+                and run_key[:3] == key[:3]
+                and not frame.findings
+            ):
+                self.run.content += 1  # a message's header and body travel with its method
+                self.run.frames.append(frame)
+                return
+            if key != run_key:
+                self._flush()
+            if frame.findings or is_error(frame) or frame.kind == "protocol-header":
+                self._flush()
+                self._print(frame)
+                return
+            self.run.frames.append(frame)
+            return
+        self._print(frame)
+
+    def finish(self) -> None:
+        self._flush()
+
+    # -- output --------------------------------------------------------------------------------
+    def _flush(self) -> None:
+        run, self.run = self.run, _Run()
+        frames = run.frames
+        units = len(frames) - run.content
+        if units < COLLAPSE_MIN:
+            for frame in frames:
+                self._print(frame)
+            return
+        first, last = frames[0], frames[-1]
+        line = self._prefix(first, f"{first.number}-{last.number}")
+        line.append(f"{first.name} ×{units}", style=STYLES["name"])  # noqa: RUF001
+        if run.content:
+            line.append(f" (+{run.content} content frames)")
+        span = f"  {first.ts - self._t0():.6f}..{last.ts - self._t0():.6f}s"
+        detail = highlights(first)
+        last = next(f for f in reversed(frames) if f.kind not in CONTENT_KINDS)
+        if detail:
+            line.append(f" first: {detail}")
+            tail = highlights(last)
+            if tail and tail != detail:
+                line.append(f"  last: {tail}")
+        line.append(span, style=STYLES["time"])
+        self._emit(line)
+
+    def _print(self, frame: Frame) -> None:
+        if self.legend and frame.conn not in self.seen:
+            self.seen.add(frame.conn)
+            client, server = (
+                (frame.dst, frame.src) if frame.direction == "s2c" else (frame.src, frame.dst)
+            )
+            legend = f"c{frame.conn}  {client} → {server}  AMQP {frame.version}"
+            self._emit(Text(legend, style=STYLES["legend"]))
+        line = self._prefix(frame, str(frame.number))
+        line.append_text(self._name(frame))
+        if frame.kind == "protocol-header":
+            detail = str(frame.fields.get("protocol", ""))
+        else:
+            detail = highlights(frame)
+        if detail:
+            line.append(" ")
+            line.append_text(self._detail(frame, detail))
+        preview = body_text(frame, BODY_FULL if self.body else BODY_PREVIEW)
+        if preview is not None:
+            line.append(f"  body={preview}", style="dim" if not self.body else "")
+        for found in frame.findings:
+            line.append(f"  [{found.code}: {found.message}]", style=STYLES.get(found.severity, ""))
+        self._emit(line)
+
+    def _t0(self) -> float:
+        return self.first_ts or 0.0
+
+    def _prefix(self, frame: Frame, number: str) -> Text:
+        channel = "" if frame.channel is None else f"ch{frame.channel}"
+        text = Text(f"{number:>7} ")
+        text.append(f"{frame.ts - self._t0():10.6f}", style=STYLES["time"])
+        text.append(f" c{frame.conn} {ARROWS.get(frame.direction, '-')} {channel:<5} ")
+        return text
+
+    def _name(self, frame: Frame) -> Text:
+        if is_error(frame) and not frame.findings:
+            style = STYLES["error"]
+        elif frame.kind == "protocol-header":
+            style = STYLES["header"]
+        elif frame.kind == "heartbeat":
+            style = STYLES["heartbeat"]
+        elif frame.kind in ("content-header", "content-body"):
+            style = STYLES["content"]
+        else:
+            style = STYLES["name"]
+        return Text(frame.name, style=style)
+
+    def _detail(self, frame: Frame, detail: str) -> Text:
+        text = Text(detail)
+        for word in ("accepted", "rejected", "released", "modified", "received", "declared"):
+            text.highlight_words([word], style=STYLES[word])
+        if is_error(frame):
+            text.stylize(STYLES["error"])
+        return text
+
+    def _emit(self, line: Text) -> None:
+        if self.fit:
+            line.truncate(self.console.width, overflow="ellipsis")
+            self.console.print(line, no_wrap=True, crop=True)
+        else:
+            self.console.print(line, soft_wrap=True)

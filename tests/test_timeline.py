@@ -1,0 +1,66 @@
+"""The terminal timeline at fixed widths, against snapshots (AMQPSCOPE_UPDATE_SNAPSHOTS=1 rewrites
+them after a deliberate change; review the diff)."""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from amqpscope.capture.files import open_capture
+from amqpscope.dissect import Dissector
+from amqpscope.render.timeline import Timeline
+from amqpscope.track.tracker import Tracker
+
+CAPTURES = Path(__file__).resolve().parent.parent / "captures"
+SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
+UPDATE = os.environ.get("AMQPSCOPE_UPDATE_SNAPSHOTS") == "1"
+
+
+def render(name: str, width: int, **options: bool) -> str:
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=width, color_system=None, force_terminal=False)
+    timeline = Timeline(console, fit=True, **options)
+    tracker = Tracker()
+    with open_capture(str(CAPTURES / name)) as capture:
+        for frame in Dissector().run(capture):
+            tracker.feed(frame)
+            timeline.frame(frame)
+    timeline.finish()
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("width", [80, 200])
+@pytest.mark.parametrize(
+    ("name", "options"),
+    [
+        ("091-channel-errors.pcap", {}),
+        ("10-outcomes.pcap", {}),
+        ("091-qos-prefetch.pcap", {"collapse": True}),
+        ("10-large-message.pcap", {"collapse": True}),
+    ],
+)
+def test_timeline_snapshot(name: str, options: dict, width: int) -> None:
+    text = render(name, width, **options)
+    assert all(len(line) <= width for line in text.splitlines())
+    suffix = "-collapse" if options.get("collapse") else ""
+    snapshot = SNAPSHOTS / f"{name.split('.')[0]}{suffix}-{width}.txt"
+    if UPDATE or not snapshot.exists():
+        snapshot.write_text(text)
+    assert text == snapshot.read_text()
+
+
+def test_channel_errors_read_as_the_scenario_says() -> None:
+    text = render("091-channel-errors.pcap", 200)
+    closes = [line for line in text.splitlines() if "channel.close " in line and "←" in line]
+    assert [line.split("channel.close ")[1].split()[0] for line in closes] == ["406", "403", "406"]
+    assert "unknown delivery tag 999 by basic.ack" in text
+
+
+def test_collapse_folds_runs_and_keeps_counts() -> None:
+    text = render("10-large-message.pcap", 200, collapse=True)
+    assert "transfer ×74" in text  # noqa: RUF001
+    assert len(text.splitlines()) < len(render("10-large-message.pcap", 200).splitlines()) / 3
