@@ -16,6 +16,7 @@ import click
 from rich.console import Console
 
 from amqpscope import __version__
+from amqpscope import schema as schemas
 from amqpscope.capture.files import CaptureError, open_capture
 from amqpscope.dissect import Dissector
 from amqpscope.filter import FilterError, Selection
@@ -211,6 +212,18 @@ def summary(file: str, as_json: bool, color: str, width: int | None) -> None:
             print_summary(result, _console(color, width))
         sys.stdout.flush()
         _report(capture.findings + dissector.findings)
+
+
+@main.command()
+@click.argument("name", type=click.Choice(schemas.NAMES))
+def schema(name: str) -> None:
+    """Print the JSON Schema of NAME (what --json and export produce).
+
+    \b
+    Example:
+      amqpscope schema frame > frame.schema.json
+    """
+    click.echo(schemas.text(name), nl=False)
 
 
 if __name__ == "__main__":
