@@ -21,6 +21,7 @@ from amqpscope.capture.files import CaptureError, open_capture
 from amqpscope.dissect import Dissector
 from amqpscope.filter import FilterError, Selection
 from amqpscope.findings import Finding
+from amqpscope.render.export import ExportWriter, capture_metadata
 from amqpscope.render.lines import frame_json
 from amqpscope.render.summary import print_summary
 from amqpscope.render.timeline import Timeline
@@ -211,6 +212,44 @@ def summary(file: str, as_json: bool, color: str, width: int | None) -> None:
         else:
             print_summary(result, _console(color, width))
         sys.stdout.flush()
+        _report(capture.findings + dissector.findings)
+
+
+@main.command()
+@click.argument("file", type=click.Path(dir_okay=False, path_type=str))
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, writable=True, allow_dash=True, path_type=str),
+    default="-",
+    show_default=True,
+    help="Where to write it (- for stdout).",
+)
+@click.option("--ndjson", is_flag=True, help="One record per line instead of one document.")
+@click.option("--show-secrets", is_flag=True, help="Include credentials instead of redacting.")
+@_guarded
+def export(file: str, output: str, ndjson: bool, show_secrets: bool) -> None:
+    """Everything about FILE as JSON: capture, frames, connections, findings.
+
+    \b
+    The document follows `amqpscope schema export`; with --ndjson each line is a record
+    with a "record" key (capture, frame, connection, finding, summary).
+
+    \b
+    Examples:
+      amqpscope export capture.pcap -o capture.json
+      amqpscope export capture.pcap --ndjson | jq 'select(.record == "connection")'
+    """
+    dissector = Dissector(show_secrets=show_secrets)
+    tracker = Tracker()
+    with open_capture(file) as capture, click.open_file(output, "w", encoding="utf-8") as out:
+        writer = ExportWriter(out, capture_metadata(capture, file), ndjson)
+        for frame in dissector.run(capture):
+            tracker.feed(frame)
+            writer.frame(frame)
+        tracker.finish()
+        unplaced = [f.to_json() for f in capture.findings + dissector.findings]
+        writer.close(tracker.summary(), unplaced)
         _report(capture.findings + dissector.findings)
 
 

@@ -21,7 +21,7 @@ FILES = sorted(p for p in CAPTURES.iterdir() if p.suffix in (".pcap", ".pcapng")
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
 def test_frame_records_validate(path: Path) -> None:
-    validator = jsonschema.Draft202012Validator(schema.load("frame"))
+    validator = schema.validator("frame")
     tracker = Tracker()
     with open_capture(str(path)) as capture:
         for frame in Dissector().run(capture):
@@ -42,3 +42,37 @@ def test_schemas_are_valid_and_printed(name: str) -> None:
         check=True,
     ).stdout
     assert json.loads(printed)["x-schema-version"] >= 1
+
+
+def cli(*args: str) -> str:
+    return subprocess.run(
+        [sys.executable, "-m", "amqpscope.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_exports_and_summaries_validate(path: Path, tmp_path: Path) -> None:
+    out = tmp_path / "export.json"
+    cli("export", str(path), "-o", str(out))
+    document = json.loads(out.read_text())
+    errors = list(schema.validator("export").iter_errors(document))
+    assert not errors, errors[0].message
+    frames = cli("read", str(path), "--json").splitlines()
+    assert len(document["frames"]) == len(frames) == document["capture"]["frames"]
+    summary = json.loads(cli("summary", str(path), "--json"))
+    errors = list(schema.validator("summary").iter_errors(summary))
+    assert not errors, errors[0].message
+    assert summary["connections"] == document["connections"]
+
+
+def test_ndjson_export_has_the_same_content() -> None:
+    path = CAPTURES / "091-rpc.pcap"
+    records = [json.loads(line) for line in cli("export", str(path), "--ndjson").splitlines()]
+    kinds = [r["record"] for r in records]
+    assert kinds[0] == "capture" and kinds[-1] == "summary"
+    assert kinds.count("frame") == len(cli("read", str(path), "--json").splitlines())
+    assert kinds.count("connection") == 2

@@ -7,7 +7,7 @@ from importlib import resources
 from typing import Any
 
 #: schema names, each a NAME.schema.json beside this file
-NAMES = ("frame",)
+NAMES = ("frame", "summary", "export")
 
 
 def text(name: str) -> str:
@@ -17,3 +17,15 @@ def text(name: str) -> str:
 def load(name: str) -> dict[str, Any]:
     loaded: dict[str, Any] = json.loads(text(name))
     return loaded
+
+
+def validator(name: str) -> Any:
+    """A jsonschema validator for NAME that resolves references between the schemas (tests and
+    users with jsonschema installed; amqpscope itself does not need it)."""
+    import jsonschema
+    from referencing import Registry, Resource
+
+    registry = Registry().with_resources(
+        (schema["$id"], Resource.from_contents(schema)) for schema in map(load, NAMES)
+    )
+    return jsonschema.Draft202012Validator(load(name), registry=registry)
