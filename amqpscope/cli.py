@@ -172,6 +172,8 @@ def read(
             tracker.feed(frame)  # state findings ride the frame that raised them
             if first_ts is None:
                 first_ts = frame.ts
+                if timeline is not None:
+                    timeline.first_ts = first_ts  # times count from the capture's first frame
             if not selection.accepts(frame, first_ts):
                 continue
             if timeline is None:
