@@ -1,48 +1,234 @@
-"""`amqpscope summary` as tables (rich): one table per connection and its sessions or channels."""
+"""`amqpscope summary` as tables (rich): each connection, its links or channels, then findings.
+
+Reads the summary document (`amqpscope schema summary`) and nothing else, so the tables and
+`--json` never disagree. Columns that are empty for every row are left out.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
+
+Row = dict[str, Any]
+Column = tuple[str, Callable[[Row], Any]]
+
+OUTCOME_STYLES = {
+    "accepted": "green",
+    "rejected": "red",
+    "released": "yellow",
+    "modified": "magenta",
+}
+SEVERITY_STYLES = {"error": "bold red", "warning": "yellow", "info": "dim"}
 
 
-def _cell(value: Any) -> str:
+def _get(row: Any, *path: str) -> Any:
+    for key in path:
+        if not isinstance(row, dict):
+            return None
+        row = row.get(key)
+    return row
+
+
+def _text(value: Any) -> str:
+    if value is None or value == "" or value == [] or value == {}:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else ""
+    if isinstance(value, float):
+        return f"{value:.3f}".rstrip("0").rstrip(".") if value else "0"
     if isinstance(value, (dict, list)):
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    return "" if value is None else str(value)
+    return str(value)
+
+
+def _error(value: Any) -> str:
+    """An error object as `condition: description` (1.0) or `code text` (0-9-1)."""
+    if not isinstance(value, dict):
+        return _text(value)
+    if "condition" in value:
+        description = str(value.get("description") or "").split("\n")[0]
+        return f"{value['condition']}: {description}" if description else str(value["condition"])
+    if "reply-code" in value:
+        code = value.get("reply-code")
+        if not isinstance(code, int) or code < 300:  # 200 (or pika's 0) is a normal close
+            return ""
+        return f"{code} {value.get('reply-text', '')}".strip()
+    return _text(value)
+
+
+def _latency(row: Row, key: str) -> str:
+    stats = row.get(key)
+    if not isinstance(stats, dict) or not stats.get("count"):
+        return ""
+    return f"{_text(stats.get('p50'))}/{_text(stats.get('p99'))}"
+
+
+LINK_COLUMNS: list[Column] = [
+    ("ch", lambda r: r["_channel"]),
+    ("h", lambda r: r.get("handle")),
+    ("role", lambda r: r.get("role")),
+    ("address", lambda r: r.get("target") if r.get("role") == "sender" else r.get("source")),
+    ("deliveries", lambda r: r.get("deliveries")),
+    ("presettled", lambda r: r.get("presettled")),
+    ("unsettled", lambda r: r.get("unsettled")),
+    ("accepted", lambda r: _get(r, "outcomes", "accepted")),
+    ("rejected", lambda r: _get(r, "outcomes", "rejected")),
+    ("released", lambda r: _get(r, "outcomes", "released")),
+    ("modified", lambda r: _get(r, "outcomes", "modified")),
+    ("credit", lambda r: _get(r, "credit", "issued")),
+    ("starved s", lambda r: _get(r, "credit", "starvation", "seconds")),
+    ("settle ms p50/p99", lambda r: _latency(r, "latency")),
+    ("error", lambda r: _error(r.get("error"))),
+]
+CHANNEL_COLUMNS: list[Column] = [
+    ("ch", lambda r: r.get("channel")),
+    ("use", lambda r: r.get("use")),
+    ("publishes", lambda r: r.get("publishes")),
+    ("deliveries", lambda r: r.get("deliveries")),
+    ("acks", lambda r: r.get("acks")),
+    ("nacks", lambda r: r.get("nacks")),
+    ("rejects", lambda r: r.get("rejects")),
+    ("redelivered", lambda r: r.get("redelivered")),
+    ("unacked", lambda r: r.get("unacked")),
+    ("max unacked", lambda r: r.get("max-unacked")),
+    ("prefetch", lambda r: _get(r, "prefetch", "count") or r.get("prefetch")),
+    (
+        "confirmed",
+        lambda r: _get(r, "confirms", "acked") if _get(r, "confirms", "selected") else None,
+    ),
+    (
+        "pending",
+        lambda r: _get(r, "confirms", "pending") if _get(r, "confirms", "selected") else None,
+    ),
+    ("returns", lambda r: r.get("returns")),
+    ("commits", lambda r: _get(r, "tx", "commits")),
+    ("rollbacks", lambda r: _get(r, "tx", "rollbacks")),
+    ("ack ms p50/p99", lambda r: _latency(r, "ack-latency-ms")),
+    ("close", lambda r: _error(r.get("close"))),
+]
+
+
+def _table(title: str, columns: list[Column], rows: list[Row]) -> Table | None:
+    if not rows:
+        return None
+    cells = [[_text(fn(row)) if fn(row) is not None else "" for _, fn in columns] for row in rows]
+    keep = [i for i in range(len(columns)) if any(cell[i] not in ("", "0") for cell in cells)]
+    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    for i in keep:
+        name = columns[i][0]
+        wide = name in ("address", "error", "close")
+        table.add_column(
+            name,
+            justify="left" if wide or name == "role" else "right",
+            overflow="ellipsis",
+            no_wrap=True,
+            max_width=48 if wide else None,
+            style=OUTCOME_STYLES.get(name, "red" if name in ("error", "close") else ""),
+        )
+    for cell in cells:
+        table.add_row(*(cell[i] for i in keep))
+    return table
+
+
+def _connection_line(conn: Row) -> Text:
+    text = Text(f"c{conn.get('id')}  {conn.get('client')} → {conn.get('server')}  ", style="bold")
+    text.append(f"AMQP {conn.get('version')}", style="bold cyan")
+    facts = []
+    if conn.get("version") == "1.0":
+        peer = _get(conn, "open", "server", "container-id")
+        if peer:
+            facts.append(f"server {peer}")
+        mech = _get(conn, "sasl", "mechanism")
+        if mech:
+            facts.append(f"SASL {mech} {_get(conn, 'sasl', 'outcome') or ''}".strip())
+        frame_max = _get(conn, "open", "holds", "max-frame-size")
+        if isinstance(frame_max, dict):  # what each side may send
+            sizes = {v for v in frame_max.values() if v is not None}
+            frame_max = sizes.pop() if len(sizes) == 1 else frame_max
+        if frame_max:
+            facts.append(f"max-frame {_text(frame_max)}")
+    else:
+        product = _get(conn, "server-product", "product")
+        if product:
+            facts.append(f"{product} {_get(conn, 'server-product', 'version') or ''}".strip())
+        for key in ("vhost", "user"):
+            if conn.get(key):
+                facts.append(f"{key} {conn[key]}")
+        tune = _get(conn, "tune", "negotiated")
+        if isinstance(tune, dict):
+            facts.append(f"frame-max {tune.get('frame-max')} heartbeat {tune.get('heartbeat')}s")
+    if conn.get("state"):
+        facts.append(str(conn["state"]))
+    if conn.get("mid-stream") or conn.get("from-start") is False:
+        facts.append("captured mid-stream")
+    text.append("  " + " · ".join(facts), style="")
+    close = _error(conn.get("close"))
+    if close:
+        text.append(f"  closed: {close}", style="bold red")
+    return text
 
 
 def print_summary(result: dict[str, Any], console: Console | None = None) -> None:
-    """Print the summary document: connections, then findings (a first, plain layout)."""
+    """Print the summary document as tables."""
     console = console or Console()
     for conn in result.get("connections", []):
-        table = Table(title=f"connection {conn.get('id')}  {conn.get('version')}", show_lines=False)
-        table.add_column("key", style="bold")
-        table.add_column("value", overflow="ellipsis", no_wrap=True)
-        for key, value in conn.items():
-            if key not in ("sessions", "channels", "id", "version"):
-                table.add_row(key, _cell(value))
+        console.print(_connection_line(conn), overflow="ellipsis", no_wrap=True, crop=True)
+        if conn.get("version") == "1.0":
+            rows = []
+            for session in conn.get("sessions") or []:
+                for link in session.get("links") or []:
+                    rows.append({**link, "_channel": session.get("channel")})
+                error = _error(session.get("error"))
+                if error:
+                    console.print(
+                        Text(f"  session ch{session.get('channel')} ended: {error}", style="red"),
+                        overflow="ellipsis",
+                        no_wrap=True,
+                        crop=True,
+                    )
+            table = _table("links", LINK_COLUMNS, rows)
+        else:
+            table = _table("channels", CHANNEL_COLUMNS, conn.get("channels") or [])
+        if table is not None:
+            console.print(table)
+        console.print()
+    _print_rpc(result, console)
+    _print_findings(result.get("findings", []), console)
+
+
+def _print_rpc(result: dict[str, Any], console: Console) -> None:
+    journeys = result.get("journeys") or []
+    if journeys:
+        table = Table(title="message journeys", title_justify="left", show_edge=False)
+        keys = [k for k in journeys[0] if not isinstance(journeys[0][k], (dict, list))]
+        for key in keys:
+            table.add_column(key, overflow="ellipsis", no_wrap=True, max_width=40)
+        table.add_column("latency ms p50/p99")
+        for row in journeys:
+            latency = row.get("latency-ms") or row.get("latency") or {}
+            cell = f"{_text(latency.get('p50'))}/{_text(latency.get('p99'))}" if latency else ""
+            table.add_row(*(_text(row.get(k)) for k in keys), cell)
         console.print(table)
-        for child_key in ("sessions", "channels"):
-            children = conn.get(child_key) or []
-            if children:
-                keys = list(dict.fromkeys(k for child in children for k in child))
-                sub = Table(title=f"{child_key} of connection {conn.get('id')}")
-                for key in keys:
-                    sub.add_column(key, overflow="ellipsis", no_wrap=True, max_width=40)
-                for child in children:
-                    sub.add_row(*(_cell(child.get(key)) for key in keys))
-                console.print(sub)
-    findings = result.get("findings", [])
-    if findings:
-        table = Table(title="findings")
-        for key in ("severity", "code", "conn", "frame", "message"):
-            table.add_column(key, overflow="fold" if key == "message" else "ellipsis")
-        for f in findings:
-            table.add_row(
-                *(_cell(f.get(key)) for key in ("severity", "code", "conn", "frame", "message"))
-            )
-        console.print(table)
+    rpc = result.get("rpc") or []
+    if rpc:
+        console.print(Text(f"request/reply pairs: {len(rpc)}", style="bold"))
+
+
+def _print_findings(findings: list[dict[str, Any]], console: Console) -> None:
+    if not findings:
+        console.print(Text("no findings", style="green"))
+        return
+    console.print(Text(f"findings ({len(findings)})", style="bold"))
+    code_width = max(len(str(f.get("code"))) for f in findings)
+    for f in findings:
+        severity = str(f.get("severity"))
+        where = f"c{f.get('conn', '?')}" + (f" #{f['frame']}" if f.get("frame") else "")
+        line = Text(f"  {severity:<7} ", style=SEVERITY_STYLES.get(severity, ""))
+        line.append(f"{f.get('code')!s:<{code_width}}  {where:<9} ")
+        line.append(str(f.get("message", "")).split("\n")[0])
+        console.print(line, overflow="ellipsis", no_wrap=True, crop=True)
