@@ -1,11 +1,39 @@
-"""One connection's state, fed its frames in capture order (STUB: being written)."""
+"""One 0-9-1 (or 0-8/0-9) connection's state, fed its frames in capture order (sans-IO).
+
+The connection's and channels' states move by the tables of `rules.py`; what a method does to an
+active channel is `channel.METHODS`; what a channel-0 method records is `CONNECTION_METHODS`
+below. `feed()` does dict lookups and arithmetic only: it runs for every frame of a capture.
+
+Also kept here: the handshake (products, mechanism and user, never the password; vhost), the
+tune negotiation, blocked periods, and the silence on each direction against the negotiated
+heartbeat interval. Channel numbers reused after close-ok start a new epoch (a new summary entry).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from amqpscope.codec.frames import Frame
-from amqpscope.findings import Finding
+from amqpscope.codec.frames import CONTENT_HEADER, HEARTBEAT, METHOD, PROTOCOL_HEADER, Frame
+from amqpscope.findings import Finding, finding
+from amqpscope.track.amqp091 import rules
+from amqpscope.track.amqp091.channel import COUNTS, METHODS, ChannelEpoch, close_info
+
+C2S = rules.C2S
+S2C = rules.S2C
+#: channel epochs listed per connection; later ones are tracked while open, then only counted
+MAX_EPOCHS = 4096
+#: blocked periods and heartbeat findings listed per connection
+MAX_PERIODS = 64
+MAX_HEARTBEAT_FINDINGS = 8
+#: the product fields shown from connection.start / start-ok properties
+PRODUCT_KEYS = ("product", "version", "platform", "cluster_name", "connection_name")
+TUNE_KEYS = ("channel-max", "frame-max", "heartbeat")
+
+
+def _product(properties: Any) -> dict[str, Any] | None:
+    if not isinstance(properties, dict):
+        return None
+    return {key.replace("_", "-"): properties[key] for key in PRODUCT_KEYS if key in properties}
 
 
 class ConnectionTracker:
@@ -16,20 +44,358 @@ class ConnectionTracker:
         self.client = client
         self.server = server
         self.version = version
+        self.state = rules.AWAIT_HEADER
+        self.from_start: bool | None = None  # decided by the first frame
+        self.frames = 0
+        self.first_ts = 0.0
+        self.last_ts = 0.0
+        # the handshake
+        self.server_product: dict[str, Any] | None = None
+        self.client_product: dict[str, Any] | None = None
+        self.mechanisms: Any = None
+        self.mechanism: Any = None
+        self.user: Any = None
+        self.vhost: Any = None
+        self.proposed: dict[str, Any] | None = None  # connection.tune
+        self.tuned: dict[str, Any] | None = None  # connection.tune-ok: what holds
+        self.heartbeat = 0  # negotiated interval, seconds (0: off)
+        self.close: dict[str, Any] | None = None
+        # liveness, per direction
+        self.last = {C2S: 0.0, S2C: 0.0}
+        self.max_gap = {C2S: 0.0, S2C: 0.0}
+        self.heartbeats = {C2S: 0, S2C: 0}
+        self.late = {C2S: 0, S2C: 0}  # silences longer than the interval
+        self.missed = {C2S: 0, S2C: 0}  # silences longer than two intervals
+        # blocked periods
+        self.blocked_since: float | None = None
+        self.blocked_reason: Any = None
+        self.blocked_frame = 0
+        self.blocked: list[dict[str, Any]] = []
+        self.blocked_seconds = 0.0
+        self.blocked_count = 0
+        # channels
+        self.channels: dict[int, ChannelEpoch] = {}  # number -> its current epoch
+        self.epochs: list[ChannelEpoch] = []  # listed epochs, in the order they began
+        self.uses: dict[int, int] = {}  # number -> epochs begun
+        self.unlisted: dict[str, int] = dict.fromkeys(COUNTS, 0)  # ended epochs not listed
+        self.unlisted_epochs = 0
+        self.unexpected = 0
 
+    # -- frames in ------------------------------------------------------------------------------
     def feed(self, frame: Frame) -> list[Finding]:
         """Apply one frame; return the findings it raises (the caller puts them on the frame)."""
-        return []
+        out: list[Finding] = []
+        direction = frame.direction
+        ts = frame.ts
+        if self.from_start is None:
+            self._begin(frame, out)
+        self.frames += 1
+        self.last_ts = ts
+        last = self.last[direction]
+        if last and self.heartbeat and self.state in rules.CONNECTION_LIVE:
+            self._silence(direction, ts - last, out)
+        self.last[direction] = ts
+        kind = frame.kind
+        if kind == METHOD:
+            if frame.channel:
+                self._channel(frame, direction, out)
+            else:
+                self._connection(frame, direction, out)
+        elif kind == HEARTBEAT:
+            self.heartbeats[direction] += 1
+        elif kind == PROTOCOL_HEADER:
+            self._connection(frame, direction, out)
+        elif frame.channel:  # content header or body
+            epoch = self.channels.get(frame.channel)
+            if epoch is not None:
+                if epoch.state in rules.CHANNEL_ACTIVE:
+                    if kind == CONTENT_HEADER:
+                        epoch.content_header(frame, direction)
+                else:
+                    epoch.discarded += 1
+        return out
 
+    def _begin(self, frame: Frame, out: list[Finding]) -> None:
+        self.first_ts = frame.ts
+        self.from_start = frame.kind == PROTOCOL_HEADER
+        if not self.from_start:
+            self.state = rules.OPEN
+            out.append(
+                finding(
+                    "amqp091.mid-stream",
+                    "the capture starts inside this connection: its handshake (products, user,"
+                    " vhost, tune and heartbeat) was not captured, and channels, consumers and"
+                    " delivery tags already in use are adopted as they first show up (acks of"
+                    " deliveries from before the capture are counted, not checked)",
+                )
+            )
+
+    def _silence(self, direction: str, gap: float, out: list[Finding]) -> None:
+        if gap > self.max_gap[direction]:
+            self.max_gap[direction] = gap
+        interval = self.heartbeat
+        if gap <= interval:
+            return
+        self.late[direction] += 1
+        if gap <= 2 * interval:
+            return
+        self.missed[direction] += 1
+        if self.missed[direction] <= MAX_HEARTBEAT_FINDINGS:
+            who = "client" if direction == C2S else "server"
+            out.append(
+                finding(
+                    "amqp091.heartbeat-missed",
+                    f"the {who} sent nothing for {gap:.3f} s, over twice the negotiated heartbeat"
+                    f" of {interval} s (its peer may consider the connection dead)",
+                )
+            )
+
+    # -- channel 0 ------------------------------------------------------------------------------
+    def _connection(self, frame: Frame, direction: str, out: list[Finding]) -> None:
+        name = frame.name
+        key = (direction, name)
+        state = self.state
+        after = rules.CONNECTION_TRANSITIONS[state].get(key)
+        if after is None and state != rules.CLOSED:
+            after = rules.CONNECTION_ANY_STATE.get(key)
+            if after is not None and state == rules.CLOSING:
+                after = None  # crossed closes: stays CLOSING
+        if after is None:
+            allowed = rules.CONNECTION_STAYS.get(key)
+            if (allowed is None or state not in allowed) and self.from_start:
+                self.unexpected += 1
+                out.append(
+                    finding(
+                        "amqp091.unexpected-method",
+                        f"{name} from the {'client' if direction == C2S else 'server'} while the"
+                        f" connection is {state}",
+                    )
+                )
+        handler = CONNECTION_METHODS.get(name)
+        if handler is not None:
+            handler(self, frame, direction, out)
+        if after is not None:
+            self.state = after
+            if after == rules.CLOSED:
+                self._end_channels(frame.ts, "connection", out)
+
+    def _start(self, frame: Frame, direction: str, out: list[Finding]) -> None:
+        fields = frame.fields
+        self.server_product = _product(fields.get("server-properties"))
+        self.mechanisms = fields.get("mechanisms")
+
+    def _start_ok(self, frame: Frame, direction: str, out: list[Finding]) -> None:
+        fields = frame.fields
+        self.client_product = _product(fields.get("client-properties"))
+        self.mechanism = fields.get("mechanism")
+        self.user = fields.get("user")
+
+    def _tune(self, frame: Frame, direction: str, out: list[Finding]) -> None:
+        self.proposed = {key: frame.fields.get(key) for key in TUNE_KEYS}
+
+    def _tune_ok(self, frame: Frame, direction: str, out: list[Finding]) -> None:
+        self.tuned = {key: frame.fields.get(key) for key in TUNE_KEYS}
+        heartbeat = self.tuned["heartbeat"]
+        self.heartbeat = heartbeat if isinstance(heartbeat, int) else 0
+
+    def _open(self, frame: Frame, direction: str, out: list[Finding]) -> None:
+        self.vhost = frame.fields.get("virtual-host")
+
+    def _close(self, frame: Frame, direction: str, out: list[Finding]) -> None:
+        if self.close is not None:
+            return
+        by = "client" if direction == C2S else "server"
+        self.close = info = close_info(frame, by)
+        code = info["reply-code"]
+        if code in rules.OK_CODES or code is None:
+            return
+        text = info["reply-text"]
+        if self.state in rules.CONNECTION_LOGIN and by == "server" and code in rules.LOGIN_REFUSED:
+            out.append(
+                finding(
+                    "amqp091.login-refused",
+                    f"the broker refused the login of user {self.user!r} ({self.mechanism}):"
+                    f" {code} {text}",
+                )
+            )
+            return
+        failed = f" in reply to {info['class-method']}" if info["class-method"] else ""
+        out.append(
+            finding(
+                "amqp091.connection-error",
+                f"the connection was closed by the {by}{failed}: {code} {text}",
+            )
+        )
+
+    def _blocked(self, frame: Frame, direction: str, out: list[Finding]) -> None:
+        if self.blocked_since is not None:
+            return
+        self.blocked_since = frame.ts
+        self.blocked_reason = frame.fields.get("reason")
+        self.blocked_frame = frame.number
+        self.blocked_count += 1
+        out.append(
+            finding(
+                "amqp091.blocked",
+                f"the broker blocked this connection's publishing: {self.blocked_reason}",
+            )
+        )
+
+    def _unblocked(self, frame: Frame, direction: str, out: list[Finding]) -> None:
+        self._unblock(frame.ts, frame.number)
+
+    def _unblock(self, ts: float, number: int | None) -> None:
+        if self.blocked_since is None:
+            return
+        seconds = max(0.0, ts - self.blocked_since)
+        self.blocked_seconds += seconds
+        if len(self.blocked) < MAX_PERIODS:
+            self.blocked.append(
+                {
+                    "reason": self.blocked_reason,
+                    "frame": self.blocked_frame,
+                    "unblocked-frame": number,
+                    "seconds": round(seconds, 6),
+                }
+            )
+        self.blocked_since = None
+
+    # -- channels -------------------------------------------------------------------------------
+    def _channel(self, frame: Frame, direction: str, out: list[Finding]) -> None:
+        number = frame.channel
+        name = frame.name
+        key = (direction, name)
+        epoch = self.channels.get(number)
+        if epoch is None:
+            if key == (C2S, "channel.open"):
+                epoch = self._new_epoch(number, frame, True)
+            else:
+                if self.from_start and self.state not in (rules.CLOSING, rules.CLOSED):
+                    self.unexpected += 1
+                    out.append(
+                        finding(
+                            "amqp091.unexpected-method",
+                            f"{name} on channel {number}, which is not open",
+                        )
+                    )
+                epoch = self._new_epoch(number, frame, False)
+        state = epoch.state
+        after = rules.CHANNEL_TRANSITIONS[state].get(key)
+        if after is not None:
+            if name == "channel.close":
+                epoch.closing(frame, "client" if direction == C2S else "server", out)
+            epoch.state = after
+            if after == rules.CH_CLOSED:
+                epoch.end(frame.ts, "closed", out)
+                self._ended(epoch)
+            return
+        if state in rules.CHANNEL_ACTIVE:
+            handler = METHODS.get(key)
+            if handler is not None:
+                handler(epoch, frame, out)
+            elif name.startswith("channel.") and name != "channel.flow-ok":
+                self.unexpected += 1
+                out.append(
+                    finding(
+                        "amqp091.unexpected-method",
+                        f"{name} on channel {number} while it is {state}",
+                    )
+                )
+        else:
+            epoch.discarded += 1  # in flight while the channel closes: its peer drops it
+
+    def _new_epoch(self, number: int, frame: Frame, from_start: bool) -> ChannelEpoch:
+        use = self.uses.get(number, 0) + 1
+        self.uses[number] = use
+        epoch = ChannelEpoch(number, use, frame, from_start)
+        if len(self.epochs) < MAX_EPOCHS:
+            self.epochs.append(epoch)
+        else:
+            epoch.listed = False
+        self.channels[number] = epoch
+        return epoch
+
+    def _ended(self, epoch: ChannelEpoch) -> None:
+        if self.channels.get(epoch.number) is epoch:
+            del self.channels[epoch.number]
+        if not epoch.listed:
+            self.unlisted_epochs += 1
+            for key, value in epoch.counts().items():
+                self.unlisted[key] += value
+
+    def _end_channels(self, ts: float, why: str, out: list[Finding]) -> None:
+        for epoch in list(self.channels.values()):
+            epoch.end(ts, why, out)
+            self._ended(epoch)
+
+    # -- the end --------------------------------------------------------------------------------
     def finish(self) -> list[Finding]:
-        """The capture ended: findings for what was left open (unsettled, unacked, ...)."""
-        return []
+        """The capture ended: findings for what was left open (unacked, unconfirmed, ...)."""
+        out: list[Finding] = []
+        self._end_channels(self.last_ts, "capture", out)
+        self._unblock(self.last_ts, None)
+        return out
 
     def summary(self) -> dict[str, Any]:
         """The connection as `amqpscope summary --json` shows it."""
-        return {
+        listed = list(self.epochs)
+        listed += [e for e in self.channels.values() if not e.listed]
+        totals = dict(self.unlisted)
+        for epoch in listed:
+            for key, value in epoch.counts().items():
+                totals[key] += value
+        out: dict[str, Any] = {
             "id": self.conn,
             "version": self.version,
             "client": self.client,
             "server": self.server,
+            "state": self.state,
+            "from-start": bool(self.from_start),
+            "vhost": self.vhost,
+            "user": self.user,
+            "mechanism": self.mechanism,
+            "server-product": self.server_product,
+            "client-product": self.client_product,
+            "tune": None,
+            "heartbeat": None,
+            "blocked": None,
+            "close": self.close,
+            "duration-s": round(self.last_ts - self.first_ts, 6),
+            "frames": self.frames,
+            "totals": totals,
+            "channels": [e.to_json() for e in listed],
         }
+        if self.tuned is not None or self.proposed is not None:
+            out["tune"] = {"negotiated": self.tuned, "proposed": self.proposed}
+        if self.heartbeat or self.heartbeats[C2S] or self.heartbeats[S2C]:
+            out["heartbeat"] = {
+                "interval-s": self.heartbeat,
+                "frames": dict(self.heartbeats),
+                "max-silence-s": {d: round(g, 6) for d, g in self.max_gap.items()},
+                "late": dict(self.late),
+                "missed": dict(self.missed),
+            }
+        if self.blocked_count:
+            out["blocked"] = {
+                "times": self.blocked_count,
+                "seconds": round(self.blocked_seconds, 6),
+                "periods": self.blocked,
+            }
+        if self.unlisted_epochs:
+            out["channels-unlisted"] = self.unlisted_epochs
+        if self.unexpected:
+            out["unexpected-methods"] = self.unexpected
+        return out
+
+
+#: channel-0 method -> what it records (its state change is `rules.CONNECTION_TRANSITIONS`)
+CONNECTION_METHODS = {
+    "connection.start": ConnectionTracker._start,
+    "connection.start-ok": ConnectionTracker._start_ok,
+    "connection.tune": ConnectionTracker._tune,
+    "connection.tune-ok": ConnectionTracker._tune_ok,
+    "connection.open": ConnectionTracker._open,
+    "connection.close": ConnectionTracker._close,
+    "connection.blocked": ConnectionTracker._blocked,
+    "connection.unblocked": ConnectionTracker._unblocked,
+}

@@ -1,0 +1,668 @@
+"""One epoch of one channel: from channel.open (or the first frame seen) to close-ok.
+
+What each method does to the channel is the table `METHODS` at the end: (direction, method) ->
+the handler. The channel's open/close states and modes are `rules.py`'s; the connection applies
+those and calls the handlers while the channel is active. Handlers append findings to the list
+they are given; they never print and never raise on odd input.
+
+Memory per epoch is bounded by what is outstanding on the wire (unacked deliveries, unconfirmed
+publishes, in-flight gets and consumes) plus fixed caps on what the summary lists.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+from amqpscope.codec.frames import Frame
+from amqpscope.findings import Finding, finding
+from amqpscope.track.amqp091 import rules
+from amqpscope.track.amqp091.deliveries import Outstanding
+from amqpscope.track.amqp091.stats import Latency
+
+C2S = rules.C2S
+S2C = rules.S2C
+#: consumers listed per epoch (active ones are always tracked; cancelled ones beyond are counted)
+MAX_CONSUMERS = 256
+#: returns listed per epoch with their details
+MAX_RETURNS = 32
+#: transactions listed per epoch
+MAX_TRANSACTIONS = 64
+#: recent mandatory publishes remembered to link a basic.return to its publish
+MAX_MANDATORY = 1024
+#: in-flight requests remembered (gets, consumes, transaction ends): more means a broken trace
+MAX_IN_FLIGHT = 4096
+
+#: the counts an epoch adds to its connection's totals
+COUNTS = (
+    "publishes",
+    "deliveries",
+    "acks",
+    "nacks",
+    "rejects",
+    "redelivered",
+    "unacked",
+    "returns",
+)
+
+
+def close_info(frame: Frame, by: str) -> dict[str, Any]:
+    """connection.close / channel.close as the summary shows it."""
+    fields = frame.fields
+    class_id = fields.get("class-id") or 0
+    method = fields.get("method")
+    if method is None and class_id:
+        method = f"{class_id}/{fields.get('method-id', 0)}"
+    return {
+        "reply-code": fields.get("reply-code"),
+        "reply-text": fields.get("reply-text"),
+        "class-method": method,
+        "by": by,
+        "frame": frame.number,
+    }
+
+
+class Consumer:
+    __slots__ = ("cancelled", "deliveries", "exclusive", "frame", "no_ack", "prefetch", "queue")
+    __slots__ += ("tag", "unacked")
+
+    def __init__(
+        self,
+        tag: str,
+        queue: str | None,
+        no_ack: bool | None,
+        exclusive: bool | None,
+        prefetch: int,
+        frame: int | None,
+    ) -> None:
+        self.tag = tag
+        self.queue = queue
+        self.no_ack = no_ack
+        self.exclusive = exclusive
+        self.prefetch = prefetch  # 0: no per-consumer limit
+        self.frame = frame
+        self.deliveries = 0
+        self.unacked = 0
+        self.cancelled: str | None = None  # "client" or "server"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tag": self.tag,
+            "queue": self.queue,
+            "no-ack": self.no_ack,
+            "exclusive": self.exclusive,
+            "prefetch": self.prefetch or None,
+            "deliveries": self.deliveries,
+            "cancelled-by": self.cancelled,
+            "frame": self.frame,
+        }
+
+
+class ChannelEpoch:
+    """The state and counts of one use of a channel number."""
+
+    def __init__(self, number: int, epoch: int, frame: Frame, from_start: bool) -> None:
+        self.number = number
+        self.epoch = epoch  # 1 for the first use of the number in the capture, 2 after a reopen
+        self.from_start = from_start  # False: adopted mid-stream, its start was not captured
+        self.opened_frame = frame.number if from_start else None
+        self.state = rules.CH_CLOSED if from_start else rules.CH_OPEN
+        self.modes: set[str] = set()
+        self.listed = True  # set by the connection: listed in the summary, or only counted
+        # counts
+        self.publishes = 0
+        self.published_bytes = 0
+        self.deliveries = 0
+        self.delivered_bytes = 0
+        self.acks = 0
+        self.nacks = 0
+        self.rejects = 0
+        self.requeued = 0
+        self.redelivered = 0
+        self.settle_frames = {"ack": 0, "nack": 0, "reject": 0, "multiple": 0}
+        self.unacked = 0
+        self.returns = 0
+        self.discarded = 0
+        # deliveries awaiting the client's settlement: tag -> (ts, consumer tag or None)
+        self.outstanding = Outstanding()
+        self.max_unacked = 0
+        self.ack_latency = Latency()
+        self.suspect: tuple[int, str, int] | None = None  # (frame, method, tag) of a bad settle
+        # consumers and gets
+        self.consumers: dict[str, Consumer] = {}
+        self.consumers_unlisted = 0
+        self.consuming: deque[Consumer] = deque()  # consumes awaiting consume-ok
+        self.gets: deque[tuple[bool, str]] = deque()  # (no-ack, queue) of gets awaiting a reply
+        self.get_ok = 0
+        self.get_empty = 0
+        self.last_queue: str | None = None  # the queue "" names (last declared on the channel)
+        # qos and saturation
+        self.qos: dict[str, Any] | None = None
+        self.consumer_prefetch = 0  # the non-global prefetch-count new consumers get
+        self.channel_prefetch = 0  # the global (channel-wide) prefetch-count
+        self.at_limit: set[str] = set()  # consumers (or "" for the channel) at their limit
+        self.saturations = 0
+        self.saturated_since: float | None = None
+        self.saturated_seconds = 0.0
+        # publisher confirms
+        self.confirm_seq = 0
+        self.unconfirmed = Outstanding()  # seq -> (ts, frame)
+        self.confirmed = 0
+        self.confirm_nacked = 0
+        self.confirm_latency = Latency()
+        self.mandatory: deque[tuple[str, str, int, int]] = deque(maxlen=MAX_MANDATORY)
+        self.returned: list[dict[str, Any]] = []
+        self.s2c_content = ""  # the s2c content method whose header/body frames come next
+        # transactions
+        self.commits = 0
+        self.rollbacks = 0
+        self.tx_current = _tx_group()
+        self.tx_ending: deque[tuple[str, dict[str, Any]]] = deque()  # commit/rollback awaiting -ok
+        self.transactions: list[dict[str, Any]] = []
+        self.transactions_unlisted = 0
+        # flow
+        self.flow_stops = 0
+        self.ended: str | None = None  # why the epoch ended: "closed", "connection", "capture"
+        self.close: dict[str, Any] | None = None
+
+    # -- content ------------------------------------------------------------------------------
+    def content_header(self, frame: Frame, direction: str) -> None:
+        size = frame.fields.get("body-size") or 0
+        if direction == C2S:
+            self.published_bytes += size
+        elif self.s2c_content in ("basic.deliver", "basic.get-ok"):
+            self.delivered_bytes += size
+
+    # -- publishing ---------------------------------------------------------------------------
+    def publish(self, frame: Frame, out: list[Finding]) -> None:
+        self.publishes += 1
+        fields = frame.fields
+        if rules.CONFIRM in self.modes:
+            self.confirm_seq += 1
+            self.unconfirmed.give(self.confirm_seq, (frame.ts, frame.number))
+        if rules.TX in self.modes:
+            self.tx_current["publishes"] += 1
+        if fields.get("mandatory"):
+            self.mandatory.append(
+                (
+                    fields.get("exchange", ""),
+                    fields.get("routing-key", ""),
+                    frame.number,
+                    self.confirm_seq,
+                )
+            )
+
+    def broker_settles(self, frame: Frame, out: list[Finding]) -> None:
+        """basic.ack / basic.nack from the broker: publisher confirms."""
+        fields = frame.fields
+        tag = fields.get("delivery-tag", 0)
+        multiple = bool(fields.get("multiple"))
+        nack = frame.name == "basic.nack"
+        if rules.CONFIRM not in self.modes:
+            if self.from_start:
+                out.append(
+                    finding(
+                        "amqp091.unexpected-method",
+                        f"{frame.name} from the broker on channel {self.number}, which never"
+                        " entered confirm mode",
+                    )
+                )
+                return
+            self.modes.add(rules.CONFIRM)  # adopted: confirms from before the capture
+        settled = self.unconfirmed.settle(tag, multiple)
+        if settled is None:
+            count = 0 if multiple or self.from_start else 1  # unknown: before the capture
+        else:
+            count = len(settled)
+            ts = frame.ts
+            add = self.confirm_latency.add
+            for sent, _number in settled:
+                add(ts - sent)
+        if nack:
+            self.confirm_nacked += count
+            out.append(
+                finding(
+                    "amqp091.publish-nacked",
+                    f"the broker nacked {count} publish(es) on channel {self.number}"
+                    f" (delivery-tag {tag}{', multiple' if multiple else ''})",
+                )
+            )
+        else:
+            self.confirmed += count
+        mandatory = self.mandatory
+        while mandatory and mandatory[0][3] and mandatory[0][3] <= tag:
+            mandatory.popleft()  # confirmed: a return for it would have come before
+
+    def returned_message(self, frame: Frame, out: list[Finding]) -> None:
+        self.returns += 1
+        self.s2c_content = "basic.return"
+        fields = frame.fields
+        exchange = fields.get("exchange", "")
+        key = fields.get("routing-key", "")
+        publish = None
+        for i, entry in enumerate(self.mandatory):
+            if entry[0] == exchange and entry[1] == key:
+                publish = entry[2]
+                del self.mandatory[i]
+                break
+        code = fields.get("reply-code")
+        text = fields.get("reply-text", "")
+        if len(self.returned) < MAX_RETURNS:
+            self.returned.append(
+                {
+                    "reply-code": code,
+                    "reply-text": text,
+                    "exchange": exchange,
+                    "routing-key": key,
+                    "publish-frame": publish,
+                    "frame": frame.number,
+                }
+            )
+        where = f"the publish in frame {publish}" if publish else "a publish not in the capture"
+        out.append(
+            finding(
+                "amqp091.returned",
+                f"{code} {text}: {where} to exchange {exchange!r} with routing key {key!r} came"
+                f" back on channel {self.number}",
+            )
+        )
+
+    # -- consuming ----------------------------------------------------------------------------
+    def consume(self, frame: Frame, out: list[Finding]) -> None:
+        fields = frame.fields
+        queue = rules.name(fields.get("queue")) or self.last_queue or ""
+        consumer = Consumer(
+            rules.name(fields.get("consumer-tag")),
+            queue,
+            bool(fields.get("no-ack")),
+            bool(fields.get("exclusive")),
+            self.consumer_prefetch,
+            frame.number,
+        )
+        if fields.get("nowait"):
+            self._add_consumer(consumer)
+        elif len(self.consuming) < MAX_IN_FLIGHT:
+            self.consuming.append(consumer)
+
+    def consume_ok(self, frame: Frame, out: list[Finding]) -> None:
+        tag = rules.name(frame.fields.get("consumer-tag"))
+        if self.consuming:
+            consumer = self.consuming.popleft()
+            consumer.tag = tag or consumer.tag
+        else:  # the consume was before the capture
+            consumer = Consumer(tag, None, None, None, 0, None)
+        self._add_consumer(consumer)
+
+    def _add_consumer(self, consumer: Consumer) -> None:
+        consumers = self.consumers
+        if len(consumers) >= MAX_CONSUMERS:
+            for tag, old in list(consumers.items()):
+                if old.cancelled:
+                    del consumers[tag]
+                    self.consumers_unlisted += 1
+                    break
+        consumers[consumer.tag] = consumer
+
+    def _consumer(self, tag: str) -> Consumer:
+        consumer = self.consumers.get(tag)
+        if consumer is None:  # consuming since before the capture: adopted as first seen
+            consumer = Consumer(tag, None, None, None, 0, None)
+            self._add_consumer(consumer)
+        return consumer
+
+    def cancel(self, frame: Frame, out: list[Finding]) -> None:
+        by = "client" if frame.direction == C2S else "server"
+        tag = rules.name(frame.fields.get("consumer-tag"))
+        consumer = self._consumer(tag)
+        if consumer.cancelled is None:
+            consumer.cancelled = by
+        if by == "server":
+            out.append(
+                finding(
+                    "amqp091.consumer-cancelled",
+                    f"the broker cancelled consumer {tag!r} of queue {consumer.queue!r} on"
+                    f" channel {self.number} (queue deleted, or failed over)",
+                )
+            )
+
+    def deliver(self, frame: Frame, out: list[Finding]) -> None:
+        self.s2c_content = "basic.deliver"
+        fields = frame.fields
+        consumer = self._consumer(rules.name(fields.get("consumer-tag")))
+        consumer.deliveries += 1
+        self._delivered(frame, consumer, bool(consumer.no_ack), out)
+
+    def get(self, frame: Frame, out: list[Finding]) -> None:
+        fields = frame.fields
+        if len(self.gets) < MAX_IN_FLIGHT:
+            self.gets.append((bool(fields.get("no-ack")), rules.name(fields.get("queue"))))
+
+    def get_ok_(self, frame: Frame, out: list[Finding]) -> None:
+        self.s2c_content = "basic.get-ok"
+        self.get_ok += 1
+        no_ack = self.gets.popleft()[0] if self.gets else False
+        self._delivered(frame, None, no_ack, out)
+
+    def get_empty_(self, frame: Frame, out: list[Finding]) -> None:
+        self.get_empty += 1
+        if self.gets:
+            self.gets.popleft()
+
+    def _delivered(
+        self, frame: Frame, consumer: Consumer | None, no_ack: bool, out: list[Finding]
+    ) -> None:
+        self.deliveries += 1
+        fields = frame.fields
+        if fields.get("redelivered"):
+            self.redelivered += 1
+        if no_ack:
+            return
+        outstanding = self.outstanding
+        outstanding.give(fields.get("delivery-tag", 0), (frame.ts, consumer))
+        unacked = len(outstanding)
+        if unacked > self.max_unacked:
+            self.max_unacked = unacked
+        if consumer is not None:
+            consumer.unacked += 1
+            if consumer.prefetch and consumer.unacked >= consumer.prefetch:
+                self.at_limit.add(consumer.tag)
+        if self.channel_prefetch and unacked >= self.channel_prefetch:
+            self.at_limit.add("")
+        if self.at_limit and self.saturated_since is None:
+            self.saturated_since = frame.ts
+            self.saturations += 1
+            if self.saturations == 1:
+                limit = self.channel_prefetch
+                if "" not in self.at_limit and consumer is not None:
+                    limit = consumer.prefetch
+                out.append(
+                    finding(
+                        "amqp091.prefetch-saturated",
+                        f"{unacked} deliveries unacked on channel {self.number}: the prefetch"
+                        f" limit of {limit} is reached; the broker waits for acks (the summary"
+                        " counts how often and for how long)",
+                    )
+                )
+
+    # -- the client settles deliveries ----------------------------------------------------------
+    def client_settles(self, frame: Frame, out: list[Finding]) -> None:
+        """basic.ack / basic.nack / basic.reject from the client."""
+        fields = frame.fields
+        name = frame.name
+        settle = (
+            name,
+            fields.get("delivery-tag", 0),
+            name != "basic.reject" and bool(fields.get("multiple")),
+            bool(fields.get("requeue")),
+            frame.number,
+        )
+        frames = self.settle_frames
+        frames[name[6:]] += 1
+        if settle[2]:
+            frames["multiple"] += 1
+        if rules.TX in self.modes:  # applied by tx.commit-ok, dropped by tx.rollback-ok
+            self.tx_current["settles"].append(settle)
+            return
+        self._settle(settle, frame.ts, out)
+
+    def _settle(self, settle: tuple[str, int, bool, bool, int], ts: float, out: list) -> None:
+        name, tag, multiple, requeue, number = settle
+        settled = self.outstanding.settle(tag, multiple)
+        if settled is None:
+            if not self.from_start and (tag < self.outstanding.first or not self.outstanding.first):
+                count = 0 if multiple else 1  # delivered before the capture started
+            else:
+                self.suspect = (number, name, tag)
+                out.append(
+                    finding(
+                        "amqp091.unknown-delivery-tag",
+                        f"{name} of delivery tag {tag}{' (multiple)' if multiple else ''} on"
+                        f" channel {self.number}: no such delivery is outstanding (never"
+                        " delivered, already settled, or delivered no-ack); the broker closes"
+                        " the channel with 406 PRECONDITION_FAILED",
+                    )
+                )
+                return
+        else:
+            count = len(settled)
+            add = self.ack_latency.add
+            at_limit = self.at_limit
+            for delivered, consumer in settled:
+                add(ts - delivered)
+                if consumer is not None:
+                    consumer.unacked -= 1
+                    if at_limit and consumer.unacked < consumer.prefetch:
+                        at_limit.discard(consumer.tag)
+            if "" in at_limit and len(self.outstanding) < self.channel_prefetch:
+                at_limit.discard("")
+            if not at_limit and self.saturated_since is not None:
+                self.saturated_seconds += ts - self.saturated_since
+                self.saturated_since = None
+        if name == "basic.ack":
+            self.acks += count
+        else:
+            if name == "basic.nack":
+                self.nacks += count
+            else:
+                self.rejects += count
+            if requeue:
+                self.requeued += count
+
+    # -- qos, flow, queues ----------------------------------------------------------------------
+    def qos_(self, frame: Frame, out: list[Finding]) -> None:
+        fields = frame.fields
+        count = fields.get("prefetch-count", 0)
+        glob = bool(fields.get("global"))
+        self.qos = {
+            "count": count,
+            "size": fields.get("prefetch-size", 0),
+            "global": glob,
+        }
+        if glob:
+            self.channel_prefetch = count
+        else:
+            self.consumer_prefetch = count
+
+    def flow(self, frame: Frame, out: list[Finding]) -> None:
+        if frame.fields.get("active") is False:
+            self.flow_stops += 1
+            who = "client" if frame.direction == C2S else "broker"
+            out.append(
+                finding(
+                    "amqp091.flow-stopped",
+                    f"the {who} asked its peer to stop sending content on channel {self.number}",
+                )
+            )
+
+    def declare_ok(self, frame: Frame, out: list[Finding]) -> None:
+        self.last_queue = rules.name(frame.fields.get("queue"))
+
+    # -- modes: confirm and tx ----------------------------------------------------------------
+    def select(self, frame: Frame, out: list[Finding]) -> None:
+        self.modes.add(rules.MODES[(frame.direction, frame.name)])
+
+    def tx_end(self, frame: Frame, out: list[Finding]) -> None:
+        """tx.commit / tx.rollback: the transaction's content is fixed; the -ok applies it."""
+        if rules.TX not in self.modes:
+            self.modes.add(rules.TX)  # adopted mid-stream (or a protocol error the broker reports)
+        group = self.tx_current
+        group["frame"] = frame.number
+        self.tx_current = _tx_group()
+        if len(self.tx_ending) < MAX_IN_FLIGHT:
+            self.tx_ending.append((frame.name, group))
+
+    def tx_end_ok(self, frame: Frame, out: list[Finding]) -> None:
+        if not self.tx_ending:
+            return
+        name, group = self.tx_ending.popleft()
+        settles = group.pop("settles")
+        commit = name == "tx.commit"
+        if commit:
+            self.commits += 1
+            before = (self.acks, self.nacks, self.rejects)
+            for settle in settles:
+                self._settle(settle, frame.ts, out)
+            group["acks"] = self.acks - before[0]
+            group["nacks"] = self.nacks - before[1]
+            group["rejects"] = self.rejects - before[2]
+        else:
+            self.rollbacks += 1
+            group["settles-discarded"] = len(settles)
+        if len(self.transactions) < MAX_TRANSACTIONS:
+            self.transactions.append({"outcome": "commit" if commit else "rollback", **group})
+        else:
+            self.transactions_unlisted += 1
+
+    # -- the end ----------------------------------------------------------------------------
+    def closing(self, frame: Frame, by: str, out: list[Finding]) -> None:
+        """channel.close from either side (the first one is the reason)."""
+        if self.close is not None:
+            return
+        self.close = info = close_info(frame, by)
+        code = info["reply-code"]
+        if code in rules.OK_CODES or code is None:
+            return
+        cause = ""
+        if self.suspect is not None and by == "server":
+            cause_frame, method, tag = self.suspect
+            info["cause-frame"] = cause_frame
+            cause = f"; caused by the {method} of delivery tag {tag} in frame {cause_frame}"
+        failed = f" in reply to {info['class-method']}" if info["class-method"] else ""
+        out.append(
+            finding(
+                "amqp091.channel-error",
+                f"channel {self.number} (use {self.epoch}) closed by the {by}{failed}:"
+                f" {code} {info['reply-text']}{cause}",
+            )
+        )
+
+    def end(self, ts: float, why: str, out: list[Finding]) -> None:
+        """The epoch is over: closed, its connection closed, or the capture ended."""
+        if self.ended is not None:
+            return
+        self.ended = why
+        left = self.outstanding.drain()
+        self.unacked = len(left)
+        if self.saturated_since is not None:
+            self.saturated_seconds += max(0.0, ts - self.saturated_since)
+            self.saturated_since = None
+        where = {
+            "closed": "when it closed (the broker requeues them)",
+            "connection": "when its connection closed (the broker requeues them)",
+            "capture": "when the capture ended",
+        }[why]
+        if left:
+            out.append(
+                finding(
+                    "amqp091.unacked-at-end",
+                    f"{len(left)} deliveries on channel {self.number} were still unacked {where}",
+                )
+            )
+        pending = len(self.unconfirmed)
+        if pending:
+            out.append(
+                finding(
+                    "amqp091.unconfirmed-at-end",
+                    f"{pending} publishes on channel {self.number} were never confirmed by the"
+                    f" broker {where.split(' (')[0]}",
+                )
+            )
+
+    # -- the summary ----------------------------------------------------------------------------
+    def counts(self) -> dict[str, int]:
+        out = {name: getattr(self, name) for name in COUNTS}
+        out["unacked"] = self.unacked if self.ended else len(self.outstanding)
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        confirm = rules.CONFIRM in self.modes
+        tx = rules.TX in self.modes
+        unacked = self.unacked if self.ended else len(self.outstanding)
+        saturated = self.saturated_seconds
+        out: dict[str, Any] = {
+            "channel": self.number,
+            "use": self.epoch,
+            "from-start": self.from_start,
+            "opened-frame": self.opened_frame,
+            "state": self.state,
+            "ended": self.ended,
+            "publishes": self.publishes,
+            "deliveries": self.deliveries,
+            "acks": self.acks,
+            "nacks": self.nacks,
+            "rejects": self.rejects,
+            "requeued": self.requeued,
+            "settle-frames": self.settle_frames,
+            "redelivered": self.redelivered,
+            "unacked": unacked,
+            "max-unacked": self.max_unacked,
+            "bytes": {"published": self.published_bytes, "delivered": self.delivered_bytes},
+            "ack-latency-ms": self.ack_latency.to_json(),
+            "confirms": {
+                "selected": confirm,
+                "acked": self.confirmed,
+                "nacked": self.confirm_nacked,
+                "pending": len(self.unconfirmed),
+                "latency-ms": self.confirm_latency.to_json(),
+            },
+            "returns": self.returns,
+            "returned": self.returned,
+            "tx": {"selected": tx, "commits": self.commits, "rollbacks": self.rollbacks},
+            "consumers": [c.to_json() for c in self.consumers.values()],
+            "prefetch": None,
+            "get": None,
+            "discarded": self.discarded,
+            "close": self.close,
+        }
+        if tx:
+            out["tx"]["transactions"] = self.transactions
+            if self.transactions_unlisted:
+                out["tx"]["transactions-unlisted"] = self.transactions_unlisted
+        if self.consumers_unlisted:
+            out["consumers-unlisted"] = self.consumers_unlisted
+        if self.qos is not None or self.saturations:
+            out["prefetch"] = {
+                **(self.qos or {"count": None, "size": None, "global": None}),
+                "saturations": self.saturations,
+                "saturated-ms": round(saturated * 1000.0, 3),
+            }
+        if self.get_ok or self.get_empty or self.gets:
+            out["get"] = {"ok": self.get_ok, "empty": self.get_empty, "unanswered": len(self.gets)}
+        if self.flow_stops:
+            out["flow-stops"] = self.flow_stops
+        return out
+
+
+def _tx_group() -> dict[str, Any]:
+    return {"publishes": 0, "settles": []}
+
+
+# -- what each method does to an active channel --------------------------------------------------
+#: (direction, method name) -> handler(epoch, frame, findings)
+METHODS = {
+    (C2S, "basic.publish"): ChannelEpoch.publish,
+    (S2C, "basic.ack"): ChannelEpoch.broker_settles,
+    (S2C, "basic.nack"): ChannelEpoch.broker_settles,
+    (S2C, "basic.return"): ChannelEpoch.returned_message,
+    (C2S, "basic.consume"): ChannelEpoch.consume,
+    (S2C, "basic.consume-ok"): ChannelEpoch.consume_ok,
+    (C2S, "basic.cancel"): ChannelEpoch.cancel,
+    (S2C, "basic.cancel"): ChannelEpoch.cancel,
+    (S2C, "basic.deliver"): ChannelEpoch.deliver,
+    (C2S, "basic.get"): ChannelEpoch.get,
+    (S2C, "basic.get-ok"): ChannelEpoch.get_ok_,
+    (S2C, "basic.get-empty"): ChannelEpoch.get_empty_,
+    (C2S, "basic.ack"): ChannelEpoch.client_settles,
+    (C2S, "basic.nack"): ChannelEpoch.client_settles,
+    (C2S, "basic.reject"): ChannelEpoch.client_settles,
+    (C2S, "basic.qos"): ChannelEpoch.qos_,
+    (C2S, "channel.flow"): ChannelEpoch.flow,
+    (S2C, "channel.flow"): ChannelEpoch.flow,
+    (S2C, "queue.declare-ok"): ChannelEpoch.declare_ok,
+    (C2S, "confirm.select"): ChannelEpoch.select,
+    (C2S, "tx.select"): ChannelEpoch.select,
+    (C2S, "tx.commit"): ChannelEpoch.tx_end,
+    (C2S, "tx.rollback"): ChannelEpoch.tx_end,
+    (S2C, "tx.commit-ok"): ChannelEpoch.tx_end_ok,
+    (S2C, "tx.rollback-ok"): ChannelEpoch.tx_end_ok,
+}

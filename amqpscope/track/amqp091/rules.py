@@ -1,0 +1,153 @@
+"""AMQP 0-9-1 state rules: what each frame does to a connection and to its channels.
+
+Rule 1: every state and every transition lives here, as tables. `connection.py` and `channel.py`
+        apply them and keep the counts, but decide nothing about the order of frames.
+Rule 2: nothing here knows about packets, sockets or files. An event is a frame's direction and
+        name, ("c2s", "channel.open"); the frames come from wherever the caller got them.
+Rule 3: a capture is evidence, not a peer. An event a table does not allow is noted (the caller
+        raises `amqp091.unexpected-method`) and the state stays as it was; nothing is refused and
+        nothing raises.
+Rule 4: a capture may start anywhere (mid-stream). Whatever first shows up on a channel or a
+        connection that was never seen opening is adopted as OPEN, and the caller says once that
+        the start was not seen.
+
+The connection (spec section 4.2.3, "connection" class):
+
+    AWAIT_HEADER --c2s protocol-header--> AWAIT_START --s2c start--> STARTING --c2s start-ok-->
+    AUTHENTICATING (--s2c secure--> SECURING --c2s secure-ok--> AUTHENTICATING)* --s2c tune-->
+    TUNING --c2s tune-ok--> TUNED --c2s open--> OPENING --s2c open-ok--> OPEN
+    any state but CLOSED --close (either side)--> CLOSING --close-ok (either side)--> CLOSED
+    AWAIT_HEADER or AWAIT_START --s2c protocol-header--> REFUSED (the server named the version
+    it speaks instead: the client's header was refused or was not AMQP at all)
+
+A channel (section 4.2.4, "channel" class); a number is free again once CLOSED, and opening it
+again starts a new epoch (a new entry in the summary):
+
+    CLOSED --c2s open--> OPENING --s2c open-ok--> OPEN
+    OPENING or OPEN --c2s close--> CLOSING_BY_CLIENT --s2c close-ok--> CLOSED
+    OPENING or OPEN --s2c close--> CLOSING_BY_SERVER --c2s close-ok--> CLOSED
+
+While a channel is closing, the side that sent close discards everything but close and close-ok
+(spec: "the sender MUST discard ... until close-ok"); frames already in flight still show up on
+the wire and are counted as discarded, not applied. The modes a channel may enter once (confirm,
+tx) are in `MODES`.
+"""
+
+from __future__ import annotations
+
+C2S = "c2s"
+S2C = "s2c"
+
+# -- connection states -----------------------------------------------------------------------------
+AWAIT_HEADER = "awaiting-header"
+AWAIT_START = "awaiting-start"
+STARTING = "starting"
+AUTHENTICATING = "authenticating"
+SECURING = "securing"
+TUNING = "tuning"
+TUNED = "tuned"
+OPENING = "opening"
+OPEN = "open"
+CLOSING = "closing"
+CLOSED = "closed"
+REFUSED = "refused"
+
+#: state -> {(direction, frame name): next state}
+CONNECTION_TRANSITIONS: dict[str, dict[tuple[str, str], str]] = {
+    AWAIT_HEADER: {(C2S, "protocol-header"): AWAIT_START, (S2C, "protocol-header"): REFUSED},
+    AWAIT_START: {(S2C, "connection.start"): STARTING, (S2C, "protocol-header"): REFUSED},
+    STARTING: {(C2S, "connection.start-ok"): AUTHENTICATING},
+    AUTHENTICATING: {(S2C, "connection.secure"): SECURING, (S2C, "connection.tune"): TUNING},
+    SECURING: {(C2S, "connection.secure-ok"): AUTHENTICATING},
+    TUNING: {(C2S, "connection.tune-ok"): TUNED},
+    TUNED: {(C2S, "connection.open"): OPENING},
+    OPENING: {(S2C, "connection.open-ok"): OPEN},
+    OPEN: {},
+    CLOSING: {(C2S, "connection.close-ok"): CLOSED, (S2C, "connection.close-ok"): CLOSED},
+    CLOSED: {},
+    REFUSED: {},
+}
+#: events that move any state but CLOSED (a close may cut the handshake short: refused login)
+CONNECTION_ANY_STATE: dict[tuple[str, str], str] = {
+    (C2S, "connection.close"): CLOSING,
+    (S2C, "connection.close"): CLOSING,
+}
+#: channel-0 events that leave the state as it is, and the states that allow them
+CONNECTION_STAYS: dict[tuple[str, str], frozenset[str]] = {
+    (S2C, "connection.blocked"): frozenset((OPEN, OPENING, TUNED)),
+    (S2C, "connection.unblocked"): frozenset((OPEN, OPENING, TUNED)),
+    (S2C, "connection.update-secret"): frozenset((OPEN,)),
+    (C2S, "connection.update-secret-ok"): frozenset((OPEN,)),
+    (C2S, "connection.update-secret"): frozenset((OPEN,)),
+    (S2C, "connection.update-secret-ok"): frozenset((OPEN,)),
+    (C2S, "connection.close"): frozenset((CLOSING,)),  # both sides closed at once
+    (S2C, "connection.close"): frozenset((CLOSING,)),
+}
+#: states in which a heartbeat or channel traffic is expected (tune-ok fixed the heartbeat)
+CONNECTION_LIVE = frozenset((TUNED, OPENING, OPEN, CLOSING))
+#: states before the login succeeded: a close here is a refused login (or a refused handshake)
+CONNECTION_LOGIN = frozenset((STARTING, AUTHENTICATING, SECURING))
+
+# -- channel states ----------------------------------------------------------------------------
+CH_CLOSED = "closed"
+CH_OPENING = "opening"
+CH_OPEN = "open"
+CH_CLOSING_BY_CLIENT = "closing-by-client"
+CH_CLOSING_BY_SERVER = "closing-by-server"
+
+#: state -> {(direction, frame name): next state}
+CHANNEL_TRANSITIONS: dict[str, dict[tuple[str, str], str]] = {
+    CH_CLOSED: {(C2S, "channel.open"): CH_OPENING},
+    CH_OPENING: {
+        (S2C, "channel.open-ok"): CH_OPEN,
+        (C2S, "channel.close"): CH_CLOSING_BY_CLIENT,
+        (S2C, "channel.close"): CH_CLOSING_BY_SERVER,
+    },
+    CH_OPEN: {
+        (C2S, "channel.close"): CH_CLOSING_BY_CLIENT,
+        (S2C, "channel.close"): CH_CLOSING_BY_SERVER,
+    },
+    CH_CLOSING_BY_CLIENT: {
+        (S2C, "channel.close-ok"): CH_CLOSED,
+        (S2C, "channel.close"): CH_CLOSING_BY_CLIENT,  # crossed closes: each answers close-ok
+        (C2S, "channel.close-ok"): CH_CLOSING_BY_CLIENT,
+    },
+    CH_CLOSING_BY_SERVER: {
+        (C2S, "channel.close-ok"): CH_CLOSED,
+        (C2S, "channel.close"): CH_CLOSING_BY_SERVER,
+        (S2C, "channel.close-ok"): CH_CLOSING_BY_SERVER,
+    },
+}
+#: the states in which a channel's methods and content are applied (OPENING: a client may send
+#: before open-ok arrives; the broker processes frames in order)
+CHANNEL_ACTIVE = frozenset((CH_OPENING, CH_OPEN))
+#: closing states, and the direction whose frames the closing side discards
+CHANNEL_DISCARDS = {CH_CLOSING_BY_CLIENT: S2C, CH_CLOSING_BY_SERVER: C2S}
+
+# -- channel modes: entered once, never left (section 1.8 tx, RabbitMQ's confirm extension) -----
+CONFIRM = "confirm"
+TX = "tx"
+#: (direction, method) -> the mode it puts the channel in. The mode starts with the request: the
+#: broker numbers publishes from the first one after confirm.select, whatever its -ok's timing.
+MODES: dict[tuple[str, str], str] = {
+    (C2S, "confirm.select"): CONFIRM,
+    (C2S, "tx.select"): TX,
+}
+
+# -- reply codes (section 1.2 constants) ---------------------------------------------------------
+#: reply codes that are not errors: 200 reply-success, and 0 which clients send for "no reason"
+OK_CODES = frozenset((0, 200))
+#: connection.close codes during the login that mean the credentials were refused
+LOGIN_REFUSED = frozenset((403,))
+
+
+def name(value: object) -> str:
+    """A wire string as a key: the decoder shows a shortstr that is not UTF-8 as {"hex": ...},
+    which cannot be a dict key; it becomes "hex:..." (and anything else odd, its repr)."""
+    if type(value) is str:
+        return value
+    if value is None:
+        return ""
+    if isinstance(value, dict) and "hex" in value:
+        return f"hex:{value['hex']}"
+    return repr(value)

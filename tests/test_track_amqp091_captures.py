@@ -1,0 +1,245 @@
+"""Every recorded 0-9-1 scenario's ground truth, asserted from `amqpscope summary FILE --json`.
+
+The ground truth (captures/NAME.json, `expect`) was counted by pika while the scenario ran, never
+read from the capture. The summary is what the state tracker made of the frames: messages settled
+(multiple acks expanded), confirms, returns, transactions, each channel error on its own channel
+entry, the refused login, RPC pairs. The tracker's findings on each capture are listed here too:
+each one is true of its scenario, and no other is raised.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from amqpscope.cli import main
+
+CAPTURES = Path(__file__).resolve().parent.parent / "captures"
+SCENARIOS = [
+    path
+    for path in sorted(CAPTURES.glob("*.json"))
+    if json.loads(path.read_text())["protocol"] in ("0-9-1", "0-8/0-9")
+]
+
+#: the tracker's findings on each capture (codes, in order); none on the others
+FINDINGS = {
+    "091-channel-errors": [
+        "amqp091.channel-error",  # 406 inequivalent arg
+        "amqp091.channel-error",  # 403 amq.foo
+        "amqp091.unknown-delivery-tag",  # basic.ack 999 ...
+        "amqp091.channel-error",  # ... and its 406
+    ],
+    "091-confirms-return": ["amqp091.returned"],
+    "091-qos-prefetch": ["amqp091.prefetch-saturated"],
+    "091-refused-login": ["amqp091.login-refused"],
+    "091-rpc": ["amqp091.prefetch-saturated"],  # the server's prefetch of 1, full per request
+    "mid-stream": ["amqp091.mid-stream"],
+}
+
+
+@cache
+def summary_of(file: str) -> dict[str, Any]:
+    result = CliRunner().invoke(main, ["summary", str(CAPTURES / file), "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def scenario(meta_path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    meta = json.loads(meta_path.read_text())
+    return meta["expect"], summary_of(meta["file"])
+
+
+def entries(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    return [ch for conn in summary["connections"] for ch in conn["channels"]]
+
+
+def total(summary: dict[str, Any], key: str) -> int:
+    return sum(ch[key] for ch in entries(summary))
+
+
+@pytest.mark.parametrize("meta_path", SCENARIOS, ids=lambda p: p.stem)
+def test_counts_match_the_scenario(meta_path: Path) -> None:
+    expect, summary = scenario(meta_path)
+    chans = entries(summary)
+    checks = {
+        "publishes": total(summary, "publishes"),
+        "deliveries": total(summary, "deliveries"),
+        "nacks": total(summary, "nacks"),
+        "rejects": total(summary, "rejects"),
+        "redeliveries": total(summary, "redelivered"),
+        "nacks_requeue": total(summary, "requeued"),
+        "returns": total(summary, "returns"),
+        "confirms_acked": sum(ch["confirms"]["acked"] for ch in chans),
+        "tx_commits": sum(ch["tx"]["commits"] for ch in chans),
+        "tx_rollbacks": sum(ch["tx"]["rollbacks"] for ch in chans),
+        "get_ok": sum((ch["get"] or {}).get("ok", 0) for ch in chans),
+        "get_empty": sum((ch["get"] or {}).get("empty", 0) for ch in chans),
+        "consumers": sum(len(ch["consumers"]) for ch in chans),
+        "cancels": sum(c["cancelled-by"] == "client" for ch in chans for c in ch["consumers"]),
+        "channels": len(chans),
+        "connections": len(summary["connections"]),
+        "max_unacked": max((ch["max-unacked"] for ch in chans), default=0),
+        "correlations_matched": len(summary["rpc"]),
+        "body_size": sum(ch["bytes"]["published"] for ch in chans),
+        "connection_closes": sum(
+            (c["close"] or {}).get("by") == "client" for c in summary["connections"]
+        ),
+    }
+    # acks: ack frames; acked_messages: what they settled (one multiple ack settles several)
+    checks["acks"] = sum(ch["settle-frames"]["ack"] for ch in chans)
+    checks["acks_multiple"] = sum(ch["settle-frames"]["multiple"] for ch in chans)
+    unknown = [f for f in summary["findings"] if f["code"] == "amqp091.unknown-delivery-tag"]
+    messages = expect.get("acked_messages", expect.get("acks", 0) - len(unknown))
+    assert total(summary, "acks") == messages
+    checked = 0
+    for key, got in checks.items():
+        if key in expect:
+            assert got == expect[key], f"{key}: {got} != {expect[key]}"
+            checked += 1
+    assert checked >= 1
+    # nothing left outstanding in any recorded scenario: every delivery was settled or no-ack
+    assert all(ch["unacked"] == 0 and ch["confirms"]["pending"] == 0 for ch in chans)
+
+
+@pytest.mark.parametrize("meta_path", SCENARIOS, ids=lambda p: p.stem)
+def test_the_tracker_raises_exactly_the_true_findings(meta_path: Path) -> None:
+    _expect, summary = scenario(meta_path)
+    got = [f["code"] for f in summary["findings"] if f["code"].startswith("amqp091.")]
+    assert got == FINDINGS.get(meta_path.stem, [])
+
+
+def test_each_channel_error_is_on_its_own_entry_though_the_number_is_reused() -> None:
+    expect, summary = scenario(CAPTURES / "091-channel-errors.json")
+    chans = entries(summary)
+    errors = [ch for ch in chans if ch["close"] and ch["close"]["by"] == "server"]
+    assert [
+        (ch["channel"], ch["close"]["reply-code"], ch["close"]["reply-text"]) for ch in errors
+    ] == [(e["channel"], e["code"], e["text"]) for e in expect["channel_errors"]]
+    assert [ch["use"] for ch in errors] == [1, 2, 3]
+    assert [ch["close"]["class-method"] for ch in errors] == [
+        "queue.declare",
+        "queue.declare",
+        "basic.ack",
+    ]
+    opened = Counter(ch["channel"] for ch in chans if ch["opened-frame"] is not None)
+    assert opened[1] == len(expect["channel_numbers_opened"])
+    # the unknown tag is linked to the 406 that follows it
+    unknown = next(f for f in summary["findings"] if f["code"] == "amqp091.unknown-delivery-tag")
+    assert errors[2]["close"]["cause-frame"] == unknown["frame"]
+    assert "999" in unknown["message"]
+
+
+def test_the_refused_login() -> None:
+    expect, summary = scenario(CAPTURES / "091-refused-login.json")
+    (conn,) = summary["connections"]
+    (error,) = expect["connection_errors"]
+    assert (conn["close"]["reply-code"], conn["close"]["reply-text"]) == (
+        error["code"],
+        error["text"],
+    )
+    assert conn["close"]["by"] == "server" and conn["channels"] == []
+    assert conn["user"] == "guest" and conn["mechanism"] == "PLAIN"
+    assert conn["state"] != "open" and not expect["connection_opened"]
+    (refused,) = summary["findings"]
+    assert refused["frame"] == 4 and "guest" in refused["message"]
+
+
+def test_confirms_and_the_returned_publish() -> None:
+    expect, summary = scenario(CAPTURES / "091-confirms-return.json")
+    (chan,) = entries(summary)
+    assert chan["confirms"]["selected"] and chan["confirms"]["latency-ms"]["count"] == 11
+    assert [
+        (r["reply-code"], r["reply-text"], r["exchange"], r["routing-key"])
+        for r in chan["returned"]
+    ] == [
+        (d["reply_code"], d["reply_text"], d["exchange"], d["routing_key"])
+        for d in expect["return_details"]
+    ]
+    assert chan["returned"][0]["publish-frame"] is not None
+
+
+def test_transactions_group_their_publishes_and_acks() -> None:
+    _expect, summary = scenario(CAPTURES / "091-tx.json")
+    (chan,) = entries(summary)
+    groups = [(t["outcome"], t["publishes"], t.get("acks")) for t in chan["tx"]["transactions"]]
+    assert groups == [("commit", 1, 0), ("rollback", 1, None), ("commit", 0, 1)]
+
+
+def test_prefetch_and_saturation() -> None:
+    expect, summary = scenario(CAPTURES / "091-qos-prefetch.json")
+    (chan,) = entries(summary)
+    assert chan["prefetch"]["count"] == expect["prefetch_count"]
+    assert chan["prefetch"]["saturations"] >= 1 and chan["prefetch"]["saturated-ms"] > 0
+    assert chan["ack-latency-ms"]["count"] == expect["deliveries"]
+
+
+def test_tune_and_heartbeats() -> None:
+    expect, summary = scenario(CAPTURES / "091-heartbeats.json")
+    (conn,) = summary["connections"]
+    assert conn["tune"]["negotiated"]["heartbeat"] == expect["negotiated_heartbeat"]
+    frames = conn["heartbeat"]["frames"]
+    assert frames == {
+        "c2s": expect["heartbeats_sent_by_client"],
+        "s2c": expect["heartbeats_received_by_client"],
+    }
+    assert conn["heartbeat"]["missed"] == {"c2s": 0, "s2c": 0}
+    expect, summary = scenario(CAPTURES / "091-large-body.json")
+    assert (
+        summary["connections"][0]["tune"]["negotiated"]["frame-max"]
+        == (expect["negotiated_frame_max"])
+    )
+
+
+def test_products_and_the_handshake() -> None:
+    _expect, summary = scenario(CAPTURES / "091-publish-consume.json")
+    (conn,) = summary["connections"]
+    assert conn["server-product"]["product"] == "RabbitMQ"
+    assert conn["server-product"]["version"] == "3.10.8"
+    assert conn["client-product"]["product"] == "Pika Python Client Library"
+    assert (conn["vhost"], conn["user"], conn["state"]) == ("/", "guest", "closed")
+    expect, summary = scenario(CAPTURES / "091-legacy-headers.json")
+    assert [c["version"] for c in summary["connections"]] == ["0-8", "0-9"]
+    assert all(c["server-product"]["product"] == "RabbitMQ" for c in summary["connections"])
+    expect, summary = scenario(CAPTURES / "091-bad-header.json")
+    assert [c["state"] for c in summary["connections"]] == ["refused"] * expect["connections"]
+
+
+def test_rpc_pairs_across_two_connections() -> None:
+    expect, summary = scenario(CAPTURES / "091-rpc.json")
+    pairs = summary["rpc"]
+    assert len(pairs) == expect["correlations_matched"] == summary["rpc-stats"]["pairs"]
+    assert len({p["correlation-id"] for p in pairs}) == expect["requests_sent"]
+    for pair in pairs:
+        assert pair["request"]["conn"] == pair["answered"]["conn"] != pair["reply"]["conn"]
+        assert pair["served"]["conn"] == pair["reply"]["conn"]
+        assert 0 < pair["service-ms"] < pair["latency-ms"]
+
+
+@pytest.mark.parametrize("meta_path", SCENARIOS, ids=lambda p: p.stem)
+def test_journeys_match_every_first_delivery_to_its_publish(meta_path: Path) -> None:
+    _expect, summary = scenario(meta_path)
+    deliveries = total(summary, "deliveries")
+    redelivered = total(summary, "redelivered")
+    journeys = summary["journeys"]
+    assert sum(j["matched"] for j in journeys) == deliveries - redelivered
+    assert sum(j["redelivered"] for j in journeys) == redelivered
+    assert all(j["unmatched"] == 0 and "(unknown)" not in j["queue"] for j in journeys)
+    if deliveries:
+        assert all(j["latency-ms"]["count"] == j["matched"] for j in journeys)
+
+
+def test_mid_stream_tracks_what_it_can_and_says_once_what_it_cannot() -> None:
+    expect, summary = scenario(CAPTURES / "mid-stream.json")
+    (conn,) = summary["connections"]
+    assert conn["from-start"] is False and conn["user"] is None and conn["tune"] is None
+    (chan,) = conn["channels"]
+    assert chan["from-start"] is False
+    assert (chan["deliveries"], chan["acks"]) == (len(expect["delivery_tags"]), expect["acks"])
+    assert [f["code"] for f in summary["findings"]] == ["amqp091.mid-stream"]
+    assert conn["close"]["reply-code"] == 200
