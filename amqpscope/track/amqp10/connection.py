@@ -1,11 +1,79 @@
-"""One connection's state, fed its frames in capture order (STUB: being written)."""
+"""One AMQP 1.0 connection's state, fed its frames in capture order (sans-IO).
+
+The tracker looks each frame up in the tables of `rules` (connection, session and link state per
+side), then hands it to the level it concerns: `Session` (windows, delivery-ids), `Link` /
+`Credit` (credit), the deliveries, `Transactions`. Findings are returned, never printed; the
+caller puts them on the frame. feed() is dict lookups and arithmetic: no copies of frames, no
+per-frame lists that grow.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from amqpscope.codec.frames import Frame
-from amqpscope.findings import Finding
+from amqpscope.findings import Finding, finding
+from amqpscope.track.amqp10.delivery import Delivery, error_of, error_text
+from amqpscope.track.amqp10.link import Link
+from amqpscope.track.amqp10.rules import (
+    ATTACHED,
+    BACKLOG,
+    CLIENT,
+    CLOSED,
+    CONNECTION_TRANSITIONS,
+    CONNECTION_VIOLATION,
+    DETACHED,
+    LINK_TRANSITIONS,
+    LINK_VIOLATION,
+    MAPPED,
+    NOTED_REJECTIONS,
+    OPENED,
+    OTHER,
+    OUTCOMES,
+    RANGE_WALK,
+    ROLE_REQUIRED,
+    SERVER,
+    SESSION_TRANSITIONS,
+    SESSION_VIOLATION,
+    SETTLED_REQUIRED,
+    SIDE_OF,
+    STALL_SECONDS,
+    START,
+    UNKNOWN,
+    UNMAPPED,
+    serial_add,
+    serial_diff,
+)
+from amqpscope.track.amqp10.session import Session
+from amqpscope.track.amqp10.transaction import Transactions
+
+OPEN_FIELDS = (
+    "container-id",
+    "hostname",
+    "max-frame-size",
+    "channel-max",
+    "idle-time-out",
+    "outgoing-locales",
+    "incoming-locales",
+    "offered-capabilities",
+    "desired-capabilities",
+)
+ATTACH_FIELDS = (
+    "name",
+    "handle",
+    "role",
+    "snd-settle-mode",
+    "rcv-settle-mode",
+    "source",
+    "target",
+    "initial-delivery-count",
+    "max-message-size",
+)
+KNOWN = frozenset(name for row in CONNECTION_TRANSITIONS.values() for name in row)
+SESSION_LEVEL = frozenset(name for row in SESSION_TRANSITIONS.values() for name in row)
+LINK_LEVEL = frozenset(name for row in LINK_TRANSITIONS.values() for name in row)
+KEEP_LINKS = 1000  # ended links kept per session for the summary (their tallies stay counted)
+NOTES = 50  # things a mid-stream capture could not know, listed (the rest counted)
 
 
 class ConnectionTracker:
@@ -16,20 +84,859 @@ class ConnectionTracker:
         self.client = client
         self.server = server
         self.version = version
+        self.state = {CLIENT: START, SERVER: START}
+        self.started = False
+        self.mid_stream = False
+        self.lenient = False  # mid-stream, or bytes were lost: unknown state is not a violation
+        self.first_frame: int | None = None
+        self.headers: dict[str, list[str]] = {CLIENT: [], SERVER: []}
+        self.sasl: dict[str, Any] = {"mechanisms": None, "mechanism": None, "outcome": None}
+        self.opened: dict[str, dict[str, Any] | None] = {CLIENT: None, SERVER: None}
+        self.closed: dict[str, dict[str, Any] | None] = {CLIENT: None, SERVER: None}
+        self.channels: dict[str, dict[int, Session]] = {CLIENT: {}, SERVER: {}}
+        self.pending: dict[str, dict[int, Session]] = {CLIENT: {}, SERVER: {}}
+        self.sessions: list[Session] = []
+        self.dropped_links = 0
+        self.txns = Transactions()
+        self.last_ts: dict[str, float | None] = {CLIENT: None, SERVER: None}
+        self.ts = 0.0
+        self.heartbeats = {CLIENT: 0, SERVER: 0}
+        self.max_gap = {CLIENT: 0.0, SERVER: 0.0}
+        self.late = {CLIENT: 0, SERVER: 0}
+        self.noted: set[tuple[str, Any]] = set()  # violations reported once (bounded by kinds)
+        self.notes: list[str] = []
+        self.more_notes = 0
+        self.frames = 0
+        self.handlers = {
+            "protocol-header": self._header,
+            "sasl-mechanisms": self._sasl_mechanisms,
+            "sasl-init": self._sasl_init,
+            "sasl-outcome": self._sasl_outcome,
+            "open": self._open,
+            "close": self._close,
+            "begin": self._begin,
+            "end": self._end,
+            "attach": self._attach,
+            "detach": self._detach,
+            "flow": self._flow,
+            "transfer": self._transfer,
+            "disposition": self._disposition,
+        }
+
+    # --- the front door -----------------------------------------------------------------------
 
     def feed(self, frame: Frame) -> list[Finding]:
         """Apply one frame; return the findings it raises (the caller puts them on the frame)."""
-        return []
+        side = SIDE_OF.get(frame.direction)
+        name = frame.name
+        if side is None or name not in KNOWN:
+            return []
+        out: list[Finding] = []
+        self.frames += 1
+        self.ts = frame.ts
+        if not self.started:
+            self.started = True
+            self.first_frame = frame.number
+            if frame.kind != "protocol-header":
+                self._begin_mid_stream(frame)
+        if frame.findings and any(f.code == "tcp.gap" for f in frame.findings):
+            self._bytes_lost(frame)
+        state = self.state[side]
+        nxt = CONNECTION_TRANSITIONS[state].get(name)
+        if nxt is None:
+            self._violation(out, CONNECTION_VIOLATION[state], (state, side), side, frame)
+        else:
+            self.state[side] = nxt
+        self._timing(side, frame, state, out)
+        if frame.kind in ("performative", "heartbeat"):
+            self._limits(side, frame, out)
+        if name in SESSION_LEVEL:
+            self._check_session(side, frame, out)
+        handler = self.handlers.get(name)
+        if handler is not None:
+            handler(side, frame, out)
+        return out
 
     def finish(self) -> list[Finding]:
-        """The capture ended: findings for what was left open (unsettled, unacked, ...)."""
-        return []
+        """The capture ended: findings for what was left open (unsettled, stalls, unknowns)."""
+        out: list[Finding] = []
+        closed = self.closed[CLIENT] is not None or self.closed[SERVER] is not None
+        reason = "the connection closed" if closed else "the capture ended"
+        for session in self.sessions:
+            if not (session.half[CLIENT].ended and session.half[SERVER].ended):
+                session.ended = "connection closed" if closed else "open at end"
+            for half in session.half.values():
+                if half.exhausted.since is not None:
+                    length = half.exhausted.stop(self.ts)
+                    self._stall_window(out, session, half, length, open_at_end=True)
+            for link in session.links:
+                if link.credit.starvation.since is not None:
+                    length = link.credit.starvation.stop(self.ts)
+                    self._stall_credit(out, link, length, open_at_end=True)
+                if link.ended is None:
+                    self._end_link(out, session, link, reason)
+        if self.notes or self.mid_stream:
+            first = f" (first frame {self.first_frame})" if self.mid_stream else ""
+            more = f"; and {self.more_notes} more" if self.more_notes else ""
+            out.append(
+                finding(
+                    "amqp10.mid-stream",
+                    ("the capture starts mid-connection" if self.mid_stream else "bytes were lost")
+                    + f"{first}; not known: "
+                    + "; ".join(self.notes)
+                    + more,
+                )
+            )
+        return out
+
+    # --- connection ---------------------------------------------------------------------------
+
+    def _begin_mid_stream(self, frame: Frame) -> None:
+        self.mid_stream = self.lenient = True
+        self.state = {CLIENT: UNKNOWN, SERVER: UNKNOWN}
+        self._note(
+            "the protocol headers, SASL and open (container-ids, max-frame-size, channel-max, "
+            "idle-time-out)"
+        )
+
+    def _bytes_lost(self, frame: Frame) -> None:
+        self.lenient = True
+        self._note(f"transfers, flows and settlements in bytes lost before frame {frame.number}")
+        for session in self.sessions:
+            for half in session.half.values():
+                half.next_outgoing = None
+                half.next_delivery = None
+                half.exhausted.cancel()
+            for link in session.links:
+                link.credit.forget()
+                link.current = None
+
+    def _header(self, side: str, frame: Frame, out: list[Finding]) -> None:
+        protocol = frame.fields.get("protocol")
+        if protocol is not None and len(self.headers[side]) < 4:
+            self.headers[side].append(protocol)
+
+    def _sasl_mechanisms(self, side: str, frame: Frame, out: list[Finding]) -> None:
+        self.sasl["mechanisms"] = frame.fields.get("sasl-server-mechanisms")
+
+    def _sasl_init(self, side: str, frame: Frame, out: list[Finding]) -> None:
+        self.sasl["mechanism"] = frame.fields.get("mechanism")
+
+    def _sasl_outcome(self, side: str, frame: Frame, out: list[Finding]) -> None:
+        code = frame.fields.get("code")
+        self.sasl["outcome"] = code
+        if code is not None and code != "ok":
+            mech = self.sasl["mechanism"]
+            out.append(
+                finding(
+                    "amqp10.sasl-failed",
+                    f"SASL outcome {code}" + (f" for mechanism {mech}" if mech else ""),
+                )
+            )
+
+    def _open(self, side: str, frame: Frame, out: list[Finding]) -> None:
+        fields = frame.fields
+        self.opened[side] = {k: fields[k] for k in OPEN_FIELDS if k in fields}
+
+    def _close(self, side: str, frame: Frame, out: list[Finding]) -> None:
+        error = error_of(frame.fields.get("error"))
+        self.closed[side] = {"error": error}
+        if error:
+            out.append(
+                finding("amqp10.error", f"{side} closed the connection: {error_text(error)}")
+            )
+
+    def _timing(self, side: str, frame: Frame, before: str, out: list[Finding]) -> None:
+        """Heartbeats: a side must send something at least every idle-time-out of its peer."""
+        if frame.kind == "heartbeat":
+            self.heartbeats[side] += 1
+        last = self.last_ts[side]
+        self.last_ts[side] = frame.ts
+        if last is None or before not in (OPENED, UNKNOWN):
+            return
+        gap = frame.ts - last
+        if gap > self.max_gap[side]:
+            self.max_gap[side] = gap
+        peer = self.opened[OTHER[side]]
+        idle = peer.get("idle-time-out") if peer else None
+        if idle and gap * 1000.0 > idle:
+            self.late[side] += 1
+            if self.late[side] == 1:
+                out.append(
+                    finding(
+                        "amqp10.heartbeat-late",
+                        f"{side} sent nothing for {gap:.3f} s; {OTHER[side]}'s idle-time-out "
+                        f"is {idle / 1000:g} s",
+                    )
+                )
+
+    def _limits(self, side: str, frame: Frame, out: list[Finding]) -> None:
+        """Frame size and channel against what the receiving peer's open allows."""
+        peer = self.opened[OTHER[side]]
+        if peer is None:
+            return  # not negotiated yet (or before the capture): nothing to hold it to
+        limit = peer.get("max-frame-size")
+        if limit is not None and frame.size > limit:
+            self._violation(
+                out,
+                "amqp10.frame-too-large",
+                ("frame-size", side),
+                side,
+                frame,
+                f"{frame.name} of {frame.size} bytes from {side}; {OTHER[side]}'s "
+                f"max-frame-size is {limit} (reported once per side)",
+            )
+        channel_max = min(
+            (o.get("channel-max", 65535) for o in self.opened.values() if o is not None),
+            default=None,
+        )
+        if frame.channel is not None and channel_max is not None and frame.channel > channel_max:
+            self._violation(
+                out,
+                "amqp10.channel-over-max",
+                ("channel-max", side, frame.channel),
+                side,
+                frame,
+                f"channel {frame.channel} is above the channel-max {channel_max}",
+            )
+
+    # --- sessions -----------------------------------------------------------------------------
+
+    def _check_session(self, side: str, frame: Frame, out: list[Finding]) -> None:
+        """The session and link tables of `rules`: may `side` send this frame on this channel
+        and handle? (Mid-stream, unknown channels and handles are not violations.)"""
+        name, channel = frame.name, frame.channel
+        session = self.channels[side].get(channel)  # type: ignore[arg-type]
+        state = MAPPED if session is not None else UNMAPPED
+        if SESSION_TRANSITIONS[state].get(name) is None:
+            if state == MAPPED or not self.lenient:
+                text = (
+                    f"begin on channel {channel}, which {side} has already begun"
+                    if state == MAPPED
+                    else f"{name} on channel {channel}, which {side} has not begun"
+                )
+                key = ("session", side, channel, state)
+                self._violation(out, SESSION_VIOLATION[state], key, side, frame, text)
+            return
+        handle = frame.fields.get("handle")
+        if session is None or handle is None or name not in LINK_LEVEL:
+            return
+        link = session.half[side].handles.get(handle)
+        lstate = ATTACHED if link is not None else DETACHED
+        if LINK_TRANSITIONS[lstate].get(name) is None and (lstate == ATTACHED or not self.lenient):
+            text = (
+                f"attach of {frame.fields.get('name')!r} on handle {handle} (channel {channel}),"
+                f" still attached to {link.name!r}"
+                if link is not None
+                else f"{name} on handle {handle} (channel {channel}), which {side} has not attached"
+            )
+            key = ("link", side, channel, handle, lstate)
+            self._violation(out, LINK_VIOLATION[lstate], key, side, frame, text)
+        elif lstate == ATTACHED:
+            self.noted.discard(("link", side, channel, handle, DETACHED))
+
+    def _session(self, side: str, frame: Frame, out: list[Finding]) -> Session | None:
+        """The session `side` has mapped to the frame's channel; when there is none (a
+        violation, or a session begun before the capture), one is inferred to keep tracking."""
+        channel = frame.channel
+        if channel is None:
+            return None
+        session = self.channels[side].get(channel)
+        if session is not None:
+            return session
+        if self.lenient:
+            self._note(f"the begin of {side} channel {channel}")
+        peer = OTHER[side]
+        session = self.channels[peer].get(channel)
+        if session is not None and session.inferred and session.half[side].channel is None:
+            self._note(f"which channels pair: assumed {CLIENT} {channel} = {SERVER} {channel}")
+        else:
+            session = Session(None, inferred=True)
+            self.sessions.append(session)
+        session.half[side].channel = channel
+        session.half[side].begun = True
+        self.channels[side][channel] = session
+        return session
+
+    def _begin(self, side: str, frame: Frame, out: list[Finding]) -> None:
+        channel = frame.channel
+        if channel is None:
+            return
+        fields = frame.fields
+        peer = OTHER[side]
+        remote = fields.get("remote-channel")
+        session = self.pending[peer].pop(remote, None) if remote is not None else None
+        if session is None:
+            session = Session(side if remote is None else peer, inferred=remote is not None)
+            if remote is not None:
+                session.half[peer].channel = remote
+                if self.lenient:
+                    self._note(f"the begin of {peer} channel {remote}")
+            self.sessions.append(session)
+            if remote is None:
+                self.pending[side][channel] = session
+        session.half[side].channel = channel
+        self.channels[side][channel] = session
+        session.begin(side, fields, frame.ts)
+
+    def _end(self, side: str, frame: Frame, out: list[Finding]) -> None:
+        session = self._session(side, frame, out)
+        if session is None:
+            return
+        del self.channels[side][frame.channel]  # type: ignore[arg-type]
+        if self.pending[side].get(frame.channel) is session:  # type: ignore[arg-type]
+            del self.pending[side][frame.channel]  # type: ignore[arg-type]
+        error = session.end(side, frame.fields)
+        if error:
+            out.append(
+                finding(
+                    "amqp10.error",
+                    f"{side} ended the session on channel {frame.channel}: {error_text(error)}",
+                )
+            )
+        half = session.half[side]
+        half.handles.clear()  # ending a session detaches its links
+        peer = session.half[OTHER[side]]
+        if peer.ended or not peer.begun:
+            for link in session.links:
+                if link.ended is None:
+                    self._end_link(out, session, link, "the session ended")
+        else:
+            for link in session.links:
+                if link.ended is None and link.attach[side] is not None:
+                    link.detach[side] = link.detach[side] or {"closed": True, "implicit": True}
+
+    # --- links --------------------------------------------------------------------------------
+
+    def _link(self, session: Session, side: str, frame: Frame, out: list[Finding]) -> Link | None:
+        handle = frame.fields.get("handle")
+        if handle is None:
+            return None
+        link = session.half[side].handles.get(handle)
+        if link is not None or frame.name == "detach":
+            return link
+        channel = frame.channel
+        if self.lenient:
+            self._note(f"the attach of {side} handle {handle} on channel {channel}")
+        peer = OTHER[side]
+        link = session.half[peer].handles.get(handle)
+        if link is not None and link.inferred and link.handle[side] is None:
+            self._note(f"which handles pair: assumed {CLIENT} {handle} = {SERVER} {handle}")
+        else:
+            sender = side if frame.name == "transfer" else None
+            link = Link(None, sender, inferred=True)
+            session.links.append(link)
+        link.handle[side] = handle
+        session.half[side].handles[handle] = link
+        return link
+
+    def _attach(self, side: str, frame: Frame, out: list[Finding]) -> None:
+        session = self._session(side, frame, out)
+        if session is None:
+            return
+        fields = frame.fields
+        name, handle, role = fields.get("name"), fields.get("handle"), fields.get("role")
+        peer = OTHER[side]
+        sender = side if role == "sender" else peer if role == "receiver" else None
+        key = (name, sender or side)
+        link = session.by_name.get(key)
+        if link is None or link.attach[side] is not None:
+            link = Link(name, sender)
+            session.links.append(link)
+            session.by_name[key] = link
+        half = session.half[side]
+        if handle is not None:
+            handle_max = session.half[peer].handle_max
+            if handle_max is not None and handle > handle_max:
+                out.append(
+                    finding(
+                        "amqp10.handle-over-max",
+                        f"attach of {name!r} on handle {handle}; {peer}'s handle-max is "
+                        f"{handle_max}",
+                    )
+                )
+            half.handles[handle] = link
+        link.handle[side] = handle
+        link.attach[side] = {k: fields[k] for k in ATTACH_FIELDS if k in fields}
+        unsettled = fields.get("unsettled")
+        if isinstance(unsettled, dict):
+            link.resume_unsettled = max(link.resume_unsettled, len(unsettled))
+        if role == "sender":
+            link.credit.sender_attached(fields.get("initial-delivery-count"))
+            target = fields.get("target")
+            if isinstance(target, dict) and target.get("type") == "coordinator":
+                if not link.coordinator:
+                    self.txns.coordinators += 1
+                link.coordinator = True
+        elif role == "receiver":
+            target = fields.get("target")
+            if isinstance(target, dict) and target.get("type") == "coordinator":
+                link.coordinator = True
+
+    def _detach(self, side: str, frame: Frame, out: list[Finding]) -> None:
+        session = self._session(side, frame, out)
+        if session is None:
+            return
+        link = self._link(session, side, frame, out)
+        if link is None:
+            return  # a detach of a handle never attached: reported by _check_session
+        session.half[side].handles.pop(frame.fields.get("handle"), None)  # type: ignore[arg-type]
+        error = error_of(frame.fields.get("error"))
+        closed = bool(frame.fields.get("closed"))
+        link.detach[side] = {"closed": closed, "error": error}
+        if error:
+            out.append(
+                finding(
+                    "amqp10.error",
+                    f"{side} detached {link.label()}"
+                    + (" (closed)" if closed else "")
+                    + f": {error_text(error)}",
+                )
+            )
+        peer = OTHER[side]
+        if link.ended is not None:
+            return
+        if link.detach[peer] is not None or link.attach[peer] is None or session.half[peer].ended:
+            self._end_link(out, session, link, "it detached")
+
+    def _end_link(self, out: list[Finding], session: Session, link: Link, why: str) -> None:
+        link.ended = {
+            "it detached": "detached",
+            "the session ended": "session ended",
+            "the connection closed": "connection closed",
+        }.get(why, "open at end")
+        link.current = None
+        key = (link.name, link.sender or _attacher(link))
+        if session.by_name.get(key) is link:
+            del session.by_name[key]
+        left = len(link.unsettled)
+        if left:
+            for delivery in link.unsettled.values():
+                session.half[delivery.sender].deliveries.pop(delivery.id, None)
+            link.unsettled.clear()
+            link.left += left
+            out.append(
+                finding(
+                    "amqp10.unsettled-at-end",
+                    f"{left} deliver{'y' if left == 1 else 'ies'} left unsettled on "
+                    f"{link.label()} when {why}",
+                )
+            )
+        if len(session.links) > KEEP_LINKS:  # drop the oldest ended link from the summary
+            for i, old in enumerate(session.links):
+                if old.ended is not None and old is not link:
+                    del session.links[i]
+                    self.dropped_links += 1
+                    break
+
+    def _flow(self, side: str, frame: Frame, out: list[Finding]) -> None:
+        session = self._session(side, frame, out)
+        if session is None:
+            return
+        fields = frame.fields
+        waited = session.flow(side, fields, frame.ts)
+        if waited is not None:
+            self._stall_window(out, session, session.half[OTHER[side]], waited)
+        if fields.get("handle") is None:
+            return
+        link = self._link(session, side, frame, out)
+        if link is None:
+            return
+        role = link.role_of(side)
+        drain = bool(fields.get("drain"))
+        echo = bool(fields.get("echo"))
+        if role == "receiver":
+            waited = link.credit.receiver_flow(
+                fields.get("delivery-count"), fields.get("link-credit"), drain, echo, frame.ts
+            )
+        elif role == "sender":
+            waited = link.credit.sender_flow(
+                fields.get("delivery-count"),
+                fields.get("link-credit"),
+                fields.get("available"),
+                drain,
+                echo,
+                frame.ts,
+            )
+            link.no_credit_run = False
+        else:
+            return  # an inferred link whose direction is not known yet
+        if waited is not None:
+            self._stall_credit(out, link, waited)
+
+    # --- deliveries ---------------------------------------------------------------------------
+
+    def _transfer(self, side: str, frame: Frame, out: list[Finding]) -> None:
+        session = self._session(side, frame, out)
+        if session is None:
+            return
+        link = self._link(session, side, frame, out)
+        if link is None:
+            return
+        fields = frame.fields
+        if link.sender is None:
+            link.sender = side  # inferred link: a transfer shows who sends
+        if link.role_of(side) != ROLE_REQUIRED["transfer"]:
+            self._violation(
+                out,
+                "amqp10.wrong-role",
+                ("role", side, frame.channel, link.handle[side]),
+                side,
+                frame,
+                f"transfer on {link.label()} from {side}, its receiving end",
+            )
+        half = session.half[side]
+        window = half.transferred(frame.ts)
+        key = ("window", side, frame.channel)
+        if window is not None and window <= 0:
+            self._violation(
+                out,
+                "amqp10.window-exceeded",
+                key,
+                side,
+                frame,
+                f"transfer from {side} on channel {frame.channel} with the session's "
+                f"remote-incoming-window at {window}",
+            )
+        else:
+            self.noted.discard(key)
+        settled = bool(fields.get("settled"))
+        delivery = link.current
+        if delivery is None:
+            delivery = self._first_transfer(session, link, side, frame, out)
+        elif settled and session.half[side].deliveries.get(delivery.id) is delivery:
+            self._settle(session, delivery, frame.ts)  # the sender settled it mid-delivery
+        if fields.get("aborted"):
+            link.aborted += 1
+            self._forget(session, delivery)
+            link.current = None
+        elif fields.get("more"):
+            link.current = delivery
+        else:
+            link.current = None
+            if link.coordinator:
+                self.txns.action(delivery, frame.message)
+
+    def _first_transfer(
+        self, session: Session, link: Link, side: str, frame: Frame, out: list[Finding]
+    ) -> Delivery:
+        fields = frame.fields
+        half = session.half[side]
+        did = fields.get("delivery-id")
+        if did is None:
+            did = half.next_delivery if half.next_delivery is not None else 0
+        tag = fields.get("delivery-tag")
+        old = half.deliveries.get(did)
+        if old is not None:
+            out.append(
+                finding(
+                    "amqp10.delivery-id-reused",
+                    f"delivery-id {did} from {side} reused while delivery {old.tag} on "
+                    f"{old.link.label()} (frame {old.frame}) is unsettled",
+                )
+            )
+            self._forget(session, old, left=True)
+        old = link.unsettled.get(tag) if tag is not None else None
+        if old is not None and not fields.get("resume"):
+            out.append(
+                finding(
+                    "amqp10.delivery-tag-reused",
+                    f"delivery-tag {tag} reused on {link.label()} while delivery-id {old.id} "
+                    f"(frame {old.frame}) is unsettled",
+                )
+            )
+            self._forget(session, old, left=True)
+        count = link.credit.count
+        credit = link.credit.transfer(frame.ts)
+        if credit is not None and credit <= 0:
+            if not link.no_credit_run:
+                link.no_credit_run = True
+                c = link.credit
+                out.append(
+                    finding(
+                        "amqp10.transfer-without-credit",
+                        f"delivery-id {did} sent on {link.label()} with link-credit {credit} "
+                        f"(the sender's delivery-count {count}, the receiver's limit {c.limit})"
+                        + (
+                            " after the sender's flow completed a drain"
+                            if c.drains_completed
+                            else ""
+                        ),
+                    )
+                )
+        else:
+            link.no_credit_run = False
+        if fields.get("resume"):
+            link.resumed += 1
+        settled = bool(fields.get("settled"))
+        mode = (link.attach[side] or {}).get("snd-settle-mode")
+        required = SETTLED_REQUIRED.get(mode)  # type: ignore[arg-type]
+        if required is not None and settled != required:
+            self._violation(
+                out,
+                "amqp10.settle-mode-violated",
+                ("settle-mode", side, frame.channel, link.handle[side]),
+                side,
+                frame,
+                f"transfer {'settled' if settled else 'unsettled'} on {link.label()}, whose "
+                f"snd-settle-mode is {mode}",
+            )
+        link.deliveries += 1
+        if half.first_delivery is None:
+            half.first_delivery = did
+        half.next_delivery = serial_add(did, 1)
+        delivery = Delivery(did, tag, link, side, frame.ts, frame.number)
+        state = fields.get("state")
+        if isinstance(state, dict) and state.get("type") == "transactional-state":
+            delivery.txn = state.get("txn-id")
+            self.txns.transferred(delivery.txn, frame.channel)
+        if settled:
+            link.presettled += 1
+        else:
+            half.deliveries[did] = delivery
+            link.unsettled[tag if tag is not None else f"#{did}"] = delivery
+            if len(link.unsettled) >= BACKLOG and not link.backlogged:
+                link.backlogged = True
+                out.append(
+                    finding(
+                        "amqp10.unsettled-backlog",
+                        f"{len(link.unsettled)} deliveries unsettled on {link.label()}",
+                    )
+                )
+        return delivery
+
+    def _disposition(self, side: str, frame: Frame, out: list[Finding]) -> None:
+        session = self._session(side, frame, out)
+        if session is None:
+            return
+        fields = frame.fields
+        role, first = fields.get("role"), fields.get("first")
+        if role not in ("sender", "receiver") or first is None:
+            return
+        owner = side if role == "sender" else OTHER[side]  # whose delivery-ids it names
+        half = session.half[owner]
+        last = fields.get("last")
+        if last is None:
+            last = first
+        span = serial_diff(last, first) + 1
+        if span <= 0:
+            span = 1
+        settled = bool(fields.get("settled"))
+        state = fields.get("state")
+        if span <= RANGE_WALK or span <= len(half.deliveries):
+            ids = [serial_add(first, i) for i in range(span)]
+            matched = [half.deliveries[i] for i in ids if i in half.deliveries]
+            unknown = [
+                i for i in ids if i not in half.deliveries and not half.ever_sent(i, self.lenient)
+            ]
+        else:
+            matched = [
+                d for i, d in half.deliveries.items() if serial_diff(i, first) in range(span)
+            ]
+            unknown = [i for i in (first, last) if not half.ever_sent(i, self.lenient)]
+        if unknown:
+            shown = f"{unknown[0]}" if len(unknown) == 1 else f"{unknown[0]}..{unknown[-1]}"
+            out.append(
+                finding(
+                    "amqp10.unknown-delivery",
+                    f"disposition ({role}) from {side} for delivery-id {shown}, which {owner} "
+                    "never transferred on this session",
+                )
+            )
+        for delivery in matched:
+            if isinstance(state, dict):
+                self._apply_state(session, delivery, state, frame, out)
+            if settled:
+                self._settle(session, delivery, frame.ts)
+
+    def _apply_state(
+        self, session: Session, delivery: Delivery, state: dict[str, Any], frame: Frame, out: list
+    ) -> None:
+        link = delivery.link
+        kind = state.get("type")
+        if kind == "transactional-state":
+            link.states[kind] = link.states.get(kind, 0) + 1
+            self.txns.disposed(state.get("txn-id"), state.get("outcome"), frame.channel)
+            outcome = state.get("outcome")
+            if not isinstance(outcome, dict):
+                return
+            state, kind = outcome, outcome.get("type")
+        delivery.state = kind
+        if kind in OUTCOMES:
+            if delivery.outcome is None:
+                delivery.outcome = kind
+                link.outcomes[kind] += 1
+                if kind == "rejected":
+                    self._rejected(link, delivery, state, out)
+        else:
+            key = kind if isinstance(kind, str) else "unknown"
+            link.states[key] = link.states.get(key, 0) + 1
+        if link.coordinator and delivery.action is not None:
+            failure = self.txns.outcome(delivery, state, frame.number, frame.channel)
+            if failure:
+                out.append(finding("amqp10.transaction-failed", f"{failure} on {link.label()}"))
+
+    def _rejected(self, link: Link, delivery: Delivery, state: dict, out: list) -> None:
+        error = error_of(state.get("error"))
+        if error is None:
+            return
+        key = (str(error["condition"]), str(error.get("description") or ""))
+        if key in link.rejections:
+            link.rejections[key] += 1
+        elif len(link.rejections) < NOTED_REJECTIONS:
+            link.rejections[key] = 1
+            out.append(
+                finding(
+                    "amqp10.rejected",
+                    f"delivery-id {delivery.id} on {link.label()} rejected: {error_text(error)}",
+                )
+            )
+
+    def _settle(self, session: Session, delivery: Delivery, ts: float) -> None:
+        link = delivery.link
+        self._forget(session, delivery)
+        link.settled += 1
+        link.latency.add(ts - delivery.ts)
+
+    def _forget(self, session: Session, delivery: Delivery, left: bool = False) -> None:
+        """Drop a delivery from the unsettled maps (settled, aborted, or replaced)."""
+        half = session.half[delivery.sender]
+        if half.deliveries.get(delivery.id) is delivery:
+            del half.deliveries[delivery.id]
+        link = delivery.link
+        key = delivery.tag if delivery.tag is not None else f"#{delivery.id}"
+        if link.unsettled.get(key) is delivery:
+            del link.unsettled[key]
+        if left:
+            link.left += 1
+
+    # --- stalls, violations, notes ------------------------------------------------------------
+
+    def _stall_credit(
+        self, out: list[Finding], link: Link, seconds: float | None, open_at_end: bool = False
+    ) -> None:
+        if seconds is None or seconds < STALL_SECONDS:
+            return
+        out.append(
+            finding(
+                "amqp10.credit-starvation",
+                f"the sender on {link.label()} had messages (available "
+                f"{link.credit.available}) but no credit for {seconds:.3f} s"
+                + (" (still waiting when the capture ended)" if open_at_end else ""),
+            )
+        )
+
+    def _stall_window(
+        self,
+        out: list[Finding],
+        session: Session,
+        half: Any,
+        seconds: float | None,
+        open_at_end: bool = False,
+    ) -> None:
+        if seconds is None or seconds < STALL_SECONDS:
+            return
+        side = CLIENT if half is session.half[CLIENT] else SERVER
+        out.append(
+            finding(
+                "amqp10.window-exhausted",
+                f"{side}'s session on channel {half.channel} had no incoming window at its peer "
+                f"for {seconds:.3f} s" + (" (still closed at the end)" if open_at_end else ""),
+            )
+        )
+
+    def _violation(
+        self, out: list[Finding], code: str, key: Any, side: str, frame: Frame, text: str = ""
+    ) -> None:
+        """A frame its sender's state does not allow; reported once per `key` (a run)."""
+        if key in self.noted:
+            return
+        if len(self.noted) < 10_000:
+            self.noted.add(key)
+        if not text:
+            state = self.state[side]
+            text = (
+                f"{frame.name} from {side} after its close"
+                if state == CLOSED
+                else f"{frame.name} from {side} in connection state {state}"
+            )
+        out.append(finding(code, text))
+
+    def _note(self, text: str) -> None:
+        if text in self.notes:
+            return
+        if len(self.notes) < NOTES:
+            self.notes.append(text)
+        else:
+            self.more_notes += 1
+
+    # --- summary ------------------------------------------------------------------------------
 
     def summary(self) -> dict[str, Any]:
         """The connection as `amqpscope summary --json` shows it."""
+        close = None
+        for side in (SERVER, CLIENT):
+            c = self.closed[side]
+            if c is not None and c["error"] and close is None:
+                close = {"by": side, **c["error"]}
         return {
             "id": self.conn,
             "version": self.version,
             "client": self.client,
             "server": self.server,
+            "state": self._state(),
+            "mid-stream": self.mid_stream,
+            "headers": {side: list(h) for side, h in self.headers.items()},
+            "sasl": self.sasl if any(v is not None for v in self.sasl.values()) else None,
+            "open": self._open_summary(),
+            "close": close,
+            "heartbeats": {
+                side: {
+                    "sent": self.heartbeats[side],
+                    "max-gap-ms": round(self.max_gap[side] * 1000.0, 3),
+                    "late": self.late[side],
+                }
+                for side in (CLIENT, SERVER)
+            },
+            "sessions": [s.summary() for s in self.sessions],
+            "dropped-links": self.dropped_links,
+            "transactions": self.txns.summary(),
+            "unknown": list(self.notes) + ([f"{self.more_notes} more"] if self.more_notes else []),
         }
+
+    def _state(self) -> str:
+        c, s = self.closed[CLIENT], self.closed[SERVER]
+        if c is not None and s is not None:
+            return "closed"
+        if c is not None or s is not None:
+            return "closing"
+        if (self.opened[CLIENT] is not None and self.opened[SERVER] is not None) or self.mid_stream:
+            return "open"
+        if self.sasl["outcome"] not in (None, "ok"):
+            return "sasl-failed"
+        if self.opened[CLIENT] is not None or self.opened[SERVER] is not None:
+            return "opening"
+        return "not-opened"
+
+    def _open_summary(self) -> dict[str, Any] | None:
+        c, s = self.opened[CLIENT], self.opened[SERVER]
+        if c is None and s is None:
+            return None
+        holds: dict[str, Any] = {
+            "max-frame-size": {
+                "c2s": s.get("max-frame-size") if s else None,
+                "s2c": c.get("max-frame-size") if c else None,
+            },
+            "channel-max": min(
+                (o.get("channel-max", 65535) for o in (c, s) if o is not None), default=None
+            ),
+            "idle-time-out": {  # each direction must carry a frame at least this often (ms)
+                "c2s": (s.get("idle-time-out") or None) if s else None,
+                "s2c": (c.get("idle-time-out") or None) if c else None,
+            },
+        }
+        return {CLIENT: c, SERVER: s, "holds": holds}
+
+
+def _attacher(link: Link) -> str:
+    return CLIENT if link.attach[CLIENT] is not None else SERVER

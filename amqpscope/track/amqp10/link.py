@@ -1,0 +1,367 @@
+"""Links: attach pairing, and credit exactly as the spec does the arithmetic (section 2.6.7).
+
+The observer sits between the two ends, so it keeps the *sender's* view, which is the one that
+decides whether a transfer is allowed:
+
+    link-credit(snd) = delivery-count(rcv) + link-credit(rcv) - delivery-count(snd)
+
+`Credit` keeps `limit` = delivery-count(rcv) + link-credit(rcv) (the delivery-count the sender may
+reach) and `count` = delivery-count(snd); credit is their serial difference. A receiver's flow
+moves `limit` (when it has no delivery-count, the receiver had not yet seen the sender's attach
+and the spec uses the sender's initial-delivery-count); each delivery's first transfer moves
+`count` by one; a sender's flow states both (drain: the sender advances its delivery-count to use
+up the credit it has no messages for). Credit taken back while transfers are in flight comes out
+right with no special case: the receiver's delivery-count in its flow lags the sender's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from amqpscope.track.amqp10.delivery import Delivery
+from amqpscope.track.amqp10.rules import (
+    CLIENT,
+    OUTCOMES,
+    SERVER,
+    serial_add,
+    serial_diff,
+)
+from amqpscope.track.amqp10.stats import Episodes, Latency
+
+
+class Credit:
+    """One link's flow control, from the flows and transfers on the wire. Unknown is None."""
+
+    __slots__ = (
+        "available",
+        "count",
+        "drained",
+        "draining",
+        "drains",
+        "drains_completed",
+        "echo_answered",
+        "echo_asked",
+        "echo_pending",
+        "high",
+        "initial",
+        "issued",
+        "last_receiver",
+        "limit",
+        "pending",
+        "starvation",
+        "without_credit",
+    )
+
+    def __init__(self) -> None:
+        self.initial: int | None = None  # the sender's initial-delivery-count
+        self.count: int | None = None  # delivery-count(snd)
+        self.limit: int | None = (
+            None  # delivery-count(rcv) + link-credit(rcv), as the sender sees it
+        )
+        self.pending: int | None = None  # link-credit granted before the sender's count was known
+        self.high: int | None = None  # the highest limit the receiver ever granted
+        self.issued = 0  # credit granted in total: how far the receiver moved the limit forward
+        self.available: int | None = None  # the sender's last `available`, less what it sent since
+        self.draining = False  # a drain was asked for and has not completed
+        self.drains = 0
+        self.drains_completed = 0
+        self.drained = 0  # credit the sender gave back by advancing its delivery-count on drain
+        self.echo_asked = 0
+        self.echo_answered = 0
+        self.echo_pending: str | None = None  # "sender" or "receiver": whose echo awaits an answer
+        self.without_credit = 0  # deliveries sent with no credit
+        self.starvation = Episodes()
+        self.last_receiver: tuple[int | None, int] | None = None  # (delivery-count, link-credit)
+
+    @property
+    def credit(self) -> int | None:
+        """The sender's view of link-credit, or None while unknown."""
+        if self.count is None or self.limit is None:
+            return None
+        return serial_diff(self.limit, self.count)
+
+    # --- events -------------------------------------------------------------------------------
+
+    def sender_attached(self, initial: int | None) -> None:
+        """The sender's attach: its initial-delivery-count starts its delivery-count."""
+        if initial is None:
+            return
+        self.initial = initial
+        if self.count is None:
+            self.count = initial
+        if self.pending is not None:
+            pending, self.pending = self.pending, None
+            self._grant(initial, serial_add(initial, pending))
+
+    def receiver_flow(
+        self,
+        delivery_count: int | None,
+        link_credit: int | None,
+        drain: bool,
+        echo: bool,
+        ts: float,
+    ) -> float | None:
+        """A flow from the receiving end; returns a finished starvation episode's length."""
+        self._echo("receiver", echo)
+        if drain and not self.draining:
+            self.drains += 1
+        self.draining = drain
+        if link_credit is None:
+            return None
+        self.last_receiver = (delivery_count, link_credit)
+        base = delivery_count if delivery_count is not None else self.initial
+        if base is None:  # no delivery-count and no attach from the sender yet
+            self.pending = link_credit
+            return None
+        before = self.credit
+        self._grant(base, serial_add(base, link_credit))
+        return self._renewed(before, ts)
+
+    def sender_flow(
+        self,
+        delivery_count: int | None,
+        link_credit: int | None,
+        available: int | None,
+        drain: bool,
+        echo: bool,
+        ts: float,
+    ) -> float | None:
+        """A flow from the sending end: its own delivery-count and link-credit, `available`.
+        Returns a finished starvation episode's length."""
+        self._echo("sender", echo)
+        before = self.credit
+        if delivery_count is not None:
+            if self.count is not None and self.draining:
+                advanced = serial_diff(delivery_count, self.count)
+                if advanced > 0:
+                    self.drained += advanced
+            self.count = delivery_count
+            if link_credit is not None:
+                self.limit = serial_add(delivery_count, link_credit)
+        if available is not None:
+            self.available = available
+        credit = self.credit
+        if self.draining and drain and credit is not None and credit <= 0:
+            self.drains_completed += 1
+            self.draining = False
+        ended = self._renewed(before, ts)
+        if credit is not None and credit <= 0:
+            if self.available:
+                self.starvation.start(ts)
+            elif self.available == 0:
+                ended = self.starvation.stop(ts)  # nothing left to send: the wait is over
+        return ended
+
+    def transfer(self, ts: float) -> int | None:
+        """A delivery's first transfer; returns the credit it was sent with (None: unknown)."""
+        credit = self.credit
+        if self.count is not None:  # unknown mid-stream until the sender's first flow
+            self.count = serial_add(self.count, 1)
+        if self.available:
+            self.available -= 1
+        if credit is not None:
+            if credit <= 0:
+                self.without_credit += 1
+            elif credit == 1:  # this transfer used the last of it
+                if self.draining:
+                    self.drains_completed += 1
+                    self.draining = False
+                if self.available:
+                    self.starvation.start(ts)
+        return credit
+
+    def forget(self) -> None:
+        """Bytes were lost: what the sender's count and limit are is no longer known."""
+        self.count = None
+        self.limit = None
+        self.pending = None
+        self.starvation.cancel()
+
+    # --- internals ----------------------------------------------------------------------------
+
+    def _grant(self, base: int, limit: int) -> None:
+        self.limit = limit
+        if self.high is None:
+            self.high = base
+        gained = serial_diff(limit, self.high)
+        if gained > 0:
+            self.issued += gained
+            self.high = limit
+
+    def _renewed(self, before: int | None, ts: float) -> float | None:
+        credit = self.credit
+        if credit is not None and credit > 0 and (before is None or before <= 0):
+            return self.starvation.stop(ts)
+        return None
+
+    def _echo(self, role: str, echo: bool) -> None:
+        if self.echo_pending is not None and self.echo_pending != role:
+            self.echo_answered += 1
+            self.echo_pending = None
+        if echo:
+            self.echo_asked += 1
+            self.echo_pending = role
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "issued": self.issued,
+            "link-credit": self.credit,
+            "delivery-count": self.count,
+            "available": self.available,
+            "drain": {
+                "requested": self.drains,
+                "completed": self.drains_completed,
+                "drained": self.drained,
+                "draining": self.draining,
+            },
+            "echo": {"requested": self.echo_asked, "answered": self.echo_answered},
+            "without-credit": self.without_credit,
+            "starvation": self.starvation.summary(),
+        }
+
+
+class Link:
+    """One link: both ends' attaches paired by name, its credit, its deliveries' tallies."""
+
+    __slots__ = (
+        "aborted",
+        "attach",
+        "backlogged",
+        "coordinator",
+        "credit",
+        "current",
+        "deliveries",
+        "detach",
+        "ended",
+        "handle",
+        "inferred",
+        "latency",
+        "left",
+        "name",
+        "no_credit_run",
+        "outcomes",
+        "presettled",
+        "rejections",
+        "resume_unsettled",
+        "resumed",
+        "sender",
+        "settled",
+        "states",
+        "unsettled",
+    )
+
+    def __init__(self, name: str | None, sender: str | None, inferred: bool = False) -> None:
+        self.name = name
+        self.sender = sender  # the side whose end is the sender (None: not known yet)
+        self.handle: dict[str, int | None] = {CLIENT: None, SERVER: None}
+        self.attach: dict[str, dict[str, Any] | None] = {CLIENT: None, SERVER: None}
+        self.detach: dict[str, dict[str, Any] | None] = {CLIENT: None, SERVER: None}
+        self.credit = Credit()
+        self.deliveries = 0
+        self.presettled = 0
+        self.settled = 0
+        self.aborted = 0
+        self.resumed = 0
+        self.resume_unsettled = 0  # entries in an attach's unsettled map
+        self.left = 0  # deliveries still unsettled when the link ended
+        self.unsettled: dict[str, Delivery] = {}  # delivery-tag -> unsettled delivery
+        self.outcomes = dict.fromkeys(OUTCOMES, 0)
+        self.states: dict[str, int] = {}  # non-terminal and transactional states seen
+        self.latency = Latency()
+        self.current: Delivery | None = None  # a delivery whose transfers are still coming
+        self.inferred = inferred  # seen only mid-stream: no attach
+        self.rejections: dict[tuple[str, str], int] = {}
+        self.backlogged = False
+        self.ended: str | None = None  # why it ended: detached, session ended, ...
+        self.coordinator = False
+        self.no_credit_run = False  # in a run of transfers without credit (reported once)
+
+    def role_of(self, side: str) -> str | None:
+        if self.sender is None:
+            return None
+        return "sender" if side == self.sender else "receiver"
+
+    def label(self) -> str:
+        name = repr(self.name) if self.name is not None else "(name unknown)"
+        handles = "/".join(
+            str(self.handle[s]) for s in (CLIENT, SERVER) if self.handle[s] is not None
+        )
+        return f"link {name}" + (f" (handle {handles})" if handles else "")
+
+    def summary(self) -> dict[str, Any]:
+        sender_attach = self.attach[self.sender] if self.sender else None
+        receiver_attach = self.attach[_other(self.sender)] if self.sender else None
+        any_attach = self.attach[CLIENT] or self.attach[SERVER] or {}
+        sa = sender_attach or any_attach
+        ra = receiver_attach or any_attach
+        source = _terminus(sa.get("source")) or _terminus(ra.get("source"))
+        target = _terminus(ra.get("target")) or _terminus(sa.get("target"))
+        error = None
+        for side in (CLIENT, SERVER):
+            d = self.detach[side]
+            if d is not None and d.get("error") and error is None:
+                error = {"by": side, **d["error"]}
+        return {
+            "name": self.name,
+            "handle": self.handle[CLIENT],
+            "remote-handle": self.handle[SERVER],
+            "role": self.role_of(CLIENT),
+            "source": source,
+            "target": target,
+            "snd-settle-mode": sa.get("snd-settle-mode"),
+            "rcv-settle-mode": ra.get("rcv-settle-mode"),
+            "initial-delivery-count": self.credit.initial,
+            "max-message-size": {
+                side: (self.attach[side] or {}).get("max-message-size") for side in (CLIENT, SERVER)
+            },
+            "state": self._state(),
+            "inferred": self.inferred,
+            "deliveries": self.deliveries,
+            "presettled": self.presettled,
+            "settled": self.settled,
+            "unsettled": self.left + len(self.unsettled),
+            "aborted": self.aborted,
+            "resumed": self.resumed,
+            "resume-unsettled": self.resume_unsettled,
+            "outcomes": dict(self.outcomes),
+            "states": dict(self.states),
+            "rejections": [
+                {"condition": c, "description": d, "count": n}
+                for (c, d), n in self.rejections.items()
+            ],
+            "credit": self.credit.summary(),
+            "latency": self.latency.summary(),
+            "error": error,
+        }
+
+    def _state(self) -> str:
+        attached = [s for s in (CLIENT, SERVER) if self.attach[s] is not None]
+        detached = [s for s in (CLIENT, SERVER) if self.detach[s] is not None]
+        if self.ended and self.ended != "detached":
+            return self.ended
+        if len(detached) == 2 or (detached and len(attached) < 2):
+            return "detached"
+        if detached:
+            return "detaching"
+        if len(attached) == 2 or self.inferred:
+            return "attached"
+        return "attaching"
+
+
+def _other(side: str | None) -> str:
+    return SERVER if side == CLIENT else CLIENT
+
+
+def _terminus(value: Any) -> str | dict[str, Any] | None:
+    """A source or target as the summary shows it: its address, "coordinator", or for a
+    dynamic node without an address yet `{"dynamic": true}`."""
+    if not isinstance(value, dict):
+        return None
+    if value.get("type") == "coordinator":
+        return "coordinator"
+    address = value.get("address")
+    if address is not None:
+        return address if isinstance(address, str) else str(address)
+    if value.get("dynamic"):
+        return {"dynamic": True}
+    return None

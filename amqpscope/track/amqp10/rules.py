@@ -1,0 +1,137 @@
+"""The rules of AMQP 1.0 as an observer between the two peers applies them.
+
+Rule 1: what a frame may do is decided by a table lookup here, never by scattered `if`s in the
+trackers. Each side of a connection has its own state, moved by the frames *it sends* (as in
+h11, where client and server each have one): what a side has sent decides what it may send next.
+A frame its state does not allow is a finding, with the code the table names; the frame is still
+applied as far as it can be, because one bad frame must not hide the rest of a capture.
+
+Rule 2: nothing here knows about sockets, files, packets or printing. Frames come in as
+`Frame` records, findings go out as values; time is the frame's capture timestamp.
+
+Rule 3: the arithmetic is the specification's (section 2.5.6 for session windows, 2.6.7 for link
+credit), on RFC 1982 serial numbers of 32 bits: transfer-ids, delivery-ids and delivery-counts
+wrap. `serial_diff(a, b)` is how far `a` is ahead of `b`.
+
+Rule 4: what the wire does not show is not guessed. A capture that starts mid-connection, or
+loses bytes, leaves state unknown (`None`); checks that need unknown state are skipped and the
+connection says once, at the end, what it could not know.
+
+The four levels and their per-side states (spec 2.4.6, 2.5.5, 2.6.1), simplified to what one
+side's frames show:
+
+    connection   START --protocol-header--> HEADER --open--> OPENED --close--> CLOSED
+                 (UNKNOWN when the capture starts after the headers: anything but close allowed)
+    session      per side and channel: UNMAPPED --begin--> MAPPED --end--> UNMAPPED
+    link         per side and handle:  DETACHED --attach--> ATTACHED --detach--> DETACHED
+    delivery     per sending side and delivery-id: unsettled until either end settles it
+"""
+
+from __future__ import annotations
+
+# --- sides --------------------------------------------------------------------------------------
+
+CLIENT = "client"
+SERVER = "server"
+OTHER = {CLIENT: SERVER, SERVER: CLIENT}
+SIDE_OF = {"c2s": CLIENT, "s2c": SERVER}  # frame.direction -> the side that sent it
+DIRECTION_OF = {CLIENT: "c2s", SERVER: "s2c"}  # the side that sends -> the direction
+
+# --- serial numbers (RFC 1982, 32 bits) ---------------------------------------------------------
+
+SERIAL = 1 << 32
+HALF = 1 << 31
+
+
+def serial_add(a: int, n: int) -> int:
+    return (a + n) % SERIAL
+
+
+def serial_diff(a: int, b: int) -> int:
+    """a - b as a signed distance in serial-number space: positive when `a` is after `b`."""
+    d = (a - b) % SERIAL
+    return d - SERIAL if d >= HALF else d
+
+
+# --- connection: per side ------------------------------------------------------------------------
+
+START = "start"
+HEADER = "header"
+OPENED = "opened"
+CLOSED = "closed"
+UNKNOWN = "unknown"
+
+SASL_FRAMES = ("sasl-mechanisms", "sasl-init", "sasl-challenge", "sasl-response", "sasl-outcome")
+SESSION_FRAMES = ("begin", "attach", "flow", "transfer", "disposition", "detach", "end")
+
+#: state -> {frame name: next state}; a frame not in its sender's row is a finding
+CONNECTION_TRANSITIONS: dict[str, dict[str, str]] = {
+    START: {"protocol-header": HEADER},
+    HEADER: {
+        "protocol-header": HEADER,  # the AMQP header after SASL
+        **dict.fromkeys(SASL_FRAMES, HEADER),
+        "heartbeat": HEADER,
+        "open": OPENED,
+    },
+    OPENED: {**dict.fromkeys(SESSION_FRAMES, OPENED), "heartbeat": OPENED, "close": CLOSED},
+    CLOSED: {},
+    UNKNOWN: {
+        **dict.fromkeys(SESSION_FRAMES, UNKNOWN),
+        "heartbeat": UNKNOWN,
+        "open": OPENED,
+        "close": CLOSED,
+    },
+}
+
+#: state -> the finding code for a frame its row does not allow
+CONNECTION_VIOLATION: dict[str, str] = {
+    START: "amqp10.unexpected-frame",
+    HEADER: "amqp10.unexpected-frame",
+    OPENED: "amqp10.unexpected-frame",
+    CLOSED: "amqp10.frame-after-close",
+    UNKNOWN: "amqp10.unexpected-frame",
+}
+
+# --- session: per side and channel ---------------------------------------------------------------
+
+UNMAPPED = "unmapped"
+MAPPED = "mapped"
+
+SESSION_TRANSITIONS: dict[str, dict[str, str]] = {
+    UNMAPPED: {"begin": MAPPED},
+    MAPPED: {
+        **dict.fromkeys(("attach", "flow", "transfer", "disposition", "detach"), MAPPED),
+        "end": UNMAPPED,
+    },
+}
+SESSION_VIOLATION = {UNMAPPED: "amqp10.unbegun-channel", MAPPED: "amqp10.unexpected-frame"}
+
+# --- link: per side and handle -------------------------------------------------------------------
+
+DETACHED = "detached"
+ATTACHED = "attached"
+
+LINK_TRANSITIONS: dict[str, dict[str, str]] = {
+    DETACHED: {"attach": ATTACHED},
+    ATTACHED: {"flow": ATTACHED, "transfer": ATTACHED, "detach": DETACHED},
+}
+LINK_VIOLATION = {DETACHED: "amqp10.unattached-handle", ATTACHED: "amqp10.handle-in-use"}
+
+#: frame -> the role its sender's end must have
+ROLE_REQUIRED = {"transfer": "sender"}
+
+# --- deliveries ----------------------------------------------------------------------------------
+
+#: delivery states that are outcomes (terminal), counted per link
+OUTCOMES = ("accepted", "rejected", "released", "modified")
+#: snd-settle-mode -> the `settled` flag a first transfer must carry (None: either)
+SETTLED_REQUIRED = {"settled": True, "unsettled": False, "mixed": None}
+
+# --- limits (bounded memory, stall thresholds) ---------------------------------------------------
+
+MIN_MAX_FRAME_SIZE = 512  # frames before the peer's open (spec 2.7.1)
+STALL_SECONDS = 1.0  # a credit or window stall this long is a finding
+BACKLOG = 10_000  # unsettled deliveries on one link before `amqp10.unsettled-backlog`
+RESERVOIR = 2048  # settlement-latency samples kept per link
+RANGE_WALK = 4096  # disposition ranges wider than this walk the unsettled map instead
+NOTED_REJECTIONS = 20  # distinct rejection errors reported per link
