@@ -116,6 +116,10 @@ def main() -> None:
 @click.option("--conn", "conns", type=int, multiple=True, help="Only connection N (repeatable).")
 @click.option("--channel", "channels", type=int, multiple=True, help="Only channel N (repeatable).")
 @click.option("--errors", is_flag=True, help="Only frames with findings or errors.")
+@click.option("--link", "links", multiple=True, metavar="NAME", help="Only this 1.0 link's frames.")
+@click.option(
+    "--queue", "queues", multiple=True, metavar="Q", help="Only frames concerning queue Q."
+)
 @click.option("--from", "start", type=float, metavar="SECONDS", help="From this relative time.")
 @click.option("--to", "stop", type=float, metavar="SECONDS", help="Up to this relative time.")
 @click.option("--collapse", is_flag=True, help="Fold runs of like frames into one line.")
@@ -131,6 +135,8 @@ def read(
     conns: tuple[int, ...],
     channels: tuple[int, ...],
     errors: bool,
+    links: tuple[str, ...],
+    queues: tuple[str, ...],
     start: float | None,
     stop: float | None,
     collapse: bool,
@@ -155,7 +161,7 @@ def read(
       a path alone is true when present and not empty; comparisons with absent paths are false
     """
     try:
-        selection = Selection(expression, conns, channels, errors, start, stop)
+        selection = Selection(expression, conns, channels, errors, start, stop, links, queues)
     except FilterError as exc:
         _fail(f"-Y: {exc}", 2)
     dissector = Dissector(show_secrets=show_secrets)
@@ -166,6 +172,7 @@ def read(
         console = _console(color, width)
         timeline = Timeline(console, collapse, body, fit=True if width else None)
     shown = 0
+    ended: list[Finding] = []
     with open_capture(file) as capture:
         first_ts: float | None = None
         for frame in dissector.run(capture):
@@ -183,10 +190,14 @@ def read(
             shown += 1
             if count is not None and shown >= count:
                 break
+        else:  # the whole capture was read: say what was left open at its end
+            placed = len(tracker.findings)
+            tracker.finish()
+            ended = tracker.findings[placed:]
         if timeline is not None:
             timeline.finish()
         out.flush()
-        _report(capture.findings + dissector.findings)
+        _report(capture.findings + dissector.findings + ended)
 
 
 @main.command()
@@ -265,6 +276,216 @@ def schema(name: str) -> None:
       amqpscope schema frame > frame.schema.json
     """
     click.echo(schemas.text(name), nl=False)
+
+
+@main.command()
+@click.argument("iface", metavar="IFACE")
+@click.option(
+    "-f",
+    "bpf",
+    metavar="BPF",
+    default="tcp",
+    show_default=True,
+    help="Capture filter (tcpdump syntax), applied in the kernel.",
+)
+@click.option(
+    "-w",
+    "write",
+    metavar="OUT.pcap",
+    type=click.Path(dir_okay=False, path_type=str),
+    help="Also write every captured packet to OUT.pcap (kept on Ctrl-C).",
+)
+@click.option(
+    "--backend",
+    type=click.Choice(["tcpdump", "dumpcap", "scapy", "pyshark"]),
+    help="How to capture (default: tcpdump, else dumpcap, else scapy; pyshark is slow).",
+)
+@click.option(
+    "--duration",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="S",
+    help="Stop after S seconds.",
+)
+@click.option("--summary", "with_summary", is_flag=True, help="Print the summary at the end.")
+@click.option(
+    "--idle-timeout",
+    type=click.FloatRange(min=1),
+    default=600.0,
+    show_default=True,
+    metavar="S",
+    help="Forget connections without a packet for S seconds.",
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per frame (NDJSON).")
+@click.option("--show-secrets", is_flag=True, help="Show credentials instead of redacting them.")
+@click.option("-Y", "--filter", "expression", metavar="EXPR", help="Display filter (as read's).")
+@click.option("-c", "--count", type=click.IntRange(min=1), help="Stop after COUNT frames shown.")
+@click.option("--conn", "conns", type=int, multiple=True, help="Only connection N (repeatable).")
+@click.option("--channel", "channels", type=int, multiple=True, help="Only channel N (repeatable).")
+@click.option("--errors", is_flag=True, help="Only frames with findings or errors.")
+@click.option("--collapse", is_flag=True, help="Fold runs of like frames into one line.")
+@click.option("--body", is_flag=True, help="Show message bodies in full (up to 4000 characters).")
+@_display_options
+@_guarded
+def live(
+    iface: str,
+    bpf: str,
+    write: str | None,
+    backend: str | None,
+    duration: float | None,
+    with_summary: bool,
+    idle_timeout: float,
+    as_json: bool,
+    show_secrets: bool,
+    expression: str | None,
+    count: int | None,
+    conns: tuple[int, ...],
+    channels: tuple[int, ...],
+    errors: bool,
+    collapse: bool,
+    body: bool,
+    color: str,
+    width: int | None,
+) -> None:
+    """Capture on IFACE and decode AMQP frames as they flow, until Ctrl-C, --duration or -c.
+
+    \b
+    Examples:
+      amqpscope live lo -f 'tcp port 5672'
+      amqpscope live eth0 --json -w session.pcap --duration 60
+      amqpscope live lo --errors --summary
+    Needs root or CAP_NET_RAW. Kernel and amqpscope drops are reported on stderr at the end.
+    """
+    import signal
+    import time
+
+    from amqpscope.capture.live import LiveCapture, LiveError, LivePipeline
+
+    try:
+        selection = Selection(expression, conns, channels, errors, None, None)
+    except FilterError as exc:
+        _fail(f"-Y: {exc}", 2)
+    try:
+        capture = LiveCapture(iface, bpf, backend, write)
+        capture.start()
+    except LiveError as exc:
+        _fail(str(exc), exc.code)
+    stopped: list[int] = []
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        if stopped:  # a second Ctrl-C: give up at once
+            raise KeyboardInterrupt
+        stopped.append(signum)
+        capture.stop()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        click.echo(f"amqpscope: {capture.describe()}", err=True)
+        pipeline = LivePipeline(show_secrets, idle_timeout, journeys=with_summary)
+        out = sys.stdout
+        timeline = None
+        console = _console(color, width)
+        if not as_json:
+            timeline = Timeline(console, collapse, body, fit=True if width else None)
+        shown = 0
+        first_ts: float | None = None
+
+        def show(frames: list[Any]) -> bool:
+            """Print what the filters accept; True once -c is reached."""
+            nonlocal shown, first_ts
+            for frame in frames:
+                if first_ts is None:
+                    first_ts = frame.ts
+                if not selection.accepts(frame, first_ts):
+                    continue
+                if timeline is None:
+                    out.write(frame_json(frame) + "\n")
+                else:
+                    timeline.frame(frame)
+                shown += 1
+                if count is not None and shown >= count:
+                    return True
+            if frames and timeline is None:
+                out.flush()
+            return False
+
+        deadline = time.monotonic() + duration if duration else None
+        last_tick = time.monotonic()
+        full = False
+        for pkt in capture.packets():
+            if pkt is not None:
+                frames = pipeline.feed(pkt)
+                if frames and show(frames):
+                    full = True
+                    break
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
+                capture.stop()
+            if now - last_tick >= 1.0:
+                last_tick = now
+                if show(pipeline.tick(time.time())):
+                    full = True
+                    break
+        capture.stop()
+        frames = pipeline.finish()
+        if not full:
+            show(frames)
+        if timeline is not None:
+            timeline.finish()
+        out.flush()
+        if with_summary:
+            if as_json:
+                out.write(json.dumps({"summary": pipeline.summary()}, ensure_ascii=False) + "\n")
+            else:
+                print_summary(pipeline.summary(), console)
+            out.flush()
+    finally:
+        stats = capture.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    _report(pipeline.findings)
+    if pipeline.findings_dropped:
+        click.echo(f"amqpscope: ... and {pipeline.findings_dropped} findings not kept", err=True)
+    click.echo(f"amqpscope: {stats.line()}", err=True)
+    if capture.error:
+        _fail(f"capture ended: {capture.error}")
+
+
+@main.command()
+@click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
+@click.option("--out", required=True, metavar="DIR", help="Where the Parquet tables go (any URI).")
+@click.option("--master", metavar="URL", help="Spark master (default: local[*]; spark-submit's).")
+@click.option("--partitions", type=click.IntRange(min=1), help="Decode tasks (default: by size).")
+@click.option("--report", is_flag=True, help="Then print cross-capture aggregates.")
+@_guarded
+def spark(
+    inputs: tuple[str, ...], out: str, master: str | None, partitions: int | None, report: bool
+) -> None:
+    """Decode folders of captures on Spark into Parquet tables (frames, deliveries, links,
+    channels, connections, findings); connections cut by file rotation are stitched.
+
+    \b
+    Examples:
+      amqpscope spark captures/ --out tables/
+      amqpscope spark 'ring/cap.pcap*' --out tables/ --master local[4] --report
+      amqpscope spark hdfs:///captures/2024-05-01/ --out hdfs:///amqp/ --master yarn
+    See docs/spark.md (needs the [spark] extra and Java).
+    """
+    from amqpscope.pipeline import spark as job  # pyspark only when this command runs
+
+    why = job.missing()
+    if why:
+        _fail(why)
+    try:
+        job.run(
+            list(inputs),
+            out,
+            master,
+            partitions,
+            report,
+            progress=lambda text: click.echo(f"amqpscope: {text}", err=True),
+        )
+    except job.PipelineError as exc:
+        _fail(str(exc))
 
 
 if __name__ == "__main__":

@@ -92,6 +92,33 @@ class Dissector:
         self.findings[:0] = self.segments.findings + tcp
         return out
 
+    def expire_idle(self, now: float, idle: float) -> list[Frame]:
+        """For long captures: close connections without a packet for `idle` seconds before `now`
+        (`TcpReassembler.expire_idle`); returns the frames their close completed."""
+        out: list[Frame] = []
+        for event in self.tcp.expire_idle(now, idle):
+            self._event(event, out)
+        return out
+
+    def evict_closed(self) -> list[Connection]:
+        """For long captures: forget the connections that have closed (all their frames were
+        returned) and return them. Their TCP findings that `finish` would report move to
+        `findings` now; the caller may read and clear `findings` at any time."""
+        gone = [c for c in self.connections.values() if c.closed]
+        if not gone:
+            return gone
+        ids = {c.conn for c in gone}
+        kept: list[Finding] = []
+        for f in self.tcp.findings:
+            if f.conn not in ids:
+                kept.append(f)
+            elif f.code != "tcp.gap" and self.connections[f.conn].is_amqp:
+                self.findings.append(f)
+        self.tcp.findings[:] = kept
+        for conn in gone:
+            del self.connections[conn.conn]
+        return gone
+
     def run(self, packets: Iterable[RawPacket]) -> Iterator[Frame]:
         for packet in packets:
             yield from self.feed(packet)

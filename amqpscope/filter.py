@@ -273,8 +273,13 @@ class Selection:
         errors: bool = False,
         start: float | None = None,
         stop: float | None = None,
+        links: tuple[str, ...] = (),
+        queues: tuple[str, ...] = (),
     ) -> None:
         self.predicate = compile_filter(expression) if expression else None
+        # --link and --queue learn from every frame, so they see frames the others reject
+        self.link_scope = LinkScope(links, queues) if links or queues else None
+        self.queue_scope = QueueScope(queues) if queues else None
         self.conns = frozenset(conns)
         self.channels = frozenset(channels)
         self.errors = errors
@@ -282,6 +287,13 @@ class Selection:
         self.stop = stop
 
     def accepts(self, frame: Any, first_ts: float) -> bool:
+        if self.link_scope is not None:
+            if frame.version == "1.0":
+                in_scope = self.link_scope.accepts(frame)
+            else:
+                in_scope = self.queue_scope is not None and self.queue_scope.accepts(frame)
+            if not in_scope:
+                return False
         if self.conns and frame.conn not in self.conns:
             return False
         if self.channels and frame.channel not in self.channels:
@@ -307,3 +319,105 @@ def is_error(frame: Any) -> bool:
     if isinstance(code, int) and code >= 300:
         return True
     return frame.name == "sasl-outcome" and fields.get("code") not in (None, 0, "ok")
+
+
+class LinkScope:
+    """The frames of named AMQP 1.0 links, learned from the wire as it goes (sans-IO).
+
+    A link is named by its attach (`--link NAME`) or by the node it attaches to (`--queue Q`: a
+    source or target address that is Q or ends with /Q). Its frames are those on the handle the
+    attach gave it on each side, and the dispositions that settle its deliveries."""
+
+    MAX_IDS = 100_000  # delivery ids remembered per capture, for dispositions
+
+    def __init__(self, names: tuple[str, ...] = (), queues: tuple[str, ...] = ()) -> None:
+        self.names = frozenset(names)
+        self.queues = tuple(queues)
+        self.handles: dict[tuple[int, int | None, str], set[int]] = {}
+        self.ids: dict[tuple[int, int | None, str], set[int]] = {}
+
+    def _wanted(self, fields: dict[str, Any]) -> bool:
+        if fields.get("name") in self.names:
+            return True
+        for end in ("source", "target"):
+            address = (fields.get(end) or {}).get("address")
+            if isinstance(address, str) and any(
+                address == q or address.endswith("/" + q) for q in self.queues
+            ):
+                return True
+        return False
+
+    def accepts(self, frame: Any) -> bool:
+        fields = frame.fields
+        key = (frame.conn, frame.channel, frame.direction)
+        if frame.name == "attach":
+            handles = self.handles.setdefault(key, set())
+            if self._wanted(fields):
+                handles.add(fields.get("handle"))
+                return True
+            handles.discard(fields.get("handle"))  # a reused handle now names another link
+            return False
+        if frame.name == "disposition":
+            sender = (frame.conn, frame.channel, "s2c" if frame.direction == "c2s" else "c2s")
+            ids = self.ids.get(sender, set())
+            first = fields.get("first", -1)
+            last = fields.get("last", first)
+            return any(i in ids for i in range(first, min(last, first + 10_000) + 1))
+        handle = fields.get("handle")
+        if handle is None or handle not in self.handles.get(key, ()):
+            return False
+        delivery = fields.get("delivery-id")
+        if frame.name == "transfer" and delivery is not None:
+            ids = self.ids.setdefault(key, set())
+            if sum(len(s) for s in self.ids.values()) < self.MAX_IDS:
+                ids.add(delivery)
+        return True
+
+
+class QueueScope:
+    """The 0-9-1 frames that concern a queue (`--queue Q`): its declare, bind, purge and delete,
+    consumes and gets on it and the deliveries they bring, their acks, publishes routed to it by
+    the default exchange, and the content frames of those messages."""
+
+    def __init__(self, queues: tuple[str, ...]) -> None:
+        self.queues = frozenset(queues)
+        self.consumers: set[tuple[int, str]] = set()  # (conn, consumer tag)
+        self.pending: dict[tuple[int, int | None], str] = {}  # consume or get awaiting its -ok
+        self.tags: dict[tuple[int, int | None], set[int]] = {}  # matched delivery tags
+        self.last: dict[tuple[int, int | None, str], bool] = {}  # did the last method match?
+
+    def accepts(self, frame: Any) -> bool:
+        fields = frame.fields
+        channel = (frame.conn, frame.channel)
+        if frame.kind in ("content-header", "content-body"):
+            return self.last.get((frame.conn, frame.channel, frame.direction), False)
+        if frame.kind != "method":
+            return False
+        name = frame.name
+        hit = fields.get("queue") in self.queues
+        if name in ("basic.consume", "basic.get") and hit:
+            self.pending[channel] = name
+            if fields.get("consumer-tag"):
+                self.consumers.add((frame.conn, fields["consumer-tag"]))
+        elif name == "basic.consume-ok" and self.pending.pop(channel, None):
+            self.consumers.add((frame.conn, fields.get("consumer-tag", "")))
+            hit = True
+        elif name in ("basic.get-ok", "basic.get-empty") and self.pending.pop(channel, None):
+            hit = True
+        elif name in ("basic.deliver", "basic.cancel", "basic.cancel-ok"):
+            hit = (frame.conn, fields.get("consumer-tag")) in self.consumers
+        elif name == "basic.publish":
+            hit = fields.get("exchange") == "" and fields.get("routing-key") in self.queues
+        elif name in ("basic.ack", "basic.nack", "basic.reject"):
+            tags = self.tags.get(channel, set())
+            tag = fields.get("delivery-tag", -1)
+            hit = tag in tags or (bool(fields.get("multiple")) and any(t <= tag for t in tags))
+            if hit and frame.direction == "c2s":
+                if fields.get("multiple"):
+                    tags.difference_update({t for t in tags if t <= tag} if tag else set(tags))
+                else:
+                    tags.discard(tag)
+        if hit and name in ("basic.deliver", "basic.get-ok"):
+            self.tags.setdefault(channel, set()).add(fields.get("delivery-tag", -1))
+        self.last[(frame.conn, frame.channel, frame.direction)] = hit
+        return hit

@@ -165,3 +165,39 @@ def strip_ansi(text: str) -> str:
     import re
 
     return re.sub(r"\x1b\[[0-9;]*m", "", text)
+
+
+def test_queue_scope_follows_a_queue_through_publish_deliver_and_ack() -> None:
+    capture = str(CAPTURES / "091-ack-nack-reject.pcap")
+    meta = json.loads((CAPTURES / "091-ack-nack-reject.json").read_text())["expect"]
+    queue = "amqpscope.091-ack-nack-reject.q"
+    records = [
+        json.loads(line)
+        for line in amqpscope("read", capture, "--json", "--queue", queue).stdout.splitlines()
+    ]
+    names = [r["name"] for r in records]
+    assert names.count("basic.publish") == meta["publishes"]
+    assert names.count("basic.deliver") == meta["deliveries"]
+    assert names.count("basic.ack") == meta["acks"]
+    assert names.count("basic.nack") == meta["nacks"] and names.count("basic.reject") == 1
+    assert "connection.start" not in names
+    assert amqpscope("read", capture, "--json", "--queue", "no-such-queue").stdout == ""
+
+
+def test_link_scope_follows_a_1_0_link_and_its_dispositions() -> None:
+    capture = str(CAPTURES / "10-peer-to-peer.pcap")
+    meta = json.loads((CAPTURES / "10-peer-to-peer.json").read_text())["expect"]
+    link = "amqpscope-10-peer-to-peer-amqpscope/peer-to-peer"
+    records = [
+        json.loads(line)
+        for line in amqpscope("read", capture, "--json", "--link", link).stdout.splitlines()
+    ]
+    names = [r["name"] for r in records]
+    assert names.count("transfer") == meta["transfers_sent"]
+    settled = [r for r in records if r["name"] == "disposition"]
+    outcomes = sum(
+        r["fields"]["last"] - r["fields"]["first"] + 1 if "last" in r["fields"] else 1
+        for r in settled
+    )
+    assert outcomes == meta["transfers_sent"]
+    assert {"open", "begin", "close"}.isdisjoint(names)

@@ -50,7 +50,8 @@ class StreamGap:
 
 @dataclass(slots=True)
 class StreamClose:
-    """The connection ended: `how` is "fin" (both sides or one), "rst", or "eof" (capture ended)."""
+    """The connection ended: `how` is "fin" (both sides or one), "rst", "eof" (capture ended), or
+    "idle" (no packet for too long: `TcpReassembler.expire_idle`)."""
 
     conn: int
     how: str

@@ -58,7 +58,8 @@ after it when
 FIN and RST. A FIN takes one sequence number; data past it is ignored. The direction is finished
 once every byte before the FIN is delivered or declared missing; when both are, the connection
 closes with how="fin" and its state is dropped. At `flush()` a connection that saw any FIN closes
-as "fin", otherwise "eof". A RST closes the connection at once (holes become gaps, as in (c)) with
+as "fin", otherwise "eof". `expire_idle(now, idle)` closes connections quiet for too long as
+"idle" (live capture). A RST closes the connection at once (holes become gaps, as in (c)) with
 how="rst". A reset is routine, so `tcp.reset` is reported only when it strands data: buffered
 bytes behind a hole, or bytes the capture saw that the peer had not acknowledged (only when acks
 from that peer were seen at all).
@@ -247,6 +248,24 @@ class TcpReassembler:
             self._close(conn, how, conn.last_packet, conn.last_ts, out, tombstone=False)
         self._closed.clear()
         return out
+
+    def expire_idle(self, now: float, idle: float) -> list[StreamEvent]:
+        """For long captures: close (how="idle") every connection whose last segment is more than
+        `idle` seconds before `now`, settling it as a close does, and forget tombstones older than
+        `TIME_WAIT`. No tombstone is left for an expired connection: a later segment of its pair
+        opens a new, mid-stream connection."""
+        out: list[StreamEvent] = []
+        limit = now - idle
+        for conn in [c for c in self._conns.values() if c.last_ts < limit]:
+            self._close(conn, "idle", conn.last_packet, conn.last_ts, out, tombstone=False)
+        closed = self._closed
+        while closed and next(iter(closed.values())) < now - TIME_WAIT:
+            closed.popitem(last=False)
+        return out
+
+    @property
+    def open_connections(self) -> int:
+        return len(self._conns)
 
     # -- connections --------------------------------------------------------------------------
 

@@ -15,6 +15,8 @@ from amqpscope.findings import Finding
 from amqpscope.track import amqp091, amqp10
 
 VERSIONS_091 = ("0-9-1", "0-9", "0-8")
+#: findings kept for the summary; past it they are counted, not kept (live capture runs for hours)
+MAX_FINDINGS = 100_000
 
 
 class Tracker:
@@ -22,6 +24,7 @@ class Tracker:
         self.connections: dict[int, amqp10.ConnectionTracker | amqp091.ConnectionTracker] = {}
         self.correlator = amqp091.Correlator()
         self.findings: list[Finding] = []
+        self.findings_dropped = 0
 
     def feed(self, frame: Frame) -> None:
         tracker = self.connections.get(frame.conn)
@@ -45,11 +48,28 @@ class Tracker:
         for found in raised:
             placed = replace(found, conn=frame.conn, frame=frame.number, packet=frame.packet)
             frame.findings.append(placed)
-            self.findings.append(placed)
+            self._keep(placed)
 
     def finish(self) -> None:
         for conn, tracker in self.connections.items():
-            self.findings.extend(replace(f, conn=conn) for f in tracker.finish())
+            for found in tracker.finish():
+                self._keep(replace(found, conn=conn))
+
+    def evict(self, conn: int) -> dict[str, Any] | None:
+        """Forget a connection that has ended (live capture): finish it, keep its findings, and
+        hand back its summary for the caller to keep or drop."""
+        tracker = self.connections.pop(conn, None)
+        if tracker is None:
+            return None
+        for found in tracker.finish():
+            self._keep(replace(found, conn=conn))
+        return tracker.summary()
+
+    def _keep(self, found: Finding) -> None:
+        if len(self.findings) < MAX_FINDINGS:
+            self.findings.append(found)
+        else:
+            self.findings_dropped += 1
 
     def summary(self) -> dict[str, Any]:
         """What `amqpscope summary --json` prints."""
@@ -57,5 +77,7 @@ class Tracker:
             "connections": [t.summary() for t in self.connections.values()],
             "findings": [f.to_json() for f in self.findings],
         }
+        if self.findings_dropped:
+            out["findings-dropped"] = self.findings_dropped
         out.update(self.correlator.summary())
         return out

@@ -1,0 +1,970 @@
+"""Live capture: packets from a network interface, as `RawPacket`s, while they flow.
+
+This is the only module besides `files.py` that does I/O below the CLI. A capture thread runs one
+backend and hands packets to the decoding thread through a bounded queue (`PacketQueue`); when
+the decoder falls behind and the queue is full, packets are dropped there and counted
+("backend drops"), never buffered without limit. The kernel's own drops are reported as the
+backend can tell them.
+
+Backends (`--backend`, chosen automatically in this order when not given):
+
+* ``tcpdump``: ``tcpdump -w - -U --immediate-mode`` through a pipe; its pcap stream is parsed
+  incrementally (`PcapStream`). The fastest: libpcap's ring buffer and BPF in the kernel, no
+  per-packet Python beyond the parser. Kernel drops from tcpdump's statistics at exit.
+* ``dumpcap``: the same with ``dumpcap -P -w -`` (Wireshark's capture engine; pcap, not pcapng).
+* ``scapy``: a PF_PACKET socket from scapy (`L2ListenSocket`) with the BPF filter attached in the
+  kernel, read as raw bytes (no per-packet dissection). Kernel drops from PACKET_STATISTICS.
+* ``pyshark``: tshark through pyshark with the raw bytes of every packet (``include_raw``). Slow:
+  tshark dissects every packet and pyshark parses its JSON, only for the bytes to be decoded
+  again here; an option for machines where only tshark may capture. Kernel drops are unknown.
+
+`-w` writes every captured packet (before the queue, so also what the decoder had to drop) as
+pcap, flushed as it goes; reading it back gives the same frames as the live run when nothing was
+dropped. `LivePipeline` keeps the decoding state bounded over hours: closed connections are
+summarised and forgotten, idle ones expired (see its docstring).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import re
+import select
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import IO, Any
+
+from amqpscope.capture.packet import RawPacket
+from amqpscope.codec.frames import Frame
+from amqpscope.dissect import Dissector
+from amqpscope.findings import Finding
+from amqpscope.track.tracker import Tracker
+
+BACKENDS = ("tcpdump", "dumpcap", "scapy", "pyshark")
+#: what is captured when no -f is given: AMQP is found on any TCP port
+DEFAULT_FILTER = "tcp"
+#: the capture tools' kernel buffer (libpcap -B), KiB: lo's 64 KiB packets fill small rings fast
+RING_KIB = 65536
+#: the queue between the capture thread and the decoder
+QUEUE_PACKETS = 100_000
+QUEUE_BYTES = 128 * 1024 * 1024
+#: largest packet the scapy backend reads (lo's MTU is 64 KiB; GRO/TSO can make bigger ones)
+RECV_SIZE = 262_144
+#: a connection without a packet for this long is closed ("idle") and forgotten
+IDLE_SECONDS = 600.0
+#: summaries of closed connections kept for --summary (the oldest are dropped, and counted)
+KEEP_SUMMARIES = 1000
+#: findings kept for the end (the rest are counted)
+KEEP_FINDINGS = 1000
+
+#: the pipe from tcpdump/dumpcap (F_SETPIPE_SZ; 1 MiB when the system allows no more)
+PIPE_BYTES = 16 * 1024 * 1024
+
+_F_SETPIPE_SZ = 1031
+_SETCAP = "setcap cap_net_raw,cap_net_admin=eip"
+_SOL_PACKET = 263
+_PACKET_STATISTICS = 6
+_PACKET_OUTGOING = 4
+_ARPHRD_LOOPBACK = 772
+
+
+class LiveError(Exception):
+    """Capture cannot start or failed: one line for a human, and the exit code (2: bad usage)."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+# -- interfaces, filters, backends -------------------------------------------------------------
+
+
+def interfaces() -> list[str]:
+    """The names of the machine's network interfaces."""
+    with contextlib.suppress(OSError):
+        return sorted(os.listdir("/sys/class/net"))
+    try:
+        from scapy.interfaces import get_if_list
+
+        return sorted(get_if_list())
+    except Exception:
+        return []
+
+
+def check_interface(iface: str, backend: str) -> None:
+    known = interfaces()
+    if iface == "any" and backend in ("tcpdump", "dumpcap", "pyshark"):
+        return
+    if iface not in known:
+        listed = ", ".join(known) or "none found"
+        if iface == "any":
+            raise LiveError(
+                f"the {backend} backend cannot capture on 'any' (interfaces: {listed})", 2
+            )
+        raise LiveError(f"no interface named {iface!r} (interfaces: {listed})", 2)
+
+
+def _arphrd(iface: str) -> int | None:
+    try:
+        with open(f"/sys/class/net/{iface}/type") as fh:
+            return int(fh.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def interface_linktype(iface: str) -> int:
+    """The libpcap link type (DLT) packets of `iface` carry; Ethernet when it cannot be told."""
+    if iface == "any":
+        return 113  # Linux cooked capture
+    hw = _arphrd(iface)
+    if hw is None:
+        return 1
+    from scapy.data import ARPHRD_TO_DLT
+
+    return ARPHRD_TO_DLT.get(hw, 1)
+
+
+def check_filter(bpf: str, linktype: int = 1) -> None:
+    """Compile `bpf` for `linktype` with libpcap (no privileges needed): LiveError(2) with the
+    compiler's message when it is wrong. Without libpcap, `tcpdump -d` is asked; without either,
+    the capture tool reports it when it starts."""
+    try:
+        import ctypes
+
+        from scapy.arch.common import bpf_program
+        from scapy.libs.winpcapy import pcap_close, pcap_compile, pcap_geterr, pcap_open_dead
+    except Exception:
+        tcpdump = shutil.which("tcpdump")
+        if tcpdump is None:
+            return
+        try:
+            done = subprocess.run(
+                [tcpdump, "-d", bpf], capture_output=True, text=True, timeout=10, check=False
+            )
+        except (OSError, subprocess.SubprocessError):
+            return
+        if done.returncode != 0:
+            lines = [ln for ln in done.stderr.splitlines() if not ln.startswith("Warning")]
+            why = (lines[-1] if lines else "rejected").removeprefix("tcpdump: ")
+            raise LiveError(f"bad capture filter {bpf!r}: {why}", 2) from None
+        return
+    handle = pcap_open_dead(101 if linktype == 12 else linktype, 262144)
+    program = bpf_program()
+    try:
+        if pcap_compile(handle, ctypes.byref(program), bpf.encode(), 1, -1) == -1:
+            why = bytes(pcap_geterr(handle)).split(b"\0")[0].decode(errors="replace")
+            raise LiveError(f"bad capture filter {bpf!r}: {why}", 2)
+        from scapy.libs.winpcapy import pcap_freecode
+
+        pcap_freecode(ctypes.byref(program))
+    finally:
+        pcap_close(handle)
+
+
+def _pyshark_available() -> bool:
+    try:
+        import pyshark  # noqa: F401
+    except Exception:
+        return False
+    return shutil.which("tshark") is not None
+
+
+def choose_backend(
+    requested: str | None,
+    which: Callable[[str], str | None] = shutil.which,
+    pyshark_ok: Callable[[], bool] = _pyshark_available,
+) -> str:
+    """The backend to use: `requested` if it can run here, else tcpdump, dumpcap, scapy."""
+    if requested is None:
+        for tool in ("tcpdump", "dumpcap"):
+            if which(tool):
+                return tool
+        return "scapy"
+    if requested not in BACKENDS:
+        raise LiveError(f"unknown backend {requested!r} (one of {', '.join(BACKENDS)})", 2)
+    if requested in ("tcpdump", "dumpcap") and not which(requested):
+        raise LiveError(f"--backend {requested}: {requested} is not installed (not on PATH)", 2)
+    if requested == "pyshark" and not pyshark_ok():
+        raise LiveError("--backend pyshark: needs the pyshark module and tshark on PATH", 2)
+    return requested
+
+
+def permission_hint(iface: str, program: str) -> str:
+    return (
+        f"no permission to capture on {iface}: run as root, or give {program} CAP_NET_RAW, "
+        f"e.g. sudo {_SETCAP} {program}"
+    )
+
+
+def interpreter() -> str:
+    return os.path.realpath(sys.executable)
+
+
+def classify_stderr(tool: str, iface: str, text: str, program: str) -> LiveError:
+    """A capture tool exited at start: why, as one line (permission, interface, filter)."""
+    low = text.lower()
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if "permission" in low or "operation not permitted" in low:
+        return LiveError(permission_hint(iface, program))
+    if "no such device" in low or "there is no device named" in low:
+        known = ", ".join(interfaces()) or "none found"
+        return LiveError(f"no interface named {iface!r} (interfaces: {known})", 2)
+    m = re.search(r"\((can't parse filter expression[^)]*)\)", text) or re.search(
+        r"(can't parse filter expression.*|syntax error.*)", text
+    )
+    if m or "invalid capture filter" in low:
+        why = m.group(1) if m else (lines[0] if lines else "rejected")
+        return LiveError(f"bad capture filter: {why.removeprefix(tool + ': ')}", 2)
+    last = lines[-1] if lines else "no message"
+    return LiveError(f"{tool} failed: {last}")
+
+
+# -- the pcap stream -----------------------------------------------------------------------------
+
+_PCAP_MAGICS = {
+    b"\xa1\xb2\xc3\xd4": (">", 1_000_000),
+    b"\xd4\xc3\xb2\xa1": ("<", 1_000_000),
+    b"\xa1\xb2\x3c\x4d": (">", 1_000_000_000),
+    b"\x4d\x3c\xb2\xa1": ("<", 1_000_000_000),
+}
+#: a record claiming more than this is damage, not a packet
+MAX_RECORD = 16 * 1024 * 1024
+
+
+class PcapStreamError(Exception):
+    pass
+
+
+class PcapStream:
+    """Incremental pcap parser (sans-IO): bytes as they come in, whole packets out.
+
+    `feed(data)` returns the packets completed by `data` (number 0: the caller numbers them).
+    Microsecond and nanosecond pcap, either byte order; the timestamp is computed exactly as the
+    file reader does, so a packet read live and read back from the file has the same `ts`.
+    """
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+        self.linktype: int | None = None
+        self.snaplen = 0
+        self.units = 1_000_000
+        self._rec: struct.Struct | None = None
+
+    def feed(self, data: bytes) -> list[RawPacket]:
+        buf = self._buf
+        buf += data
+        off = 0
+        if self._rec is None:
+            if len(buf) < 24:
+                return []
+            magic = bytes(buf[:4])
+            if magic not in _PCAP_MAGICS:
+                if magic == b"\x0a\x0d\x0d\x0a":
+                    raise PcapStreamError("a pcapng stream, not pcap")
+                raise PcapStreamError(f"not a pcap stream (starts {magic.hex()})")
+            endian, self.units = _PCAP_MAGICS[magic]
+            self.snaplen, linktype = struct.unpack_from(endian + "II", buf, 16)
+            self.linktype = linktype & 0x03FFFFFF
+            self._rec = struct.Struct(endian + "IIII")
+            off = 24
+        rec = self._rec
+        linktype = self.linktype
+        units = self.units
+        out: list[RawPacket] = []
+        end = len(buf)
+        while end - off >= 16:
+            sec, frac, caplen, wirelen = rec.unpack_from(buf, off)
+            if caplen > MAX_RECORD:
+                raise PcapStreamError(f"a record of {caplen} bytes: the stream is damaged")
+            if end - off - 16 < caplen:
+                break
+            start = off + 16
+            off = start + caplen
+            out.append(
+                RawPacket(0, (sec * units + frac) / units, linktype, bytes(buf[start:off]), wirelen)
+            )
+        if off:
+            del buf[:off]
+        return out
+
+    @property
+    def pending(self) -> int:
+        """Bytes of an incomplete record (a stream that ends here was cut)."""
+        return len(self._buf)
+
+
+def pcap_header(linktype: int, snaplen: int = 262144) -> bytes:
+    """The header of a microsecond pcap file in this machine's byte order."""
+    return struct.pack("=IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, snaplen, linktype)
+
+
+def pcap_record(usec: int, data: bytes, wirelen: int) -> bytes:
+    sec, frac = divmod(usec, 1_000_000)
+    return struct.pack("=IIII", sec, frac, len(data), wirelen) + data
+
+
+# -- the queue between capture and decoding ------------------------------------------------------
+
+
+class PacketQueue:
+    """Bounded by packets and bytes; `put` never blocks (a full queue drops and counts)."""
+
+    def __init__(self, max_packets: int = QUEUE_PACKETS, max_bytes: int = QUEUE_BYTES) -> None:
+        self.max_packets = max_packets
+        self.max_bytes = max_bytes
+        self._items: deque[RawPacket] = deque()
+        self._bytes = 0
+        self._cond = threading.Condition()
+        self._closed = False
+        self.dropped = 0
+        self.high_water = 0
+
+    def put(self, pkt: RawPacket) -> bool:
+        size = len(pkt.data)
+        with self._cond:
+            if len(self._items) >= self.max_packets or self._bytes + size > self.max_bytes:
+                self.dropped += 1
+                return False
+            self._items.append(pkt)
+            self._bytes += size
+            if len(self._items) > self.high_water:
+                self.high_water = len(self._items)
+            self._cond.notify()
+            return True
+
+    def close(self) -> None:
+        """No more packets will come: `get` returns None once the queue is empty."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def get(self, timeout: float) -> RawPacket | None:
+        """The next packet, or None after `timeout` (or when closed and empty)."""
+        with self._cond:
+            if not self._items and not self._closed:
+                self._cond.wait(timeout)
+            if not self._items:
+                return None
+            pkt = self._items.popleft()
+            self._bytes -= len(pkt.data)
+            return pkt
+
+    def get_nowait(self) -> RawPacket | None:
+        with self._cond:
+            if not self._items:
+                return None
+            pkt = self._items.popleft()
+            self._bytes -= len(pkt.data)
+            return pkt
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+# -- backends ------------------------------------------------------------------------------------
+
+
+class Backend:
+    """Runs in the capture thread: `run(emit, write)` until `stop()` (or the source ends).
+
+    `emit(RawPacket)` takes each packet; `write(bytes)` the pcap bytes for -w (the header first).
+    """
+
+    name = ""
+    kernel_drops: int | None = None  # None: the backend cannot tell
+
+    def __init__(self, iface: str, bpf: str) -> None:
+        self.iface = iface
+        self.bpf = bpf
+        self.linktype = interface_linktype(iface)
+        self.error: str | None = None  # why capture ended early, if it did
+
+    def start(self) -> None:
+        """Open the capture (raises LiveError); packets are read by `run`."""
+
+    def run(self, emit: Callable[[RawPacket], None], write: Callable[[bytes], None]) -> None:
+        raise NotImplementedError
+
+    def wait_ready(self, timeout: float) -> None:
+        """Return once packets are being captured (for backends that start in `run`)."""
+
+    def stop(self) -> None:
+        """Ask `run` to return soon (from another thread or a signal handler)."""
+
+    def close(self) -> None:
+        """Release everything (idempotent); kernel drops are known after it."""
+
+
+class PipeBackend(Backend):
+    """tcpdump or dumpcap writing pcap to a pipe; its own session, so Ctrl-C reaches us only."""
+
+    def __init__(self, iface: str, bpf: str, tool: str) -> None:
+        super().__init__(iface, bpf)
+        self.name = tool
+        self.program = shutil.which(tool) or tool
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.lines: list[str] = []
+        self._ready = threading.Event()
+        self._reader: threading.Thread | None = None
+        self.parser = PcapStream()
+        self.listening = False  # the tool said it is capturing
+
+    def command(self) -> list[str]:
+        if self.name == "tcpdump":
+            return [
+                self.program,
+                "-i",
+                self.iface,
+                "-n",
+                "-s",
+                "0",
+                "-U",
+                "--immediate-mode",
+                "-B",
+                str(RING_KIB),
+                "-w",
+                "-",
+                self.bpf,
+            ]
+        return [
+            self.program,
+            "-i",
+            self.iface,
+            "-P",
+            "-s",
+            "262144",
+            "-B",
+            str(max(RING_KIB // 1024, 1)),
+            "-f",
+            self.bpf,
+            "-w",
+            "-",
+        ]
+
+    def _read_stderr(self) -> None:
+        assert self.proc is not None and self.proc.stderr is not None
+        marker = b"listening on" if self.name == "tcpdump" else b"Capturing on"
+        for raw in self.proc.stderr:
+            self.lines.append(raw.decode(errors="replace").rstrip("\n"))
+            if marker in raw:
+                self.listening = True
+                self._ready.set()
+        self._ready.set()  # exited
+
+    def start(self) -> None:
+        try:
+            self.proc = subprocess.Popen(
+                self.command(),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                bufsize=0,
+            )
+        except OSError as exc:
+            raise LiveError(f"cannot run {self.name}: {exc}") from None
+        self._reader = threading.Thread(target=self._read_stderr, daemon=True)
+        self._reader.start()
+        self._widen_pipe()
+        if not self._ready.wait(15):
+            self.close()
+            raise LiveError(f"{self.name} did not start capturing within 15 s")
+        if not self.listening or not self._alive_after_ready():
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(5)
+            self.close()
+            raise classify_stderr(self.name, self.iface, "\n".join(self.lines), self.program)
+
+    def _widen_pipe(self) -> None:
+        """A wide pipe lets the tool write on while the decoder holds the GIL (fewer drops)."""
+        assert self.proc is not None and self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        for size in (PIPE_BYTES, 1 << 20):
+            try:
+                fcntl.fcntl(fd, _F_SETPIPE_SZ, size)
+                return
+            except OSError:
+                continue
+
+    def _alive_after_ready(self) -> bool:
+        # dumpcap prints "Capturing on" before it checks the filter: give it a moment to fail
+        assert self.proc is not None
+        if self.name == "dumpcap":
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(0.3)
+        return self.proc.poll() is None
+
+    def run(self, emit: Callable[[RawPacket], None], write: Callable[[bytes], None]) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        feed = self.parser.feed
+        try:
+            while True:
+                chunk = os.read(fd, 1 << 18)
+                if not chunk:
+                    break
+                write(chunk)
+                for pkt in feed(chunk):
+                    emit(pkt)
+        except PcapStreamError as exc:
+            self.error = f"{self.name}'s output: {exc}"
+        except OSError as exc:
+            self.error = f"reading from {self.name}: {exc}"
+        if self.parser.pending and self.error is None:
+            self.error = f"{self.name}'s output ended inside a packet"
+
+    def stop(self) -> None:
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(OSError):
+                proc.send_signal(signal.SIGINT)  # flushes its buffer, prints its statistics
+
+    def close(self) -> None:
+        proc = self.proc
+        if proc is None:
+            return
+        if proc.poll() is None:
+            self.stop()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+        if self._reader is not None:
+            self._reader.join(5)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        self.proc = None
+        self.kernel_drops = self._drops("\n".join(self.lines))
+
+    def _drops(self, text: str) -> int | None:
+        if self.name == "tcpdump":
+            m = re.search(r"(\d+) packets? dropped by kernel", text)
+            extra = re.search(r"(\d+) packets? dropped by interface", text)
+            if m:
+                return int(m.group(1)) + (int(extra.group(1)) if extra else 0)
+            return None
+        m = re.search(r"received/dropped on interface '[^']*': \d+/(\d+)", text)
+        return int(m.group(1)) if m else None
+
+
+class ScapyBackend(Backend):
+    """scapy's PF_PACKET listening socket with the BPF filter in the kernel; raw bytes only."""
+
+    name = "scapy"
+
+    def __init__(self, iface: str, bpf: str) -> None:
+        super().__init__(iface, bpf)
+        self.sock: Any = None
+        self._stop = threading.Event()
+        self.kernel_drops = 0
+        # on loopback every packet is seen going out and coming in: keep one (as libpcap does)
+        self.skip_outgoing = _arphrd(iface) == _ARPHRD_LOOPBACK
+
+    def start(self) -> None:
+        try:
+            from scapy.arch.linux import L2ListenSocket
+        except Exception as exc:
+            raise LiveError(f"the scapy backend needs Linux packet sockets: {exc}") from None
+        # scapy warns that it cannot guess a dissector for lo: no matter, it dissects nothing here
+        quiet = logging.getLogger("scapy.runtime")
+        level = quiet.level
+        quiet.setLevel(logging.ERROR)
+        try:
+            self.sock = L2ListenSocket(iface=self.iface, filter=self.bpf)
+        except PermissionError:
+            raise LiveError(permission_hint(self.iface, interpreter())) from None
+        except OSError as exc:
+            if exc.errno in (1, 13):
+                raise LiveError(permission_hint(self.iface, interpreter())) from None
+            raise LiveError(f"cannot capture on {self.iface}: {exc.strerror or exc}") from None
+        except Exception as exc:  # scapy: "Cannot set filter: ..."
+            raise LiveError(f"bad capture filter {self.bpf!r}: {exc}", 2) from None
+        finally:
+            quiet.setLevel(level)
+
+    def _stats(self) -> None:
+        if self.sock is None:
+            return
+        with contextlib.suppress(OSError, AttributeError, struct.error):
+            raw = self.sock.ins.getsockopt(_SOL_PACKET, _PACKET_STATISTICS, 8)
+            _packets, drops = struct.unpack("II", raw)  # reading resets the kernel's counters
+            self.kernel_drops = (self.kernel_drops or 0) + drops
+
+    def run(self, emit: Callable[[RawPacket], None], write: Callable[[bytes], None]) -> None:
+        sock = self.sock
+        ins = sock.ins
+        linktype = 101 if self.linktype == 12 else self.linktype
+        write(pcap_header(linktype))
+        recv = sock._recv_raw  # bytes, sockaddr_ll and the kernel's timestamp; no dissection
+        skip_outgoing = self.skip_outgoing
+        last_stats = time.monotonic()
+        while not self._stop.is_set():
+            try:
+                ready, _, _ = select.select([ins], [], [], 0.2)
+            except (OSError, ValueError):
+                break
+            if not ready:
+                continue
+            try:
+                data, sa_ll, ts = recv(ins, RECV_SIZE)
+            except OSError as exc:
+                self.error = f"reading from {self.iface}: {exc}"
+                break
+            if skip_outgoing and sa_ll[2] == _PACKET_OUTGOING:
+                continue
+            if ts is None:
+                ts = time.time()
+            usec = round(ts * 1_000_000)
+            write(pcap_record(usec, data, len(data)))
+            emit(RawPacket(0, usec / 1_000_000, linktype, data, len(data)))
+            now = time.monotonic()
+            if now - last_stats > 1.0:
+                last_stats = now
+                self._stats()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def close(self) -> None:
+        self._stop.set()
+        if self.sock is not None:
+            self._stats()
+            with contextlib.suppress(Exception):
+                self.sock.close()
+            self.sock = None
+
+
+class PysharkBackend(Backend):
+    """tshark through pyshark, raw bytes included. Slow (tshark dissects every packet and pyshark
+    parses its JSON); kernel drops are not reported."""
+
+    name = "pyshark"
+
+    def __init__(self, iface: str, bpf: str) -> None:
+        super().__init__(iface, bpf)
+        self.capture: Any = None
+        self._stop = threading.Event()
+
+    def start(self) -> None:
+        check_filter(self.bpf, self.linktype)
+
+    def run(self, emit: Callable[[RawPacket], None], write: Callable[[bytes], None]) -> None:
+        import asyncio
+
+        import pyshark
+
+        linktype = 101 if self.linktype == 12 else self.linktype
+        write(pcap_header(linktype))
+        asyncio.set_event_loop(asyncio.new_event_loop())
+        self.capture = pyshark.LiveCapture(
+            interface=self.iface, bpf_filter=self.bpf, use_json=True, include_raw=True
+        )
+        try:
+            for pkt in self.capture.sniff_continuously():
+                if self._stop.is_set():
+                    break
+                data = pkt.get_raw_packet()
+                sec, _, frac = str(pkt.sniff_timestamp).partition(".")
+                usec = int(sec) * 1_000_000 + int((frac + "000000")[:6])
+                wirelen = int(getattr(pkt, "length", len(data)) or len(data))
+                write(pcap_record(usec, data, wirelen))
+                emit(RawPacket(0, usec / 1_000_000, linktype, data, wirelen))
+        except Exception as exc:
+            if not self._stop.is_set():
+                self.error = f"pyshark: {type(exc).__name__}: {exc}"
+        finally:
+            with contextlib.suppress(Exception):
+                self.capture.close()
+
+    def wait_ready(self, timeout: float) -> None:
+        # tshark starts inside run(); its "Capturing on" line is pyshark's to read
+        end = time.monotonic() + timeout
+        while time.monotonic() < end and not self._stop.is_set():
+            capture = self.capture
+            if capture is not None and getattr(capture, "_running_processes", None):
+                time.sleep(1.0)  # tshark runs; dumpcap (its capture child) needs a moment
+                return
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        self._stop.set()
+        capture = self.capture
+        if capture is not None:
+            # sniff_continuously waits for tshark's next packet: end tshark so it returns
+            for proc in list(getattr(capture, "_running_processes", ())):
+                with contextlib.suppress(Exception):
+                    os.kill(proc.pid, signal.SIGTERM)
+
+
+def make_backend(name: str, iface: str, bpf: str) -> Backend:
+    if name in ("tcpdump", "dumpcap"):
+        return PipeBackend(iface, bpf, name)
+    if name == "scapy":
+        return ScapyBackend(iface, bpf)
+    if name == "pyshark":
+        return PysharkBackend(iface, bpf)
+    raise LiveError(f"unknown backend {name!r}", 2)
+
+
+# -- the capture: backend thread, queue, -w --------------------------------------------------------
+
+
+@dataclass
+class CaptureStats:
+    captured: int = 0
+    kernel_drops: int | None = None
+    backend_drops: int = 0
+    queue_high_water: int = 0
+    written: int = 0  # bytes written to -w
+
+    def line(self) -> str:
+        kernel = "unknown" if self.kernel_drops is None else str(self.kernel_drops)
+        return (
+            f"{self.captured} packets captured, {kernel} dropped by the kernel, "
+            f"{self.backend_drops} dropped by amqpscope (decoder behind)"
+        )
+
+
+class LiveCapture:
+    """One capture: a backend in its own thread, packets through a bounded queue, -w on the side.
+
+    `start()` raises LiveError when the capture cannot begin; `packets()` yields packets, or None
+    when none came for `poll` seconds (a chance for housekeeping), and ends once `stop()` was
+    called (or the backend ended) and everything captured has been yielded. `close()` always.
+    """
+
+    def __init__(
+        self,
+        iface: str,
+        bpf: str = DEFAULT_FILTER,
+        backend: str | None = None,
+        write: str | None = None,
+        queue: PacketQueue | None = None,
+    ) -> None:
+        self.iface = iface
+        self.bpf = bpf
+        self.backend_name = choose_backend(backend)
+        self.write_path = write
+        self.queue = queue or PacketQueue()
+        self.backend: Backend | None = None
+        self.stats = CaptureStats()
+        self._thread: threading.Thread | None = None
+        self._out: IO[bytes] | None = None
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        check_interface(self.iface, self.backend_name)
+        check_filter(self.bpf, interface_linktype(self.iface))
+        if self.write_path is not None:
+            try:
+                self._out = open(self.write_path, "wb")  # noqa: SIM115 (closed in close())
+            except OSError as exc:
+                raise LiveError(f"cannot write {self.write_path}: {exc.strerror or exc}") from None
+        backend = make_backend(self.backend_name, self.iface, self.bpf)
+        try:
+            backend.start()
+        except BaseException:
+            self._close_out()
+            raise
+        self.backend = backend
+        self._thread = threading.Thread(target=self._run, name="amqpscope-capture", daemon=True)
+        self._thread.start()
+        backend.wait_ready(15)
+
+    def describe(self) -> str:
+        return f"capturing on {self.iface} with {self.backend_name} (filter: {self.bpf})"
+
+    # capture thread
+    def _run(self) -> None:
+        assert self.backend is not None
+        stats = self.stats
+        put = self.queue.put
+
+        def emit(pkt: RawPacket) -> None:
+            stats.captured += 1
+            pkt.number = stats.captured
+            put(pkt)
+
+        def write(data: bytes) -> None:
+            out = self._out
+            if out is not None:
+                try:
+                    out.write(data)
+                    out.flush()
+                    stats.written += len(data)
+                except (OSError, ValueError) as exc:
+                    self.backend.error = f"writing {self.write_path}: {exc}"  # type: ignore[union-attr]
+                    self._out = None
+
+        try:
+            self.backend.run(emit, write)
+        except Exception as exc:  # never a traceback from the capture thread
+            self.backend.error = f"{self.backend_name}: {type(exc).__name__}: {exc}"
+        finally:
+            self.queue.close()
+
+    def stop(self) -> None:
+        """Stop capturing (safe from a signal handler): what was captured is still yielded."""
+        self._stopping.set()
+        if self.backend is not None:
+            self.backend.stop()
+
+    @property
+    def error(self) -> str | None:
+        return self.backend.error if self.backend is not None else None
+
+    def packets(self, poll: float = 0.2) -> Iterator[RawPacket | None]:
+        queue = self.queue
+        while True:
+            pkt = queue.get(poll)
+            if pkt is not None:
+                yield pkt
+            elif queue.closed and not len(queue):
+                return
+            else:
+                yield None
+
+    def close(self) -> CaptureStats:
+        """Stop and release everything (idempotent); the statistics are final after it."""
+        with self._lock:
+            self._stopping.set()
+            backend = self.backend
+            if backend is not None:
+                backend.stop()
+                backend.close()
+            if self._thread is not None:
+                self._thread.join(10)
+                self._thread = None
+            self._close_out()
+            if backend is not None:
+                self.stats.kernel_drops = backend.kernel_drops
+            self.stats.backend_drops = self.queue.dropped
+            self.stats.queue_high_water = self.queue.high_water
+            return self.stats
+
+    def _close_out(self) -> None:
+        if self._out is not None:
+            with contextlib.suppress(OSError):
+                self._out.close()
+            self._out = None
+
+
+# -- bounded decoding state ----------------------------------------------------------------------
+
+
+class _NoJourneys:
+    """Stands in for the tracker's correlator when no summary will be printed."""
+
+    def feed(self, frame: Frame) -> None:
+        pass
+
+    def summary(self) -> dict[str, Any]:
+        return {}
+
+
+class LivePipeline:
+    """Dissector + Tracker for a capture that may run for hours, with bounded memory.
+
+    Every `tick(now)` (the caller calls it about once a second): connections without a packet for
+    `idle` seconds are closed ("idle", their last frames returned); closed connections are evicted
+    from the dissector (`Dissector.evict_closed`) and from the tracker, whose summary of them is
+    kept (the last `keep` of them; older ones are counted in `summaries_dropped`). Per-connection
+    buffers are capped in the layers themselves (TCP reassembly: 4 MiB out of order per direction;
+    framing and message assembly: 64 MiB). Findings that no frame carries are kept up to
+    `KEEP_FINDINGS` (the rest counted). With `journeys=False` (no summary wanted) the tracker's
+    capture-wide 0-9-1 correlator, which only feeds the summary, is not run.
+    """
+
+    def __init__(
+        self,
+        show_secrets: bool = False,
+        idle: float = IDLE_SECONDS,
+        keep: int = KEEP_SUMMARIES,
+        journeys: bool = True,
+    ) -> None:
+        self.dissector = Dissector(show_secrets=show_secrets)
+        self.tracker = Tracker()
+        if not journeys:
+            # the capture-wide correlator only feeds the summary (RPC pairs, message journeys)
+            # and remembers up to 200,000 publishes: without --summary it is not run at all
+            self.tracker.correlator = _NoJourneys()  # type: ignore[assignment]
+        self.idle = idle
+        self.closed_summaries: deque[dict[str, Any]] = deque(maxlen=keep)
+        self.summaries_dropped = 0
+        self.evicted = 0
+        self.findings: list[Finding] = []
+        self.findings_dropped = 0
+
+    def feed(self, pkt: RawPacket) -> list[Frame]:
+        frames = self.dissector.feed(pkt)
+        track = self.tracker.feed
+        for frame in frames:
+            track(frame)
+        return frames
+
+    def tick(self, now: float) -> list[Frame]:
+        frames = self.dissector.expire_idle(now, self.idle)
+        for frame in frames:
+            self.tracker.feed(frame)
+        for conn in self.dissector.evict_closed():
+            self._evict_tracked(conn.conn)
+            self.evicted += 1
+        self._take_findings()
+        return frames
+
+    def finish(self) -> list[Frame]:
+        frames = self.dissector.finish()
+        for frame in frames:
+            self.tracker.feed(frame)
+        self.tracker.finish()
+        self._take_findings()
+        return frames
+
+    def _evict_tracked(self, conn: int) -> None:
+        summary = self.tracker.evict(conn)
+        if summary is None:
+            return
+        if len(self.closed_summaries) == self.closed_summaries.maxlen:
+            self.summaries_dropped += 1
+        self.closed_summaries.append(summary)
+
+    def _take_findings(self) -> None:
+        d = self.dissector
+        taken = d.segments.findings + d.findings
+        d.segments.findings.clear()
+        d.findings.clear()
+        room = KEEP_FINDINGS - len(self.findings)
+        self.findings.extend(taken[: max(room, 0)])
+        self.findings_dropped += max(len(taken) - max(room, 0), 0)
+
+    def summary(self) -> dict[str, Any]:
+        """The tracker's summary with the closed connections' summaries put back in."""
+        result = self.tracker.summary()
+        connections = [*self.closed_summaries, *result.get("connections", [])]
+        connections.sort(key=lambda c: c.get("id") or 0)
+        result["connections"] = connections
+        if self.summaries_dropped:
+            result["connections_not_kept"] = self.summaries_dropped
+        return result
+
+    @property
+    def open_connections(self) -> int:
+        return len(self.dissector.connections)
