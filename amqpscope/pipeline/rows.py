@@ -1,0 +1,521 @@
+"""What the executors run (pure Python, sans-IO below the file read): capture files, or the
+packets of one stitched connection, in; rows of the tables (`tables.COLUMNS`) out.
+
+The decode is exactly the CLI's: `open_capture` → `Dissector` → `Tracker` (`feed`, `finish`,
+`summary`), plus `DeliveryLog` for the per-delivery rows. Output is a stream of records
+`(kind, value)`: kind is a table name (value: a row tuple), "edge" (a `stitch.Edge`), "packets"
+(`(capture, conn, [RawPacket])` of an edge connection) or "meta" (one dict per file).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from amqpscope.capture.files import CaptureError, open_capture
+from amqpscope.capture.linklayer import SegmentDecoder
+from amqpscope.capture.packet import FIN, SYN, RawPacket
+from amqpscope.codec.frames import Frame
+from amqpscope.dissect import Dissector, endpoint_text
+from amqpscope.findings import Finding
+from amqpscope.pipeline.deliveries import DeliveryLog
+from amqpscope.pipeline.stitch import Edge
+from amqpscope.pipeline.tables import row
+from amqpscope.track.tracker import Tracker
+
+Record = tuple[str, Any]
+
+#: the first bytes of what `open_capture` reads (pcap either way and resolution, pcapng, gzip)
+MAGICS = (
+    b"\xa1\xb2\xc3\xd4",
+    b"\xd4\xc3\xb2\xa1",
+    b"\xa1\xb2\x3c\x4d",
+    b"\x4d\x3c\xb2\xa1",
+    b"\x0a\x0d\x0d\x0a",
+    b"\x1f\x8b",
+)
+
+_DAYS: dict[int, str] = {}
+
+
+def looks_like_capture(head: bytes) -> bool:
+    return head[:4] in MAGICS or head[:2] == b"\x1f\x8b"
+
+
+def day(ts: float) -> str:
+    key = int(ts // 86400)
+    text = _DAYS.get(key)
+    if text is None:
+        text = _DAYS[key] = time.strftime("%Y-%m-%d", time.gmtime(key * 86400))
+    return text
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+@dataclass(slots=True)
+class Place:
+    """Where a decode run's packets and connections belong in the run as a whole.
+
+    A file's own decode maps every packet and connection to itself; a stitched connection's
+    decode maps its packets back to their files and its connection to the key of its first part.
+    """
+
+    capture: str
+    #: run packet number -> (capture, packet number in that file); None: the identity
+    packets: list[tuple[str, int]] | None = None
+    #: capture -> that file's connection id (stitched runs)
+    conns: dict[str, int] = field(default_factory=dict)
+    files: list[str] = field(default_factory=list)
+
+    @property
+    def stitched(self) -> bool:
+        return self.packets is not None
+
+    def packet(self, number: int | None) -> tuple[str, int | None]:
+        if self.packets is None or number is None or not 0 < number <= len(self.packets):
+            return self.capture, number
+        return self.packets[number - 1]
+
+    def conn(self, capture: str, conn: int | None) -> int | None:
+        """The connection's id in `capture`'s own decode (what `read` shows for that file)."""
+        if conn is None or self.packets is None:
+            return conn
+        return self.conns.get(capture, conn)
+
+    def key(self, conn: int | None) -> str | None:
+        """The connection's key across the whole run."""
+        if conn is None:
+            return None
+        if self.packets is None:
+            return f"{self.capture}#{conn}"
+        first = f"{self.capture}#{self.conns[self.capture]}"
+        return first if conn == 1 else f"{first}+{conn}"
+
+
+def decode(
+    packets: Iterable[RawPacket],
+    place: Place,
+    capture_findings: Callable[[], list[Finding]],
+    dissector: Dissector,
+) -> Iterator[Record]:
+    """Decode one packet stream into table rows (frames as they come, the rest at the end)."""
+    tracker = Tracker()
+    broken: str | None = None
+    logs: dict[int, DeliveryLog] = {}
+    spans: dict[int, list[Any]] = {}  # conn -> [frames, first ts, last ts]
+    findings: list[dict[str, Any]] = []
+    for frame in dissector.run(packets):
+        if broken is None:
+            try:
+                tracker.feed(frame)
+            except Exception as exc:  # a tracker bug must not lose the file's frames
+                broken = f"{type(exc).__name__}: {exc}"
+        log = logs.get(frame.conn)
+        if log is None:
+            log = logs[frame.conn] = DeliveryLog()
+            spans[frame.conn] = [0, frame.ts, frame.ts]
+        log.feed(frame)
+        span = spans[frame.conn]
+        span[0] += 1
+        span[2] = frame.ts
+        yield "frames", _frame_row(frame, place)
+        for f in frame.findings:
+            findings.append(_finding(f, place, "frame", frame.ts, frame.conn))
+    summary: dict[str, Any] = {"connections": [], "findings": []}
+    if broken is None:
+        try:
+            tracker.finish()
+            summary = tracker.summary()
+        except Exception as exc:
+            broken = f"{type(exc).__name__}: {exc}"
+    if broken is not None:
+        findings.append(_internal(place, f"the tracker failed on this capture: {broken}"))
+    tracked = {c.get("id"): c for c in summary.get("connections", [])}
+    last_ts = max((s[2] for s in spans.values()), default=0.0)
+    for f in tracker.findings if broken is None else []:
+        if f.frame is None:
+            when = spans.get(f.conn, [0, last_ts, last_ts])[2] if f.conn is not None else last_ts
+            findings.append(_finding(f, place, "tracker", when, f.conn))
+    for f in [*capture_findings(), *dissector.findings]:
+        findings.append(_finding(f, place, "capture", last_ts, f.conn))
+    counted: dict[int | None, int] = {}
+    for f in findings:
+        counted[f["_conn"]] = counted.get(f["_conn"], 0) + 1
+        yield "findings", row("findings", f)
+    for conn, connection in tracked.items():
+        if not isinstance(conn, int) or conn not in spans:
+            continue
+        yield from _connection_rows(conn, connection, spans[conn], place, counted.get(conn, 0))
+    for conn, log in logs.items():
+        for values in log.finish():  # filed under the connection's (first) capture
+            values.update(
+                capture=place.capture,
+                date=day(values["ts"]),
+                conn_key=place.key(conn),
+                conn=place.conn(place.capture, conn),
+            )
+            yield "deliveries", row("deliveries", values)
+
+
+def _frame_row(frame: Frame, place: Place) -> tuple[Any, ...]:
+    capture, packet = place.packet(frame.packet)
+    findings = []
+    for f in frame.findings:
+        _, fpacket = place.packet(f.packet)
+        findings.append(
+            {
+                "code": f.code,
+                "severity": f.severity,
+                "message": f.message,
+                "packet": fpacket,
+                "conn": place.conn(capture, f.conn),
+                "frame": f.frame,
+            }
+        )
+    return row(
+        "frames",
+        {
+            "capture": capture,
+            "capture_file": os.path.basename(capture.rstrip("/")) or capture,
+            "date": day(frame.ts),
+            "conn_key": place.key(frame.conn),
+            "stitched": place.stitched,
+            "frame": frame.number,
+            "packet": packet,
+            "ts": frame.ts,
+            "conn": place.conn(capture, frame.conn),
+            "src": frame.src,
+            "dst": frame.dst,
+            "dir": frame.direction,
+            "version": frame.version,
+            "channel": frame.channel,
+            "kind": frame.kind,
+            "name": frame.name,
+            "size": frame.size,
+            "fields": _json(frame.fields),
+            "message": None if frame.message is None else _json(frame.message),
+            "findings": findings,
+        },
+    )
+
+
+def _finding(f: Finding, place: Place, origin: str, ts: float, conn: int | None) -> dict[str, Any]:
+    capture, packet = place.packet(f.packet)
+    if place.stitched and f.packet is None:
+        capture = place.files[-1] if place.files else place.capture
+    return {
+        "capture": capture,
+        "date": day(ts),
+        "conn_key": place.key(conn),
+        "conn": place.conn(capture, conn),
+        "frame": f.frame,
+        "packet": packet,
+        "code": f.code,
+        "severity": f.severity,
+        "message": f.message,
+        "origin": origin,
+        "_conn": conn,
+    }
+
+
+def _internal(place: Place, message: str) -> dict[str, Any]:
+    return {
+        "capture": place.capture,
+        "date": None,
+        "code": "pipeline.internal-error",
+        "severity": "error",
+        "message": message,
+        "origin": "capture",
+        "_conn": None,
+    }
+
+
+def _get(value: Any, *path: str) -> Any:
+    for key in path:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
+
+
+def _error_text(close: Any) -> str | None:
+    """A connection's or channel's close as one string, when it was an error."""
+    if not isinstance(close, dict):
+        return None
+    if close.get("condition"):
+        description = close.get("description")
+        return f"{close['condition']}" + (f": {description}" if description else "")
+    code = close.get("reply-code")
+    if isinstance(code, int) and code >= 300:  # 200 is success; pika closes with 0
+        return f"{code} {close.get('reply-text') or ''}".strip()
+    return None
+
+
+def _connection_rows(
+    conn: int, summary: dict[str, Any], span: list[Any], place: Place, findings: int
+) -> Iterator[Record]:
+    sessions = summary.get("sessions") or []
+    channels = summary.get("channels") or []
+    links = [(s, link) for s in sessions if isinstance(s, dict) for link in (s.get("links") or [])]
+    common = {
+        "capture": place.capture,
+        "date": day(span[1]),
+        "conn_key": place.key(conn),
+        "conn": place.conn(place.capture, conn),
+    }
+    yield (
+        "connections",
+        row(
+            "connections",
+            {
+                **common,
+                "version": summary.get("version"),
+                "client": summary.get("client"),
+                "server": summary.get("server"),
+                "first_ts": span[1],
+                "last_ts": span[2],
+                "frames": span[0],
+                "stitched": place.stitched,
+                "files": place.files or [place.capture],
+                "sessions": len(sessions),
+                "links": len(links),
+                "channels": len(channels),
+                "error": _error_text(summary.get("close")),
+                "findings": findings,
+                "summary": _json(summary),
+            },
+        ),
+    )
+    for session, link in links:
+        if not isinstance(link, dict):
+            continue
+        starvation = _get(link, "credit", "starvation")
+        error = link.get("error") if isinstance(link.get("error"), dict) else {}
+        outcomes = link.get("outcomes") if isinstance(link.get("outcomes"), dict) else {}
+        yield (
+            "links",
+            row(
+                "links",
+                {
+                    **common,
+                    "session": session.get("channel"),
+                    "name": link.get("name"),
+                    "handle": link.get("handle"),
+                    "remote_handle": link.get("remote-handle"),
+                    "role": link.get("role"),
+                    "source": link.get("source"),
+                    "target": link.get("target"),
+                    "snd_settle_mode": link.get("snd-settle-mode"),
+                    "rcv_settle_mode": link.get("rcv-settle-mode"),
+                    "state": link.get("state"),
+                    "deliveries": link.get("deliveries"),
+                    "presettled": link.get("presettled"),
+                    "settled": link.get("settled"),
+                    "unsettled": link.get("unsettled"),
+                    **{
+                        k: outcomes.get(k) for k in ("accepted", "rejected", "released", "modified")
+                    },
+                    "credit_issued": _get(link, "credit", "issued"),
+                    "starvation_episodes": _get(starvation, "episodes"),
+                    "starvation_s": _get(starvation, "seconds")
+                    if isinstance(starvation, dict)
+                    else starvation,
+                    "latency_count": _get(link, "latency", "count"),
+                    "latency_p50_ms": _get(link, "latency", "p50"),
+                    "latency_p99_ms": _get(link, "latency", "p99"),
+                    "latency_max_ms": _get(link, "latency", "max"),
+                    "error_condition": error.get("condition"),
+                    "error_description": error.get("description"),
+                    "summary": _json(link),
+                },
+            ),
+        )
+    for channel in channels:
+        if not isinstance(channel, dict):
+            continue
+        close = channel.get("close") if isinstance(channel.get("close"), dict) else {}
+        yield (
+            "channels",
+            row(
+                "channels",
+                {
+                    **common,
+                    **{
+                        k.replace("-", "_"): channel.get(k)
+                        for k in (
+                            "channel",
+                            "use",
+                            "state",
+                            "publishes",
+                            "deliveries",
+                            "acks",
+                            "nacks",
+                            "rejects",
+                            "requeued",
+                            "redelivered",
+                            "unacked",
+                            "max-unacked",
+                            "returns",
+                        )
+                    },
+                    "confirms_acked": _get(channel, "confirms", "acked"),
+                    "confirms_nacked": _get(channel, "confirms", "nacked"),
+                    "confirms_pending": _get(channel, "confirms", "pending"),
+                    "tx_commits": _get(channel, "tx", "commits"),
+                    "tx_rollbacks": _get(channel, "tx", "rollbacks"),
+                    "consumers": len(channel.get("consumers") or []),
+                    "prefetch_count": _get(channel, "prefetch", "count"),
+                    "ack_p50_ms": _get(channel, "ack-latency-ms", "p50"),
+                    "ack_p99_ms": _get(channel, "ack-latency-ms", "p99"),
+                    "confirm_p50_ms": _get(channel, "confirms", "latency-ms", "p50"),
+                    "confirm_p99_ms": _get(channel, "confirms", "latency-ms", "p99"),
+                    "close_code": close.get("reply-code"),
+                    "close_text": close.get("reply-text"),
+                    "close_method": close.get("class-method"),
+                    "summary": _json(channel),
+                },
+            ),
+        )
+
+
+# -- one capture file ----------------------------------------------------------------------------
+def decode_file(
+    capture: str, path: str | None = None, data: bytes | None = None
+) -> Iterator[Record]:
+    """Everything about one capture file: its rows, its edge connections with their packets, and
+    a "meta" record. `path` is a local file; `data` the file's bytes (from a Hadoop filesystem)."""
+    if data is not None:
+        with tempfile.NamedTemporaryFile(prefix="amqpscope-", suffix=".cap") as tmp:
+            tmp.write(data)
+            tmp.flush()
+            yield from decode_file(capture, tmp.name)
+        return
+    local = path or capture
+    meta: dict[str, Any] = {"capture": capture, "first_ts": None, "packets": 0, "frames": 0}
+    try:
+        meta["bytes"] = os.path.getsize(local)
+        reader = open_capture(local)
+    except (CaptureError, OSError) as exc:
+        meta["error"] = str(exc)
+        yield "findings", row("findings", _unreadable(capture, str(exc)))
+        yield "meta", meta
+        return
+    place = Place(capture)
+    dissector = Dissector()
+
+    def packets() -> Iterator[RawPacket]:
+        for packet in reader:
+            if meta["first_ts"] is None:
+                meta["first_ts"] = packet.ts
+            meta["packets"] += 1
+            yield packet
+
+    with reader:
+        for record in decode(packets(), place, lambda: reader.findings, dissector):
+            if record[0] == "frames":
+                meta["frames"] += 1
+            yield record
+    yield from _edges(capture, local, dissector)
+    yield "meta", meta
+
+
+def _edges(capture: str, local: str, dissector: Dissector) -> Iterator[Record]:
+    """The file's edge connections, each with its packets (a second, link-layer-only pass).
+
+    Kept: AMQP connections open at either edge, and any connection open at the start (its AMQP
+    may only show once joined to the earlier part). IP fragments of their packets are not kept.
+    """
+    by_pair: dict[tuple[str, str], list[Any]] = {}
+    for conn in dissector.connections.values():
+        by_pair.setdefault(tuple(sorted((conn.client, conn.server))), []).append(conn)
+    wanted: dict[tuple[str, str], list[tuple[int, int, Edge]]] = {}
+    for pair, conns in by_pair.items():
+        conns.sort(key=lambda c: c.first_packet)
+        for i, conn in enumerate(conns):
+            head_open = conn.role_from != "syn"
+            tail_open = conn.closed == "eof"
+            if not (head_open or (tail_open and conn.is_amqp)):
+                continue
+            end = conns[i + 1].first_packet if i + 1 < len(conns) else 1 << 62
+            edge = Edge(
+                capture,
+                0,
+                conn.conn,
+                conn.client,
+                conn.server,
+                conn.first_ts,
+                conn.last_ts,
+                head_open,
+                tail_open,
+                amqp=conn.is_amqp,
+            )
+            wanted.setdefault(pair, []).append((conn.first_packet, end, edge))  # type: ignore[arg-type]
+    if not wanted:
+        return
+    kept: dict[int, list[RawPacket]] = {}
+    decoder = SegmentDecoder()
+    with contextlib.suppress(CaptureError), open_capture(local) as reader:
+        for packet in reader:
+            segment = decoder.decode(packet)
+            if segment is None:
+                continue
+            src = endpoint_text(segment.src)
+            pair = tuple(sorted((src, endpoint_text(segment.dst))))
+            for start, end, edge in wanted.get(pair, ()):  # type: ignore[call-overload]
+                if start <= packet.number < end:
+                    kept.setdefault(edge.conn, []).append(packet)
+                    _sequence(edge, src, segment.seq, segment.payload, segment.flags)
+    for entries in wanted.values():
+        for _, _, edge in entries:
+            yield "edge", edge
+            yield "packets", (capture, edge.conn, kept.get(edge.conn, []))
+
+
+def _sequence(edge: Edge, sender: str, seq: int, payload: bytes, flags: int) -> None:
+    """Note the first and the furthest next sequence number `sender` was seen at."""
+    after = (seq + len(payload) + (1 if flags & SYN else 0) + (1 if flags & FIN else 0)) % (1 << 32)
+    seen = edge.seqs.get(sender)
+    if seen is None:
+        edge.seqs[sender] = [seq, after]
+        return
+    first, nxt = seen
+    if (nxt - first) % (1 << 32) < (after - first) % (1 << 32) < (1 << 31):
+        seen[1] = after
+
+
+def _unreadable(capture: str, why: str) -> dict[str, Any]:
+    return {
+        "capture": capture,
+        "code": "capture.unreadable",
+        "severity": "error",
+        "message": why,
+        "origin": "capture",
+    }
+
+
+# -- one stitched connection ---------------------------------------------------------------------
+def decode_group(parts: Iterable[tuple[Edge, list[RawPacket]]]) -> Iterator[Record]:
+    """One connection's parts from several files, decoded and tracked as one, in time order."""
+    ordered = sorted(parts, key=lambda part: part[0].order)
+    mapping: list[tuple[str, int]] = []
+    packets: list[RawPacket] = []
+    for edge, part in ordered:
+        for p in part:
+            mapping.append((edge.capture, p.number))
+            number = len(mapping)
+            packets.append(RawPacket(number, p.ts, p.linktype, p.data, p.wirelen, p.interface))
+    place = Place(
+        ordered[0][0].capture,
+        mapping,
+        {edge.capture: edge.conn for edge, _ in ordered},
+        [edge.capture for edge, _ in ordered],
+    )
+    yield from decode(packets, place, list, Dissector())

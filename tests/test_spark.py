@@ -1,0 +1,270 @@
+"""The Spark pipeline (`amqpscope spark`) on local[2]: its tables against the CLI's own sans-IO
+decode of the same files, and one connection cut across two rotated files put back together.
+
+Every expectation is computed here with the code the CLI runs (open_capture → Dissector →
+Tracker.summary()), never written down as a number, so these stay true as the trackers grow.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from amqpscope import cli
+from amqpscope.capture.files import open_capture
+from amqpscope.dissect import Dissector
+from amqpscope.pipeline import stitch, tables
+from amqpscope.pipeline.deliveries import DeliveryLog
+from amqpscope.track.tracker import Tracker
+
+CAPTURES = Path(__file__).resolve().parent.parent / "captures"
+FILES = sorted(p for p in CAPTURES.iterdir() if p.suffix in (".pcap", ".pcapng"))
+SPLIT = CAPTURES / "091-publish-consume.pcap"
+
+pyspark = pytest.importorskip("pyspark")
+needs_java = pytest.mark.skipif(
+    not (shutil.which("java") or os.environ.get("JAVA_HOME")), reason="Spark needs Java"
+)
+
+
+def decode(path: Path) -> tuple[list[Any], dict[str, Any]]:
+    """What `read --json` and `summary --json` compute for `path`."""
+    dissector, tracker = Dissector(), Tracker()
+    frames = []
+    with open_capture(path) as capture:
+        for frame in dissector.run(capture):
+            tracker.feed(frame)
+            frames.append(frame)
+        tracker.finish()
+    return frames, tracker.summary()
+
+
+@pytest.fixture(scope="module")
+def spark() -> Any:
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)  # type: ignore[attr-defined]
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("amqpscope-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def out(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    from amqpscope.pipeline import spark as job
+
+    target = tmp_path_factory.mktemp("tables")
+    result = job.run([str(CAPTURES)], str(target), spark=spark)
+    return target, result
+
+
+def table(spark: Any, out: Path, name: str) -> list[dict[str, Any]]:
+    return [r.asDict() for r in spark.read.parquet(str(out / name)).collect()]
+
+
+@needs_java
+def test_frames_rows_equal_what_read_json_prints(spark: Any, out: Any) -> None:
+    target, result = out
+    rows = table(spark, target, "frames")
+    per_file = Counter(r["capture"] for r in rows)
+    for path in FILES:
+        frames, _ = decode(path)
+        assert per_file.get(str(path), 0) == len(frames), path.name
+    assert result["tables"]["frames"] == len(rows)
+    # one file column by column against the frame record
+    sample = CAPTURES / "10-outcomes.pcap"
+    mine = sorted((r for r in rows if r["capture"] == str(sample)), key=lambda r: r["frame"])
+    frames, _ = decode(sample)
+    for row, frame in zip(mine, frames, strict=True):
+        record = frame.to_json()
+        for key in ("frame", "packet", "ts", "conn", "src", "dst", "version", "channel", "kind"):
+            assert row[key] == record[key], key
+        assert row["dir"] == record["dir"] and row["name"] == record["name"]
+        assert json.loads(row["fields"]) == record["fields"]
+        assert (json.loads(row["message"]) if row["message"] else None) == record.get("message")
+        assert [f["code"] for f in row["findings"]] == [f["code"] for f in record["findings"]]
+
+
+@needs_java
+def test_connections_links_channels_equal_summary(spark: Any, out: Any) -> None:
+    target, _ = out
+    got = {
+        name: Counter(r["capture"] for r in table(spark, target, name))
+        for name in ("connections", "links", "channels")
+    }
+    for path in FILES:
+        _, summary = decode(path)
+        conns = summary["connections"]
+        links = sum(len(s.get("links") or []) for c in conns for s in c.get("sessions") or [])
+        channels = sum(len(c.get("channels") or []) for c in conns)
+        assert got["connections"].get(str(path), 0) == len(conns), path.name
+        assert got["links"].get(str(path), 0) == links, path.name
+        assert got["channels"].get(str(path), 0) == channels, path.name
+    for row in table(spark, target, "connections"):
+        assert json.loads(row["summary"])["id"] == row["conn"]
+        assert row["conn_key"] == f"{row['capture']}#{row['conn']}" and not row["stitched"]
+
+
+@needs_java
+def test_deliveries_agree_with_the_trackers_tallies(spark: Any, out: Any) -> None:
+    target, _ = out
+    outcomes = Counter(
+        (r["capture"], r["outcome"]) for r in table(spark, target, "deliveries") if r["outcome"]
+    )
+    for path in FILES:
+        _, summary = decode(path)
+        for key, outcome in (("acks", "ack"), ("nacks", "nack"), ("rejects", "reject")):
+            counts = [ch.get(key) for c in summary["connections"] for ch in c.get("channels") or []]
+            if counts and all(isinstance(n, int) for n in counts):
+                assert outcomes.get((str(path), outcome), 0) == sum(counts), (path.name, key)
+
+
+@needs_java
+def test_report_runs_its_queries(spark: Any, out: Any) -> None:
+    from amqpscope.pipeline import report
+
+    lines: list[str] = []
+    report.run(spark, str(out[0]), lines.append)
+    for title in report.QUERIES:
+        assert f"== {title}" in lines
+    assert any("PRECONDITION_FAILED" in line for line in lines)
+
+
+def split_pcap(source: Path, first: Path, second: Path) -> int:
+    """Write `source`'s packets into two pcap files, cut at the middle packet; returns the cut."""
+    from scapy.utils import RawPcapReader
+
+    reader = RawPcapReader(str(source))
+    packets = list(reader)
+    header = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, reader.linktype)
+    cut = len(packets) // 2
+    for path, part in ((first, packets[:cut]), (second, packets[cut:])):
+        with path.open("wb") as f:
+            f.write(header)
+            for data, meta in part:
+                f.write(struct.pack("<IIII", meta.sec, meta.usec, len(data), meta.wirelen))
+                f.write(data)
+    return cut
+
+
+@needs_java
+def test_connection_split_across_rotated_files_is_tracked_once(spark: Any, tmp_path: Path) -> None:
+    from amqpscope.pipeline import spark as job
+
+    ring = tmp_path / "ring"
+    ring.mkdir()
+    first, second = ring / "cap.pcap0", ring / "cap.pcap1"
+    cut = split_pcap(SPLIT, first, second)
+    frames, summary = decode(SPLIT)
+    # decoded apart, neither half accounts for the whole connection
+    halves = [decode(first)[1]["connections"], decode(second)[1]["connections"]]
+    assert all(halves[0][0] != c for c in halves[1])
+    result = job.run([str(ring)], str(tmp_path / "out"), spark=spark)
+    assert result["stitched"] == [[(str(first), 1), (str(second), 1)]]
+    conns = table(spark, tmp_path / "out", "connections")
+    assert len(conns) == 1 and conns[0]["stitched"]
+    assert conns[0]["files"] == [str(first), str(second)]
+    assert json.loads(conns[0]["summary"]) == summary["connections"][0]
+    rows = table(spark, tmp_path / "out", "frames")
+    assert len(rows) == len(frames)
+    assert {r["conn_key"] for r in rows} == {f"{first}#1"}
+    for row in rows:  # each frame filed under the file and packet that completed it
+        whole = row["packet"] + (cut if row["capture"] == str(second) else 0)
+        assert whole == frames[row["frame"] - 1].packet
+    channels = table(spark, tmp_path / "out", "channels")
+    assert len(channels) == len(summary["connections"][0].get("channels") or [])
+
+
+def _edge(capture: str, order: int, **kw: Any) -> stitch.Edge:
+    base = dict(
+        conn=1,
+        client="10.0.0.1:40000",
+        server="10.0.0.2:5672",
+        first_ts=100.0 * order,
+        last_ts=100.0 * order + 99,
+        head_open=order > 0,
+        tail_open=True,
+    )
+    base.update(kw)
+    return stitch.Edge(capture, order, **base)  # type: ignore[arg-type]
+
+
+def test_stitch_chains_continuing_parts_only() -> None:
+    a = _edge("a", 0, seqs={"10.0.0.1:40000": [1, 5000]})
+    b = _edge("b", 1, seqs={"10.0.0.1:40000": [5000, 9000]}, client="10.0.0.2:5672",
+              server="10.0.0.1:40000")  # fmt: skip
+    c = _edge("c", 2, tail_open=False)
+    assert stitch.groups([c, b, a]) == [[a, b, c]]
+    # a sequence number far from where the earlier part stopped: another connection
+    far = _edge("b", 1, seqs={"10.0.0.1:40000": [5000 + (1 << 31), 1]})
+    assert stitch.groups([a, far]) == []
+    # a part that ended in its file (FIN or RST), or a later part that opened with a SYN
+    assert stitch.groups([_edge("a", 0, tail_open=False), _edge("b", 1)]) == []
+    assert stitch.groups([a, _edge("b", 1, head_open=False)]) == []
+    # too long a silence between the files; the same endpoints of another pair
+    assert stitch.groups([a, _edge("b", 1, first_ts=1e9)]) == []
+    assert stitch.groups([a, _edge("b", 1, client="10.0.0.9:40000")]) == []
+    assert stitch.groups([a, _edge("b", 1, amqp=False)]) == [[a, _edge("b", 1, amqp=False)]]
+    assert stitch.groups([_edge("a", 0, amqp=False), _edge("b", 1, amqp=False)]) == []
+
+
+def test_deliveries_log_settles_multiple_and_tag_zero() -> None:
+    frames, _ = decode(CAPTURES / "091-qos-prefetch.pcap")
+    log = DeliveryLog()
+    for frame in frames:
+        log.feed(frame)
+    rows = log.finish()
+    delivered = [r for r in rows if r["kind"] in ("deliver", "get")]
+    assert delivered and all(r["settled"] for r in delivered)
+    assert all(tables.row("deliveries", r) for r in rows)
+
+
+def test_missing_java_or_pyspark_is_one_line_with_the_install_command(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    result = CliRunner().invoke(cli.main, ["spark", str(CAPTURES), "--out", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "apt-get install default-jre-headless" in result.output
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "pyspark" else real(name, *a)
+    )
+    result = CliRunner().invoke(cli.main, ["spark", str(CAPTURES), "--out", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "pip install 'amqpscope[spark]'" in result.output
+
+
+def test_docs_name_every_column() -> None:
+    docs = (CAPTURES.parent / "docs" / "spark.md").read_text(encoding="utf-8")
+    for name, columns in tables.COLUMNS.items():
+        assert f"### `{name}`" in docs, name
+        for column, _ in columns:
+            assert f"`{column}`" in docs, (name, column)
+
+
+def test_docs_show_the_report_queries() -> None:
+    from amqpscope.pipeline import report
+
+    docs = (CAPTURES.parent / "docs" / "spark.md").read_text(encoding="utf-8")
+    for sql in report.QUERIES.values():
+        assert sql.strip() in docs
