@@ -7,6 +7,7 @@ Exit codes: 0 success (findings in the traffic are output, not failure), 1 unrea
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -46,7 +47,10 @@ def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
         except CaptureError as exc:
             _fail(str(exc))
         except BrokenPipeError:
-            sys.stderr.close()  # `amqpscope read big.pcap | head`: not an error
+            # `amqpscope read big.pcap | head`: not an error. Point stdout at /dev/null so the
+            # interpreter's final flush does not fail again on the closed pipe.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
             sys.exit(0)
         except KeyboardInterrupt:
             _fail("interrupted", 130)
@@ -68,9 +72,16 @@ def _report(findings: list[Finding]) -> None:
         click.echo(f"amqpscope: ... and {len(findings) - MAX_STDERR_FINDINGS} more", err=True)
 
 
+class _Console(Console):
+    """rich's console, but a closed pipe is not an error (rich exits 1 by default)."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError
+
+
 def _console(color: str, width: int | None) -> Console:
     """The terminal, as --color and --width (and NO_COLOR, which rich honours) ask."""
-    return Console(
+    return _Console(
         force_terminal=True if color == "always" else None,
         no_color=color == "never",
         color_system=None if color == "never" else "auto",

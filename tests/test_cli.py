@@ -124,6 +124,35 @@ def test_output_to_a_closed_pipe_is_quiet() -> None:
     assert "Traceback" not in err and "Broken pipe" not in err
 
 
+@pytest.fixture(scope="module")
+def big_capture(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A capture whose output is far larger than a pipe's buffer (made at run time)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_run", CAPTURES.parent / "bench/run.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    path = tmp_path_factory.mktemp("big") / "big.pcap"
+    bench.multiply(CAPTURES / "091-qos-prefetch.pcap", path, 40)
+    return path
+
+
+@pytest.mark.parametrize("args", [("read",), ("read", "--json"), ("export", "--ndjson")])
+def test_a_closed_pipe_is_not_a_failure(args: tuple[str, ...], big_capture: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "amqpscope.cli", *args, str(big_capture)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    proc.stdout.readline()
+    proc.stdout.close()  # what `| head -1` does
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert b"Traceback" not in err
+
+
 def test_display_filter_selects_frames() -> None:
     capture = str(CAPTURES / "091-channel-errors.pcap")
     result = amqpscope("read", capture, "--json", "-Y", 'name == "channel.close" and dir == "s2c"')

@@ -4,6 +4,7 @@ them after a deliberate change; review the diff)."""
 from __future__ import annotations
 
 import io
+import json
 import os
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from rich.console import Console
 
 from amqpscope.capture.files import open_capture
 from amqpscope.dissect import Dissector
+from amqpscope.render.summary import print_summary
 from amqpscope.render.timeline import Timeline
 from amqpscope.track.tracker import Tracker
 
@@ -64,3 +66,40 @@ def test_collapse_folds_runs_and_keeps_counts() -> None:
     text = render("10-large-message.pcap", 200, collapse=True)
     assert "transfer ×74" in text  # noqa: RUF001
     assert len(text.splitlines()) < len(render("10-large-message.pcap", 200).splitlines()) / 3
+
+
+def render_summary(name: str, width: int) -> str:
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=width, color_system=None, force_terminal=False)
+    tracker = Tracker()
+    with open_capture(str(CAPTURES / name)) as capture:
+        for frame in Dissector().run(capture):
+            tracker.feed(frame)
+    tracker.finish()
+    print_summary(tracker.summary(), console)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("width", [80, 200])
+@pytest.mark.parametrize(
+    "name", ["091-channel-errors.pcap", "10-peer-to-peer.pcap", "091-rpc.pcap"]
+)
+def test_summary_snapshot(name: str, width: int) -> None:
+    text = render_summary(name, width)
+    assert all(len(line) <= width for line in text.splitlines())
+    snapshot = SNAPSHOTS / f"summary-{name.split('.')[0]}-{width}.txt"
+    if UPDATE or not snapshot.exists():
+        snapshot.write_text(text)
+    assert text == snapshot.read_text()
+
+
+def test_summary_tables_carry_the_scenarios_numbers() -> None:
+    text = render_summary("10-peer-to-peer.pcap", 200)
+    expect = json.loads((CAPTURES / "10-peer-to-peer.json").read_text())["expect"]
+    link = next(line for line in text.splitlines() if line.startswith("sender"))
+    cells = [cell.strip() for cell in link.split("│")]
+    outcomes = expect["listener_outcomes"]
+    wanted = [expect["transfers_sent"]] + [
+        outcomes.get(k, 0) for k in ("accepted", "rejected", "released", "modified")
+    ]
+    assert cells[2:7] == [str(n) for n in wanted]

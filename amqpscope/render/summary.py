@@ -1,7 +1,8 @@
 """`amqpscope summary` as tables (rich): each connection, its links or channels, then findings.
 
 Reads the summary document (`amqpscope schema summary`) and nothing else, so the tables and
-`--json` never disagree. Columns that are empty for every row are left out.
+`--json` never disagree. Columns that are empty for every row are left out. Links: msgs are
+distinct deliveries; acc/rej/rel/mod the outcomes; latencies are p50/p99 in milliseconds.
 """
 
 from __future__ import annotations
@@ -17,12 +18,7 @@ from rich.text import Text
 Row = dict[str, Any]
 Column = tuple[str, Callable[[Row], Any]]
 
-OUTCOME_STYLES = {
-    "accepted": "green",
-    "rejected": "red",
-    "released": "yellow",
-    "modified": "magenta",
-}
+OUTCOME_STYLES = {"acc": "green", "rej": "red", "rel": "yellow", "mod": "magenta"}
 SEVERITY_STYLES = {"error": "bold red", "warning": "yellow", "info": "dim"}
 
 
@@ -73,16 +69,16 @@ LINK_COLUMNS: list[Column] = [
     ("h", lambda r: r.get("handle")),
     ("role", lambda r: r.get("role")),
     ("address", lambda r: r.get("target") if r.get("role") == "sender" else r.get("source")),
-    ("deliveries", lambda r: r.get("deliveries")),
+    ("msgs", lambda r: r.get("deliveries")),
     ("presettled", lambda r: r.get("presettled")),
     ("unsettled", lambda r: r.get("unsettled")),
-    ("accepted", lambda r: _get(r, "outcomes", "accepted")),
-    ("rejected", lambda r: _get(r, "outcomes", "rejected")),
-    ("released", lambda r: _get(r, "outcomes", "released")),
-    ("modified", lambda r: _get(r, "outcomes", "modified")),
+    ("acc", lambda r: _get(r, "outcomes", "accepted")),
+    ("rej", lambda r: _get(r, "outcomes", "rejected")),
+    ("rel", lambda r: _get(r, "outcomes", "released")),
+    ("mod", lambda r: _get(r, "outcomes", "modified")),
     ("credit", lambda r: _get(r, "credit", "issued")),
     ("starved s", lambda r: _get(r, "credit", "starvation", "seconds")),
-    ("settle ms p50/p99", lambda r: _latency(r, "latency")),
+    ("settle ms", lambda r: _latency(r, "latency")),
     ("error", lambda r: _error(r.get("error"))),
 ]
 CHANNEL_COLUMNS: list[Column] = [
@@ -108,7 +104,7 @@ CHANNEL_COLUMNS: list[Column] = [
     ("returns", lambda r: r.get("returns")),
     ("commits", lambda r: _get(r, "tx", "commits")),
     ("rollbacks", lambda r: _get(r, "tx", "rollbacks")),
-    ("ack ms p50/p99", lambda r: _latency(r, "ack-latency-ms")),
+    ("ack ms", lambda r: _latency(r, "ack-latency-ms")),
     ("close", lambda r: _error(r.get("close"))),
 ]
 
@@ -126,8 +122,10 @@ def _table(title: str, columns: list[Column], rows: list[Row]) -> Table | None:
             name,
             justify="left" if wide or name == "role" else "right",
             overflow="ellipsis",
-            no_wrap=True,
+            no_wrap=name
+            != "address",  # rich narrows only wrapping columns (addresses have no spaces)
             max_width=48 if wide else None,
+            min_width=6 if wide else len(name),  # numbers keep their header; text gives way
             style=OUTCOME_STYLES.get(name, "red" if name in ("error", "close") else ""),
         )
     for cell in cells:
