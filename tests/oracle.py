@@ -40,18 +40,22 @@ def _pdu_name(fields: dict[str, str]) -> str:
     return "unknown:" + ",".join(sorted(fields))
 
 
-def tshark_frames(path: str, decode_as: tuple[int, ...] = ()) -> list[tuple[int, str]]:
-    """(packet number, frame name) for every AMQP PDU tshark dissects, in order."""
+def pdml(path: str, decode_as: tuple[int, ...] = ()) -> ET.Element:
+    """tshark's PDML for the AMQP packets of `path` (Decode As on `decode_as` ports), parsed."""
     assert TSHARK, "tshark is not installed"
-    cmd = [TSHARK, "-r", path, "-T", "pdml", "-Y", "amqp"]
+    cmd = [TSHARK, "-r", str(path), "-T", "pdml", "-Y", "amqp"]
     for port in decode_as:
         cmd += ["-d", f"tcp.port=={port},amqp"]
-    pdml = subprocess.run(cmd, capture_output=True, check=True, timeout=300).stdout
+    out = subprocess.run(cmd, capture_output=True, check=True, timeout=300).stdout
     # tshark copies payload bytes into some attributes verbatim (invalid UTF-8, control
-    # characters); the names this oracle reads are plain ASCII, so those bytes can go
-    text = _CONTROL.sub(" ", pdml.decode("utf-8", errors="replace"))
+    # characters), which XML forbids; the oracles read names and numbers, so those bytes can go
+    return ET.fromstring(_CONTROL.sub(" ", out.decode("utf-8", errors="replace")))
+
+
+def tshark_frames(path: str, decode_as: tuple[int, ...] = ()) -> list[tuple[int, str]]:
+    """(packet number, frame name) for every AMQP PDU tshark dissects, in order."""
     out: list[tuple[int, str]] = []
-    for packet in ET.fromstring(text).iter("packet"):
+    for packet in pdml(path, decode_as).iter("packet"):
         number = 0
         for proto in packet.iter("proto"):
             if proto.get("name") == "geninfo":

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import re
 import struct
-import subprocess
 import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,7 +31,7 @@ from scapy.utils import wrpcap
 from amqpscope.capture.files import open_capture
 from amqpscope.codec.amqp091 import spec
 from amqpscope.dissect import Dissector
-from tests.oracle import TSHARK
+from tests.oracle import TSHARK, pdml
 
 pytestmark = [
     pytest.mark.tshark,
@@ -50,21 +49,10 @@ BY_NAME = {m.name: m for m in spec.METHODS.values()}
 SYNTHETIC = {"publish-number"}
 #: Wireshark's names where they are not the spec's: basic.consume's table has its 0-9 name
 WIRESHARK_NAMES = {"filter": "arguments"}
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 _ENTRY = re.compile(r"^(?P<key>.*?) \((?P<type>[^()]*)\)(?:: (?P<value>.*))?$", re.S)
 
 
 # -- tshark's view -------------------------------------------------------------------------------
-
-
-def pdml(path: Path) -> ET.Element:
-    out = subprocess.run(
-        [str(TSHARK), "-r", str(path), "-T", "pdml", "-Y", "amqp"],
-        capture_output=True,
-        check=True,
-        timeout=300,
-    ).stdout
-    return ET.fromstring(_CONTROL.sub(" ", out.decode("utf-8", errors="replace")))
 
 
 def table_of(element: ET.Element) -> dict[str, Any]:

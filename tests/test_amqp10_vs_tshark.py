@@ -14,8 +14,6 @@ Where Wireshark is wrong, a test here shows it (and the README says so):
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,16 +25,15 @@ import pytest
 from amqpscope.capture.files import open_capture
 from amqpscope.codec.amqp10 import composites
 from amqpscope.dissect import Dissector
+from tests.oracle import TSHARK, pdml
 from tests.test_amqp10_types import bid_bits
 
-TSHARK = shutil.which("tshark")
 CAPTURES = Path(__file__).resolve().parent.parent / "captures"
 FILES_10 = sorted(CAPTURES.glob("10-*.pcap"))
 pytestmark = [
     pytest.mark.tshark,
     pytest.mark.skipif(TSHARK is None, reason="tshark is not installed (make test installs it)"),
 ]
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 #: Wireshark's field abbreviation (after its prefix) -> amqpscope's field name
 ARGUMENTS = {
@@ -122,11 +119,7 @@ BOOLEAN_FIELDS = {
 
 def tshark_pdus(path: Path, decode_as: tuple[int, ...] = ()) -> list[tuple[int, ET.Element]]:
     """(packet number, the amqp proto element) for every AMQP PDU Wireshark dissects."""
-    cmd = [str(TSHARK), "-r", str(path), "-T", "pdml", "-Y", "amqp"]
-    for port in decode_as:
-        cmd += ["-d", f"tcp.port=={port},amqp"]
-    pdml = subprocess.run(cmd, capture_output=True, check=True, timeout=300).stdout
-    root = ET.fromstring(_CONTROL.sub(" ", pdml.decode("utf-8", errors="replace")))
+    root = pdml(str(path), decode_as)
     out = []
     for packet in root.iter("packet"):
         number = 0

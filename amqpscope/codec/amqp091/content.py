@@ -8,12 +8,12 @@ interleave; another method on the same channel ends an incomplete message (a fin
 
 from __future__ import annotations
 
-import re
 import struct
 from typing import Any
 
 from amqpscope.codec.amqp091.arguments import READERS, Truncated
 from amqpscope.codec.amqp091.fieldtable import Malformed
+from amqpscope.codec.body import as_text
 from amqpscope.codec.frames import Frame
 from amqpscope.findings import Finding, finding
 
@@ -28,19 +28,6 @@ INCOMPLETE = "amqp091.incomplete-message"
 NOT_KEPT = "amqp091.body-not-kept"
 #: bodies up to this size are kept whole for `message`; a larger one is counted, not kept
 MAX_BODY = 64 * 1024 * 1024
-#: content types shown as text besides text/*, *+json and *+xml (the same list as 1.0's)
-TEXT_TYPES = frozenset(
-    (
-        "application/json",
-        "application/xml",
-        "application/javascript",
-        "application/x-www-form-urlencoded",
-        "application/yaml",
-        "application/x-yaml",
-    )
-)
-#: control characters that make an untyped body binary though it is valid UTF-8
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 class ClassProperties:
@@ -162,33 +149,10 @@ def render_body(body: bytes, properties: dict[str, Any]) -> dict[str, Any]:
     textual content-type (text/*, JSON, XML, ...) is text in its charset (UTF-8 unless given);
     without a content-type, UTF-8 free of control characters is text; anything else, and any
     compressed (content-encoding) body, is hex."""
-    text = _as_text(body, properties.get("content-type"), properties.get("content-encoding"))
+    text = as_text(body, properties.get("content-type"), properties.get("content-encoding"))
     if text is None:
         return {"hex": body.hex(), "size": len(body)}
     return {"text": text, "size": len(body)}
-
-
-def _as_text(body: bytes, content_type: Any, content_encoding: Any) -> str | None:
-    if type(content_encoding) is str and content_encoding.lower() not in ("", "identity"):
-        return None
-    params = content_type.lower().split(";") if type(content_type) is str else [""]
-    media = params[0].strip()
-    if media and not (
-        media.startswith("text/") or media in TEXT_TYPES or media.endswith(("+json", "+xml"))
-    ):
-        return None
-    charset = "utf-8"
-    for param in params[1:]:
-        key, _, value = param.strip().partition("=")
-        if key == "charset" and value:
-            charset = value.strip('"')
-    try:
-        text = body.decode(charset)
-    except (UnicodeDecodeError, LookupError):
-        return None
-    if not media and _CONTROL.search(text):
-        return None
-    return text
 
 
 class _Message:

@@ -15,7 +15,6 @@ management and claims-based-security request/response patterns (`$management`, `
 
 from __future__ import annotations
 
-import re
 from typing import Any, NamedTuple
 
 from amqpscope.codec.amqp10 import composites, jsonmap, spec
@@ -30,6 +29,7 @@ from amqpscope.codec.amqp10.types import (
     Malformed,
     read_descriptor,
 )
+from amqpscope.codec.body import as_text
 from amqpscope.findings import Finding
 
 BODY_SECTIONS = ("data", "amqp-sequence", "amqp-value")
@@ -52,18 +52,6 @@ for _r in spec.RESTRICTED.values():
 _COMPOSITE_SECTIONS = {
     c.name: composites.SPECS[code] for code, c in spec.COMPOSITES.items() if "section" in c.provides
 }
-#: content types shown as text (besides text/*, *+json and *+xml)
-TEXT_TYPES = frozenset(
-    (
-        "application/json",
-        "application/xml",
-        "application/javascript",
-        "application/x-www-form-urlencoded",
-        "application/yaml",
-        "application/x-yaml",
-    )
-)
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _BINARY_WIDTH = {c: spec.ENCODINGS[c].width for c in BINARIES}
 
 #: annotation key -> (system, the name that system's API gives it). Not in the OASIS spec: from
@@ -247,25 +235,6 @@ def _data(ctx: Context, ctor: int, vpos: int, end: int, body: _Body) -> int:
     body.size += size
     body.count += 1
     return start + size
-
-
-def as_text(raw: bytes | memoryview, content_type: Any, content_encoding: Any) -> str | None:
-    """The body as text, when it is text: by content-type, or without one when it is valid
-    UTF-8 free of control characters. Encoded (compressed) bodies stay binary."""
-    if type(content_encoding) is str and content_encoding.lower() not in ("", "identity"):
-        return None
-    media = content_type.split(";", 1)[0].strip().lower() if type(content_type) is str else ""
-    if media and not (
-        media.startswith("text/") or media in TEXT_TYPES or media.endswith(("+json", "+xml"))
-    ):
-        return None
-    try:
-        text = str(raw, "utf-8")
-    except UnicodeDecodeError:
-        return None
-    if not media and _CONTROL.search(text):
-        return None
-    return text
 
 
 def _named_annotations(message: dict[str, Any]) -> list[dict[str, Any]]:
