@@ -501,7 +501,7 @@ def test_soak_keeps_up_without_drops_and_with_flat_memory(tmp_path: Path) -> Non
 @pytest.mark.parametrize("backend", ["scapy", "dumpcap", "pyshark"])
 def test_every_backend_reads_back_what_it_showed(tmp_path: Path, backend: str) -> None:
     if backend == "pyshark" and not live._pyshark_available():
-        pytest.skip("pyshark or tshark is not installed")
+        pytest.skip(reason="pyshark or tshark is not installed")
     written = tmp_path / "out.pcap"
     proc = LiveProcess(
         tmp_path,
