@@ -17,7 +17,7 @@ import pytest
 from amqpscope.codec.connection import ConnectionCodec
 from amqpscope.track.amqp091 import journeys, rules
 from amqpscope.track.amqp091.deliveries import Outstanding
-from amqpscope.track.amqp091.stats import RESERVOIR, Latency
+from amqpscope.track.stats import RESERVOIR, Latency
 from amqpscope.track.tracker import Tracker
 
 C2S, S2C = "c2s", "s2c"

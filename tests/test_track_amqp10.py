@@ -25,7 +25,7 @@ from amqpscope.track.amqp10 import ConnectionTracker
 from amqpscope.track.amqp10.link import Credit
 from amqpscope.track.amqp10.rules import RESERVOIR, SERIAL, serial_add, serial_diff
 from amqpscope.track.amqp10.session import Half
-from amqpscope.track.amqp10.stats import Latency
+from amqpscope.track.stats import Latency
 from amqpscope.track.tracker import Tracker
 
 CAPTURES = Path(__file__).resolve().parent.parent / "captures"
@@ -585,14 +585,14 @@ def test_unsettled_backlog_and_bounded_maps() -> None:
 
 
 def test_latency_reservoir_is_bounded_and_deterministic() -> None:
-    a, b = Latency(), Latency()
+    a, b = Latency(RESERVOIR), Latency(RESERVOIR)
     for i in range(50_000):
         a.add(i / 1000.0)
         b.add(i / 1000.0)
     assert len(a.samples) == RESERVOIR and a.count == 50_000
-    assert a.summary() == b.summary()
-    assert a.summary()["max"] == 49_999.0
-    assert 20_000 < a.summary()["p50"] < 30_000
+    assert a.to_json() == b.to_json()
+    assert a.to_json()["max"] == 49_999.0
+    assert 20_000 < a.to_json()["p50"] < 30_000
 
 
 # --- links, sessions, connection ---------------------------------------------------------------

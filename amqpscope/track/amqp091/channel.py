@@ -18,7 +18,7 @@ from amqpscope.codec.frames import Frame
 from amqpscope.findings import Finding, finding
 from amqpscope.track.amqp091 import rules
 from amqpscope.track.amqp091.deliveries import Outstanding
-from amqpscope.track.amqp091.stats import Latency
+from amqpscope.track.stats import Latency
 
 C2S = rules.C2S
 S2C = rules.S2C

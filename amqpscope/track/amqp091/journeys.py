@@ -33,7 +33,7 @@ from typing import Any
 
 from amqpscope.codec.frames import METHOD, Frame
 from amqpscope.track.amqp091.rules import name
-from amqpscope.track.amqp091.stats import Latency
+from amqpscope.track.stats import Latency
 
 #: publishes remembered for journey matching
 MAX_PUBLISHES = 200_000

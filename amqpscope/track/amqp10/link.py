@@ -22,11 +22,12 @@ from amqpscope.track.amqp10.delivery import Delivery
 from amqpscope.track.amqp10.rules import (
     CLIENT,
     OUTCOMES,
+    RESERVOIR,
     SERVER,
     serial_add,
     serial_diff,
 )
-from amqpscope.track.amqp10.stats import Episodes, Latency
+from amqpscope.track.stats import Episodes, Latency
 
 
 class Credit:
@@ -267,7 +268,7 @@ class Link:
         self.unsettled: dict[str, Delivery] = {}  # delivery-tag -> unsettled delivery
         self.outcomes = dict.fromkeys(OUTCOMES, 0)
         self.states: dict[str, int] = {}  # non-terminal and transactional states seen
-        self.latency = Latency()
+        self.latency = Latency(RESERVOIR)
         self.current: Delivery | None = None  # a delivery whose transfers are still coming
         self.inferred = inferred  # seen only mid-stream: no attach
         self.rejections: dict[tuple[str, str], int] = {}
@@ -330,7 +331,7 @@ class Link:
                 for (c, d), n in self.rejections.items()
             ],
             "credit": self.credit.summary(),
-            "latency": self.latency.summary(),
+            "latency": self.latency.to_json(),
             "error": error,
         }
 

@@ -20,7 +20,7 @@ from typing import Any
 from amqpscope.track.amqp10.delivery import Delivery, error_of
 from amqpscope.track.amqp10.link import Link
 from amqpscope.track.amqp10.rules import CLIENT, OTHER, SERVER, serial_add, serial_diff
-from amqpscope.track.amqp10.stats import Episodes
+from amqpscope.track.stats import Episodes
 
 
 class Half:

@@ -1,6 +1,7 @@
-"""Bounded statistics: latency samples kept in a fixed-size reservoir, exact count/min/max/mean.
+"""Bounded statistics for both trackers: latencies and stall episodes, constant memory each.
 
-A capture of any length costs `RESERVOIR` floats per statistic. Percentiles are exact while the
+Latencies keep a fixed-size reservoir of samples and exact count/min/max/mean: a capture of any
+length costs `size` floats per statistic. Percentiles are exact while the
 count is within the reservoir, and a uniform sample's percentiles beyond (Vitter's algorithm R,
 with a fixed seed so that the same capture always gives the same numbers).
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-#: samples kept per statistic
+#: samples kept per statistic, unless a tracker asks for another size
 RESERVOIR = 4096
 PERCENTILES = (50, 90, 99)
 
@@ -18,9 +19,10 @@ PERCENTILES = (50, 90, 99)
 class Latency:
     """Durations in seconds in; a JSON summary in milliseconds out."""
 
-    __slots__ = ("count", "max", "min", "rng", "samples", "total")
+    __slots__ = ("count", "max", "min", "rng", "samples", "size", "total")
 
-    def __init__(self) -> None:
+    def __init__(self, size: int = RESERVOIR) -> None:
+        self.size = size
         self.count = 0
         self.total = 0.0
         self.min = 0.0
@@ -39,13 +41,13 @@ class Latency:
             self.min = seconds
         elif seconds > self.max:
             self.max = seconds
-        if self.count <= RESERVOIR:
+        if self.count <= self.size:
             self.samples.append(seconds)
             return
         if self.rng is None:
-            self.rng = random.Random(RESERVOIR)
+            self.rng = random.Random(self.size)  # deterministic: same capture, same summary
         slot = self.rng.randrange(self.count)
-        if slot < RESERVOIR:
+        if slot < self.size:
             self.samples[slot] = seconds
 
     def to_json(self) -> dict[str, Any] | None:
@@ -62,9 +64,46 @@ class Latency:
         for p in PERCENTILES:
             out[f"p{p}"] = _ms(ordered[min(last, (p * len(ordered) + 99) // 100 - 1)])
         out["max"] = _ms(self.max)
-        if self.count > RESERVOIR:
-            out["sampled"] = RESERVOIR
+        if self.count > self.size:
+            out["sampled"] = self.size
         return out
+
+
+class Episodes:
+    """Periods of a stall (no credit, no window): how many, and for how long in total."""
+
+    __slots__ = ("count", "longest", "seconds", "since")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.seconds = 0.0
+        self.longest = 0.0
+        self.since: float | None = None  # start of the open episode
+
+    def start(self, ts: float) -> None:
+        if self.since is None:
+            self.since = ts
+
+    def cancel(self) -> None:
+        self.since = None
+
+    def stop(self, ts: float) -> float | None:
+        """Close the open episode at `ts`; its length, or None if none was open."""
+        if self.since is None:
+            return None
+        length = max(ts - self.since, 0.0)
+        self.since = None
+        self.count += 1
+        self.seconds += length
+        self.longest = max(self.longest, length)
+        return length
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "episodes": self.count,
+            "seconds": round(self.seconds, 6),
+            "longest": round(self.longest, 6),
+        }
 
 
 def _ms(seconds: float) -> float:
