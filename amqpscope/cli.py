@@ -108,6 +108,34 @@ def _display_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     )(fn)
 
 
+def _frame_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """What `read` and `live` share: the output form, the selections, the timeline's options."""
+    options = [
+        click.option("--json", "as_json", is_flag=True, help="One JSON object per frame (NDJSON)."),
+        click.option(
+            "--show-secrets",
+            is_flag=True,
+            help="Show credentials (SASL responses, connection.start-ok) instead of redacting.",
+        ),
+        click.option("-Y", "--filter", "expression", metavar="EXPR", help="Display filter."),
+        click.option(
+            "-c", "--count", type=click.IntRange(min=1), help="Stop after COUNT frames shown."
+        ),
+        click.option(
+            "--conn", "conns", type=int, multiple=True, help="Only connection N (repeatable)."
+        ),
+        click.option(
+            "--channel", "channels", type=int, multiple=True, help="Only channel N (repeatable)."
+        ),
+        click.option("--errors", is_flag=True, help="Only frames with findings or errors."),
+        click.option("--collapse", is_flag=True, help="Fold runs of like frames into one line."),
+        click.option("--body", is_flag=True, help="Show message bodies in full (4000 characters)."),
+    ]
+    for option in reversed(options):  # so --help lists them in this order
+        fn = option(fn)
+    return fn
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="amqpscope")
 def main() -> None:
@@ -116,25 +144,13 @@ def main() -> None:
 
 @main.command()
 @click.argument("file", type=click.Path(dir_okay=False, path_type=str))
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per frame (NDJSON).")
-@click.option(
-    "--show-secrets",
-    is_flag=True,
-    help="Show credentials (SASL responses, connection.start-ok) instead of redacting them.",
-)
-@click.option("-Y", "--filter", "expression", metavar="EXPR", help="Display filter (see below).")
-@click.option("-c", "--count", type=click.IntRange(min=1), help="Stop after COUNT frames shown.")
-@click.option("--conn", "conns", type=int, multiple=True, help="Only connection N (repeatable).")
-@click.option("--channel", "channels", type=int, multiple=True, help="Only channel N (repeatable).")
-@click.option("--errors", is_flag=True, help="Only frames with findings or errors.")
+@_frame_options
 @click.option("--link", "links", multiple=True, metavar="NAME", help="Only this 1.0 link's frames.")
 @click.option(
     "--queue", "queues", multiple=True, metavar="Q", help="Only frames concerning queue Q."
 )
 @click.option("--from", "start", type=float, metavar="SECONDS", help="From this relative time.")
 @click.option("--to", "stop", type=float, metavar="SECONDS", help="Up to this relative time.")
-@click.option("--collapse", is_flag=True, help="Fold runs of like frames into one line.")
-@click.option("--body", is_flag=True, help="Show message bodies in full (up to 4000 characters).")
 @_display_options
 @_guarded
 def read(
@@ -326,15 +342,7 @@ def schema(name: str) -> None:
     metavar="S",
     help="Forget connections without a packet for S seconds.",
 )
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per frame (NDJSON).")
-@click.option("--show-secrets", is_flag=True, help="Show credentials instead of redacting them.")
-@click.option("-Y", "--filter", "expression", metavar="EXPR", help="Display filter (as read's).")
-@click.option("-c", "--count", type=click.IntRange(min=1), help="Stop after COUNT frames shown.")
-@click.option("--conn", "conns", type=int, multiple=True, help="Only connection N (repeatable).")
-@click.option("--channel", "channels", type=int, multiple=True, help="Only channel N (repeatable).")
-@click.option("--errors", is_flag=True, help="Only frames with findings or errors.")
-@click.option("--collapse", is_flag=True, help="Fold runs of like frames into one line.")
-@click.option("--body", is_flag=True, help="Show message bodies in full (up to 4000 characters).")
+@_frame_options
 @_display_options
 @_guarded
 def live(
