@@ -6,10 +6,11 @@ Exit codes: 0 success (findings in the traffic are output, not failure), 1 unrea
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import wraps
 from typing import Any
 
@@ -18,18 +19,22 @@ from rich.console import Console
 
 from amqpscope import __version__
 from amqpscope import schema as schemas
-from amqpscope.capture.files import CaptureError, open_capture
+from amqpscope.capture.files import CaptureError, CaptureReader, open_capture
+from amqpscope.capture.secrets import KeyLogFiles
 from amqpscope.dissect import Dissector
 from amqpscope.filter import FilterError, Selection
 from amqpscope.findings import Finding
 from amqpscope.render.export import ExportWriter, capture_metadata
-from amqpscope.render.lines import frame_json
+from amqpscope.render.lines import frame_json, safe
+from amqpscope.render.progress import ProgressBar
 from amqpscope.render.summary import print_summary
 from amqpscope.render.timeline import Timeline
 from amqpscope.track.tracker import Tracker
 
 #: findings without a frame printed to stderr before "and N more"
 MAX_STDERR_FINDINGS = 20
+#: the summary's width when piped: wide enough that no table or line is cut
+PIPED_WIDTH = 10_000
 
 
 def _fail(message: str, code: int = 1) -> None:
@@ -67,7 +72,7 @@ def _report(findings: list[Finding]) -> None:
         where = (
             f"connection {f.conn}: " if f.conn is not None and "connection" not in f.message else ""
         )
-        click.echo(f"amqpscope: {f.severity}: {f.code}: {where}{f.message}", err=True)
+        click.echo(f"amqpscope: {f.severity}: {f.code}: {where}{safe(f.message)}", err=True)
     if len(findings) > MAX_STDERR_FINDINGS:
         click.echo(f"amqpscope: ... and {len(findings) - MAX_STDERR_FINDINGS} more", err=True)
 
@@ -81,6 +86,9 @@ class _Console(Console):
 
 def _console(color: str, width: int | None) -> Console:
     """The terminal, as --color and --width (and NO_COLOR, which rich honours) ask."""
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None:  # a console that cannot show → or ▁ gets ? rather than a crash
+        reconfigure(errors="replace")
     return _Console(
         force_terminal=True if color == "always" else None,
         no_color=color == "never",
@@ -90,6 +98,83 @@ def _console(color: str, width: int | None) -> Console:
         emoji=False,
         markup=False,
     )
+
+
+def _keylog(path: str | None) -> Any:
+    """The TLS secrets of --keylog FILE and SSLKEYLOGFILE, re-read whenever a connection's key
+    is missing (a live client appends to its key log). A pcapng's own secrets (Decryption
+    Secrets Blocks) are added by `Dissector.run`."""
+    from amqpscope.codec.tls import KeyLog
+
+    env = os.environ.get("SSLKEYLOGFILE")
+    files = KeyLogFiles([p for p in (path, env) if p])
+    keylog = KeyLog()
+    last = [0.0]
+
+    def refresh() -> None:
+        import time
+
+        now = time.monotonic()
+        if now - last[0] < 0.2:  # at most a look (one stat) per file every 0.2 s
+            return
+        last[0] = now
+        for text in files.read_new():
+            keylog.add_text(text)
+
+    refresh()
+    keylog.refresh = refresh
+    return keylog
+
+
+def _keylog_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """--keylog, for every command that decodes traffic."""
+    return click.option(
+        "--keylog",
+        type=click.Path(exists=True, dir_okay=False, path_type=str),
+        metavar="FILE",
+        help="TLS key log (NSS format, as SSLKEYLOGFILE writes) to decrypt TLS connections.",
+    )(fn)
+
+
+def _complete_iface(_ctx: Any, _param: Any, incomplete: str) -> list[Any]:
+    """Shell completion of IFACE: this machine's network interfaces."""
+    import socket
+
+    from click.shell_completion import CompletionItem
+
+    try:
+        names = [name for _, name in socket.if_nameindex()]
+    except OSError:
+        names = []
+    return [CompletionItem(name) for name in names if name.startswith(incomplete)]
+
+
+def _complete_files(_ctx: Any, _param: Any, incomplete: str) -> list[Any]:
+    """Shell completion by the shell's own file names (for arguments that also take URIs)."""
+    from click.shell_completion import CompletionItem
+
+    return [CompletionItem(incomplete, type="file")]
+
+
+def _complete_dirs(_ctx: Any, _param: Any, incomplete: str) -> list[Any]:
+    from click.shell_completion import CompletionItem
+
+    return [CompletionItem(incomplete, type="dir")]
+
+
+@contextlib.contextmanager
+def _progress(capture: CaptureReader, wanted: bool) -> Iterator[ProgressBar | None]:
+    """A transient progress bar on stderr for a long file, only when both stdout and stderr are
+    terminals (never piped, never for JSON); erased however the run ends."""
+    bar = None
+    if wanted and sys.stdout.isatty() and sys.stderr.isatty() and os.environ.get("TERM") != "dumb":
+        name = os.path.basename(capture.path)
+        bar = ProgressBar(sys.stderr, f"reading {name}", capture.position)
+    try:
+        yield bar
+    finally:
+        if bar is not None:
+            bar.clear()
 
 
 def _display_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -108,6 +193,13 @@ def _display_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     )(fn)
 
 
+_redact_bodies_option = click.option(
+    "--redact-bodies",
+    is_flag=True,
+    help="Drop message bodies: only their size is kept and shown.",
+)
+
+
 def _frame_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """What `read` and `live` share: the output form, the selections, the timeline's options."""
     options = [
@@ -117,6 +209,7 @@ def _frame_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             is_flag=True,
             help="Show credentials (SASL responses, connection.start-ok) instead of redacting.",
         ),
+        _redact_bodies_option,
         click.option("-Y", "--filter", "expression", metavar="EXPR", help="Display filter."),
         click.option(
             "-c", "--count", type=click.IntRange(min=1), help="Stop after COUNT frames shown."
@@ -130,6 +223,7 @@ def _frame_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--errors", is_flag=True, help="Only frames with findings or errors."),
         click.option("--collapse", is_flag=True, help="Fold runs of like frames into one line."),
         click.option("--body", is_flag=True, help="Show message bodies in full (4000 characters)."),
+        _keylog_option,
     ]
     for option in reversed(options):  # so --help lists them in this order
         fn = option(fn)
@@ -139,7 +233,22 @@ def _frame_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="amqpscope")
 def main() -> None:
-    """See what AMQP clients and brokers really said: decode, track and explain captures."""
+    """See what AMQP clients and brokers really said: decode, track and explain captures.
+
+    \b
+    Examples:
+      amqpscope read capture.pcap                the timeline, one line per frame
+      amqpscope summary capture.pcap             per connection: its links or channels
+      amqpscope export capture.pcap -o out.json  everything, as JSON
+      amqpscope live lo -f 'tcp port 5672'       decode traffic as it flows
+      amqpscope read capture.pcap --color always | less -R
+
+    \b
+    Exit status: 0 when the input was read (findings in the traffic are output, not
+    failure), 1 when it cannot be read, 2 for bad usage, 130 when interrupted.
+    Shell completion (bash; or zsh_source, fish_source):
+      eval "$(_AMQPSCOPE_COMPLETE=bash_source amqpscope)"
+    """
 
 
 @main.command()
@@ -168,8 +277,10 @@ def read(
     stop: float | None,
     collapse: bool,
     body: bool,
+    keylog: str | None,
     color: str,
     width: int | None,
+    redact_bodies: bool = False,
 ) -> None:
     """Decode every AMQP frame of a pcap or pcapng FILE, in capture order.
 
@@ -191,7 +302,7 @@ def read(
         selection = Selection(expression, conns, channels, errors, start, stop, links, queues)
     except FilterError as exc:
         _fail(f"-Y: {exc}", 2)
-    dissector = Dissector(show_secrets=show_secrets)
+    dissector = Dissector(show_secrets=show_secrets, redact_bodies=redact_bodies)
     tracker = Tracker()
     out = sys.stdout
     timeline = None
@@ -200,9 +311,10 @@ def read(
         timeline = Timeline(console, collapse, body, fit=True if width else None)
     shown = 0
     ended: list[Finding] = []
-    with open_capture(file) as capture:
+    with open_capture(file) as capture, _progress(capture, not as_json) as bar:
+        dissector.context.keylog = _keylog(keylog)
         first_ts: float | None = None
-        for frame in dissector.run(capture):
+        for frame in dissector.run(bar.wrap(capture) if bar else capture):
             tracker.feed(frame)  # state findings ride the frame that raised them
             if first_ts is None:
                 first_ts = frame.ts
@@ -213,6 +325,8 @@ def read(
             if timeline is None:
                 out.write(frame_json(frame) + "\n")
             else:
+                if bar is not None:
+                    bar.wrote()
                 timeline.frame(frame)
             shown += 1
             if count is not None and shown >= count:
@@ -221,6 +335,8 @@ def read(
             placed = len(tracker.findings)
             tracker.finish()
             ended = tracker.findings[placed:]
+        if bar is not None:
+            bar.clear()
         if timeline is not None:
             timeline.finish()
         out.flush()
@@ -230,9 +346,10 @@ def read(
 @main.command()
 @click.argument("file", type=click.Path(dir_okay=False, path_type=str))
 @click.option("--json", "as_json", is_flag=True, help="The summary as one JSON document.")
+@_keylog_option
 @_display_options
 @_guarded
-def summary(file: str, as_json: bool, color: str, width: int | None) -> None:
+def summary(file: str, as_json: bool, keylog: str | None, color: str, width: int | None) -> None:
     """Per connection: sessions and links, or channels and consumers, with what went wrong.
 
     \b
@@ -240,16 +357,21 @@ def summary(file: str, as_json: bool, color: str, width: int | None) -> None:
       amqpscope summary capture.pcap
       amqpscope summary capture.pcap --json | jq '.connections[].close'
     """
-    dissector = Dissector()
+    dissector = Dissector(messages=False)  # the summary needs no message decoded
     tracker = Tracker()
-    with open_capture(file) as capture:
-        for frame in dissector.run(capture):
+    with open_capture(file) as capture, _progress(capture, not as_json) as bar:
+        dissector.context.keylog = _keylog(keylog)
+        for frame in dissector.run(bar.wrap(capture) if bar else capture):
             tracker.feed(frame)
         tracker.finish()
         result = tracker.summary()
+        if bar is not None:
+            bar.clear()
         if as_json:
             sys.stdout.write(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
         else:
+            if width is None and not sys.stdout.isatty():
+                width = PIPED_WIDTH  # piped: tables at their natural width, nothing cut
             print_summary(result, _console(color, width))
         sys.stdout.flush()
         _report(capture.findings + dissector.findings)
@@ -267,8 +389,17 @@ def summary(file: str, as_json: bool, color: str, width: int | None) -> None:
 )
 @click.option("--ndjson", is_flag=True, help="One record per line instead of one document.")
 @click.option("--show-secrets", is_flag=True, help="Include credentials instead of redacting.")
+@_redact_bodies_option
+@_keylog_option
 @_guarded
-def export(file: str, output: str, ndjson: bool, show_secrets: bool) -> None:
+def export(
+    file: str,
+    output: str,
+    ndjson: bool,
+    show_secrets: bool,
+    keylog: str | None,
+    redact_bodies: bool = False,
+) -> None:
     """Everything about FILE as JSON: capture, frames, connections, findings.
 
     \b
@@ -280,16 +411,23 @@ def export(file: str, output: str, ndjson: bool, show_secrets: bool) -> None:
       amqpscope export capture.pcap -o capture.json
       amqpscope export capture.pcap --ndjson | jq 'select(.record == "connection")'
     """
-    dissector = Dissector(show_secrets=show_secrets)
+    dissector = Dissector(show_secrets=show_secrets, redact_bodies=redact_bodies)
     tracker = Tracker()
-    with open_capture(file) as capture, click.open_file(output, "w", encoding="utf-8") as out:
+    with (
+        open_capture(file) as capture,
+        click.open_file(output, "w", encoding="utf-8") as out,
+        _progress(capture, output != "-") as bar,
+    ):
+        dissector.context.keylog = _keylog(keylog)
         writer = ExportWriter(out, capture_metadata(capture, file), ndjson)
-        for frame in dissector.run(capture):
+        for frame in dissector.run(bar.wrap(capture) if bar else capture):
             tracker.feed(frame)
             writer.frame(frame)
         tracker.finish()
         unplaced = [f.to_json() for f in capture.findings + dissector.findings]
         writer.close(tracker.summary(), unplaced)
+        if bar is not None:
+            bar.clear()
         _report(capture.findings + dissector.findings)
 
 
@@ -306,7 +444,7 @@ def schema(name: str) -> None:
 
 
 @main.command()
-@click.argument("iface", metavar="IFACE")
+@click.argument("iface", metavar="IFACE", shell_complete=_complete_iface)
 @click.option(
     "-f",
     "bpf",
@@ -362,8 +500,10 @@ def live(
     errors: bool,
     collapse: bool,
     body: bool,
+    keylog: str | None,
     color: str,
     width: int | None,
+    redact_bodies: bool = False,
 ) -> None:
     """Capture on IFACE and decode AMQP frames as they flow, until Ctrl-C, --duration or -c.
 
@@ -399,7 +539,10 @@ def live(
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         click.echo(f"amqpscope: {capture.describe()}", err=True)
-        pipeline = LivePipeline(show_secrets, idle_timeout, journeys=with_summary)
+        pipeline = LivePipeline(
+            show_secrets, idle_timeout, journeys=with_summary, redact_bodies=redact_bodies
+        )
+        pipeline.dissector.context.keylog = _keylog(keylog)  # re-read as the client appends
         out = sys.stdout
         timeline = None
         console = _console(color, width)
@@ -470,14 +613,30 @@ def live(
 
 
 @main.command()
-@click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
-@click.option("--out", required=True, metavar="DIR", help="Where the Parquet tables go (any URI).")
+@click.argument(
+    "inputs", nargs=-1, required=True, metavar="INPUT...", shell_complete=_complete_files
+)
+@click.option(
+    "--out",
+    required=True,
+    metavar="DIR",
+    shell_complete=_complete_dirs,
+    help="Where the Parquet tables go (any URI).",
+)
 @click.option("--master", metavar="URL", help="Spark master (default: local[*]; spark-submit's).")
 @click.option("--partitions", type=click.IntRange(min=1), help="Decode tasks (default: by size).")
 @click.option("--report", is_flag=True, help="Then print cross-capture aggregates.")
+@click.option("--show-secrets", is_flag=True, help="Keep credentials (default: redacted).")
+@_redact_bodies_option
 @_guarded
 def spark(
-    inputs: tuple[str, ...], out: str, master: str | None, partitions: int | None, report: bool
+    inputs: tuple[str, ...],
+    out: str,
+    master: str | None,
+    partitions: int | None,
+    report: bool,
+    show_secrets: bool = False,
+    redact_bodies: bool = False,
 ) -> None:
     """Decode folders of captures on Spark into Parquet tables (frames, deliveries, links,
     channels, connections, findings); connections cut by file rotation are stitched.
@@ -502,10 +661,12 @@ def spark(
             partitions,
             report,
             progress=lambda text: click.echo(f"amqpscope: {text}", err=True),
+            show_secrets=show_secrets,
+            redact_bodies=redact_bodies,
         )
     except job.PipelineError as exc:
         _fail(str(exc))
 
 
 if __name__ == "__main__":
-    main()
+    main(prog_name="amqpscope")  # `python -m amqpscope.cli`: the same name, help and completion

@@ -7,16 +7,21 @@ of the packet that completes each one; findings that no frame carries collect in
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 
 from amqpscope.capture.linklayer import SegmentDecoder
-from amqpscope.capture.packet import RawPacket
+from amqpscope.capture.packet import RawPacket, Segment
 from amqpscope.codec.connection import ConnectionCodec
 from amqpscope.codec.frames import Frame
+from amqpscope.codec.layers import LayerContext
 from amqpscope.findings import Finding, finding
 from amqpscope.stream.events import C2S, StreamClose, StreamData, StreamGap, StreamOpen
 from amqpscope.stream.tcp import TcpReassembler
+
+#: endpoint pairs with snap-length cuts remembered before the memory starts over
+MAX_CUT_FLOWS = 4096
 
 
 def endpoint_text(endpoint: tuple[str, int]) -> str:
@@ -53,8 +58,21 @@ class Connection:
 class Dissector:
     """Feed raw packets, get frames. Holds the per-connection state of every layer."""
 
-    def __init__(self, show_secrets: bool = False) -> None:
+    def __init__(
+        self,
+        show_secrets: bool = False,
+        keylog: object = None,
+        messages: bool = True,
+        redact_bodies: bool = False,
+    ) -> None:
         self.show_secrets = show_secrets  # decode credentials rather than redact them
+        self.redact_bodies = redact_bodies  # message bodies counted, never kept or shown
+        # packets whose TCP payload the snap length cut, per (src, dst), to explain the gap
+        self.cut: dict[tuple[str, str], deque[tuple[int, int, int]]] = {}
+        # False: AMQP 1.0 messages are not decoded, only followed (what `summary` needs)
+        self.messages = messages
+        # what TLS layers decrypt with (a `codec.tls.KeyLog`; pcapng secrets are added to it)
+        self.context = LayerContext(keylog=keylog, show_secrets=show_secrets)
         self.segments = SegmentDecoder()
         self.tcp = TcpReassembler()
         self.connections: dict[int, Connection] = {}
@@ -67,6 +85,8 @@ class Dissector:
         segment = self.segments.decode(packet)
         if segment is None:
             return []
+        if packet.wirelen > len(packet.data) and segment.payload:
+            self._cut(packet, segment)
         out: list[Frame] = []
         for event in self.tcp.feed(segment):
             self._event(event, out)
@@ -120,9 +140,35 @@ class Dissector:
         return gone
 
     def run(self, packets: Iterable[RawPacket]) -> Iterator[Frame]:
+        """All frames of `packets`. A capture file that carries TLS secrets (pcapng Decryption
+        Secrets Blocks: its `secrets`) decrypts with them, with no key log given."""
+        if hasattr(packets, "secrets"):
+            self.take_secrets(packets.secrets)
         for packet in packets:
             yield from self.feed(packet)
         yield from self.finish()
+
+    def take_secrets(self, secrets: list[bytes]) -> None:
+        """Read key logs from `secrets` (a `CaptureReader`'s, a list that grows while the capture
+        is read) whenever a TLS connection's key is missing, on top of the key log given. `run`
+        does this itself when given the reader; a caller that wraps the reader calls it."""
+        from amqpscope.codec.tls import KeyLog
+
+        keylog = self.context.keylog
+        if keylog is None:
+            keylog = self.context.keylog = KeyLog()
+        before = keylog.refresh
+        taken = 0
+
+        def refresh() -> None:
+            nonlocal taken
+            if before is not None:
+                before()
+            while taken < len(secrets):
+                keylog.add_bytes(secrets[taken])
+                taken += 1
+
+        keylog.refresh = refresh
 
     # -- stream events ---------------------------------------------------------------------------
     def _event(self, event: object, out: list[Frame]) -> None:
@@ -137,7 +183,14 @@ class Dissector:
                 endpoint_text(event.client),
                 endpoint_text(event.server),
                 event.role_from,
-                ConnectionCodec(event.role_from == "syn", self.show_secrets),
+                ConnectionCodec(
+                    event.role_from == "syn",
+                    self.show_secrets,
+                    self.context,
+                    self.messages,
+                    self.redact_bodies,
+                    server_port=event.server[1],
+                ),
                 event.packet,
                 event.ts,
                 event.packet,
@@ -145,9 +198,7 @@ class Dissector:
             )
         elif isinstance(event, StreamGap):
             conn = self.connections[event.conn]
-            note = finding(
-                "tcp.gap", f"{event.missing} bytes of {event.direction} not captured", event.packet
-            )
+            note = self._gap_note(conn, event)
             conn.codec.gap(event.direction, event.missing, note)
         elif isinstance(event, StreamClose):
             conn = self.connections[event.conn]
@@ -155,6 +206,31 @@ class Dissector:
                 conn.closed = event.how
                 self._number(conn, conn.codec.end(event.packet), out)
                 self._carry(conn)
+
+    def _cut(self, packet: RawPacket, segment: Segment) -> None:
+        """Remember a TCP payload cut by the snap length: the gap it leaves is explained by it."""
+        cut = self.cut
+        if len(cut) > MAX_CUT_FLOWS:
+            cut.clear()
+        flow = (endpoint_text(segment.src), endpoint_text(segment.dst))
+        kept = len(segment.payload)
+        cut.setdefault(flow, deque(maxlen=64)).append(
+            (packet.number, kept, kept + packet.wirelen - len(packet.data))
+        )
+
+    def _gap_note(self, conn: Connection, event: StreamGap) -> Finding:
+        """The `tcp.gap` finding a gap rides on; it says so when the snap length cut the payload
+        of a packet of this direction."""
+        what = f"{event.missing} bytes of {event.direction} not captured"
+        c2s = (event.direction == C2S) != conn.flipped
+        flow = (conn.client, conn.server) if c2s else (conn.server, conn.client)
+        cuts = self.cut.get(flow)
+        if cuts:
+            number, kept, size = cuts.popleft()
+            if not cuts:
+                del self.cut[flow]
+            what += f": the snap length cut packet {number}'s payload ({kept} of {size} bytes kept)"
+        return finding("tcp.gap", what, event.packet)
 
     def _close(self, conn: Connection, packet: int) -> list[Frame]:
         conn.closed = "eof"
@@ -164,7 +240,7 @@ class Dissector:
         return out
 
     def _carry(self, conn: Connection) -> None:
-        if conn.is_amqp:
+        if conn.is_amqp or conn.codec.layers:
             self.findings.extend(replace(f, conn=conn.conn) for f in conn.codec.findings)
         conn.codec.findings.clear()
 

@@ -1,85 +1,156 @@
-"""Time amqpscope against tshark on the same big capture, in one run, and report ratios.
+"""Time amqpscope against tshark on the same big captures, in one run, and report ratios.
 
-The big capture is made here at run time (never committed): a recorded capture's packets are
-repeated with a fresh client port for each copy, so every copy is a connection of its own.
+The captures are synthesised here at run time (never committed) from recorded conversations
+(`synth.py`): one long 0-9-1 connection that publishes and consumes `--messages-091` messages,
+and one long AMQP 1.0 connection that sends and receives `--messages-10` messages (two transfers
+each). On each capture, side by side:
 
-    python3 bench/run.py [--capture captures/X.pcap] [--copies N] [--repeat K]
+    amqpscope read --json FILE    against   tshark -r FILE -T json -J amqp    (full decode)
+    amqpscope summary FILE        against   tshark -r FILE -Y amqp            (one line a frame)
+
+with wall time (median of `--repeat` runs) and peak memory (the child's maximum RSS). The last
+column checks that `summary` streams: its peak memory on a capture of half the length.
+
+    python3 bench/run.py [--messages-091 N] [--messages-10 N] [--repeat K] [--keep DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import platform
 import shutil
 import statistics
-import struct
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from scapy.utils import RawPcapReader
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import synth  # a sibling script, not a package
 
-HERE = Path(__file__).resolve().parent
-DEFAULT = HERE.parent / "captures" / "091-qos-prefetch.pcap"
-
-
-def multiply(source: Path, target: Path, copies: int) -> int:
-    """Write `copies` of `source` (Ethernet/IPv4 pcap) into `target`, each with its client port
-    moved by the copy's index and its timestamps moved after the previous copy's."""
-    packets = list(RawPcapReader(str(source)))
-    if not packets:
-        raise SystemExit(f"{source}: no packets")
-    span = packets[-1][1].sec - packets[0][1].sec + 1
-    with target.open("wb") as out:
-        out.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, 1))
-        for copy in range(copies):
-            for data, meta in packets:
-                frame = bytearray(data)
-                if len(frame) >= 38 and frame[12:14] == b"\x08\x00" and frame[23] == 6:
-                    ihl = (frame[14] & 0x0F) * 4
-                    tcp = 14 + ihl
-                    sport, dport = struct.unpack_from(">HH", frame, tcp)
-                    if sport > dport:
-                        struct.pack_into(">H", frame, tcp, 20000 + (sport + copy) % 40000)
-                    else:
-                        struct.pack_into(">H", frame, tcp + 2, 20000 + (dport + copy) % 40000)
-                sec = meta.sec + copy * span
-                out.write(struct.pack("<IIII", sec, meta.usec, len(frame), meta.wirelen))
-                out.write(frame)
-    return copies * len(packets)
+GNU_TIME = shutil.which("time") if Path("/usr/bin/time").exists() else None
 
 
-def timed(cmd: list[str], repeat: int) -> float:
-    runs = []
+def measure(cmd: list[str], repeat: int) -> tuple[float, float, float]:
+    """(median wall seconds, median CPU seconds, peak RSS in MB of the largest run) of `cmd`.
+
+    The peak comes from GNU time (`time -f %M`) when installed: a child of this process would
+    inherit this process's own high-water mark through fork and exec, which would hide a
+    smaller one; GNU time's is a megabyte. Without it, wait4's number is an upper bound."""
+    walls, cpus, peaks = [], [], []
     for _ in range(repeat):
-        start = time.perf_counter()
-        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-        runs.append(time.perf_counter() - start)
-    return statistics.median(runs)
+        with tempfile.NamedTemporaryFile("r") as report:
+            wrapped = [GNU_TIME, "-f", "%U %S %M", "-o", report.name, *cmd] if GNU_TIME else cmd
+            start = time.perf_counter()
+            child = subprocess.Popen(wrapped, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            _, status, usage = os.wait4(child.pid, 0)
+            walls.append(time.perf_counter() - start)
+            if os.waitstatus_to_exitcode(status) != 0:
+                raise SystemExit(
+                    f"{' '.join(cmd)}: exit status {os.waitstatus_to_exitcode(status)}"
+                )
+            if GNU_TIME:
+                user, system, peak = report.read().split()[-3:]
+                cpus.append(float(user) + float(system))
+                peaks.append(int(peak) / 1024)
+            else:
+                cpus.append(usage.ru_utime + usage.ru_stime)
+                peaks.append(usage.ru_maxrss / 1024)  # KiB on Linux
+    return statistics.median(walls), statistics.median(cpus), max(peaks)
 
 
-def main() -> int:
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def tshark_version(tshark: str) -> str:
+    out = subprocess.run([tshark, "--version"], capture_output=True, text=True).stdout
+    return out.splitlines()[0] if out else "tshark"
+
+
+def bench(
+    label: str,
+    build: Callable[[Path, int], int],
+    messages: int,
+    tmp: Path,
+    repeat: int,
+    tshark: str | None,
+) -> list[str]:
+    """Build the capture for one version, run every command on it; the table's rows."""
+    big, half = tmp / f"{label}.pcap", tmp / f"{label}-half.pcap"
+    packets = build(big, messages)
+    build(half, messages // 2)
+    me = [sys.executable, "-m", "amqpscope.cli"]
+    runs = {
+        "read": [*me, "read", "--json", str(big)],
+        "summary": [*me, "summary", str(big)],
+        "summary-half": [*me, "summary", str(half)],
+    }
+    if tshark:
+        runs["tshark-json"] = [tshark, "-r", str(big), "-T", "json", "-J", "amqp"]
+        runs["tshark-line"] = [tshark, "-r", str(big), "-Y", "amqp"]
+    got = {name: measure(cmd, repeat) for name, cmd in runs.items()}
+    size = big.stat().st_size / 1e6
+    print(f"{label}: {messages} messages, {packets} packets, {size:.1f} MB", file=sys.stderr)
+    rows = []
+    for ours, theirs, what in (
+        ("read", "tshark-json", "`read --json` vs `-T json -J amqp`"),
+        ("summary", "tshark-line", "`summary` vs `-Y amqp`"),
+    ):
+        wall, cpu, peak = got[ours]
+        row = f"| {label} | {what} | {wall:.2f} s ({cpu:.2f}) | {peak:.0f} MB |"
+        if theirs in got:
+            t_wall, t_cpu, t_peak = got[theirs]
+            row += (
+                f" {t_wall:.2f} s ({t_cpu:.2f}) | {t_peak:.0f} MB | **{wall / t_wall:.2f}**"
+                f" ({cpu / t_cpu:.2f}) | {peak / t_peak:.2f} |"
+            )
+        else:
+            row += " - | - | - | - |"
+        row += f" {got['summary-half'][2]:.0f} MB |" if ours == "summary" else " |"
+        rows.append(row)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--capture", type=Path, default=DEFAULT)
-    parser.add_argument("--copies", type=int, default=200)
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
-    tshark = shutil.which("tshark")
-    with tempfile.TemporaryDirectory() as tmp:
-        big = Path(tmp) / "big.pcap"
-        packets = multiply(args.capture, big, args.copies)
-        size = big.stat().st_size / 1e6
-        name = args.capture.name
-        print(f"capture: {packets} packets, {size:.1f} MB ({args.copies} copies of {name})")
-        ours = timed(
-            [sys.executable, "-m", "amqpscope.cli", "read", "--json", str(big)], args.repeat
-        )
-        print(f"amqpscope read --json   {ours:8.2f} s  {packets / ours:10.0f} packets/s")
-        if tshark:
-            theirs = timed([tshark, "-r", str(big), "-Y", "amqp", "-T", "pdml"], args.repeat)
-            print(f"tshark -Y amqp -T pdml  {theirs:8.2f} s  {packets / theirs:10.0f} packets/s")
-            print(f"ratio amqpscope/tshark  {ours / theirs:8.2f}  (below 1: amqpscope is faster)")
+    parser.add_argument("--messages-091", type=int, default=100_000, metavar="N")
+    parser.add_argument("--messages-10", type=int, default=25_000, metavar="N")
+    parser.add_argument("--repeat", type=int, default=1, metavar="K")
+    parser.add_argument("--no-tshark", action="store_true", help="time amqpscope only")
+    parser.add_argument("--keep", type=Path, metavar="DIR", help="keep the captures in DIR")
+    args = parser.parse_args(argv)
+    tshark = None if args.no_tshark else shutil.which("tshark")
+    print(f"machine: {machine()}")
+    if tshark:
+        print(f"against: {tshark_version(tshark)}")
+    print()
+    print(
+        "| capture | amqpscope vs tshark | amqpscope s (CPU s) | peak | tshark s (CPU s) | peak"
+        " | time ratio (CPU) | memory ratio | `summary` peak, half the messages |"
+    )
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = args.keep or Path(scratch)
+        tmp.mkdir(parents=True, exist_ok=True)
+        for label, build, messages in (
+            ("0-9-1", synth.build_091, args.messages_091),
+            ("1.0", synth.build_10, args.messages_10),
+        ):
+            if messages > 0:
+                for row in bench(label, build, messages, tmp, args.repeat, tshark):
+                    print(row, flush=True)
     return 0
 
 

@@ -1,8 +1,14 @@
 """Scaling of `amqpscope spark`: local[1] against local[2] on the same input, and throughput per
-core against single-process `amqpscope read --json` over the same files.
+core against single-process `amqpscope read --json` over the same files, measured in one run.
 
-The input is made here at run time with run.py's multiply(): FILES files, each COPIES copies of
-a recorded capture (every copy a connection of its own).
+The input is made here at run time: FILES files, each COPIES copies of a recorded capture, every
+copy a connection of its own (client port moved, timestamps after the previous copy's).
+
+Two measures, because a shared machine makes wall clocks lie:
+- per core (wall): packets / job seconds / cores. The job's seconds are from `amqpscope spark`'s
+  own "done in" line (the JVM's start excluded); `read --json` is one process per file, in turn.
+- per CPU second: packets / CPU seconds used by every process of the run (the JVM, the Python
+  workers, the driver; sampled from /proc, so start-up is included), against read's.
 
     python3 bench/spark_scaling.py [--files 8] [--copies 500] [--cores 1 2]
 """
@@ -10,15 +16,63 @@ a recorded capture (every copy a connection of its own).
 from __future__ import annotations
 
 import argparse
+import os
+import platform
 import re
+import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import DEFAULT, multiply
+from synth import multiply  # bench/ is the script's folder
+
+DEFAULT = Path(__file__).resolve().parent.parent / "captures" / "091-qos-prefetch.pcap"
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu(pid: int) -> dict[int, float]:
+    """CPU seconds of `pid` and every process below it, by pid."""
+    out: dict[int, float] = {}
+    stack = [pid]
+    while stack:
+        at = stack.pop()
+        try:
+            with open(f"/proc/{at}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            out[at] = (int(fields[11]) + int(fields[12])) / TICK
+            for task in os.listdir(f"/proc/{at}/task"):
+                with open(f"/proc/{at}/task/{task}/children") as f:
+                    stack.extend(int(child) for child in f.read().split())
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def run_spark(command: list[str]) -> tuple[float, float, str]:
+    """(wall seconds, CPU seconds of the whole process tree, stderr) of one spark run."""
+    seen: dict[int, float] = {}
+    start = time.perf_counter()
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            for pid, seconds in _cpu(child.pid).items():
+                seen[pid] = max(seen.get(pid, 0.0), seconds)
+            done.wait(0.1)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    _, err = child.communicate()
+    wall = time.perf_counter() - start
+    done.set()
+    sampler.join()
+    if child.returncode != 0:
+        raise SystemExit(f"{' '.join(command)}: exit status {child.returncode}\n{err[-2000:]}")
+    return wall, sum(seen.values()), err
 
 
 def main() -> int:
@@ -35,7 +89,12 @@ def main() -> int:
         for i in range(args.files):
             packets += multiply(args.capture, folder / f"cap{i:03}.pcap", args.copies)
         size = sum(p.stat().st_size for p in folder.iterdir()) / 1e6
-        print(f"input: {args.files} files, {packets} packets, {size:.1f} MB")
+        print(
+            f"input: {args.files} files, {packets} packets, {size:.1f} MB;"
+            f" {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()},"
+            f" load average {os.getloadavg()[0]:.1f} at the start"
+        )
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         for path in sorted(folder.iterdir()):
             subprocess.run(
@@ -44,26 +103,32 @@ def main() -> int:
                 check=True,
             )
         single = time.perf_counter() - start
-        print("| run | cores | wall s | job s | packets/s | per core | vs read |")
-        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        read_cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        read_rate, read_per_cpu = packets / single, packets / read_cpu
+        print(
+            "| run | cores | wall s | job s | packets/s | per core | vs read"
+            " | CPU s | per CPU s | vs read |"
+        )
+        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
         print(
             f"| `read --json`, one process per file | 1 | {single:.1f} | {single:.1f} |"
-            f" {packets / single:.0f} | {packets / single:.0f} | 1.00 |"
+            f" {read_rate:.0f} | {read_rate:.0f} | 1.00 | {read_cpu:.1f} | {read_per_cpu:.0f} |"
+            " 1.00 |"
         )
         for cores in args.cores:
-            start = time.perf_counter()
-            done = subprocess.run(
+            wall, cpu, err = run_spark(
                 [sys.executable, "-m", "amqpscope.cli", "spark", str(folder), "--out",
-                 str(Path(tmp) / f"out{cores}"), "--master", f"local[{cores}]"],
-                capture_output=True, text=True, check=True,
+                 str(Path(tmp) / f"out{cores}"), "--master", f"local[{cores}]"]
             )  # fmt: skip
-            wall = time.perf_counter() - start
-            job = float(re.findall(r"done in ([0-9.]+) s", done.stderr)[-1])
+            job = float(re.findall(r"done in ([0-9.]+) s", err)[-1])
             rate = packets / job
             print(
                 f"| `spark --master local[{cores}]` | {cores} | {wall:.1f} | {job:.1f} |"
-                f" {rate:.0f} | {rate / cores:.0f} | {rate / cores / (packets / single):.2f} |"
+                f" {rate:.0f} | {rate / cores:.0f} | {rate / cores / read_rate:.2f} |"
+                f" {cpu:.1f} | {packets / cpu:.0f} | {packets / cpu / read_per_cpu:.2f} |"
             )
+        print(f"load average {os.getloadavg()[0]:.1f} at the end")
     return 0
 
 

@@ -23,6 +23,7 @@ stall the whole run; the exit status is non-zero if any scenario failed.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import datetime as dt
 import hashlib
@@ -388,6 +389,7 @@ def ensure_broker() -> None:
             raise RuntimeError(f"AMQP 1.0 plugin not answering on 5672 (got {reply!r})")
         time.sleep(1)
     log("RabbitMQ is up with AMQP 1.0 on 5672")
+    ensure_tls_listener()
 
 
 def first_line(cmd: list[str]) -> str | None:
@@ -465,6 +467,7 @@ class Scenario:
     manual_capture: bool = False
     needs_broker: bool = True
     timeout: float = 60.0
+    post: Callable[[Path, Path, str], None] | None = None  # (capture, out dir, name) once final
 
 
 SCENARIOS: dict[str, Scenario] = {}
@@ -519,12 +522,13 @@ def pika_params(
     user: str = GUEST[0],
     password: str = GUEST[1],
     name: str = "amqpscope",
+    port: int = BROKER_PORT,
     **kw: Any,
 ) -> pika.ConnectionParameters:
     """Connection parameters with short timeouts so failures surface quickly."""
     return pika.ConnectionParameters(
         host=host,
-        port=BROKER_PORT,
+        port=port,
         credentials=pika.PlainCredentials(user, password),
         connection_attempts=1,
         socket_timeout=5,
@@ -627,10 +631,11 @@ def close_091(conn: pika.BlockingConnection, n: Counts) -> None:
     n.inc("connection_closes")
 
 
-def basic_round_trip(ctx: Ctx, host: str = BROKER_HOST, messages: int = 3) -> Counts:
-    """Small publish/consume/ack exchange reused by the capture-format scenarios."""
+def basic_round_trip(ctx: Ctx, host: str = BROKER_HOST, messages: int = 3, **kw: Any) -> Counts:
+    """Small publish/consume/ack exchange reused by the capture-format scenarios (`kw`: more
+    connection parameters, e.g. TLS)."""
     n = Counts()
-    conn = connect_091(ctx, n, host=host)
+    conn = connect_091(ctx, n, host=host, **kw)
     ch = conn.channel()
     n.inc("channels")
     q = ctx.q()
@@ -2459,6 +2464,621 @@ def s_non_amqp(ctx: Ctx) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------
+# AMQP 1.0 over WebSocket
+# --------------------------------------------------------------------------
+
+WS_PORT = 5674
+WS_PATH = "/amqp"
+WS_FRAGMENT = 64  # the client sends AMQP bytes in frames of at most this size: continuations
+
+
+class WebSocketBridges:
+    """Both ends of an AMQP WebSocket Binding 1.0 connection, in one asyncio loop on a thread.
+
+    Why: Proton's reactor speaks TCP only. Its bytes go to a local TCP port, from there over a
+    `websockets` client to ws://127.0.0.1:5674/amqp (subprotocol `amqp`), into a `websockets`
+    server that hands the message payloads to RabbitMQ on 5672, and back. Only the WebSocket leg
+    is captured. Each end counts what it sent and received, as the library reported it. The
+    client opens with a ping and closes the WebSocket when Proton closes its socket, so who
+    closes first does not depend on timing.
+    """
+
+    def __init__(self) -> None:
+        self.n = Counts()
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.closed = threading.Event()
+        self.servers: list[Any] = []
+
+    def start(self) -> str:
+        """Start both bridges; return the URL Proton connects to."""
+        self.thread.start()
+        port = asyncio.run_coroutine_threadsafe(self._start(), self.loop).result(15)
+        return f"amqp://127.0.0.1:{port}"
+
+    def stop(self) -> None:
+        """Close the listeners and the loop (the connections have ended by now)."""
+
+        async def close() -> None:
+            for server in self.servers:
+                server.close()
+                await server.wait_closed()
+
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(close(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+    def _counting(self, base: type, side: str) -> type:
+        """A websockets connection class that counts every frame its protocol object sends, by
+        opcode: what the library put on the wire, not what the scenario meant to send."""
+        n = self.n
+
+        class Counting(base):  # type: ignore[misc, valid-type]
+            def __init__(self, protocol: Any, *args: Any, **kw: Any) -> None:
+                super().__init__(protocol, *args, **kw)
+                send = protocol.send_frame
+
+                def send_frame(frame: Any) -> None:
+                    n.tally(f"{side}_frames_sent", frame.opcode.name.lower())
+                    send(frame)
+
+                protocol.send_frame = send_frame
+
+        return Counting
+
+    async def _start(self) -> int:
+        from websockets.asyncio.server import ServerConnection, serve
+
+        self.servers.append(
+            await serve(
+                self._server,
+                "127.0.0.1",
+                WS_PORT,
+                subprotocols=["amqp"],
+                compression=None,
+                ping_interval=None,
+                create_connection=self._counting(ServerConnection, "server"),
+            )
+        )
+        tcp = await asyncio.start_server(self._client, "127.0.0.1", 0)
+        self.servers.append(tcp)
+        return int(tcp.sockets[0].getsockname()[1])
+
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Proton's connection: its bytes go out as fragmented binary WebSocket messages."""
+        from websockets.asyncio.client import ClientConnection, connect
+
+        n = self.n
+        async with connect(
+            f"ws://127.0.0.1:{WS_PORT}{WS_PATH}",
+            subprotocols=["amqp"],
+            compression=None,
+            ping_interval=None,
+            proxy=None,
+            create_connection=self._counting(ClientConnection, "client"),
+        ) as ws:
+            n["client_subprotocol"] = ws.subprotocol
+            n["path"] = WS_PATH
+            await (await ws.ping(b"amqpscope"))
+            n.inc("client_pings_sent")
+            n.inc("client_pongs_received")
+
+            async def up() -> None:
+                while data := await reader.read(65536):
+                    pieces = [data[i : i + WS_FRAGMENT] for i in range(0, len(data), WS_FRAGMENT)]
+                    await ws.send(pieces if len(pieces) > 1 else data)
+                    n.inc("client_messages_sent")
+                    n.inc("client_fragmented_messages", int(len(pieces) > 1))
+                    n.inc("amqp_bytes_c2s", len(data))
+                await ws.close(1000, "amqp connection closed")
+
+            async def down() -> None:
+                async for message in ws:
+                    n.inc("client_messages_received")
+                    with contextlib.suppress(ConnectionError):  # Proton may have closed first
+                        writer.write(message)
+                        await writer.drain()
+                writer.close()
+
+            try:
+                await asyncio.gather(up(), down())
+                n["client_close_received"] = {"code": ws.close_code, "reason": ws.close_reason}
+            finally:
+                self.closed.set()
+
+    async def _server(self, ws: Any) -> None:
+        """The broker side: each message's payload to RabbitMQ, each read from it one message."""
+        n = self.n
+        n["server_subprotocol"] = ws.subprotocol
+        n["server_request_path"] = ws.request.path
+        reader, writer = await asyncio.open_connection(BROKER_HOST, BROKER_PORT)
+
+        async def up() -> None:
+            async for message in ws:
+                n.inc("server_messages_received")
+                with contextlib.suppress(ConnectionError):  # the broker may have closed first
+                    writer.write(message)
+                    await writer.drain()
+            writer.close()
+
+        async def down() -> None:
+            while data := await reader.read(65536):
+                await ws.send(data)
+                n.inc("server_messages_sent")
+                n.inc("amqp_bytes_s2c", len(data))
+
+        await asyncio.gather(up(), down())
+        n["server_close_received"] = {"code": ws.close_code, "reason": ws.close_reason}
+
+
+@scenario(
+    "10-websocket",
+    "1.0",
+    "AMQP 1.0 over WebSocket (OASIS WSB 1.0, in clear): Proton's bytes carried by a `websockets` "
+    f"client to ws://127.0.0.1:{WS_PORT}{WS_PATH} (subprotocol amqp; a ping first; AMQP bytes "
+    f"in binary messages fragmented into frames of {WS_FRAGMENT} bytes), and by a `websockets` "
+    "server to RabbitMQ on 5672. As 10-send-receive: 10 unsettled messages accepted by the "
+    "broker, received back and accepted, then close; the client closes the WebSocket with 1000. "
+    "Only the WebSocket leg is captured.",
+    port=WS_PORT,
+    capture=CaptureSpec(bpf=f"tcp port {WS_PORT}"),
+    setup=(("q", {}),),
+    queues=(),
+)
+def s10_websocket(ctx: Ctx) -> dict[str, Any]:
+    """The AMQP WebSocket binding, as Azure Service Bus offers it on 443 but in clear."""
+    if busy_connections({WS_PORT}):  # (no probe connection: it would be captured)
+        raise RuntimeError(f"port {WS_PORT} is already in use")
+    bridges = WebSocketBridges()
+    try:
+        client = SendThenReceive(ctx, 10)
+        client.url = bridges.start()
+        n = client.run()
+        if not bridges.closed.wait(10):
+            raise RuntimeError(f"the WebSocket did not close: {json.dumps(bridges.n)}")
+    finally:
+        bridges.stop()
+    n["websocket"] = {"library": f"websockets {importlib.metadata.version('websockets')}"}
+    n["websocket"].update(bridges.n)
+    return n
+
+
+# --------------------------------------------------------------------------
+# TLS: pika and Proton over RabbitMQ's TLS listener, the AMQP 1.0 in-band upgrade
+# --------------------------------------------------------------------------
+
+TLS_PORT = 5671
+TLS_DIR = Path("/etc/rabbitmq/amqpscope-tls")
+RABBITMQ_CONF = Path("/etc/rabbitmq/rabbitmq.conf")
+TLS_CONF_MARK = "# amqpscope: TLS listener for the TLS recordings (captures/record.py)"
+
+
+def ensure_tls_listener() -> None:
+    """RabbitMQ's TLS listener on 5671 with a certificate made here; idempotent.
+
+    Why: the TLS scenarios need a broker that speaks TLS, on a fresh machine too. The
+    certificate is made once (cryptography, else openssl) and the listener configured in
+    rabbitmq.conf, which takes a broker restart; clients do not verify it (the recordings are
+    about the bytes, and the key log is what matters).
+    """
+    if port_open(BROKER_HOST, TLS_PORT):
+        return
+    TLS_DIR.mkdir(parents=True, exist_ok=True)
+    TLS_DIR.chmod(0o755)
+    made = self_signed_cert(TLS_DIR)
+    if made is None:
+        raise RuntimeError("cannot make a certificate: neither cryptography nor openssl")
+    for path in made:
+        path.chmod(0o644)  # the broker runs as the rabbitmq user; a throwaway test key
+    text = RABBITMQ_CONF.read_text() if RABBITMQ_CONF.exists() else ""
+    if TLS_CONF_MARK not in text:
+        cert, key = made
+        text += (
+            f"\n{TLS_CONF_MARK}\n"
+            f"listeners.ssl.default = {TLS_PORT}\n"
+            f"ssl_options.certfile = {cert}\n"
+            f"ssl_options.keyfile = {key}\n"
+            "ssl_options.verify = verify_none\n"
+            "ssl_options.fail_if_no_peer_cert = false\n"
+            "ssl_options.versions.1 = tlsv1.3\n"
+            "ssl_options.versions.2 = tlsv1.2\n"
+        )
+        RABBITMQ_CONF.write_text(text)
+        RABBITMQ_CONF.chmod(0o644)
+    log(f"restarting RabbitMQ for its TLS listener on {TLS_PORT}")
+    run_cmd(["rabbitmqctl", "stop"], timeout=120, check=False)
+    subprocess.run(
+        ["rabbitmq-server", "-detached"],
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        check=True,
+        timeout=60,
+    )
+    wait_for_broker(time.monotonic() + 120)
+    deadline = time.monotonic() + 30
+    while not port_open(BROKER_HOST, TLS_PORT):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"RabbitMQ did not open its TLS listener on {TLS_PORT}")
+        time.sleep(1)
+    log(f"RabbitMQ is up with TLS on {TLS_PORT}")
+
+
+def keylog_path(ctx: Ctx) -> Path:
+    """The scenario's key log, next to its capture (NAME.keys)."""
+    return ctx.capture.path.parent / f"{ctx.name}.keys"
+
+
+def tls_client_context(ctx: Ctx, version: ssl.TLSVersion | None = None) -> ssl.SSLContext:
+    """A client context that writes the scenario's key log (OpenSSL's, through Python's ssl)."""
+    path = keylog_path(ctx)
+    path.unlink(missing_ok=True)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    if version is not None:
+        context.minimum_version = context.maximum_version = version
+    context.keylog_filename = str(path)
+    return context
+
+
+def tls_facts(sock: ssl.SSLSocket | ssl.SSLObject) -> dict[str, Any]:
+    """What the client's TLS library negotiated (ground truth for the TLS layer's info)."""
+    cipher = sock.cipher()
+    return {"version": sock.version(), "cipher": cipher[0] if cipher else None}
+
+
+def _send(sock: socket.socket, data: bytes) -> None:
+    sock.setblocking(True)
+    sock.sendall(data)
+    sock.setblocking(False)
+
+
+def _close_write(sock: socket.socket) -> None:
+    """End one direction: a TLS socket sends close_notify (a non-blocking unwrap sends it and
+    does not wait for the peer's), a plain one a FIN."""
+    with contextlib.suppress(OSError, ssl.SSLError):
+        if isinstance(sock, ssl.SSLSocket):
+            sock.unwrap()
+        else:
+            sock.shutdown(socket.SHUT_WR)
+
+
+def drain_and_close(sock: socket.socket) -> None:
+    """Read what the peer still sent (a close_notify, its FIN) before closing: closing with
+    unread bytes makes the kernel answer with a reset, which the capture would show."""
+    import select
+
+    with contextlib.suppress(OSError):
+        while select.select([sock.fileno()], [], [], 0.3)[0]:
+            if not os.read(sock.fileno(), 65536):
+                break
+    with contextlib.suppress(OSError):
+        sock.close()
+
+
+def relay(plain: socket.socket, tls: ssl.SSLSocket, timeout: float = 30.0) -> None:
+    """Copy bytes both ways until both ends are done, in one thread (an SSL object must not be
+    read and written from two threads at once)."""
+    import select
+
+    other = {plain: tls, tls: plain}
+    reading = {plain, tls}
+    for sock in other:
+        sock.setblocking(False)
+    deadline = time.monotonic() + timeout
+    while reading and time.monotonic() < deadline:
+        ready, _, _ = select.select(list(reading), [], [], 1.0)
+        for src in ready:
+            while True:  # drain: a TLS socket may hold decrypted bytes select cannot see
+                try:
+                    data = src.recv(65536)
+                except (ssl.SSLWantReadError, BlockingIOError):
+                    break
+                except (OSError, ssl.SSLError):
+                    data = b""
+                if not data:
+                    reading.discard(src)
+                    _close_write(other[src])
+                    break
+                try:
+                    _send(other[src], data)
+                except (OSError, ssl.SSLError):
+                    reading.discard(src)
+                    break
+
+
+class TlsRelay:
+    """Plain TCP in on an ephemeral loopback port, TLS out (Python's ssl: OpenSSL writes the key
+    log). Proton's reactor cannot log TLS keys, so Proton's bytes go through this relay, the
+    way `ssl.MemoryBIO` would carry them. `inband`: the AMQP 1.0 TLS header exchange first.
+    `server`: terminate TLS instead (in on `listen_port`, plain out to `target`)."""
+
+    def __init__(
+        self,
+        target: tuple[str, int],
+        context: ssl.SSLContext,
+        inband: bool = False,
+        server: bool = False,
+        listen_port: int = 0,
+    ) -> None:
+        self.target = target
+        self.context = context
+        self.inband = inband
+        self.server = server
+        self.listener = socket.create_server(("127.0.0.1", listen_port))
+        self.port = self.listener.getsockname()[1]
+        self.n = Counts()
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+
+    def start(self) -> int:
+        self.thread.start()
+        return self.port
+
+    def stop(self) -> None:
+        with contextlib.suppress(OSError):
+            self.listener.close()
+
+    def _serve(self) -> None:
+        try:
+            plain, _ = self.listener.accept()
+        except OSError:
+            return
+        header = b"AMQP\x02\x01\x00\x00"
+        try:
+            if self.server:
+                if self.inband:
+                    self.n["header_received"] = plain.recv(8, socket.MSG_WAITALL).hex()
+                    plain.sendall(header)
+                outer = self.context.wrap_socket(plain, server_side=True)
+                inner = socket.create_connection(self.target)
+            else:
+                inner = socket.create_connection(self.target)
+                if self.inband:
+                    inner.sendall(header)
+                    self.n["header_received"] = inner.recv(8, socket.MSG_WAITALL).hex()
+                outer = plain
+                inner = self.context.wrap_socket(inner, server_hostname="localhost")
+                self.n["tls"] = tls_facts(inner)
+        except (OSError, ssl.SSLError) as exc:
+            self.n["error"] = repr(exc)
+            plain.close()
+            self.done.set()
+            return
+        if self.server:
+            relay(inner, outer)  # type: ignore[arg-type]
+        else:
+            relay(outer, inner)  # type: ignore[arg-type]
+        for sock in (outer, inner):
+            drain_and_close(sock)
+        self.done.set()
+
+
+def s_091_tls(ctx: Ctx, version: ssl.TLSVersion) -> dict[str, Any]:
+    """091-publish-consume's conversation over TLS to RabbitMQ's 5671."""
+    context = tls_client_context(ctx, version)
+    facts: dict[str, Any] = {}
+    original = context.wrap_socket
+
+    def wrap(sock: socket.socket, *args: Any, **kw: Any) -> ssl.SSLSocket:
+        wrapped = original(sock, *args, **kw)
+        handshake = wrapped.do_handshake
+
+        def do_handshake(*hargs: Any, **hkw: Any) -> None:
+            handshake(*hargs, **hkw)  # pika calls it until it stops raising WantRead
+            facts.update(tls_facts(wrapped))
+
+        wrapped.do_handshake = do_handshake  # type: ignore[method-assign]
+        return wrapped
+
+    context.wrap_socket = wrap  # type: ignore[method-assign]
+    n = basic_round_trip(
+        ctx,
+        messages=10,
+        port=TLS_PORT,
+        ssl_options=pika.SSLOptions(context, "localhost"),
+    )
+    n["tls"] = facts
+    n["keylog"] = keylog_path(ctx).name
+    return n
+
+
+@scenario(
+    "091-tls12",
+    "0-9-1",
+    "091-publish-consume over TLS 1.2: pika (Python's ssl, key log in 091-tls12.keys) to "
+    f"RabbitMQ's TLS listener on {TLS_PORT} (a certificate made by record.py); declare, publish "
+    "10, consume and ack them, cancel, delete the queue, close.",
+    port=TLS_PORT,
+    capture=CaptureSpec(bpf=f"tcp port {TLS_PORT}"),
+)
+def s_091_tls12(ctx: Ctx) -> dict[str, Any]:
+    return s_091_tls(ctx, ssl.TLSVersion.TLSv1_2)
+
+
+@scenario(
+    "091-tls13",
+    "0-9-1",
+    "091-publish-consume over TLS 1.3: pika (Python's ssl, key log in 091-tls13.keys) to "
+    f"RabbitMQ's TLS listener on {TLS_PORT}; declare, publish 10, consume and ack them, cancel, "
+    "delete the queue, close.",
+    port=TLS_PORT,
+    capture=CaptureSpec(bpf=f"tcp port {TLS_PORT}"),
+)
+def s_091_tls13(ctx: Ctx) -> dict[str, Any]:
+    return s_091_tls(ctx, ssl.TLSVersion.TLSv1_3)
+
+
+def embed_secrets(final: Path, out: Path, name: str) -> None:
+    """editcap --inject-secrets: the key log goes into the pcapng (a Decryption Secrets Block),
+    so the capture decrypts with no option; the separate key log is then removed."""
+    keys = out / f"{name}.keys"
+    tmp = final.with_name(final.name + ".dsb")
+    run_cmd(["editcap", "--inject-secrets", f"tls,{keys}", str(final), str(tmp)])
+    os.replace(tmp, final)
+    keys.unlink()
+
+
+@scenario(
+    "091-tls13-embedded",
+    "0-9-1",
+    "As 091-tls13, recorded with dumpcap into pcapng; the key log was then injected into the file "
+    "(editcap --inject-secrets tls,KEYS: a Decryption Secrets Block), so it decrypts with no "
+    "option given.",
+    port=TLS_PORT,
+    capture=CaptureSpec(tool="dumpcap", bpf=f"tcp port {TLS_PORT}", ext="pcapng"),
+    post=embed_secrets,
+)
+def s_091_tls13_embedded(ctx: Ctx) -> dict[str, Any]:
+    return s_091_tls(ctx, ssl.TLSVersion.TLSv1_3)
+
+
+@scenario(
+    "10-tls",
+    "1.0",
+    "10-send-receive over TLS 1.3 to RabbitMQ's TLS listener on 5671: Proton's reactor speaks "
+    "to a loopback relay that carries its bytes through Python's ssl (OpenSSL, key log in "
+    "10-tls.keys; Proton's own SSL cannot log keys). 10 unsettled messages accepted by the "
+    "broker, received back and accepted, close. Only the TLS leg is captured.",
+    port=TLS_PORT,
+    capture=CaptureSpec(bpf=f"tcp port {TLS_PORT}"),
+    setup=(("q", {}),),
+    queues=(),
+)
+def s10_tls(ctx: Ctx) -> dict[str, Any]:
+    relay = TlsRelay((BROKER_HOST, TLS_PORT), tls_client_context(ctx, ssl.TLSVersion.TLSv1_3))
+    try:
+        client = SendThenReceive(ctx, 10)
+        client.url = f"amqp://127.0.0.1:{relay.start()}"
+        n = client.run()
+        if not relay.done.wait(10):
+            raise RuntimeError(f"the TLS relay did not finish: {json.dumps(relay.n)}")
+    finally:
+        relay.stop()
+    n["tls"] = relay.n.get("tls")
+    n["keylog"] = keylog_path(ctx).name
+    return n
+
+
+class InBandPeerToPeer(PeerToPeer):
+    """10-peer-to-peer, but the connection goes through the in-band TLS upgrade: the client's
+    relay sends `AMQP 2 1 0 0` to 5673, the server's answers it, and both switch to TLS."""
+
+    def __init__(self, ctx: Ctx, client_port: int, listener_port: int) -> None:
+        super().__init__(ctx)
+        self.url = f"amqp://127.0.0.1:{client_port}"
+        self.listener_port = listener_port
+
+    def begin(self) -> None:
+        self.acceptor = self.container.listen(f"127.0.0.1:{self.listener_port}")
+        self.conn = self.connect()
+        self.sender = self.container.create_sender(self.conn, "amqpscope/peer-to-peer")
+
+
+@scenario(
+    "10-tls-inband",
+    "1.0",
+    "No broker: 10-peer-to-peer through AMQP 1.0's in-band TLS upgrade on 127.0.0.1:5673 (which "
+    "Wireshark does not follow). Each end exchanges the TLS protocol header `AMQP 2 1 0 0`, then "
+    "TLS 1.3 (Python's ssl on both ends, key log in 10-tls-inband.keys) carries the Proton "
+    "client's and listener's bytes: SASL ANONYMOUS, 10 unsettled messages settled accepted, "
+    "rejected, released, modified in turn. Only the 5673 leg is captured.",
+    port=P2P_PORT,
+    capture=CaptureSpec(bpf=f"tcp port {P2P_PORT}"),
+    queues=(),
+    needs_broker=False,
+)
+def s10_tls_inband(ctx: Ctx) -> dict[str, Any]:
+    if busy_connections({P2P_PORT}):  # (no probe connection: it would be captured)
+        raise RuntimeError(f"port {P2P_PORT} is already in use")
+    with tempfile.TemporaryDirectory() as tmp:
+        made = self_signed_cert(Path(tmp))
+        if made is None:
+            raise RuntimeError("cannot make a certificate")
+        server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        server_context.load_cert_chain(*made)
+        with socket.create_server(("127.0.0.1", 0)) as probe:
+            listener_port = probe.getsockname()[1]  # where Proton's listener will be
+        server = TlsRelay(
+            ("127.0.0.1", listener_port), server_context, True, True, listen_port=P2P_PORT
+        )
+        client = TlsRelay(
+            ("127.0.0.1", P2P_PORT),
+            tls_client_context(ctx, ssl.TLSVersion.TLSv1_3),
+            inband=True,
+        )
+        try:
+            server.start()
+            peers = InBandPeerToPeer(ctx, client.start(), listener_port)
+            n = peers.run()
+            for relay in (client, server):
+                if not relay.done.wait(10):
+                    raise RuntimeError(f"a TLS relay did not finish: {json.dumps(relay.n)}")
+        finally:
+            client.stop()
+            server.stop()
+    n["tls"] = client.n.get("tls")
+    n["inband_headers"] = {
+        "server_received": server.n.get("header_received"),
+        "client_received": client.n.get("header_received"),
+    }
+    n["keylog"] = keylog_path(ctx).name
+    return n
+
+
+#: what would drive a terminal printed raw: an OSC window title, a colour, a screen clear, a
+#: right-to-left override and rich markup (amqpscope must print all of it escaped or literal)
+HOSTILE = "\x1b]0;pwned\x07\x1b[31mred\x1b[0m\x1b[2J\u202e[bold red]x[/]"
+
+
+@scenario(
+    "091-hostile-names",
+    "0-9-1",
+    "Strings that would drive a terminal: a queue whose name holds escape sequences (an OSC "
+    "window title, a colour, a screen clear), a right-to-left override and rich markup is "
+    "declared; a text/plain message whose body holds them too is published and fetched with "
+    "basic.get; a passive declare of a missing queue so named gets channel.close 404, whose reply "
+    "text repeats the name; the queue is deleted on a second channel.",
+    queues=(HOSTILE, "missing" + HOSTILE),
+)
+def s_hostile_names(ctx: Ctx) -> dict[str, Any]:
+    """Terminal safety: captured strings with escape sequences, from a real broker."""
+    n = Counts()
+    conn = connect_091(ctx, n)
+    ch = conn.channel()
+    n.inc("channels")
+    q = ctx.q(HOSTILE)
+    ch.queue_declare(q)
+    n.inc("queue_declares")
+    n["queue"] = q
+    body = f"body {HOSTILE}".encode()
+    publish_plain(ch, n, q, body)
+    method, _props, got = ch.basic_get(q, auto_ack=True)
+    n.inc("gets")
+    if method is None or got != body:
+        raise RuntimeError("basic.get did not return the message")
+    n.inc("get_ok")
+    n["body"] = got.decode()
+    missing = ctx.q("missing" + HOSTILE)
+    n["missing_queue"] = missing
+    try:
+        ch.queue_declare(missing, passive=True)
+        n.inc("queue_declares")
+    except pika.exceptions.ChannelClosedByBroker as err:
+        n.inc("queue_declares")
+        n.add("channel_errors", {"channel": 1, "code": err.reply_code, "text": err.reply_text})
+    else:
+        raise RuntimeError("a passive declare of a missing queue succeeded")
+    ch2 = conn.channel()
+    n.inc("channels")
+    ch2.queue_delete(q)
+    n.inc("queue_deletes")
+    close_091(conn, n)
+    return n
+
+
+# --------------------------------------------------------------------------
 # Child process: one scenario, one capture
 # --------------------------------------------------------------------------
 
@@ -2556,6 +3176,8 @@ def run_one(
         final = out / f"{name}.{sc.capture.ext}"
         os.replace(part, final)
         final.chmod(0o644)
+        if sc.post is not None:
+            sc.post(final, out, name)
         doc = {
             "scenario": name,
             "description": sc.description,
@@ -2586,6 +3208,19 @@ def tshark_check(out: Path, name: str) -> tuple[bool, str]:
     cmd = ["tshark", "-n", "-r", str(path), "-Y", "amqp", "-T", "fields", "-e", "frame.number"]
     if sc.port == P2P_PORT:
         cmd[1:1] = ["-d", f"tcp.port=={P2P_PORT},amqp"]
+    what = "AMQP"
+    keys = out / f"{name}.keys"
+    if sc.port == TLS_PORT:
+        # Wireshark decrypts with the key log (or the secrets in the pcapng). It does not follow
+        # the in-band upgrade (10-tls-inband): there it sees the two `AMQP 2 1 0 0` headers.
+        what = "TLS"
+        cmd[cmd.index("amqp")] = "tls"
+        if keys.exists():
+            cmd[1:1] = ["-o", f"tls.keylog_file:{keys}"]
+    if sc.port == WS_PORT:  # Wireshark reads no AMQP inside WebSocket: check the framing
+        what = "WebSocket"
+        cmd[cmd.index("amqp")] = "websocket"
+        cmd[1:1] = ["-d", f"tcp.port=={WS_PORT},http"]
     proc = subprocess.run(
         cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120
     )
@@ -2593,10 +3228,10 @@ def tshark_check(out: Path, name: str) -> tuple[bool, str]:
         return False, f"tshark error: {proc.stderr.strip()}"
     frames = len(proc.stdout.split())
     if sc.protocol in ("0-9-1", "1.0") and frames == 0:
-        return False, "tshark found no AMQP packets"
+        return False, f"tshark found no {what} packets"
     if sc.protocol == "none" and frames:
         return False, f"tshark found {frames} AMQP packets in a non-AMQP capture"
-    return True, f"{frames} packets with AMQP (tshark)"
+    return True, f"{frames} packets with {what} (tshark)"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,6 +10,9 @@ import re
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from amqpscope.codec.tls import KeyLog
 
 TSHARK = shutil.which("tshark")
 
@@ -40,12 +43,48 @@ def _pdu_name(fields: dict[str, str]) -> str:
     return "unknown:" + ",".join(sorted(fields))
 
 
+def keys_for(path: str | Path) -> Path | None:
+    """A TLS capture's key log: NAME.keys beside NAME.pcap (captures/record.py writes it)."""
+    keys = Path(path).with_name(Path(path).name.split(".")[0] + ".keys")
+    return keys if keys.exists() else None
+
+
+def keylog_for(path: str | Path) -> KeyLog | None:
+    """The key log amqpscope decrypts a capture with (None: no NAME.keys beside it)."""
+    keys = keys_for(path)
+    return KeyLog(keys.read_text()) if keys else None
+
+
+def visible_to_wireshark(frames: list) -> list:
+    """amqpscope's frames that Wireshark can show: not the layer records (TLS is its own
+    protocol there); AMQP inside TLS it decrypts, but nothing after AMQP 1.0's in-band TLS
+    upgrade (the `AMQP 2 1 0 0` headers are the last it sees of such a connection) and no AMQP
+    inside WebSocket, which it does not follow."""
+    hidden: set[int] = set()
+    out = []
+    for frame in frames:
+        if frame.kind == "layer":
+            inband = any(f.conn == frame.conn and f.kind == "protocol-header" for f in out)
+            if inband or frame.name != "tls":
+                hidden.add(frame.conn)
+            continue
+        if frame.conn not in hidden:
+            out.append(frame)
+    return out
+
+
 def pdml(path: str, decode_as: tuple[int, ...] = ()) -> ET.Element:
-    """tshark's PDML for the AMQP packets of `path` (Decode As on `decode_as` ports), parsed."""
+    """tshark's PDML for the AMQP packets of `path` (Decode As on `decode_as` ports), parsed.
+    TLS on 5671 is decrypted with the capture's key log (or the secrets in its pcapng) and read
+    as AMQP."""
     assert TSHARK, "tshark is not installed"
-    cmd = [TSHARK, "-r", str(path), "-T", "pdml", "-Y", "amqp"]
+    cmd = [TSHARK, "-r", str(path), "-T", "pdml", "-Y", "amqp", "-d", "tls.port==5671,amqp"]
+    keys = keys_for(path)
+    if keys is not None:
+        cmd += ["-o", f"tls.keylog_file:{keys}"]
     for port in decode_as:
-        cmd += ["-d", f"tcp.port=={port},amqp"]
+        if port != 5671:  # AMQP there is inside TLS: decoded through it, not over raw TCP
+            cmd += ["-d", f"tcp.port=={port},amqp"]
     out = subprocess.run(cmd, capture_output=True, check=True, timeout=300).stdout
     # tshark copies payload bytes into some attributes verbatim (invalid UTF-8, control
     # characters), which XML forbids; the oracles read names and numbers, so those bytes can go

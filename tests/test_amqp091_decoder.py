@@ -26,6 +26,7 @@ from amqpscope.codec.connection import ConnectionCodec
 from amqpscope.dissect import Dissector
 from amqpscope.findings import CODES
 from tests import peers
+from tests.oracle import keylog_for
 from tests.test_amqp091_fieldtable import as_decoded, same, tables
 
 C2S, S2C = "c2s", "s2c"
@@ -367,7 +368,8 @@ def test_connection_start_has_the_servers_properties_and_capabilities() -> None:
 
 def dissect(name: str, show_secrets: bool = False) -> list:
     with open_capture(str(CAPTURES / name)) as capture:
-        return list(Dissector(show_secrets=show_secrets).run(capture))
+        keylog = keylog_for(CAPTURES / name)  # TLS captures: their key log
+        return list(Dissector(show_secrets=show_secrets, keylog=keylog).run(capture))
 
 
 def truth(name: str) -> dict:

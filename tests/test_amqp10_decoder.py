@@ -26,6 +26,7 @@ from amqpscope.codec.amqp10.types import Context
 from amqpscope.codec.frames import Frame
 from amqpscope.dissect import Dissector
 from tests import peers
+from tests.oracle import keylog_for
 from tests.test_amqp10_types import put
 from tests.test_codec_framing import run
 
@@ -296,7 +297,8 @@ def test_an_ordinary_message_is_not_taken_for_a_request() -> None:
 def capture(name: str, show_secrets: bool = False) -> tuple[dict, list[Frame]]:
     meta = json.loads((CAPTURES / f"{name}.json").read_text())
     with open_capture(str(CAPTURES / meta["file"])) as packets:
-        frames = list(Dissector(show_secrets=show_secrets).run(packets))
+        keylog = keylog_for(CAPTURES / meta["file"])  # TLS captures: their key log
+        frames = list(Dissector(show_secrets=show_secrets, keylog=keylog).run(packets))
     return meta["expect"], frames
 
 

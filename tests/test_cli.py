@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -127,14 +130,10 @@ def test_output_to_a_closed_pipe_is_quiet() -> None:
 @pytest.fixture(scope="module")
 def big_capture(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A capture whose output is far larger than a pipe's buffer (made at run time)."""
-    import importlib.util
+    from tests.bigcapture import multiply
 
-    spec = importlib.util.spec_from_file_location("bench_run", CAPTURES.parent / "bench/run.py")
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
     path = tmp_path_factory.mktemp("big") / "big.pcap"
-    bench.multiply(CAPTURES / "091-qos-prefetch.pcap", path, 40)
+    multiply(CAPTURES / "091-qos-prefetch.pcap", path, 40)
     return path
 
 
@@ -230,3 +229,150 @@ def test_link_scope_follows_a_1_0_link_and_its_dispositions() -> None:
     )
     assert outcomes == meta["transfers_sent"]
     assert {"open", "begin", "close"}.isdisjoint(names)
+
+
+# -- terminal manners: help, exit codes, paging, narrow and non-UTF consoles, completion ---------
+
+COMMANDS = ("read", "summary", "export", "schema", "live", "spark")
+SGR = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def test_every_command_has_help_with_examples() -> None:
+    top = amqpscope("--help")
+    assert top.returncode == 0
+    assert "Examples:" in top.stdout and "Exit status: 0" in top.stdout
+    for command in COMMANDS:
+        assert command in top.stdout
+        result = amqpscope(command, "--help")
+        assert result.returncode == 0, (command, result.stderr)
+        assert "Example" in result.stdout and f"amqpscope {command} " in result.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("read", "--color", "always", "captures/091-channel-errors.pcap"),
+        ("summary", "--color", "always", "captures/10-peer-to-peer.pcap"),
+    ],
+)
+def test_coloured_output_pages_in_less_r(args: tuple[str, ...]) -> None:
+    """`| less -R` shows SGR colour escapes and passes anything else through raw: so there
+    must be nothing but SGR (no cursor movement, no progress bar, no hyperlinks)."""
+    result = amqpscope(*args[:-1], str(CAPTURES.parent / args[-1]))
+    assert result.returncode == 0 and result.stderr == ""
+    assert SGR.search(result.stdout)  # coloured, as asked
+    assert "\x1b" not in SGR.sub("", result.stdout)
+    assert "\r" not in result.stdout
+
+
+def test_piped_summary_is_not_cut() -> None:
+    result = amqpscope("summary", str(CAPTURES / "10-peer-to-peer.pcap"))
+    findings = [line for line in result.stdout.splitlines() if "amqp10.rejected" in line]
+    assert len(findings) == 3
+    assert all(line.endswith(("rejects p1", "rejects p5", "rejects p9")) for line in findings)
+
+
+def test_sparklines_give_way_on_a_narrow_terminal() -> None:
+    path = str(CAPTURES / "10-peer-to-peer.pcap")
+    wide = amqpscope("summary", path, "--width", "200").stdout
+    narrow = amqpscope("summary", path, "--width", "80").stdout
+    assert "delivery rate" in wide and "credit low" in wide and "unsettled peak" in wide
+    assert "█" in wide
+    assert "delivery rate" not in narrow and "█" not in narrow
+    assert "   10 │   3 │   3 │   2 │   2 │" in narrow  # the numbers all kept
+    assert all(len(line) <= 80 for line in narrow.splitlines())
+
+
+def test_a_console_that_cannot_show_blocks_gets_ascii() -> None:
+    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    result = subprocess.run(
+        [sys.executable, "-m", "amqpscope.cli", "summary", str(CAPTURES / "091-qos-prefetch.pcap")],
+        capture_output=True,
+        env=env,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert b"Traceback" not in result.stderr
+    text = result.stdout.decode("ascii")  # nothing but ASCII
+    row = next(line for line in text.splitlines() if line.startswith(" 1 |"))
+    assert "#" in row.split("|")[-3]  # the unacked sparkline reaches the top step
+
+
+def test_piped_run_writes_nothing_to_stderr(big_capture: Path) -> None:
+    """No progress bar when piped, however long the file."""
+    for args in (("summary",), ("read", "-Y", 'name == "no.such-method"')):
+        result = amqpscope(*args, str(big_capture))
+        assert result.returncode == 0
+        assert result.stderr == "", result.stderr[:200]
+
+
+# -- shell completion (click's environment protocol) ---------------------------------------------
+
+
+def complete(shell: str, words: str, cword: int) -> list[str]:
+    env = {
+        **os.environ,
+        "_AMQPSCOPE_COMPLETE": f"{shell}_complete",
+        "COMP_WORDS": words,
+        "COMP_CWORD": str(cword),
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "amqpscope.cli"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_completion_script_is_produced(shell: str) -> None:
+    env = {**os.environ, "_AMQPSCOPE_COMPLETE": f"{shell}_source"}
+    result = subprocess.run(
+        [sys.executable, "-m", "amqpscope.cli"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert "_AMQPSCOPE_COMPLETE" in result.stdout and "amqpscope" in result.stdout
+    assert {"bash": "complete -o", "zsh": "compdef", "fish": "complete --no-files"}[shell] in (
+        result.stdout
+    )
+
+
+def test_completion_of_commands_options_choices_and_files() -> None:
+    assert complete("bash", "amqpscope ", 1) == [f"plain,{c}" for c in sorted(COMMANDS)]
+    assert complete("bash", "amqpscope su", 1) == ["plain,summary"]
+    options = complete("bash", "amqpscope read --co", 2)
+    assert {"plain,--color", "plain,--count", "plain,--conn", "plain,--collapse"} <= set(options)
+    assert complete("bash", "amqpscope read x.pcap --color ", 4) == [
+        "plain,auto",
+        "plain,always",
+        "plain,never",
+    ]
+    assert complete("bash", "amqpscope schema ", 2) == [
+        "plain,frame",
+        "plain,summary",
+        "plain,export",
+    ]
+    for command in ("read", "summary", "export"):
+        assert complete("bash", f"amqpscope {command} capt", 2) == ["file,capt"]
+    assert complete("bash", "amqpscope spark capt", 2) == ["file,capt"]
+    assert "plain,lo" in complete("bash", "amqpscope live ", 2)  # this machine's interfaces
+    zsh = complete("zsh", "amqpscope sum", 1)
+    assert zsh[:2] == ["plain", "summary"]
+
+
+@pytest.mark.skipif(
+    shutil.which("bash") is None or shutil.which("amqpscope") is None,
+    reason="needs bash and the installed amqpscope script",
+)
+def test_completion_works_in_bash() -> None:
+    script = (
+        'eval "$(_AMQPSCOPE_COMPLETE=bash_source amqpscope)"\n'
+        "COMP_WORDS=(amqpscope read x.pcap --color a); COMP_CWORD=4\n"
+        "_amqpscope_completion amqpscope\n"
+        'echo "${COMPREPLY[@]}"\n'
+        "complete -p amqpscope\n"
+    )
+    result = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "auto always"
+    assert "_amqpscope_completion" in lines[1]

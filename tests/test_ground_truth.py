@@ -16,6 +16,7 @@ import pytest
 
 from amqpscope.capture.files import open_capture
 from amqpscope.dissect import Dissector
+from tests.oracle import keylog_for
 
 CAPTURES = Path(__file__).resolve().parent.parent / "captures"
 SCENARIOS = sorted(CAPTURES.glob("*.json"))
@@ -58,8 +59,9 @@ TRANSFER_COUNTS = {"transfers_sent": "c2s", "transfers_received": "s2c"}
 
 def scenario(meta_path: Path) -> tuple[dict, list]:
     meta = json.loads(meta_path.read_text())
-    with open_capture(str(meta_path.parent / meta["file"])) as capture:
-        frames = list(Dissector().run(capture))
+    path = meta_path.parent / meta["file"]
+    with open_capture(str(path)) as capture:
+        frames = list(Dissector(keylog=keylog_for(path)).run(capture))
     return meta, frames
 
 

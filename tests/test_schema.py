@@ -14,6 +14,7 @@ from amqpscope import schema
 from amqpscope.capture.files import open_capture
 from amqpscope.dissect import Dissector
 from amqpscope.track.tracker import Tracker
+from tests.oracle import keylog_for
 
 CAPTURES = Path(__file__).resolve().parent.parent / "captures"
 FILES = sorted(p for p in CAPTURES.iterdir() if p.suffix in (".pcap", ".pcapng"))
@@ -24,7 +25,7 @@ def test_frame_records_validate(path: Path) -> None:
     validator = schema.validator("frame")
     tracker = Tracker()
     with open_capture(str(path)) as capture:
-        for frame in Dissector().run(capture):
+        for frame in Dissector(keylog=keylog_for(path)).run(capture):
             tracker.feed(frame)
             record = json.loads(json.dumps(frame.to_json()))  # as --json prints it
             errors = sorted(validator.iter_errors(record), key=str)

@@ -75,7 +75,8 @@ def out(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dic
 
 
 def table(spark: Any, out: Path, name: str) -> list[dict[str, Any]]:
-    return [r.asDict() for r in spark.read.parquet(str(out / name)).collect()]
+    frame = spark.read.schema(tables.struct_type(name)).parquet(str(out / name))
+    return [r.asDict() for r in frame.collect()]
 
 
 @needs_java
@@ -268,3 +269,111 @@ def test_docs_show_the_report_queries() -> None:
     docs = (CAPTURES.parent / "docs" / "spark.md").read_text(encoding="utf-8")
     for sql in report.QUERIES.values():
         assert sql.strip() in docs
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string in a row value (JSON text, nested rows and lists)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list | tuple):
+        return [s for v in value for s in _strings(v)]
+    if hasattr(value, "asDict"):
+        return _strings(value.asDict())
+    return []
+
+
+def _passwords(fields: Any) -> list[Any]:
+    if isinstance(fields, dict):
+        return [v for k, v in fields.items() if k == "password"] + [
+            p for v in fields.values() for p in _passwords(v)
+        ]
+    if isinstance(fields, list):
+        return [p for v in fields for p in _passwords(v)]
+    return []
+
+
+SECRETS = ("10-sasl-plain.pcap", "10-sasl-failed.pcap", "091-refused-login.pcap")
+
+
+@needs_java
+def test_credentials_stay_out_of_the_tables_unless_show_secrets(spark: Any, tmp_path: Path) -> None:
+    from amqpscope.pipeline import spark as job
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    truth: dict[str, list[str]] = {}
+    for name in (*SECRETS, "091-publish-consume.pcap"):
+        shutil.copy(CAPTURES / name, folder / name)
+        with open_capture(CAPTURES / name) as capture:
+            frames = list(Dissector(show_secrets=True).run(capture))
+        truth[name] = [p for f in frames for p in _passwords(f.fields)]
+    assert all(truth[name] for name in SECRETS)  # each of them has a password on the wire
+
+    job.run([str(folder)], str(tmp_path / "hidden"), spark=spark, redact_bodies=True)
+    job.run([str(folder)], str(tmp_path / "shown"), spark=spark, show_secrets=True)
+    for name in tables.TABLES:
+        hidden = table(spark, tmp_path / "hidden", name)
+        text = [s for r in hidden for s in _strings(r)]
+        for secret in {p for ps in truth.values() for p in ps} - {"guest"}:  # guest: the user too
+            assert not any(secret in s for s in text), (name, secret)
+    for label, expect in (("hidden", lambda p: "<redacted>"), ("shown", lambda p: p)):
+        rows = table(spark, tmp_path / label, "frames")
+        for name in SECRETS:
+            got = [
+                p
+                for r in rows
+                if r["capture"].endswith(name)
+                for p in _passwords(json.loads(r["fields"]))
+            ]
+            assert got == [expect(p) for p in truth[name]], (label, name)
+    # --redact-bodies: the messages are what the decoder gives without their bodies
+    with open_capture(CAPTURES / "091-publish-consume.pcap") as capture:
+        redacted = [f.message for f in Dissector(redact_bodies=True).run(capture)]
+    rows = table(spark, tmp_path / "hidden", "frames")
+    mine = sorted(
+        (r for r in rows if r["capture"].endswith("091-publish-consume.pcap")),
+        key=lambda r: r["frame"],
+    )
+    assert [json.loads(r["message"]) if r["message"] else None for r in mine] == redacted
+    assert any(m for m in redacted)
+
+
+@needs_java
+def test_file_uris_and_globs_are_listed_and_read_by_hadoop(spark: Any, tmp_path: Path) -> None:
+    from amqpscope.pipeline import spark as job
+
+    one, two = tmp_path / "one", tmp_path / "two" / "deeper"
+    one.mkdir()
+    two.mkdir(parents=True)
+    shutil.copy(CAPTURES / "10-outcomes.pcap", one / "a.pcap")
+    (one / "notes.txt").write_text("not a capture\n")  # in a folder: skipped
+    shutil.copy(CAPTURES / "091-channel-errors.pcap", two / "b.pcap")
+    shutil.copy(CAPTURES / "091-qos-prefetch.pcap", two / "c.pcapng.skip")
+    result = job.run(
+        [one.as_uri(), f"file://{tmp_path}/two/*/*.pcap"], str(tmp_path / "out"), spark=spark
+    )
+    rows = table(spark, tmp_path / "out", "frames")
+    per_file = Counter(r["capture"] for r in rows)
+    # Hadoop's names for the files: what binaryFile read
+    assert set(per_file) == {f"file:{one}/a.pcap", f"file:{two}/b.pcap"}
+    assert per_file[f"file:{one}/a.pcap"] == len(decode(CAPTURES / "10-outcomes.pcap")[0])
+    assert per_file[f"file:{two}/b.pcap"] == len(decode(CAPTURES / "091-channel-errors.pcap")[0])
+    assert result["files"] == 2
+    conns = table(spark, tmp_path / "out", "connections")
+    assert sorted(r["capture"] for r in conns) == sorted(per_file)
+
+
+@needs_java
+def test_uri_errors_are_one_line(spark: Any, tmp_path: Path) -> None:
+    for uri, expect in (
+        ("s3a://amqpscope-no-bucket/captures/", "no Hadoop filesystem for scheme 's3a'"),
+        (f"file://{tmp_path}/missing/", "no such file or folder"),
+        (f"file://{tmp_path}/*.nothing", "no such file or folder"),
+    ):
+        result = CliRunner().invoke(cli.main, ["spark", uri, "--out", str(tmp_path / "o")])
+        assert result.exit_code == 1, result.output
+        lines = result.output.strip().splitlines()
+        assert lines[-1].startswith("amqpscope: ") and expect in lines[-1], result.output
+        assert "Traceback" not in result.output and "at org.apache" not in result.output

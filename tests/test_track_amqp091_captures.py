@@ -19,6 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from amqpscope.cli import main
+from tests.oracle import keys_for
 
 CAPTURES = Path(__file__).resolve().parent.parent / "captures"
 SCENARIOS = [
@@ -36,6 +37,7 @@ FINDINGS = {
         "amqp091.channel-error",  # ... and its 406
     ],
     "091-confirms-return": ["amqp091.returned"],
+    "091-hostile-names": ["amqp091.channel-error"],  # 404 for the missing queue
     "091-qos-prefetch": ["amqp091.prefetch-saturated"],
     "091-refused-login": ["amqp091.login-refused"],
     "091-rpc": ["amqp091.prefetch-saturated"],  # the server's prefetch of 1, full per request
@@ -45,7 +47,9 @@ FINDINGS = {
 
 @cache
 def summary_of(file: str) -> dict[str, Any]:
-    result = CliRunner().invoke(main, ["summary", str(CAPTURES / file), "--json"])
+    keys = keys_for(CAPTURES / file)  # TLS captures: their key log, through --keylog
+    extra = ["--keylog", str(keys)] if keys else []
+    result = CliRunner().invoke(main, ["summary", str(CAPTURES / file), "--json", *extra])
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
 

@@ -20,7 +20,7 @@ import pytest
 
 from amqpscope.capture.files import open_capture
 from amqpscope.dissect import Dissector
-from tests.oracle import TSHARK, tshark_frames
+from tests.oracle import TSHARK, keylog_for, tshark_frames, visible_to_wireshark
 
 CAPTURES = Path(__file__).resolve().parent.parent / "captures"
 FILES = sorted(p for p in CAPTURES.iterdir() if p.suffix in (".pcap", ".pcapng", ".gz"))
@@ -57,7 +57,7 @@ def as_wireshark_names_it(frame) -> str:  # type: ignore[no-untyped-def]
 
 def ours(path: Path) -> list:
     with open_capture(str(path)) as capture:
-        return list(Dissector().run(capture))
+        return visible_to_wireshark(list(Dissector(keylog=keylog_for(path)).run(capture)))
 
 
 def test_there_are_captures() -> None:

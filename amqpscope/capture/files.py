@@ -1,7 +1,8 @@
 """Capture files in, `RawPacket`s out: pcap and pcapng, plain or gzip-compressed.
 
-scapy's raw readers (`RawPcapReader`, `RawPcapNgReader`) do the reading; no packet is dissected.
-Where they fall short this module works around them:
+pcap records are read here (the hot path: two reads and one unpack a packet); pcapng's blocks
+with scapy's `RawPcapNgReader`. No packet is dissected. Where scapy falls short this module
+works around it:
 
 * timestamps are computed exactly, as ``(seconds * units + fraction) / units`` in integers, so
   the float is the correctly rounded value of the recorded time (it matches tshark's
@@ -24,25 +25,26 @@ from __future__ import annotations
 
 import contextlib
 import gzip
-import logging
 import os
 import struct
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import IO, Any
-
-from scapy.data import MTU
-from scapy.utils import RawPcapNgReader, RawPcapReader
+from typing import IO, TYPE_CHECKING
 
 from ..findings import Finding, finding
 from .packet import RawPacket
+
+if TYPE_CHECKING:
+    from .pcapng import NgReader
 
 __all__ = ["CaptureError", "CaptureReader", "Interface", "open_capture"]
 
 # A read size no packet reaches: scapy slices each packet to the size it is given.
 _NO_LIMIT = 1 << 62
-# scapy's pcap reader reads at most this much of one record and skips the rest.
-_PCAP_MAX_RECORD = MTU * 4
+# The most of one pcap record that is believed (scapy's limit, 4 x its MTU): a larger captured
+# length is damage.
+_PCAP_MAX_RECORD = 0xFFFF * 4
 
 _PCAP_MAGICS = {
     b"\xa1\xb2\xc3\xd4": 1_000_000,
@@ -88,169 +90,6 @@ class Interface:
 
 
 # ---------------------------------------------------------------------------------------------
-# scapy's warnings: every one its raw readers log about a file becomes a finding here instead.
-
-
-class _DropReaderWarnings(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        msg = record.msg
-        return not (isinstance(msg, str) and msg.startswith(("Pcap: ", "PcapNg: ")))
-
-
-def _install_warning_filter() -> None:
-    log = logging.getLogger("scapy.runtime")
-    if not any(isinstance(f, _DropReaderWarnings) for f in log.filters):
-        # First in line: scapy's own rate-limiting filter walks the stack for every record.
-        log.filters.insert(0, _DropReaderWarnings())
-
-
-_install_warning_filter()
-
-
-# ---------------------------------------------------------------------------------------------
-# pcapng: scapy's block framing, SHB and option parsing; our packet and interface blocks.
-
-
-class _NgReader(RawPcapNgReader):
-    """`RawPcapNgReader` whose packet blocks return finished `RawPacket`s.
-
-    `_read_packet` returns the next `RawPacket` or raises (EOFError at the end or on damage);
-    `block_start` is the offset of the block being read, for diagnosing a failure.
-    """
-
-    def __init__(self, filename: str, fdesc: IO[bytes], magic: bytes, owner: CaptureReader):
-        self.owner = owner
-        self.ifaces: list[tuple[int, int, int, int]] = []  # (linktype, snaplen, units/s, offset)
-        self.section_base = 0  # global index of the current section's interface 0
-        self.block_start = 0
-        self.last_ts = 0.0
-        self.number = 0
-        self.snapped = 0
-        self.first_snapped = 0
-        self._set_structs("<")
-        super().__init__(filename, fdesc, magic)  # reads the first SHB
-        # Only the blocks we need: scapy's DSB handler would load TLS keys into its global conf.
-        self.blocktypes = {
-            1: self._read_block_idb,
-            2: self._read_block_pkt,
-            3: self._read_block_spb,
-            6: self._read_block_epb,
-        }
-
-    def _set_structs(self, endian: str) -> None:
-        self.s_epb = struct.Struct(endian + "5I")
-        self.s_pb = struct.Struct(endian + "HH4I")
-        self.s_u32 = struct.Struct(endian + "I")
-        self.s_idb = struct.Struct(endian + "HxxI")
-        self.s_i64 = struct.Struct(endian + "q")
-
-    def _read_packet(self, size: int = MTU) -> Any:
-        f = self.f
-        read_block = self._read_block
-        while True:
-            self.block_start = f.tell()
-            res = read_block(size)
-            if res is not None:
-                return res
-
-    def _read_block_shb(self) -> None:
-        super()._read_block_shb()
-        # Interface ids restart in every section.
-        self.section_base = len(self.ifaces)
-        self._set_structs(self.endian)
-
-    def _damaged(self, what: str) -> None:
-        self.owner.findings.append(
-            finding("capture.damaged", f"{what} (block at offset {self.block_start}); skipped")
-        )
-
-    def _read_block_idb(self, block: bytes, _size: int) -> None:
-        if len(block) < 8:
-            self._damaged(f"an Interface Description Block is too short ({len(block)} bytes)")
-            return None
-        linktype, snaplen = self.s_idb.unpack_from(block)
-        opts = self._read_options(block[8:])
-        units = 1_000_000
-        tsresol = opts.get(9)
-        if isinstance(tsresol, bytes) and len(tsresol) == 1:
-            units = (2 if tsresol[0] & 0x80 else 10) ** (tsresol[0] & 0x7F)
-        offset = 0
-        tsoffset = opts.get(14)
-        if isinstance(tsoffset, bytes) and len(tsoffset) == 8:
-            (offset,) = self.s_i64.unpack(tsoffset)
-        name = opts.get(2)
-        iface = Interface(
-            index=len(self.ifaces),
-            linktype=linktype,
-            snaplen=snaplen,
-            ts_resolution=units,
-            ts_offset=offset,
-            name=name.rstrip(b"\0").decode("utf-8", "replace") if isinstance(name, bytes) else None,
-        )
-        self.ifaces.append((linktype, snaplen, units, offset * units))
-        self.owner.interfaces.append(iface)
-        return None
-
-    def _packet(
-        self, intid: int, ts_units: int | None, data: bytes, caplen: int, wirelen: int
-    ) -> RawPacket | None:
-        idx = self.section_base + intid
-        if idx >= len(self.ifaces):
-            self._damaged(f"a packet names interface {intid}, which its section does not describe")
-            return None
-        linktype, _snaplen, units, offset_units = self.ifaces[idx]
-        if ts_units is None:
-            ts = self.last_ts
-        else:
-            ts = self.last_ts = (ts_units + offset_units) / units
-        if caplen < wirelen:
-            self.snapped += 1
-            if not self.first_snapped:
-                self.first_snapped = self.number + 1
-        self.number += 1
-        return RawPacket(self.number, ts, linktype, data, wirelen, idx)
-
-    def _read_block_epb(self, block: bytes, _size: int) -> RawPacket | None:
-        """Enhanced Packet Block: its options (comments, flags, ...) are not read."""
-        if len(block) < 20:
-            self._damaged(f"an Enhanced Packet Block is too short ({len(block)} bytes)")
-            return None
-        intid, hi, lo, caplen, wirelen = self.s_epb.unpack_from(block)
-        if caplen > len(block) - 20:
-            self._damaged(f"an Enhanced Packet Block claims {caplen} bytes of packet data")
-            return None
-        return self._packet(intid, (hi << 32) | lo, block[20 : 20 + caplen], caplen, wirelen)
-
-    def _read_block_spb(self, block: bytes, _size: int) -> RawPacket | None:
-        """Simple Packet Block: interface 0 of the section, no timestamp (the previous one's)."""
-        if len(block) < 4:
-            self._damaged(f"a Simple Packet Block is too short ({len(block)} bytes)")
-            return None
-        # The captured length is not recorded: it is the packet's length, cut to the snap length
-        # (0: no limit). scapy cuts to the snap length even when that is 0.
-        (wirelen,) = self.s_u32.unpack_from(block)
-        caplen = wirelen
-        idx = self.section_base
-        if idx < len(self.ifaces) and 0 < self.ifaces[idx][1] < caplen:
-            caplen = self.ifaces[idx][1]
-        if caplen > len(block) - 4:
-            self._damaged(f"a Simple Packet Block is too short for its {caplen}-byte packet")
-            return None
-        return self._packet(0, None, block[4 : 4 + caplen], caplen, wirelen)
-
-    def _read_block_pkt(self, block: bytes, _size: int) -> RawPacket | None:
-        """The obsolete Packet Block."""
-        if len(block) < 20:
-            self._damaged(f"a Packet Block is too short ({len(block)} bytes)")
-            return None
-        intid, _drops, hi, lo, caplen, wirelen = self.s_pb.unpack_from(block)
-        if caplen > len(block) - 20:
-            self._damaged(f"a Packet Block claims {caplen} bytes of packet data")
-            return None
-        return self._packet(intid, (hi << 32) | lo, block[20 : 20 + caplen], caplen, wirelen)
-
-
-# ---------------------------------------------------------------------------------------------
 
 
 def _describe(head: bytes) -> str:
@@ -278,6 +117,21 @@ def _describe(head: bytes) -> str:
     return f"starts with {hexed}" + (f", which looks like {kind}" if kind else "")
 
 
+class _PcapHeader:
+    """A pcap file's header (the 20 bytes after its magic): byte order, link type, snap length,
+    and the struct of its record headers (seconds, fraction, captured and original length)."""
+
+    __slots__ = ("endian", "linktype", "record", "snaplen")
+
+    def __init__(self, f: IO[bytes], magic: bytes) -> None:
+        self.endian = ">" if magic in (b"\xa1\xb2\xc3\xd4", b"\xa1\xb2\x3c\x4d") else "<"
+        head = f.read(20)
+        if len(head) < 20:
+            raise EOFError("pcap file header cut short")
+        _, _, _, _, self.snaplen, self.linktype = struct.unpack(self.endian + "HHIIII", head)
+        self.record = struct.Struct(self.endian + "IIII")
+
+
 def _read_tolerant(f: IO[bytes], n: int) -> bytes:
     """Up to `n` bytes, fewer where the file or a cut-short gzip stream ends.
 
@@ -301,7 +155,8 @@ class CaptureReader:
     Attributes: `path`, `format` ("pcap" or "pcapng"), `compressed` (gzip), `interfaces`
     (`Interface`s; for pcapng those described before the first packet are known once opened,
     later ones appear while iterating), `snaplen` (pcap's header; pcapng: interface 0's),
-    `findings` (filled while iterating; complete once iteration has ended) and `packets` (how
+    `findings` (filled while iterating; complete once iteration has ended), `secrets` (TLS key
+    logs from pcapng Decryption Secrets Blocks, as iteration reaches them) and `packets` (how
     many were yielded). Iterating again continues where the last iteration stopped.
     """
 
@@ -311,11 +166,12 @@ class CaptureReader:
         self.compressed = False
         self.interfaces: list[Interface] = []
         self.findings: list[Finding] = []
+        self.secrets: list[bytes] = []  # TLS key logs from pcapng DSBs, as they are read
         self.packets = 0
         self._raw: IO[bytes] | None = None
         self._f: IO[bytes] | None = None
-        self._pcap: RawPcapReader | None = None
-        self._ng: _NgReader | None = None
+        self._pcap: _PcapHeader | None = None
+        self._ng: NgReader | None = None
         self._pcap_snaplen = 0
         self._it: Iterator[RawPacket] = iter(())
         try:
@@ -376,9 +232,8 @@ class CaptureReader:
 
     def _open_pcap(self, f: IO[bytes], magic: bytes) -> None:
         self.format = "pcap"
-        reader = object.__new__(RawPcapReader)
         try:
-            RawPcapReader.__init__(reader, self.path, f, magic)
+            reader = _PcapHeader(f, magic)
         except Exception:
             raise self._fail("the pcap file header is cut short or unreadable") from None
         self._pcap = reader
@@ -389,8 +244,10 @@ class CaptureReader:
         self._it = self._iter_pcap(linktype, units)
 
     def _open_pcapng(self, f: IO[bytes], magic: bytes) -> None:
+        from .pcapng import NgReader  # scapy, only when a pcapng file is read (slow to import)
+
         self.format = "pcapng"
-        reader = object.__new__(_NgReader)
+        reader = object.__new__(NgReader)
         try:
             reader.__init__(self.path, f, magic, self)
         except Exception:
@@ -427,20 +284,41 @@ class CaptureReader:
             return self._pcap_snaplen
         return self.interfaces[0].snaplen if self.interfaces else 0
 
+    def position(self) -> tuple[int, int]:
+        """(bytes of the file read so far, its size): for a progress bar. For a gzip file both
+        count compressed bytes; (0, 0) when closed or not a regular file."""
+        raw = self._raw
+        if raw is None:
+            return 0, 0
+        try:
+            return raw.tell(), os.fstat(raw.fileno()).st_size
+        except (OSError, ValueError):
+            return 0, 0
+
     # -- iterating ---------------------------------------------------------------------------
 
     def __iter__(self) -> Iterator[RawPacket]:
         return self._it
 
     def _iter_pcap(self, linktype: int, units: int) -> Iterator[RawPacket]:
-        read = self._pcap._read_packet  # type: ignore[union-attr]
+        """The records, read here (the hot path: two reads and one unpack a packet). A read error
+        ends reading as the end of the file would (`_ended` tells which it was)."""
+        assert self._f is not None and self._pcap is not None
+        read = self._f.read
+        unpack = self._pcap.record.unpack
         number = 0
         pos = 24  # offset of the record being read
         snapped = first_snapped = 0
         try:
             while True:
-                data, meta = read(_NO_LIMIT)
-                sec, frac, wirelen, caplen = meta
+                try:
+                    head = read(16)
+                    if len(head) < 16:
+                        raise EOFError
+                    sec, frac, caplen, wirelen = unpack(head)
+                    data = read(caplen) if caplen <= _PCAP_MAX_RECORD else b""
+                except (OSError, OverflowError, zlib.error) as exc:
+                    raise EOFError from exc
                 if len(data) != caplen:
                     self._pcap_short_record(pos, caplen)
                     break

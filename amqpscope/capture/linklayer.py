@@ -61,6 +61,8 @@ _S_IP6_FRAG = struct.Struct("!BxHI")
 _S_TCP = struct.Struct("!HHIIBB")
 
 _MAX_IPV4_DATAGRAM = 65535 - 20
+#: fragments kept per datagram (real ones have a few dozen; each arrival may sort them all)
+_MAX_FRAGMENT_PIECES = 1024
 
 
 class _AddressText(dict[bytes, str]):
@@ -404,10 +406,14 @@ class SegmentDecoder:
         if d.total is not None and end > d.total:
             self._drop(key)
             return self._malformed(pkt, f"a fragment ends at {end}, past the datagram's end")
+        if len(d.pieces) >= _MAX_FRAGMENT_PIECES:  # 8-byte or repeated fragments: a flood
+            self._drop(key)
+            self.findings.append(self._incomplete(d, "dropped: too many fragments"))
+            return None
         d.pieces.append((offset, piece))
         d.size += len(piece)
         self._pending_bytes += len(piece)
-        if d.total is not None:
+        if d.total is not None and d.size >= d.total:  # enough bytes to cover it: try
             whole = self._assemble(d)
             if whole is not None:
                 self._drop(key)

@@ -899,8 +899,9 @@ class LivePipeline:
         idle: float = IDLE_SECONDS,
         keep: int = KEEP_SUMMARIES,
         journeys: bool = True,
+        redact_bodies: bool = False,
     ) -> None:
-        self.dissector = Dissector(show_secrets=show_secrets)
+        self.dissector = Dissector(show_secrets=show_secrets, redact_bodies=redact_bodies)
         self.tracker = Tracker()
         if not journeys:
             # the capture-wide correlator only feeds the summary (RPC pairs, message journeys)

@@ -13,14 +13,21 @@ Rules, one direction at a time (`Framer`):
   offset where a header or consecutive strict frames start (see `detect.claim`). The skipped bytes
   are reported once the stream is found again. A direction with nothing AMQP-like in its first
   `HUNT_BUDGET` bytes, and no evidence from the other direction, is given up as not AMQP.
-- OPAQUE: TLS, 0-10, or not AMQP: bytes are dropped (named once by a finding on the header).
+- OPAQUE: 0-10, undecryptable, or not AMQP: bytes are dropped (named once by a finding).
+- LAYERED: the direction's bytes are wrapped (TLS, WebSocket: see `codec/layers.py`). In HEADER,
+  bytes that are no protocol header are offered to the layer detectors (the other direction joins
+  a layer already pushed at its level; after `AMQP 2 1 0 0` TLS must follow); from then on every
+  byte goes through the layer, whose inner bytes feed a fresh framer (`inner`) that starts again
+  in HEADER. Layers stack: TLS, then WebSocket. Each layer is reported once as a `layer` record
+  (its info and findings) before the first frame it carries, or when it has a finding first.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import dataclass
 
-from amqpscope.codec import detect
+from amqpscope.codec import detect, layers
 from amqpscope.codec import frames as k
 from amqpscope.codec.amqp091 import frames as frames091
 from amqpscope.codec.amqp091.decoder import Decoder as Decoder091
@@ -33,12 +40,17 @@ HEADER = "header"
 FRAMES = "frames"
 HUNT = "hunt"
 OPAQUE = "opaque"
+LAYERED = "layered"
+#: the kind of the record that reports a layer (TLS, WebSocket) in the frame stream
+LAYER_KIND = "layer"
 
 #: bytes a direction of unknown version may be searched before it is given up as not AMQP
 HUNT_BUDGET = 256 * 1024
 #: bytes kept while a frame is incomplete or a hunt waits for more; beyond it, damage is assumed
 MAX_BUFFER = 64 * 1024 * 1024
 UNKNOWN_VERSIONS = ("0-9-1", "1.0")
+#: findings on a frame that mean framing has lost the boundaries: hunt for the next one
+_RESYNC = frozenset(("amqp.bad-frame-end", "amqp.bad-frame"))
 
 
 class Framer:
@@ -49,7 +61,11 @@ class Framer:
         "buf",
         "decoder",
         "direction",
+        "expect",
         "hunted",
+        "inner",
+        "layer",
+        "level",
         "marks",
         "pending",
         "sasl",
@@ -72,6 +88,10 @@ class Framer:
         self.base = 0  # stream offset of buf[0]
         self.marks: deque[tuple[int, int, float]] = deque()
         self.decoder: Decoder10 | Decoder091 | None = None  # made when the version is known
+        self.level = 0  # layers under this framer (0: straight on TCP)
+        self.layer: layers.Layer | None = None  # LAYERED: the layer its bytes go through
+        self.inner: Framer | None = None  # LAYERED: the framer of the layer's inner bytes
+        self.expect = ""  # a layer that must follow (after `AMQP 2 1 0 0`: "tls")
 
     def arrived(self, data: bytes, packet: int, ts: float) -> None:
         self.buf += data
@@ -94,14 +114,40 @@ class Framer:
             marks.popleft()
 
 
+@dataclass(slots=True)
+class LayerSlot:
+    """A layer on the stack: its level, and whether its `layer` record has been handed on."""
+
+    layer: layers.Layer
+    level: int
+    reported: bool = False
+    size: int = 0  # outer bytes it has taken in, both directions
+
+
 class ConnectionCodec:
     """Frames both directions of one TCP connection and decodes their fields. `from_start`: the
     handshake was seen, so each direction's first byte is the start of the protocol.
-    `show_secrets`: decode credentials (SASL responses, start-ok) instead of redacting them."""
+    `show_secrets`: decode credentials (SASL responses, start-ok) instead of redacting them.
+    `context`: what layers need (key logs for TLS). `redact_bodies`: message bodies are
+    counted, never kept or shown. `server_port`: where the client connected, which says
+    whether an undecrypted TLS connection may be AMQP (`layers.AMQP_TLS_PORTS`)."""
 
-    def __init__(self, from_start: bool, show_secrets: bool = False) -> None:
+    def __init__(
+        self,
+        from_start: bool,
+        show_secrets: bool = False,
+        context: layers.LayerContext | None = None,
+        messages: bool = True,
+        redact_bodies: bool = False,
+        server_port: int | None = None,
+    ) -> None:
         self.show_secrets = show_secrets
+        self.server_port = server_port
+        self.redact_bodies = redact_bodies
+        self.messages = messages  # False: 1.0 messages are not decoded (see amqp10.Decoder)
+        self.context = context or layers.LayerContext(show_secrets=show_secrets)
         self.framers = {C2S: Framer(C2S, from_start), S2C: Framer(S2C, from_start)}
+        self.layers: list[LayerSlot] = []  # the stack, outermost first
         self.version: str | None = None
         self.is_amqp = False
         self.first_header_dir: str | None = None
@@ -112,15 +158,55 @@ class ConnectionCodec:
         framer = self.framers[direction]
         if framer.state == OPAQUE:
             return []
-        framer.arrived(data, packet, ts)
         out: list[k.Frame] = []
-        self._run(framer, packet, out, final=False)
+        self._through(framer, data, packet, ts, out)
         return out
+
+    def _through(
+        self, framer: Framer, data: bytes, packet: int, ts: float, out: list[k.Frame]
+    ) -> None:
+        """Bytes at `framer`'s level: down through its layers to the framer that frames them."""
+        while framer.state == LAYERED and framer.inner is not None:
+            slot = self.layers[framer.level]
+            slot.size += len(data)
+            try:
+                data = slot.layer.data(framer.direction, data)
+            except Exception as exc:  # a layer bug must not cost the rest of the capture
+                slot.layer.findings.append(
+                    finding("amqp.decode-error", f"{slot.layer.name}: {type(exc).__name__}: {exc}")
+                )
+                framer.state = OPAQUE
+                data = b""
+            self._drain(slot, framer, packet, ts, out)
+            if not data or framer.state == OPAQUE:
+                return
+            framer = framer.inner
+        if framer.state == OPAQUE:
+            return
+        framer.arrived(data, packet, ts)
+        self._run(framer, packet, out, final=False)
+
+    def top(self, direction: str) -> Framer:
+        """The innermost framer of `direction` (the one that frames AMQP)."""
+        framer = self.framers[direction]
+        while framer.inner is not None:
+            framer = framer.inner
+        return framer
 
     def gap(self, direction: str, missing: int, note: Finding | None = None) -> None:
         """Bytes were lost: whatever frame was in progress is gone; find the next boundary. The
         `note` (the stream layer's finding) rides on the next frame of this direction."""
         framer = self.framers[direction]
+        while framer.state == LAYERED and framer.inner is not None:
+            # bytes under a layer are lost: a layer that can resynchronise says so with `gap`
+            lost = getattr(framer.layer, "gap", None)
+            if lost is None:
+                framer.state = OPAQUE
+                if note is not None:
+                    self.findings.append(note)
+                return
+            lost(direction, missing)
+            framer, missing = framer.inner, 0
         if framer.state == OPAQUE:
             return
         if note is not None:
@@ -136,7 +222,13 @@ class ConnectionCodec:
     def end(self, packet: int) -> list[k.Frame]:
         """The capture (or connection) ended: salvage a last hunt, report what was left over."""
         out: list[k.Frame] = []
-        for framer in self.framers.values():
+        chain = []
+        for top in self.framers.values():
+            framer: Framer | None = top
+            while framer is not None:
+                chain.append(framer)
+                framer = framer.inner
+        for framer in chain:
             if framer.state == HUNT and framer.buf:
                 self._run(framer, packet, out, final=True)
             if framer.buf and framer.state in (FRAMES, HEADER, HUNT) and self.is_amqp:
@@ -152,7 +244,111 @@ class ConnectionCodec:
                 self.findings.extend(framer.decoder.end())
             self.findings.extend(framer.pending)
             framer.pending.clear()
+        for slot in self.layers:
+            finish = getattr(slot.layer, "end", None)  # optional: what the end left unfinished
+            if finish is not None:
+                finish()
+            if slot.reported:
+                self.findings.extend(slot.layer.findings)
+                slot.layer.findings.clear()
+            elif self._claimed(slot) and (slot.layer.findings or not self._refused(slot)):
+                self._report_layer(slot, C2S, packet, self._last_ts(), out)
         return out
+
+    # -- layers ------------------------------------------------------------------------------
+    def _layer(self, framer: Framer, buf: bytearray, pos: int, final: bool) -> str:
+        """At a direction's first bytes (HEADER, no protocol header): push a layer or join the
+        one the other direction pushed at this level. Says MATCH (pushed: the caller hands the
+        bytes from `pos` on), MORE (wait for bytes) or NO."""
+        level = framer.level
+        head = bytes(buf[pos : pos + 4096])
+        if len(self.layers) > level:  # the other direction went first: this one follows it
+            slot = self.layers[level]
+        else:
+            if framer.expect:
+                found = layers.detector(framer.expect)
+                said = layers.MATCH if found is not None else layers.NO
+            else:
+                said, found = layers.detect(framer.direction, head)
+            if said == layers.MORE and not final:
+                return layers.MORE
+            if said != layers.MATCH or found is None:
+                return layers.NO
+            slot = LayerSlot(found.make(self.context), level)
+            self.layers.append(slot)
+        framer.state = LAYERED
+        framer.layer = slot.layer
+        inner = Framer(framer.direction, True)
+        inner.level = level + 1
+        framer.inner = inner
+        return layers.MATCH
+
+    def _drain(self, slot: LayerSlot, framer: Framer, packet: int, ts: float, out: list) -> None:
+        """Hand on what a layer found: on its record if not reported yet, else on the next frame
+        of this direction."""
+        if not slot.layer.findings:
+            return
+        if not slot.reported:
+            if self._claimed(slot):
+                self._report_layer(slot, framer.direction, packet, ts, out)
+            else:
+                slot.layer.findings.clear()
+            return
+        target = framer.inner if framer.inner is not None else framer
+        target.pending.extend(slot.layer.findings)
+        slot.layer.findings.clear()
+
+    def _report_layer(
+        self, slot: LayerSlot, direction: str, packet: int, ts: float, out: list
+    ) -> None:
+        """The `layer` record: which layer, what it knows (version, suite, ...), its findings."""
+        layer = slot.layer
+        frame = k.Frame("unknown", LAYER_KIND, layer.name, None, b"")
+        try:
+            frame.fields = dict(layer.info())
+        except Exception as exc:  # a layer bug must not cost the rest of the capture
+            frame.fields = {}
+            layer.findings.append(finding("amqp.decode-error", f"{layer.name}: {exc}"))
+        frame.fields.setdefault("size", slot.size)
+        frame.findings = list(layer.findings)
+        layer.findings.clear()
+        frame.direction = direction
+        frame.packet, frame.ts = packet, ts
+        slot.reported = True
+        out.append(frame)
+
+    def _claimed(self, slot: LayerSlot) -> bool:
+        """Whether a layer that carried no AMQP frame (no key, damage) is reported: when AMQP was
+        seen (the in-band TLS header), on an AMQP port, or when the client asked for AMQP by
+        ALPN. HTTPS on 443 is not AMQP's to report."""
+        if self.is_amqp or slot.level > 0:
+            return True
+        if self.server_port in layers.AMQP_TLS_PORTS:
+            return True
+        try:
+            info = slot.layer.info()
+        except Exception:
+            return False
+        return "amqp" in (info.get("alpn-offered") or []) or info.get("alpn") == "amqp"
+
+    def _refused(self, slot: LayerSlot) -> bool:
+        """The layer's inner bytes turned out not to be AMQP (HTTPS decrypted, say)."""
+        for top in self.framers.values():
+            framer: Framer | None = top
+            while framer is not None and framer.level <= slot.level:
+                framer = framer.inner
+            if framer is not None and framer.state == OPAQUE and framer.version is None:
+                return True
+        return False
+
+    def _last_ts(self) -> float:
+        latest = 0.0
+        for framer in self.framers.values():
+            while framer is not None:
+                if framer.marks:
+                    latest = max(latest, framer.marks[-1][2])
+                framer = framer.inner
+        return latest
 
     # -- the per-direction state machine -------------------------------------------------------
     def _run(self, framer: Framer, packet: int, out: list[k.Frame], final: bool) -> None:
@@ -161,37 +357,28 @@ class ConnectionCodec:
         while True:
             state = framer.state
             if state == FRAMES:
-                if buf[pos : pos + 4] == detect.MAGIC:
-                    framer.state = HEADER
-                    continue
-                if framer.version == "1.0":
-                    length = frames10.frame_length(buf, pos)
-                else:
-                    length = frames091.frame_length(buf, pos)
-                if length == 0 or (length > 0 and len(buf) - pos < length):
-                    if length > MAX_BUFFER:
-                        self._damaged(framer, packet, f"frame size {length} is beyond belief")
-                        pos += 1
-                        continue
-                    break
-                if length < 0:
-                    self._damaged(framer, packet, "frame header with an impossible size")
-                    pos += 1
-                    continue
-                frame = self._frame(framer, bytes(buf[pos : pos + length]))
-                pos += length
-                self._emit(framer, frame, pos, out)
-                if frame.findings and any(
-                    f.code in ("amqp.bad-frame-end", "amqp.bad-frame") for f in frame.findings
-                ):
-                    framer.state = HUNT
+                pos = self._frames(framer, buf, pos, packet, out)
+                if framer.state == FRAMES:
+                    break  # the next frame is not complete yet
             elif state == HEADER:
                 if len(buf) - pos < 8:
-                    if detect.MAGIC.startswith(bytes(buf[pos : pos + 4])) and not final:
-                        break
                     if len(buf) == pos:
                         break
-                if buf[pos : pos + 4] != detect.MAGIC:
+                    if detect.MAGIC.startswith(bytes(buf[pos : pos + 4])) and not final:
+                        break
+                if framer.expect or buf[pos : pos + 4] != detect.MAGIC:
+                    said = self._layer(framer, buf, pos, final)
+                    if said == layers.MORE:
+                        break
+                    if said == layers.MATCH:
+                        rest = bytes(buf[pos:])
+                        packet, ts = framer.completed_by(len(buf))
+                        framer.consume(len(buf))
+                        self._through(framer, rest, packet, ts, out)
+                        return
+                    if framer.expect:
+                        framer.state = OPAQUE
+                        break
                     if not self._headerless(framer):
                         framer.state = OPAQUE
                         break
@@ -285,7 +472,7 @@ class ConnectionCodec:
         self._found(version)
         if header.layer == "tls":
             frame.findings.append(finding("amqp.tls", "TLS follows this header"))
-            framer.state = OPAQUE
+            framer.expect = "tls"  # the next bytes are TLS (HEADER pushes the layer)
         elif version == "0-10":
             frame.findings.append(
                 finding("amqp.unsupported-version", "AMQP 0-10 is named, not decoded")
@@ -300,6 +487,34 @@ class ConnectionCodec:
             framer.state = FRAMES
         return frame
 
+    def _frames(
+        self, framer: Framer, buf: bytearray, pos: int, packet: int, out: list[k.Frame]
+    ) -> int:
+        """FRAMES, the hot loop: split, name and decode the complete frames from `pos` on. Returns
+        where it stopped; the state is still FRAMES when the next frame is not complete."""
+        magic = detect.MAGIC
+        length_at = frames10.frame_length if framer.version == "1.0" else frames091.frame_length
+        have = len(buf)
+        while True:
+            if buf.startswith(magic, pos):
+                framer.state = HEADER
+                return pos
+            length = length_at(buf, pos)
+            if length <= 0 or have - pos < length:
+                if length > MAX_BUFFER:
+                    self._damaged(framer, packet, f"frame size {length} is beyond belief")
+                    return pos + 1
+                if length < 0:
+                    self._damaged(framer, packet, "frame header with an impossible size")
+                    return pos + 1
+                return pos
+            frame = self._frame(framer, bytes(buf[pos : pos + length]))
+            pos += length
+            self._emit(framer, frame, pos, out)
+            if frame.findings and any(f.code in _RESYNC for f in frame.findings):
+                framer.state = HUNT
+                return pos
+
     def _frame(self, framer: Framer, data: bytes) -> k.Frame:
         version = framer.version or "0-9-1"
         if version == "1.0":
@@ -307,11 +522,11 @@ class ConnectionCodec:
         else:
             frame = frames091.make_frame(data, version)
         decoder = framer.decoder
-        if decoder is None or getattr(decoder, "version", version) != version:
+        if decoder is None or decoder.version != version:
             if version == "1.0":
-                decoder = Decoder10(show_secrets=self.show_secrets)
+                decoder = Decoder10(self.show_secrets, self.messages, self.redact_bodies)
             else:
-                decoder = Decoder091(version, show_secrets=self.show_secrets)
+                decoder = Decoder091(version, self.show_secrets, self.redact_bodies)
             framer.decoder = decoder
         try:
             decoder.decode(frame)
@@ -325,6 +540,10 @@ class ConnectionCodec:
         """Hand on `frame`, which ended at buffer offset `end`."""
         frame.direction = framer.direction
         frame.packet, frame.ts = framer.completed_by(end)
+        if framer.level:
+            for slot in self.layers[: framer.level]:
+                if not slot.reported:  # the layers a frame came through are named before it
+                    self._report_layer(slot, framer.direction, frame.packet, frame.ts, out)
         if framer.pending:
             frame.findings[:0] = framer.pending
             framer.pending = []
@@ -343,4 +562,4 @@ class ConnectionCodec:
             self.version = version
 
     def _other(self, framer: Framer) -> Framer:
-        return self.framers[S2C if framer.direction == C2S else C2S]
+        return self.top(S2C if framer.direction == C2S else C2S)

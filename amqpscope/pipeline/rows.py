@@ -165,45 +165,54 @@ def decode(
             yield "deliveries", row("deliveries", values)
 
 
+_BASENAMES: dict[str, str] = {}
+
+
 def _frame_row(frame: Frame, place: Place) -> tuple[Any, ...]:
+    """The `frames` row, built straight in `tables.COLUMNS["frames"]` order (this runs once per
+    frame: no dict, no per-value coercion; every value here already has its column's type)."""
     capture, packet = place.packet(frame.packet)
-    findings = []
-    for f in frame.findings:
-        _, fpacket = place.packet(f.packet)
-        findings.append(
-            {
-                "code": f.code,
-                "severity": f.severity,
-                "message": f.message,
-                "packet": fpacket,
-                "conn": place.conn(capture, f.conn),
-                "frame": f.frame,
-            }
-        )
-    return row(
-        "frames",
-        {
-            "capture": capture,
-            "capture_file": os.path.basename(capture.rstrip("/")) or capture,
-            "date": day(frame.ts),
-            "conn_key": place.key(frame.conn),
-            "stitched": place.stitched,
-            "frame": frame.number,
-            "packet": packet,
-            "ts": frame.ts,
-            "conn": place.conn(capture, frame.conn),
-            "src": frame.src,
-            "dst": frame.dst,
-            "dir": frame.direction,
-            "version": frame.version,
-            "channel": frame.channel,
-            "kind": frame.kind,
-            "name": frame.name,
-            "size": frame.size,
-            "fields": _json(frame.fields),
-            "message": None if frame.message is None else _json(frame.message),
-            "findings": findings,
-        },
+    findings = None
+    if frame.findings:
+        findings = []
+        for f in frame.findings:
+            _, fpacket = place.packet(f.packet)
+            findings.append(
+                {
+                    "code": f.code,
+                    "severity": f.severity,
+                    "message": f.message,
+                    "packet": fpacket,
+                    "conn": place.conn(capture, f.conn),
+                    "frame": f.frame,
+                }
+            )
+    base = _BASENAMES.get(capture)
+    if base is None:
+        base = _BASENAMES[capture] = os.path.basename(capture.rstrip("/")) or capture
+    message = frame.message
+    return (
+        capture,
+        base,
+        day(frame.ts),
+        place.key(frame.conn),
+        place.stitched,
+        frame.number,
+        packet,
+        frame.ts,
+        None,  # time: made on the JVM side from ts
+        place.conn(capture, frame.conn),
+        frame.src,
+        frame.dst,
+        frame.direction,
+        frame.version,
+        frame.channel,
+        frame.kind,
+        frame.name,
+        frame.size,
+        _json(frame.fields),
+        None if message is None else _json(message),
+        findings or [],
     )
 
 
@@ -388,15 +397,19 @@ def _connection_rows(
 
 # -- one capture file ----------------------------------------------------------------------------
 def decode_file(
-    capture: str, path: str | None = None, data: bytes | None = None
+    capture: str,
+    path: str | None = None,
+    data: bytes | None = None,
+    options: dict[str, Any] | None = None,
 ) -> Iterator[Record]:
     """Everything about one capture file: its rows, its edge connections with their packets, and
-    a "meta" record. `path` is a local file; `data` the file's bytes (from a Hadoop filesystem)."""
+    a "meta" record. `path` is a local file; `data` the file's bytes (from a Hadoop filesystem).
+    `options` are the `Dissector`'s (`show_secrets`, `redact_bodies`), as the CLI passes them."""
     if data is not None:
         with tempfile.NamedTemporaryFile(prefix="amqpscope-", suffix=".cap") as tmp:
             tmp.write(data)
             tmp.flush()
-            yield from decode_file(capture, tmp.name)
+            yield from decode_file(capture, tmp.name, options=options)
         return
     local = path or capture
     meta: dict[str, Any] = {"capture": capture, "first_ts": None, "packets": 0, "frames": 0}
@@ -409,7 +422,8 @@ def decode_file(
         yield "meta", meta
         return
     place = Place(capture)
-    dissector = Dissector()
+    dissector = Dissector(**(options or {}))
+    dissector.take_secrets(reader.secrets)  # a pcapng's TLS secrets (Decryption Secrets Blocks)
 
     def packets() -> Iterator[RawPacket]:
         for packet in reader:
@@ -502,7 +516,9 @@ def _unreadable(capture: str, why: str) -> dict[str, Any]:
 
 
 # -- one stitched connection ---------------------------------------------------------------------
-def decode_group(parts: Iterable[tuple[Edge, list[RawPacket]]]) -> Iterator[Record]:
+def decode_group(
+    parts: Iterable[tuple[Edge, list[RawPacket]]], options: dict[str, Any] | None = None
+) -> Iterator[Record]:
     """One connection's parts from several files, decoded and tracked as one, in time order."""
     ordered = sorted(parts, key=lambda part: part[0].order)
     mapping: list[tuple[str, int]] = []
@@ -518,4 +534,4 @@ def decode_group(parts: Iterable[tuple[Edge, list[RawPacket]]]) -> Iterator[Reco
         {edge.capture: edge.conn for edge, _ in ordered},
         [edge.capture for edge, _ in ordered],
     )
-    yield from decode(packets, place, list, Dissector())
+    yield from decode(packets, place, list, Dissector(**(options or {})))

@@ -216,15 +216,23 @@ def _coerce(value: Any, kind: str) -> Any:
     return value
 
 
-_KINDS = {table: [kind for _, kind in columns] for table, columns in COLUMNS.items()}
+#: the Python type a column's values already have when they need no coercion
+_PYTHON = {"string": str, "long": int, "int": int, "double": float, "boolean": bool}
+_SPECS = {
+    table: [(name, kind, _PYTHON.get(kind)) for name, kind in columns]
+    for table, columns in COLUMNS.items()
+}
 
 
 def row(table: str, values: dict[str, Any]) -> tuple[Any, ...]:
     """The row tuple for `values` (missing columns are null), each value of its column's type."""
-    return tuple(
-        _coerce(values.get(name), kind)
-        for (name, _), kind in zip(COLUMNS[table], _KINDS[table], strict=True)
-    )
+    get = values.get
+    out = []
+    for name, kind, python in _SPECS[table]:
+        value = get(name)
+        # most values already have their column's type: only the others are coerced
+        out.append(value if value is None or type(value) is python else _coerce(value, kind))
+    return tuple(out)
 
 
 def struct_type(table: str) -> Any:

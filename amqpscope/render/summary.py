@@ -3,17 +3,25 @@
 Reads the summary document (`amqpscope schema summary`) and nothing else, so the tables and
 `--json` never disagree. Columns that are empty for every row are left out. Links: msgs are
 distinct deliveries; acc/rej/rel/mod the outcomes; latencies are p50/p99 in milliseconds.
+
+Sparklines (`render/sparkline.py`) draw the time series on one axis per table. They only take
+width the table leaves free: each is added, in the order listed, while the table's natural width
+still fits the console, so on a narrow terminal they give way before any number is cut.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
+
+from amqpscope.render import sparkline
+from amqpscope.render.lines import safe
 
 Row = dict[str, Any]
 Column = tuple[str, Callable[[Row], Any]]
@@ -38,8 +46,8 @@ def _text(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.3f}".rstrip("0").rstrip(".") if value else "0"
     if isinstance(value, (dict, list)):
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    return str(value)
+        return safe(json.dumps(value, separators=(",", ":"), ensure_ascii=False))
+    return safe(str(value))  # captured strings: escape what could drive the terminal
 
 
 def _error(value: Any) -> str:
@@ -48,12 +56,13 @@ def _error(value: Any) -> str:
         return _text(value)
     if "condition" in value:
         description = str(value.get("description") or "").split("\n")[0]
-        return f"{value['condition']}: {description}" if description else str(value["condition"])
+        shown = f"{value['condition']}: {description}" if description else str(value["condition"])
+        return safe(shown)
     if "reply-code" in value:
         code = value.get("reply-code")
         if not isinstance(code, int) or code < 300:  # 200 (or pika's 0) is a normal close
             return ""
-        return f"{code} {value.get('reply-text', '')}".strip()
+        return safe(f"{code} {value.get('reply-text', '')}".strip())
     return _text(value)
 
 
@@ -107,13 +116,61 @@ CHANNEL_COLUMNS: list[Column] = [
     ("ack ms", lambda r: _latency(r, "ack-latency-ms")),
     ("close", lambda r: _error(r.get("close"))),
 ]
+#: sparkline columns: (header, key in the row's `series`, a level's lowest rather than highest),
+#: the first kept first when space is short. Credit shows its lows: running out is the point.
+Spark = tuple[str, str, bool]
+LINK_SPARKS: list[Spark] = [
+    ("delivery rate", "deliveries", False),
+    ("credit low", "link-credit", True),
+    ("unsettled peak", "unsettled", False),
+]
+CHANNEL_SPARKS: list[Spark] = [
+    ("delivery rate", "deliveries", False),
+    ("unacked peak", "unacked", False),
+    ("publish rate", "publishes", False),
+]
 
 
-def _table(title: str, columns: list[Column], rows: list[Row]) -> Table | None:
+def _table(
+    title: str,
+    columns: list[Column],
+    rows: list[Row],
+    console: Console | None = None,
+    sparks: list[Spark] | None = None,
+) -> Table | None:
     if not rows:
         return None
     cells = [[_text(fn(row)) if fn(row) is not None else "" for _, fn in columns] for row in rows]
     keep = [i for i in range(len(columns)) if any(cell[i] not in ("", "0") for cell in cells)]
+    table = _columns(title, columns, cells, keep)
+    if console is None or not sparks:
+        return table
+    axis = sparkline.span([_get(row, "series", key) for row in rows for _, key, _ in sparks])
+    steps = sparkline.glyphs(console.encoding)
+    lines = [
+        (name, [sparkline.sparkline(_get(row, "series", key), axis, steps, low) for row in rows])
+        for name, key, low in sparks
+    ]
+    shown: list[tuple[str, list[str]]] = []
+    unbounded = console.options.update_width(1 << 16)  # rich clamps a measure to the width
+    for name, line in lines:  # each, while the table's natural width still fits
+        if not any(line):
+            continue
+        wider = _columns(title, columns, cells, keep, [*shown, (name, line)])
+        if Measurement.get(console, unbounded, wider).maximum > console.width:
+            break
+        shown.append((name, line))
+        table = wider
+    return table
+
+
+def _columns(
+    title: str,
+    columns: list[Column],
+    cells: list[list[str]],
+    keep: list[int],
+    sparks: Sequence[tuple[str, list[str]]] = (),
+) -> Table:
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
     for i in keep:
         name = columns[i][0]
@@ -128,8 +185,10 @@ def _table(title: str, columns: list[Column], rows: list[Row]) -> Table | None:
             min_width=6 if wide else len(name),  # numbers keep their header; text gives way
             style=OUTCOME_STYLES.get(name, "red" if name in ("error", "close") else ""),
         )
-    for cell in cells:
-        table.add_row(*(cell[i] for i in keep))
+    for name, _ in sparks:
+        table.add_column(name, no_wrap=True, min_width=sparkline.WIDTH, style="cyan")
+    for n, cell in enumerate(cells):
+        table.add_row(*(cell[i] for i in keep), *(line[n] for _, line in sparks))
     return table
 
 
@@ -164,7 +223,7 @@ def _connection_line(conn: Row) -> Text:
         facts.append(str(conn["state"]))
     if conn.get("mid-stream") or conn.get("from-start") is False:
         facts.append("captured mid-stream")
-    text.append("  " + " · ".join(facts), style="")
+    text.append(safe("  " + " · ".join(facts)), style="")
     close = _error(conn.get("close"))
     if close:
         text.append(f"  closed: {close}", style="bold red")
@@ -173,7 +232,7 @@ def _connection_line(conn: Row) -> Text:
 
 def print_summary(result: dict[str, Any], console: Console | None = None) -> None:
     """Print the summary document as tables."""
-    console = console or Console()
+    console = console or Console(markup=False, highlight=False)  # captured text is literal
     for conn in result.get("connections", []):
         console.print(_connection_line(conn), overflow="ellipsis", no_wrap=True, crop=True)
         if conn.get("version") == "1.0":
@@ -189,9 +248,10 @@ def print_summary(result: dict[str, Any], console: Console | None = None) -> Non
                         no_wrap=True,
                         crop=True,
                     )
-            table = _table("links", LINK_COLUMNS, rows)
+            table = _table("links", LINK_COLUMNS, rows, console, LINK_SPARKS)
         else:
-            table = _table("channels", CHANNEL_COLUMNS, conn.get("channels") or [])
+            channels = conn.get("channels") or []
+            table = _table("channels", CHANNEL_COLUMNS, channels, console, CHANNEL_SPARKS)
         if table is not None:
             console.print(table)
         console.print()
@@ -228,5 +288,5 @@ def _print_findings(findings: list[dict[str, Any]], console: Console) -> None:
         where = f"c{f.get('conn', '?')}" + (f" #{f['frame']}" if f.get("frame") else "")
         line = Text(f"  {severity:<7} ", style=SEVERITY_STYLES.get(severity, ""))
         line.append(f"{f.get('code')!s:<{code_width}}  {where:<9} ")
-        line.append(str(f.get("message", "")).split("\n")[0])
+        line.append(safe(str(f.get("message", "")).split("\n")[0]))
         console.print(line, overflow="ellipsis", no_wrap=True, crop=True)

@@ -19,7 +19,7 @@ from rich.text import Text
 
 from amqpscope.codec.frames import Frame
 from amqpscope.filter import is_error
-from amqpscope.render.lines import ARROWS, highlights
+from amqpscope.render.lines import ARROWS, highlights, safe
 
 #: colours, by what a word means
 STYLES = {
@@ -39,6 +39,8 @@ STYLES = {
     "legend": "bold cyan",
     "time": "dim",
 }
+#: how a legend names a connection whose first record is a layer under AMQP
+LAYER_NAMES = {"tls": "TLS", "websocket": "WebSocket"}
 #: shortest run of like frames that --collapse folds into one line
 COLLAPSE_MIN = 3
 CONTENT_KINDS = ("content-header", "content-body")
@@ -58,11 +60,13 @@ def body_text(frame: Frame, limit: int) -> str | None:
         if key in body:
             value = body[key]
             text = value if isinstance(value, str) else repr(value)
-            text = text.replace("\n", "⏎").replace("\r", "")
+            text = safe(text.replace("\n", "⏎").replace("\r", ""))  # nothing drives the terminal
             prefix = "0x" if key == "hex" else ""
             if len(text) > limit:
                 text = text[: limit - 1] + "…"
             return f"{prefix}{text}"
+    if body.get("redacted"):  # --redact-bodies
+        return f"<redacted, {body.get('size')} bytes>"
     return None
 
 
@@ -161,7 +165,11 @@ class Timeline:
             client, server = (
                 (frame.dst, frame.src) if frame.direction == "s2c" else (frame.src, frame.dst)
             )
-            legend = f"c{frame.conn}  {client} → {server}  AMQP {frame.version}"
+            if frame.kind == "layer":  # wrapped: the AMQP version shows on its frames
+                speaks = LAYER_NAMES.get(frame.name, frame.name)
+            else:
+                speaks = f"AMQP {frame.version}"
+            legend = f"c{frame.conn}  {client} → {server}  {speaks}"
             self._emit(Text(legend, style=STYLES["legend"]))
         line = self._prefix(frame, str(frame.number))
         line.append_text(self._name(frame))
@@ -176,7 +184,8 @@ class Timeline:
         if preview is not None:
             line.append(f"  body={preview}", style="dim" if not self.body else "")
         for found in frame.findings:
-            line.append(f"  [{found.code}: {found.message}]", style=STYLES.get(found.severity, ""))
+            note = f"  [{found.code}: {safe(found.message)}]"
+            line.append(note, style=STYLES.get(found.severity, ""))
         self._emit(line)
 
     def _t0(self) -> float:
@@ -192,7 +201,7 @@ class Timeline:
     def _name(self, frame: Frame) -> Text:
         if is_error(frame) and not frame.findings:
             style = STYLES["error"]
-        elif frame.kind == "protocol-header":
+        elif frame.kind in ("protocol-header", "layer"):
             style = STYLES["header"]
         elif frame.kind == "heartbeat":
             style = STYLES["heartbeat"]

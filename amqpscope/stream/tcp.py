@@ -47,8 +47,8 @@ after it when
       known (buffered data or the FIN): the gap runs to that data, or to the ack if it is lower.
       An ack alone, with nothing buffered, declares nothing yet (an ACK can precede the data it
       acks in a capture); the next out-of-order segment or the close settles it;
-  (b) the buffer holds more than `max_buffer` bytes: holes are skipped, oldest first, until it
-      fits (`tcp.buffer-limit` as well);
+  (b) the buffer holds more than `max_buffer` bytes or `MAX_PIECES` pieces: holes are skipped,
+      oldest first, until it fits (`tcp.buffer-limit` as well);
   (c) the connection closes (both FINs, RST, a replacing SYN) or the capture ends: every hole
       before buffered data or before the FIN is missing. Then, if the peer acknowledged more than
       was seen, that trailing part is missing too; a byte of it is taken for an unseen FIN when
@@ -87,6 +87,8 @@ from amqpscope.stream.events import (
 WELL_KNOWN_PORTS = (5672, 5671)
 #: Default cap on out-of-order bytes buffered per direction.
 MAX_BUFFER = 4 * 1024 * 1024
+#: Cap on out-of-order pieces buffered per direction (tiny segments would make inserts slow).
+MAX_PIECES = 16384
 #: Data or acks this far or further ahead of the expected position are ignored as garbage.
 MAX_AHEAD = 1 << 30
 #: How far back a mid-stream direction's provisional anchor may move before its first delivery.
@@ -497,7 +499,7 @@ class TcpReassembler:
         else:
             self._insert(h, pos, payload, packet)
             self._drain(h, packet, ts, out)
-            if h.buffered > self.max_buffer:
+            if h.buffered > self.max_buffer or len(h.starts) > MAX_PIECES:
                 self._overflow(h, packet, ts, out)
             if h.acked > h.nxt and h.starts:
                 self._resolve(h, packet, ts, out)
@@ -669,13 +671,15 @@ class TcpReassembler:
         self.findings.append(
             finding(
                 "tcp.buffer-limit",
-                f"connection {h.cid} {h.direction}: more than {self.max_buffer} bytes waited "
-                "behind a hole; the hole was given up as missing",
+                f"connection {h.cid} {h.direction}: more than {self.max_buffer} bytes (or "
+                f"{MAX_PIECES} pieces) waited behind a hole; the hole was given up as missing",
                 packet,
                 h.cid,
             )
         )
-        while h.buffered > self.max_buffer and h.starts and not h.done:
+        while (
+            (h.buffered > self.max_buffer or len(h.starts) > MAX_PIECES) and h.starts and not h.done
+        ):
             if h.starts[0] > h.nxt:
                 self._gap(h, h.starts[0], packet, ts, out, "reassembly buffer full")
             self._drain(h, packet, ts, out)

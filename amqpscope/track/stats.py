@@ -1,9 +1,17 @@
-"""Bounded statistics for both trackers: latencies and stall episodes, constant memory each.
+"""Bounded statistics for both trackers: latencies, stall episodes and time series, constant
+memory each.
 
 Latencies keep a fixed-size reservoir of samples and exact count/min/max/mean: a capture of any
 length costs `size` floats per statistic. Percentiles are exact while the
 count is within the reservoir, and a uniform sample's percentiles beyond (Vitter's algorithm R,
 with a fixed seed so that the same capture always gives the same numbers).
+
+Time series (`Level`, `Rate`) keep `BUCKETS` buckets over capture time from their first sample.
+Buckets start `FIRST_WIDTH` seconds wide; a sample past the last bucket doubles the width by
+merging neighbour pairs (a level keeps the max and min of the pair, a rate their sum), so a
+series covers between half and all of its buckets whatever the capture's length, and the sum or
+the extremes over all buckets never change by merging. The widths are powers of two, so the
+arithmetic is exact and two series that started at the same time stay aligned.
 """
 
 from __future__ import annotations
@@ -14,6 +22,12 @@ from typing import Any
 #: samples kept per statistic, unless a tracker asks for another size
 RESERVOIR = 4096
 PERCENTILES = (50, 90, 99)
+#: buckets per time series (a sparkline's worth)
+BUCKETS = 32
+#: the first bucket width in seconds (2**-16: 15 microseconds, finer than most captures'
+#: timestamps); it doubles as time runs on, so any series longer than half a millisecond uses
+#: between half and all of its buckets
+FIRST_WIDTH = 2.0**-16
 
 
 class Latency:
@@ -104,6 +118,145 @@ class Episodes:
             "seconds": round(self.seconds, 6),
             "longest": round(self.longest, 6),
         }
+
+
+class _Series:
+    """What `Level` and `Rate` share: the clock. `origin` is the first sample's time, bucket `i`
+    covers [origin + i*width, origin + (i+1)*width), `top` is the last bucket written."""
+
+    __slots__ = ("origin", "scale", "size", "top", "width")
+
+    def __init__(self, size: int = BUCKETS) -> None:
+        self.size = max(2, size - size % 2)  # pairs merge: an even number of buckets
+        self.origin: float | None = None
+        self.width = FIRST_WIDTH
+        self.scale = 1.0 / FIRST_WIDTH  # exact: the width is a power of two
+        self.top = -1
+
+    def _index(self, ts: float) -> int:
+        origin = self.origin
+        if origin is None:
+            self.origin = ts
+            return 0
+        i = int((ts - origin) * self.scale)
+        if i >= self.size:
+            while i >= self.size:  # merge neighbour pairs: twice the width, half the index
+                self._halve()
+                self.width *= 2.0
+                self.scale *= 0.5
+                self.top >>= 1
+                i >>= 1
+        elif i < 0:
+            i = 0  # capture timestamps can step back a little
+        return i
+
+    def _halve(self) -> None:
+        raise NotImplementedError
+
+    def _head(self) -> dict[str, Any]:
+        return {"start": round(self.origin or 0.0, 6), "bucket-seconds": self.width}
+
+
+class Level(_Series):
+    """A level that steps (credit, unsettled or unacked deliveries): per bucket the max and min
+    it had during the bucket, a value carried on from the bucket before included."""
+
+    __slots__ = ("last", "max", "min")
+
+    def __init__(self, size: int = BUCKETS) -> None:
+        super().__init__(size)
+        self.max: list[int] = [0] * self.size
+        self.min: list[int] = [0] * self.size
+        self.last = 0
+
+    def set(self, ts: float, value: int | None) -> None:
+        """The level is `value` from `ts` on (None: unknown, not recorded)."""
+        if value is None:
+            return
+        origin = self.origin
+        if origin is not None and int((ts - origin) * self.scale) == self.top:
+            i = self.top  # the common case, inline: the newest bucket again
+            if value > self.max[i]:
+                self.max[i] = value
+            elif value < self.min[i]:
+                self.min[i] = value
+            self.last = value
+            return
+        i = self._index(ts)
+        top = self.top
+        if i > top:
+            if top < 0:  # the first sample
+                self.max[i] = self.min[i] = value
+                self.top = i
+                self.last = value
+                return
+            last = self.last
+            highs, lows = self.max, self.min
+            for j in range(top + 1, i + 1):  # the level held until now
+                highs[j] = lows[j] = last
+            self.top = top = i
+        elif i < top:
+            i = top  # late: the level is set now, in the newest bucket
+        if value > self.max[i]:
+            self.max[i] = value
+        elif value < self.min[i]:
+            self.min[i] = value
+        self.last = value
+
+    def _halve(self) -> None:
+        highs, lows, top = self.max, self.min, self.top
+        for j in range(0, top + 1, 2):
+            k = j + 1 if j < top else j  # an odd last bucket merges with nothing
+            highs[j >> 1] = max(highs[j], highs[k])
+            lows[j >> 1] = min(lows[j], lows[k])
+
+    def peak(self) -> int | None:
+        return max(self.max[: self.top + 1]) if self.top >= 0 else None
+
+    def to_json(self) -> dict[str, Any] | None:
+        """{"start", "bucket-seconds", "max": [...], "min": [...]}; None before any sample."""
+        if self.top < 0:
+            return None
+        n = self.top + 1
+        return {**self._head(), "max": self.max[:n], "min": self.min[:n]}
+
+
+class Rate(_Series):
+    """Events over time (deliveries, publishes): per bucket how many happened in it."""
+
+    __slots__ = ("counts",)
+
+    def __init__(self, size: int = BUCKETS) -> None:
+        super().__init__(size)
+        self.counts: list[int] = [0] * self.size
+
+    def add(self, ts: float, n: int = 1) -> None:
+        origin = self.origin
+        if origin is not None:
+            i = int((ts - origin) * self.scale)
+            if i == self.top:  # the common case, inline: the newest bucket again
+                self.counts[i] += n
+                return
+        i = self._index(ts)
+        self.counts[i] += n
+        if i > self.top:
+            self.top = i
+
+    def _halve(self) -> None:
+        counts, top = self.counts, self.top
+        for j in range(0, top + 1, 2):
+            counts[j >> 1] = counts[j] + counts[j + 1]
+        for j in range((top >> 1) + 1, top + 1):
+            counts[j] = 0
+
+    def total(self) -> int:
+        return sum(self.counts)
+
+    def to_json(self) -> dict[str, Any] | None:
+        """{"start", "bucket-seconds", "counts": [...]}; None before any event."""
+        if self.top < 0:
+            return None
+        return {**self._head(), "counts": self.counts[: self.top + 1]}
 
 
 def _ms(seconds: float) -> float:

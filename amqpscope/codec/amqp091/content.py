@@ -3,7 +3,8 @@
 A content method (basic.publish, deliver, get-ok, return: the table's `content` flag) opens a
 message on its channel; the content header gives its properties and body size; body frames add
 up to that size, and the frame that completes it carries `message`. Frames of other channels may
-interleave; another method on the same channel ends an incomplete message (a finding).
+interleave; another method on the same channel ends an incomplete message (a finding). With
+`redact_bodies` body bytes are counted and dropped as they arrive: the message says its size only.
 """
 
 from __future__ import annotations
@@ -158,9 +159,10 @@ def render_body(body: bytes, properties: dict[str, Any]) -> dict[str, Any]:
 class _Message:
     """A message being assembled on one channel."""
 
-    __slots__ = ("arguments", "body_size", "got", "method", "parts", "properties")
+    __slots__ = ("arguments", "body_size", "got", "method", "parts", "properties", "redact")
 
-    def __init__(self, method: str, arguments: dict[str, Any]) -> None:
+    def __init__(self, method: str, arguments: dict[str, Any], redact: bool = False) -> None:
+        self.redact = redact  # count the body, never keep it
         self.method = method
         self.arguments = arguments
         self.properties: dict[str, Any] | None = None  # None until the content header
@@ -170,8 +172,10 @@ class _Message:
 
     def to_json(self) -> dict[str, Any]:
         props = self.properties or {}
-        if self.got > MAX_BODY:
-            body: dict[str, Any] = {"size": self.got, "truncated": True}
+        if self.redact:
+            body: dict[str, Any] = {"size": self.got, "redacted": True}
+        elif self.got > MAX_BODY:
+            body = {"size": self.got, "truncated": True}
         else:
             body = render_body(b"".join(self.parts), props)
         return {
@@ -191,10 +195,11 @@ class _Message:
 class Assembler:
     """The messages of one direction, one at most per channel."""
 
-    __slots__ = ("open",)
+    __slots__ = ("open", "redact")
 
-    def __init__(self) -> None:
+    def __init__(self, redact: bool = False) -> None:
         self.open: dict[int, _Message] = {}
+        self.redact = redact  # message bodies are counted, never kept
 
     def method(self, frame: Frame, name: str, fields: dict[str, Any], content: bool) -> None:
         """A method on `frame.channel`: it ends any message still open there; a content method
@@ -204,7 +209,7 @@ class Assembler:
         if pending is not None:
             frame.findings.append(_interrupted(pending, channel, name))
         if content:
-            self.open[channel] = _Message(name, fields)
+            self.open[channel] = _Message(name, fields, self.redact)
 
     def header(self, frame: Frame, properties: dict[str, Any], body_size: int) -> None:
         channel = frame.channel or 0
@@ -238,7 +243,7 @@ class Assembler:
             )
             return
         pending.got += size
-        if pending.got <= MAX_BODY:
+        if pending.got <= MAX_BODY and not pending.redact:
             pending.parts.append(frame.data[PAYLOAD:-1])
         elif pending.parts:
             pending.parts = []  # too large to keep: counted from here on

@@ -3,11 +3,13 @@
 One `Decoder` per connection direction: it keeps what spans frames (messages assembled across
 content frames, per channel; the SASL mechanism the client chose). It never raises; damage
 becomes findings on the frame. 0-8 (and 0-9) peers are decoded with the table their frames were
-named from, and every method whose ids or arguments differ from 0-9-1's is flagged.
+named from, and every method whose ids or arguments differ from 0-9-1's is flagged. With
+`redact_bodies` message bodies are counted, never kept (content.py).
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from amqpscope.codec import frames as k
@@ -56,12 +58,17 @@ def differences(methods: dict, reference: dict) -> dict[tuple[int, int], str]:
 
 
 TABLES_091 = Tables(spec.METHODS, spec.PROPERTIES, spec.REPLY_CODES)
-TABLES_08 = Tables(spec08.METHODS, spec08.PROPERTIES, spec08.REPLY_CODES)
+
+
+@functools.cache
+def _tables_08() -> Tables:
+    """0-8's tables, compiled when a 0-8 peer first shows up (it rarely does: startup counts)."""
+    return Tables(spec08.METHODS, spec08.PROPERTIES, spec08.REPLY_CODES)
 
 
 def tables_for(version: str) -> Tables:
     """The compiled tables the framer names `version`'s methods from."""
-    return TABLES_091 if methods_for(version) is spec.METHODS else TABLES_08
+    return TABLES_091 if methods_for(version) is spec.METHODS else _tables_08()
 
 
 class Decoder:
@@ -69,11 +76,13 @@ class Decoder:
 
     __slots__ = ("assembler", "mechanism", "show_secrets", "tables", "version")
 
-    def __init__(self, version: str = "0-9-1", show_secrets: bool = False) -> None:
+    def __init__(
+        self, version: str = "0-9-1", show_secrets: bool = False, redact_bodies: bool = False
+    ) -> None:
         self.version = version  # "0-9-1", or "0-9" / "0-8" (decoded where they agree)
         self.show_secrets = show_secrets
         self.tables = tables_for(version)
-        self.assembler = Assembler()
+        self.assembler = Assembler(redact_bodies)
         self.mechanism = ""  # the SASL mechanism of this direction's start-ok
 
     def decode(self, frame: Frame) -> None:

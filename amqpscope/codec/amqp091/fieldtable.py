@@ -91,10 +91,10 @@ def read_table(buf: bytes, pos: int, limit: int, depth: int = 0) -> tuple[dict[s
     """The table whose 4-byte length is at `pos`: (table, offset after it). Raises `Malformed`
     (with the entries decoded before the damage) if it or anything in it is malformed."""
     if pos + 4 > limit:
-        raise Malformed("table length runs past the frame", {})
+        raise Malformed(f"table length runs past the frame (at offset {pos})", {})
     end = pos + 4 + U32.unpack_from(buf, pos)[0]
     if end > limit:
-        raise Malformed(f"table of {end - pos - 4} bytes runs past the frame", {})
+        raise Malformed(f"table of {end - pos - 4} bytes runs past the frame (at offset {pos})", {})
     return table_entries(buf, pos + 4, end, depth), end
 
 
@@ -109,7 +109,7 @@ def table_entries(buf: bytes, pos: int, end: int, depth: int = 0) -> dict[str, A
             key = None
             stop = pos + 1 + buf[pos]
             if stop >= end:
-                raise Malformed("field name runs past the table")
+                raise Malformed(f"field name runs past the table (at offset {pos})")
             name = text(buf[pos + 1 : stop])
             key = name if isinstance(name, str) else name["hex"]
             out[key], pos = _value(buf, stop, end, depth)
@@ -126,10 +126,10 @@ def read_array(buf: bytes, pos: int, limit: int, depth: int = 0) -> tuple[list[A
     if depth >= MAX_DEPTH:
         raise Malformed(f"arrays nested deeper than {MAX_DEPTH}", [])
     if pos + 4 > limit:
-        raise Malformed("array length runs past its table", [])
+        raise Malformed(f"array length runs past its table (at offset {pos})", [])
     end = pos + 4 + U32.unpack_from(buf, pos)[0]
     if end > limit:
-        raise Malformed(f"array of {end - pos - 4} bytes runs past its table", [])
+        raise Malformed(f"array of {end - pos - 4} bytes runs past its table (at offset {pos})", [])
     out: list[Any] = []
     pos += 4
     try:
@@ -152,15 +152,17 @@ def _value(buf: bytes, pos: int, limit: int, depth: int) -> tuple[Any, int]:
     if fixed is not None:
         st, convert = fixed
         if pos + st.size > limit:
-            raise Malformed(f"{chr(tag)!r} value runs past its table")
+            raise Malformed(f"{chr(tag)!r} value runs past its table (at offset {pos})")
         value = st.unpack_from(buf, pos)[0]
         return (convert(value) if convert else value), pos + st.size
     if tag in (_S, _X):
         if pos + 4 > limit:
-            raise Malformed(f"{chr(tag)!r} length runs past its table")
+            raise Malformed(f"{chr(tag)!r} length runs past its table (at offset {pos})")
         end = pos + 4 + U32.unpack_from(buf, pos)[0]
         if end > limit:
-            raise Malformed(f"{chr(tag)!r} value of {end - pos - 4} bytes runs past its table")
+            raise Malformed(
+                f"{chr(tag)!r} value of {end - pos - 4} bytes runs past its table (at offset {pos})"
+            )
         raw = buf[pos + 4 : end]
         return (text(raw) if tag == _S else {"hex": raw.hex()}), end
     if tag == _F:
@@ -171,8 +173,8 @@ def _value(buf: bytes, pos: int, limit: int, depth: int) -> tuple[Any, int]:
         return None, pos
     if tag == _D:
         if pos + 5 > limit:
-            raise Malformed("'D' value runs past its table")
+            raise Malformed(f"'D' value runs past its table (at offset {pos})")
         scale, value = DECIMAL.unpack_from(buf, pos)
         return decimal(scale, value), pos + 5
     shown = chr(tag) if 32 < tag < 127 else f"0x{tag:02x}"
-    raise Malformed(f"unknown field type {shown!r} (RabbitMQ knows {TAGS})")
+    raise Malformed(f"unknown field type {shown!r} at offset {pos - 1} (RabbitMQ knows {TAGS})")

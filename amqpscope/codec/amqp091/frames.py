@@ -79,6 +79,17 @@ def frame_length(buf: bytes | bytearray, off: int) -> int:
 def make_frame(data: bytes, version: str) -> k.Frame:
     """Name the complete frame `data` (header to frame-end) and note what is wrong with it."""
     ftype, channel, size = FRAME_HEADER.unpack_from(data)
+    if data[-1] == FRAME_END:  # the common case, first and without a findings list
+        if ftype == TYPE_METHOD:
+            if size >= 4:
+                methods = spec08.METHODS if version == "0-8" else spec.METHODS  # methods_for
+                method = methods.get(CLASS_METHOD.unpack_from(data, HEADER_SIZE))
+                if method is not None:
+                    return k.Frame(version, k.METHOD, method.name, channel, data)
+        else:
+            kind = KINDS.get(ftype)
+            if kind is not None:
+                return k.Frame(version, kind, kind, channel, data)
     findings: list[Finding] = []
     kind = KINDS.get(ftype)
     if data[-1] != FRAME_END:

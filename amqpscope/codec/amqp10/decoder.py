@@ -12,6 +12,7 @@ deliveries are keyed by (channel, handle) as this peer numbers them.
 - attach: remembered per (channel, handle), so that messages on `$cbs` / `$management` links are
   recognised; detach and end forget.
 - sasl-init / sasl-response: credentials are redacted unless `show_secrets`.
+- `redact_bodies`: message bodies keep their kind and size only (message.py).
 
 It never raises: damage becomes findings on the frame.
 """
@@ -65,8 +66,16 @@ class _Delivery:
 
 
 class Decoder:
-    def __init__(self, show_secrets: bool = False) -> None:
+    version = "1.0"  # what the framer checks to know this decoder still fits
+
+    def __init__(
+        self, show_secrets: bool = False, messages: bool = True, redact_bodies: bool = False
+    ) -> None:
         self.show_secrets = show_secrets
+        self.redact_bodies = redact_bodies
+        # False: deliveries are followed but their messages are not decoded (`summary` needs
+        # none), except on transaction coordinator links and links whose attach was not seen
+        self.messages = messages
         self.links: dict[tuple[int | None, int], Link] = {}
         self.deliveries: dict[tuple[int | None, int], _Delivery] = {}
         self.mechanism: str | None = None
@@ -136,6 +145,11 @@ class Decoder:
             return
         end = len(buf)
         more = fields.get("more") is True
+        if not self.messages:
+            link = self.links.get(key)
+            if link is not None and not link.coordinator:
+                self._count(key, delivery, fields, frame, end - pos, more)
+                return
         if delivery is None:
             if not more:
                 if pos < end:  # the whole delivery in one frame: decoded where it lies
@@ -153,6 +167,27 @@ class Decoder:
         payload = memoryview(b"".join(delivery.chunks))
         self._message(frame, fields, delivery, payload, 0, len(payload), notes)
 
+    def _count(
+        self,
+        key: tuple[int | None, int],
+        delivery: _Delivery | None,
+        fields: dict,
+        frame: Frame,
+        size: int,
+        more: bool,
+    ) -> None:
+        """A transfer whose message is not wanted: the delivery is followed (for the findings
+        of one left incomplete), its bytes counted, not kept."""
+        if delivery is None:
+            if not more:
+                return
+            delivery = self.deliveries[key] = _Delivery(fields, frame)
+            delivery.kept = False
+        delivery.frames += 1
+        delivery.size += size
+        if not more:
+            del self.deliveries[key]
+
     def _message(
         self,
         frame: Frame,
@@ -167,7 +202,10 @@ class Decoder:
             delivery.frames = 1
         meta = _meta(delivery)
         if delivery.fmt not in (0, None):  # not the standard message format: bytes as they are
-            frame.message = meta | {"size": end - start, "hex": buf[start:end].hex()}
+            if self.redact_bodies:
+                frame.message = meta | {"size": end - start, "redacted": True}
+            else:
+                frame.message = meta | {"size": end - start, "hex": buf[start:end].hex()}
             return
         message, found = decode_message(
             buf,
@@ -176,6 +214,7 @@ class Decoder:
             where="offset" if start else "payload offset",
             link=self.links.get((frame.channel, fields["handle"])),
             show_secrets=self.show_secrets,
+            redact_bodies=self.redact_bodies,
         )
         frame.message = meta | message
         notes.extend(found)

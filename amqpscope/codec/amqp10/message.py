@@ -10,7 +10,9 @@ Bodies: data is shown as `text` when its content-type is textual (or, without on
 valid UTF-8 without control characters), else as `hex`; amqp-value and amqp-sequence as JSON
 values. Known annotation keys (Azure Service Bus `x-opt-*`, RabbitMQ's) are named, and the AMQP
 management and claims-based-security request/response patterns (`$management`, `$cbs`
-`put-token`) are recognised; a put-token's token is redacted unless secrets are shown.
+`put-token`) are recognised; a put-token's token is redacted unless secrets are shown. With
+`redact_bodies` a body keeps only its kind and size (transaction control bodies, declare and
+discharge, are protocol, not payload, and stay).
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ class Link(NamedTuple):
     role: str | None
     source: str | None
     target: str | None
+    coordinator: bool = False  # a transaction controller's link: its messages declare, discharge
 
 
 def _address(terminus: Any) -> str | None:
@@ -96,6 +99,7 @@ def link_of(fields: dict[str, Any]) -> Link:
         fields.get("role"),
         _address(fields.get("source")),
         _address(fields.get("target")),
+        type(target := fields.get("target")) is dict and target.get("type") == "coordinator",
     )
 
 
@@ -107,6 +111,7 @@ def decode_message(
     where: str = "offset",
     link: Link | None = None,
     show_secrets: bool = False,
+    redact_bodies: bool = False,
 ) -> tuple[dict[str, Any], list[Finding]]:
     """The message whose sections are `buf[start:end]`, and findings (offsets named `where`).
     Never raises."""
@@ -121,7 +126,11 @@ def decode_message(
         ctx.note("amqp10.bad-message", end, "message without a body section")
     else:
         props = message.get("properties") or {}
-        message["body"] = body.render(props.get("content-type"), props.get("content-encoding"))
+        content = (props.get("content-type"), props.get("content-encoding"))
+        message["body"] = body.render(*content, redact=redact_bodies)
+    if redact_bodies:
+        for unknown in message.get("unknown-sections", ()):
+            unknown["value"] = REDACTED
     named = _named_annotations(message)
     if named:
         message["named-annotations"] = named
@@ -145,10 +154,13 @@ class _Body:
         self.size = 0
         self.count = 0
 
-    def render(self, content_type: Any, content_encoding: Any) -> dict[str, Any]:
+    def render(self, content_type: Any, content_encoding: Any, redact: bool = False) -> dict:
         out: dict[str, Any] = {"type": self.kind, "size": self.size}
         if self.count > 1:
             out["sections"] = self.count
+        if redact and not self.control():
+            out["redacted"] = True
+            return out
         if self.kind == "data":
             raw = self.parts[0] if len(self.parts) == 1 else b"".join(self.parts)
             text = as_text(raw, content_type, content_encoding)
@@ -161,6 +173,11 @@ class _Body:
         else:
             out["value"] = self.values[0] if self.values else None
         return out
+
+    def control(self) -> bool:
+        """An amqp-value that is a spec composite (a transaction's declare or discharge)."""
+        value = self.values[0] if self.kind == "amqp-value" and self.values else None
+        return type(value) is dict and value.get("type") in composites.BY_NAME
 
 
 def _sections(ctx: Context, pos: int, end: int, message: dict[str, Any], body: _Body) -> None:

@@ -9,7 +9,9 @@ leftover bytes in a list) are noted in `Context.findings` and decoding goes on.
 
 Bounds that keep a hostile frame cheap: nothing is read past `end`; a size or count is checked
 against the bytes that are really there before anything is decoded (so a "4 GB" size costs
-nothing); compound values nest at most `MAX_DEPTH` deep; arrays of zero-width elements are capped.
+nothing); compound values nest at most `MAX_DEPTH` deep; the elements of zero-width type (which
+cost no bytes, so a few bytes could claim millions) are capped per decoding pass, not per array.
+The limits are module constants, read at each use, so a caller may change them.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ from amqpscope.codec.amqp10 import jsonmap, spec
 from amqpscope.findings import Finding, finding
 
 MAX_DEPTH = 64
-#: elements of a zero-width type (null, true, uint0, list0...) an array may claim to hold
-MAX_ZERO_WIDTH_ELEMENTS = 65536
+#: elements of a zero-width type (null, true, uint0, list0...) the arrays of one decoding pass
+#: (a frame body, a message) may claim to hold, all arrays together
+MAX_ZERO_WIDTH_ELEMENTS = 4096
 DESCRIBED = 0x00
 NULL = 0x40
 #: the constructor of a one-byte ulong, how descriptor codes are usually sent
@@ -50,10 +53,11 @@ class Context:
     types have a decoder (`composites.py` fills `HANDLERS`), and whether unknown descriptors are
     expected here (filter values are extension types by definition)."""
 
-    __slots__ = ("buf", "extensions", "findings", "handlers", "where")
+    __slots__ = ("buf", "extensions", "findings", "handlers", "where", "zero_width")
 
     def __init__(self, buf: memoryview, where: str = "offset") -> None:
         self.buf = buf
+        self.zero_width = MAX_ZERO_WIDTH_ELEMENTS  # zero-width array elements still allowed
         self.findings: list[Finding] = []
         self.where = where
         self.handlers = HANDLERS
@@ -355,9 +359,10 @@ def _array(enc: spec.Encoding) -> Reader:
             element = READERS[ctor]
         enc_of = spec.ENCODINGS.get(ctor)
         if enc_of is not None and enc_of.category == "fixed" and enc_of.width == 0:
-            if count > MAX_ZERO_WIDTH_ELEMENTS:
+            if count > ctx.zero_width:
                 ctx.note("amqp10.bad-encoding", off, f"array of {count} zero-width elements cut")
-                count = MAX_ZERO_WIDTH_ELEMENTS
+                count = ctx.zero_width
+            ctx.zero_width -= count
         elif count > stop - pos:
             raise Malformed(off, f"array count {count} is larger than its {stop - pos} bytes")
         append = out.append

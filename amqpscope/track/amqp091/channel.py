@@ -18,7 +18,7 @@ from amqpscope.codec.frames import Frame
 from amqpscope.findings import Finding, finding
 from amqpscope.track.amqp091 import rules
 from amqpscope.track.amqp091.deliveries import Outstanding
-from amqpscope.track.stats import Latency
+from amqpscope.track.stats import Latency, Level, Rate
 
 C2S = rules.C2S
 S2C = rules.S2C
@@ -127,6 +127,10 @@ class ChannelEpoch:
         self.outstanding = Outstanding()
         self.max_unacked = 0
         self.ack_latency = Latency()
+        # over time, for the summary's sparklines
+        self.unacked_series = Level()
+        self.delivery_series = Rate()
+        self.publish_series = Rate()
         self.suspect: tuple[int, str, int] | None = None  # (frame, method, tag) of a bad settle
         # consumers and gets
         self.consumers: dict[str, Consumer] = {}
@@ -176,6 +180,7 @@ class ChannelEpoch:
     # -- publishing ---------------------------------------------------------------------------
     def publish(self, frame: Frame, out: list[Finding]) -> None:
         self.publishes += 1
+        self.publish_series.add(frame.ts)
         fields = frame.fields
         if rules.CONFIRM in self.modes:
             self.confirm_seq += 1
@@ -352,6 +357,7 @@ class ChannelEpoch:
         self, frame: Frame, consumer: Consumer | None, no_ack: bool, out: list[Finding]
     ) -> None:
         self.deliveries += 1
+        self.delivery_series.add(frame.ts)
         fields = frame.fields
         if fields.get("redelivered"):
             self.redelivered += 1
@@ -360,6 +366,7 @@ class ChannelEpoch:
         outstanding = self.outstanding
         outstanding.give(fields.get("delivery-tag", 0), (frame.ts, consumer))
         unacked = len(outstanding)
+        self.unacked_series.set(frame.ts, unacked)
         if unacked > self.max_unacked:
             self.max_unacked = unacked
         if consumer is not None:
@@ -425,6 +432,7 @@ class ChannelEpoch:
                 return
         else:
             count = len(settled)
+            self.unacked_series.set(ts, len(self.outstanding))
             add = self.ack_latency.add
             at_limit = self.at_limit
             for delivered, consumer in settled:
@@ -598,6 +606,11 @@ class ChannelEpoch:
             "max-unacked": self.max_unacked,
             "bytes": {"published": self.published_bytes, "delivered": self.delivered_bytes},
             "ack-latency-ms": self.ack_latency.to_json(),
+            "series": {
+                "unacked": self.unacked_series.to_json(),
+                "deliveries": self.delivery_series.to_json(),
+                "publishes": self.publish_series.to_json(),
+            },
             "confirms": {
                 "selected": confirm,
                 "acked": self.confirmed,

@@ -14,7 +14,8 @@ key, so a fanout to several queues makes one journey per queue. Redeliveries are
 timed (the first delivery was). Latency is from the frame that completed the publish to the one
 that completed the delivery: the broker's routing and queueing time plus any wait for a consumer.
 
-Memory is bounded: the publishes remembered for matching are the last `MAX_PUBLISHES` (a message
+Memory is bounded: a publish is remembered as the hash of its key and its time (a few hundred
+bytes); the publishes remembered for matching are the last `MAX_PUBLISHES` (a message
 that waits in its queue longer than that many later publishes is not matched, and counted as an
 unmatched delivery); latencies are reservoirs (`stats.py`); at most `MAX_QUEUES` queues.
 
@@ -77,14 +78,31 @@ def message_key(message: dict[str, Any]) -> tuple:
 
 
 class _Key:
-    """The remembered publishes of one message key: their times, and each queue's cursor."""
+    """The remembered publishes of one message key: their times, oldest first, and each queue's
+    cursor. Most keys are published once and delivered to one queue: their times are a short
+    list (evicted ones are dropped from its front in bulk) and the first queue's cursor needs no
+    dict, so that a remembered publish costs a few hundred bytes, not a kilobyte."""
 
-    __slots__ = ("base", "cursors", "times")
+    __slots__ = ("base", "cursor", "cursors", "head", "queue", "times")
 
     def __init__(self) -> None:
-        self.times: deque[float] = deque()
-        self.base = 0  # the index of times[0] among all publishes of the key
-        self.cursors: dict[str, int] = {}  # queue -> index of the next publish it delivers
+        self.times: list[float] = []
+        self.head = 0  # times[head] is the oldest remembered publish
+        self.base = 0  # its index among all publishes of the key
+        self.queue: str | None = None  # the first queue that delivered the key,
+        self.cursor = 0  # and the index of the next publish it delivers
+        self.cursors: dict[str, int] | None = None  # other queues -> the same
+
+    def __len__(self) -> int:
+        return len(self.times) - self.head
+
+    def evict(self) -> None:
+        """Forget the oldest publish."""
+        self.head += 1
+        self.base += 1
+        if self.head >= 32 and self.head * 2 > len(self.times):
+            del self.times[: self.head]
+            self.head = 0
 
 
 class _Queue:
@@ -107,8 +125,9 @@ class Correlator:
         self.getting: dict[tuple[int, int], deque[str]] = {}  # (conn, ch) -> queues of gets
         self.declared: dict[tuple[int, int], str] = {}  # (conn, ch) -> last queue declared
         # journeys
-        self.keys: dict[tuple, _Key] = {}
-        self.order: deque[tuple] = deque()  # keys of remembered publishes, oldest first
+        # message key digests (see `message_key`: a key is kept as its hash) -> publishes
+        self.keys: dict[int, _Key] = {}
+        self.order: deque[int] = deque()  # digests of remembered publishes, oldest first
         self.evicted = 0
         self.published = 0
         self.queues: dict[str, _Queue] = {}
@@ -187,7 +206,7 @@ class Correlator:
     # -- messages -----------------------------------------------------------------------------
     def _published(self, frame: Frame, message: dict[str, Any]) -> None:
         self.published += 1
-        key = message_key(message)
+        key = hash(message_key(message))
         entry = self.keys.get(key)
         if entry is None:
             entry = self.keys[key] = _Key()
@@ -201,12 +220,11 @@ class Correlator:
         if correlation is not None:
             self._rpc_publish(frame, message, properties, correlation)
 
-    def _evict(self, key: tuple) -> None:
+    def _evict(self, key: int) -> None:
         entry = self.keys[key]
-        entry.times.popleft()
-        entry.base += 1
+        entry.evict()
         self.evicted += 1
-        if not entry.times:
+        if not entry:
             del self.keys[key]
 
     def _delivered(self, frame: Frame, message: dict[str, Any], method: str) -> None:
@@ -234,20 +252,30 @@ class Correlator:
         if arguments.get("redelivered"):
             stats.redelivered += 1
             return
-        entry = self.keys.get(message_key(message))
+        entry = self.keys.get(hash(message_key(message)))
         if entry is None:
             stats.unmatched += 1
             return
-        index = entry.cursors.get(queue, entry.base)
+        first = entry.queue is None or entry.queue == queue
+        if first:
+            entry.queue = queue
+            index = entry.cursor
+        else:
+            index = entry.cursors.get(queue, entry.base) if entry.cursors else entry.base
         if index < entry.base:
             index = entry.base
         at = index - entry.base
-        if at >= len(entry.times):
+        if at >= len(entry):
             stats.unmatched += 1
             return
-        entry.cursors[queue] = index + 1
+        if first:
+            entry.cursor = index + 1
+        elif entry.cursors is None:
+            entry.cursors = {queue: index + 1}
+        else:
+            entry.cursors[queue] = index + 1
         stats.matched += 1
-        stats.latency.add(frame.ts - entry.times[at])
+        stats.latency.add(frame.ts - entry.times[entry.head + at])
 
     # -- request/reply --------------------------------------------------------------------------
     def _rpc_publish(

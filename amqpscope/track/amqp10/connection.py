@@ -463,6 +463,7 @@ class ConnectionTracker:
             link.resume_unsettled = max(link.resume_unsettled, len(unsettled))
         if role == "sender":
             link.credit.sender_attached(fields.get("initial-delivery-count"))
+            link.credit_series.set(frame.ts, link.credit.credit)
             target = fields.get("target")
             if isinstance(target, dict) and target.get("type") == "coordinator":
                 if not link.coordinator:
@@ -561,6 +562,7 @@ class ConnectionTracker:
             link.no_credit_run = False
         else:
             return  # an inferred link whose direction is not known yet
+        link.credit_series.set(frame.ts, link.credit.credit)
         if waited is not None:
             self._stall_credit(out, link, waited)
 
@@ -648,6 +650,9 @@ class ConnectionTracker:
             self._forget(session, old, left=True)
         count = link.credit.count
         credit = link.credit.transfer(frame.ts)
+        link.delivery_series.add(frame.ts)
+        if credit is not None:
+            link.credit_series.set(frame.ts, credit - 1)  # this delivery used one
         if credit is not None and credit <= 0:
             if not link.no_credit_run:
                 link.no_credit_run = True
@@ -695,6 +700,7 @@ class ConnectionTracker:
         else:
             half.deliveries[did] = delivery
             link.unsettled[tag if tag is not None else f"#{did}"] = delivery
+            link.unsettled_series.set(frame.ts, len(link.unsettled))
             if len(link.unsettled) >= BACKLOG and not link.backlogged:
                 link.backlogged = True
                 out.append(
@@ -807,6 +813,7 @@ class ConnectionTracker:
         key = delivery.tag if delivery.tag is not None else f"#{delivery.id}"
         if link.unsettled.get(key) is delivery:
             del link.unsettled[key]
+            link.unsettled_series.set(self.ts, len(link.unsettled))
         if left:
             link.left += 1
 

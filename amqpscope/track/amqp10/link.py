@@ -27,7 +27,7 @@ from amqpscope.track.amqp10.rules import (
     serial_add,
     serial_diff,
 )
-from amqpscope.track.stats import Episodes, Latency
+from amqpscope.track.stats import Episodes, Latency, Level, Rate
 
 
 class Credit:
@@ -230,8 +230,10 @@ class Link:
         "backlogged",
         "coordinator",
         "credit",
+        "credit_series",
         "current",
         "deliveries",
+        "delivery_series",
         "detach",
         "ended",
         "handle",
@@ -249,6 +251,7 @@ class Link:
         "settled",
         "states",
         "unsettled",
+        "unsettled_series",
     )
 
     def __init__(self, name: str | None, sender: str | None, inferred: bool = False) -> None:
@@ -276,6 +279,11 @@ class Link:
         self.ended: str | None = None  # why it ended: detached, session ended, ...
         self.coordinator = False
         self.no_credit_run = False  # in a run of transfers without credit (reported once)
+        # over time, for the summary's sparklines: the sender's view of link-credit, the
+        # deliveries unsettled, and the deliveries begun per bucket
+        self.credit_series = Level()
+        self.unsettled_series = Level()
+        self.delivery_series = Rate()
 
     def role_of(self, side: str) -> str | None:
         if self.sender is None:
@@ -333,6 +341,11 @@ class Link:
             "credit": self.credit.summary(),
             "latency": self.latency.to_json(),
             "error": error,
+            "series": {
+                "link-credit": self.credit_series.to_json(),
+                "unsettled": self.unsettled_series.to_json(),
+                "deliveries": self.delivery_series.to_json(),
+            },
         }
 
     def _state(self) -> str:
