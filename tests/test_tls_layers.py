@@ -94,6 +94,27 @@ def test_without_keys_the_connection_is_named_tls_and_yields_no_frames(
     assert fields["key-log-line"] in frames[0].findings[0].message
 
 
+@pytest.mark.parametrize(
+    ("server_name", "port", "reported"),
+    [
+        ("ns1.servicebus.windows.net", 443, True),  # Azure Service Bus over WebSockets
+        ("localhost", 443, False),  # any other HTTPS is not AMQP's to report
+        ("localhost", 5671, True),  # amqps
+    ],
+)
+def test_tls_without_a_key_is_reported_on_amqps_or_for_an_amqp_server(
+    conversation: list[tuple[str, bytes]], server_name: str, port: int, reported: bool
+) -> None:
+    tls = converse(conversation[:4], "1.3", server_name=server_name)
+    codec = ConnectionCodec(True, context=LayerContext(keylog=KeyLog()), server_port=port)
+    frames = []
+    for packet, (direction, chunk) in enumerate(tls["writes"], 1):
+        frames += codec.data(direction, chunk, packet)
+    frames += codec.end(len(tls["writes"]) + 1)
+    names = [(f.kind, f.name, (f.fields or {}).get("sni")) for f in frames]
+    assert names == ([("layer", "tls", server_name)] if reported else [])
+
+
 @pytest.mark.parametrize("version", ["1.2", "1.3"])
 def test_a_wrong_key_is_a_finding_and_no_frames(
     conversation: list[tuple[str, bytes]], version: str

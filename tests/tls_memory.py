@@ -79,7 +79,13 @@ def _pump(
                 moved = True
 
 
-def _run(version: str, cipher: str | None, etm: bool, plain: list[tuple[str, bytes]]) -> dict:
+def _run(
+    version: str,
+    cipher: str | None,
+    etm: bool,
+    plain: list[tuple[str, bytes]],
+    server_name: str = "localhost",
+) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         cert, key = make_certificate(Path(tmp))
         keylog = Path(tmp) / "keys.txt"
@@ -97,7 +103,8 @@ def _run(version: str, cipher: str | None, etm: bool, plain: list[tuple[str, byt
                 ctx.options |= OP_NO_ENCRYPT_THEN_MAC
         c2s, s2c = ssl.MemoryBIO(), ssl.MemoryBIO()
         client_in, server_in = ssl.MemoryBIO(), ssl.MemoryBIO()
-        client = client_ctx.wrap_bio(client_in, c2s, server_hostname="localhost")
+        client_ctx.check_hostname = server_name == "localhost"
+        client = client_ctx.wrap_bio(client_in, c2s, server_hostname=server_name)
         server = server_ctx.wrap_bio(server_in, s2c, server_side=True)
         bios = {"c2s": (c2s, server_in), "s2c": (s2c, client_in)}
         writes: list[tuple[str, bytes]] = []
@@ -126,6 +133,7 @@ def converse(
     version: str = "1.3",
     cipher: str | None = None,
     etm: bool = True,
+    server_name: str = "localhost",
 ) -> dict:
     """Run a TLS conversation carrying `plain` (direction, bytes) writes; returns the TLS chunks
     (`writes`, as (direction, bytes)), the key log text, and the suite OpenSSL chose."""
@@ -144,6 +152,7 @@ def converse(
                 "version": version,
                 "cipher": cipher,
                 "etm": etm,
+                "server_name": server_name,
                 "plain": [[d, p.hex()] for d, p in plain],
             }
         )
@@ -165,4 +174,6 @@ def converse(
 if __name__ == "__main__":
     args = json.loads(sys.stdin.read())
     plain = [(d, bytes.fromhex(p)) for d, p in args["plain"]]
-    print(json.dumps(_run(args["version"], args["cipher"], args["etm"], plain)))
+    print(
+        json.dumps(_run(args["version"], args["cipher"], args["etm"], plain, args["server_name"]))
+    )

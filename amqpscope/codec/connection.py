@@ -319,8 +319,9 @@ class ConnectionCodec:
 
     def _claimed(self, slot: LayerSlot) -> bool:
         """Whether a layer that carried no AMQP frame (no key, damage) is reported: when AMQP was
-        seen (the in-band TLS header), on an AMQP port, or when the client asked for AMQP by
-        ALPN. HTTPS on 443 is not AMQP's to report."""
+        seen (the in-band TLS header), on an AMQP port, when the client asked for AMQP by ALPN,
+        or named a server that speaks AMQP (Azure Service Bus on 443). Other HTTPS on 443 is not
+        AMQP's to report."""
         if self.is_amqp or slot.level > 0:
             return True
         if self.server_port in layers.AMQP_TLS_PORTS:
@@ -329,6 +330,8 @@ class ConnectionCodec:
             info = slot.layer.info()
         except Exception:
             return False
+        if str(info.get("sni") or "").lower().endswith(layers.AMQP_TLS_HOST_SUFFIXES):
+            return True
         return "amqp" in (info.get("alpn-offered") or []) or info.get("alpn") == "amqp"
 
     def _refused(self, slot: LayerSlot) -> bool:

@@ -29,6 +29,14 @@ MORE = "more"  # cannot tell yet: wait for more bytes
 #: where an undecrypted TLS connection is taken for AMQP (IANA's amqps); elsewhere it is reported
 #: only if its key decrypts it to AMQP, it followed an AMQP header, or its ALPN said "amqp"
 AMQP_TLS_PORTS = frozenset({5671})
+#: server names whose TLS is taken for AMQP on any port, key or not: Azure Service Bus and Event
+#: Hubs namespaces (public and sovereign clouds): AMQP on 5671, and over WebSockets on 443
+AMQP_TLS_HOST_SUFFIXES = (
+    ".servicebus.windows.net",
+    ".servicebus.chinacloudapi.cn",
+    ".servicebus.usgovcloudapi.net",
+    ".servicebus.cloudapi.de",
+)
 #: modules that register a detector when imported (missing ones are skipped)
 LAYER_MODULES = ("amqpscope.codec.tls", "amqpscope.codec.websocket")
 
