@@ -14,14 +14,18 @@ from dataclasses import dataclass, replace
 from amqpscope.capture.linklayer import SegmentDecoder
 from amqpscope.capture.packet import RawPacket, Segment
 from amqpscope.codec.connection import ConnectionCodec
-from amqpscope.codec.frames import Frame
+from amqpscope.codec.frames import TRANSPORT, Frame
 from amqpscope.codec.layers import LayerContext
 from amqpscope.findings import Finding, finding
-from amqpscope.stream.events import C2S, StreamClose, StreamData, StreamGap, StreamOpen
+from amqpscope.stream.events import C2S, S2C, StreamClose, StreamData, StreamGap, StreamOpen
 from amqpscope.stream.tcp import TcpReassembler
 
 #: endpoint pairs with snap-length cuts remembered before the memory starts over
 MAX_CUT_FLOWS = 4096
+#: the TCP ends reported as a `transport` record. Not "eof": the capture stopped, the connection
+#: did not (it may well go on); every capture cut mid-connection would end with such a record,
+#: and the summary already says "open" and its findings "when the capture ended".
+TRANSPORT_EVENTS = ("fin", "rst", "idle")
 
 
 def endpoint_text(endpoint: tuple[str, int]) -> str:
@@ -206,6 +210,29 @@ class Dissector:
                 conn.closed = event.how
                 self._number(conn, conn.codec.end(event.packet), out)
                 self._carry(conn)
+                if event.how in TRANSPORT_EVENTS and conn.is_amqp:
+                    self._number(conn, [self._transport(conn, event)], out)
+
+    @staticmethod
+    def _transport(conn: Connection, event: StreamClose) -> Frame:
+        """The `transport` record of an AMQP connection's TCP end: `event` (fin, rst, idle), `by`
+        (client, server, or None when nobody sent a FIN or RST) and, when a FIN came before the
+        reset, `after-fin` (whose). Its direction is the sender of what ended it ("c2s" when
+        nobody sent anything: an idle end), so the timeline's arrow points the way it went."""
+        frame = Frame(conn.version or "unknown", TRANSPORT, event.how, None, b"")
+        frame.packet, frame.ts = event.packet, event.ts
+        flip = conn.flipped  # `_number` turns stream directions into client/server ones
+        frame.direction = event.by or (S2C if flip else C2S)
+
+        def side(direction: str | None) -> str | None:
+            if direction is None:
+                return None
+            return "client" if (direction == C2S) != flip else "server"
+
+        frame.fields = {"event": event.how, "by": side(event.by)}
+        if event.how == "rst" and event.fin_by is not None:
+            frame.fields["after-fin"] = side(event.fin_by)
+        return frame
 
     def _cut(self, packet: RawPacket, segment: Segment) -> None:
         """Remember a TCP payload cut by the snap length: the gap it leaves is explained by it."""

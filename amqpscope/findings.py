@@ -110,6 +110,7 @@ CODES: dict[str, tuple[str, str]] = {
     "amqp10.unsettled-backlog": (WARNING, "a link's unsettled deliveries piled up"),
     "amqp10.unsettled-at-end": (WARNING, "deliveries left unsettled at detach, end, close or EOF"),
     "amqp10.heartbeat-late": (WARNING, "a peer was silent longer than the other's idle-time-out"),
+    "amqp10.transport-closed": (WARNING, "TCP ended while the AMQP connection was open (no close)"),
     "amqp10.mid-stream": (INFO, "the capture starts mid-connection: some state could not be known"),
     # track/amqp091: connection, channel, delivery and confirm state
     "amqp091.mid-stream": (INFO, "the capture starts inside a 0-9-1 connection"),
@@ -127,6 +128,10 @@ CODES: dict[str, tuple[str, str]] = {
     "amqp091.flow-stopped": (WARNING, "channel.flow asked the peer to stop sending content"),
     "amqp091.blocked": (WARNING, "the broker blocked the connection's publishers (resource alarm)"),
     "amqp091.heartbeat-missed": (WARNING, "a peer was silent for over two heartbeat intervals"),
+    "amqp091.transport-closed": (
+        WARNING,
+        "TCP ended while the AMQP connection was open (no connection.close)",
+    ),
 }
 
 

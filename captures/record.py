@@ -3078,6 +3078,74 @@ def s_hostile_names(ctx: Ctx) -> dict[str, Any]:
     return n
 
 
+#: the consumer killed by 091-killed-consumer: a process of its own, so SIGKILL ends it the way
+#: an OOM kill or `kill -9` does (the kernel closes its socket; no connection.close is sent)
+KILLED_CONSUMER = """
+import json, sys, time
+import pika
+sys.path.insert(0, sys.argv[1])
+from record import pika_params
+q, name = sys.argv[2], sys.argv[3]
+n = {"connections": 1, "channels": 1}
+conn = pika.BlockingConnection(pika_params(name=name))
+ch = conn.channel()
+ch.queue_declare(q)
+n["queue_declares"] = 1
+ch.basic_qos(prefetch_count=5)
+n["prefetch_count"] = 5
+for i in range(20):
+    ch.basic_publish("", q, f"work item {i}".encode(),
+                     pika.BasicProperties(content_type="text/plain", message_id=f"w{i}"))
+n["publishes"] = 20
+got = []
+ch.basic_consume(q, lambda c, m, p, b: got.append(m.delivery_tag))
+n["consumers"] = 1
+deadline = time.monotonic() + 15
+while len(got) < 5 and time.monotonic() < deadline:
+    conn.process_data_events(time_limit=0.05)
+conn.process_data_events(time_limit=0.3)  # the broker sends no more: prefetch is reached
+n["deliveries"] = len(got)
+n["unacked_when_killed"] = len(got)
+print(json.dumps(n), flush=True)
+time.sleep(60)  # stuck: a consumer that never acks, until it is killed
+"""
+
+
+@scenario(
+    "091-killed-consumer",
+    "0-9-1",
+    "A consumer stuck at its prefetch is killed: one pika process declares the queue, sets "
+    "basic.qos prefetch_count=5, publishes 20 messages, consumes without ever acking, and once "
+    "the 5 deliveries the prefetch allows have arrived it is killed with SIGKILL. No "
+    "connection.close is sent: the capture ends with the kernel closing the client's socket and "
+    "the broker dropping the connection (its 5 unacked deliveries are requeued).",
+)
+def s_killed_consumer(ctx: Ctx) -> dict[str, Any]:
+    """The client vanishes: TCP ends while the AMQP connection is open."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILLED_CONSUMER, str(HERE), ctx.q(), f"amqpscope {ctx.name}"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        if not line:
+            raise RuntimeError("the consumer process ended before it was ready")
+        n = Counts(json.loads(line))
+        if n["deliveries"] != 5:
+            raise RuntimeError(f"expected 5 deliveries before the kill, got {n['deliveries']}")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        n["killed_with"] = "SIGKILL"
+        n["connection_closes"] = 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    return n
+
+
 # --------------------------------------------------------------------------
 # Child process: one scenario, one capture
 # --------------------------------------------------------------------------

@@ -57,12 +57,15 @@ def keylog_for(path: str | Path) -> KeyLog | None:
 
 def visible_to_wireshark(frames: list) -> list:
     """amqpscope's frames that Wireshark can show: not the layer records (TLS is its own
-    protocol there); AMQP inside TLS it decrypts, but nothing after AMQP 1.0's in-band TLS
-    upgrade (the `AMQP 2 1 0 0` headers are the last it sees of such a connection) and no AMQP
-    inside WebSocket, which it does not follow."""
+    protocol there) nor the transport records (a FIN or RST is TCP's, not AMQP's); AMQP inside
+    TLS it decrypts, but nothing after AMQP 1.0's in-band TLS upgrade (the `AMQP 2 1 0 0` headers
+    are the last it sees of such a connection) and no AMQP inside WebSocket, which it does not
+    follow."""
     hidden: set[int] = set()
     out = []
     for frame in frames:
+        if frame.kind == "transport":
+            continue
         if frame.kind == "layer":
             inband = any(f.conn == frame.conn and f.kind == "protocol-header" for f in out)
             if inband or frame.name != "tls":

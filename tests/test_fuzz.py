@@ -68,7 +68,8 @@ def seed_frames() -> dict[str, list[bytes]]:
     for path in capture_files():
         with open_capture(path) as capture:
             for frame in Dissector().run(capture):
-                if frame.kind not in ("protocol-header", "layer") and frame.version in out:
+                records = ("protocol-header", "layer", "transport")  # no frame bytes
+                if frame.kind not in records and frame.version in out:
                     out[frame.version].append(frame.data)
     return out
 

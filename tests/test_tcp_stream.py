@@ -490,7 +490,8 @@ def test_fin_both_ways_closes_and_drops_state():
     events, findings = run(segs, r, flush=False)
     assert data(events) == b"req!"
     assert data(events, 1, "s2c") == b"resp"
-    assert closes(events) == [StreamClose(1, "fin", 8, 8.0)]
+    # the client's FIN came first: it is who closed
+    assert closes(events) == [StreamClose(1, "fin", 8, 8.0, by="c2s", fin_by="c2s")]
     assert len(opens(events)) == 1
     assert r._flows == {} and r._conns == {}
     assert r.flush() == []
@@ -503,7 +504,7 @@ def test_one_fin_then_nothing_closes_as_fin_at_flush():
     segs += [w.seg(C, S, 1001, 2001, FIN | ACK | PSH, b"last")]
     events, _ = run(segs)
     assert data(events) == b"last"
-    assert closes(events) == [StreamClose(1, "fin", 4, 4.0)]
+    assert closes(events) == [StreamClose(1, "fin", 4, 4.0, by="c2s", fin_by="c2s")]
 
 
 def test_rst_closes_without_finding():
@@ -518,7 +519,7 @@ def test_rst_closes_without_finding():
     ]
     r = TcpReassembler()
     events, findings = run(segs, r, flush=False)
-    assert closes(events) == [StreamClose(1, "rst", 7, 7.0)]
+    assert closes(events) == [StreamClose(1, "rst", 7, 7.0, by="c2s")]  # the first RST's sender
     assert findings == []
     assert r.flush() == []
 
@@ -873,3 +874,26 @@ def test_property_midstream_in_order_both_ways(up, down, isn, sisn, d):
     assert data(events, 1, "c2s") == up
     assert data(events, 1, "s2c") == down
     assert findings == []
+
+
+def test_a_fin_then_the_peers_reset_names_both():
+    """A killed client: its kernel sends a FIN, the server answers with a RST. The close is a
+    reset by the server, after the client's FIN."""
+    w = Wire()
+    segs = w.handshake(1000, 2000)
+    segs += [
+        w.seg(C, S, 1001, 2001, ACK | PSH, b"req"),
+        w.seg(S, C, 2001, 1004, ACK | PSH, b"resp"),
+        w.seg(C, S, 1004, 2005, FIN | ACK),
+        w.seg(S, C, 2005, 1005, RST | ACK),
+    ]
+    events, _ = run(segs, TcpReassembler(), flush=False)
+    assert closes(events) == [StreamClose(1, "rst", 7, 7.0, by="s2c", fin_by="c2s")]
+
+
+def test_a_server_fin_left_half_open_is_named_at_flush():
+    w = Wire()
+    segs = w.handshake(1000, 2000)
+    segs += [w.seg(S, C, 2001, 1001, FIN | ACK, b"bye")]
+    events, _ = run(segs)
+    assert closes(events) == [StreamClose(1, "fin", 4, 4.0, by="s2c", fin_by="s2c")]

@@ -110,7 +110,8 @@ def test_without_a_key_the_connection_is_named_tls_with_what_the_hellos_say(name
         return
     layers = [f for f in found if f.kind == "layer"]
     assert len(layers) == 1
-    assert all(f.kind == "protocol-header" for f in found if f.kind != "layer")  # in-band only
+    # in-band only (and, for an AMQP connection, how its TCP connection ended)
+    assert all(f.kind in ("protocol-header", "transport") for f in found if f.kind != "layer")
     fields = layers[0].fields
     wire = tshark_handshake(path)
     assert fields["client-random"] == wire["client-random"].replace(":", "")
@@ -139,7 +140,7 @@ def test_a_wrong_key_is_a_finding_not_garbage(name: str) -> None:
     found = frames(path, KeyLog(wrong))
     layers = [f for f in found if f.kind == "layer"]
     assert [f.code for f in layers[0].findings] == ["tls.wrong-key"]
-    assert not [f for f in found if f.kind not in ("layer", "protocol-header")]
+    assert not [f for f in found if f.kind not in ("layer", "protocol-header", "transport")]
 
 
 def test_the_embedded_secrets_decrypt_with_no_option() -> None:

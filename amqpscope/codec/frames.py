@@ -21,6 +21,9 @@ HEARTBEAT = "heartbeat"
 METHOD = "method"
 CONTENT_HEADER = "content-header"
 CONTENT_BODY = "content-body"
+#: a record that is no frame: how the TCP connection under an AMQP connection ended
+#: (`dissect.Dissector`, fields `event` and `by`; no bytes of its own)
+TRANSPORT = "transport"
 
 
 @dataclass(slots=True)

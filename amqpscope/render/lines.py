@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from amqpscope.codec.frames import Frame
+from amqpscope.codec.frames import TRANSPORT, Frame
 
 ARROWS = {"c2s": "→", "s2c": "←"}
 #: what a terminal could take for an instruction: C0 and C1 controls, DEL, the bidirectional
@@ -213,8 +213,25 @@ def _text(value: Any) -> str:
     return text if len(text) <= MAX_VALUE else text[: MAX_VALUE - 1] + "…"
 
 
+def transport_name(frame: Frame) -> str:
+    """A `transport` record's name on a line, as a tcpdump reader says it: TCP FIN, TCP RST,
+    TCP idle."""
+    return f"TCP {frame.name.upper() if frame.name in ('fin', 'rst') else frame.name}"
+
+
+def transport_detail(fields: dict[str, Any]) -> str:
+    """Who ended the TCP connection: `(server)`, `(server, after the client's FIN)`, or nothing
+    (idle: nobody sent anything)."""
+    by, after = fields.get("by"), fields.get("after-fin")
+    if not by:
+        return ""
+    return f"({by}, after the {after}'s FIN)" if after else f"({by})"
+
+
 def highlights(frame: Frame) -> str:
     """The fields worth a glance, written as `HIGHLIGHTS` says (0-8 and 0-9 read as 0-9-1)."""
+    if frame.kind == TRANSPORT:
+        return transport_detail(frame.fields)
     if frame.kind == "layer":
         table = HIGHLIGHTS["layer"]
     else:

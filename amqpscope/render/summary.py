@@ -192,6 +192,23 @@ def _columns(
     return table
 
 
+#: AMQP connection states in which the TCP end means the connection was dropped, not closed
+DROPPED_STATES = ("open", "opening", "tuned")
+
+
+def _state(conn: Row) -> str:
+    """The connection's state, or `dropped (TCP RST by server, no connection.close)` when TCP
+    ended while it was open (the `*.transport-closed` finding says the same)."""
+    state = str(conn["state"])
+    transport = conn.get("transport")
+    if state not in DROPPED_STATES or not isinstance(transport, str):
+        return state
+    event, _, by = transport.partition(" by ")
+    how = f"TCP {event.upper() if event in ('fin', 'rst') else event}"
+    close = "close" if conn.get("version") == "1.0" else "connection.close"
+    return f"dropped ({how}{' by ' + by if by else ''}, no {close})"
+
+
 def _connection_line(conn: Row) -> Text:
     text = Text(f"c{conn.get('id')}  {conn.get('client')} → {conn.get('server')}  ", style="bold")
     text.append(f"AMQP {conn.get('version')}", style="bold cyan")
@@ -220,7 +237,7 @@ def _connection_line(conn: Row) -> Text:
         if isinstance(tune, dict):
             facts.append(f"frame-max {tune.get('frame-max')} heartbeat {tune.get('heartbeat')}s")
     if conn.get("state"):
-        facts.append(str(conn["state"]))
+        facts.append(_state(conn))
     if conn.get("mid-stream") or conn.get("from-start") is False:
         facts.append("captured mid-stream")
     text.append(safe("  " + " · ".join(facts)), style="")

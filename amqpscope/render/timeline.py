@@ -6,8 +6,10 @@
 
 Connections get short labels with a legend line when they first appear, so lines stay short. The
 arrow points the way the frame went (client on the left). Errors are red, outcomes coloured by
-kind, findings follow the frame that raised them. Lines are cut to the terminal's width, never
-wrapped; when stdout is not a terminal nothing is cut and nothing is coloured.
+kind, findings follow the frame that raised them. How the TCP connection ended (a `transport`
+record) closes a connection's lines: `c1 ←  TCP RST (server, after the client's FIN)`. Lines are
+cut to the terminal's width, never wrapped; when stdout is not a terminal nothing is cut and
+nothing is coloured.
 """
 
 from __future__ import annotations
@@ -17,9 +19,9 @@ from dataclasses import dataclass, field
 from rich.console import Console
 from rich.text import Text
 
-from amqpscope.codec.frames import Frame
+from amqpscope.codec.frames import TRANSPORT, Frame
 from amqpscope.filter import is_error
-from amqpscope.render.lines import ARROWS, highlights, safe
+from amqpscope.render.lines import ARROWS, highlights, safe, transport_name
 
 #: colours, by what a word means
 STYLES = {
@@ -38,6 +40,7 @@ STYLES = {
     "content": "",
     "legend": "bold cyan",
     "time": "dim",
+    "transport": "cyan",
 }
 #: how a legend names a connection whose first record is a layer under AMQP
 LAYER_NAMES = {"tls": "TLS", "websocket": "WebSocket"}
@@ -123,7 +126,7 @@ class Timeline:
                 return
             if key != run_key:
                 self._flush()
-            if frame.findings or is_error(frame) or frame.kind == "protocol-header":
+            if frame.findings or is_error(frame) or frame.kind in ("protocol-header", TRANSPORT):
                 self._flush()
                 self._print(frame)
                 return
@@ -195,10 +198,15 @@ class Timeline:
         channel = "" if frame.channel is None else f"ch{frame.channel}"
         text = Text(f"{number:>7} ")
         text.append(f"{frame.ts - self._t0():10.6f}", style=STYLES["time"])
-        text.append(f" c{frame.conn} {ARROWS.get(frame.direction, '-')} {channel:<5} ")
+        arrow = ARROWS.get(frame.direction, "-")
+        if frame.kind == TRANSPORT and not frame.fields.get("by"):
+            arrow = "-"  # an idle end: nobody sent anything
+        text.append(f" c{frame.conn} {arrow} {channel:<5} ")
         return text
 
     def _name(self, frame: Frame) -> Text:
+        if frame.kind == TRANSPORT:  # the TCP end, as tcpdump would name it
+            return Text(transport_name(frame), style=STYLES["transport"])
         if is_error(frame) and not frame.findings:
             style = STYLES["error"]
         elif frame.kind in ("protocol-header", "layer"):

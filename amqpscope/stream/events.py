@@ -51,12 +51,17 @@ class StreamGap:
 @dataclass(slots=True)
 class StreamClose:
     """The connection ended: `how` is "fin" (both sides or one), "rst", "eof" (capture ended), or
-    "idle" (no packet for too long: `TcpReassembler.expire_idle`)."""
+    "idle" (no packet for too long: `TcpReassembler.expire_idle`). `by` is the direction that
+    ended it: for "rst" the sender of the reset, otherwise the sender of the first FIN (None when
+    no FIN was seen); `fin_by` is the sender of the first FIN whatever the end (a FIN then the
+    peer's reset: a client killed with data still in flight)."""
 
     conn: int
     how: str
     packet: int
     ts: float
+    by: str | None = None
+    fin_by: str | None = None
 
 
 StreamEvent = StreamOpen | StreamData | StreamGap | StreamClose

@@ -62,7 +62,9 @@ as "fin", otherwise "eof". `expire_idle(now, idle)` closes connections quiet for
 "idle" (live capture). A RST closes the connection at once (holes become gaps, as in (c)) with
 how="rst". A reset is routine, so `tcp.reset` is reported only when it strands data: buffered
 bytes behind a hole, or bytes the capture saw that the peer had not acknowledged (only when acks
-from that peer were seen at all).
+from that peer were seen at all). `StreamClose.by` names the direction that ended the connection
+(the reset's sender, else the first FIN's) and `fin_by` the first FIN's, so that "who hung up"
+reaches the report.
 """
 
 from __future__ import annotations
@@ -152,7 +154,17 @@ class _Half:
 
 
 class _Conn:
-    __slots__ = ("c2s", "client", "id", "last_packet", "last_ts", "role_from", "s2c", "server")
+    __slots__ = (
+        "c2s",
+        "client",
+        "fin_by",
+        "id",
+        "last_packet",
+        "last_ts",
+        "role_from",
+        "s2c",
+        "server",
+    )
 
     def __init__(
         self,
@@ -173,6 +185,7 @@ class _Conn:
         self.s2c.peer = self.c2s
         self.last_packet = packet
         self.last_ts = ts
+        self.fin_by: str | None = None  # the direction whose FIN was seen first
 
 
 def _guess_server(src: tuple[str, int], dst: tuple[str, int]) -> tuple[str, int]:
@@ -389,10 +402,12 @@ class TcpReassembler:
         out: list[StreamEvent],
         *,
         tombstone: bool = True,
+        by: str | None = None,
     ) -> None:
         self._finish(conn.c2s, packet, ts, out)
         self._finish(conn.s2c, packet, ts, out)
-        out.append(StreamClose(conn.id, how, packet, ts))
+        fin_by = conn.fin_by
+        out.append(StreamClose(conn.id, how, packet, ts, by or fin_by, fin_by))
         del self._conns[conn.id]
         c, s = conn.client, conn.server
         if self._flows.get((c, s)) is conn.c2s:
@@ -418,7 +433,9 @@ class TcpReassembler:
             end = h.fin if h.done and h.fin is not None else h.nxt
             if h.starts or (h.acked and h.acked < end):
                 stranded = True
-        self._close(conn, "rst", seg.packet, seg.ts, out)
+        h = self._flows.get((seg.src, seg.dst))
+        by = h.direction if h is not None and h.conn is conn else None
+        self._close(conn, "rst", seg.packet, seg.ts, out, by=by)
         if stranded:
             self.findings.append(
                 finding(
@@ -692,6 +709,8 @@ class TcpReassembler:
         if off >= MAX_AHEAD or off < 0:
             return  # garbage, or a FIN before bytes already delivered: ignore it
         if h.fin is None:
+            if h.conn.fin_by is None:
+                h.conn.fin_by = h.direction
             fin = nxt + off
             h.fin = fin
             h.fast = False

@@ -2,7 +2,8 @@
 
 One connection tracker per AMQP connection, chosen by version; 0-9-1 frames also go to a
 capture-wide correlator (RPC pairs, message journeys across connections). Findings a tracker
-raises are put on the frame that raised them, so the timeline shows them where they happen.
+raises are put on the frame that raised them, so the timeline shows them where they happen. A
+`transport` record (the TCP end) goes to its connection's tracker only (`transport()`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from amqpscope.codec.frames import Frame
+from amqpscope.codec.frames import TRANSPORT, Frame
 from amqpscope.findings import Finding
 from amqpscope.track import amqp091, amqp10
 
@@ -28,6 +29,10 @@ class Tracker:
 
     def feed(self, frame: Frame) -> None:
         tracker = self.connections.get(frame.conn)
+        if frame.kind == TRANSPORT:  # the TCP end: no frame, and no connection of its own
+            if tracker is not None:
+                self._place(frame, tracker.transport(frame))
+            return
         if tracker is None:
             if frame.version not in ("1.0", *VERSIONS_091):
                 return  # named, not tracked (0-10, unknown headers)
@@ -45,6 +50,9 @@ class Tracker:
         raised = tracker.feed(frame)
         if frame.version in VERSIONS_091:
             self.correlator.feed(frame)
+        self._place(frame, raised)
+
+    def _place(self, frame: Frame, raised: list[Finding]) -> None:
         for found in raised:
             placed = replace(found, conn=frame.conn, frame=frame.number, packet=frame.packet)
             frame.findings.append(placed)

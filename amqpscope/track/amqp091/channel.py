@@ -166,7 +166,8 @@ class ChannelEpoch:
         self.transactions_unlisted = 0
         # flow
         self.flow_stops = 0
-        self.ended: str | None = None  # why the epoch ended: "closed", "connection", "capture"
+        # why the epoch ended: "closed", "connection", "transport" (TCP ended), "capture"
+        self.ended: str | None = None
         self.close: dict[str, Any] | None = None
 
     # -- content ------------------------------------------------------------------------------
@@ -558,6 +559,7 @@ class ChannelEpoch:
             "closed": "when it closed (the broker requeues them)",
             "connection": "when its connection closed (the broker requeues them)",
             "capture": "when the capture ended",
+            "transport": "when the TCP connection ended (the broker requeues them)",
         }[why]
         if left:
             out.append(

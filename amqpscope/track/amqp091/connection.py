@@ -17,6 +17,7 @@ from amqpscope.codec.frames import CONTENT_HEADER, HEARTBEAT, METHOD, PROTOCOL_H
 from amqpscope.findings import Finding, finding
 from amqpscope.track.amqp091 import rules
 from amqpscope.track.amqp091.channel import COUNTS, METHODS, ChannelEpoch, close_info
+from amqpscope.track.transport import transport_summary, transport_text
 
 C2S = rules.C2S
 S2C = rules.S2C
@@ -80,6 +81,7 @@ class ConnectionTracker:
         self.unlisted: dict[str, int] = dict.fromkeys(COUNTS, 0)  # ended epochs not listed
         self.unlisted_epochs = 0
         self.unexpected = 0
+        self.transport_end: dict[str, Any] | None = None  # the `transport` record's fields
 
     # -- frames in ------------------------------------------------------------------------------
     def feed(self, frame: Frame) -> list[Finding]:
@@ -329,6 +331,38 @@ class ConnectionTracker:
             self._ended(epoch)
 
     # -- the end --------------------------------------------------------------------------------
+    def transport(self, frame: Frame) -> list[Finding]:
+        """The TCP connection ended (a `transport` record: fin, rst or idle). While the AMQP
+        connection was open (tuned, opening or open: no connection.close sent) this is
+        `amqp091.transport-closed`: the client vanished, was killed, or the broker dropped it.
+        A close sent without its close-ok, a refused login and a handshake cut short are not:
+        the summary says so by their state. Channels still open end here (their unacked and
+        unconfirmed findings say "when the TCP connection ended"), so `finish` reports them
+        no second time."""
+        out: list[Finding] = []
+        if self.transport_end is not None:
+            return out
+        fields = frame.fields
+        self.transport_end = {"event": fields.get("event"), "by": fields.get("by")}
+        if self.state in (rules.TUNED, rules.OPENING, rules.OPEN):
+            channels = list(self.channels.values())
+            unacked = sum(len(e.outstanding) for e in channels)
+            unconfirmed = sum(len(e.unconfirmed) for e in channels)
+            left = f"{len(channels)} channel{'' if len(channels) == 1 else 's'} still open"
+            if unacked:
+                left += f", {unacked} deliveries unacked"
+            if unconfirmed:
+                left += f", {unconfirmed} publishes unconfirmed"
+            out.append(
+                finding(
+                    "amqp091.transport-closed",
+                    f"{transport_text(fields)} while the AMQP connection was {self.state}"
+                    f" (no connection.close): {left}",
+                )
+            )
+        self._end_channels(frame.ts, "transport", out)
+        return out
+
     def finish(self) -> list[Finding]:
         """The capture ended: findings for what was left open (unacked, unconfirmed, ...)."""
         out: list[Finding] = []
@@ -360,6 +394,7 @@ class ConnectionTracker:
             "heartbeat": None,
             "blocked": None,
             "close": self.close,
+            "transport": transport_summary(self.transport_end),
             "duration-s": round(self.last_ts - self.first_ts, 6),
             "frames": self.frames,
             "totals": totals,

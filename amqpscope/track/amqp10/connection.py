@@ -46,6 +46,7 @@ from amqpscope.track.amqp10.rules import (
 )
 from amqpscope.track.amqp10.session import Session
 from amqpscope.track.amqp10.transaction import Transactions
+from amqpscope.track.transport import transport_summary, transport_text
 
 OPEN_FIELDS = (
     "container-id",
@@ -107,6 +108,7 @@ class ConnectionTracker:
         self.notes: list[str] = []
         self.more_notes = 0
         self.frames = 0
+        self.transport_end: dict[str, Any] | None = None  # the `transport` record's fields
         self.handlers = {
             "protocol-header": self._header,
             "sasl-mechanisms": self._sasl_mechanisms,
@@ -157,24 +159,46 @@ class ConnectionTracker:
             handler(side, frame, out)
         return out
 
+    def transport(self, frame: Frame) -> list[Finding]:
+        """The TCP connection ended (a `transport` record: fin, rst or idle). While the AMQP
+        connection was open or opening (no close from either side) this is
+        `amqp10.transport-closed`: the client vanished, was killed, or the broker dropped it; its
+        sessions and links end here ("transport closed"), so their unsettled deliveries are
+        reported once, now. After a close, or when SASL failed or nothing was opened, the TCP end
+        is the normal end and only the summary's `transport` records it."""
+        out: list[Finding] = []
+        if self.transport_end is not None:
+            return out
+        fields = frame.fields
+        self.transport_end = {"event": fields.get("event"), "by": fields.get("by")}
+        state = self._state()
+        if state not in ("open", "opening"):
+            return out
+        sessions = [s for s in self.sessions if not (s.half[CLIENT].ended and s.half[SERVER].ended)]
+        links = [link for s in sessions for link in s.links if link.ended is None]
+        unsettled = sum(len(link.unsettled) for link in links)
+        left = (
+            f"{len(sessions)} session{'' if len(sessions) == 1 else 's'} and {len(links)}"
+            f" link{'' if len(links) == 1 else 's'} still open"
+        )
+        if unsettled:
+            left += f", {unsettled} deliver{'y' if unsettled == 1 else 'ies'} unsettled"
+        out.append(
+            finding(
+                "amqp10.transport-closed",
+                f"{transport_text(fields)} while the AMQP connection was {state}"
+                f" (no close): {left}",
+            )
+        )
+        self._end_sessions(out, "transport closed", "the TCP connection ended")
+        return out
+
     def finish(self) -> list[Finding]:
         """The capture ended: findings for what was left open (unsettled, stalls, unknowns)."""
         out: list[Finding] = []
         closed = self.closed[CLIENT] is not None or self.closed[SERVER] is not None
         reason = "the connection closed" if closed else "the capture ended"
-        for session in self.sessions:
-            if not (session.half[CLIENT].ended and session.half[SERVER].ended):
-                session.ended = "connection closed" if closed else "open at end"
-            for half in session.half.values():
-                if half.exhausted.since is not None:
-                    length = half.exhausted.stop(self.ts)
-                    self._stall_window(out, session, half, length, open_at_end=True)
-            for link in session.links:
-                if link.credit.starvation.since is not None:
-                    length = link.credit.starvation.stop(self.ts)
-                    self._stall_credit(out, link, length, open_at_end=True)
-                if link.ended is None:
-                    self._end_link(out, session, link, reason)
+        self._end_sessions(out, "connection closed" if closed else "open at end", reason)
         if self.notes or self.mid_stream:
             first = f" (first frame {self.first_frame})" if self.mid_stream else ""
             more = f"; and {self.more_notes} more" if self.more_notes else ""
@@ -188,6 +212,25 @@ class ConnectionTracker:
                 )
             )
         return out
+
+    def _end_sessions(self, out: list[Finding], word: str, reason: str) -> None:
+        """End every session and link still open: `word` is the session's summary state,
+        `reason` says why in the unsettled findings. What an earlier call ended stays ended."""
+        for session in self.sessions:
+            if session.ended is None and not (
+                session.half[CLIENT].ended and session.half[SERVER].ended
+            ):
+                session.ended = word
+            for half in session.half.values():
+                if half.exhausted.since is not None:
+                    length = half.exhausted.stop(self.ts)
+                    self._stall_window(out, session, half, length, open_at_end=True)
+            for link in session.links:
+                if link.credit.starvation.since is not None:
+                    length = link.credit.starvation.stop(self.ts)
+                    self._stall_credit(out, link, length, open_at_end=True)
+                if link.ended is None:
+                    self._end_link(out, session, link, reason)
 
     # --- connection ---------------------------------------------------------------------------
 
@@ -505,6 +548,7 @@ class ConnectionTracker:
             "it detached": "detached",
             "the session ended": "session ended",
             "the connection closed": "connection closed",
+            "the TCP connection ended": "transport closed",
         }.get(why, "open at end")
         link.current = None
         key = (link.name, link.sender or _attacher(link))
@@ -897,6 +941,7 @@ class ConnectionTracker:
             "sasl": self.sasl if any(v is not None for v in self.sasl.values()) else None,
             "open": self._open_summary(),
             "close": close,
+            "transport": transport_summary(self.transport_end),
             "heartbeats": {
                 side: {
                     "sent": self.heartbeats[side],
