@@ -78,16 +78,14 @@ class ProtonPair:
                     moved = True
 
 
-def proton_conversation(
-    messages: int = 3, body_size: int = 10, max_frame: int | None = None, sasl: str | None = None
-) -> Conversation:
-    """Open, begin, attach both ends, send `messages` unsettled messages, settle them with
-    accepted/rejected/released in turn, a drain flow, detach, end, close."""
-    pair = ProtonPair(sasl=sasl, max_frame=max_frame)
+def open_link(pair: ProtonPair, name: str, credit: int) -> tuple[proton.Sender, proton.Receiver]:
+    """Open the connection (SASL as `pair` says), begin a session and attach a sender `name` to
+    `queue-a` on the client, and its receiver on the server, which grants `credit`; pumped.
+    Returns (sender, receiver)."""
     pair.client.open()
     session = pair.client.session()
     session.open()
-    sender = session.sender("amqpscope-sender")
+    sender = session.sender(name)
     sender.target.address = "queue-a"
     sender.open()
     pair.authenticate()
@@ -97,8 +95,18 @@ def proton_conversation(
     receiver = pair.server.link_head(0)
     receiver.target.copy(receiver.remote_target)
     receiver.open()
-    receiver.flow(messages + 2)
+    receiver.flow(credit)
     pair.pump()
+    return sender, receiver
+
+
+def proton_conversation(
+    messages: int = 3, body_size: int = 10, max_frame: int | None = None, sasl: str | None = None
+) -> Conversation:
+    """Open, begin, attach both ends, send `messages` unsettled messages, settle them with
+    accepted/rejected/released in turn, a drain flow, detach, end, close."""
+    pair = ProtonPair(sasl=sasl, max_frame=max_frame)
+    sender, receiver = open_link(pair, "amqpscope-sender", messages + 2)
     for i in range(messages):
         delivery = sender.delivery(f"tag-{i}".encode())
         sender.send(Message(body="x" * body_size).encode())
@@ -118,9 +126,9 @@ def proton_conversation(
     sender.close()
     pair.pump()
     receiver.close()
-    server_session.close()
+    receiver.session.close()
     pair.pump()
-    session.close()
+    sender.session.close()
     pair.client.close()
     pair.pump()
     pair.server.close()

@@ -205,21 +205,7 @@ def _sender_that_dies() -> list[tuple[str, bytes]]:
     """Proton: open, begin, attach, 3 unsettled transfers the receiver never settles; then
     nothing more (the client process died)."""
     pair = peers.ProtonPair()
-    pair.client.open()
-    session = pair.client.session()
-    session.open()
-    sender = session.sender("doomed")
-    sender.target.address = "queue-a"
-    sender.open()
-    pair.authenticate()
-    pair.server.open()
-    server_session = pair.server.session_head(0)
-    server_session.open()
-    receiver = pair.server.link_head(0)
-    receiver.target.copy(receiver.remote_target)
-    receiver.open()
-    receiver.flow(10)
-    pair.pump()
+    sender, _ = peers.open_link(pair, "doomed", 10)
     for i in range(3):
         sender.delivery(f"tag-{i}".encode())
         sender.send(peers.Message(body=f"m{i}").encode())
