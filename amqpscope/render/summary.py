@@ -212,6 +212,9 @@ def _state(conn: Row) -> str:
 def _connection_line(conn: Row) -> Text:
     text = Text(f"c{conn.get('id')}  {conn.get('client')} → {conn.get('server')}  ", style="bold")
     text.append(f"AMQP {conn.get('version')}", style="bold cyan")
+    if conn.get("state"):  # first: it is what a narrow terminal must not cut
+        state = _state(conn)
+        text.append(f"  {state}", style="bold red" if state.startswith("dropped") else "bold")
     facts = []
     if conn.get("version") == "1.0":
         peer = _get(conn, "open", "server", "container-id")
@@ -236,8 +239,6 @@ def _connection_line(conn: Row) -> Text:
         tune = _get(conn, "tune", "negotiated")
         if isinstance(tune, dict):
             facts.append(f"frame-max {tune.get('frame-max')} heartbeat {tune.get('heartbeat')}s")
-    if conn.get("state"):
-        facts.append(_state(conn))
     if conn.get("mid-stream") or conn.get("from-start") is False:
         facts.append("captured mid-stream")
     text.append(safe("  " + " · ".join(facts)), style="")
