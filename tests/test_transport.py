@@ -130,7 +130,7 @@ def test_an_amqp_connection_not_open_when_tcp_ended_is_not_dropped(
 ) -> None:
     summary = summary_of(CAPTURES / f"{name}.pcap")
     (conn,) = summary["connections"]
-    assert (conn["state"], conn["transport"]) == (state, transport)
+    assert (conn["state"], conn["transport"], conn["dropped"]) == (state, transport, False)
     assert not [f for f in summary["findings"] if f["code"].endswith("transport-closed")]
 
 
@@ -144,7 +144,7 @@ def test_the_killed_consumer_is_reported_dropped_with_its_unacked_deliveries() -
     assert last.fields["after-fin"] == "client"  # the kernel closed the killed client's socket
     summary = summary_of(KILLED)
     (conn,) = summary["connections"]
-    assert (conn["state"], conn["transport"]) == ("open", "rst by server")
+    assert (conn["state"], conn["transport"], conn["dropped"]) == ("open", "rst by server", True)
     assert conn["totals"]["unacked"] == truth["unacked_when_killed"]
     (channel,) = conn["channels"]
     assert channel["ended"] == "transport"
@@ -241,6 +241,6 @@ def test_a_dropped_10_connection_is_reported_once_with_what_it_left(
     assert "3 deliveries left unsettled" in unsettled.message
     assert "when the TCP connection ended" in unsettled.message
     (conn,) = tracker.summary()["connections"]
-    assert (conn["state"], conn["transport"]) == ("open", f"{event} by {by}")
+    assert (conn["state"], conn["transport"], conn["dropped"]) == ("open", f"{event} by {by}", True)
     (session,) = conn["sessions"]
     assert session["state"] == "transport closed"

@@ -192,17 +192,12 @@ def _columns(
     return table
 
 
-#: AMQP connection states in which the TCP end means the connection was dropped, not closed
-DROPPED_STATES = ("open", "opening", "tuned")
-
-
 def _state(conn: Row) -> str:
-    """The connection's state, or `dropped (TCP RST by server, no connection.close)` when TCP
-    ended while it was open (the `*.transport-closed` finding says the same)."""
-    state = str(conn["state"])
+    """The connection's state, or `dropped (TCP RST by server, no connection.close)` when the
+    tracker found TCP ended while it was open (the `*.transport-closed` finding says the same)."""
     transport = conn.get("transport")
-    if state not in DROPPED_STATES or not isinstance(transport, str):
-        return state
+    if not conn.get("dropped") or not isinstance(transport, str):
+        return str(conn["state"])
     event, _, by = transport.partition(" by ")
     how = f"TCP {event.upper() if event in ('fin', 'rst') else event}"
     close = "close" if conn.get("version") == "1.0" else "connection.close"

@@ -82,6 +82,7 @@ class ConnectionTracker:
         self.unlisted_epochs = 0
         self.unexpected = 0
         self.transport_end: dict[str, Any] | None = None  # the `transport` record's fields
+        self.dropped = False  # TCP ended while the AMQP connection was open (transport-closed)
 
     # -- frames in ------------------------------------------------------------------------------
     def feed(self, frame: Frame) -> list[Finding]:
@@ -345,6 +346,7 @@ class ConnectionTracker:
         fields = frame.fields
         self.transport_end = {"event": fields.get("event"), "by": fields.get("by")}
         if self.state in (rules.TUNED, rules.OPENING, rules.OPEN):
+            self.dropped = True
             channels = list(self.channels.values())
             unacked = sum(len(e.outstanding) for e in channels)
             unconfirmed = sum(len(e.unconfirmed) for e in channels)
@@ -395,6 +397,7 @@ class ConnectionTracker:
             "blocked": None,
             "close": self.close,
             "transport": transport_summary(self.transport_end),
+            "dropped": self.dropped,
             "duration-s": round(self.last_ts - self.first_ts, 6),
             "frames": self.frames,
             "totals": totals,

@@ -109,6 +109,7 @@ class ConnectionTracker:
         self.more_notes = 0
         self.frames = 0
         self.transport_end: dict[str, Any] | None = None  # the `transport` record's fields
+        self.dropped = False  # TCP ended while the AMQP connection was open (transport-closed)
         self.handlers = {
             "protocol-header": self._header,
             "sasl-mechanisms": self._sasl_mechanisms,
@@ -174,6 +175,7 @@ class ConnectionTracker:
         state = self._state()
         if state not in ("open", "opening"):
             return out
+        self.dropped = True
         sessions = [s for s in self.sessions if not (s.half[CLIENT].ended and s.half[SERVER].ended)]
         links = [link for s in sessions for link in s.links if link.ended is None]
         unsettled = sum(len(link.unsettled) for link in links)
@@ -942,6 +944,7 @@ class ConnectionTracker:
             "open": self._open_summary(),
             "close": close,
             "transport": transport_summary(self.transport_end),
+            "dropped": self.dropped,
             "heartbeats": {
                 side: {
                     "sent": self.heartbeats[side],
