@@ -7,7 +7,7 @@ DEMO_CAPTURE ?= captures/091-ack-nack-reject.pcap
 export DEBIAN_FRONTEND := noninteractive
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test install system-deps broker lint unit captures bench clean
+.PHONY: demo test install system-deps broker lint unit captures bench compiled clean
 
 demo: install
 	@echo "== amqpscope read $(DEMO_CAPTURE)"
@@ -33,6 +33,7 @@ broker: system-deps
 lint:
 	ruff check amqpscope tests tools captures bench
 	ruff format --check amqpscope tests tools captures bench
+	mypy
 	@if [ -d ../shared/spec ]; then $(PYTHON) tools/gen_spec.py ../shared/spec --check; fi
 
 unit:
@@ -43,6 +44,10 @@ captures: install system-deps
 
 bench: install system-deps
 	$(PYTHON) bench/run.py
+
+# the hot path compiled with mypyc, in build/compiled (the editable install stays pure Python)
+compiled: install
+	$(PYTHON) tools/compiled.py build/compiled
 
 clean:
 	rm -rf build dist .pytest_cache .ruff_cache bench/out *.egg-info

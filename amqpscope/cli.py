@@ -17,7 +17,7 @@ from typing import Any
 import click
 from rich.console import Console
 
-from amqpscope import __version__
+from amqpscope import __version__, build
 from amqpscope import schema as schemas
 from amqpscope.capture.files import CaptureError, CaptureReader, open_capture
 from amqpscope.capture.secrets import KeyLogFiles
@@ -25,7 +25,7 @@ from amqpscope.dissect import Dissector
 from amqpscope.filter import FilterError, Selection
 from amqpscope.findings import Finding
 from amqpscope.render.export import ExportWriter, capture_metadata
-from amqpscope.render.lines import frame_json, safe
+from amqpscope.render.lines import frame_json, frame_ndjson, safe
 from amqpscope.render.progress import ProgressBar
 from amqpscope.render.summary import print_summary
 from amqpscope.render.timeline import Timeline
@@ -35,6 +35,13 @@ from amqpscope.track.tracker import Tracker
 MAX_STDERR_FINDINGS = 20
 #: the summary's width when piped: wide enough that no table or line is cut
 PIPED_WIDTH = 10_000
+
+
+_VERSION = (
+    "%(prog)s %(version)s ("
+    + ("compiled with mypyc" if build() == "compiled" else "pure Python")
+    + ")"
+)
 
 
 def _fail(message: str, code: int = 1) -> None:
@@ -75,6 +82,16 @@ def _report(findings: list[Finding]) -> None:
         click.echo(f"amqpscope: {f.severity}: {f.code}: {where}{safe(f.message)}", err=True)
     if len(findings) > MAX_STDERR_FINDINGS:
         click.echo(f"amqpscope: ... and {len(findings) - MAX_STDERR_FINDINGS} more", err=True)
+
+
+def _binary_stdout() -> Callable[[bytes], Any]:
+    """stdout's byte writer (NDJSON is UTF-8 already), or an encoding one when stdout has no
+    buffer (a test's capture)."""
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:
+        return lambda data: sys.stdout.write(data.decode())
+    sys.stdout.flush()
+    return buffer.write
 
 
 class _Console(Console):
@@ -231,7 +248,7 @@ def _frame_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="amqpscope")
+@click.version_option(__version__, prog_name="amqpscope", message=_VERSION)
 def main() -> None:
     """See what AMQP clients and brokers really said: decode, track and explain captures.
 
@@ -305,6 +322,7 @@ def read(
     dissector = Dissector(show_secrets=show_secrets, redact_bodies=redact_bodies)
     tracker = Tracker()
     out = sys.stdout
+    write = _binary_stdout()
     timeline = None
     if not as_json:
         console = _console(color, width)
@@ -323,7 +341,7 @@ def read(
             if not selection.accepts(frame, first_ts):
                 continue
             if timeline is None:
-                out.write(frame_json(frame) + "\n")
+                write(frame_ndjson(frame))
             else:
                 if bar is not None:
                     bar.wrote()

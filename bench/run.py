@@ -11,7 +11,12 @@ each). On each capture, side by side:
 with wall time (median of `--repeat` runs) and peak memory (the child's maximum RSS). The last
 column checks that `summary` streams: its peak memory on a capture of half the length.
 
+Each amqpscope command runs in both builds: `pure` (this interpreter's amqpscope, as the editable
+install has it) and `compiled` (the hot path compiled with mypyc, built by `tools/compiled.py`
+into build/compiled unless it is current).
+
     python3 bench/run.py [--messages-091 N] [--messages-10 N] [--repeat K] [--keep DIR]
+                         [--builds pure,compiled]
 """
 
 from __future__ import annotations
@@ -28,8 +33,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import synth  # a sibling script, not a package
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "tools"))
+import compiled  # noqa: E402  (tools/compiled.py)
+import synth  # noqa: E402  (a sibling script, not a package)
 
 GNU_TIME = shutil.which("time") if Path("/usr/bin/time").exists() else None
 
@@ -86,17 +94,17 @@ def bench(
     tmp: Path,
     repeat: int,
     tshark: str | None,
+    builds: dict[str, list[str]],
 ) -> list[str]:
     """Build the capture for one version, run every command on it; the table's rows."""
     big, half = tmp / f"{label}.pcap", tmp / f"{label}-half.pcap"
     packets = build(big, messages)
     build(half, messages // 2)
-    me = [sys.executable, "-m", "amqpscope.cli"]
-    runs = {
-        "read": [*me, "read", "--json", str(big)],
-        "summary": [*me, "summary", str(big)],
-        "summary-half": [*me, "summary", str(half)],
-    }
+    runs: dict[str, list[str]] = {}
+    for name, me in builds.items():
+        runs[f"read {name}"] = [*me, "read", "--json", str(big)]
+        runs[f"summary {name}"] = [*me, "summary", str(big)]
+        runs[f"summary-half {name}"] = [*me, "summary", str(half)]
     if tshark:
         runs["tshark-json"] = [tshark, "-r", str(big), "-T", "json", "-J", "amqp"]
         runs["tshark-line"] = [tshark, "-r", str(big), "-Y", "amqp"]
@@ -104,22 +112,24 @@ def bench(
     size = big.stat().st_size / 1e6
     print(f"{label}: {messages} messages, {packets} packets, {size:.1f} MB", file=sys.stderr)
     rows = []
-    for ours, theirs, what in (
+    for command, theirs, what in (
         ("read", "tshark-json", "`read --json` vs `-T json -J amqp`"),
         ("summary", "tshark-line", "`summary` vs `-Y amqp`"),
     ):
-        wall, cpu, peak = got[ours]
-        row = f"| {label} | {what} | {wall:.2f} s ({cpu:.2f}) | {peak:.0f} MB |"
-        if theirs in got:
-            t_wall, t_cpu, t_peak = got[theirs]
-            row += (
-                f" {t_wall:.2f} s ({t_cpu:.2f}) | {t_peak:.0f} MB | **{wall / t_wall:.2f}**"
-                f" ({cpu / t_cpu:.2f}) | {peak / t_peak:.2f} |"
-            )
-        else:
-            row += " - | - | - | - |"
-        row += f" {got['summary-half'][2]:.0f} MB |" if ours == "summary" else " |"
-        rows.append(row)
+        for name in builds:
+            ours = f"{command} {name}"
+            wall, cpu, peak = got[ours]
+            row = f"| {label} | {what} | {name} | {wall:.2f} s ({cpu:.2f}) | {peak:.0f} MB |"
+            if theirs in got:
+                t_wall, t_cpu, t_peak = got[theirs]
+                row += (
+                    f" {t_wall:.2f} s ({t_cpu:.2f}) | {t_peak:.0f} MB | **{wall / t_wall:.2f}**"
+                    f" ({cpu / t_cpu:.2f}) | {peak / t_peak:.2f} |"
+                )
+            else:
+                row += " - | - | - | - |"
+            row += f" {got[f'summary-half {name}'][2]:.0f} MB |" if command == "summary" else " |"
+            rows.append(row)
     return rows
 
 
@@ -130,17 +140,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1, metavar="K")
     parser.add_argument("--no-tshark", action="store_true", help="time amqpscope only")
     parser.add_argument("--keep", type=Path, metavar="DIR", help="keep the captures in DIR")
+    parser.add_argument(
+        "--builds", default="pure,compiled", help="amqpscope builds to time: pure, compiled"
+    )
     args = parser.parse_args(argv)
     tshark = None if args.no_tshark else shutil.which("tshark")
+    builds: dict[str, list[str]] = {}
+    for name in args.builds.split(","):
+        if name == "pure":
+            builds[name] = [sys.executable, "-m", "amqpscope.cli"]
+        elif name == "compiled":
+            try:
+                builds[name] = [str(compiled.install(compiled.ROOT / "build" / "compiled"))]
+            except compiled.BuildError as exc:
+                raise SystemExit(f"run.py: the compiled build failed: {exc}") from None
+        else:
+            parser.error(f"--builds: {name!r} is not pure or compiled")
     print(f"machine: {machine()}")
     if tshark:
         print(f"against: {tshark_version(tshark)}")
     print()
     print(
-        "| capture | amqpscope vs tshark | amqpscope s (CPU s) | peak | tshark s (CPU s) | peak"
-        " | time ratio (CPU) | memory ratio | `summary` peak, half the messages |"
+        "| capture | amqpscope vs tshark | build | amqpscope s (CPU s) | peak | tshark s (CPU s)"
+        " | peak | time ratio (CPU) | memory ratio | `summary` peak, half the messages |"
     )
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     with tempfile.TemporaryDirectory() as scratch:
         tmp = args.keep or Path(scratch)
         tmp.mkdir(parents=True, exist_ok=True)
@@ -149,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
             ("1.0", synth.build_10, args.messages_10),
         ):
             if messages > 0:
-                for row in bench(label, build, messages, tmp, args.repeat, tshark):
+                for row in bench(label, build, messages, tmp, args.repeat, tshark, builds):
                     print(row, flush=True)
     return 0
 

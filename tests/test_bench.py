@@ -100,6 +100,7 @@ def test_tshark_reassembles_the_same_frames(tmp_path: Path, build, field: str) -
 
 def test_run_prints_the_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     args = ["--messages-091", "60", "--messages-10", "40", "--keep", str(tmp_path)]
+    args += ["--builds", "pure"]  # the compiled build's turn: test_compiled.py
     if shutil.which("tshark") is None:
         args.append("--no-tshark")
     assert run.main(args) == 0
@@ -108,7 +109,8 @@ def test_run_prints_the_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert len(rows) == 4, out
     for row in rows:
         cells = [c.strip() for c in row.strip("|").split("|")]
-        assert cells[2].endswith(")") and float(cells[2].split()[0]) > 0
+        assert cells[2] == "pure"
+        assert cells[3].endswith(")") and float(cells[3].split()[0]) > 0
     assert sorted(p.name for p in tmp_path.glob("*.pcap")) == [
         "0-9-1-half.pcap",
         "0-9-1.pcap",

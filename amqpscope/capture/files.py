@@ -30,7 +30,7 @@ import struct
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, cast
 
 from ..findings import Finding, finding
 from .packet import RawPacket
@@ -206,7 +206,8 @@ class CaptureReader:
         f: IO[bytes] = raw
         if start == _GZIP_MAGIC:
             self.compressed = True
-            f = _GzipFile(fileobj=raw, mode="rb")
+            # a binary file object in all but typeshed's class hierarchy
+            f = cast(IO[bytes], _GzipFile(fileobj=raw, mode="rb"))
         self._f = f
         try:
             magic = f.read(4)
@@ -249,7 +250,7 @@ class CaptureReader:
         self.format = "pcapng"
         reader = object.__new__(NgReader)
         try:
-            reader.__init__(self.path, f, magic, self)
+            NgReader.__init__(reader, self.path, f, magic, self)
         except Exception:
             raise self._fail("the pcapng section header block is cut short or malformed") from None
         self._ng = reader

@@ -65,13 +65,15 @@ _MAX_IPV4_DATAGRAM = 65535 - 20
 _MAX_FRAGMENT_PIECES = 1024
 
 
+#: addresses `_AddressText` keeps before it starts over
+_ADDRESS_TEXT_LIMIT = 1 << 16
+
+
 class _AddressText(dict[bytes, str]):
     """Packed IPv4/IPv6 address -> text, computed once per address (bounded)."""
 
-    limit = 1 << 16
-
     def __missing__(self, packed: bytes) -> str:
-        if len(self) >= self.limit:
+        if len(self) >= _ADDRESS_TEXT_LIMIT:
             self.clear()
         if len(packed) == 4:
             text = str(ipaddress.IPv4Address(packed))
@@ -159,7 +161,8 @@ class SegmentDecoder:
         try:
             return link(pkt, pkt.data)
         except (struct.error, IndexError, ValueError) as exc:  # a length check missed: damage
-            return self._malformed(pkt, f"undecodable packet ({exc})")
+            self._malformed(pkt, f"undecodable packet ({exc})")
+            return None
 
     def flush(self) -> list[Finding]:
         """End of capture: report (and forget) every datagram still missing fragments.
@@ -175,7 +178,6 @@ class SegmentDecoder:
 
     def _malformed(self, pkt: RawPacket, what: str) -> None:
         self.findings.append(finding("link.malformed", what, pkt.number))
-        return None
 
     def _incomplete(self, d: _Datagram, why: str) -> Finding:
         addr = self._addr
@@ -193,7 +195,8 @@ class SegmentDecoder:
 
     def _ethernet(self, pkt: RawPacket, data: bytes) -> Segment | None:
         if len(data) < 14:
-            return self._malformed(pkt, f"Ethernet header truncated ({len(data)} bytes)")
+            self._malformed(pkt, f"Ethernet header truncated ({len(data)} bytes)")
+            return None
         etype = data[12] << 8 | data[13]
         if etype == _IPV4:  # the common case, one call shorter
             return self._ipv4(pkt, data, 14)
@@ -201,19 +204,22 @@ class SegmentDecoder:
 
     def _sll(self, pkt: RawPacket, data: bytes) -> Segment | None:
         if len(data) < 16:
-            return self._malformed(pkt, f"Linux cooked (SLL) header truncated ({len(data)} bytes)")
+            self._malformed(pkt, f"Linux cooked (SLL) header truncated ({len(data)} bytes)")
+            return None
         return self._ethertype(pkt, data, data[14] << 8 | data[15], 16)
 
     def _sll2(self, pkt: RawPacket, data: bytes) -> Segment | None:
         if len(data) < 20:
-            return self._malformed(pkt, f"Linux cooked (SLL2) header truncated ({len(data)} bytes)")
+            self._malformed(pkt, f"Linux cooked (SLL2) header truncated ({len(data)} bytes)")
+            return None
         return self._ethertype(pkt, data, data[0] << 8 | data[1], 20)
 
     def _ethertype(self, pkt: RawPacket, data: bytes, etype: int, off: int) -> Segment | None:
         """Dispatch on an EtherType whose payload starts at `off`, peeling VLAN tags first."""
         while etype in _VLAN_TYPES:
             if len(data) < off + 4:
-                return self._malformed(pkt, f"VLAN tag truncated at byte {off}")
+                self._malformed(pkt, f"VLAN tag truncated at byte {off}")
+                return None
             etype = data[off + 2] << 8 | data[off + 3]
             off += 4
         if etype == _IPV4:
@@ -224,7 +230,8 @@ class SegmentDecoder:
 
     def _null(self, pkt: RawPacket, data: bytes) -> Segment | None:
         if len(data) < 4:
-            return self._malformed(pkt, f"loopback header truncated ({len(data)} bytes)")
+            self._malformed(pkt, f"loopback header truncated ({len(data)} bytes)")
+            return None
         family = data[0] | data[1] << 8 | data[2] << 16 | data[3] << 24  # host order: try LE
         if family & 0xFFFF0000:
             family = data[3] | data[2] << 8 | data[1] << 16 | data[0] << 24
@@ -232,7 +239,8 @@ class SegmentDecoder:
 
     def _loop(self, pkt: RawPacket, data: bytes) -> Segment | None:
         if len(data) < 4:
-            return self._malformed(pkt, f"loopback header truncated ({len(data)} bytes)")
+            self._malformed(pkt, f"loopback header truncated ({len(data)} bytes)")
+            return None
         return self._family(pkt, data, data[3] | data[2] << 8 | data[1] << 16 | data[0] << 24)
 
     def _family(self, pkt: RawPacket, data: bytes, family: int) -> Segment | None:
@@ -244,13 +252,15 @@ class SegmentDecoder:
 
     def _raw(self, pkt: RawPacket, data: bytes) -> Segment | None:
         if not data:
-            return self._malformed(pkt, "empty raw IP packet")
+            self._malformed(pkt, "empty raw IP packet")
+            return None
         version = data[0] >> 4
         if version == 4:
             return self._ipv4(pkt, data, 0)
         if version == 6:
             return self._ipv6(pkt, data, 0)
-        return self._malformed(pkt, f"raw IP packet with IP version {version}")
+        self._malformed(pkt, f"raw IP packet with IP version {version}")
+        return None
 
     def _dlt12(self, pkt: RawPacket, data: bytes) -> Segment | None:
         # DLT_RAW on most systems, DLT_LOOP on OpenBSD. An IP header starts with 0x4_ or 0x6_;
@@ -278,20 +288,24 @@ class SegmentDecoder:
 
     def _ipv4(self, pkt: RawPacket, data: bytes, off: int) -> Segment | None:
         if len(data) - off < 20:
-            return self._malformed(pkt, f"IPv4 header truncated ({len(data) - off} bytes)")
+            self._malformed(pkt, f"IPv4 header truncated ({len(data) - off} bytes)")
+            return None
         vihl, tlen, ident, frag, proto, src, dst = _S_IP4.unpack_from(data, off)
         hlen = (vihl & 15) << 2
         if vihl >> 4 != 4 or hlen < 20:
-            return self._malformed(pkt, f"bad IPv4 version/header length byte {vihl:#04x}")
+            self._malformed(pkt, f"bad IPv4 version/header length byte {vihl:#04x}")
+            return None
         if off + hlen > len(data):
-            return self._malformed(pkt, f"IPv4 options truncated (header length {hlen})")
+            self._malformed(pkt, f"IPv4 options truncated (header length {hlen})")
+            return None
         if proto != _TCP:
             return None
         short = 0
         if tlen == 0:  # segmentation offload: the NIC fills the length in later
             end = len(data)
         elif tlen < hlen:
-            return self._malformed(pkt, f"IPv4 total length {tlen} < header length {hlen}")
+            self._malformed(pkt, f"IPv4 total length {tlen} < header length {hlen}")
+            return None
         else:
             end = off + tlen  # trims Ethernet padding
             if end > len(data):
@@ -311,10 +325,12 @@ class SegmentDecoder:
 
     def _ipv6(self, pkt: RawPacket, data: bytes, off: int) -> Segment | None:
         if len(data) - off < 40:
-            return self._malformed(pkt, f"IPv6 header truncated ({len(data) - off} bytes)")
+            self._malformed(pkt, f"IPv6 header truncated ({len(data) - off} bytes)")
+            return None
         vtc, plen, nh, src, dst = _S_IP6.unpack_from(data, off)
         if vtc >> 4 != 6:
-            return self._malformed(pkt, f"bad IPv6 version {vtc >> 4}")
+            self._malformed(pkt, f"bad IPv6 version {vtc >> 4}")
+            return None
         off += 40
         if plen == 0:  # a jumbogram, or segmentation offload: take what was captured
             end = len(data)
@@ -342,15 +358,18 @@ class SegmentDecoder:
         while nh != _TCP:
             if nh in _IP6_EXT:
                 if off + 8 > end:
-                    return self._malformed(pkt, f"IPv6 extension header {nh} truncated")
+                    self._malformed(pkt, f"IPv6 extension header {nh} truncated")
+                    return None
                 nh, size = data[off], (data[off + 1] + 1) << 3
             elif nh == _IP6_AH:
                 if off + 8 > end:
-                    return self._malformed(pkt, "IPv6 authentication header truncated")
+                    self._malformed(pkt, "IPv6 authentication header truncated")
+                    return None
                 nh, size = data[off], (data[off + 1] + 2) << 2
             elif nh == _IP6_FRAG:
                 if off + 8 > end:
-                    return self._malformed(pkt, "IPv6 fragment header truncated")
+                    self._malformed(pkt, "IPv6 fragment header truncated")
+                    return None
                 nxt, offlg, ident = _S_IP6_FRAG.unpack_from(data, off)
                 off += 8
                 if not offlg & 0xFFF9 or reassembled:  # an atomic fragment: nothing to join
@@ -368,7 +387,8 @@ class SegmentDecoder:
                 return None  # UDP, ICMPv6, ESP, no next header, ...
             off += size
             if off > end:
-                return self._malformed(pkt, f"IPv6 extension header runs past the payload ({off})")
+                self._malformed(pkt, f"IPv6 extension header runs past the payload ({off})")
+                return None
         return self._tcp(pkt, data, off, end, src, dst)
 
     # -- fragments ---------------------------------------------------------------------------
@@ -395,17 +415,20 @@ class SegmentDecoder:
         end = offset + len(piece)
         if key[0] == 4 and end > _MAX_IPV4_DATAGRAM:
             self._drop(key)
-            return self._malformed(pkt, f"IPv4 fragment ends at byte {end}, past 65515")
+            self._malformed(pkt, f"IPv4 fragment ends at byte {end}, past 65515")
+            return None
         if offset == 0 and key[0] == 6:
             d.next_header = next_header
         if not more:
             if d.total is not None and d.total != end:
                 self._drop(key)
-                return self._malformed(pkt, f"fragments disagree on the datagram length ({end})")
+                self._malformed(pkt, f"fragments disagree on the datagram length ({end})")
+                return None
             d.total = end
         if d.total is not None and end > d.total:
             self._drop(key)
-            return self._malformed(pkt, f"a fragment ends at {end}, past the datagram's end")
+            self._malformed(pkt, f"a fragment ends at {end}, past the datagram's end")
+            return None
         if len(d.pieces) >= _MAX_FRAGMENT_PIECES:  # 8-byte or repeated fragments: a flood
             self._drop(key)
             self.findings.append(self._incomplete(d, "dropped: too many fragments"))
@@ -477,11 +500,13 @@ class SegmentDecoder:
         self, pkt: RawPacket, data: bytes, off: int, end: int, src: bytes, dst: bytes
     ) -> Segment | None:
         if end - off < 20:
-            return self._malformed(pkt, f"TCP header truncated ({max(end - off, 0)} bytes)")
+            self._malformed(pkt, f"TCP header truncated ({max(end - off, 0)} bytes)")
+            return None
         sport, dport, seq, ack, doff, flags = _S_TCP.unpack_from(data, off)
         hlen = (doff >> 4) << 2
         if hlen < 20 or off + hlen > end:
-            return self._malformed(pkt, f"bad TCP header length {hlen} ({end - off} bytes left)")
+            self._malformed(pkt, f"bad TCP header length {hlen} ({end - off} bytes left)")
+            return None
         addr = self._addr
         return Segment(
             pkt.number,

@@ -154,10 +154,15 @@ class ConnectionCodec:
         self.findings: list[Finding] = []  # findings no frame carries (reported at the end)
 
     # -- events from the stream layer -------------------------------------------------------
-    def data(self, direction: str, data: bytes, packet: int, ts: float = 0.0) -> list[k.Frame]:
+    def data(
+        self, direction: str, data: bytes | bytearray | memoryview, packet: int, ts: float = 0.0
+    ) -> list[k.Frame]:
+        """Bytes of `direction` (any bytes-like; the stream layer hands on `bytes`)."""
         framer = self.framers[direction]
         if framer.state == OPAQUE:
             return []
+        if not isinstance(data, bytes):
+            data = bytes(data)
         out: list[k.Frame] = []
         self._through(framer, data, packet, ts, out)
         return out
@@ -346,7 +351,8 @@ class ConnectionCodec:
 
     def _last_ts(self) -> float:
         latest = 0.0
-        for framer in self.framers.values():
+        for top in self.framers.values():
+            framer: Framer | None = top
             while framer is not None:
                 if framer.marks:
                     latest = max(latest, framer.marks[-1][2])
@@ -391,7 +397,7 @@ class ConnectionCodec:
                 self._emit(framer, self._header_frame(framer, raw), pos, out)
             elif state == HUNT:
                 known = framer.version or self._other(framer).version
-                versions = (known,) if known else UNKNOWN_VERSIONS
+                versions: tuple[str, ...] = (known,) if known else UNKNOWN_VERSIONS
                 versions = tuple("0-9-1" if v in detect.FRAMED_LIKE_091 else v for v in versions)
                 needed = detect.FRAMES_TO_CLAIM_KNOWN if known else detect.FRAMES_TO_CLAIM
                 claim = detect.claim(memoryview(buf)[pos:], versions, needed, final)

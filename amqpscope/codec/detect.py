@@ -45,7 +45,7 @@ FRAMES_TO_CLAIM = 3
 FRAMES_TO_CLAIM_KNOWN = 1
 
 
-def parse_header(buf: bytes | bytearray, off: int = 0) -> Header | None:
+def parse_header(buf: bytes | bytearray | memoryview, off: int = 0) -> Header | None:
     """The header at `off`, if the 8 bytes there are a protocol header amqpscope knows."""
     if buf[off : off + 4] != MAGIC:
         return None
@@ -62,7 +62,7 @@ def header_name(raw: bytes) -> str:
     return f"AMQP {header.version}"
 
 
-def probe(version: str, buf: bytes | bytearray, off: int, sasl: bool = False) -> int:
+def probe(version: str, buf: bytes | bytearray | memoryview, off: int, sasl: bool = False) -> int:
     """Length of the well-formed frame of `version` at `off`; 0 if more bytes are needed; -1 if
     the bytes there cannot be such a frame. Strict: used to find frames, not just to split."""
     if version == "1.0":
@@ -80,7 +80,9 @@ class Claim(NamedTuple):
     version: str = ""
 
 
-def claim(buf: bytes | bytearray, versions: tuple[str, ...], needed: int, final: bool) -> Claim:
+def claim(
+    buf: bytes | bytearray | memoryview, versions: tuple[str, ...], needed: int, final: bool
+) -> Claim:
     """Hunt for the first frame boundary in `buf`: a protocol header, or `needed` consecutive
     strict frames of one of `versions`. With `final` (no more bytes will come), a run of valid
     frames that reaches the end of the buffer counts as found."""

@@ -259,11 +259,17 @@ def highlights(frame: Frame) -> str:
 
 
 def frame_json(frame: Frame) -> str:
-    """One NDJSON line. orjson (about ten times faster: JSON is the largest share of `read
-    --json`) writes what `json` would, compact and in UTF-8; what it refuses (a map with keys
-    that are not strings, an integer beyond 64 bits) falls back to `json`."""
+    """One NDJSON line, as text (see `frame_ndjson`)."""
+    return frame_ndjson(frame)[:-1].decode()
+
+
+def frame_ndjson(frame: Frame) -> bytes:
+    """One NDJSON line in UTF-8, newline included: bytes, so `read --json` hands orjson's output
+    to the binary stdout without a decode and re-encode. orjson (about ten times faster than
+    `json`) writes what `json` would, compact; what it refuses (a map with keys that are not
+    strings, an integer beyond 64 bits) falls back to `json`."""
     record = frame.to_json()
     try:
-        return orjson.dumps(record).decode()
+        return orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
     except TypeError:  # orjson.JSONEncodeError is one
-        return json.dumps(record, separators=(",", ":"), ensure_ascii=False)
+        return (json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n").encode()

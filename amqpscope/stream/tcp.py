@@ -188,6 +188,13 @@ class _Conn:
         self.fin_by: str | None = None  # the direction whose FIN was seen first
 
 
+def _pos(h: _Half) -> int:
+    """`h.nxt` of a half already anchored (the slow-path steps run only after anchoring)."""
+    nxt = h.nxt
+    assert nxt is not None
+    return nxt
+
+
 def _guess_server(src: tuple[str, int], dst: tuple[str, int]) -> tuple[str, int]:
     s_wk = src[1] in WELL_KNOWN_PORTS
     d_wk = dst[1] in WELL_KNOWN_PORTS
@@ -433,8 +440,8 @@ class TcpReassembler:
             end = h.fin if h.done and h.fin is not None else h.nxt
             if h.starts or (h.acked and h.acked < end):
                 stranded = True
-        h = self._flows.get((seg.src, seg.dst))
-        by = h.direction if h is not None and h.conn is conn else None
+        flow = self._flows.get((seg.src, seg.dst))
+        by = flow.direction if flow is not None and flow.conn is conn else None
         self._close(conn, "rst", seg.packet, seg.ts, out, by=by)
         if stranded:
             self.findings.append(
@@ -518,14 +525,14 @@ class TcpReassembler:
             self._drain(h, packet, ts, out)
             if h.buffered > self.max_buffer or len(h.starts) > MAX_PIECES:
                 self._overflow(h, packet, ts, out)
-            if h.acked > h.nxt and h.starts:
+            if h.acked > _pos(h) and h.starts:
                 self._resolve(h, packet, ts, out)
         self._refast(h)
 
     def _deliver(
         self, h: _Half, data: bytes, packet: int, ts: float, out: list[StreamEvent]
     ) -> None:
-        end = h.nxt + len(data)
+        end = _pos(h) + len(data)
         h.nxt = end
         h.firm = True
         out.append(StreamData(h.cid, h.direction, data, packet, ts))
@@ -539,7 +546,7 @@ class TcpReassembler:
     def _gap(
         self, h: _Half, to: int, packet: int, ts: float, out: list[StreamEvent], why: str
     ) -> None:
-        n = to - h.nxt
+        n = to - _pos(h)
         out.append(StreamGap(h.cid, h.direction, n, packet, ts))
         self.findings.append(
             finding(
@@ -558,7 +565,9 @@ class TcpReassembler:
 
     @staticmethod
     def _reach_fin(h: _Half) -> None:
-        h.nxt = h.fin + 1
+        fin = h.fin
+        assert fin is not None  # called once the stream reached its FIN
+        h.nxt = fin + 1
         h.done = True
         h.fast = False
         h.starts.clear()
@@ -583,7 +592,7 @@ class TcpReassembler:
         """Compare `data` at `pos` (all before `h.nxt`) with remembered delivered bytes."""
         if not h.hist:
             return
-        lo = max(pos, h.nxt - h.hist_len)
+        lo = max(pos, _pos(h) - h.hist_len)
         hi = pos + len(data)
         if lo >= hi:
             return
@@ -659,7 +668,7 @@ class TcpReassembler:
             pos += len(d)
             i += 1
         del starts[:i]
-        h.buffered -= pos - h.nxt
+        h.buffered -= pos - _pos(h)
         self._deliver(h, pieces[0] if i == 1 else b"".join(pieces), packet, ts, out)
 
     def _next_known(self, h: _Half) -> int | None:
@@ -671,9 +680,9 @@ class TcpReassembler:
     def _resolve(self, h: _Half, packet: int, ts: float, out: list[StreamEvent]) -> None:
         """Rule (a): the peer acknowledged past the hole, so what we lack there is missing."""
         limit = h.acked
-        while not h.done and h.nxt < limit:
+        while not h.done and _pos(h) < limit:
             b = self._next_known(h)
-            before = h.nxt
+            before = _pos(h)
             if b is None:
                 break
             if b > before:
@@ -697,7 +706,7 @@ class TcpReassembler:
         while (
             (h.buffered > self.max_buffer or len(h.starts) > MAX_PIECES) and h.starts and not h.done
         ):
-            if h.starts[0] > h.nxt:
+            if h.starts[0] > _pos(h):
                 self._gap(h, h.starts[0], packet, ts, out, "reassembly buffer full")
             self._drain(h, packet, ts, out)
 
@@ -725,7 +734,7 @@ class TcpReassembler:
                     h.buffered -= last + len(d) - fin
         if h.nxt == h.fin:
             self._reach_fin(h)
-        elif h.acked > h.nxt:
+        elif h.acked > _pos(h):
             self._resolve(h, packet, ts, out)
 
     def _finish(self, h: _Half, packet: int, ts: float, out: list[StreamEvent]) -> None:
@@ -734,7 +743,7 @@ class TcpReassembler:
             return
         while not h.done:
             b = self._next_known(h)
-            before = h.nxt
+            before = _pos(h)
             if b is None:
                 break
             if b > before:
@@ -742,14 +751,15 @@ class TcpReassembler:
             self._drain(h, packet, ts, out)
             if h.nxt == before:
                 break
-        if not h.done and h.acked > h.nxt:
-            extra = h.acked - h.nxt
+        nxt = _pos(h)
+        if not h.done and h.acked > nxt:
+            extra = h.acked - nxt
             if h.fin is None and h.peer.fin is not None:
                 extra -= 1  # the peer acknowledged our FIN, which the capture missed
             if extra == 1 and not h.firm:
                 extra = 0  # a keep-alive was the anchor
             if extra > 0:
-                self._gap(h, h.nxt + extra, packet, ts, out, "acknowledged by the peer")
+                self._gap(h, nxt + extra, packet, ts, out, "acknowledged by the peer")
 
 
 def events_from_segments(

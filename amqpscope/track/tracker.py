@@ -16,6 +16,9 @@ from amqpscope.findings import Finding
 from amqpscope.track import amqp091, amqp10
 
 VERSIONS_091 = ("0-9-1", "0-9", "0-8")
+#: the versions a connection tracker exists for (concatenated: mypyc cannot compile a starred
+#: item in a tuple display)
+TRACKED_VERSIONS = ("1.0",) + VERSIONS_091  # noqa: RUF005
 #: findings kept for the summary; past it they are counted, not kept (live capture runs for hours)
 MAX_FINDINGS = 100_000
 
@@ -34,7 +37,7 @@ class Tracker:
                 self._place(frame, tracker.transport(frame))
             return
         if tracker is None:
-            if frame.version not in ("1.0", *VERSIONS_091):
+            if frame.version not in TRACKED_VERSIONS:
                 return  # named, not tracked (0-10, unknown headers)
             client, server = (
                 (frame.src, frame.dst)

@@ -34,11 +34,13 @@ MAX_FRAME = 1 << 31
 
 #: 0-9 is named with the 0-9-1 table, as RabbitMQ frames it ("we can safely treat [0-9] as
 #: though it were 0-9-1", rabbit_reader); only 0-8 has tables of its own
-def methods_for(version: str) -> dict[tuple[int, int], spec.Method]:
+def methods_for(
+    version: str,
+) -> dict[tuple[int, int], spec.Method] | dict[tuple[int, int], spec08.Method]:
     return spec08.METHODS if version == "0-8" else spec.METHODS
 
 
-def probe(buf: bytes | bytearray, off: int, version: str = "0-9-1") -> int:
+def probe(buf: bytes | bytearray | memoryview, off: int, version: str = "0-9-1") -> int:
     """Strict check of the frame at `off`: its length, 0 if incomplete, -1 if it cannot be one."""
     if len(buf) - off < HEADER_SIZE:
         return 0 if off >= len(buf) or buf[off] in KINDS else -1
@@ -67,7 +69,7 @@ def probe(buf: bytes | bytearray, off: int, version: str = "0-9-1") -> int:
     return end + 1 - off if buf[end] == FRAME_END else -1
 
 
-def frame_length(buf: bytes | bytearray, off: int) -> int:
+def frame_length(buf: bytes | bytearray | memoryview, off: int) -> int:
     """Length of the frame at `off` as its header says (0 if the header is incomplete), for
     splitting a stream already known to be 0-9-1; -1 if the size field is beyond belief."""
     if len(buf) - off < HEADER_SIZE:

@@ -33,7 +33,7 @@ HUNT_MAX_FRAME = 4 * 1024 * 1024
 MIN_MAX_FRAME_SIZE = 512  # the spec's floor for max-frame-size
 
 
-def descriptor_at(buf: bytes | bytearray, off: int, end: int) -> int | bytes | None:
+def descriptor_at(buf: bytes | bytearray | memoryview, off: int, end: int) -> int | bytes | None:
     """The descriptor of the described type at `off` (a code, or a symbol's bytes), or None."""
     if end - off < 2 or buf[off] != 0x00:
         return None
@@ -59,7 +59,7 @@ def body_code(descriptor: int | bytes | None, ftype: int) -> int | None:
     return descriptor if descriptor in BODIES.get(ftype, ()) else None
 
 
-def probe(buf: bytes | bytearray, off: int, sasl: bool = False) -> int:
+def probe(buf: bytes | bytearray | memoryview, off: int, sasl: bool = False) -> int:
     """Strict check of the frame at `off`: its length, 0 if incomplete, -1 if it cannot be one.
     SASL frames only count when `sasl` (they never follow the AMQP layer)."""
     avail = len(buf) - off
@@ -81,7 +81,7 @@ def probe(buf: bytes | bytearray, off: int, sasl: bool = False) -> int:
     return size if avail >= size else 0
 
 
-def frame_length(buf: bytes | bytearray, off: int) -> int:
+def frame_length(buf: bytes | bytearray | memoryview, off: int) -> int:
     """Length of the frame at `off` as its header says (0 if the header is incomplete), for
     splitting a stream known to be 1.0; -1 if the size or data offset cannot be right."""
     if len(buf) - off < HEADER_SIZE:

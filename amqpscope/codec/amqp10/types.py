@@ -268,7 +268,7 @@ def _list(enc: spec.Encoding) -> Reader:
     def read(ctx: Context, off: int, end: int, depth: int) -> tuple[Any, int]:
         pos, stop, count = _compound_header(ctx, off, end, depth, width, unpack, "list")
         buf = ctx.buf
-        out = []
+        out: list[Any] = []
         append = out.append
         depth += 1
         for _ in range(count):
@@ -342,6 +342,7 @@ def _array(enc: spec.Encoding) -> Reader:
         ctor = buf[start]
         pos = start + 1
         depth += 1
+        element: Reader
         if ctor == DESCRIBED:
             if pos >= stop:
                 raise Malformed(pos, "array element descriptor missing")
@@ -459,7 +460,9 @@ def read_value(ctx: Context, off: int, end: int, depth: int = 0) -> tuple[Any, i
     return READERS[ctx.buf[off]](ctx, off + 1, end, depth)
 
 
-def decode(data: bytes | memoryview, off: int = 0, end: int | None = None) -> tuple[Any, int, list]:
+def decode(
+    data: bytes | bytearray | memoryview, off: int = 0, end: int | None = None
+) -> tuple[Any, int, list]:
     """Decode one value of `data` at `off`: (value, position after it, findings). Never raises:
     a malformed value is None with a finding. Uses the composite tables when `composites` has
     been imported (the package's decoder does)."""

@@ -240,10 +240,10 @@ class TlsLayer:
             self._handshake(direction, side, plain)
             if side.update:
                 side.update = False
-                side.secret = keys.tls13_next_secret(side.secret, self._suite())
-                side.decryptor = Decryptor(
-                    self._suite(), keys.tls13_keys(side.secret, self._suite()), True
-                )
+                suite = self._suite()
+                assert suite is not None  # this record decrypted under keys made with it
+                side.secret = keys.tls13_next_secret(side.secret, suite)
+                side.decryptor = Decryptor(suite, keys.tls13_keys(side.secret, suite), True)
         elif content_type == spec.ALERT:
             self._alert(plain)
         return b""

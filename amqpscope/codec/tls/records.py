@@ -72,7 +72,9 @@ class Decryptor:
 
     def _tls13(self, header: bytes, body: bytes) -> tuple[int, bytes]:
         try:
-            plain = self.aead.decrypt(_xor_nonce(self.keys.iv, self.seq), body, header)
+            aead = self.aead
+            assert aead is not None  # every TLS 1.3 suite is an AEAD
+            plain = aead.decrypt(_xor_nonce(self.keys.iv, self.seq), body, header)
         except InvalidTag:
             raise BadRecord("authentication tag does not match") from None
         end = len(plain)
@@ -94,8 +96,10 @@ class Decryptor:
         if length < 0:
             raise BadRecord("record shorter than its tag")
         aad = _AAD12.pack(self.seq, content_type, version, length)
+        aead = self.aead
+        assert aead is not None  # decrypt() comes here only with an AEAD
         try:
-            return content_type, self.aead.decrypt(nonce, body, aad)
+            return content_type, aead.decrypt(nonce, body, aad)
         except InvalidTag:
             raise BadRecord("authentication tag does not match") from None
 

@@ -63,8 +63,17 @@ def close_info(frame: Frame, by: str) -> dict[str, Any]:
 
 
 class Consumer:
-    __slots__ = ("cancelled", "deliveries", "exclusive", "frame", "no_ack", "prefetch", "queue")
-    __slots__ += ("tag", "unacked")
+    __slots__ = (
+        "cancelled",
+        "deliveries",
+        "exclusive",
+        "frame",
+        "no_ack",
+        "prefetch",
+        "queue",
+        "tag",
+        "unacked",
+    )
 
     def __init__(
         self,

@@ -266,6 +266,7 @@ class ConnectionTracker:
     # -- channels -------------------------------------------------------------------------------
     def _channel(self, frame: Frame, direction: str, out: list[Finding]) -> None:
         number = frame.channel
+        assert number is not None  # feed() sends only frames on a non-zero channel here
         name = frame.name
         key = (direction, name)
         epoch = self.channels.get(number)

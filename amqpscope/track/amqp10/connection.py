@@ -351,7 +351,7 @@ class ConnectionTracker:
         """The session and link tables of `rules`: may `side` send this frame on this channel
         and handle? (Mid-stream, unknown channels and handles are not violations.)"""
         name, channel = frame.name, frame.channel
-        session = self.channels[side].get(channel)  # type: ignore[arg-type]
+        session = self.channels[side].get(channel) if channel is not None else None
         state = MAPPED if session is not None else UNMAPPED
         if SESSION_TRANSITIONS[state].get(name) is None:
             if state == MAPPED or not self.lenient:
@@ -375,8 +375,8 @@ class ConnectionTracker:
                 if link is not None
                 else f"{name} on handle {handle} (channel {channel}), which {side} has not attached"
             )
-            key = ("link", side, channel, handle, lstate)
-            self._violation(out, LINK_VIOLATION[lstate], key, side, frame, text)
+            link_key = ("link", side, channel, handle, lstate)
+            self._violation(out, LINK_VIOLATION[lstate], link_key, side, frame, text)
         elif lstate == ATTACHED:
             self.noted.discard(("link", side, channel, handle, DETACHED))
 

@@ -165,8 +165,9 @@ class Session:
         c, s = self.half[CLIENT], self.half[SERVER]
         error = None
         for side in (CLIENT, SERVER):
-            if self.half[side].error and error is None:
-                error = {"by": side, **self.half[side].error}
+            side_error = self.half[side].error
+            if side_error and error is None:
+                error = {"by": side, **side_error}
         state = "ended" if c.ended and s.ended else "ending" if c.ended or s.ended else "mapped"
         if self.ended and state != "ended":
             state = self.ended

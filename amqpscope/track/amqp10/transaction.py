@@ -57,7 +57,9 @@ class Transactions:
         """A coordinator link's delivery completed: note whether it declares or discharges."""
         body = (message or {}).get("body") or {}
         value = body.get("value") if isinstance(body, dict) else None
-        kind = value.get("type") if isinstance(value, dict) else None
+        if not isinstance(value, dict):
+            return
+        kind = value.get("type")
         if kind == "declare":
             self.declares += 1
             delivery.action = {"type": "declare"}

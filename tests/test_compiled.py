@@ -1,0 +1,111 @@
+"""The mypyc-compiled build (`tools/compiled.py`, `make compiled`) says what the pure one says.
+
+mypyc turns annotations into checks at run time and classes into C structs: a wrong annotation
+or a dynamic trick that the interpreter forgives becomes a TypeError or AttributeError only in
+the compiled build. So both builds run the CLI over every bundled capture and every damaged
+capture (`tools/damage.py`), with `read --json`, `summary --json` and the terminal timeline, and
+everything they write (stdout, stderr, exit status) must be the same, byte for byte.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import compiled  # noqa: E402  (tools/compiled.py)
+
+CAPTURES = sorted(str(p) for p in (ROOT / "captures").glob("*.pcap*"))
+
+#: run by each build's interpreter: the CLI in-process over every capture, as JSON
+DUMP = r"""
+import json, sys
+from click.testing import CliRunner
+from amqpscope import build
+from amqpscope.cli import main
+
+out = {"build": build()}
+runner = CliRunner()
+for path in sys.argv[1:]:
+    for args in (["read", "--json", path], ["summary", "--json", path],
+                 ["read", path, "--width", "160", "--color", "never"]):
+        result = runner.invoke(main, args)
+        out[" ".join(args)] = [result.exit_code, result.stdout, result.stderr]
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def script() -> Path:
+    try:
+        return compiled.install(ROOT / "build" / "compiled")
+    except compiled.BuildError as exc:
+        pytest.fail(f"the compiled build failed: {exc}")
+
+
+@pytest.fixture(scope="module")
+def damaged(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    spec = importlib.util.spec_from_file_location("damage", ROOT / "tools" / "damage.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["damage"] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    out = tmp_path_factory.mktemp("damaged")
+    return sorted(str(out / case.file) for case in module.build(out))
+
+
+def dump(python: str, paths: list[str]) -> dict[str, Any]:
+    result = subprocess.run(
+        [python, "-c", DUMP, *paths], capture_output=True, text=True, cwd="/", check=False
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout)
+
+
+def test_the_compiled_build_is_compiled(script: Path) -> None:
+    version = subprocess.run([script, "--version"], capture_output=True, text=True, cwd="/")
+    assert version.stdout.strip().endswith("(compiled with mypyc)")
+    where = subprocess.run(
+        [
+            script.parent / "python",
+            "-c",
+            "import amqpscope.codec.connection as m; print(m.__file__)",
+        ],
+        capture_output=True,
+        text=True,
+        cwd="/",
+    )
+    assert where.stdout.strip().endswith(".so") and str(script.parent.parent) in where.stdout
+
+
+def test_both_builds_say_the_same(script: Path, damaged: list[str]) -> None:
+    paths = CAPTURES + damaged
+    pure = dump(sys.executable, paths)
+    fast = dump(str(script.parent / "python"), paths)
+    assert (pure.pop("build"), fast.pop("build")) == ("pure", "compiled")
+    assert pure.keys() == fast.keys() and len(pure) == 3 * len(paths)
+    differ = [key for key in pure if pure[key] != fast[key]]
+    assert not differ, f"{len(differ)} differ, first: {differ[0]}: {fast[differ[0]][2][-2000:]}"
+    # the runs did work: frames decoded, findings reported on the damaged captures
+    lines = sum(pure[f"read --json {p}"][1].count("\n") for p in CAPTURES)
+    assert lines > 20 * len(CAPTURES)
+    assert sum(1 for p in damaged if "amqpscope: " in pure[f"read --json {p}"][2]) > 5
+
+
+def test_the_bench_runs_the_compiled_build(script: Path, tmp_path: Path) -> None:
+    args = ["--messages-091", "40", "--messages-10", "20", "--no-tshark", "--builds", "compiled"]
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "run.py"), *args, "--keep", str(tmp_path)],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    rows = [line for line in result.stdout.splitlines() if line.startswith("| 0-9-1 |")]
+    assert len(rows) == 2 and all("| compiled |" in row for row in rows)
