@@ -16,7 +16,11 @@ PSH = 0x08
 ACK = 0x10
 
 
-@dataclass(slots=True)
+# The hot records' __init__ is written out (init=False): under mypyc a dataclass's generated
+# __init__ stays interpreted Python, about 8% of a compiled `summary` for these four classes.
+
+
+@dataclass(slots=True, init=False)
 class RawPacket:
     """One captured packet as the file or interface gave it; `number` is 1-based."""
 
@@ -25,10 +29,20 @@ class RawPacket:
     linktype: int
     data: bytes
     wirelen: int
-    interface: int = 0
+    interface: int
+
+    def __init__(
+        self, number: int, ts: float, linktype: int, data: bytes, wirelen: int, interface: int = 0
+    ) -> None:
+        self.number = number
+        self.ts = ts
+        self.linktype = linktype
+        self.data = data
+        self.wirelen = wirelen
+        self.interface = interface
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Segment:
     """One TCP segment, link and IP layers peeled off. Endpoints are (address text, port)."""
 
@@ -40,3 +54,23 @@ class Segment:
     ack: int
     flags: int
     payload: bytes
+
+    def __init__(
+        self,
+        packet: int,
+        ts: float,
+        src: tuple[str, int],
+        dst: tuple[str, int],
+        seq: int,
+        ack: int,
+        flags: int,
+        payload: bytes,
+    ) -> None:
+        self.packet = packet
+        self.ts = ts
+        self.src = src
+        self.dst = dst
+        self.seq = seq
+        self.ack = ack
+        self.flags = flags
+        self.payload = payload

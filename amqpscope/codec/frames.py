@@ -8,7 +8,7 @@ lazy.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from amqpscope.findings import Finding
@@ -26,23 +26,58 @@ CONTENT_BODY = "content-body"
 TRANSPORT = "transport"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Frame:
     version: str
     kind: str
     name: str
     channel: int | None
     data: bytes
-    direction: str = ""
-    packet: int = 0
-    ts: float = 0.0
-    number: int = 0
-    conn: int = 0
-    src: str = ""
-    dst: str = ""
-    fields: dict[str, Any] = field(default_factory=dict)
-    findings: list[Finding] = field(default_factory=list)
-    message: dict[str, Any] | None = None  # on the frame that completes a message
+    direction: str
+    packet: int
+    ts: float
+    number: int
+    conn: int
+    src: str
+    dst: str
+    fields: dict[str, Any]
+    findings: list[Finding]
+    message: dict[str, Any] | None  # on the frame that completes a message
+
+    def __init__(
+        self,
+        version: str,
+        kind: str,
+        name: str,
+        channel: int | None,
+        data: bytes,
+        direction: str = "",
+        packet: int = 0,
+        ts: float = 0.0,
+        number: int = 0,
+        conn: int = 0,
+        src: str = "",
+        dst: str = "",
+        fields: dict[str, Any] | None = None,
+        findings: list[Finding] | None = None,
+        message: dict[str, Any] | None = None,
+    ) -> None:
+        """Written out, not generated: see `capture.packet`."""
+        self.version = version
+        self.kind = kind
+        self.name = name
+        self.channel = channel
+        self.data = data
+        self.direction = direction
+        self.packet = packet
+        self.ts = ts
+        self.number = number
+        self.conn = conn
+        self.src = src
+        self.dst = dst
+        self.fields = {} if fields is None else fields
+        self.findings = [] if findings is None else findings
+        self.message = message
 
     @property
     def size(self) -> int:

@@ -26,15 +26,23 @@ class StreamOpen:
     ts: float
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class StreamData:
-    """Bytes that continue `direction` of `conn` in order, made available by `packet`."""
+    """Bytes that continue `direction` of `conn` in order, made available by `packet`.
+    (`__init__` written out: see `capture.packet`.)"""
 
     conn: int
     direction: str
     data: bytes
     packet: int
     ts: float
+
+    def __init__(self, conn: int, direction: str, data: bytes, packet: int, ts: float) -> None:
+        self.conn = conn
+        self.direction = direction
+        self.data = data
+        self.packet = packet
+        self.ts = ts
 
 
 @dataclass(slots=True)
