@@ -10,7 +10,10 @@ Two measures, because a shared machine makes wall clocks lie:
 - per CPU second: packets / CPU seconds used by every process of the run (the JVM, the Python
   workers, the driver; sampled from /proc, so start-up is included), against read's.
 
-    python3 bench/spark_scaling.py [--files 8] [--copies 500] [--cores 1 2]
+`--build compiled` runs both sides on the mypyc-compiled build (`tools/compiled.py`), the Spark
+workers included (local mode starts them with the driver's interpreter).
+
+    python3 bench/spark_scaling.py [--files 8] [--copies 500] [--cores 1 2] [--build pure]
 """
 
 from __future__ import annotations
@@ -28,6 +31,9 @@ import time
 from pathlib import Path
 
 from synth import multiply  # bench/ is the script's folder
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+import compiled  # tools/compiled.py
 
 DEFAULT = Path(__file__).resolve().parent.parent / "captures" / "091-qos-prefetch.pcap"
 TICK = os.sysconf("SC_CLK_TCK")
@@ -55,7 +61,9 @@ def run_spark(command: list[str]) -> tuple[float, float, str]:
     """(wall seconds, CPU seconds of the whole process tree, stderr) of one spark run."""
     seen: dict[int, float] = {}
     start = time.perf_counter()
-    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd="/"
+    )  # cwd: not the source tree, which `-m` would put first on the path
     done = threading.Event()
 
     def sample() -> None:
@@ -81,7 +89,11 @@ def main() -> int:
     parser.add_argument("--files", type=int, default=8)
     parser.add_argument("--copies", type=int, default=500)
     parser.add_argument("--cores", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--build", choices=["pure", "compiled"], default="pure")
     args = parser.parse_args()
+    python = sys.executable
+    if args.build == "compiled":
+        python = str(compiled.install(compiled.ROOT / "build" / "compiled").parent / "python")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "in"
         folder.mkdir()
@@ -92,15 +104,16 @@ def main() -> int:
         print(
             f"input: {args.files} files, {packets} packets, {size:.1f} MB;"
             f" {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()},"
-            f" load average {os.getloadavg()[0]:.1f} at the start"
+            f" load average {os.getloadavg()[0]:.1f} at the start; {args.build} build"
         )
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         for path in sorted(folder.iterdir()):
             subprocess.run(
-                [sys.executable, "-m", "amqpscope.cli", "read", "--json", str(path)],
+                [python, "-m", "amqpscope.cli", "read", "--json", str(path)],
                 stdout=subprocess.DEVNULL,
                 check=True,
+                cwd="/",
             )
         single = time.perf_counter() - start
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -118,7 +131,7 @@ def main() -> int:
         )
         for cores in args.cores:
             wall, cpu, err = run_spark(
-                [sys.executable, "-m", "amqpscope.cli", "spark", str(folder), "--out",
+                [python, "-m", "amqpscope.cli", "spark", str(folder), "--out",
                  str(Path(tmp) / f"out{cores}"), "--master", f"local[{cores}]"]
             )  # fmt: skip
             job = float(re.findall(r"done in ([0-9.]+) s", err)[-1])
