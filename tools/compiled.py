@@ -1,9 +1,9 @@
 """Build amqpscope with its hot path compiled by mypyc, into a virtualenv of its own.
 
 The editable install stays pure Python (what developers edit is what runs); this puts a
-compiled wheel (`tools/mypyc_hook.py`) in a separate virtualenv that sees this interpreter's
-packages, and prints the path of its `amqpscope` script. The build is kept while the compiled
-sources, the hook and mypy's version are unchanged.
+compiled wheel (`tools/mypyc_hook.py`) in a separate virtualenv that imports this interpreter's
+packages but not the editable sources, and prints the path of its `amqpscope` script. The
+build is kept while the compiled sources, the hook and mypy's version are unchanged.
 
     python3 tools/compiled.py [DIR]        (default build/compiled; `make compiled`)
 """
@@ -14,6 +14,7 @@ import hashlib
 import os
 import subprocess
 import sys
+import sysconfig
 import tomllib
 from pathlib import Path
 
@@ -51,6 +52,21 @@ def _run(cmd: list[str], env: dict[str, str] | None = None) -> None:
         )
 
 
+def _see_our_packages(python: Path) -> None:
+    """Let the build's virtualenv import this interpreter's packages (click, rich, ...): a .pth
+    naming our site-packages. Not `--system-site-packages`, which means the base interpreter's
+    even when this one is a virtualenv; and a named folder's own .pth files are not read, so the
+    editable install's path to the sources stays out."""
+    ours = dict.fromkeys(sysconfig.get_paths()[key] for key in ("purelib", "platlib"))
+    where = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    (Path(where) / "amqpscope-build-deps.pth").write_text("".join(f"{p}\n" for p in ours))
+
+
 def install(target: Path) -> Path:
     """Build (unless current) and return the compiled build's `amqpscope` script in `target`."""
     target = target.resolve()
@@ -59,8 +75,10 @@ def install(target: Path) -> Path:
     key = _key()
     if script.exists() and stamp.exists() and stamp.read_text() == key:
         return script
-    if not (target / "bin" / "python").exists():
-        _run([sys.executable, "-m", "venv", "--system-site-packages", str(target)])
+    python = target / "bin" / "python"
+    if not python.exists():
+        _run([sys.executable, "-m", "venv", str(target)])
+    _see_our_packages(python)
     wheels = target / "wheel"
     for old in wheels.glob("*.whl"):
         old.unlink()
