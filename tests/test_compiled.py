@@ -2,9 +2,10 @@
 
 mypyc turns annotations into checks at run time and classes into C structs: a wrong annotation
 or a dynamic trick that the interpreter forgives becomes a TypeError or AttributeError only in
-the compiled build. So both builds run the CLI over every bundled capture and every damaged
-capture (`tools/damage.py`), with `read --json`, `summary --json` and the terminal timeline, and
-everything they write (stdout, stderr, exit status) must be the same, byte for byte.
+the compiled build. So both builds run the CLI over every bundled capture, every damaged
+capture (`tools/damage.py`) and every mutation of one (`test_mutation.mutations`), with
+`read --json`, `summary --json` and the terminal timeline, and everything they write (stdout,
+stderr, exit status) must be the same, byte for byte.
 """
 
 from __future__ import annotations
@@ -61,6 +62,21 @@ def damaged(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     return sorted(str(out / case.file) for case in module.build(out))
 
 
+@pytest.fixture(scope="module")
+def mutated(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """Every capture's deterministic mutations (`test_mutation.mutations`): the error paths."""
+    from tests.test_mutation import FILES, mutations
+
+    out = tmp_path_factory.mktemp("mutated")
+    paths = []
+    for source in FILES:
+        for i, (_, data) in enumerate(mutations(source)):
+            path = out / f"{source.stem}-{i}{source.suffix}"
+            path.write_bytes(data)
+            paths.append(str(path))
+    return paths
+
+
 def dump(python: str, paths: list[str]) -> dict[str, Any]:
     result = subprocess.run(
         [python, "-c", DUMP, *paths], capture_output=True, text=True, cwd="/", check=False
@@ -85,8 +101,8 @@ def test_the_compiled_build_is_compiled(script: Path) -> None:
     assert where.stdout.strip().endswith(".so") and str(script.parent.parent) in where.stdout
 
 
-def test_both_builds_say_the_same(script: Path, damaged: list[str]) -> None:
-    paths = CAPTURES + damaged
+def test_both_builds_say_the_same(script: Path, damaged: list[str], mutated: list[str]) -> None:
+    paths = CAPTURES + damaged + mutated
     pure = dump(sys.executable, paths)
     fast = dump(str(script.parent / "python"), paths)
     assert (pure.pop("build"), fast.pop("build")) == ("pure", "compiled")

@@ -879,3 +879,38 @@ def test_feed_is_fast() -> None:
     assert len(frames) / elapsed > 20_000
     link = wire.link()
     assert link["deliveries"] == 20_000 and link["settled"] == 20_000 and link["unsettled"] == 0
+
+
+# --- damage: ill-typed fields ------------------------------------------------------------------
+
+
+def test_ill_typed_fields_are_not_computed_with() -> None:
+    """A decoder that met damage (amqp10.bad-field) keeps the wire's value on the frame, but the
+    tracker leaves a value of the wrong type alone: a boolean delivery-id is no delivery-id (in
+    Python False == 0, so it would settle delivery 0's entry or collide with it), a number is no
+    link name. Found by running the compiled build over mutated captures (test_compiled.py)."""
+    bad = [finding("amqp10.bad-field", "transfer.delivery-id encoded as boolean")]
+    wire = ready()
+    wire.receiver_flow(0, 100)
+    assert wire.transfer(0, tag="aa") == []
+    # as if absent: the session's next delivery-id (1), not a second delivery 0
+    assert wire.transfer(False, tag="bb", extra=bad) == []  # type: ignore[arg-type]
+    wire.send("s2c", "disposition", role="receiver", first=0, last=1, settled=True)
+    link = wire.link()
+    assert link["unsettled"] == 0 and link["deliveries"] == 2
+    named = [finding("amqp10.bad-field", "attach.name encoded as uint")]
+    wire.send("c2s", "attach", name=7, handle=1, role="sender", extra=named)
+    assert wire.summary()["sessions"][0]["links"][1]["name"] is None
+
+
+def test_scalar_field_types_come_from_the_spec() -> None:
+    from amqpscope.codec.amqp10 import spec
+    from amqpscope.codec.amqp10.composites import SCALARS, well_typed
+
+    names = {c.name: {f.name for f in c.fields} for c in spec.COMPOSITES.values()}
+    assert all(set(fields) <= names[c] for c, fields in SCALARS.items())
+    assert SCALARS["transfer"]["delivery-id"] is int and SCALARS["attach"]["name"] is str
+    assert "role" not in SCALARS["attach"]  # a choice: decoded to "sender" or "receiver"
+    assert SCALARS["transfer"]["settled"] is bool
+    fields = {"handle": 1, "delivery-id": True, "settled": 1, "delivery-tag": "ab"}
+    assert well_typed("transfer", fields) == {"handle": 1, "delivery-tag": "ab"}

@@ -175,6 +175,36 @@ SPECS: dict[int, CompositeSpec] = {
     code: compile_composite(code, c) for code, c in spec.COMPOSITES.items()
 }
 
+#: the Python type the decoder gives a scalar primitive (bool is kept apart from int: AMQP's
+#: boolean is no number, though Python's is)
+_PYTHON_TYPES: dict[str, type] = {
+    **dict.fromkeys(("ubyte", "ushort", "uint", "ulong", "byte", "short", "int", "long"), int),
+    **dict.fromkeys(("string", "symbol"), str),
+    "boolean": bool,
+}
+
+#: composite name -> {field: Python type} for its single-valued scalar fields without choices
+SCALARS: dict[str, dict[str, type]] = {
+    c.name: {
+        f.name: _PYTHON_TYPES[primitive(f.type)]
+        for f in c.fields
+        if not f.multiple
+        and primitive(f.type) in _PYTHON_TYPES
+        and choices(f.type) is None  # a choice decodes to its name
+    }
+    for c in spec.COMPOSITES.values()
+}
+
+
+def well_typed(name: str, fields: dict[str, Any]) -> dict[str, Any]:
+    """`fields` of composite `name` without the scalar values whose type is not their field's
+    (a boolean for a delivery-id, a number for a link name: damage `decode_fields` reported as
+    amqp10.bad-field). The frame keeps what was on the wire; a tracker computes with this."""
+    scalars = SCALARS.get(name)
+    if not scalars:
+        return fields
+    return {k: v for k, v in fields.items() if k not in scalars or type(v) is scalars[k]}
+
 
 def _field_value(
     ctx: Context, cspec: CompositeSpec, fs: FieldSpec, ctor: int, pos: int, stop: int, depth: int

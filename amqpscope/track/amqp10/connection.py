@@ -9,8 +9,10 @@ per-frame lists that grow.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+from amqpscope.codec.amqp10.composites import well_typed
 from amqpscope.codec.frames import Frame
 from amqpscope.findings import Finding, finding
 from amqpscope.track.amqp10.delivery import Delivery, error_of, error_text
@@ -142,8 +144,12 @@ class ConnectionTracker:
             self.first_frame = frame.number
             if frame.kind != "protocol-header":
                 self._begin_mid_stream(frame)
-        if frame.findings and any(f.code == "tcp.gap" for f in frame.findings):
-            self._bytes_lost(frame)
+        if frame.findings:
+            codes = {f.code for f in frame.findings}
+            if "tcp.gap" in codes:
+                self._bytes_lost(frame)
+            if "amqp10.bad-field" in codes:  # compute only with values of their fields' types
+                frame = replace(frame, fields=well_typed(name, frame.fields))
         state = self.state[side]
         nxt = CONNECTION_TRANSITIONS[state].get(name)
         if nxt is None:
