@@ -210,7 +210,7 @@ def _connection_line(conn: Row) -> Text:
     if conn.get("state"):  # first: it is what a narrow terminal must not cut
         state = _state(conn)
         text.append(f"  {state}", style="bold red" if state.startswith("dropped") else "bold")
-    facts = []
+    facts = [_layer_text(layer) for layer in conn.get("layers") or []]
     if conn.get("version") == "1.0":
         peer = _get(conn, "open", "server", "container-id")
         if peer:
@@ -243,6 +243,36 @@ def _connection_line(conn: Row) -> Text:
     return text
 
 
+def _layer_text(layer: Row) -> str:
+    """`TLS 1.3 TLS_AES_256_GCM_SHA384 decrypted`, `WebSocket /amqp`: what AMQP travels in."""
+    if layer.get("name") == "tls":
+        said = [layer.get("version") or "TLS", layer.get("cipher-suite")]
+        if layer.get("sni"):
+            said.append(f"sni={layer['sni']}")
+        said.append("decrypted" if layer.get("decrypted") else "not decrypted")
+        return " ".join(str(part) for part in said if part)
+    if layer.get("name") == "websocket":
+        return f"WebSocket {layer.get('path') or ''}".strip()
+    return str(layer.get("name"))
+
+
+#: why a connection's AMQP could not be read, by the finding its layer carried
+UNDECODED_WHY = {
+    "tls.no-key": "no key (--keylog FILE or SSLKEYLOGFILE)",
+    "tls.wrong-key": "the key log's secrets do not decrypt it",
+}
+
+
+def _undecoded_line(conn: Row) -> Text:
+    text = Text(f"c{conn.get('id')}  {conn.get('client')} → {conn.get('server')}  ", style="bold")
+    layers = conn.get("layers") or []
+    text.append(safe(" over ".join(_layer_text(layer) for layer in reversed(layers))))
+    codes = [code for layer in layers for code in layer.get("findings") or []]
+    why = next((UNDECODED_WHY[c] for c in codes if c in UNDECODED_WHY), None)
+    text.append(f"  AMQP not read: {why or 'no AMQP seen inside'}", style="bold yellow")
+    return text
+
+
 def print_summary(result: dict[str, Any], console: Console | None = None) -> None:
     """Print the summary document as tables."""
     console = console or Console(markup=False, highlight=False)  # captured text is literal
@@ -267,6 +297,10 @@ def print_summary(result: dict[str, Any], console: Console | None = None) -> Non
             table = _table("channels", CHANNEL_COLUMNS, channels, console, CHANNEL_SPARKS)
         if table is not None:
             console.print(table)
+        console.print()
+    for conn in result.get("undecoded", []):
+        console.print(_undecoded_line(conn), overflow="ellipsis", no_wrap=True, crop=True)
+    if result.get("undecoded"):
         console.print()
     _print_rpc(result, console)
     _print_findings(result.get("findings", []), console)

@@ -3,7 +3,10 @@
 One connection tracker per AMQP connection, chosen by version; 0-9-1 frames also go to a
 capture-wide correlator (RPC pairs, message journeys across connections). Findings a tracker
 raises are put on the frame that raised them, so the timeline shows them where they happen. A
-`transport` record (the TCP end) goes to its connection's tracker only (`transport()`).
+`transport` record (the TCP end) goes to its connection's tracker only (`transport()`). `layer`
+records (TLS, WebSocket under the AMQP) are kept here as the connection's `layers`; a connection
+that has layers but no AMQP frame (TLS without its key) is listed as `undecoded`, so a summary
+of an encrypted capture says what it holds instead of nothing.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from amqpscope.codec.connection import LAYER_KIND
 from amqpscope.codec.frames import TRANSPORT, Frame
 from amqpscope.findings import Finding
 from amqpscope.track import amqp091, amqp10
@@ -21,6 +25,13 @@ VERSIONS_091 = ("0-9-1", "0-9", "0-8")
 TRACKED_VERSIONS = ("1.0",) + VERSIONS_091  # noqa: RUF005
 #: findings kept for the summary; past it they are counted, not kept (live capture runs for hours)
 MAX_FINDINGS = 100_000
+#: what the summary keeps of a layer record's fields, per layer
+LAYER_FACTS = {
+    "tls": ("version", "cipher-suite", "sni", "alpn", "decrypted"),
+    "websocket": ("path", "subprotocol", "host", "status"),
+}
+#: connections whose layers are kept (live capture forgets them with the connection)
+MAX_LAYERED = 10_000
 
 
 class Tracker:
@@ -29,8 +40,14 @@ class Tracker:
         self.correlator = amqp091.Correlator()
         self.findings: list[Finding] = []
         self.findings_dropped = 0
+        #: conn -> layer name -> its facts; conn -> (client, server), for undecoded connections
+        self.layers: dict[int, dict[str, dict[str, Any]]] = {}
+        self.endpoints: dict[int, tuple[str, str]] = {}
 
     def feed(self, frame: Frame) -> None:
+        if frame.kind == LAYER_KIND:
+            self._layer(frame)
+            return
         tracker = self.connections.get(frame.conn)
         if frame.kind == TRANSPORT:  # the TCP end: no frame, and no connection of its own
             if tracker is not None:
@@ -55,6 +72,28 @@ class Tracker:
             self.correlator.feed(frame)
         self._place(frame, raised)
 
+    def _layer(self, frame: Frame) -> None:
+        """Keep what a layer record says of its connection: the latest facts, `decrypted` once
+        true, and the codes of the findings it carried (tls.no-key says why nothing follows)."""
+        layers = self.layers.get(frame.conn)
+        if layers is None:
+            if len(self.layers) >= MAX_LAYERED:
+                return
+            layers = self.layers[frame.conn] = {}
+            c2s = frame.direction == "c2s"
+            self.endpoints[frame.conn] = (frame.src, frame.dst) if c2s else (frame.dst, frame.src)
+        entry = layers.setdefault(frame.name, {"name": frame.name})
+        fields = frame.fields
+        for key in LAYER_FACTS.get(frame.name, ()):
+            if key in fields:
+                entry[key] = (
+                    bool(entry.get(key) or fields[key]) if key == "decrypted" else fields[key]
+                )
+        for found in frame.findings:
+            codes = entry.setdefault("findings", [])
+            if found.code not in codes:
+                codes.append(found.code)
+
     def _place(self, frame: Frame, raised: list[Finding]) -> None:
         for found in raised:
             placed = replace(found, conn=frame.conn, frame=frame.number, packet=frame.packet)
@@ -70,11 +109,19 @@ class Tracker:
         """Forget a connection that has ended (live capture): finish it, keep its findings, and
         hand back its summary for the caller to keep or drop."""
         tracker = self.connections.pop(conn, None)
+        layers = self.layers.pop(conn, None)
+        self.endpoints.pop(conn, None)
         if tracker is None:
             return None
         for found in tracker.finish():
             self._keep(replace(found, conn=conn))
-        return tracker.summary()
+        return self._with_layers(tracker.summary(), layers)
+
+    @staticmethod
+    def _with_layers(summary: dict[str, Any], layers: dict[str, dict] | None) -> dict[str, Any]:
+        if layers:
+            summary["layers"] = list(layers.values())
+        return summary
 
     def _keep(self, found: Finding) -> None:
         if len(self.findings) < MAX_FINDINGS:
@@ -85,9 +132,24 @@ class Tracker:
     def summary(self) -> dict[str, Any]:
         """What `amqpscope summary --json` prints."""
         out: dict[str, Any] = {
-            "connections": [t.summary() for t in self.connections.values()],
+            "connections": [
+                self._with_layers(t.summary(), self.layers.get(conn))
+                for conn, t in self.connections.items()
+            ],
             "findings": [f.to_json() for f in self.findings],
         }
+        undecoded = [
+            {
+                "id": conn,
+                "client": self.endpoints[conn][0],
+                "server": self.endpoints[conn][1],
+                "layers": list(layers.values()),
+            }
+            for conn, layers in self.layers.items()
+            if conn not in self.connections
+        ]
+        if undecoded:
+            out["undecoded"] = undecoded
         if self.findings_dropped:
             out["findings-dropped"] = self.findings_dropped
         out.update(self.correlator.summary())
