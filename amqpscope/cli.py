@@ -20,6 +20,7 @@ from rich.console import Console
 from amqpscope import __version__, build
 from amqpscope import schema as schemas
 from amqpscope.capture.files import CaptureError, CaptureReader, open_capture
+from amqpscope.capture.pipe import STDIN
 from amqpscope.capture.secrets import KeyLogFiles
 from amqpscope.dissect import Dissector
 from amqpscope.filter import FilterError, Selection
@@ -86,11 +87,13 @@ def _report(findings: list[Finding]) -> None:
 
 class _Lines:
     """NDJSON lines to stdout's bytes (they are UTF-8 already), gathered into writes of about
-    256 KB: one system call per few hundred frames instead of one per 8 KB buffer."""
+    256 KB: one system call per few hundred frames instead of one per 8 KB buffer. `chunk` 0
+    writes each line as it comes (input from a pipe, which may be a capture still running)."""
 
     CHUNK = 1 << 18
 
-    def __init__(self) -> None:
+    def __init__(self, chunk: int = CHUNK) -> None:
+        self.chunk = chunk
         sys.stdout.flush()
         buffer = getattr(sys.stdout, "buffer", None)  # none: a test's captured text stream
         self._write: Callable[[bytes], Any] = (
@@ -102,7 +105,7 @@ class _Lines:
     def write(self, line: bytes) -> None:
         self._parts.append(line)
         self._size += len(line)
-        if self._size >= self.CHUNK:
+        if self._size >= self.chunk:
             self.flush()
 
     def flush(self) -> None:
@@ -318,12 +321,13 @@ def read(
     width: int | None,
     redact_bodies: bool = False,
 ) -> None:
-    """Decode every AMQP frame of a pcap or pcapng FILE, in capture order.
+    """Decode every AMQP frame of a pcap or pcapng FILE (- for standard input), in capture order.
 
     \b
     Examples:
       amqpscope read capture.pcap
       amqpscope read capture.pcap --json | jq .name
+      tcpdump -i lo -U -w - 'tcp port 5672' | amqpscope read -
       amqpscope read capture.pcap -Y 'name == "transfer" and fields.settled == false'
       amqpscope read capture.pcap --errors --conn 2
 
@@ -340,7 +344,7 @@ def read(
         _fail(f"-Y: {exc}", 2)
     dissector = Dissector(show_secrets=show_secrets, redact_bodies=redact_bodies)
     tracker = Tracker()
-    lines = _Lines()
+    lines = _Lines(0 if file == STDIN else _Lines.CHUNK)
     timeline = None
     if not as_json:
         console = _console(color, width)
@@ -392,6 +396,7 @@ def summary(file: str, as_json: bool, keylog: str | None, color: str, width: int
     Examples:
       amqpscope summary capture.pcap
       amqpscope summary capture.pcap --json | jq '.connections[].close'
+      zcat capture.pcap.gz | amqpscope summary -
     """
     dissector = Dissector(messages=False)  # the summary needs no message decoded
     tracker = Tracker()

@@ -27,6 +27,7 @@ import contextlib
 import gzip
 import os
 import struct
+import sys
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ from typing import IO, TYPE_CHECKING, cast
 
 from ..findings import Finding, finding
 from .packet import RawPacket
+from .pipe import STDIN, open_stdin
 
 if TYPE_CHECKING:
     from .pcapng import NgReader
@@ -190,7 +192,10 @@ class CaptureReader:
 
     def _open(self) -> None:
         try:
-            raw = self._raw = open(self.path, "rb")  # noqa: SIM115 - closed by close()
+            if self.path == STDIN:  # read forward only, as it comes
+                raw = self._raw = open_stdin(sys.stdin.fileno())
+            else:
+                raw = self._raw = open(self.path, "rb")  # noqa: SIM115 - closed by close()
         except FileNotFoundError:
             raise self._fail("no such file") from None
         except IsADirectoryError:
@@ -422,6 +427,11 @@ class CaptureReader:
         else "damaged". Runs once per file, so seeking back (even in gzip) is fine."""
         f = self._f
         assert f is not None
+        if self.path == STDIN:  # a pipe cannot go back: whether anything follows tells them apart
+            try:
+                return "damaged" if _read_tolerant(f, 1) else "truncated"
+            except Exception:
+                return "damaged"
         try:
             f.seek(start)
             if fmt == "pcap":
