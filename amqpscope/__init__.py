@@ -4,7 +4,8 @@ __version__ = "0.1.0"
 
 
 def build() -> str:
-    """ "compiled" when the hot path was compiled with mypyc (`make compiled`), else "pure"."""
+    """Which build runs: "compiled" when the hot path was compiled with mypyc (`make compiled`),
+    else "pure"."""
     from amqpscope.stream import tcp
 
     return "pure" if tcp.__file__.endswith(".py") else "compiled"

@@ -161,8 +161,7 @@ class SegmentDecoder:
         try:
             return link(pkt, pkt.data)
         except (struct.error, IndexError, ValueError) as exc:  # a length check missed: damage
-            self._malformed(pkt, f"undecodable packet ({exc})")
-            return None
+            return self._malformed(pkt, f"undecodable packet ({exc})")
 
     def flush(self) -> list[Finding]:
         """End of capture: report (and forget) every datagram still missing fragments.
@@ -176,8 +175,10 @@ class SegmentDecoder:
 
     # -- findings ----------------------------------------------------------------------------
 
-    def _malformed(self, pkt: RawPacket, what: str) -> None:
+    def _malformed(self, pkt: RawPacket, what: str) -> Segment | None:
+        """Record the damage; nothing to hand on (`return self._malformed(...)`)."""
         self.findings.append(finding("link.malformed", what, pkt.number))
+        return None
 
     def _incomplete(self, d: _Datagram, why: str) -> Finding:
         addr = self._addr
@@ -195,8 +196,7 @@ class SegmentDecoder:
 
     def _ethernet(self, pkt: RawPacket, data: bytes) -> Segment | None:
         if len(data) < 14:
-            self._malformed(pkt, f"Ethernet header truncated ({len(data)} bytes)")
-            return None
+            return self._malformed(pkt, f"Ethernet header truncated ({len(data)} bytes)")
         etype = data[12] << 8 | data[13]
         if etype == _IPV4:  # the common case, one call shorter
             return self._ipv4(pkt, data, 14)
@@ -204,22 +204,19 @@ class SegmentDecoder:
 
     def _sll(self, pkt: RawPacket, data: bytes) -> Segment | None:
         if len(data) < 16:
-            self._malformed(pkt, f"Linux cooked (SLL) header truncated ({len(data)} bytes)")
-            return None
+            return self._malformed(pkt, f"Linux cooked (SLL) header truncated ({len(data)} bytes)")
         return self._ethertype(pkt, data, data[14] << 8 | data[15], 16)
 
     def _sll2(self, pkt: RawPacket, data: bytes) -> Segment | None:
         if len(data) < 20:
-            self._malformed(pkt, f"Linux cooked (SLL2) header truncated ({len(data)} bytes)")
-            return None
+            return self._malformed(pkt, f"Linux cooked (SLL2) header truncated ({len(data)} bytes)")
         return self._ethertype(pkt, data, data[0] << 8 | data[1], 20)
 
     def _ethertype(self, pkt: RawPacket, data: bytes, etype: int, off: int) -> Segment | None:
         """Dispatch on an EtherType whose payload starts at `off`, peeling VLAN tags first."""
         while etype in _VLAN_TYPES:
             if len(data) < off + 4:
-                self._malformed(pkt, f"VLAN tag truncated at byte {off}")
-                return None
+                return self._malformed(pkt, f"VLAN tag truncated at byte {off}")
             etype = data[off + 2] << 8 | data[off + 3]
             off += 4
         if etype == _IPV4:
@@ -230,8 +227,7 @@ class SegmentDecoder:
 
     def _null(self, pkt: RawPacket, data: bytes) -> Segment | None:
         if len(data) < 4:
-            self._malformed(pkt, f"loopback header truncated ({len(data)} bytes)")
-            return None
+            return self._malformed(pkt, f"loopback header truncated ({len(data)} bytes)")
         family = data[0] | data[1] << 8 | data[2] << 16 | data[3] << 24  # host order: try LE
         if family & 0xFFFF0000:
             family = data[3] | data[2] << 8 | data[1] << 16 | data[0] << 24
@@ -239,8 +235,7 @@ class SegmentDecoder:
 
     def _loop(self, pkt: RawPacket, data: bytes) -> Segment | None:
         if len(data) < 4:
-            self._malformed(pkt, f"loopback header truncated ({len(data)} bytes)")
-            return None
+            return self._malformed(pkt, f"loopback header truncated ({len(data)} bytes)")
         return self._family(pkt, data, data[3] | data[2] << 8 | data[1] << 16 | data[0] << 24)
 
     def _family(self, pkt: RawPacket, data: bytes, family: int) -> Segment | None:
@@ -252,15 +247,13 @@ class SegmentDecoder:
 
     def _raw(self, pkt: RawPacket, data: bytes) -> Segment | None:
         if not data:
-            self._malformed(pkt, "empty raw IP packet")
-            return None
+            return self._malformed(pkt, "empty raw IP packet")
         version = data[0] >> 4
         if version == 4:
             return self._ipv4(pkt, data, 0)
         if version == 6:
             return self._ipv6(pkt, data, 0)
-        self._malformed(pkt, f"raw IP packet with IP version {version}")
-        return None
+        return self._malformed(pkt, f"raw IP packet with IP version {version}")
 
     def _dlt12(self, pkt: RawPacket, data: bytes) -> Segment | None:
         # DLT_RAW on most systems, DLT_LOOP on OpenBSD. An IP header starts with 0x4_ or 0x6_;
@@ -288,24 +281,20 @@ class SegmentDecoder:
 
     def _ipv4(self, pkt: RawPacket, data: bytes, off: int) -> Segment | None:
         if len(data) - off < 20:
-            self._malformed(pkt, f"IPv4 header truncated ({len(data) - off} bytes)")
-            return None
+            return self._malformed(pkt, f"IPv4 header truncated ({len(data) - off} bytes)")
         vihl, tlen, ident, frag, proto, src, dst = _S_IP4.unpack_from(data, off)
         hlen = (vihl & 15) << 2
         if vihl >> 4 != 4 or hlen < 20:
-            self._malformed(pkt, f"bad IPv4 version/header length byte {vihl:#04x}")
-            return None
+            return self._malformed(pkt, f"bad IPv4 version/header length byte {vihl:#04x}")
         if off + hlen > len(data):
-            self._malformed(pkt, f"IPv4 options truncated (header length {hlen})")
-            return None
+            return self._malformed(pkt, f"IPv4 options truncated (header length {hlen})")
         if proto != _TCP:
             return None
         short = 0
         if tlen == 0:  # segmentation offload: the NIC fills the length in later
             end = len(data)
         elif tlen < hlen:
-            self._malformed(pkt, f"IPv4 total length {tlen} < header length {hlen}")
-            return None
+            return self._malformed(pkt, f"IPv4 total length {tlen} < header length {hlen}")
         else:
             end = off + tlen  # trims Ethernet padding
             if end > len(data):
@@ -325,12 +314,10 @@ class SegmentDecoder:
 
     def _ipv6(self, pkt: RawPacket, data: bytes, off: int) -> Segment | None:
         if len(data) - off < 40:
-            self._malformed(pkt, f"IPv6 header truncated ({len(data) - off} bytes)")
-            return None
+            return self._malformed(pkt, f"IPv6 header truncated ({len(data) - off} bytes)")
         vtc, plen, nh, src, dst = _S_IP6.unpack_from(data, off)
         if vtc >> 4 != 6:
-            self._malformed(pkt, f"bad IPv6 version {vtc >> 4}")
-            return None
+            return self._malformed(pkt, f"bad IPv6 version {vtc >> 4}")
         off += 40
         if plen == 0:  # a jumbogram, or segmentation offload: take what was captured
             end = len(data)
@@ -358,18 +345,15 @@ class SegmentDecoder:
         while nh != _TCP:
             if nh in _IP6_EXT:
                 if off + 8 > end:
-                    self._malformed(pkt, f"IPv6 extension header {nh} truncated")
-                    return None
+                    return self._malformed(pkt, f"IPv6 extension header {nh} truncated")
                 nh, size = data[off], (data[off + 1] + 1) << 3
             elif nh == _IP6_AH:
                 if off + 8 > end:
-                    self._malformed(pkt, "IPv6 authentication header truncated")
-                    return None
+                    return self._malformed(pkt, "IPv6 authentication header truncated")
                 nh, size = data[off], (data[off + 1] + 2) << 2
             elif nh == _IP6_FRAG:
                 if off + 8 > end:
-                    self._malformed(pkt, "IPv6 fragment header truncated")
-                    return None
+                    return self._malformed(pkt, "IPv6 fragment header truncated")
                 nxt, offlg, ident = _S_IP6_FRAG.unpack_from(data, off)
                 off += 8
                 if not offlg & 0xFFF9 or reassembled:  # an atomic fragment: nothing to join
@@ -387,8 +371,7 @@ class SegmentDecoder:
                 return None  # UDP, ICMPv6, ESP, no next header, ...
             off += size
             if off > end:
-                self._malformed(pkt, f"IPv6 extension header runs past the payload ({off})")
-                return None
+                return self._malformed(pkt, f"IPv6 extension header runs past the payload ({off})")
         return self._tcp(pkt, data, off, end, src, dst)
 
     # -- fragments ---------------------------------------------------------------------------
@@ -500,13 +483,11 @@ class SegmentDecoder:
         self, pkt: RawPacket, data: bytes, off: int, end: int, src: bytes, dst: bytes
     ) -> Segment | None:
         if end - off < 20:
-            self._malformed(pkt, f"TCP header truncated ({max(end - off, 0)} bytes)")
-            return None
+            return self._malformed(pkt, f"TCP header truncated ({max(end - off, 0)} bytes)")
         sport, dport, seq, ack, doff, flags = _S_TCP.unpack_from(data, off)
         hlen = (doff >> 4) << 2
         if hlen < 20 or off + hlen > end:
-            self._malformed(pkt, f"bad TCP header length {hlen} ({end - off} bytes left)")
-            return None
+            return self._malformed(pkt, f"bad TCP header length {hlen} ({end - off} bytes left)")
         addr = self._addr
         return Segment(
             pkt.number,

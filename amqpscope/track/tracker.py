@@ -34,6 +34,11 @@ LAYER_FACTS = {
 MAX_LAYERED = 10_000
 
 
+def _endpoints(frame: Frame) -> tuple[str, str]:
+    """(client, server) of the frame's connection, from the frame's direction."""
+    return (frame.src, frame.dst) if frame.direction == "c2s" else (frame.dst, frame.src)
+
+
 class Tracker:
     def __init__(self) -> None:
         self.connections: dict[int, amqp10.ConnectionTracker | amqp091.ConnectionTracker] = {}
@@ -56,14 +61,7 @@ class Tracker:
         if tracker is None:
             if frame.version not in TRACKED_VERSIONS:
                 return  # named, not tracked (0-10, unknown headers)
-            client, server = (
-                (frame.src, frame.dst)
-                if frame.direction == "c2s"
-                else (
-                    frame.dst,
-                    frame.src,
-                )
-            )
+            client, server = _endpoints(frame)
             kind = amqp10 if frame.version == "1.0" else amqp091
             tracker = kind.ConnectionTracker(frame.conn, client, server, frame.version)
             self.connections[frame.conn] = tracker
@@ -80,8 +78,7 @@ class Tracker:
             if len(self.layers) >= MAX_LAYERED:
                 return
             layers = self.layers[frame.conn] = {}
-            c2s = frame.direction == "c2s"
-            self.endpoints[frame.conn] = (frame.src, frame.dst) if c2s else (frame.dst, frame.src)
+            self.endpoints[frame.conn] = _endpoints(frame)
         entry = layers.setdefault(frame.name, {"name": frame.name})
         fields = frame.fields
         for key in LAYER_FACTS.get(frame.name, ()):
