@@ -26,7 +26,7 @@ from amqpscope.dissect import Dissector
 from amqpscope.filter import FilterError, Selection
 from amqpscope.findings import Finding
 from amqpscope.render.export import ExportWriter, capture_metadata
-from amqpscope.render.lines import frame_json, frame_ndjson, safe
+from amqpscope.render.lines import frame_ndjson, safe
 from amqpscope.render.progress import ProgressBar
 from amqpscope.render.summary import print_summary
 from amqpscope.render.timeline import Timeline
@@ -585,6 +585,7 @@ def live(
         )
         pipeline.dissector.context.keylog = _keylog(keylog)  # re-read as the client appends
         out = sys.stdout
+        lines = _Lines()
         timeline = None
         console = _console(color, width)
         if not as_json:
@@ -601,14 +602,14 @@ def live(
                 if not selection.accepts(frame, first_ts):
                     continue
                 if timeline is None:
-                    out.write(frame_json(frame) + "\n")
+                    lines.write(frame_ndjson(frame))
                 else:
                     timeline.frame(frame)
                 shown += 1
                 if count is not None and shown >= count:
                     return True
             if frames and timeline is None:
-                out.flush()
+                lines.flush()
             return False
 
         deadline = time.monotonic() + duration if duration else None
@@ -634,7 +635,7 @@ def live(
             show(frames)
         if timeline is not None:
             timeline.finish()
-        out.flush()
+        lines.flush()
         if with_summary:
             if as_json:
                 out.write(json.dumps({"summary": pipeline.summary()}, ensure_ascii=False) + "\n")

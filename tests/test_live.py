@@ -38,7 +38,7 @@ from amqpscope.capture.live import (
 )
 from amqpscope.capture.packet import RawPacket
 from amqpscope.dissect import Dissector
-from amqpscope.render.lines import frame_json
+from amqpscope.render.lines import frame_ndjson
 from tests.test_ground_truth import check_counts
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -225,14 +225,15 @@ def test_cli_bad_display_filter_and_unwritable_output() -> None:
 
 def test_closed_connections_are_evicted_with_the_same_frames() -> None:
     packets = packets_of(CAPTURES / "091-channels.pcap")
-    expected = [frame_json(f) for f in Dissector().run(packets_of(CAPTURES / "091-channels.pcap"))]
+    again = packets_of(CAPTURES / "091-channels.pcap")
+    expected = [frame_ndjson(f) for f in Dissector().run(again)]
     d = Dissector()
-    got: list[str] = []
+    got: list[bytes] = []
     evicted = []
     for p in packets:
-        got += [frame_json(f) for f in d.feed(p)]
+        got += [frame_ndjson(f) for f in d.feed(p)]
         evicted += d.evict_closed()
-    got += [frame_json(f) for f in d.finish()]
+    got += [frame_ndjson(f) for f in d.finish()]
     assert got == expected
     assert evicted and all(c.closed for c in evicted)
     assert d.connections == {} and d.tcp.open_connections == 0
@@ -242,14 +243,14 @@ def test_idle_connections_expire_like_the_end_of_a_capture() -> None:
     packets = packets_of(CAPTURES / "10-send-receive.pcap")
     half = packets[: len(packets) // 2]  # the connection is still open here
     ended = Dissector()
-    expected = [frame_json(f) for f in ended.run(half)]
+    expected = [frame_ndjson(f) for f in ended.run(half)]
     d = Dissector()
     got = []
     for p in half:
-        got += [frame_json(f) for f in d.feed(p)]
+        got += [frame_ndjson(f) for f in d.feed(p)]
     last = half[-1].ts
     assert d.expire_idle(last + 5, 10) == [] and d.tcp.open_connections == 1
-    got += [frame_json(f) for f in d.expire_idle(last + 11, 10)]
+    got += [frame_ndjson(f) for f in d.expire_idle(last + 11, 10)]
     # the same frames, and then how the connection ended: idle, nobody sent a FIN or RST (the end
     # of a capture writes no such record: the connection did not end)
     assert got[:-1] == expected
@@ -274,13 +275,13 @@ def test_live_pipeline_matches_read_and_keeps_summaries_of_evicted_connections()
         RawPacket(len(first) + p.number, p.ts + shift, p.linktype, p.data, p.wirelen)
         for p in second
     ]
-    expected = [frame_json(f) for f in Dissector().run(iter(packets))]
+    expected = [frame_ndjson(f) for f in Dissector().run(iter(packets))]
     pipe = LivePipeline(idle=30)
     got = []
     for p in packets:
-        got += [frame_json(f) for f in pipe.feed(p)]
-        got += [frame_json(f) for f in pipe.tick(p.ts)]
-    got += [frame_json(f) for f in pipe.finish()]
+        got += [frame_ndjson(f) for f in pipe.feed(p)]
+        got += [frame_ndjson(f) for f in pipe.tick(p.ts)]
+    got += [frame_ndjson(f) for f in pipe.finish()]
     assert got == expected
     assert pipe.evicted >= 1 and pipe.open_connections <= 1
     ids = sorted({json.loads(line)["conn"] for line in expected})

@@ -28,7 +28,7 @@ from proton import Message
 from amqpscope.capture.files import open_capture
 from amqpscope.capture.live import LivePipeline
 from amqpscope.cli import main
-from amqpscope.render.lines import frame_json
+from amqpscope.render.lines import frame_ndjson
 from tests import peers
 from tests.test_dissect_robust import packets_for
 
@@ -141,8 +141,8 @@ def test_no_password_from_the_live_pipeline(capture: str) -> None:
         lines = []
         with open_capture(CAPTURES / capture) as packets:
             for packet in packets:
-                lines += [frame_json(f) for f in pipeline.feed(packet)]
-        lines += [frame_json(f) for f in pipeline.finish()]
+                lines += [frame_ndjson(f).decode() for f in pipeline.feed(packet)]
+        lines += [frame_ndjson(f).decode() for f in pipeline.finish()]
         text = "\n".join(lines) + json.dumps(pipeline.summary())
         for form in forms(password, user):
             if show and form == f'"password":"{password}"':

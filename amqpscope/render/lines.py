@@ -258,11 +258,6 @@ def highlights(frame: Frame) -> str:
     return " ".join(out)
 
 
-def frame_json(frame: Frame) -> str:
-    """One NDJSON line, as text (see `frame_ndjson`)."""
-    return frame_ndjson(frame)[:-1].decode()
-
-
 def frame_ndjson(frame: Frame) -> bytes:
     """One NDJSON line in UTF-8, newline included: bytes, so `read --json` hands orjson's output
     to the binary stdout without a decode and re-encode. orjson (about ten times faster than
