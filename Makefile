@@ -47,7 +47,7 @@ bench: install system-deps
 
 # the hot path compiled with mypyc, in build/compiled (the editable install stays pure Python)
 compiled: install
-	$(PYTHON) tools/compiled.py build/compiled
+	$(PYTHON) tools/compiled.py
 
 clean:
 	rm -rf build dist .pytest_cache .ruff_cache bench/out *.egg-info

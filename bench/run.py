@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
             builds[name] = [sys.executable, "-m", "amqpscope.cli"]
         elif name == "compiled":
             try:
-                builds[name] = [str(compiled.install(compiled.ROOT / "build" / "compiled"))]
+                builds[name] = [str(compiled.install())]
             except compiled.BuildError as exc:
                 raise SystemExit(f"run.py: the compiled build failed: {exc}") from None
         else:

@@ -93,7 +93,7 @@ def main() -> int:
     args = parser.parse_args()
     python = sys.executable
     if args.build == "compiled":
-        python = str(compiled.install(compiled.ROOT / "build" / "compiled").parent / "python")
+        python = str(compiled.install().parent / "python")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "in"
         folder.mkdir()

@@ -10,7 +10,6 @@ stderr, exit status) must be the same, byte for byte.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -46,20 +45,17 @@ print(json.dumps(out))
 @pytest.fixture(scope="module")
 def script() -> Path:
     try:
-        return compiled.install(ROOT / "build" / "compiled")
+        return compiled.install()
     except compiled.BuildError as exc:
         pytest.fail(f"the compiled build failed: {exc}")
 
 
 @pytest.fixture(scope="module")
 def damaged(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    spec = importlib.util.spec_from_file_location("damage", ROOT / "tools" / "damage.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["damage"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
+    from tests.test_damaged import damage  # tools/damage.py, loaded there
+
     out = tmp_path_factory.mktemp("damaged")
-    return sorted(str(out / case.file) for case in module.build(out))
+    return sorted(str(out / case.file) for case in damage.build(out))
 
 
 @pytest.fixture(scope="module")

@@ -93,13 +93,8 @@ def test_what_is_not_a_capture_is_one_line(data: bytes, says: str) -> None:
 def test_damaged_captures_read_from_a_pipe_as_from_the_file(tmp_path: Path) -> None:
     """Every case of the damaged corpus (`tools/damage.py`): the same frames and the same
     findings (truncated or damaged, at the same offsets) whether the file or a pipe is read."""
-    import importlib.util
+    from tests.test_damaged import damage  # tools/damage.py, loaded there
 
-    spec = importlib.util.spec_from_file_location("damage", CAPTURES.parent / "tools" / "damage.py")
-    assert spec is not None and spec.loader is not None
-    damage = importlib.util.module_from_spec(spec)
-    sys.modules["damage"] = damage  # dataclasses look their module up
-    spec.loader.exec_module(damage)
     cases = damage.build(tmp_path)
     assert len(cases) > 10
     for case in cases:

@@ -19,6 +19,8 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+#: where `make compiled`, the benchmarks and the tests keep the build
+DEFAULT = ROOT / "build" / "compiled"
 
 
 class BuildError(Exception):
@@ -67,7 +69,7 @@ def _see_our_packages(python: Path) -> None:
     (Path(where) / "amqpscope-build-deps.pth").write_text("".join(f"{p}\n" for p in ours))
 
 
-def install(target: Path) -> Path:
+def install(target: Path = DEFAULT) -> Path:
     """Build (unless current) and return the compiled build's `amqpscope` script in `target`."""
     target = target.resolve()
     script = target / "bin" / "amqpscope"
@@ -99,7 +101,7 @@ def install(target: Path) -> Path:
 
 
 def main() -> int:
-    target = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "build" / "compiled"
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT
     try:
         print(install(target))
     except BuildError as exc:
