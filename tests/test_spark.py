@@ -192,6 +192,92 @@ def test_connection_split_across_rotated_files_is_tracked_once(spark: Any, tmp_p
     assert len(channels) == len(summary["connections"][0].get("channels") or [])
 
 
+def write_pcap(path: Path, packets: list[Any], linktype: int = 1) -> None:
+    """`packets` ((data, meta) as scapy's RawPcapReader gives them) as a pcap file."""
+    header = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, linktype)
+    with path.open("wb") as f:
+        f.write(header)
+        for data, meta in packets:
+            f.write(struct.pack("<IIII", meta.sec, meta.usec, len(data), meta.wirelen))
+            f.write(data)
+
+
+def packets_of(name: str) -> list[Any]:
+    from scapy.utils import RawPcapReader
+
+    return list(RawPcapReader(str(CAPTURES / name)))
+
+
+@needs_java
+def test_a_file_with_stitched_lone_and_whole_connections(spark: Any, tmp_path: Path) -> None:
+    """Rotated files that also hold a whole connection (kept as the file's decode has it) and a
+    connection cut at the end with no continuation (a lone edge: kept as the file's decode has
+    it, frame and packet numbers included), beside the one stitched across both."""
+    from amqpscope.pipeline import spark as job
+
+    ring = tmp_path / "ring"
+    ring.mkdir()
+    split, whole = packets_of(SPLIT.name), packets_of("091-tx.pcap")
+    cut = packets_of("091-get.pcap")
+    half = len(split) // 2
+    first, second = ring / "cap.pcap0", ring / "cap.pcap1"
+    write_pcap(first, split[:half] + whole)
+    write_pcap(second, split[half:] + cut[: len(cut) // 2])
+    frames_first, summary_first = decode(first)
+    frames_second, summary_second = decode(second)
+    _, summary_split = decode(SPLIT)
+    whole_conn = next(c["id"] for c in summary_first["connections"] if c["id"] != 1)
+    lone_conn = next(c["id"] for c in summary_second["connections"] if c["id"] != 1)
+
+    result = job.run([str(ring)], str(tmp_path / "out"), spark=spark)
+    assert result["stitched"] == [[(str(first), 1), (str(second), 1)]]
+    conns = {r["conn_key"]: r for r in table(spark, tmp_path / "out", "connections")}
+    assert set(conns) == {f"{first}#1", f"{first}#{whole_conn}", f"{second}#{lone_conn}"}
+    assert json.loads(conns[f"{first}#1"]["summary"]) == summary_split["connections"][0]
+    for path, summary, conn in ((first, summary_first, whole_conn),
+                                (second, summary_second, lone_conn)):  # fmt: skip
+        row = conns[f"{path}#{conn}"]
+        assert not row["stitched"] and row["capture"] == str(path)
+        assert json.loads(row["summary"]) == next(
+            c for c in summary["connections"] if c["id"] == conn
+        )
+    rows = table(spark, tmp_path / "out", "frames")
+    for path, frames, conn in ((first, frames_first, whole_conn),
+                               (second, frames_second, lone_conn)):  # fmt: skip
+        mine = sorted((r["frame"], r["packet"]) for r in rows if r["conn_key"] == f"{path}#{conn}")
+        assert mine == [(f.number, f.packet) for f in frames if f.conn == conn]
+    assert not any(r["conn_key"] == f"{second}#1" for r in rows)
+    assert result["tables"]["frames"] == len(rows)
+    assert not (tmp_path / "out" / "_amqpscope_staging").exists()
+
+
+@needs_java
+def test_out_as_a_uri_partition_names_and_empty_tables(spark: Any, tmp_path: Path) -> None:
+    """`--out` as a file:// URI; a capture name Spark must escape in its partition folder; a
+    table with no rows reads back empty; bad `--out` is one line."""
+    from amqpscope.pipeline import spark as job
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    name = "a b#1:%=x?.pcap"
+    shutil.copy(CAPTURES / "091-channels.pcap", folder / name)
+    out = tmp_path / "out"
+    job.run([str(folder)], out.as_uri(), spark=spark)
+    rows = table(spark, out, "frames")
+    assert {r["capture_file"] for r in rows} == {name}
+    assert len(rows) == len(decode(CAPTURES / "091-channels.pcap")[0])
+    assert table(spark, out, "links") == []  # 0-9-1 only: no links, still a table
+    for name in tables.TABLES:
+        assert (out / name / "_SUCCESS").exists(), name
+    assert not (out / "_amqpscope_staging").exists()
+    for bad in ("nosuchscheme://bucket/tables", "s3://"):
+        result = CliRunner().invoke(cli.main, ["spark", str(folder), "--out", bad])
+        assert result.exit_code == 1, result.output
+        lines = result.output.strip().splitlines()
+        assert lines[-1].startswith(f"amqpscope: --out {bad}: "), result.output
+        assert "Traceback" not in result.output
+
+
 def _edge(capture: str, order: int, **kw: Any) -> stitch.Edge:
     base = dict(
         conn=1,

@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from amqpscope.capture.files import CaptureError, open_capture
 from amqpscope.capture.linklayer import SegmentDecoder
 from amqpscope.capture.packet import FIN, SYN, RawPacket
@@ -56,8 +58,13 @@ def day(ts: float) -> str:
     return text
 
 
-def _json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+def _json(value: Any) -> bytes:
+    """Compact JSON in UTF-8 (a string column takes the bytes as they are): orjson, ten times
+    faster than `json`, falling back to it for what orjson refuses (an integer past 64 bits)."""
+    try:
+        return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS)
+    except TypeError:  # orjson.JSONEncodeError is one
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str).encode()
 
 
 @dataclass(slots=True)

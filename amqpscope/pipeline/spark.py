@@ -3,19 +3,19 @@
     spark-submit --py-files amqpscope-X-py3-none-any.whl amqpscope/pipeline/submit.py \\
         hdfs:///captures/ --out hdfs:///amqp/tables [--report]
 
-Plan (see docs/spark.md):
+Plan (see docs/spark.md and `tasks.py`):
 1. list the inputs on the driver (local files, folders, globs; URIs, `file://` too, with
    Hadoop's FileSystem, read on the executors by Spark's `binaryFile` source);
-2. per capture file, on the executors, in `mapInArrow`: `rows.decode_file` (the CLI's Dissector
-   and Tracker) → rows of every table as Arrow batches (`batches.pack`), plus the connections
-   at the file's edges with their packets; cached by the JVM, which writes the frames table
-   from the same pass;
+2. per capture file, on the executors (`tasks.decode_files`): the CLI's Dissector and Tracker,
+   the rows of every table written as Parquet by the worker itself (`store.TableWriter`, with
+   pyarrow); only each file's "meta" record and its edge connections come back;
 3. on the driver: order the files by their first packet, `stitch.groups` over the edges;
-4. per stitched connection: its parts' packets grouped by key, decoded and tracked once
-   (`rows.decode_group`); its per-file rows are dropped (the frames partitions of the files it
-   touches are written again);
-5. write the other tables as Parquet, partitioned (`tables.PARTITIONS`); `--report` runs the
-   queries of `report.QUERIES` over them.
+4. on the executors (`tasks.finish`): each file's edge rows kept but for the stitched
+   connections', and each stitched connection decoded and tracked once from its parts'
+   packets (`rows.decode_group`); `--report` runs the queries of `report.QUERIES` over the
+   tables.
+
+Spark schedules the tasks and reads remote inputs; no row passes through the JVM.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from amqpscope.pipeline import rows, stitch
-from amqpscope.pipeline.batches import from_blobs, loads, pack, to_blob, union_spark_type
-from amqpscope.pipeline.tables import COLUMNS, PARTITIONS, TABLES, TIMES
+from amqpscope.pipeline import rows, stitch, tasks
+from amqpscope.pipeline.store import Output
+from amqpscope.pipeline.tables import TABLES
 
 INSTALL_PYSPARK = "pip install 'amqpscope[spark]'"
 INSTALL_JAVA = "apt-get install default-jre-headless"
@@ -192,58 +192,53 @@ def session(master: str | None = None, app: str = "amqpscope") -> Any:
     return spark
 
 
-def _decode_local(options: dict[str, Any]) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """`mapInArrow` over rows of `paths` (the files of one task): the files' union batches."""
+def _decode_local(
+    out: str, run: str, options: dict[str, Any]
+) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """`mapInArrow` over rows of `paths` (the files of one task): stage 1 of `tasks`, its small
+    records out as pickled blobs."""
 
-    def run(inputs: Iterator[Any]) -> Iterator[Any]:
-        def records() -> Iterator[rows.Record]:
+    def go(inputs: Iterator[Any]) -> Iterator[Any]:
+        def items() -> Iterator[tuple[str, str | None, bytes | None]]:
             for batch in inputs:
                 for paths in batch.column(0).to_pylist():
                     for path in paths:
-                        yield from rows.decode_file(path, options=options)
+                        yield path, path, None
 
-        yield from pack(records())
+        yield from _blobs(tasks.decode_files(items(), out, run, options))
 
-    return run
+    return go
 
 
 def _decode_remote(
-    named: frozenset[str], options: dict[str, Any]
+    named: frozenset[str], out: str, run: str, options: dict[str, Any]
 ) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """`mapInArrow` over Spark's `binaryFile` rows (path, content): the files' union batches."""
+    """`mapInArrow` over Spark's `binaryFile` rows (path, content): stage 1 of `tasks`."""
 
-    def run(inputs: Iterator[Any]) -> Iterator[Any]:
-        def records() -> Iterator[rows.Record]:
+    def go(inputs: Iterator[Any]) -> Iterator[Any]:
+        def items() -> Iterator[tuple[str, str | None, bytes | None]]:
             for batch in inputs:
                 paths = batch.column("path").to_pylist()
                 contents = batch.column("content")
                 for i, uri in enumerate(paths):
                     data = contents[i].as_py()
                     if uri in named or rows.looks_like_capture(data[:4]):
-                        yield from rows.decode_file(uri, data=data, options=options)
+                        yield uri, None, data
 
-        yield from pack(records())
+        yield from _blobs(tasks.decode_files(items(), out, run, options))
 
-    return run
+    return go
 
 
-def _decode_groups(
-    groups: Iterator[tuple[int, Iterable[Any]]], options: dict[str, Any]
-) -> Iterator[tuple[bytes]]:
-    """The stitched connections of one task, decoded; out as IPC blobs of union batches."""
+def _blobs(records: Iterable[tuple[str, Any]]) -> Iterator[Any]:
+    """Small records as Arrow batches of one `blob` column (pickled), a file's at a time."""
+    import pickle
 
-    def records() -> Iterator[rows.Record]:
-        for _, parts in groups:
-            yield from rows.decode_group(parts, options)
+    import pyarrow as pa
 
-    pending: list[Any] = []
-    for batch in pack(records(), whole=True):
-        pending.append(batch)
-        if len(pending) >= 16:
-            yield (to_blob(pending),)
-            pending = []
-    if pending:
-        yield (to_blob(pending),)
+    for record in records:
+        blob = pickle.dumps(record, protocol=5)
+        yield pa.RecordBatch.from_arrays([pa.array([blob], pa.binary())], names=["blob"])
 
 
 def batches(paths: list[str], slices: int) -> list[list[str]]:
@@ -274,29 +269,8 @@ def dissector_options(show_secrets: bool = False, redact_bodies: bool = False) -
 
 
 #: session settings for the job: Arrow input batches of one row (a task's file list, a whole
-#: file's bytes, an IPC blob: never near Arrow's 2 GiB); dynamic-partition writes with a writer
-#: per partition instead of a sort first, so the frames are written while the decode runs
-SETTINGS = {
-    "spark.sql.execution.arrow.maxRecordsPerBatch": "1",
-    "spark.sql.optimizer.plannedWrite.enabled": "false",
-    "spark.sql.maxConcurrentOutputFileWriters": "64",
-    "spark.sql.inMemoryColumnarStorage.compressed": "false",  # cached once, read a few times
-}
-
-
-def _select(data: Any, table: str) -> Any:
-    """`table`'s columns (timestamps made from their seconds column) out of union rows."""
-    from pyspark.sql.functions import col, timestamp_seconds
-
-    times = TIMES.get(table, {})
-    return data.select(
-        *[
-            timestamp_seconds(col(f"{table}.{times[name]}")).alias(name)
-            if name in times
-            else col(f"{table}.{name}").alias(name)
-            for name, _ in COLUMNS[table]
-        ]
-    )
+#: file's bytes: never near Arrow's 2 GiB)
+SETTINGS = {"spark.sql.execution.arrow.maxRecordsPerBatch": "1"}
 
 
 def run(
@@ -315,13 +289,14 @@ def run(
     say = progress or (lambda text: None)
     options = dissector_options(show_secrets, redact_bodies)
     local, remote = list_inputs(inputs)
+    output = _output(out)
     spark = spark or session(master)
     sc = spark.sparkContext
     before = {key: spark.conf.get(key, None) for key in SETTINGS}
     for key, value in SETTINGS.items():
         spark.conf.set(key, value)
     try:
-        return _run(spark, local, remote, inputs, out, partitions, report, say, max_gap, options)
+        return _run(spark, local, remote, inputs, output, partitions, report, say, max_gap, options)
     finally:
         for key, value in before.items():
             if value is None:
@@ -331,20 +306,31 @@ def run(
         sc.setJobDescription(None)
 
 
+def _output(out: str) -> Output:
+    """`--out` opened (with pyarrow's filesystems), or one line saying why it cannot be."""
+    try:
+        output = Output(out)
+        output.fs.create_dir(output.base, recursive=True)
+        return output
+    except Exception as exc:  # pyarrow: ArrowInvalid, ArrowNotImplementedError, OSError
+        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise PipelineError(f"--out {out}: {text}") from None
+
+
 def _run(
     spark: Any,
     local: list[str],
     remote: list[str],
     inputs: list[str],
-    out: str,
+    output: Output,
     partitions: int | None,
     report: bool,
     say: Callable[[str], None],
     max_gap: float,
     options: dict[str, Any],
 ) -> dict[str, Any]:
-    from pyspark import StorageLevel
-    from pyspark.sql.functions import col
+    import pickle
+    import uuid
 
     sc = spark.sparkContext
     started = time.perf_counter()  # the job, not the JVM's start
@@ -356,51 +342,49 @@ def _run(
     # a task per file costs ~0.1 s: small files share tasks, big ones get one each
     slices = partitions or max(1, min(files, max(2 * sc.defaultParallelism, total // CHUNK)))
     say(f"{files} capture files ({total / 1e6:.1f} MB) on {sc.master}, {slices} decode tasks")
+    try:  # overwrite, as Spark's writers do: the tables' folders go first
+        for table in TABLES:
+            output.remove(output.path(table))
+    except Exception as exc:  # pyarrow's errors are OSError or ArrowInvalid
+        raise PipelineError(f"--out {output.uri}: {exc}") from None
+    run_id = uuid.uuid4().hex[:12]
+    out = output.uri
 
-    # 1-2: decode every file where it lies (largest first, so the long ones start early), in
-    # `mapInArrow`: the rows of all tables come back as Arrow union batches, cached by the JVM
-    union = union_spark_type()
+    # 1: decode every file where it lies (largest first, so the long ones start early); the
+    # workers write the rows themselves, only the files' meta and edge records come back
+    sc.setJobDescription("amqpscope: decode, write the tables")
     parts = []
     if local:
         work = batches(local, max(1, slices * len(local) // files))
-        tasks = spark.createDataFrame(
+        todo = spark.createDataFrame(
             sc.parallelize([(w,) for w in work], len(work)), "paths array<string>"
         )
-        parts.append(tasks.mapInArrow(_decode_local(options), union))
+        parts.append(todo.mapInArrow(_decode_local(out, run_id, options), "blob binary"))
     if listed:
         named = frozenset(path for path, _, outright in listed if outright)
         content = spark.read.format("binaryFile").load([path for path, _, _ in listed])
         parts.append(
-            content.select("path", "content").mapInArrow(_decode_remote(named, options), union)
+            content.select("path", "content").mapInArrow(
+                _decode_remote(named, out, run_id, options), "blob binary"
+            )
         )
-    decoded = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
-    decoded = decoded.persist(StorageLevel.MEMORY_AND_DISK)
-    base = out.rstrip("/")
-
-    # the frames are written in the same pass as the decode (the cache fills as it runs); the
-    # frames of connections that turn out to be stitched across files are replaced at the end
-    counts: dict[str, int] = {}
-    sc.setJobDescription("amqpscope: decode, write frames")
-    frames_path = f"{base}/frames"
-    _select(decoded.where(col("kind") == "frames"), "frames").write.mode("overwrite").partitionBy(
-        *PARTITIONS["frames"]
-    ).parquet(frames_path)
-    small = [
-        (r["kind"], loads(r["blob"]))
-        for r in decoded.where(col("kind").isin("meta", "edge")).select("kind", "blob").collect()
-    ]
+    small = [pickle.loads(r[0]) for part in parts for r in part.collect()]
     metas = [value for kind, value in small if kind == "meta"]
     edges = [value for kind, value in small if kind == "edge"]
+    counts = dict.fromkeys(TABLES, 0)
+    for meta in metas:
+        for table, n in (meta.get("rows") or {}).items():
+            counts[table] += n
     packets = sum(m["packets"] for m in metas)
     frames = sum(m["frames"] for m in metas)
     unreadable = [m for m in metas if m.get("error")]
     say(
         f"decoded {len(metas)} files: {packets} packets, {frames} frames"
-        f" in {time.perf_counter() - started:.1f} s; wrote frames → {frames_path}"
+        f" in {time.perf_counter() - started:.1f} s"
         + (f"; {len(unreadable)} unreadable (see the findings table)" if unreadable else "")
     )
 
-    # 3: stitch connections across files, in time order
+    # 2: stitch connections across files, in time order
     order = {
         m["capture"]: i
         for i, m in enumerate(
@@ -410,74 +394,40 @@ def _run(
     for edge in edges:
         edge.order = order.get(edge.capture, 0)
     groups = stitch.groups(edges, max_gap)
-    members = {(e.capture, e.conn): (gid, e) for gid, group in enumerate(groups) for e in group}
-    dropped = sorted(f"{capture}#{conn}" for capture, conn in members)
-
-    # 4: each stitched connection decoded once, from its parts' packets
-    stitched = None
+    stitched_keys: dict[str, set[str]] = {}
+    for group in groups:
+        for e in group:
+            stitched_keys.setdefault(e.fid, set()).add(f"{e.capture}#{e.conn}")
     if groups:
         say(
             f"stitched {len(groups)} connections across rotated files"
             f" ({sum(len(g) for g in groups)} parts)"
         )
-        members_b = sc.broadcast(members)
-        sc.setJobDescription("amqpscope: stitched connections")
-        held = decoded.where(col("kind") == "packets").select("blob").rdd
-        stitched_rdd = (
-            held.map(lambda r: loads(r[0]))
-            .filter(lambda p: (p[0], p[1]) in members_b.value)
-            .map(
-                lambda p: (
-                    members_b.value[(p[0], p[1])][0],
-                    (members_b.value[(p[0], p[1])][1], p[2]),
-                )
-            )
-            .groupByKey(max(1, min(len(groups), sc.defaultParallelism)))
-            .mapPartitions(lambda kvs: _decode_groups(kvs, options))
-        )
-        stitched = (
-            spark.createDataFrame(stitched_rdd, "blob binary")
-            .mapInArrow(from_blobs, union)
-            .persist(StorageLevel.MEMORY_AND_DISK)
-        )
 
-    # 5: the other tables, without the per-file rows of stitched connections' parts
-    for table in TABLES:
-        rows_of = decoded.where(col("kind") == table)
-        if dropped:
-            rows_of = rows_of.where(
-                ~col(f"{table}.conn_key").isin(dropped) | col(f"{table}.conn_key").isNull()
-            )
-        if stitched is not None:
-            rows_of = rows_of.unionByName(stitched.where(col("kind") == table))
-        data = _select(rows_of, table)
-        path = f"{base}/{table}"
-        if table == "frames":
-            if stitched is None:
-                continue
-            sc.setJobDescription("amqpscope: frames of stitched connections")
-            _fix_frames(spark, data, groups, frames_path, base)
-            say(f"rewrote the frames of {len(groups)} stitched connections → {frames_path}")
-            continue
-        sc.setJobDescription(f"amqpscope: write {table}")
-        data.write.mode("overwrite").partitionBy(*PARTITIONS[table]).parquet(path)
-        say(f"wrote {table} → {path}")
-    # rows per table, in one pass over the cache: what was written
-    from pyspark.sql.functions import coalesce
-
-    key = coalesce(*[col(f"{table}.conn_key") for table in TABLES])
-    kept = decoded.where(col("kind").isin(*TABLES))
-    if dropped:
-        kept = kept.where(~key.isin(dropped) | key.isNull())
-    if stitched is not None:
-        kept = kept.unionByName(stitched.where(col("kind").isin(*TABLES)))
-    sc.setJobDescription("amqpscope: count rows")
-    counted = {r["kind"]: r["count"] for r in kept.groupBy("kind").count().collect()}
-    counts.update({table: counted.get(table, 0) for table in TABLES})
-    decoded.unpersist()
-    if stitched is not None:
-        stitched.unpersist()
+    # 3: the edge rows of each file, but the stitched connections'; each stitched connection
+    # decoded and tracked once from its parts' packets
+    work3: list[tuple[str, Any]] = [
+        ("edges", (m["fid"], m["edge_files"], stitched_keys.get(m["fid"], set())))
+        for m in metas
+        if m.get("edge_files")
+    ]
+    work3 += [("group", (f"g{run_id}-{i}", group)) for i, group in enumerate(groups)]
+    if work3:
+        sc.setJobDescription("amqpscope: edge connections, stitched connections")
+        done = (
+            sc.parallelize(work3, max(1, min(len(work3), 2 * sc.defaultParallelism)))
+            .mapPartitions(lambda items: tasks.finish(items, out, run_id, options))
+            .collect()
+        )
+        for written in done:
+            for table, n in written.items():
+                counts[table] += n
+    output.remove(output.path(tasks.STAGING, run_id))
+    output.remove_if_empty(output.path(tasks.STAGING))  # another run may be using it
+    _seal(output)
     elapsed = time.perf_counter() - started
+    for table in TABLES:
+        say(f"wrote {table} → {output.path(table)}")
     say(
         f"done in {elapsed:.1f} s ({packets / max(elapsed, 1e-9):.0f} packets/s): "
         + ", ".join(f"{table} {n}" for table, n in counts.items())
@@ -493,32 +443,24 @@ def _run(
     if report:
         from amqpscope.pipeline import report as reports
 
-        reports.run(spark, base, print)
+        reports.run(spark, output.uri, print)
     return result
 
 
-def _fix_frames(
-    spark: Any, data: Any, groups: list[list[Any]], frames_path: str, base: str
-) -> None:
-    """Put the frames of connections stitched across files right: the frames table's partitions
-    of the files they touch are deleted and written again, from the cache (their per-file rows
-    without the stitched parts' rows, and the stitched decode's)."""
-    from pyspark.sql.functions import col
+def _seal(output: Output) -> None:
+    """Each table's folder gets Spark's `_SUCCESS` marker; a table with no rows gets one empty
+    Parquet file with its schema, so it reads back as an empty table."""
+    import pyarrow.parquet as pq
 
-    names = sorted(
-        {os.path.basename(e.capture.rstrip("/")) or e.capture for g in groups for e in g}
-    )
-    jvm = spark.sparkContext._jvm
-    conf = spark.sparkContext._jsc.hadoopConfiguration()
-    escape = jvm.org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils.escapePathName
-    for name in names:
-        pattern = re.sub(r"([\\*?\[\]{}])", r"\\\1", str(escape(name)))
-        path = jvm.org.apache.hadoop.fs.Path(f"{frames_path}/date=*/capture_file={pattern}")
-        fs = path.getFileSystem(conf)
-        for status in fs.globStatus(path) or []:
-            fs.delete(status.getPath(), True)
-    fixed = data.where(col("capture_file").isin(names))
-    fixed.write.mode("append").partitionBy(*PARTITIONS["frames"]).parquet(frames_path)
+    from amqpscope.pipeline.store import layout
+
+    for table in TABLES:
+        folder = output.path(table)
+        if not output.exists(folder):
+            output.fs.create_dir(folder, recursive=True)
+            with output.fs.open_output_stream(f"{folder}/part-empty.parquet") as stream:
+                pq.write_table(layout(table).schema.empty_table(), stream)
+        output.touch(f"{folder}/_SUCCESS")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -44,6 +44,8 @@ class Edge:
     head_open: bool
     tail_open: bool
     amqp: bool = True  # AMQP was found in this part
+    fid: str = ""  # the file's id in the run's staging area (`tasks.file_id`)
+    packets: str = ""  # where its packets were staged for a stitched decode
     #: sender endpoint -> [first seq seen, next seq after the last segment] (32-bit)
     seqs: dict[str, list[int]] = field(default_factory=dict)
 

@@ -206,6 +206,8 @@ def _coerce(value: Any, kind: str) -> Any:
     if kind == "string":
         if isinstance(value, str):
             return value
+        if isinstance(value, bytes):  # JSON text as orjson writes it (rows._json)
+            return value.decode("utf-8", "replace")
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
     if kind in ("long", "int"):
         return int(value) if isinstance(value, int | float) and value == value else None
