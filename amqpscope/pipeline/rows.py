@@ -81,6 +81,7 @@ class Place:
     #: capture -> that file's connection id (stitched runs)
     conns: dict[str, int] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
+    keys: dict[int, str] = field(default_factory=dict)  # conn -> key, made once
 
     @property
     def stitched(self) -> bool:
@@ -102,7 +103,10 @@ class Place:
         if conn is None:
             return None
         if self.packets is None:
-            return f"{self.capture}#{conn}"
+            key = self.keys.get(conn)
+            if key is None:
+                key = self.keys[conn] = f"{self.capture}#{conn}"
+            return key
         first = f"{self.capture}#{self.conns[self.capture]}"
         return first if conn == 1 else f"{first}+{conn}"
 
@@ -178,7 +182,11 @@ _BASENAMES: dict[str, str] = {}
 def _frame_row(frame: Frame, place: Place) -> tuple[Any, ...]:
     """The `frames` row, built straight in `tables.COLUMNS["frames"]` order (this runs once per
     frame: no dict, no per-value coercion; every value here already has its column's type)."""
-    capture, packet = place.packet(frame.packet)
+    if place.packets is None:  # a file's own decode: every number is the file's
+        capture, packet, conn = place.capture, frame.packet, frame.conn
+    else:
+        capture, packet = place.packet(frame.packet)
+        conn = place.conn(capture, frame.conn)
     findings = None
     if frame.findings:
         findings = []
@@ -203,12 +211,12 @@ def _frame_row(frame: Frame, place: Place) -> tuple[Any, ...]:
         base,
         day(frame.ts),
         place.key(frame.conn),
-        place.stitched,
+        place.packets is not None,
         frame.number,
         packet,
         frame.ts,
-        None,  # time: made on the JVM side from ts
-        place.conn(capture, frame.conn),
+        None,  # time: made from ts when the rows are written (store.Layout)
+        conn,
         frame.src,
         frame.dst,
         frame.direction,
@@ -433,17 +441,17 @@ def decode_file(
     dissector.take_secrets(reader.secrets)  # a pcapng's TLS secrets (Decryption Secrets Blocks)
 
     def packets() -> Iterator[RawPacket]:
-        for packet in reader:
-            if meta["first_ts"] is None:
-                meta["first_ts"] = packet.ts
-            meta["packets"] += 1
-            yield packet
+        source = iter(reader)
+        for first in source:  # the first packet's time orders the files for stitching
+            meta["first_ts"] = first.ts
+            yield first
+            break
+        yield from source
 
     with reader:
-        for record in decode(packets(), place, lambda: reader.findings, dissector):
-            if record[0] == "frames":
-                meta["frames"] += 1
-            yield record
+        yield from decode(packets(), place, lambda: reader.findings, dissector)
+    meta["packets"] = dissector.packets
+    meta["frames"] = dissector.frames
     yield from _edges(capture, local, dissector)
     yield "meta", meta
 

@@ -192,53 +192,21 @@ def session(master: str | None = None, app: str = "amqpscope") -> Any:
     return spark
 
 
-def _decode_local(
-    out: str, run: str, options: dict[str, Any]
-) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """`mapInArrow` over rows of `paths` (the files of one task): stage 1 of `tasks`, its small
-    records out as pickled blobs."""
-
-    def go(inputs: Iterator[Any]) -> Iterator[Any]:
-        def items() -> Iterator[tuple[str, str | None, bytes | None]]:
-            for batch in inputs:
-                for paths in batch.column(0).to_pylist():
-                    for path in paths:
-                        yield path, path, None
-
-        yield from _blobs(tasks.decode_files(items(), out, run, options))
-
-    return go
-
-
 def _decode_remote(
     named: frozenset[str], out: str, run: str, options: dict[str, Any]
 ) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """`mapInArrow` over Spark's `binaryFile` rows (path, content): stage 1 of `tasks`."""
+    """Over Spark's `binaryFile` rows (path, content): stage 1 of `tasks`."""
 
     def go(inputs: Iterator[Any]) -> Iterator[Any]:
         def items() -> Iterator[tuple[str, str | None, bytes | None]]:
-            for batch in inputs:
-                paths = batch.column("path").to_pylist()
-                contents = batch.column("content")
-                for i, uri in enumerate(paths):
-                    data = contents[i].as_py()
-                    if uri in named or rows.looks_like_capture(data[:4]):
-                        yield uri, None, data
+            for row in inputs:
+                uri, data = row[0], bytes(row[1])
+                if uri in named or rows.looks_like_capture(data[:4]):
+                    yield uri, None, data
 
-        yield from _blobs(tasks.decode_files(items(), out, run, options))
+        yield from tasks.decode_files(items(), out, run, options)
 
     return go
-
-
-def _blobs(records: Iterable[tuple[str, Any]]) -> Iterator[Any]:
-    """Small records as Arrow batches of one `blob` column (pickled), a file's at a time."""
-    import pickle
-
-    import pyarrow as pa
-
-    for record in records:
-        blob = pickle.dumps(record, protocol=5)
-        yield pa.RecordBatch.from_arrays([pa.array([blob], pa.binary())], names=["blob"])
 
 
 def batches(paths: list[str], slices: int) -> list[list[str]]:
@@ -268,11 +236,6 @@ def dissector_options(show_secrets: bool = False, redact_bodies: bool = False) -
     return options
 
 
-#: session settings for the job: Arrow input batches of one row (a task's file list, a whole
-#: file's bytes: never near Arrow's 2 GiB)
-SETTINGS = {"spark.sql.execution.arrow.maxRecordsPerBatch": "1"}
-
-
 def run(
     inputs: list[str],
     out: str,
@@ -291,19 +254,10 @@ def run(
     local, remote = list_inputs(inputs)
     output = _output(out)
     spark = spark or session(master)
-    sc = spark.sparkContext
-    before = {key: spark.conf.get(key, None) for key in SETTINGS}
-    for key, value in SETTINGS.items():
-        spark.conf.set(key, value)
     try:
         return _run(spark, local, remote, inputs, output, partitions, report, say, max_gap, options)
     finally:
-        for key, value in before.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
-        sc.setJobDescription(None)
+        spark.sparkContext.setJobDescription(None)
 
 
 def _output(out: str) -> Output:
@@ -329,7 +283,6 @@ def _run(
     max_gap: float,
     options: dict[str, Any],
 ) -> dict[str, Any]:
-    import pickle
     import uuid
 
     sc = spark.sparkContext
@@ -353,22 +306,26 @@ def _run(
     # 1: decode every file where it lies (largest first, so the long ones start early); the
     # workers write the rows themselves, only the files' meta and edge records come back
     sc.setJobDescription("amqpscope: decode, write the tables")
-    parts = []
+    small: list[tuple[str, Any]] = []
     if local:
         work = batches(local, max(1, slices * len(local) // files))
-        todo = spark.createDataFrame(
-            sc.parallelize([(w,) for w in work], len(work)), "paths array<string>"
+        small += (
+            sc.parallelize(work, len(work))
+            .mapPartitions(
+                lambda lists: tasks.decode_files(
+                    ((path, path, None) for paths in lists for path in paths), out, run_id, options
+                )
+            )
+            .collect()
         )
-        parts.append(todo.mapInArrow(_decode_local(out, run_id, options), "blob binary"))
     if listed:
         named = frozenset(path for path, _, outright in listed if outright)
         content = spark.read.format("binaryFile").load([path for path, _, _ in listed])
-        parts.append(
-            content.select("path", "content").mapInArrow(
-                _decode_remote(named, out, run_id, options), "blob binary"
-            )
+        small += (
+            content.select("path", "content")
+            .rdd.mapPartitions(_decode_remote(named, out, run_id, options))
+            .collect()
         )
-    small = [pickle.loads(r[0]) for part in parts for r in part.collect()]
     metas = [value for kind, value in small if kind == "meta"]
     edges = [value for kind, value in small if kind == "edge"]
     counts = dict.fromkeys(TABLES, 0)

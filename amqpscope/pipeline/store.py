@@ -105,13 +105,14 @@ class Layout:
 
     def batch(self, rows: list[tuple[Any, ...]]) -> Any:
         import pyarrow as pa
+        import pyarrow.compute as pc
 
         columns = list(zip(*rows, strict=True))
         arrays = []
         for at, _, kind, seconds in self.columns:
             if seconds is not None:
-                micros = [None if s is None else round(s * 1e6) for s in columns[seconds]]
-                arrays.append(pa.array(micros, pa.int64()).cast(kind))
+                micros = pc.round(pc.multiply(pa.array(columns[seconds], pa.float64()), 1e6))
+                arrays.append(micros.cast(pa.int64()).cast(kind))
             else:
                 arrays.append(_column(columns[at], kind))
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
