@@ -109,17 +109,27 @@ def test_connections_links_channels_equal_summary(spark: Any, out: Any) -> None:
         name: Counter(r["capture"] for r in table(spark, target, name))
         for name in ("connections", "links", "channels")
     }
+    undecoded = 0
     for path in FILES:
         _, summary = decode(path)
         conns = summary["connections"]
         links = sum(len(s.get("links") or []) for c in conns for s in c.get("sessions") or [])
         channels = sum(len(c.get("channels") or []) for c in conns)
-        assert got["connections"].get(str(path), 0) == len(conns), path.name
+        undecoded += len(summary.get("undecoded") or [])
+        expect = len(conns) + len(summary.get("undecoded") or [])
+        assert got["connections"].get(str(path), 0) == expect, path.name
         assert got["links"].get(str(path), 0) == links, path.name
         assert got["channels"].get(str(path), 0) == channels, path.name
-    for row in table(spark, target, "connections"):
+    rows = table(spark, target, "connections")
+    for row in rows:
         assert json.loads(row["summary"])["id"] == row["conn"]
         assert row["conn_key"] == f"{row['capture']}#{row['conn']}" and not row["stitched"]
+    # TLS captures read without their key logs: listed, with why and over what
+    unread = [r for r in rows if r["version"] is None]
+    assert undecoded and len(unread) == undecoded
+    for row in unread:
+        assert row["error"] == "AMQP not read: tls.no-key", row
+        assert json.loads(row["layers"])[0]["name"] == "tls"
 
 
 @needs_java

@@ -165,6 +165,10 @@ def decode(
         if not isinstance(conn, int) or conn not in spans:
             continue
         yield from _connection_rows(conn, connection, spans[conn], place, counted.get(conn, 0))
+    for entry in summary.get("undecoded") or []:  # layers (TLS without its key) but no AMQP
+        conn = entry.get("id")
+        if isinstance(conn, int) and conn in spans:
+            yield from _connection_rows(conn, entry, spans[conn], place, counted.get(conn, 0))
     for conn, log in logs.items():
         for values in log.finish():  # filed under the connection's (first) capture
             values.update(
@@ -283,6 +287,17 @@ def _error_text(close: Any) -> str | None:
     return None
 
 
+def _undecoded_text(layers: Any) -> str:
+    """Why a connection with layers has no AMQP: the layers' findings (`tls.no-key`, ...)."""
+    codes = [
+        code
+        for layer in layers or []
+        if isinstance(layer, dict)
+        for code in layer.get("findings") or []
+    ]
+    return "AMQP not read: " + (", ".join(codes) if codes else "no AMQP seen inside")
+
+
 def _connection_rows(
     conn: int, summary: dict[str, Any], span: list[Any], place: Place, findings: int
 ) -> Iterator[Record]:
@@ -312,7 +327,10 @@ def _connection_rows(
                 "sessions": len(sessions),
                 "links": len(links),
                 "channels": len(channels),
-                "error": _error_text(summary.get("close")),
+                "error": _error_text(summary.get("close"))
+                if "version" in summary
+                else _undecoded_text(summary.get("layers")),
+                "layers": summary.get("layers"),
                 "findings": findings,
                 "summary": _json(summary),
             },

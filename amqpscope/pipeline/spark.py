@@ -47,10 +47,10 @@ class PipelineError(Exception):
 
 
 def missing() -> str | None:
-    """Why the job cannot run here (pyspark, pyarrow, pandas or Java missing), or None."""
+    """Why the job cannot run here (pyspark, pyarrow or Java missing), or None."""
     import importlib.util
 
-    for module in ("pyspark", "pyarrow", "pandas"):  # mapInArrow needs the last two
+    for module in ("pyspark", "pyarrow"):  # pyarrow: the workers write the tables
         if importlib.util.find_spec(module) is None:
             return f"{module} is not installed: {INSTALL_PYSPARK}"
     java_home = os.environ.get("JAVA_HOME")

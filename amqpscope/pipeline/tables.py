@@ -62,6 +62,7 @@ COLUMNS: dict[str, list[tuple[str, str]]] = {
         ("links", "int"),
         ("channels", "int"),
         ("error", "string"),  # 1.0 close condition, 0-9-1 "code text" of a non-200 close
+        ("layers", "string"),  # JSON: what the AMQP travels in (TLS, WebSocket) or null
         ("findings", "long"),
         ("summary", "string"),  # JSON
     ],
