@@ -335,9 +335,10 @@ def _run(
     packets = sum(m["packets"] for m in metas)
     frames = sum(m["frames"] for m in metas)
     unreadable = [m for m in metas if m.get("error")]
+    busy = sum(m.get("seconds", 0.0) for m in metas)
     say(
         f"decoded {len(metas)} files: {packets} packets, {frames} frames"
-        f" in {time.perf_counter() - started:.1f} s"
+        f" in {time.perf_counter() - started:.1f} s ({busy:.1f} s in the tasks' decode and write)"
         + (f"; {len(unreadable)} unreadable (see the findings table)" if unreadable else "")
     )
 

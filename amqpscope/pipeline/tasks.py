@@ -27,6 +27,7 @@ import gc
 import hashlib
 import pickle
 import posixpath
+import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -83,6 +84,7 @@ def _decode_file(
     data: bytes | None,
     options: dict[str, Any],
 ) -> Iterator[tuple[str, Any]]:
+    started = time.perf_counter()
     fid = file_id(capture)
     staged = staging(output, run, "files", fid)
     writer = TableWriter(output, staged, fid)
@@ -118,6 +120,7 @@ def _decode_file(
     output.remove(staged)
     meta["fid"] = fid
     meta["rows"] = kept
+    meta["seconds"] = time.perf_counter() - started  # decode and write, in the task
     yield "meta", meta
     for edge in edges.values():
         yield "edge", edge
