@@ -359,10 +359,10 @@ def test_completion_of_commands_options_choices_and_files() -> None:
     assert zsh[:2] == ["plain", "summary"]
 
 
-@pytest.mark.skipif(
-    shutil.which("bash") is None or shutil.which("amqpscope") is None,
-    reason="needs bash and the installed amqpscope script",
-)
+NO_BASH = shutil.which("bash") is None or shutil.which("amqpscope") is None
+
+
+@pytest.mark.skipif(NO_BASH, reason="needs bash and the installed amqpscope script")
 def test_completion_works_in_bash() -> None:
     script = (
         'eval "$(_AMQPSCOPE_COMPLETE=bash_source amqpscope)"\n'
