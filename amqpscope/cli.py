@@ -7,15 +7,15 @@ Exit codes: 0 success (findings in the traffic are output, not failure), 1 unrea
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import sys
 from collections.abc import Callable, Iterator
 from functools import wraps
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
 
 from amqpscope import __version__, build
 from amqpscope import schema as schemas
@@ -25,12 +25,13 @@ from amqpscope.capture.secrets import KeyLogFiles
 from amqpscope.dissect import Dissector
 from amqpscope.filter import FilterError, Selection
 from amqpscope.findings import Finding
-from amqpscope.render.export import ExportWriter, capture_metadata
 from amqpscope.render.lines import frame_ndjson, safe
-from amqpscope.render.progress import ProgressBar
-from amqpscope.render.summary import print_summary
-from amqpscope.render.timeline import Timeline
 from amqpscope.track.tracker import Tracker
+
+if TYPE_CHECKING:  # rich (the timeline, the summary's tables) is imported when output needs it
+    from rich.console import Console
+
+    from amqpscope.render.progress import ProgressBar
 
 #: findings without a frame printed to stderr before "and N more"
 MAX_STDERR_FINDINGS = 20
@@ -43,6 +44,15 @@ _VERSION = (
     + ("compiled with mypyc" if build() == "compiled" else "pure Python")
     + ")"
 )
+
+
+def _steady_gc() -> None:
+    """Before reading a capture. Decoding makes millions of small dicts that die young and few
+    cycles, so the cyclic collector's default (a collection every 700 allocations) costs a few
+    percent for nothing: collect every 50,000, and leave what startup made (modules, protocol
+    tables) out of every collection. Cycles are still collected, so memory stays bounded."""
+    gc.freeze()
+    gc.set_threshold(50_000, 10, 10)
 
 
 def _fail(message: str, code: int = 1) -> None:
@@ -116,15 +126,15 @@ class _Lines:
         sys.stdout.flush()
 
 
-class _Console(Console):
-    """rich's console, but a closed pipe is not an error (rich exits 1 by default)."""
-
-    def on_broken_pipe(self) -> None:
-        raise BrokenPipeError
-
-
 def _console(color: str, width: int | None) -> Console:
-    """The terminal, as --color and --width (and NO_COLOR, which rich honours) ask."""
+    """The terminal, as --color and --width (and NO_COLOR, which rich honours) ask; a closed
+    pipe is not an error (rich exits 1 by default)."""
+    from rich.console import Console
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            raise BrokenPipeError
+
     reconfigure = getattr(sys.stdout, "reconfigure", None)
     if reconfigure is not None:  # a console that cannot show → or ▁ gets ? rather than a crash
         reconfigure(errors="replace")
@@ -207,6 +217,8 @@ def _progress(capture: CaptureReader, wanted: bool) -> Iterator[ProgressBar | No
     terminals (never piped, never for JSON); erased however the run ends."""
     bar = None
     if wanted and sys.stdout.isatty() and sys.stderr.isatty() and os.environ.get("TERM") != "dumb":
+        from amqpscope.render.progress import ProgressBar
+
         name = os.path.basename(capture.path)
         bar = ProgressBar(sys.stderr, f"reading {name}", capture.position)
     try:
@@ -347,10 +359,13 @@ def read(
     lines = _Lines(0 if file == STDIN else _Lines.CHUNK)
     timeline = None
     if not as_json:
+        from amqpscope.render.timeline import Timeline
+
         console = _console(color, width)
         timeline = Timeline(console, collapse, body, fit=True if width else None)
     shown = 0
     ended: list[Finding] = []
+    _steady_gc()
     with open_capture(file) as capture, _progress(capture, not as_json) as bar:
         dissector.context.keylog = _keylog(keylog)
         first_ts: float | None = None
@@ -400,6 +415,7 @@ def summary(file: str, as_json: bool, keylog: str | None, color: str, width: int
     """
     dissector = Dissector(messages=False)  # the summary needs no message decoded
     tracker = Tracker()
+    _steady_gc()
     with open_capture(file) as capture, _progress(capture, not as_json) as bar:
         dissector.context.keylog = _keylog(keylog)
         for frame in dissector.run(bar.wrap(capture) if bar else capture):
@@ -413,6 +429,8 @@ def summary(file: str, as_json: bool, keylog: str | None, color: str, width: int
         else:
             if width is None and not sys.stdout.isatty():
                 width = PIPED_WIDTH  # piped: tables at their natural width, nothing cut
+            from amqpscope.render.summary import print_summary
+
             print_summary(result, _console(color, width))
         sys.stdout.flush()
         _report(capture.findings + dissector.findings)
@@ -452,8 +470,11 @@ def export(
       amqpscope export capture.pcap -o capture.json
       amqpscope export capture.pcap --ndjson | jq 'select(.record == "connection")'
     """
+    from amqpscope.render.export import ExportWriter, capture_metadata
+
     dissector = Dissector(show_secrets=show_secrets, redact_bodies=redact_bodies)
     tracker = Tracker()
+    _steady_gc()
     with (
         open_capture(file) as capture,
         click.open_file(output, "w", encoding="utf-8") as out,
@@ -589,6 +610,8 @@ def live(
         timeline = None
         console = _console(color, width)
         if not as_json:
+            from amqpscope.render.timeline import Timeline
+
             timeline = Timeline(console, collapse, body, fit=True if width else None)
         shown = 0
         first_ts: float | None = None
@@ -640,6 +663,8 @@ def live(
             if as_json:
                 out.write(json.dumps({"summary": pipeline.summary()}, ensure_ascii=False) + "\n")
             else:
+                from amqpscope.render.summary import print_summary
+
                 print_summary(pipeline.summary(), console)
             out.flush()
     finally:

@@ -73,7 +73,8 @@ class Dissector:
         self.redact_bodies = redact_bodies  # message bodies counted, never kept or shown
         # packets whose TCP payload the snap length cut, per (src, dst), to explain the gap
         self.cut: dict[tuple[str, str], deque[tuple[int, int, int]]] = {}
-        # False: AMQP 1.0 messages are not decoded, only followed (what `summary` needs)
+        # False (what `summary` needs): AMQP 1.0 messages are not decoded, only followed; 0-9-1
+        # message bodies are kept as bytes, not rendered (`frame.message` is not output)
         self.messages = messages
         # what TLS layers decrypt with (a `codec.tls.KeyLog`; pcapng secrets are added to it)
         self.context = LayerContext(keylog=keylog, show_secrets=show_secrets)

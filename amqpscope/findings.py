@@ -8,14 +8,14 @@ its severity, and `finding()` refuses a code that is not declared.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
-INFO = "info"
-WARNING = "warning"
-ERROR = "error"
+INFO: Final = "info"
+WARNING: Final = "warning"
+ERROR: Final = "error"
 
 #: code -> (severity, what it means). The one list of every finding amqpscope can report.
-CODES: dict[str, tuple[str, str]] = {
+CODES: Final[dict[str, tuple[str, str]]] = {
     # capture/
     "capture.truncated": (WARNING, "the capture file ends inside a packet record"),
     "capture.damaged": (ERROR, "a capture record could not be read"),

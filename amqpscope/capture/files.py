@@ -31,7 +31,7 @@ import sys
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, cast
+from typing import IO, TYPE_CHECKING, Final, cast
 
 from ..findings import Finding, finding
 from .packet import RawPacket
@@ -43,19 +43,19 @@ if TYPE_CHECKING:
 __all__ = ["CaptureError", "CaptureReader", "Interface", "open_capture"]
 
 # A read size no packet reaches: scapy slices each packet to the size it is given.
-_NO_LIMIT = 1 << 62
+_NO_LIMIT: Final = 1 << 62
 # The most of one pcap record that is believed (scapy's limit, 4 x its MTU): a larger captured
 # length is damage.
-_PCAP_MAX_RECORD = 0xFFFF * 4
+_PCAP_MAX_RECORD: Final = 0xFFFF * 4
 
-_PCAP_MAGICS = {
+_PCAP_MAGICS: Final = {
     b"\xa1\xb2\xc3\xd4": 1_000_000,
     b"\xd4\xc3\xb2\xa1": 1_000_000,
     b"\xa1\xb2\x3c\x4d": 1_000_000_000,
     b"\x4d\x3c\xb2\xa1": 1_000_000_000,
 }
-_PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
-_GZIP_MAGIC = b"\x1f\x8b"
+_PCAPNG_MAGIC: Final = b"\x0a\x0d\x0d\x0a"
+_GZIP_MAGIC: Final = b"\x1f\x8b"
 
 
 class _GzipFile(gzip.GzipFile):

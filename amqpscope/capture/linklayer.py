@@ -17,6 +17,7 @@ from __future__ import annotations
 import ipaddress
 import struct
 from dataclasses import dataclass, field
+from typing import Final
 
 from ..findings import Finding, finding
 from .packet import RawPacket, Segment
@@ -24,7 +25,7 @@ from .packet import RawPacket, Segment
 __all__ = ["LINKTYPES", "SegmentDecoder"]
 
 #: The link types `SegmentDecoder` decodes, LINKTYPE_ number -> name.
-LINKTYPES: dict[int, str] = {
+LINKTYPES: Final[dict[int, str]] = {
     0: "BSD loopback (NULL)",
     1: "Ethernet",
     12: "raw IP (DLT_RAW; OpenBSD loopback)",
@@ -37,36 +38,36 @@ LINKTYPES: dict[int, str] = {
     276: "Linux cooked capture v2 (SLL2)",
 }
 
-_IPV4 = 0x0800
-_IPV6 = 0x86DD
-_VLAN_TYPES = frozenset((0x8100, 0x88A8, 0x9100, 0x9200))
+_IPV4: Final = 0x0800
+_IPV6: Final = 0x86DD
+_VLAN_TYPES: Final = frozenset((0x8100, 0x88A8, 0x9100, 0x9200))
 # Address families in loopback headers: AF_INET everywhere; AF_INET6 is 24 (NetBSD/OpenBSD),
 # 28 (FreeBSD), 30 (Darwin), 23 (Windows, Npcap's loopback), 10 (Linux).
-_AF_INET = 2
-_AF_INET6 = frozenset((10, 23, 24, 28, 30))
+_AF_INET: Final = 2
+_AF_INET6: Final = frozenset((10, 23, 24, 28, 30))
 
-_TCP = 6
+_TCP: Final = 6
 # IPv6 extension headers laid out as (next header, length in 8-octet units - 1, ...).
-_IP6_EXT = frozenset((0, 43, 60, 135, 139, 140, 253, 254))
-_IP6_FRAG = 44
-_IP6_AH = 51
+_IP6_EXT: Final = frozenset((0, 43, 60, 135, 139, 140, 253, 254))
+_IP6_FRAG: Final = 44
+_IP6_AH: Final = 51
 
 #: vihl, total length, id, flags+offset, protocol, source, destination
-_S_IP4 = struct.Struct("!BxHHHxB2x4s4s")
+_S_IP4: Final = struct.Struct("!BxHHHxB2x4s4s")
 #: version/class byte, payload length, next header, source, destination
-_S_IP6 = struct.Struct("!B3xHBx16s16s")
+_S_IP6: Final = struct.Struct("!B3xHBx16s16s")
 #: next header, flags+offset, identification (after the reserved byte)
-_S_IP6_FRAG = struct.Struct("!BxHI")
+_S_IP6_FRAG: Final = struct.Struct("!BxHI")
 #: source port, destination port, seq, ack, data offset byte, flags byte
-_S_TCP = struct.Struct("!HHIIBB")
+_S_TCP: Final = struct.Struct("!HHIIBB")
 
-_MAX_IPV4_DATAGRAM = 65535 - 20
+_MAX_IPV4_DATAGRAM: Final = 65535 - 20
 #: fragments kept per datagram (real ones have a few dozen; each arrival may sort them all)
-_MAX_FRAGMENT_PIECES = 1024
+_MAX_FRAGMENT_PIECES: Final = 1024
 
 
 #: addresses `_AddressText` keeps before it starts over
-_ADDRESS_TEXT_LIMIT = 1 << 16
+_ADDRESS_TEXT_LIMIT: Final = 1 << 16
 
 
 class _AddressText(dict[bytes, str]):

@@ -7,13 +7,14 @@ twice as much to construct. Treat them as read-only all the same.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 # TCP flag bits, as in the TCP header's flags byte.
-FIN = 0x01
-SYN = 0x02
-RST = 0x04
-PSH = 0x08
-ACK = 0x10
+FIN: Final = 0x01
+SYN: Final = 0x02
+RST: Final = 0x04
+PSH: Final = 0x08
+ACK: Final = 0x10
 
 
 # The hot records' __init__ is written out (init=False): under mypyc a dataclass's generated

@@ -8,10 +8,10 @@ encoded (compressed) body, stays binary and is shown as hex.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Final
 
 #: content types shown as text besides text/*, *+json and *+xml
-TEXT_TYPES = frozenset(
+TEXT_TYPES: Final = frozenset(
     (
         "application/json",
         "application/xml",
@@ -22,7 +22,7 @@ TEXT_TYPES = frozenset(
     )
 )
 #: control characters that make an untyped body binary though it is valid UTF-8
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_CONTROL: Final = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def as_text(raw: bytes | memoryview, content_type: Any, content_encoding: Any) -> str | None:

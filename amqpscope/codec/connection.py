@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from typing import Final
 
 from amqpscope.codec import detect, layers
 from amqpscope.codec import frames as k
@@ -36,21 +37,21 @@ from amqpscope.codec.amqp10.decoder import Decoder as Decoder10
 from amqpscope.findings import Finding, finding
 from amqpscope.stream.events import C2S, S2C
 
-HEADER = "header"
-FRAMES = "frames"
-HUNT = "hunt"
-OPAQUE = "opaque"
-LAYERED = "layered"
+HEADER: Final = "header"
+FRAMES: Final = "frames"
+HUNT: Final = "hunt"
+OPAQUE: Final = "opaque"
+LAYERED: Final = "layered"
 #: the kind of the record that reports a layer (TLS, WebSocket) in the frame stream
-LAYER_KIND = "layer"
+LAYER_KIND: Final = "layer"
 
 #: bytes a direction of unknown version may be searched before it is given up as not AMQP
-HUNT_BUDGET = 256 * 1024
+HUNT_BUDGET: Final = 256 * 1024
 #: bytes kept while a frame is incomplete or a hunt waits for more; beyond it, damage is assumed
-MAX_BUFFER = 64 * 1024 * 1024
-UNKNOWN_VERSIONS = ("0-9-1", "1.0")
+MAX_BUFFER: Final = 64 * 1024 * 1024
+UNKNOWN_VERSIONS: Final = ("0-9-1", "1.0")
 #: findings on a frame that mean framing has lost the boundaries: hunt for the next one
-_RESYNC = frozenset(("amqp.bad-frame-end", "amqp.bad-frame"))
+_RESYNC: Final = frozenset(("amqp.bad-frame-end", "amqp.bad-frame"))
 
 
 class Framer:
@@ -144,7 +145,8 @@ class ConnectionCodec:
         self.show_secrets = show_secrets
         self.server_port = server_port
         self.redact_bodies = redact_bodies
-        self.messages = messages  # False: 1.0 messages are not decoded (see amqp10.Decoder)
+        # False: 1.0 messages are not decoded (see amqp10.Decoder), 0-9-1 bodies not rendered
+        self.messages = messages
         self.context = context or layers.LayerContext(show_secrets=show_secrets)
         self.framers = {C2S: Framer(C2S, from_start), S2C: Framer(S2C, from_start)}
         self.layers: list[LayerSlot] = []  # the stack, outermost first
@@ -535,7 +537,7 @@ class ConnectionCodec:
             if version == "1.0":
                 decoder = Decoder10(self.show_secrets, self.messages, self.redact_bodies)
             else:
-                decoder = Decoder091(version, self.show_secrets, self.redact_bodies)
+                decoder = Decoder091(version, self.show_secrets, self.redact_bodies, self.messages)
             framer.decoder = decoder
         try:
             decoder.decode(frame)

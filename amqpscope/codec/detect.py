@@ -9,12 +9,12 @@ that other protocols (RabbitMQ streams, EPMD, TLS, HTTP) are never taken for AMQ
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from amqpscope.codec.amqp091 import frames as frames091
 from amqpscope.codec.amqp10 import frames as frames10
 
-MAGIC = b"AMQP"
+MAGIC: Final = b"AMQP"
 
 
 class Header(NamedTuple):
@@ -25,7 +25,7 @@ class Header(NamedTuple):
 
 
 #: the 4 bytes after "AMQP" -> what they announce
-PROTOCOL_HEADERS: dict[bytes, Header] = {
+PROTOCOL_HEADERS: Final[dict[bytes, Header]] = {
     b"\x00\x01\x00\x00": Header("1.0", "amqp"),
     b"\x02\x01\x00\x00": Header("1.0", "tls"),
     b"\x03\x01\x00\x00": Header("1.0", "sasl"),
@@ -37,12 +37,12 @@ PROTOCOL_HEADERS: dict[bytes, Header] = {
 }
 
 #: versions framed like 0-9-1 (type, channel, size, payload, 0xCE)
-FRAMED_LIKE_091 = frozenset({"0-9-1", "0-9", "0-8"})
+FRAMED_LIKE_091: Final = frozenset({"0-9-1", "0-9", "0-8"})
 
 #: frames that must check out in a row before a headerless stream is claimed as AMQP
-FRAMES_TO_CLAIM = 3
+FRAMES_TO_CLAIM: Final = 3
 #: when the other direction is already known to be AMQP of that version, one strong frame will do
-FRAMES_TO_CLAIM_KNOWN = 1
+FRAMES_TO_CLAIM_KNOWN: Final = 1
 
 
 def parse_header(buf: bytes | bytearray | memoryview, off: int = 0) -> Header | None:

@@ -9,21 +9,21 @@ lazy.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from amqpscope.findings import Finding
 
 # kinds, as the JSON contract spells them
-PROTOCOL_HEADER = "protocol-header"
-SASL = "sasl"
-PERFORMATIVE = "performative"
-HEARTBEAT = "heartbeat"
-METHOD = "method"
-CONTENT_HEADER = "content-header"
-CONTENT_BODY = "content-body"
+PROTOCOL_HEADER: Final = "protocol-header"
+SASL: Final = "sasl"
+PERFORMATIVE: Final = "performative"
+HEARTBEAT: Final = "heartbeat"
+METHOD: Final = "method"
+CONTENT_HEADER: Final = "content-header"
+CONTENT_BODY: Final = "content-body"
 #: a record that is no frame: how the TCP connection under an AMQP connection ended
 #: (`dissect.Dissector`, fields `event` and `by`; no bytes of its own)
-TRANSPORT = "transport"
+TRANSPORT: Final = "transport"
 
 
 @dataclass(slots=True, init=False)

@@ -17,28 +17,28 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from amqpscope.findings import Finding
 
 #: what a detector says of a direction's first bytes
-MATCH = "match"  # this layer starts here
-NO = "no"  # not this layer
-MORE = "more"  # cannot tell yet: wait for more bytes
+MATCH: Final = "match"  # this layer starts here
+NO: Final = "no"  # not this layer
+MORE: Final = "more"  # cannot tell yet: wait for more bytes
 
 #: where an undecrypted TLS connection is taken for AMQP (IANA's amqps); elsewhere it is reported
 #: only if its key decrypts it to AMQP, it followed an AMQP header, or its ALPN said "amqp"
-AMQP_TLS_PORTS = frozenset({5671})
+AMQP_TLS_PORTS: Final = frozenset({5671})
 #: server names whose TLS is taken for AMQP on any port, key or not: Azure Service Bus and Event
 #: Hubs namespaces (public and sovereign clouds): AMQP on 5671, and over WebSockets on 443
-AMQP_TLS_HOST_SUFFIXES = (
+AMQP_TLS_HOST_SUFFIXES: Final = (
     ".servicebus.windows.net",
     ".servicebus.chinacloudapi.cn",
     ".servicebus.usgovcloudapi.net",
     ".servicebus.cloudapi.de",
 )
 #: modules that register a detector when imported (missing ones are skipped)
-LAYER_MODULES = ("amqpscope.codec.tls", "amqpscope.codec.websocket")
+LAYER_MODULES: Final = ("amqpscope.codec.tls", "amqpscope.codec.websocket")
 
 
 class Layer(Protocol):
@@ -76,7 +76,7 @@ class Detector:
     make: Callable[[LayerContext], Layer]
 
 
-_DETECTORS: dict[str, Detector] = {}
+_DETECTORS: Final[dict[str, Detector]] = {}
 _loaded = False
 
 

@@ -15,16 +15,16 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
 from amqpscope.codec.frames import TRANSPORT, Frame
 
-ARROWS = {"c2s": "→", "s2c": "←"}
+ARROWS: Final = {"c2s": "→", "s2c": "←"}
 #: what a terminal could take for an instruction: C0 and C1 controls, DEL, the bidirectional
 #: overrides and isolates, and the line and paragraph separators
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+_UNSAFE: Final = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -37,7 +37,7 @@ def safe(text: str) -> str:
     return _UNSAFE.sub(_escape, text) if _UNSAFE.search(text) else text
 
 
-MAX_VALUE = 60  # characters of one value on a line; --json keeps everything
+MAX_VALUE: Final = 60  # characters of one value on a line; --json keeps everything
 
 # How a highlighted field is written:
 #   ("h", "handle")                 prefix: h0
@@ -48,12 +48,16 @@ MAX_VALUE = 60  # characters of one value on a line; --json keeps everything
 #   ("..", "last")                  joined to the previous value as a range: 3..7
 #   paths go into nested objects: "error.condition", "state.type"
 Highlight = tuple[str, str]
-_TUNE = (("channel-max=", "channel-max"), ("frame-max=", "frame-max"), ("heartbeat=", "heartbeat"))
-_REPLY = (("", "reply-code"), ("", "reply-name"), ("", "reply-text"), ("by ", "method"))
-_BIND = (("q=", "queue"), ("x=", "exchange"), ("key=", "routing-key"))
-_X_BIND = (("", "destination"), ("<- ", "source"), ("key=", "routing-key"))
-_ERROR = (("", "error.condition"), ("", "error.description"))
-HIGHLIGHTS: dict[str, dict[str, tuple[Highlight, ...]]] = {
+_TUNE: Final = (
+    ("channel-max=", "channel-max"),
+    ("frame-max=", "frame-max"),
+    ("heartbeat=", "heartbeat"),
+)
+_REPLY: Final = (("", "reply-code"), ("", "reply-name"), ("", "reply-text"), ("by ", "method"))
+_BIND: Final = (("q=", "queue"), ("x=", "exchange"), ("key=", "routing-key"))
+_X_BIND: Final = (("", "destination"), ("<- ", "source"), ("key=", "routing-key"))
+_ERROR: Final = (("", "error.condition"), ("", "error.description"))
+HIGHLIGHTS: Final[dict[str, dict[str, tuple[Highlight, ...]]]] = {
     "1.0": {
         "sasl-mechanisms": (("", "sasl-server-mechanisms"),),
         "sasl-init": (
@@ -189,8 +193,8 @@ HIGHLIGHTS: dict[str, dict[str, tuple[Highlight, ...]]] = {
         "content-body": (("size=", "size"),),
     },
 }
-_MISSING = object()
-REDACTED = "<redacted>"  # a secret the decoder hid: not worth a word on the line
+_MISSING: Final = object()
+REDACTED: Final = "<redacted>"  # a secret the decoder hid: not worth a word on the line
 
 
 def _get(fields: dict[str, Any], path: str) -> Any:

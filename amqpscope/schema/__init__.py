@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from importlib import resources
 from typing import Any
 
 #: schema names, each a NAME.schema.json beside this file
@@ -11,6 +10,8 @@ NAMES = ("frame", "summary", "export")
 
 
 def text(name: str) -> str:
+    from importlib import resources  # not at import: every command's startup imports NAMES
+
     return (resources.files(__package__) / f"{name}.schema.json").read_text(encoding="utf-8")
 
 

@@ -8,9 +8,10 @@ reported in the order of the packet that completed it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
-C2S = "c2s"
-S2C = "s2c"
+C2S: Final = "c2s"
+S2C: Final = "s2c"
 
 
 @dataclass(slots=True)

@@ -72,6 +72,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Iterator
+from typing import Final
 
 from amqpscope.capture.packet import ACK, FIN, RST, SYN, Segment
 from amqpscope.findings import Finding, finding
@@ -86,26 +87,26 @@ from amqpscope.stream.events import (
 )
 
 #: Ports that mark the server when the handshake was not seen.
-WELL_KNOWN_PORTS = (5672, 5671)
+WELL_KNOWN_PORTS: Final = (5672, 5671)
 #: Default cap on out-of-order bytes buffered per direction.
-MAX_BUFFER = 4 * 1024 * 1024
+MAX_BUFFER: Final = 4 * 1024 * 1024
 #: Cap on out-of-order pieces buffered per direction (tiny segments would make inserts slow).
-MAX_PIECES = 16384
+MAX_PIECES: Final = 16384
 #: Data or acks this far or further ahead of the expected position are ignored as garbage.
-MAX_AHEAD = 1 << 30
+MAX_AHEAD: Final = 1 << 30
 #: How far back a mid-stream direction's provisional anchor may move before its first delivery.
-START_SLACK = 64 * 1024
+START_SLACK: Final = 64 * 1024
 #: Unacknowledged delivered bytes remembered per direction to check retransmissions against.
-HISTORY = 64 * 1024
+HISTORY: Final = 64 * 1024
 #: Seconds after a close during which non-SYN segments of that pair are ignored.
-TIME_WAIT = 120.0
+TIME_WAIT: Final = 120.0
 #: Most closed endpoint pairs remembered (two entries per connection).
-MAX_CLOSED = 1 << 16
+MAX_CLOSED: Final = 1 << 16
 
-_MOD = 1 << 32
-_MASK = _MOD - 1
-_HALF = 1 << 31
-_SLOW = SYN | FIN | RST
+_MOD: Final = 1 << 32
+_MASK: Final = _MOD - 1
+_HALF: Final = 1 << 31
+_SLOW: Final = SYN | FIN | RST
 
 
 class _Half:

@@ -17,17 +17,17 @@ arithmetic is exact and two series that started at the same time stay aligned.
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import Any, Final
 
 #: samples kept per statistic, unless a tracker asks for another size
-RESERVOIR = 4096
-PERCENTILES = (50, 90, 99)
+RESERVOIR: Final = 4096
+PERCENTILES: Final = (50, 90, 99)
 #: buckets per time series (a sparkline's worth)
-BUCKETS = 32
+BUCKETS: Final = 32
 #: the first bucket width in seconds (2**-16: 15 microseconds, finer than most captures'
 #: timestamps); it doubles as time runs on, so any series longer than half a millisecond uses
 #: between half and all of its buckets
-FIRST_WIDTH = 2.0**-16
+FIRST_WIDTH: Final = 2.0**-16
 
 
 class Latency:

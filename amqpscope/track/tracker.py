@@ -12,21 +12,21 @@ of an encrypted capture says what it holds instead of nothing.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, Final
 
 from amqpscope.codec.connection import LAYER_KIND
 from amqpscope.codec.frames import TRANSPORT, Frame
 from amqpscope.findings import Finding
 from amqpscope.track import amqp091, amqp10
 
-VERSIONS_091 = ("0-9-1", "0-9", "0-8")
+VERSIONS_091: Final = ("0-9-1", "0-9", "0-8")
 #: the versions a connection tracker exists for (concatenated: mypyc cannot compile a starred
 #: item in a tuple display)
-TRACKED_VERSIONS = ("1.0",) + VERSIONS_091  # noqa: RUF005
+TRACKED_VERSIONS: Final = ("1.0",) + VERSIONS_091  # noqa: RUF005
 #: findings kept for the summary; past it they are counted, not kept (live capture runs for hours)
-MAX_FINDINGS = 100_000
+MAX_FINDINGS: Final = 100_000
 #: what the summary keeps of a layer record's fields, per layer
-LAYER_FACTS = {
+LAYER_FACTS: Final = {
     "tls": ("version", "cipher-suite", "sni", "alpn", "decrypted"),
     "websocket": ("path", "subprotocol", "host", "status"),
 }

@@ -13,17 +13,17 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from amqpscope.codec.amqp091.fieldtable import U32, Malformed, read_table, text, timestamp
 
 #: struct codes of the spec's fixed-width domains
-FIXED = {"octet": "B", "short": "H", "long": "I", "longlong": "Q", "timestamp": "Q"}
+FIXED: Final = {"octet": "B", "short": "H", "long": "I", "longlong": "Q", "timestamp": "Q"}
 #: conversions of fixed-width values (the rest are plain ints)
-CONVERT: dict[str, Callable[[int], Any]] = {"timestamp": timestamp}
-BAD_ARGUMENTS = "amqp091.bad-arguments"
-BAD_TABLE = "amqp091.bad-field-table"
-TRAILING = "amqp091.trailing-bytes"
+CONVERT: Final[dict[str, Callable[[int], Any]]] = {"timestamp": timestamp}
+BAD_ARGUMENTS: Final = "amqp091.bad-arguments"
+BAD_TABLE: Final = "amqp091.bad-field-table"
+TRAILING: Final = "amqp091.trailing-bytes"
 
 
 class Truncated(Exception):
@@ -68,7 +68,7 @@ def _fixed_reader(domain: str) -> Reader:
 
 
 #: domain -> reader of one value of it (content properties are read one at a time)
-READERS: dict[str, Reader] = {
+READERS: Final[dict[str, Reader]] = {
     "shortstr": read_shortstr,
     "longstr": read_longstr,
     "table": read_table,

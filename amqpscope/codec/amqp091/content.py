@@ -10,7 +10,7 @@ interleave; another method on the same channel ends an incomplete message (a fin
 from __future__ import annotations
 
 import struct
-from typing import Any
+from typing import Any, Final
 
 from amqpscope.codec.amqp091.arguments import READERS, Truncated
 from amqpscope.codec.amqp091.fieldtable import Malformed
@@ -18,15 +18,15 @@ from amqpscope.codec.body import as_text
 from amqpscope.codec.frames import Frame
 from amqpscope.findings import Finding, finding
 
-HEADER = struct.Struct(">HHQH")  # class-id, weight, body-size, first property-flags word
-FLAGS = struct.Struct(">H")
-PAYLOAD = 7  # offset of the payload in a frame's bytes
-BAD_HEADER = "amqp091.bad-content-header"
-BAD_TABLE = "amqp091.bad-field-table"
-MISMATCH = "amqp091.body-size-mismatch"
-UNEXPECTED = "amqp091.unexpected-content"
-INCOMPLETE = "amqp091.incomplete-message"
-NOT_KEPT = "amqp091.body-not-kept"
+HEADER: Final = struct.Struct(">HHQH")  # class-id, weight, body-size, first property-flags word
+FLAGS: Final = struct.Struct(">H")
+PAYLOAD: Final = 7  # offset of the payload in a frame's bytes
+BAD_HEADER: Final = "amqp091.bad-content-header"
+BAD_TABLE: Final = "amqp091.bad-field-table"
+MISMATCH: Final = "amqp091.body-size-mismatch"
+UNEXPECTED: Final = "amqp091.unexpected-content"
+INCOMPLETE: Final = "amqp091.incomplete-message"
+NOT_KEPT: Final = "amqp091.body-not-kept"
 #: bodies up to this size are kept whole for `message`; a larger one is counted, not kept
 MAX_BODY = 64 * 1024 * 1024
 
@@ -68,7 +68,7 @@ class ClassProperties:
 
 
 #: flag sets remembered per class before the cache starts over (damage could make any number)
-MAX_PLANS = 1024
+MAX_PLANS: Final = 1024
 
 
 def compile_properties(properties: dict[int, tuple[tuple[str, str], ...]]) -> dict[int, Any]:
@@ -159,10 +159,22 @@ def render_body(body: bytes, properties: dict[str, Any]) -> dict[str, Any]:
 class _Message:
     """A message being assembled on one channel."""
 
-    __slots__ = ("arguments", "body_size", "got", "method", "parts", "properties", "redact")
+    __slots__ = (
+        "arguments",
+        "body_size",
+        "got",
+        "method",
+        "parts",
+        "properties",
+        "redact",
+        "render",
+    )
 
-    def __init__(self, method: str, arguments: dict[str, Any], redact: bool = False) -> None:
+    def __init__(
+        self, method: str, arguments: dict[str, Any], redact: bool = False, render: bool = True
+    ) -> None:
         self.redact = redact  # count the body, never keep it
+        self.render = render  # False: the body stays bytes ("raw"), for a tracker, not for output
         self.method = method
         self.arguments = arguments
         self.properties: dict[str, Any] | None = None  # None until the content header
@@ -176,6 +188,8 @@ class _Message:
             body: dict[str, Any] = {"size": self.got, "redacted": True}
         elif self.got > MAX_BODY:
             body = {"size": self.got, "truncated": True}
+        elif not self.render:  # `summary`: rendered only if a journey needs it (message_key)
+            body = {"raw": b"".join(self.parts)}
         else:
             body = render_body(b"".join(self.parts), props)
         return {
@@ -193,13 +207,15 @@ class _Message:
 
 
 class Assembler:
-    """The messages of one direction, one at most per channel."""
+    """The messages of one direction, one at most per channel. With `render` False (`summary`:
+    no message is output) a message's body is left as bytes, `{"raw": ...}`."""
 
-    __slots__ = ("open", "redact")
+    __slots__ = ("open", "redact", "render")
 
-    def __init__(self, redact: bool = False) -> None:
+    def __init__(self, redact: bool = False, render: bool = True) -> None:
         self.open: dict[int, _Message] = {}
         self.redact = redact  # message bodies are counted, never kept
+        self.render = render
 
     def method(self, frame: Frame, name: str, fields: dict[str, Any], content: bool) -> None:
         """A method on `frame.channel`: it ends any message still open there; a content method
@@ -209,7 +225,7 @@ class Assembler:
         if pending is not None:
             frame.findings.append(_interrupted(pending, channel, name))
         if content:
-            self.open[channel] = _Message(name, fields, self.redact)
+            self.open[channel] = _Message(name, fields, self.redact, self.render)
 
     def header(self, frame: Frame, properties: dict[str, Any], body_size: int) -> None:
         channel = frame.channel or 0

@@ -10,7 +10,7 @@ named from, and every method whose ids or arguments differ from 0-9-1's is flagg
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, Final
 
 from amqpscope.codec import frames as k
 from amqpscope.codec.amqp091 import spec, spec08
@@ -21,9 +21,9 @@ from amqpscope.codec.amqp091.frames import CLASS_METHOD, HEADER_SIZE, methods_fo
 from amqpscope.codec.frames import Frame
 from amqpscope.findings import Finding, finding
 
-REDACTED = "<redacted>"
-ARGS_AT = HEADER_SIZE + CLASS_METHOD.size  # offset of a method's first argument in the frame
-DIFFERENCE = "amqp091.version-difference"
+REDACTED: Final = "<redacted>"
+ARGS_AT: Final = HEADER_SIZE + CLASS_METHOD.size  # offset of a method's first argument in the frame
+DIFFERENCE: Final = "amqp091.version-difference"
 
 
 class Tables:
@@ -57,7 +57,7 @@ def differences(methods: dict, reference: dict) -> dict[tuple[int, int], str]:
     return out
 
 
-TABLES_091 = Tables(spec.METHODS, spec.PROPERTIES, spec.REPLY_CODES)
+TABLES_091: Final = Tables(spec.METHODS, spec.PROPERTIES, spec.REPLY_CODES)
 
 
 @functools.cache
@@ -77,12 +77,17 @@ class Decoder:
     __slots__ = ("assembler", "mechanism", "show_secrets", "tables", "version")
 
     def __init__(
-        self, version: str = "0-9-1", show_secrets: bool = False, redact_bodies: bool = False
+        self,
+        version: str = "0-9-1",
+        show_secrets: bool = False,
+        redact_bodies: bool = False,
+        messages: bool = True,
     ) -> None:
         self.version = version  # "0-9-1", or "0-9" / "0-8" (decoded where they agree)
         self.show_secrets = show_secrets
         self.tables = tables_for(version)
-        self.assembler = Assembler(redact_bodies)
+        # messages False (`summary`): bodies are not rendered, only kept for message journeys
+        self.assembler = Assembler(redact_bodies, messages)
         self.mechanism = ""  # the SASL mechanism of this direction's start-ok
 
     def decode(self, frame: Frame) -> None:
@@ -187,13 +192,13 @@ class Decoder:
 
 
 #: method name -> what the decoder adds to (or hides in) its fields
-SPECIAL = {
+SPECIAL: Final = {
     "connection.start-ok": Decoder._start_ok,
     "connection.secure-ok": Decoder._secret,
     "connection.update-secret": Decoder._secret,
 }
 #: mechanisms whose response carries no secret
-NO_SECRET = frozenset({"EXTERNAL", "ANONYMOUS"})
+NO_SECRET: Final = frozenset({"EXTERNAL", "ANONYMOUS"})
 
 
 def _credentials(mechanism: str, raw: bytes, show: bool) -> tuple[Any, Any]:

@@ -16,17 +16,19 @@ import math
 import struct
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, Final
 
 #: deepest nesting of tables and arrays believed (RabbitMQ sets none; real peers use 2 or 3)
-MAX_DEPTH = 32
+MAX_DEPTH: Final = 32
 
-U8 = struct.Struct(">B")
-U32 = struct.Struct(">I")
-U64 = struct.Struct(">Q")
-DECIMAL = struct.Struct(">Bi")  # scale octet, then a signed 32-bit value (as the spec's prose)
+U8: Final = struct.Struct(">B")
+U32: Final = struct.Struct(">I")
+U64: Final = struct.Struct(">Q")
+DECIMAL: Final = struct.Struct(
+    ">Bi"
+)  # scale octet, then a signed 32-bit value (as the spec's prose)
 
-_NO_PARTIAL = object()
+_NO_PARTIAL: Final = object()
 
 
 class Malformed(Exception):
@@ -69,7 +71,7 @@ def floating(value: float) -> float | str:
 
 
 #: fixed-width tags: tag byte -> (struct, conversion or None)
-_FIXED: dict[int, tuple[struct.Struct, Any]] = {
+_FIXED: Final[dict[int, tuple[struct.Struct, Any]]] = {
     ord("t"): (U8, bool),
     ord("b"): (struct.Struct(">b"), None),
     ord("B"): (U8, None),
@@ -84,7 +86,7 @@ _FIXED: dict[int, tuple[struct.Struct, Any]] = {
     ord("T"): (U64, timestamp),
 }
 _S, _X, _A, _F, _V, _D = (ord(c) for c in "SxAFVD")
-TAGS = "".join(sorted(chr(t) for t in (*_FIXED, _S, _X, _A, _F, _V, _D)))
+TAGS: Final = "".join(sorted(chr(t) for t in (*_FIXED, _S, _X, _A, _F, _V, _D)))
 
 
 def read_table(buf: bytes, pos: int, limit: int, depth: int = 0) -> tuple[dict[str, Any], int]:

@@ -6,30 +6,35 @@
 from __future__ import annotations
 
 import struct
+from typing import Final
 
 from amqpscope.codec import frames as k
 from amqpscope.codec.amqp091 import spec, spec08
 from amqpscope.findings import Finding, finding
 
-FRAME_HEADER = struct.Struct(">BHI")
-CLASS_METHOD = struct.Struct(">HH")
-HEADER_SIZE = FRAME_HEADER.size
-FRAME_END = spec.CONSTANTS["FRAME-END"]
-TYPE_METHOD = spec.CONSTANTS["FRAME-METHOD"]
-TYPE_HEADER = spec.CONSTANTS["FRAME-HEADER"]
-TYPE_BODY = spec.CONSTANTS["FRAME-BODY"]
-TYPE_HEARTBEAT = spec.CONSTANTS["FRAME-HEARTBEAT"]
-KINDS = {
+FRAME_HEADER: Final = struct.Struct(">BHI")
+CLASS_METHOD: Final = struct.Struct(">HH")
+HEADER_SIZE: Final = FRAME_HEADER.size
+FRAME_END: Final = spec.CONSTANTS["FRAME-END"]
+TYPE_METHOD: Final = spec.CONSTANTS["FRAME-METHOD"]
+TYPE_HEADER: Final = spec.CONSTANTS["FRAME-HEADER"]
+TYPE_BODY: Final = spec.CONSTANTS["FRAME-BODY"]
+TYPE_HEARTBEAT: Final = spec.CONSTANTS["FRAME-HEARTBEAT"]
+KINDS: Final = {
     TYPE_METHOD: k.METHOD,
     TYPE_HEADER: k.CONTENT_HEADER,
     TYPE_BODY: k.CONTENT_BODY,
     TYPE_HEARTBEAT: k.HEARTBEAT,
 }
+#: the method tables, bound here as Final: compiled, a Final name is read directly, any other
+#: module-level name (or another module's attribute) by a dictionary lookup per use
+METHODS_091: Final = spec.METHODS
+METHODS_08: Final = spec08.METHODS
 #: largest frame believed while hunting for a boundary (RabbitMQ's default frame_max is 128 KiB;
 #: peers may negotiate more, which is fine once framing is locked)
-HUNT_MAX_FRAME = 4 * 1024 * 1024
+HUNT_MAX_FRAME: Final = 4 * 1024 * 1024
 #: largest frame believed at all: above this the size field is damage, not data
-MAX_FRAME = 1 << 31
+MAX_FRAME: Final = 1 << 31
 
 
 #: 0-9 is named with the 0-9-1 table, as RabbitMQ frames it ("we can safely treat [0-9] as
@@ -84,7 +89,7 @@ def make_frame(data: bytes, version: str) -> k.Frame:
     if data[-1] == FRAME_END:  # the common case, first and without a findings list
         if ftype == TYPE_METHOD:
             if size >= 4:
-                methods = spec08.METHODS if version == "0-8" else spec.METHODS  # methods_for
+                methods = METHODS_08 if version == "0-8" else METHODS_091  # methods_for
                 method = methods.get(CLASS_METHOD.unpack_from(data, HEADER_SIZE))
                 if method is not None:
                     return k.Frame(version, k.METHOD, method.name, channel, data)

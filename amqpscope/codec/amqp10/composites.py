@@ -18,7 +18,7 @@ Everything here is compiled once, at import, from `spec.COMPOSITES` and `spec.RE
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from amqpscope.codec.amqp10 import jsonmap, spec
 from amqpscope.codec.amqp10.types import (
@@ -32,16 +32,16 @@ from amqpscope.codec.amqp10.types import (
     read_descriptor,
 )
 
-_MISSING = object()
+_MISSING: Final = object()
 #: list constructor -> width of its size and count fields (0 for list0)
-_LIST_WIDTHS = {c: e.width for c, e in spec.ENCODINGS.items() if e.type == "list"}
+_LIST_WIDTHS: Final = {c: e.width for c, e in spec.ENCODINGS.items() if e.type == "list"}
 #: primitive type name -> the constructors that encode it
-CONSTRUCTORS: dict[str, frozenset[int]] = {
+CONSTRUCTORS: Final[dict[str, frozenset[int]]] = {
     t: frozenset(c for c, e in spec.ENCODINGS.items() if e.type == t)
     for t in {e.type for e in spec.ENCODINGS.values()}
 }
 #: composite name -> composite
-BY_NAME = {c.name: c for c in spec.COMPOSITES.values()}
+BY_NAME: Final = {c.name: c for c in spec.COMPOSITES.values()}
 #: descriptor symbol -> numeric code, for composites and described restricted types
 SYMBOL_CODES: dict[str, int] = {c.symbol: code for code, c in spec.COMPOSITES.items()}
 SYMBOL_CODES |= {r.symbol: r.code for r in spec.RESTRICTED.values() if r.symbol and r.code}
@@ -171,20 +171,20 @@ def compile_composite(code: int, composite: spec.Composite) -> CompositeSpec:
     )
 
 
-SPECS: dict[int, CompositeSpec] = {
+SPECS: Final[dict[int, CompositeSpec]] = {
     code: compile_composite(code, c) for code, c in spec.COMPOSITES.items()
 }
 
 #: the Python type the decoder gives a scalar primitive (bool is kept apart from int: AMQP's
 #: boolean is no number, though Python's is)
-_PYTHON_TYPES: dict[str, type] = {
+_PYTHON_TYPES: Final[dict[str, type]] = {
     **dict.fromkeys(("ubyte", "ushort", "uint", "ulong", "byte", "short", "int", "long"), int),
     **dict.fromkeys(("string", "symbol"), str),
     "boolean": bool,
 }
 
 #: composite name -> {field: Python type} for its single-valued scalar fields without choices
-SCALARS: dict[str, dict[str, type]] = {
+SCALARS: Final[dict[str, dict[str, type]]] = {
     c.name: {
         f.name: _PYTHON_TYPES[primitive(f.type)]
         for f in c.fields
@@ -238,7 +238,7 @@ def _field_value(
 
 
 #: constructors that start a value (the rest are damage, which the readers report)
-_VALID = frozenset(spec.ENCODINGS) | {DESCRIBED}
+_VALID: Final = frozenset(spec.ENCODINGS) | {DESCRIBED}
 
 
 def _ctor_name(ctor: int) -> str:

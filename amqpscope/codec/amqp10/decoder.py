@@ -19,7 +19,7 @@ It never raises: damage becomes findings on the frame.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from amqpscope.codec.amqp10 import composites
 from amqpscope.codec.amqp10.jsonmap import REDACTED
@@ -29,9 +29,9 @@ from amqpscope.codec.frames import PERFORMATIVE, SASL, Frame
 from amqpscope.findings import Finding, finding
 
 #: payload bytes a delivery in progress may hold; beyond it the message is counted, not kept
-MAX_DELIVERY = 64 * 1024 * 1024
+MAX_DELIVERY: Final = 64 * 1024 * 1024
 #: SASL mechanisms whose initial response carries no secret (trace text, an authorization id)
-OPEN_MECHANISMS = frozenset(("ANONYMOUS", "EXTERNAL"))
+OPEN_MECHANISMS: Final = frozenset(("ANONYMOUS", "EXTERNAL"))
 
 
 class _Delivery:
@@ -290,7 +290,7 @@ def _trailing(buf: memoryview, pos: int, name: str, notes: list[Finding]) -> Non
         )
 
 
-_AFTER = {
+_AFTER: Final = {
     "transfer": Decoder._transfer,
     "attach": Decoder._attach,
     "detach": Decoder._detach,

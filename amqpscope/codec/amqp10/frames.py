@@ -7,30 +7,31 @@ performative or SASL frame. An empty body is a heartbeat. Names come from the sp
 from __future__ import annotations
 
 import struct
+from typing import Final
 
 from amqpscope.codec import frames as k
 from amqpscope.codec.amqp10 import spec
 from amqpscope.findings import Finding, finding
 
-FRAME_HEADER = struct.Struct(">IBBH")
-HEADER_SIZE = FRAME_HEADER.size
-TYPE_AMQP = 0x00
-TYPE_SASL = 0x01
+FRAME_HEADER: Final = struct.Struct(">IBBH")
+HEADER_SIZE: Final = FRAME_HEADER.size
+TYPE_AMQP: Final = 0x00
+TYPE_SASL: Final = 0x01
 #: what a body of each frame type must be: the `provides` of its composite
-PROVIDES = {TYPE_AMQP: "frame", TYPE_SASL: "sasl-frame"}
+PROVIDES: Final = {TYPE_AMQP: "frame", TYPE_SASL: "sasl-frame"}
 #: descriptor code -> name, for bodies of each frame type
-BODIES: dict[int, dict[int, str]] = {
+BODIES: Final[dict[int, dict[int, str]]] = {
     ftype: {code: c.name for code, c in spec.COMPOSITES.items() if provides in c.provides}
     for ftype, provides in PROVIDES.items()
 }
-BODY_SYMBOLS: dict[int, dict[bytes, int]] = {
+BODY_SYMBOLS: Final[dict[int, dict[bytes, int]]] = {
     ftype: {spec.COMPOSITES[code].symbol.encode(): code for code in codes}
     for ftype, codes in BODIES.items()
 }
-ULONG = struct.Struct(">Q")
-UINT = struct.Struct(">I")
-HUNT_MAX_FRAME = 4 * 1024 * 1024
-MIN_MAX_FRAME_SIZE = 512  # the spec's floor for max-frame-size
+ULONG: Final = struct.Struct(">Q")
+UINT: Final = struct.Struct(">I")
+HUNT_MAX_FRAME: Final = 4 * 1024 * 1024
+MIN_MAX_FRAME_SIZE: Final = 512  # the spec's floor for max-frame-size
 
 
 def descriptor_at(buf: bytes | bytearray | memoryview, off: int, end: int) -> int | bytes | None:

@@ -11,12 +11,12 @@ import json
 import math
 import struct
 from decimal import Decimal
-from typing import Any
+from typing import Any, Final
 
 #: what a secret (a password, a token) reads as unless --show-secrets is given
-REDACTED = "<redacted>"
+REDACTED: Final = "<redacted>"
 
-_F32 = struct.Struct(">f")
+_F32: Final = struct.Struct(">f")
 
 
 def timestamp(ms: int) -> str:
@@ -70,7 +70,7 @@ def float32(raw: bytes | memoryview, value: float) -> float | str:
 
 #: IEEE 754-2008 decimal formats in the Binary Integer Decimal encoding (AMQP 1.0, 1.6.16-18):
 #: total bits -> (exponent continuation bits w, trailing coefficient bits t, bias, precision)
-_BID = {32: (6, 20, 101, 7), 64: (8, 50, 398, 16), 128: (12, 110, 6176, 34)}
+_BID: Final = {32: (6, 20, 101, 7), 64: (8, 50, 398, 16), 128: (12, 110, 6176, 34)}
 
 
 def decimal(bits: int, width: int) -> str:

@@ -17,7 +17,7 @@ discharge, are protocol, not payload, and stay).
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from amqpscope.codec.amqp10 import composites, jsonmap, spec
 from amqpscope.codec.amqp10.jsonmap import REDACTED
@@ -34,16 +34,16 @@ from amqpscope.codec.amqp10.types import (
 from amqpscope.codec.body import as_text
 from amqpscope.findings import Finding
 
-BODY_SECTIONS = ("data", "amqp-sequence", "amqp-value")
+BODY_SECTIONS: Final = ("data", "amqp-sequence", "amqp-value")
 #: sections that may appear more than once in a row
-REPEATABLE = frozenset(("data", "amqp-sequence"))
+REPEATABLE: Final = frozenset(("data", "amqp-sequence"))
 #: section name -> rank in a message; the body kinds share one rank
-_RANK: dict[str, int] = {}
+_RANK: Final[dict[str, int]] = {}
 for _name in spec.SECTIONS:
     _shared = _name in BODY_SECTIONS and BODY_SECTIONS[0] in _RANK
     _RANK[_name] = _RANK[BODY_SECTIONS[0]] if _shared else len(set(_RANK.values()))
 #: section descriptor (numeric code and symbol) -> section name
-SECTION_BY_DESCRIPTOR: dict[Any, str] = {}
+SECTION_BY_DESCRIPTOR: Final[dict[Any, str]] = {}
 for _code, _c in spec.COMPOSITES.items():
     if "section" in _c.provides:
         SECTION_BY_DESCRIPTOR[_code] = SECTION_BY_DESCRIPTOR[_c.symbol] = _c.name
@@ -51,14 +51,14 @@ for _r in spec.RESTRICTED.values():
     if "section" in _r.provides and _r.code is not None:
         SECTION_BY_DESCRIPTOR[_r.code] = SECTION_BY_DESCRIPTOR[_r.symbol] = _r.name
 #: sections that are composites (decoded as named fields)
-_COMPOSITE_SECTIONS = {
+_COMPOSITE_SECTIONS: Final = {
     c.name: composites.SPECS[code] for code, c in spec.COMPOSITES.items() if "section" in c.provides
 }
-_BINARY_WIDTH = {c: spec.ENCODINGS[c].width for c in BINARIES}
+_BINARY_WIDTH: Final = {c: spec.ENCODINGS[c].width for c in BINARIES}
 
 #: annotation key -> (system, the name that system's API gives it). Not in the OASIS spec: from
 #: the Azure Service Bus AMQP guide and RabbitMQ's AMQP 1.0 plugin.
-ANNOTATIONS: dict[str, tuple[str, str]] = {
+ANNOTATIONS: Final[dict[str, tuple[str, str]]] = {
     "x-opt-scheduled-enqueue-time": ("Azure Service Bus", "ScheduledEnqueueTime"),
     "x-opt-partition-key": ("Azure Service Bus", "PartitionKey"),
     "x-opt-via-partition-key": ("Azure Service Bus", "TransactionPartitionKey"),
@@ -71,7 +71,7 @@ ANNOTATIONS: dict[str, tuple[str, str]] = {
     "x-routing-key": ("RabbitMQ", "routing-key"),
 }
 #: request/reply nodes, by the last segment of an address
-NODES = ("$cbs", "$management")
+NODES: Final = ("$cbs", "$management")
 
 
 class Link(NamedTuple):

@@ -18,25 +18,27 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from amqpscope.codec.amqp10 import jsonmap, spec
 from amqpscope.findings import Finding, finding
 
-MAX_DEPTH = 64
+MAX_DEPTH: Final = 64
 #: elements of a zero-width type (null, true, uint0, list0...) the arrays of one decoding pass
 #: (a frame body, a message) may claim to hold, all arrays together
-MAX_ZERO_WIDTH_ELEMENTS = 4096
-DESCRIBED = 0x00
-NULL = 0x40
+MAX_ZERO_WIDTH_ELEMENTS: Final = 4096
+DESCRIBED: Final = 0x00
+NULL: Final = 0x40
 #: the constructor of a one-byte ulong, how descriptor codes are usually sent
-SMALL_ULONG = next(c for c, e in spec.ENCODINGS.items() if e.type == "ulong" and e.width == 1)
+SMALL_ULONG: Final = next(
+    c for c, e in spec.ENCODINGS.items() if e.type == "ulong" and e.width == 1
+)
 #: constructors of each category, from the table
-ARRAYS = frozenset(c for c, e in spec.ENCODINGS.items() if e.category == "array")
-LISTS = frozenset(c for c, e in spec.ENCODINGS.items() if e.type == "list")
-MAPS = frozenset(c for c, e in spec.ENCODINGS.items() if e.type == "map")
-BINARIES = frozenset(c for c, e in spec.ENCODINGS.items() if e.type == "binary")
-SYMBOLS = frozenset(c for c, e in spec.ENCODINGS.items() if e.type == "symbol")
+ARRAYS: Final = frozenset(c for c, e in spec.ENCODINGS.items() if e.category == "array")
+LISTS: Final = frozenset(c for c, e in spec.ENCODINGS.items() if e.type == "list")
+MAPS: Final = frozenset(c for c, e in spec.ENCODINGS.items() if e.type == "map")
+BINARIES: Final = frozenset(c for c, e in spec.ENCODINGS.items() if e.type == "binary")
+SYMBOLS: Final = frozenset(c for c, e in spec.ENCODINGS.items() if e.type == "symbol")
 
 
 class Malformed(Exception):
@@ -76,15 +78,15 @@ Reader = Callable[[Context, int, int, int], tuple[Any, int]]
 #: position past that constructor, end, depth) -> (value, next position)
 Handler = Callable[[Context, Any, int, int, int, int], tuple[Any, int]]
 #: descriptor (numeric code and symbol) -> handler; filled by composites.py
-HANDLERS: dict[Any, Handler] = {}
-READERS: list[Reader] = []
+HANDLERS: Final[dict[Any, Handler]] = {}
+READERS: Final[list[Reader]] = []
 
 
 # -- fixed width -------------------------------------------------------------------------------
 _INT_FORMATS = {(False, 1): "B", (False, 2): "H", (False, 4): "I", (False, 8): "Q"}
 _INT_FORMATS |= {(True, 1): "b", (True, 2): "h", (True, 4): "i", (True, 8): "q"}
-_SIGNED = frozenset(("byte", "short", "int", "long"))
-_UNSIGNED = frozenset(("ubyte", "ushort", "uint", "ulong"))
+_SIGNED: Final = frozenset(("byte", "short", "int", "long"))
+_UNSIGNED: Final = frozenset(("ubyte", "ushort", "uint", "ulong"))
 
 
 def _short(name: str, need: int, off: int, end: int) -> Malformed:
@@ -433,7 +435,7 @@ def _invalid(ctor: int) -> Reader:
     return read
 
 
-_BUILDERS: dict[str, Callable[[spec.Encoding], Reader]] = {
+_BUILDERS: Final[dict[str, Callable[[spec.Encoding], Reader]]] = {
     "fixed": _fixed,
     "variable": _variable,
     "array": _array,

@@ -7,11 +7,25 @@ port; after the AMQP 1.0 header `AMQP 2 1 0 0` the codec pushes this layer by na
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from amqpscope.codec import layers
 from amqpscope.codec.tls.keylog import KeyLog
-from amqpscope.codec.tls.layer import TlsLayer
+
+if TYPE_CHECKING:
+    from amqpscope.codec.tls.layer import TlsLayer
 
 __all__ = ["KeyLog", "TlsLayer", "match"]
+
+
+def __getattr__(name: str) -> Any:
+    """`TlsLayer` (and the cryptography it needs) is imported when first asked for: a capture
+    without TLS never loads it."""
+    if name == "TlsLayer":
+        from amqpscope.codec.tls.layer import TlsLayer
+
+        return TlsLayer
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def match(direction: str, head: bytes) -> str:
@@ -24,4 +38,10 @@ def match(direction: str, head: bytes) -> str:
     return layers.NO
 
 
-layers.register(layers.Detector("tls", match, lambda context: TlsLayer(context.keylog)))
+def _make(context: layers.LayerContext) -> TlsLayer:
+    from amqpscope.codec.tls.layer import TlsLayer
+
+    return TlsLayer(context.keylog)
+
+
+layers.register(layers.Detector("tls", match, _make))

@@ -12,7 +12,7 @@ publishes, in-flight gets and consumes) plus fixed caps on what the summary list
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
+from typing import Any, Final
 
 from amqpscope.codec.frames import Frame
 from amqpscope.findings import Finding, finding
@@ -20,21 +20,21 @@ from amqpscope.track.amqp091 import rules
 from amqpscope.track.amqp091.deliveries import Outstanding
 from amqpscope.track.stats import Latency, Level, Rate
 
-C2S = rules.C2S
-S2C = rules.S2C
+C2S: Final = rules.C2S
+S2C: Final = rules.S2C
 #: consumers listed per epoch (active ones are always tracked; cancelled ones beyond are counted)
-MAX_CONSUMERS = 256
+MAX_CONSUMERS: Final = 256
 #: returns listed per epoch with their details
-MAX_RETURNS = 32
+MAX_RETURNS: Final = 32
 #: transactions listed per epoch
-MAX_TRANSACTIONS = 64
+MAX_TRANSACTIONS: Final = 64
 #: recent mandatory publishes remembered to link a basic.return to its publish
-MAX_MANDATORY = 1024
+MAX_MANDATORY: Final = 1024
 #: in-flight requests remembered (gets, consumes, transaction ends): more means a broken trace
-MAX_IN_FLIGHT = 4096
+MAX_IN_FLIGHT: Final = 4096
 
 #: the counts an epoch adds to its connection's totals
-COUNTS = (
+COUNTS: Final = (
     "publishes",
     "deliveries",
     "acks",
@@ -663,7 +663,7 @@ def _tx_group() -> dict[str, Any]:
 
 # -- what each method does to an active channel --------------------------------------------------
 #: (direction, method name) -> handler(epoch, frame, findings)
-METHODS = {
+METHODS: Final = {
     (C2S, "basic.publish"): ChannelEpoch.publish,
     (S2C, "basic.ack"): ChannelEpoch.broker_settles,
     (S2C, "basic.nack"): ChannelEpoch.broker_settles,

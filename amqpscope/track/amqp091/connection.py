@@ -11,7 +11,7 @@ heartbeat interval. Channel numbers reused after close-ok start a new epoch (a n
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from amqpscope.codec.frames import CONTENT_HEADER, HEARTBEAT, METHOD, PROTOCOL_HEADER, Frame
 from amqpscope.findings import Finding, finding
@@ -19,16 +19,16 @@ from amqpscope.track.amqp091 import rules
 from amqpscope.track.amqp091.channel import COUNTS, METHODS, ChannelEpoch, close_info
 from amqpscope.track.transport import transport_summary, transport_text
 
-C2S = rules.C2S
-S2C = rules.S2C
+C2S: Final = rules.C2S
+S2C: Final = rules.S2C
 #: channel epochs listed per connection; later ones are tracked while open, then only counted
-MAX_EPOCHS = 4096
+MAX_EPOCHS: Final = 4096
 #: blocked periods and heartbeat findings listed per connection
-MAX_PERIODS = 64
-MAX_HEARTBEAT_FINDINGS = 8
+MAX_PERIODS: Final = 64
+MAX_HEARTBEAT_FINDINGS: Final = 8
 #: the product fields shown from connection.start / start-ok properties
-PRODUCT_KEYS = ("product", "version", "platform", "cluster_name", "connection_name")
-TUNE_KEYS = ("channel-max", "frame-max", "heartbeat")
+PRODUCT_KEYS: Final = ("product", "version", "platform", "cluster_name", "connection_name")
+TUNE_KEYS: Final = ("channel-max", "frame-max", "heartbeat")
 
 
 def _product(properties: Any) -> dict[str, Any] | None:
@@ -428,7 +428,7 @@ class ConnectionTracker:
 
 
 #: channel-0 method -> what it records (its state change is `rules.CONNECTION_TRANSITIONS`)
-CONNECTION_METHODS = {
+CONNECTION_METHODS: Final = {
     "connection.start": ConnectionTracker._start,
     "connection.start-ok": ConnectionTracker._start_ok,
     "connection.tune": ConnectionTracker._tune,

@@ -13,7 +13,7 @@ were given (they only grow on a channel), so `multiple` walks from the oldest wi
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any
+from typing import Any, Final
 
 
 class Outstanding:
@@ -66,4 +66,4 @@ class Outstanding:
         return out
 
 
-_MISSING = object()
+_MISSING: Final = object()

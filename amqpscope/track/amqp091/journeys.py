@@ -30,8 +30,9 @@ published).
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
+from typing import Any, Final
 
+from amqpscope.codec.body import as_text
 from amqpscope.codec.frames import METHOD, Frame
 from amqpscope.track.amqp091.rules import name
 from amqpscope.track.stats import Latency
@@ -39,15 +40,15 @@ from amqpscope.track.stats import Latency
 #: publishes remembered for journey matching
 MAX_PUBLISHES = 200_000
 #: queues with journey statistics (more are counted under "(other)")
-MAX_QUEUES = 1024
+MAX_QUEUES: Final = 1024
 #: RPC pairs listed (all are counted); requests awaiting a reply
-MAX_RPC = 1000
-MAX_REQUESTS = 10_000
+MAX_RPC: Final = 1000
+MAX_REQUESTS: Final = 10_000
 #: consumer tags and channels remembered for the queue a delivery came from
-MAX_ROUTES = 100_000
-DIRECT_REPLY = "amq.rabbitmq.reply-to"
-OTHER = "(other)"
-UNKNOWN = "(unknown)"
+MAX_ROUTES: Final = 100_000
+DIRECT_REPLY: Final = "amq.rabbitmq.reply-to"
+OTHER: Final = "(other)"
+UNKNOWN: Final = "(unknown)"
 
 
 def message_key(message: dict[str, Any]) -> tuple:
@@ -63,9 +64,16 @@ def message_key(message: dict[str, Any]) -> tuple:
             name(arguments.get("routing-key")),
         )
     body = message.get("body") or {}
-    content = body.get("text")
-    if content is None:
-        content = body.get("hex")
+    raw = body.get("raw")
+    content: Any
+    if raw is not None:  # `summary`: the body as bytes, rendered here only when needed
+        content = as_text(raw, properties.get("content-type"), properties.get("content-encoding"))
+        if content is None:  # binary: the bytes, in a tuple (never equal to a text, as hex)
+            content = (raw,)
+    else:
+        content = body.get("text")
+        if content is None:
+            content = body.get("hex")
     # the body's digest: Python's string hash (computed once per string, 64 bits); both sides
     # render the body the same way, as their properties (content-type) are the same
     return (
@@ -399,7 +407,7 @@ def _hashable(value: Any) -> Any:
 
 
 #: method -> what it says about where deliveries come from
-ROUTES = {
+ROUTES: Final = {
     "basic.consume": Correlator._consume,
     "basic.consume-ok": Correlator._consume_ok,
     "basic.get": Correlator._get,

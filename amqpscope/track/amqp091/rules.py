@@ -35,25 +35,27 @@ tx) are in `MODES`.
 
 from __future__ import annotations
 
-C2S = "c2s"
-S2C = "s2c"
+from typing import Final
+
+C2S: Final = "c2s"
+S2C: Final = "s2c"
 
 # -- connection states -----------------------------------------------------------------------------
-AWAIT_HEADER = "awaiting-header"
-AWAIT_START = "awaiting-start"
-STARTING = "starting"
-AUTHENTICATING = "authenticating"
-SECURING = "securing"
-TUNING = "tuning"
-TUNED = "tuned"
-OPENING = "opening"
-OPEN = "open"
-CLOSING = "closing"
-CLOSED = "closed"
-REFUSED = "refused"
+AWAIT_HEADER: Final = "awaiting-header"
+AWAIT_START: Final = "awaiting-start"
+STARTING: Final = "starting"
+AUTHENTICATING: Final = "authenticating"
+SECURING: Final = "securing"
+TUNING: Final = "tuning"
+TUNED: Final = "tuned"
+OPENING: Final = "opening"
+OPEN: Final = "open"
+CLOSING: Final = "closing"
+CLOSED: Final = "closed"
+REFUSED: Final = "refused"
 
 #: state -> {(direction, frame name): next state}
-CONNECTION_TRANSITIONS: dict[str, dict[tuple[str, str], str]] = {
+CONNECTION_TRANSITIONS: Final[dict[str, dict[tuple[str, str], str]]] = {
     AWAIT_HEADER: {(C2S, "protocol-header"): AWAIT_START, (S2C, "protocol-header"): REFUSED},
     AWAIT_START: {(S2C, "connection.start"): STARTING, (S2C, "protocol-header"): REFUSED},
     STARTING: {(C2S, "connection.start-ok"): AUTHENTICATING},
@@ -68,12 +70,12 @@ CONNECTION_TRANSITIONS: dict[str, dict[tuple[str, str], str]] = {
     REFUSED: {},
 }
 #: events that move any state but CLOSED (a close may cut the handshake short: refused login)
-CONNECTION_ANY_STATE: dict[tuple[str, str], str] = {
+CONNECTION_ANY_STATE: Final[dict[tuple[str, str], str]] = {
     (C2S, "connection.close"): CLOSING,
     (S2C, "connection.close"): CLOSING,
 }
 #: channel-0 events that leave the state as it is, and the states that allow them
-CONNECTION_STAYS: dict[tuple[str, str], frozenset[str]] = {
+CONNECTION_STAYS: Final[dict[tuple[str, str], frozenset[str]]] = {
     (S2C, "connection.blocked"): frozenset((OPEN, OPENING, TUNED)),
     (S2C, "connection.unblocked"): frozenset((OPEN, OPENING, TUNED)),
     (S2C, "connection.update-secret"): frozenset((OPEN,)),
@@ -84,19 +86,19 @@ CONNECTION_STAYS: dict[tuple[str, str], frozenset[str]] = {
     (S2C, "connection.close"): frozenset((CLOSING,)),
 }
 #: states in which a heartbeat or channel traffic is expected (tune-ok fixed the heartbeat)
-CONNECTION_LIVE = frozenset((TUNED, OPENING, OPEN, CLOSING))
+CONNECTION_LIVE: Final = frozenset((TUNED, OPENING, OPEN, CLOSING))
 #: states before the login succeeded: a close here is a refused login (or a refused handshake)
-CONNECTION_LOGIN = frozenset((STARTING, AUTHENTICATING, SECURING))
+CONNECTION_LOGIN: Final = frozenset((STARTING, AUTHENTICATING, SECURING))
 
 # -- channel states ----------------------------------------------------------------------------
-CH_CLOSED = "closed"
-CH_OPENING = "opening"
-CH_OPEN = "open"
-CH_CLOSING_BY_CLIENT = "closing-by-client"
-CH_CLOSING_BY_SERVER = "closing-by-server"
+CH_CLOSED: Final = "closed"
+CH_OPENING: Final = "opening"
+CH_OPEN: Final = "open"
+CH_CLOSING_BY_CLIENT: Final = "closing-by-client"
+CH_CLOSING_BY_SERVER: Final = "closing-by-server"
 
 #: state -> {(direction, frame name): next state}
-CHANNEL_TRANSITIONS: dict[str, dict[tuple[str, str], str]] = {
+CHANNEL_TRANSITIONS: Final[dict[str, dict[tuple[str, str], str]]] = {
     CH_CLOSED: {(C2S, "channel.open"): CH_OPENING},
     CH_OPENING: {
         (S2C, "channel.open-ok"): CH_OPEN,
@@ -120,25 +122,25 @@ CHANNEL_TRANSITIONS: dict[str, dict[tuple[str, str], str]] = {
 }
 #: the states in which a channel's methods and content are applied (OPENING: a client may send
 #: before open-ok arrives; the broker processes frames in order)
-CHANNEL_ACTIVE = frozenset((CH_OPENING, CH_OPEN))
+CHANNEL_ACTIVE: Final = frozenset((CH_OPENING, CH_OPEN))
 #: closing states, and the direction whose frames the closing side discards
-CHANNEL_DISCARDS = {CH_CLOSING_BY_CLIENT: S2C, CH_CLOSING_BY_SERVER: C2S}
+CHANNEL_DISCARDS: Final = {CH_CLOSING_BY_CLIENT: S2C, CH_CLOSING_BY_SERVER: C2S}
 
 # -- channel modes: entered once, never left (section 1.8 tx, RabbitMQ's confirm extension) -----
-CONFIRM = "confirm"
-TX = "tx"
+CONFIRM: Final = "confirm"
+TX: Final = "tx"
 #: (direction, method) -> the mode it puts the channel in. The mode starts with the request: the
 #: broker numbers publishes from the first one after confirm.select, whatever its -ok's timing.
-MODES: dict[tuple[str, str], str] = {
+MODES: Final[dict[tuple[str, str], str]] = {
     (C2S, "confirm.select"): CONFIRM,
     (C2S, "tx.select"): TX,
 }
 
 # -- reply codes (section 1.2 constants) ---------------------------------------------------------
 #: reply codes that are not errors: 200 reply-success, and 0 which clients send for "no reason"
-OK_CODES = frozenset((0, 200))
+OK_CODES: Final = frozenset((0, 200))
 #: connection.close codes during the login that mean the credentials were refused
-LOGIN_REFUSED = frozenset((403,))
+LOGIN_REFUSED: Final = frozenset((403,))
 
 
 def name(value: object) -> str:

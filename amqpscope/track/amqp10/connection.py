@@ -10,7 +10,7 @@ per-frame lists that grow.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, Final
 
 from amqpscope.codec.amqp10.composites import well_typed
 from amqpscope.codec.frames import Frame
@@ -50,7 +50,7 @@ from amqpscope.track.amqp10.session import Session
 from amqpscope.track.amqp10.transaction import Transactions
 from amqpscope.track.transport import transport_summary, transport_text
 
-OPEN_FIELDS = (
+OPEN_FIELDS: Final = (
     "container-id",
     "hostname",
     "max-frame-size",
@@ -61,7 +61,7 @@ OPEN_FIELDS = (
     "offered-capabilities",
     "desired-capabilities",
 )
-ATTACH_FIELDS = (
+ATTACH_FIELDS: Final = (
     "name",
     "handle",
     "role",
@@ -72,11 +72,13 @@ ATTACH_FIELDS = (
     "initial-delivery-count",
     "max-message-size",
 )
-KNOWN = frozenset(name for row in CONNECTION_TRANSITIONS.values() for name in row)
-SESSION_LEVEL = frozenset(name for row in SESSION_TRANSITIONS.values() for name in row)
-LINK_LEVEL = frozenset(name for row in LINK_TRANSITIONS.values() for name in row)
-KEEP_LINKS = 1000  # ended links kept per session for the summary (their tallies stay counted)
-NOTES = 50  # things a mid-stream capture could not know, listed (the rest counted)
+KNOWN: Final = frozenset(name for row in CONNECTION_TRANSITIONS.values() for name in row)
+SESSION_LEVEL: Final = frozenset(name for row in SESSION_TRANSITIONS.values() for name in row)
+LINK_LEVEL: Final = frozenset(name for row in LINK_TRANSITIONS.values() for name in row)
+KEEP_LINKS: Final = (
+    1000  # ended links kept per session for the summary (their tallies stay counted)
+)
+NOTES: Final = 50  # things a mid-stream capture could not know, listed (the rest counted)
 
 
 class ConnectionTracker:

@@ -29,18 +29,20 @@ side's frames show:
 
 from __future__ import annotations
 
+from typing import Final
+
 # --- sides --------------------------------------------------------------------------------------
 
-CLIENT = "client"
-SERVER = "server"
-OTHER = {CLIENT: SERVER, SERVER: CLIENT}
-SIDE_OF = {"c2s": CLIENT, "s2c": SERVER}  # frame.direction -> the side that sent it
-DIRECTION_OF = {CLIENT: "c2s", SERVER: "s2c"}  # the side that sends -> the direction
+CLIENT: Final = "client"
+SERVER: Final = "server"
+OTHER: Final = {CLIENT: SERVER, SERVER: CLIENT}
+SIDE_OF: Final = {"c2s": CLIENT, "s2c": SERVER}  # frame.direction -> the side that sent it
+DIRECTION_OF: Final = {CLIENT: "c2s", SERVER: "s2c"}  # the side that sends -> the direction
 
 # --- serial numbers (RFC 1982, 32 bits) ---------------------------------------------------------
 
-SERIAL = 1 << 32
-HALF = 1 << 31
+SERIAL: Final = 1 << 32
+HALF: Final = 1 << 31
 
 
 def serial_add(a: int, n: int) -> int:
@@ -55,17 +57,23 @@ def serial_diff(a: int, b: int) -> int:
 
 # --- connection: per side ------------------------------------------------------------------------
 
-START = "start"
-HEADER = "header"
-OPENED = "opened"
-CLOSED = "closed"
-UNKNOWN = "unknown"
+START: Final = "start"
+HEADER: Final = "header"
+OPENED: Final = "opened"
+CLOSED: Final = "closed"
+UNKNOWN: Final = "unknown"
 
-SASL_FRAMES = ("sasl-mechanisms", "sasl-init", "sasl-challenge", "sasl-response", "sasl-outcome")
-SESSION_FRAMES = ("begin", "attach", "flow", "transfer", "disposition", "detach", "end")
+SASL_FRAMES: Final = (
+    "sasl-mechanisms",
+    "sasl-init",
+    "sasl-challenge",
+    "sasl-response",
+    "sasl-outcome",
+)
+SESSION_FRAMES: Final = ("begin", "attach", "flow", "transfer", "disposition", "detach", "end")
 
 #: state -> {frame name: next state}; a frame not in its sender's row is a finding
-CONNECTION_TRANSITIONS: dict[str, dict[str, str]] = {
+CONNECTION_TRANSITIONS: Final[dict[str, dict[str, str]]] = {
     START: {"protocol-header": HEADER},
     HEADER: {
         "protocol-header": HEADER,  # the AMQP header after SASL
@@ -84,7 +92,7 @@ CONNECTION_TRANSITIONS: dict[str, dict[str, str]] = {
 }
 
 #: state -> the finding code for a frame its row does not allow
-CONNECTION_VIOLATION: dict[str, str] = {
+CONNECTION_VIOLATION: Final[dict[str, str]] = {
     START: "amqp10.unexpected-frame",
     HEADER: "amqp10.unexpected-frame",
     OPENED: "amqp10.unexpected-frame",
@@ -94,44 +102,44 @@ CONNECTION_VIOLATION: dict[str, str] = {
 
 # --- session: per side and channel ---------------------------------------------------------------
 
-UNMAPPED = "unmapped"
-MAPPED = "mapped"
+UNMAPPED: Final = "unmapped"
+MAPPED: Final = "mapped"
 
-SESSION_TRANSITIONS: dict[str, dict[str, str]] = {
+SESSION_TRANSITIONS: Final[dict[str, dict[str, str]]] = {
     UNMAPPED: {"begin": MAPPED},
     MAPPED: {
         **dict.fromkeys(("attach", "flow", "transfer", "disposition", "detach"), MAPPED),
         "end": UNMAPPED,
     },
 }
-SESSION_VIOLATION = {UNMAPPED: "amqp10.unbegun-channel", MAPPED: "amqp10.unexpected-frame"}
+SESSION_VIOLATION: Final = {UNMAPPED: "amqp10.unbegun-channel", MAPPED: "amqp10.unexpected-frame"}
 
 # --- link: per side and handle -------------------------------------------------------------------
 
-DETACHED = "detached"
-ATTACHED = "attached"
+DETACHED: Final = "detached"
+ATTACHED: Final = "attached"
 
-LINK_TRANSITIONS: dict[str, dict[str, str]] = {
+LINK_TRANSITIONS: Final[dict[str, dict[str, str]]] = {
     DETACHED: {"attach": ATTACHED},
     ATTACHED: {"flow": ATTACHED, "transfer": ATTACHED, "detach": DETACHED},
 }
-LINK_VIOLATION = {DETACHED: "amqp10.unattached-handle", ATTACHED: "amqp10.handle-in-use"}
+LINK_VIOLATION: Final = {DETACHED: "amqp10.unattached-handle", ATTACHED: "amqp10.handle-in-use"}
 
 #: frame -> the role its sender's end must have
-ROLE_REQUIRED = {"transfer": "sender"}
+ROLE_REQUIRED: Final = {"transfer": "sender"}
 
 # --- deliveries ----------------------------------------------------------------------------------
 
 #: delivery states that are outcomes (terminal), counted per link
-OUTCOMES = ("accepted", "rejected", "released", "modified")
+OUTCOMES: Final = ("accepted", "rejected", "released", "modified")
 #: snd-settle-mode -> the `settled` flag a first transfer must carry (None: either)
-SETTLED_REQUIRED = {"settled": True, "unsettled": False, "mixed": None}
+SETTLED_REQUIRED: Final = {"settled": True, "unsettled": False, "mixed": None}
 
 # --- limits (bounded memory, stall thresholds) ---------------------------------------------------
 
-MIN_MAX_FRAME_SIZE = 512  # frames before the peer's open (spec 2.7.1)
-STALL_SECONDS = 1.0  # a credit or window stall this long is a finding
-BACKLOG = 10_000  # unsettled deliveries on one link before `amqp10.unsettled-backlog`
-RESERVOIR = 2048  # settlement-latency samples kept per link
-RANGE_WALK = 4096  # disposition ranges wider than this walk the unsettled map instead
-NOTED_REJECTIONS = 20  # distinct rejection errors reported per link
+MIN_MAX_FRAME_SIZE: Final = 512  # frames before the peer's open (spec 2.7.1)
+STALL_SECONDS: Final = 1.0  # a credit or window stall this long is a finding
+BACKLOG: Final = 10_000  # unsettled deliveries on one link before `amqp10.unsettled-backlog`
+RESERVOIR: Final = 2048  # settlement-latency samples kept per link
+RANGE_WALK: Final = 4096  # disposition ranges wider than this walk the unsettled map instead
+NOTED_REJECTIONS: Final = 20  # distinct rejection errors reported per link

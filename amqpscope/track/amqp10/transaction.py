@@ -10,12 +10,12 @@ txn-id (and, on dispositions, the outcome that takes effect when the transaction
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from amqpscope.track.amqp10.delivery import Delivery, error_of
 from amqpscope.track.amqp10.rules import OUTCOMES
 
-KEEP = 1000  # finished transactions kept for the summary (counts stay exact)
+KEEP: Final = 1000  # finished transactions kept for the summary (counts stay exact)
 
 
 class Transaction:
