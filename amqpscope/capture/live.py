@@ -870,16 +870,6 @@ class LiveCapture:
 # -- bounded decoding state ----------------------------------------------------------------------
 
 
-class _NoJourneys:
-    """Stands in for the tracker's correlator when no summary will be printed."""
-
-    def feed(self, frame: Frame) -> None:
-        pass
-
-    def summary(self) -> dict[str, Any]:
-        return {}
-
-
 class LivePipeline:
     """Dissector + Tracker for a capture that may run for hours, with bounded memory.
 
@@ -902,11 +892,9 @@ class LivePipeline:
         redact_bodies: bool = False,
     ) -> None:
         self.dissector = Dissector(show_secrets=show_secrets, redact_bodies=redact_bodies)
-        self.tracker = Tracker()
-        if not journeys:
-            # the capture-wide correlator only feeds the summary (RPC pairs, message journeys)
-            # and remembers up to 200,000 publishes: without --summary it is not run at all
-            self.tracker.correlator = _NoJourneys()  # type: ignore[assignment]
+        # the capture-wide correlator only feeds the summary (RPC pairs, message journeys) and
+        # remembers up to 200,000 publishes: without --summary it is not run at all
+        self.tracker = Tracker(journeys=journeys)
         self.idle = idle
         self.closed_summaries: deque[dict[str, Any]] = deque(maxlen=keep)
         self.summaries_dropped = 0

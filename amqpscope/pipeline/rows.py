@@ -118,7 +118,7 @@ def decode(
     dissector: Dissector,
 ) -> Iterator[Record]:
     """Decode one packet stream into table rows (frames as they come, the rest at the end)."""
-    tracker = Tracker()
+    tracker = Tracker(journeys=False)  # journeys and RPC pairs are not tables
     broken: str | None = None
     logs: dict[int, DeliveryLog] = {}
     spans: dict[int, list[Any]] = {}  # conn -> [frames, first ts, last ts]

@@ -40,9 +40,12 @@ def _endpoints(frame: Frame) -> tuple[str, str]:
 
 
 class Tracker:
-    def __init__(self) -> None:
+    """`journeys` False: no RPC pairs or message journeys across connections (the Spark tables
+    have none, and matching them costs a few percent)."""
+
+    def __init__(self, journeys: bool = True) -> None:
         self.connections: dict[int, amqp10.ConnectionTracker | amqp091.ConnectionTracker] = {}
-        self.correlator = amqp091.Correlator()
+        self.correlator: amqp091.Correlator | None = amqp091.Correlator() if journeys else None
         self.findings: list[Finding] = []
         self.findings_dropped = 0
         #: conn -> layer name -> its facts; conn -> (client, server), for undecoded connections
@@ -66,7 +69,7 @@ class Tracker:
             tracker = kind.ConnectionTracker(frame.conn, client, server, frame.version)
             self.connections[frame.conn] = tracker
         raised = tracker.feed(frame)
-        if frame.version in VERSIONS_091:
+        if self.correlator is not None and frame.version in VERSIONS_091:
             self.correlator.feed(frame)
         self._place(frame, raised)
 
@@ -149,5 +152,6 @@ class Tracker:
             out["undecoded"] = undecoded
         if self.findings_dropped:
             out["findings-dropped"] = self.findings_dropped
-        out.update(self.correlator.summary())
+        if self.correlator is not None:
+            out.update(self.correlator.summary())
         return out
