@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterable
+from operator import itemgetter
 from typing import Any
 
 from amqpscope.pipeline.tables import COLUMNS, PARTITIONS, TABLES, TIMES
@@ -107,21 +107,22 @@ class Layout:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        columns = list(zip(*rows, strict=True))
+        # a column at a time (`zip(*rows)` makes an iterator per row, which the cyclic
+        # collector then walks: in a worker holding many rows it cost twice as much)
         arrays = []
         for at, _, kind, seconds in self.columns:
             if seconds is not None:
-                micros = pc.round(pc.multiply(pa.array(columns[seconds], pa.float64()), 1e6))
+                values = pa.array(list(map(itemgetter(seconds), rows)), pa.float64())
+                micros = pc.round(pc.multiply(values, 1e6))
                 arrays.append(micros.cast(pa.int64()).cast(kind))
             else:
-                arrays.append(_column(columns[at], kind))
+                arrays.append(_column(list(map(itemgetter(at), rows)), kind))
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
 
-def _column(values: Iterable[Any], kind: Any) -> Any:
+def _column(values: list[Any], kind: Any) -> Any:
     import pyarrow as pa
 
-    values = list(values)
     try:
         return pa.array(values, type=kind)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError):
