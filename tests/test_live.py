@@ -39,6 +39,7 @@ from amqpscope.capture.live import (
 from amqpscope.capture.packet import RawPacket
 from amqpscope.dissect import Dissector
 from amqpscope.render.lines import frame_ndjson
+from amqpscope.track.tracker import Tracker
 from tests.test_ground_truth import check_counts
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -547,3 +548,23 @@ def test_every_backend_reads_back_what_it_showed(tmp_path: Path, backend: str) -
     mine = proc.frames()
     assert Counter(f["name"] for f in mine)["basic.publish"] >= 5
     assert [json.dumps(f) for f in read_json(written)] == [json.dumps(f) for f in mine]
+
+
+def test_live_keeps_undecoded_connections_it_evicted() -> None:
+    """A TLS connection without its key ends and is evicted: the summary still lists it as
+    `undecoded`, as `summary` of the same capture does."""
+    capture = CAPTURES / "091-tls13.pcap"
+    tracker = Tracker()
+    with open_capture(capture) as packets:
+        for frame in Dissector().run(packets):
+            tracker.feed(frame)
+    tracker.finish()
+    expected = tracker.summary()["undecoded"]
+    pipe = LivePipeline(idle=30)
+    for p in packets_of(capture):
+        pipe.feed(p)
+        pipe.tick(p.ts)
+    pipe.tick(packets_of(capture)[-1].ts + 3600)  # past the idle timeout: closed and evicted
+    pipe.finish()
+    assert pipe.evicted >= 1 and pipe.open_connections == 0
+    assert pipe.summary()["undecoded"] == expected

@@ -90,14 +90,19 @@ def _layer(conn: int) -> Frame:
     )  # fmt: skip
 
 
-def test_layers_are_bounded_and_forgotten_with_their_connection(monkeypatch: Any) -> None:
+def test_layers_are_bounded_and_kept_when_their_connection_is_evicted(monkeypatch: Any) -> None:
     monkeypatch.setattr(tracking, "MAX_LAYERED", 3)
     t = tracking.Tracker()
     for conn in range(1, 6):
         t.feed(_layer(conn))
     assert [u["id"] for u in t.summary()["undecoded"]] == [1, 2, 3]
-    assert t.evict(2) is None  # never tracked: nothing to hand back, but forgotten
-    assert [u["id"] for u in t.summary()["undecoded"]] == [1, 3]
+    assert t.evict(2) is None  # never tracked: no summary to hand back
+    assert 2 not in t.layers  # its live state is gone, its entry stays listed
+    assert [u["id"] for u in t.summary()["undecoded"]] == [1, 2, 3]
+    for conn in range(6, 12):  # the evicted ones kept are bounded too (the latest)
+        t.feed(_layer(conn))
+        t.evict(conn)
+    assert [u["id"] for u in t.summary()["undecoded"]] == [1, 3, 9, 10, 11]
     decrypted = _layer(1)
     decrypted.fields["decrypted"] = True
     t.feed(decrypted)

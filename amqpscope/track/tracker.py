@@ -11,6 +11,7 @@ of an encrypted capture says what it holds instead of nothing.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import replace
 from typing import Any, Final
 
@@ -34,6 +35,14 @@ LAYER_FACTS: Final = {
 MAX_LAYERED = 10_000
 
 
+def _undecoded(
+    conn: int, endpoints: tuple[str, str], layers: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """A connection with layers (TLS) but no AMQP read, as the summary lists it."""
+    client, server = endpoints
+    return {"id": conn, "client": client, "server": server, "layers": [*layers.values()]}
+
+
 def _endpoints(frame: Frame) -> tuple[str, str]:
     """(client, server) of the frame's connection, from the frame's direction."""
     return (frame.src, frame.dst) if frame.direction == "c2s" else (frame.dst, frame.src)
@@ -51,6 +60,8 @@ class Tracker:
         #: conn -> layer name -> its facts; conn -> (client, server), for undecoded connections
         self.layers: dict[int, dict[str, dict[str, Any]]] = {}
         self.endpoints: dict[int, tuple[str, str]] = {}
+        #: undecoded connections that ended and were evicted (live capture), the latest kept
+        self.undecoded_closed: deque[dict[str, Any]] = deque(maxlen=MAX_LAYERED)
 
     def feed(self, frame: Frame) -> None:
         if frame.kind == LAYER_KIND:
@@ -110,8 +121,10 @@ class Tracker:
         hand back its summary for the caller to keep or drop."""
         tracker = self.connections.pop(conn, None)
         layers = self.layers.pop(conn, None)
-        self.endpoints.pop(conn, None)
+        endpoints = self.endpoints.pop(conn, None)
         if tracker is None:
+            if layers and endpoints is not None:  # no AMQP read: still listed as undecoded
+                self.undecoded_closed.append(_undecoded(conn, endpoints, layers))
             return None
         for found in tracker.finish():
             self._keep(replace(found, conn=conn))
@@ -138,16 +151,12 @@ class Tracker:
             ],
             "findings": [f.to_json() for f in self.findings],
         }
-        undecoded = [
-            {
-                "id": conn,
-                "client": self.endpoints[conn][0],
-                "server": self.endpoints[conn][1],
-                "layers": list(layers.values()),
-            }
+        undecoded = [*self.undecoded_closed] + [
+            _undecoded(conn, self.endpoints[conn], layers)
             for conn, layers in self.layers.items()
             if conn not in self.connections
         ]
+        undecoded.sort(key=lambda entry: entry["id"])
         if undecoded:
             out["undecoded"] = undecoded
         if self.findings_dropped:
