@@ -155,6 +155,9 @@ def test_report_runs_its_queries(spark: Any, out: Any) -> None:
     for title in report.QUERIES:
         assert f"== {title}" in lines
     assert any("PRECONDITION_FAILED" in line for line in lines)
+    # 091-hostile-names.pcap: a queue name with a terminal escape reaches the report visibly
+    assert not any(ch in line for line in lines for ch in "\x1b\x07\x9b")
+    assert any("\\x1b]0;" in line for line in lines)
 
 
 def split_pcap(source: Path, first: Path, second: Path) -> int:

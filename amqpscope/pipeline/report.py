@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from amqpscope.render.lines import safe
+
 LIMIT = 10
 
 #: title -> Spark SQL over the views frames, connections, links, channels, deliveries, findings
@@ -79,6 +81,7 @@ def run(spark: Any, out: str, write: Any) -> None:
 
 
 def _cell(value: Any) -> str:
-    text = "" if value is None else str(value)
-    text = text.replace("\n", " ")
+    """A value as the report shows it: what a terminal could act on (a hostile queue name's
+    escape sequences) written visibly, as the timeline and summary write it."""
+    text = safe("" if value is None else str(value))
     return text if len(text) <= 70 else text[:69] + "…"

@@ -157,14 +157,15 @@ class Output:
     def __init__(self, out: str) -> None:
         import pyarrow.fs as pafs
 
-        self.uri = out
         if URI.match(out):
             uri = "s3://" + out[len("s3a://") :] if out.startswith("s3a://") else out
             self.fs, base = pafs.FileSystem.from_uri(uri)
-        else:
+        else:  # absolute: the workers' working folder need not be the driver's
             import os
 
             self.fs, base = pafs.LocalFileSystem(), os.path.abspath(out)
+            out = base
+        self.uri = out  # what the workers open again, and Spark reads the tables from
         self.base = base.rstrip("/")
         if not self.base:
             raise ValueError("no folder to write to")
