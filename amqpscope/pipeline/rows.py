@@ -181,6 +181,7 @@ def decode(
 
 
 _BASENAMES: dict[str, str] = {}
+_NONE = ()  # a frame's findings when it has none (one shared value, not a list a row)
 
 
 def _frame_row(frame: Frame, place: Place) -> tuple[Any, ...]:
@@ -210,10 +211,12 @@ def _frame_row(frame: Frame, place: Place) -> tuple[Any, ...]:
     if base is None:
         base = _BASENAMES[capture] = os.path.basename(capture.rstrip("/")) or capture
     message = frame.message
+    ts = frame.ts
+    date = _DAYS.get(int(ts // 86400))  # `day`, inlined: this runs once per frame
     return (
         capture,
         base,
-        day(frame.ts),
+        date if date is not None else day(ts),
         place.key(frame.conn),
         place.packets is not None,
         frame.number,
@@ -231,7 +234,7 @@ def _frame_row(frame: Frame, place: Place) -> tuple[Any, ...]:
         frame.size,
         _json(frame.fields),
         None if message is None else _json(message),
-        findings or [],
+        findings or _NONE,
     )
 
 

@@ -138,7 +138,7 @@ def _column(values: list[Any], kind: Any) -> Any:
 
 
 _LAYOUTS: dict[str, Layout] = {}
-_PARTITION_AT: dict[str, list[int]] = {}
+_PARTITION_OF: dict[str, Any] = {}  # table -> itemgetter of its partition columns
 _FIELDS_AT = [name for name, _ in COLUMNS["frames"]].index("fields")
 _MESSAGE_AT = [name for name, _ in COLUMNS["frames"]].index("message")
 
@@ -217,15 +217,15 @@ class TableWriter:
         self.tag = tag
         self.counts = dict.fromkeys(TABLES, 0)
         self.files: list[tuple[str, str]] = []  # (table, path relative to root)
-        self._pending: dict[tuple[str, tuple[Any, ...]], list[tuple[Any, ...]]] = {}
-        self._sizes: dict[tuple[str, tuple[Any, ...]], int] = {}
-        self._writers: dict[tuple[str, tuple[Any, ...]], Any] = {}
+        self._pending: dict[tuple[str, Any], list[tuple[Any, ...]]] = {}
+        self._sizes: dict[tuple[str, Any], int] = {}
+        self._writers: dict[tuple[str, Any], Any] = {}
 
     def add(self, table: str, row: tuple[Any, ...]) -> None:
-        at = _PARTITION_AT.get(table)
-        if at is None:
-            at = _PARTITION_AT[table] = layout(table).partition_at
-        key = (table, tuple([row[i] for i in at]))
+        partition = _PARTITION_OF.get(table)
+        if partition is None:
+            partition = _PARTITION_OF[table] = itemgetter(*layout(table).partition_at)
+        key = (table, partition(row))  # a value, or a tuple of values (`_values`)
         rows = self._pending.get(key)
         if rows is None:
             rows = self._pending[key] = []
@@ -242,7 +242,7 @@ class TableWriter:
         if len(rows) >= ROWS:
             self._flush(key)
 
-    def _flush(self, key: tuple[str, tuple[Any, ...]]) -> None:
+    def _flush(self, key: tuple[str, Any]) -> None:
         import pyarrow.parquet as pq
 
         rows = self._pending.pop(key, None)
@@ -251,6 +251,8 @@ class TableWriter:
             return
         table, values = key
         shape = layout(table)
+        if len(shape.partition_at) == 1:
+            values = (values,)
         writer = self._writers.get(key)
         if writer is None:
             relative = posixpath.join(shape.folder(table, values), f"part-{self.tag}.parquet")
