@@ -166,14 +166,9 @@ def split_pcap(source: Path, first: Path, second: Path) -> int:
 
     reader = RawPcapReader(str(source))
     packets = list(reader)
-    header = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, reader.linktype)
     cut = len(packets) // 2
-    for path, part in ((first, packets[:cut]), (second, packets[cut:])):
-        with path.open("wb") as f:
-            f.write(header)
-            for data, meta in part:
-                f.write(struct.pack("<IIII", meta.sec, meta.usec, len(data), meta.wirelen))
-                f.write(data)
+    write_pcap(first, packets[:cut], reader.linktype)
+    write_pcap(second, packets[cut:], reader.linktype)
     return cut
 
 

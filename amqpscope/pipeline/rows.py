@@ -67,6 +67,11 @@ def _json(value: Any) -> bytes:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str).encode()
 
 
+def file_key(capture: str, conn: int) -> str:
+    """The `conn_key` of connection `conn` of `capture`'s own decode."""
+    return f"{capture}#{conn}"
+
+
 @dataclass(slots=True)
 class Place:
     """Where a decode run's packets and connections belong in the run as a whole.
@@ -105,9 +110,9 @@ class Place:
         if self.packets is None:
             key = self.keys.get(conn)
             if key is None:
-                key = self.keys[conn] = f"{self.capture}#{conn}"
+                key = self.keys[conn] = file_key(self.capture, conn)
             return key
-        first = f"{self.capture}#{self.conns[self.capture]}"
+        first = file_key(self.capture, self.conns[self.capture])
         return first if conn == 1 else f"{first}+{conn}"
 
 

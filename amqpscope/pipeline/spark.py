@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from amqpscope.pipeline import rows, stitch, tasks
-from amqpscope.pipeline.store import Output
+from amqpscope.pipeline.store import Output, layout
 from amqpscope.pipeline.tables import TABLES
 
 INSTALL_PYSPARK = "pip install 'amqpscope[spark]'"
@@ -355,7 +355,7 @@ def _run(
     stitched_keys: dict[str, set[str]] = {}
     for group in groups:
         for e in group:
-            stitched_keys.setdefault(e.fid, set()).add(f"{e.capture}#{e.conn}")
+            stitched_keys.setdefault(e.fid, set()).add(rows.file_key(e.capture, e.conn))
     if groups:
         say(
             f"stitched {len(groups)} connections across rotated files"
@@ -409,8 +409,6 @@ def _seal(output: Output) -> None:
     """Each table's folder gets Spark's `_SUCCESS` marker; a table with no rows gets one empty
     Parquet file with its schema, so it reads back as an empty table."""
     import pyarrow.parquet as pq
-
-    from amqpscope.pipeline.store import layout
 
     for table in TABLES:
         folder = output.path(table)

@@ -93,7 +93,9 @@ class Layout:
         import pyarrow as pa
 
         names = [name for name, _ in COLUMNS[table]]
-        self.partition_at = [names.index(name) for name in PARTITIONS[table]]
+        self.table = table
+        #: a row's partition: one value, or a tuple of them (`folder` takes either)
+        self.partition = itemgetter(*[names.index(name) for name in PARTITIONS[table]])
         times = TIMES.get(table, {})
         self.columns: list[tuple[int, str, Any, int | None]] = []  # (at, name, type, seconds at)
         for at, (name, kind) in enumerate(COLUMNS[table]):
@@ -110,9 +112,25 @@ class Layout:
             if kind == "string" and name not in JSON_COLUMNS and name not in PARTITIONS[table]
         ]
 
-    def folder(self, table: str, values: tuple[Any, ...]) -> str:
-        parts = [f"{name}={escape(v)}" for name, v in zip(PARTITIONS[table], values, strict=True)]
-        return posixpath.join(table, *parts)
+    def folder(self, partition: Any) -> str:
+        """The table's folder for a row's `partition` (what `self.partition` gives)."""
+        names = PARTITIONS[self.table]
+        values = partition if len(names) > 1 else (partition,)
+        parts = [f"{name}={escape(v)}" for name, v in zip(names, values, strict=True)]
+        return posixpath.join(self.table, *parts)
+
+    def writer(self, output: Output, path: str, schema: Any = None) -> Any:
+        """A Parquet writer of this table's rows at `path` (made with its folders)."""
+        import pyarrow.parquet as pq
+
+        output.fs.create_dir(posixpath.dirname(path), recursive=True)
+        return pq.ParquetWriter(
+            path,
+            self.schema if schema is None else schema,
+            filesystem=output.fs,
+            use_dictionary=self.dictionary,
+            compression=COMPRESSION,
+        )
 
     def batch(self, rows: list[tuple[Any, ...]]) -> Any:
         import pyarrow as pa
@@ -149,7 +167,6 @@ def _column(values: list[Any], kind: Any) -> Any:
 
 
 _LAYOUTS: dict[str, Layout] = {}
-_PARTITION_OF: dict[str, Any] = {}  # table -> itemgetter of its partition columns
 _FIELDS_AT = [name for name, _ in COLUMNS["frames"]].index("fields")
 _MESSAGE_AT = [name for name, _ in COLUMNS["frames"]].index("message")
 
@@ -203,7 +220,7 @@ class Output:
         try:
             if not self.fs.get_file_info(pafs.FileSelector(path)):
                 self.fs.delete_dir(path)
-        except (FileNotFoundError, OSError):
+        except OSError:  # gone already, or not ours to list
             pass
 
     def exists(self, path: str) -> bool:
@@ -233,10 +250,8 @@ class TableWriter:
         self._writers: dict[tuple[str, Any], Any] = {}
 
     def add(self, table: str, row: tuple[Any, ...]) -> None:
-        partition = _PARTITION_OF.get(table)
-        if partition is None:
-            partition = _PARTITION_OF[table] = itemgetter(*layout(table).partition_at)
-        key = (table, partition(row))  # a value, or a tuple of values (`_values`)
+        shape = _LAYOUTS.get(table) or layout(table)
+        key = (table, shape.partition(row))
         rows = self._pending.get(key)
         if rows is None:
             rows = self._pending[key] = []
@@ -254,27 +269,17 @@ class TableWriter:
             self._flush(key)
 
     def _flush(self, key: tuple[str, Any]) -> None:
-        import pyarrow.parquet as pq
-
         rows = self._pending.pop(key, None)
         self._sizes.pop(key, None)
         if not rows:
             return
-        table, values = key
+        table, partition = key
         shape = layout(table)
-        if len(shape.partition_at) == 1:
-            values = (values,)
         writer = self._writers.get(key)
         if writer is None:
-            relative = posixpath.join(shape.folder(table, values), f"part-{self.tag}.parquet")
-            path = posixpath.join(self.root, relative)
-            self.output.fs.create_dir(posixpath.dirname(path), recursive=True)
-            writer = self._writers[key] = pq.ParquetWriter(
-                path,
-                shape.schema,
-                filesystem=self.output.fs,
-                use_dictionary=shape.dictionary,
-                compression=COMPRESSION,
+            relative = posixpath.join(shape.folder(partition), f"part-{self.tag}.parquet")
+            writer = self._writers[key] = shape.writer(
+                self.output, posixpath.join(self.root, relative)
             )
             self.files.append((table, relative))
         writer.write_batch(shape.batch(rows))
@@ -331,6 +336,7 @@ def _split_one(
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
+    shape = layout(table)
     source = pq.ParquetFile(stream)
     writers: dict[bool, Any] = {}
     try:
@@ -349,14 +355,7 @@ def _split_one(
                         moved.append((table, named))
                     else:
                         path = posixpath.join(keep_root, relative)
-                    output.fs.create_dir(posixpath.dirname(path), recursive=True)
-                    writer = writers[out] = pq.ParquetWriter(
-                        path,
-                        source.schema_arrow,
-                        filesystem=output.fs,
-                        use_dictionary=layout(table).dictionary,
-                        compression=COMPRESSION,
-                    )
+                    writer = writers[out] = shape.writer(output, path, source.schema_arrow)
                 writer.write_table(part)
                 if not out:
                     kept[table] += part.num_rows

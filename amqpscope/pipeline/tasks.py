@@ -106,7 +106,7 @@ def _decode_file(
                 writer.add(kind, value)
     finally:
         writer.close()
-    keys = {f"{capture}#{conn}" for conn in edges}  # their rows' conn_key (`rows.Place.key`)
+    keys = {rows.file_key(capture, conn) for conn in edges}  # their rows' conn_key
     if keys:
         kept, moved = split(
             output, staged, writer.files, output.base, staging(output, run, "edges", fid),
