@@ -11,6 +11,8 @@ import json
 import os
 import shutil
 import struct
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -49,18 +51,9 @@ def decode(path: Path) -> tuple[list[Any], dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def spark() -> Any:
-    from pyspark.sql import SparkSession
+    from amqpscope.pipeline import spark as job
 
-    os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)  # type: ignore[attr-defined]
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("amqpscope-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
+    session = job.session("local[2]", app="amqpscope-tests")  # as `amqpscope spark` makes it
     yield session
     session.stop()
 
@@ -284,6 +277,44 @@ def test_out_as_a_uri_partition_names_and_empty_tables(spark: Any, tmp_path: Pat
         lines = result.output.strip().splitlines()
         assert lines[-1].startswith(f"amqpscope: --out {bad}: "), result.output
         assert "Traceback" not in result.output
+
+
+@needs_java
+def test_workers_start_from_the_installed_pyspark_with_the_decoder_loaded(spark: Any) -> None:
+    """`pipeline.daemon`: Spark puts its zip of pyspark first on the workers' path, compiled
+    afresh at every start; the workers use the installed copy and find amqpscope imported."""
+
+    def where(_: Any) -> tuple[str, bool]:
+        import pyspark as worker_pyspark
+
+        return worker_pyspark.__file__, "amqpscope.pipeline.tasks" in sys.modules
+
+    seen = spark.sparkContext.parallelize(range(2), 2).map(where).collect()
+    installed = Path(pyspark.__file__).resolve()
+    for file, loaded in seen:
+        assert Path(file).resolve() == installed and ".zip" not in file
+        assert loaded
+    # what the daemon imports must start no thread (it forks): pyarrow waits for the workers
+    probe = "import sys, threading, amqpscope.pipeline.daemon as d, amqpscope.pipeline.tasks;"
+    probe += "print('pyarrow' in sys.modules, threading.active_count())"
+    shown = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert shown.stdout.split() == ["False", "1"]
+
+
+def test_daemon_moves_only_the_zips_that_copy_the_installed_pyspark(monkeypatch: Any) -> None:
+    from amqpscope.pipeline import daemon
+
+    lib = Path(pyspark.__file__).parent / "python" / "lib"
+    shipped = [str(lib / "pyspark.zip"), str(lib / "py4j-src.zip")]
+    other = "/elsewhere/pyspark.zip"  # a zip of somebody else's: stays where it is
+    path = [*shipped, other, *[p for p in sys.path if not p.endswith(".zip")]]
+    monkeypatch.setattr(sys, "path", list(path))
+    daemon.prefer_installed()
+    moved = sys.path
+    assert moved[-2:] == shipped and moved[0] == other
+    assert [p for p in moved if p not in shipped] == [p for p in path if p not in shipped]
 
 
 def _edge(capture: str, order: int, **kw: Any) -> stitch.Edge:

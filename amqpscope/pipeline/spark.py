@@ -186,6 +186,9 @@ def session(master: str | None = None, app: str = "amqpscope") -> Any:
                 builder.config("spark.ui.enabled", "false")
                 .config("spark.sql.shuffle.partitions", "8")
                 .config("spark.driver.memory", os.environ.get("AMQPSCOPE_SPARK_MEMORY", "2g"))
+                # the workers' Python starts faster (see `daemon`); local only: on a cluster
+                # the executors' Python may not have amqpscope until --py-files ships it
+                .config("spark.python.daemon.module", "amqpscope.pipeline.daemon")
             )
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

@@ -167,8 +167,8 @@ def _column(values: list[Any], kind: Any) -> Any:
 
 
 _LAYOUTS: dict[str, Layout] = {}
-_FIELDS_AT = [name for name, _ in COLUMNS["frames"]].index("fields")
-_MESSAGE_AT = [name for name, _ in COLUMNS["frames"]].index("message")
+_FIELDS = itemgetter([name for name, _ in COLUMNS["frames"]].index("fields"))
+_MESSAGE = itemgetter([name for name, _ in COLUMNS["frames"]].index("message"))
 
 
 def layout(table: str) -> Layout:
@@ -235,7 +235,7 @@ class Output:
 
 
 class TableWriter:
-    """Rows of any table in (`add`), Parquet out under `root` (a path on `output`): one file per
+    """Rows of any table in (`extend`), Parquet out under `root` (a path on `output`): one file per
     table and partition, `part-TAG.parquet`. `close` says what it wrote (paths relative to
     `root`) and how many rows per table."""
 
@@ -249,23 +249,36 @@ class TableWriter:
         self._sizes: dict[tuple[str, Any], int] = {}
         self._writers: dict[tuple[str, Any], Any] = {}
 
-    def add(self, table: str, row: tuple[Any, ...]) -> None:
-        shape = _LAYOUTS.get(table) or layout(table)
-        key = (table, shape.partition(row))
-        rows = self._pending.get(key)
-        if rows is None:
-            rows = self._pending[key] = []
+    def extend(self, table: str, rows: list[tuple[Any, ...]]) -> None:
+        """Rows of `table` in, written a row group at a time per partition."""
+        if not rows:
+            return
+        part = (_LAYOUTS.get(table) or layout(table)).partition
+        first = part(rows[0])
+        keys = list(map(part, rows))
+        if keys.count(first) == len(keys):  # nearly always: one file, one day
+            self._take((table, first), rows)
+            return
+        grouped: dict[Any, list[tuple[Any, ...]]] = {}
+        for key, values in zip(keys, rows, strict=True):
+            grouped.setdefault(key, []).append(values)
+        for key, values in grouped.items():
+            self._take((table, key), values)
+
+    def _take(self, key: tuple[str, Any], rows: list[tuple[Any, ...]]) -> None:
+        pending = self._pending.get(key)
+        if pending is None:
+            pending = self._pending[key] = []
             self._sizes[key] = 0
-        rows.append(row)
-        if table == "frames":  # the only rows that may carry big text (messages)
-            size = self._sizes[key] = self._sizes[key] + 64 + len(row[_FIELDS_AT])
-            message = row[_MESSAGE_AT]
-            if message is not None:
-                size = self._sizes[key] = size + len(message)
+        pending.extend(rows)
+        if key[0] == "frames":  # the only rows that may carry big text (messages)
+            size = 64 * len(rows) + sum(map(len, map(_FIELDS, rows)))
+            size += sum(map(len, filter(None, map(_MESSAGE, rows))))
+            size = self._sizes[key] = self._sizes[key] + size
             if size >= BYTES:
                 self._flush(key)
                 return
-        if len(rows) >= ROWS:
+        if len(pending) >= ROWS:
             self._flush(key)
 
     def _flush(self, key: tuple[str, Any]) -> None:

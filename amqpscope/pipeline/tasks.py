@@ -92,7 +92,9 @@ def _decode_file(
     meta: dict[str, Any] = {"capture": capture}
     try:
         for kind, value in rows.decode_file(capture, path, data, options):
-            if kind == "meta":
+            if kind in TABLES:
+                writer.extend(kind, value)
+            elif kind == "meta":
                 meta = value
             elif kind == "edge":
                 value.fid = fid
@@ -102,8 +104,6 @@ def _decode_file(
                 target = staging(output, run, "packets", f"{fid}-{conn}.pickle")
                 _dump(output, target, packets)
                 edges[conn].packets = target
-            else:
-                writer.add(kind, value)
     finally:
         writer.close()
     keys = {rows.file_key(capture, conn) for conn in edges}  # their rows' conn_key
@@ -179,7 +179,7 @@ def decode_group(
     try:
         for kind, value in rows.decode_group(loaded, options):
             if kind in TABLES:
-                writer.add(kind, value)
+                writer.extend(kind, value)
     finally:
         writer.close()
     return dict(writer.counts)
