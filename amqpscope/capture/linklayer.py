@@ -14,7 +14,6 @@ per link type.
 
 from __future__ import annotations
 
-import ipaddress
 import struct
 from dataclasses import dataclass, field
 from typing import Final
@@ -74,6 +73,8 @@ class _AddressText(dict[bytes, str]):
     """Packed IPv4/IPv6 address -> text, computed once per address (bounded)."""
 
     def __missing__(self, packed: bytes) -> str:
+        import ipaddress  # here, once per address: 1 ms of every startup otherwise
+
         if len(self) >= _ADDRESS_TEXT_LIMIT:
             self.clear()
         if len(packed) == 4:

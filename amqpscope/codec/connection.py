@@ -504,13 +504,14 @@ class ConnectionCodec:
         """FRAMES, the hot loop: split, name and decode the complete frames from `pos` on. Returns
         where it stopped; the state is still FRAMES when the next frame is not complete."""
         magic = detect.MAGIC
-        length_at = frames10.frame_length if framer.version == "1.0" else frames091.frame_length
+        # called by name, not through a variable: compiled, that is a direct C call
+        is10 = framer.version == "1.0"
         have = len(buf)
         while True:
             if buf.startswith(magic, pos):
                 framer.state = HEADER
                 return pos
-            length = length_at(buf, pos)
+            length = frames10.frame_length(buf, pos) if is10 else frames091.frame_length(buf, pos)
             if length <= 0 or have - pos < length:
                 if length > MAX_BUFFER:
                     self._damaged(framer, packet, f"frame size {length} is beyond belief")
@@ -540,7 +541,10 @@ class ConnectionCodec:
                 decoder = Decoder091(version, self.show_secrets, self.redact_bodies, self.messages)
             framer.decoder = decoder
         try:
-            decoder.decode(frame)
+            if isinstance(decoder, Decoder10):  # narrowed: compiled, a direct C call
+                decoder.decode(frame)
+            else:
+                decoder.decode(frame)
         except Exception as exc:  # a decoder bug must not cost the rest of the capture
             frame.findings.append(
                 finding("amqp.decode-error", f"{frame.name}: {type(exc).__name__}: {exc}")

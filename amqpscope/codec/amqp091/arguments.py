@@ -1,4 +1,4 @@
-"""Method arguments, decoded by functions generated once from the spec's table at import.
+"""Method arguments, decoded by functions generated from the spec's table, once per method.
 
 Every method gets its own small decoder, written from its argument list (never by hand): a
 straight sequence of steps, one per string or table and one `struct.Struct.unpack_from` per run
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import Any, Final, NamedTuple
+from typing import Any, Final
 
 from amqpscope.codec.amqp091.fieldtable import U32, Malformed, read_table, text, timestamp
 
@@ -200,12 +200,16 @@ def generate(arguments: tuple[tuple[str, str], ...]) -> tuple[Callable, str]:
     return namespace["decode"], source
 
 
-class MethodArguments(NamedTuple):
-    """A method's name, its generated decoder and the decoder's source."""
+class MethodArguments:
+    """A method's name, its generated decoder and the decoder's source. A plain class, not a
+    NamedTuple: compiled, `decode` is then a direct C call."""
 
-    name: str
-    run: Callable
-    source: str
+    __slots__ = ("name", "run", "source")
+
+    def __init__(self, name: str, run: Callable, source: str) -> None:
+        self.name = name
+        self.run = run
+        self.source = source
 
     def decode(self, buf: bytes, pos: int, limit: int) -> tuple[dict[str, Any], list]:
         """Arguments from `pos` to `limit` in `buf`: (fields, [(finding code, message)])."""
@@ -221,6 +225,38 @@ class MethodArguments(NamedTuple):
         return out, problems
 
 
-def compile_methods(methods: dict) -> dict[tuple[int, int], MethodArguments]:
+class CompiledMethods:
+    """(class id, method id) -> compiled arguments, for every method of a spec table; each
+    method's decoder is generated when its first frame asks for it (generating all 66 at import
+    cost 8 ms of every run's startup, and a capture uses a dozen)."""
+
+    __slots__ = ("compiled", "methods")
+
+    def __init__(self, methods: dict) -> None:
+        self.methods = methods
+        self.compiled: dict[Any, MethodArguments] = {}
+
+    def get(self, ids: Any) -> MethodArguments | None:
+        compiled = self.compiled.get(ids)
+        if compiled is None:
+            method = self.methods.get(ids)
+            if method is None:
+                return None
+            compiled = self.compiled[ids] = MethodArguments(
+                method.name, *generate(method.arguments)
+            )
+        return compiled
+
+    def __getitem__(self, ids: Any) -> MethodArguments:
+        compiled = self.get(ids)
+        if compiled is None:
+            raise KeyError(ids)
+        return compiled
+
+    def __contains__(self, ids: Any) -> bool:
+        return ids in self.methods
+
+
+def compile_methods(methods: dict) -> CompiledMethods:
     """(class id, method id) -> compiled arguments, for every method of a spec table."""
-    return {ids: MethodArguments(m.name, *generate(m.arguments)) for ids, m in methods.items()}
+    return CompiledMethods(methods)

@@ -42,11 +42,11 @@ class ClassProperties:
         self.props = tuple(
             (i // 15, 1 << (15 - i % 15), name, domain) for i, (name, domain) in enumerate(props)
         )
-        self.plans: dict[tuple[int, ...], tuple[tuple, str]] = {}
+        self.plans: dict[tuple[int, ...], tuple[tuple, str, str]] = {}
 
-    def plan(self, words: tuple[int, ...]) -> tuple[tuple, str]:
-        """((name, domain, reader), ...) for the flags set in `words`, and the flags that name
-        no property ("word:bit", empty when none)."""
+    def plan(self, words: tuple[int, ...]) -> tuple[tuple, str, str]:
+        """((name, domain, reader), ...) for the flags set in `words`, the flags that name
+        no property ("word:bit", empty when none), and the flags as shown ("0x9000")."""
         plan = self.plans.get(words)
         if plan is None:
             steps = tuple(
@@ -63,12 +63,17 @@ class ClassProperties:
             )
             if len(self.plans) >= MAX_PLANS:
                 self.plans.clear()
-            plan = self.plans[words] = (steps, unknown)
+            plan = self.plans[words] = (steps, unknown, flags_text(words))
         return plan
 
 
 #: flag sets remembered per class before the cache starts over (damage could make any number)
 MAX_PLANS: Final = 1024
+
+
+def flags_text(words: tuple[int, ...]) -> str:
+    """Property flag words as shown: "0x9000", "0x0001 0x8000"."""
+    return " ".join(f"0x{w:04x}" for w in words)
 
 
 def compile_properties(properties: dict[int, tuple[tuple[str, str], ...]]) -> dict[int, Any]:
@@ -94,18 +99,22 @@ def decode_header(data: bytes, compiled: dict[int, Any]) -> tuple[dict[str, Any]
             word = FLAGS.unpack_from(data, pos)[0]
             words.append(word)
             pos += 2
-        flags = " ".join(f"0x{w:04x}" for w in words)
         key = tuple(words)
     else:
-        flags = f"0x{word:04x}"
         key = (word,)
+    props = compiled.get(class_id)
+    if props is None or problems:  # no plan: the flags are shown as they are
+        steps: tuple = ()
+        unknown = ""
+        flags = flags_text(key)
+    else:
+        steps, unknown, flags = props.plan(key)  # the flags' text is cached with the plan
     fields: dict[str, Any] = {
         "class-id": class_id,
         "weight": weight,
         "body-size": body_size,
         "property-flags": flags,
     }
-    props = compiled.get(class_id)
     if props is None:
         problems.append((BAD_HEADER, f"class {class_id} has no content properties"))
         return fields, problems, body_size
@@ -113,7 +122,6 @@ def decode_header(data: bytes, compiled: dict[int, Any]) -> tuple[dict[str, Any]
     fields["properties"] = values
     if problems:
         return fields, problems, body_size
-    steps, unknown = props.plan(key)
     name = ""
     try:
         for name, domain, read in steps:

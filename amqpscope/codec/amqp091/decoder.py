@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from amqpscope.codec import frames as k
 from amqpscope.codec.amqp091 import spec, spec08
-from amqpscope.codec.amqp091.arguments import MethodArguments, compile_methods
+from amqpscope.codec.amqp091.arguments import CompiledMethods, compile_methods
 from amqpscope.codec.amqp091.content import Assembler, compile_properties, decode_header
 from amqpscope.codec.amqp091.fieldtable import Malformed, table_entries, text
 from amqpscope.codec.amqp091.frames import CLASS_METHOD, HEADER_SIZE, methods_for
@@ -31,7 +31,7 @@ class Tables:
 
     def __init__(self, methods: dict, properties: dict, replies: dict) -> None:
         self.methods = methods
-        self.arguments: dict[tuple[int, int], MethodArguments] = compile_methods(methods)
+        self.arguments: CompiledMethods = compile_methods(methods)
         self.content = frozenset(ids for ids, m in methods.items() if m.content)
         self.properties = compile_properties(properties)
         self.replies = {code: name.replace("-", "_") for code, (name, _) in replies.items()}

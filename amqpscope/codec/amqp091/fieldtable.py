@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 import struct
 from datetime import UTC, datetime
-from decimal import Decimal
 from typing import Any, Final
 
 #: deepest nesting of tables and arrays believed (RabbitMQ sets none; real peers use 2 or 3)
@@ -57,6 +56,8 @@ def timestamp(seconds: int) -> str | int:
 
 def decimal(scale: int, value: int) -> str:
     """A decimal as an exact string: scale 2, value 314 is "3.14" (never exponent notation)."""
+    from decimal import Decimal  # here: rarely needed, and 1 ms of every startup
+
     return format(Decimal(value).scaleb(-scale), "f")
 
 

@@ -237,6 +237,19 @@ def _field_value(
     return value, nxt
 
 
+#: fixed encodings `decode_fields` reads inline (the readers of types.py give the same values):
+#: zero-width constants, one-byte unsigned integers, and binary up to 255 bytes (as hex)
+_ZERO_WIDTH: Final[dict[int, Any]] = {
+    c: {"true": True, "false": False}.get(e.name, 0)
+    for c, e in spec.ENCODINGS.items()
+    if e.width == 0 and e.type in ("boolean", "uint", "ulong")
+}
+_ONE_BYTE: Final = frozenset(
+    c
+    for c, e in spec.ENCODINGS.items()
+    if e.width == 1 and e.category == "fixed" and e.type in ("ubyte", "uint", "ulong")
+)
+_VBIN8: Final = next(c for c, e in spec.ENCODINGS.items() if e.type == "binary" and e.width == 1)
 #: constructors that start a value (the rest are damage, which the readers report)
 _VALID: Final = frozenset(spec.ENCODINGS) | {DESCRIBED}
 
@@ -296,7 +309,20 @@ def decode_fields(
                 what = f"{cspec.name}.{fields[i].name} encoded as {_ctor_name(c)}"
                 ctx.note("amqp10.bad-field", pos, what)
             if plain[i]:
-                values[i], pos = READERS[c](ctx, pos + 1, stop, depth)
+                # the usual encodings of plain fields read here, not by a call; anything else,
+                # and any that does not fit before `stop`, goes to its reader (which reports)
+                if c in _ZERO_WIDTH:
+                    values[i] = _ZERO_WIDTH[c]
+                    pos += 1
+                elif c in _ONE_BYTE and pos + 2 <= stop:
+                    values[i] = buf[pos + 1]
+                    pos += 2
+                elif c == _VBIN8 and pos + 2 <= stop and pos + 2 + buf[pos + 1] <= stop:
+                    nxt = pos + 2 + buf[pos + 1]
+                    values[i] = buf[pos + 2 : nxt].hex()
+                    pos = nxt
+                else:
+                    values[i], pos = READERS[c](ctx, pos + 1, stop, depth)
             else:
                 values[i], pos = _field_value(ctx, cspec, fields[i], c, pos, stop, depth)
     except Malformed as exc:
@@ -307,7 +333,11 @@ def decode_fields(
     for i in cspec.mandatory:
         if values[i] is _MISSING:
             ctx.note("amqp10.missing-mandatory", off, f"{cspec.name} without {fields[i].name}")
-    out.update({n: v for n, v in zip(cspec.names, values, strict=True) if v is not _MISSING})
+    names = cspec.names
+    for i in range(nfields):
+        value = values[i]
+        if value is not _MISSING:
+            out[names[i]] = value
     return stop
 
 

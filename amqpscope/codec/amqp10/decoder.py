@@ -13,6 +13,10 @@ deliveries are keyed by (channel, handle) as this peer numbers them.
   recognised; detach and end forget.
 - sasl-init / sasl-response: credentials are redacted unless `show_secrets`.
 - `redact_bodies`: message bodies keep their kind and size only (message.py).
+- `messages=False` (`summary`, which shows no message): a delivery's transfers are followed and
+  counted, its message is not decoded, so damage inside message sections is a finding of `read`
+  only. Transaction coordinator links (the tracker reads their declares and discharges) and
+  links whose attach was not seen are still decoded.
 
 It never raises: damage becomes findings on the frame.
 """
@@ -89,6 +93,11 @@ class Decoder:
         ctx = Context(buf)
         name, fields, pos = composites.decode_body(ctx, data[4] * 4, len(data))
         frame.fields = fields
+        if name == "transfer":  # most frames: called by name, compiled a direct C call
+            self._transfer(frame, fields, buf, pos, ctx.findings)
+            if ctx.findings:
+                frame.findings.extend(ctx.findings)
+            return
         after = _AFTER.get(name) if name is not None else None
         if after is not None:
             after(self, frame, fields, buf, pos, ctx.findings)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import math
 import struct
-from decimal import Decimal
 from typing import Any, Final
 
 #: what a secret (a password, a token) reads as unless --show-secrets is given
@@ -96,6 +95,8 @@ def decimal(bits: int, width: int) -> str:
     if coefficient >= 10**precision:  # non-canonical: the standard reads it as zero
         coefficient = 0
     digits = tuple(int(d) for d in str(coefficient))
+    from decimal import Decimal  # here: rarely needed, and 1 ms of every startup
+
     return str(Decimal((sign, digits, exponent - bias)))
 
 

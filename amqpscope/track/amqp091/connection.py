@@ -294,6 +294,17 @@ class ConnectionTracker:
                 self._ended(epoch)
             return
         if state in rules.CHANNEL_ACTIVE:
+            # the methods of every message, called by name (compiled, a direct C call); the
+            # rest through the table, as these are too
+            if direction == C2S and name == "basic.publish":
+                epoch.publish(frame, out)
+                return
+            if direction == S2C and name == "basic.deliver":
+                epoch.deliver(frame, out)
+                return
+            if direction == C2S and name == "basic.ack":
+                epoch.client_settles(frame, out)
+                return
             handler = METHODS.get(key)
             if handler is not None:
                 handler(epoch, frame, out)

@@ -97,6 +97,7 @@ class ConnectionTracker:
         self.headers: dict[str, list[str]] = {CLIENT: [], SERVER: []}
         self.sasl: dict[str, Any] = {"mechanisms": None, "mechanism": None, "outcome": None}
         self.opened: dict[str, dict[str, Any] | None] = {CLIENT: None, SERVER: None}
+        self.channel_max: Any = None  # the lower channel-max of the opens seen (`_open`)
         self.closed: dict[str, dict[str, Any] | None] = {CLIENT: None, SERVER: None}
         self.channels: dict[str, dict[int, Session]] = {CLIENT: {}, SERVER: {}}
         self.pending: dict[str, dict[int, Session]] = {CLIENT: {}, SERVER: {}}
@@ -163,6 +164,9 @@ class ConnectionTracker:
             self._limits(side, frame, out)
         if name in SESSION_LEVEL:
             self._check_session(side, frame, out)
+        if name == "transfer":  # most frames: called by name, compiled a direct C call
+            self._transfer(side, frame, out)
+            return out
         handler = self.handlers.get(name)
         if handler is not None:
             handler(side, frame, out)
@@ -290,6 +294,11 @@ class ConnectionTracker:
     def _open(self, side: str, frame: Frame, out: list[Finding]) -> None:
         fields = frame.fields
         self.opened[side] = {k: fields[k] for k in OPEN_FIELDS if k in fields}
+        # the lower of the two sides' channel-max, computed here rather than for every frame
+        self.channel_max = min(
+            (o.get("channel-max", 65535) for o in self.opened.values() if o is not None),
+            default=None,
+        )
 
     def _close(self, side: str, frame: Frame, out: list[Finding]) -> None:
         error = error_of(frame.fields.get("error"))
@@ -339,10 +348,7 @@ class ConnectionTracker:
                 f"{frame.name} of {frame.size} bytes from {side}; {OTHER[side]}'s "
                 f"max-frame-size is {limit} (reported once per side)",
             )
-        channel_max = min(
-            (o.get("channel-max", 65535) for o in self.opened.values() if o is not None),
-            default=None,
-        )
+        channel_max = self.channel_max
         if frame.channel is not None and channel_max is not None and frame.channel > channel_max:
             self._violation(
                 out,
@@ -784,11 +790,16 @@ class ConnectionTracker:
         settled = bool(fields.get("settled"))
         state = fields.get("state")
         if span <= RANGE_WALK or span <= len(half.deliveries):
-            ids = [serial_add(first, i) for i in range(span)]
-            matched = [half.deliveries[i] for i in ids if i in half.deliveries]
-            unknown = [
-                i for i in ids if i not in half.deliveries and not half.ever_sent(i, self.lenient)
-            ]
+            deliveries = half.deliveries
+            matched = []
+            unknown = []
+            for i in range(span):  # one pass over the range (batches of dozens are usual)
+                did = serial_add(first, i)
+                delivery = deliveries.get(did)
+                if delivery is not None:
+                    matched.append(delivery)
+                elif not half.ever_sent(did, self.lenient):
+                    unknown.append(did)
         else:
             matched = [
                 d for i, d in half.deliveries.items() if serial_diff(i, first) in range(span)
