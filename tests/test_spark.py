@@ -317,6 +317,33 @@ def test_daemon_moves_only_the_zips_that_copy_the_installed_pyspark(monkeypatch:
     assert [p for p in moved if p not in shipped] == [p for p in path if p not in shipped]
 
 
+def test_rows_become_the_same_arrow_batches_in_one_pass_as_column_by_column() -> None:
+    """`Layout.batch` reads rows as structs in one pass; a value its column cannot hold (a count
+    past 64 bits) sends it to the column-by-column path, which makes that value null."""
+    from amqpscope.pipeline import rows, store
+
+    checked = 0
+    for path in FILES:
+        by_table: dict[str, list[Any]] = {}
+        for kind, value in rows.decode_file(str(path)):
+            if kind in tables.TABLES:
+                by_table.setdefault(kind, []).extend(value)
+        for name, values in by_table.items():
+            shape = store.layout(name)
+            assert shape.batch(values).equals(shape._by_column(values)), (path.name, name)
+            checked += 1
+    assert checked >= len(FILES)
+    shape = store.layout("frames")
+    records = rows.decode_file(str(SPLIT))
+    frames = [row for kind, part in records if kind == "frames" for row in part]
+    at = [n for n, _ in tables.COLUMNS["frames"]].index("size")
+    huge = [*frames[:2], (*frames[2][:at], 1 << 64, *frames[2][at + 1 :]), *frames[3:]]
+    made = shape.batch(huge)
+    assert made.column("size")[2].as_py() is None
+    assert made.column("size").null_count == shape.batch(frames).column("size").null_count + 1
+    assert made.column("fields").equals(shape.batch(frames).column("fields"))
+
+
 def _edge(capture: str, order: int, **kw: Any) -> stitch.Edge:
     base = dict(
         conn=1,

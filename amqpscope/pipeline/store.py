@@ -104,6 +104,10 @@ class Layout:
             seconds = names.index(times[name]) if name in times else None
             self.columns.append((at, name, arrow_type(kind), seconds))
         self.schema = pa.schema([pa.field(name, kind) for _, name, kind, _ in self.columns])
+        #: a whole row as Arrow reads a tuple: every column, the partitions' too, in row order
+        self.row_type = pa.struct(
+            [pa.field(name, arrow_type(kind)) for name, kind in COLUMNS[table]]
+        )
         #: dictionary-encoded: the strings that repeat (endpoints, names, codes), not the JSON
         #: texts or numbers, whose dictionaries only cost time (a third of the write)
         self.dictionary = [
@@ -134,7 +138,21 @@ class Layout:
 
     def batch(self, rows: list[tuple[Any, ...]]) -> Any:
         import pyarrow as pa
-        import pyarrow.compute as pc
+
+        # the rows read by Arrow in one pass, as structs (a third faster than a list per
+        # column); a value out of its column's type fails that, and the columns go one by one
+        try:
+            whole = pa.array(rows, type=self.row_type)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError):
+            return self._by_column(rows)
+        arrays = [
+            whole.field(at) if seconds is None else _timestamps(whole.field(seconds), kind)
+            for at, _, kind, seconds in self.columns
+        ]
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+    def _by_column(self, rows: list[tuple[Any, ...]]) -> Any:
+        import pyarrow as pa
 
         # a column at a time (`zip(*rows)` makes an iterator per row, which the cyclic
         # collector then walks: in a worker holding many rows it cost twice as much)
@@ -142,11 +160,19 @@ class Layout:
         for at, _, kind, seconds in self.columns:
             if seconds is not None:
                 values = pa.array(list(map(itemgetter(seconds), rows)), pa.float64())
-                micros = pc.round(pc.multiply(values, 1e6))
-                arrays.append(micros.cast(pa.int64()).cast(kind))
+                arrays.append(_timestamps(values, kind))
             else:
                 arrays.append(_column(list(map(itemgetter(at), rows)), kind))
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+
+def _timestamps(seconds: Any, kind: Any) -> Any:
+    """Timestamps (microseconds) from an Arrow array of seconds."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    micros = pc.round(pc.multiply(seconds, 1e6))
+    return micros.cast(pa.int64()).cast(kind)
 
 
 def _column(values: list[Any], kind: Any) -> Any:
