@@ -344,6 +344,25 @@ def test_rows_become_the_same_arrow_batches_in_one_pass_as_column_by_column() ->
     assert made.column("fields").equals(shape.batch(frames).column("fields"))
 
 
+@needs_java
+def test_a_worker_python_that_cannot_import_amqpscope_is_one_line(tmp_path: Path) -> None:
+    """PYSPARK_PYTHON set to a Python without amqpscope (here this one, isolated from its
+    site-packages) is named in one line before Spark starts, not a page of executor traces."""
+    bare = tmp_path / "bare-python"
+    bare.write_text(f'#!/bin/sh\nexec {sys.executable} -I -S "$@"\n')
+    bare.chmod(0o755)
+    env = {**os.environ, "PYSPARK_PYTHON": str(bare)}
+    shown = subprocess.run(
+        [sys.executable, "-m", "amqpscope.cli", "spark", str(SPLIT), "--out", str(tmp_path / "o"),
+         "--master", "local[1]"],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    assert shown.returncode == 1
+    lines = shown.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"PYSPARK_PYTHON={bare} cannot run the workers" in lines[0]
+    assert "No module named" in lines[0] and "Traceback" not in shown.stderr
+
+
 def _edge(capture: str, order: int, **kw: Any) -> stitch.Edge:
     base = dict(
         conn=1,

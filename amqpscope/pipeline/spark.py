@@ -182,6 +182,7 @@ def session(master: str | None = None, app: str = "amqpscope") -> Any:
         builder = builder.master(master)
         if master.startswith("local"):
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+            _check_worker_python(os.environ["PYSPARK_PYTHON"])
             builder = (
                 builder.config("spark.ui.enabled", "false")
                 .config("spark.sql.shuffle.partitions", "8")
@@ -193,6 +194,27 @@ def session(master: str | None = None, app: str = "amqpscope") -> Any:
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def _check_worker_python(python: str) -> None:
+    """A PYSPARK_PYTHON of the user's that cannot import amqpscope would fail every task with
+    Spark's stack traces: one line instead, before the JVM starts. (This interpreter can.)"""
+    if python == sys.executable:
+        return
+    import subprocess
+
+    probe = "import amqpscope.pipeline.tasks, pyarrow"
+    try:
+        done = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise PipelineError(f"PYSPARK_PYTHON={python}: cannot run it ({exc})") from None
+    if done.returncode != 0:
+        lines = done.stderr.strip().splitlines()
+        raise PipelineError(
+            f"PYSPARK_PYTHON={python} cannot run the workers"
+            f" ({lines[-1] if lines else f'exit status {done.returncode}'}):"
+            f" install amqpscope[spark] for it, or unset PYSPARK_PYTHON"
+        )
 
 
 def _decode_remote(
