@@ -28,12 +28,9 @@ Damage and oddities become findings in `findings`, never exceptions.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import zlib
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, unquote
 
 from amqpscope.codec import layers
 from amqpscope.findings import Finding, finding
@@ -115,6 +112,9 @@ _STREAM, _CONTROL, _SKIP = "stream", "control", "skip"
 
 def accept_key(key: str) -> str:
     """Sec-WebSocket-Accept for a Sec-WebSocket-Key (RFC 6455, 4.2.2)."""
+    import base64  # here, with hashlib: every capture loads this module, few hold a handshake
+    import hashlib
+
     digest = hashlib.sha1(key.strip().encode("ascii", "replace") + ACCEPT_GUID).digest()
     return base64.b64encode(digest).decode("ascii")
 
@@ -170,6 +170,8 @@ def _redact_query(target: str) -> str:
     path, sep, query = target.partition("?")
     if not sep:
         return target
+    from urllib.parse import quote, unquote
+
     names = [unquote(part.partition("=")[0]) for part in query.split("&") if part]
     return path + "?" + "&".join(f"{quote(n)}=<redacted>" for n in names)
 

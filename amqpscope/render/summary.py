@@ -153,15 +153,45 @@ def _table(
     ]
     shown: list[tuple[str, list[str]]] = []
     unbounded = console.options.update_width(1 << 16)  # rich clamps a measure to the width
+    fits = _widest(columns, cells, keep, lines) <= console.width  # then no need to measure
     for name, line in lines:  # each, while the table's natural width still fits
         if not any(line):
             continue
         wider = _columns(title, columns, cells, keep, [*shown, (name, line)])
-        if Measurement.get(console, unbounded, wider).maximum > console.width:
+        if not fits and Measurement.get(console, unbounded, wider).maximum > console.width:
             break
         shown.append((name, line))
         table = wider
     return table
+
+
+def _limits(name: str) -> tuple[int, int | None]:
+    """A column's (min_width, max_width): numbers keep their header; text gives way."""
+    if name in ("address", "error", "close"):
+        return 6, 48
+    return len(name), None
+
+
+def _widest(
+    columns: list[Column],
+    cells: list[list[str]],
+    keep: list[int],
+    sparks: Sequence[tuple[str, list[str]]],
+) -> int:
+    """At least the natural width of the table with every sparkline, found without rich (whose
+    measure of a whole table is half of a piped `summary`'s printing): a column is at most its
+    max_width, or twice its longest text (a wide character takes two cells), but no less than
+    its min_width; plus two cells of padding and a separator."""
+    total = 0
+    for i in keep:
+        name = columns[i][0]
+        least, most = _limits(name)
+        longest = max([len(name), *(len(cell[i]) for cell in cells)])
+        total += max(least, 2 * longest if most is None else most) + 3
+    for name, line in sparks:
+        longest = max([len(name), *(len(text) for text in line)])
+        total += max(sparkline.WIDTH, 2 * longest) + 3
+    return total
 
 
 def _columns(
@@ -174,15 +204,15 @@ def _columns(
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
     for i in keep:
         name = columns[i][0]
-        wide = name in ("address", "error", "close")
+        least, most = _limits(name)
         table.add_column(
             name,
-            justify="left" if wide or name == "role" else "right",
+            justify="left" if most is not None or name == "role" else "right",
             overflow="ellipsis",
             no_wrap=name
             != "address",  # rich narrows only wrapping columns (addresses have no spaces)
-            max_width=48 if wide else None,
-            min_width=6 if wide else len(name),  # numbers keep their header; text gives way
+            max_width=most,
+            min_width=least,
             style=OUTCOME_STYLES.get(name, "red" if name in ("error", "close") else ""),
         )
     for name, _ in sparks:
