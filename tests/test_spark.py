@@ -363,6 +363,30 @@ def test_a_worker_python_that_cannot_import_amqpscope_is_one_line(tmp_path: Path
     assert "No module named" in lines[0] and "Traceback" not in shown.stderr
 
 
+def test_frame_rows_come_in_chunks_bounded_in_rows_and_bytes(monkeypatch: Any) -> None:
+    """A worker holds at most a chunk of frame rows before the writer takes them: `CHUNK` rows,
+    or fewer once their JSON texts reach `CHUNK_BYTES` (a capture of big messages)."""
+    from amqpscope.pipeline import rows
+
+    def chunks() -> list[list[Any]]:
+        return [part for kind, part in rows.decode_file(str(SPLIT)) if kind == "frames"]
+
+    whole = chunks()
+    names = [n for n, _ in tables.COLUMNS["frames"]]
+    at, msg = names.index("fields"), names.index("message")
+
+    def size(row: Any) -> int:
+        return len(row[at]) + len(row[msg] or b"")
+
+    monkeypatch.setattr(rows, "CHUNK", 7)
+    monkeypatch.setattr(rows, "CHUNK_BYTES", 600)
+    small = chunks()
+    assert [r for part in small for r in part] == [r for part in whole for r in part]
+    assert len(small) > len(whole) and all(len(part) <= 7 for part in small)
+    assert all(sum(map(size, part[:-1])) < 600 for part in small)
+    assert any(len(part) < 7 and sum(map(size, part)) >= 600 for part in small[:-1])
+
+
 def _edge(capture: str, order: int, **kw: Any) -> stitch.Edge:
     base = dict(
         conn=1,

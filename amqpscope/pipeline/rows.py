@@ -3,9 +3,9 @@ packets of one stitched connection, in; rows of the tables (`tables.COLUMNS`) ou
 
 The decode is exactly the CLI's: `open_capture` → `Dissector` → `Tracker` (`feed`, `finish`,
 `summary`), plus `DeliveryLog` for the per-delivery rows. Output is a stream of records
-`(kind, value)`: kind is a table name (value: a list of row tuples, up to `CHUNK` frames at a
-time), "edge" (a `stitch.Edge`), "packets" (`(capture, conn, [RawPacket])` of an edge
-connection) or "meta" (one dict per file).
+`(kind, value)`: kind is a table name (value: a list of row tuples, up to `CHUNK` frames or
+`CHUNK_BYTES` of their JSON at a time), "edge" (a `stitch.Edge`), "packets"
+(`(capture, conn, [RawPacket])` of an edge connection) or "meta" (one dict per file).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from amqpscope.dissect import Dissector, endpoint_text
 from amqpscope.findings import Finding
 from amqpscope.pipeline.deliveries import DeliveryLog
 from amqpscope.pipeline.stitch import Edge
-from amqpscope.pipeline.tables import row
+from amqpscope.pipeline.tables import COLUMNS, row
 from amqpscope.track.tracker import Tracker
 
 Record = tuple[str, Any]
@@ -46,8 +46,10 @@ MAGICS = (
 
 _DAYS: dict[int, str] = {}
 #: frame rows handed on at a time (a record per frame cost a tenth of a worker's time in passing
-#: rows from here to the writer)
+#: rows from here to the writer), or fewer when their JSON texts hold this many bytes (big
+#: messages): what a worker holds stays bounded
 CHUNK = 1024
+CHUNK_BYTES = 4 << 20
 
 
 def looks_like_capture(head: bytes) -> bool:
@@ -133,6 +135,7 @@ def decode(
     spans: dict[int, list[Any]] = {}  # conn -> [frames, first ts, last ts]
     findings: list[dict[str, Any]] = []
     chunk: list[tuple[Any, ...]] = []
+    held = 0  # bytes of the chunk's JSON texts
     for frame in dissector.run(packets):
         if broken is None:
             try:
@@ -147,10 +150,12 @@ def decode(
         span = spans[frame.conn]
         span[0] += 1
         span[2] = frame.ts
-        chunk.append(_frame_row(frame, place))
-        if len(chunk) >= CHUNK:
+        values = _frame_row(frame, place)
+        chunk.append(values)
+        held += len(values[_FIELDS_AT]) + len(values[_MESSAGE_AT] or b"")
+        if len(chunk) >= CHUNK or held >= CHUNK_BYTES:
             yield "frames", chunk
-            chunk = []
+            chunk, held = [], 0
         for f in frame.findings:
             findings.append(_finding(f, place, "frame", frame.ts, frame.conn))
     if chunk:
@@ -208,6 +213,8 @@ def decode(
 
 
 _BASENAMES: dict[str, str] = {}
+_FIELDS_AT = [name for name, _ in COLUMNS["frames"]].index("fields")
+_MESSAGE_AT = [name for name, _ in COLUMNS["frames"]].index("message")
 _NONE = ()  # a frame's findings when it has none (one shared value, not a list a row)
 
 

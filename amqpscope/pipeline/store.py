@@ -280,10 +280,9 @@ class TableWriter:
         if not rows:
             return
         part = (_LAYOUTS.get(table) or layout(table)).partition
-        first = part(rows[0])
         keys = list(map(part, rows))
-        if keys.count(first) == len(keys):  # nearly always: one file, one day
-            self._take((table, first), rows)
+        if keys.count(keys[0]) == len(keys):  # nearly always: one file, one day
+            self._take((table, keys[0]), rows)
             return
         grouped: dict[Any, list[tuple[Any, ...]]] = {}
         for key, values in zip(keys, rows, strict=True):
