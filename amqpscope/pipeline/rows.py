@@ -29,7 +29,7 @@ from amqpscope.dissect import Dissector, endpoint_text
 from amqpscope.findings import Finding
 from amqpscope.pipeline.deliveries import DeliveryLog
 from amqpscope.pipeline.stitch import Edge
-from amqpscope.pipeline.tables import COLUMNS, row
+from amqpscope.pipeline.tables import frame_text_bytes, row
 from amqpscope.track.tracker import Tracker
 
 Record = tuple[str, Any]
@@ -152,7 +152,7 @@ def decode(
         span[2] = frame.ts
         values = _frame_row(frame, place)
         chunk.append(values)
-        held += len(values[_FIELDS_AT]) + len(values[_MESSAGE_AT] or b"")
+        held += frame_text_bytes(values)
         if len(chunk) >= CHUNK or held >= CHUNK_BYTES:
             yield "frames", chunk
             chunk, held = [], 0
@@ -213,8 +213,6 @@ def decode(
 
 
 _BASENAMES: dict[str, str] = {}
-_FIELDS_AT = [name for name, _ in COLUMNS["frames"]].index("fields")
-_MESSAGE_AT = [name for name, _ in COLUMNS["frames"]].index("message")
 _NONE = ()  # a frame's findings when it has none (one shared value, not a list a row)
 
 

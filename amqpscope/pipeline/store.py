@@ -19,7 +19,7 @@ import re
 from operator import itemgetter
 from typing import Any
 
-from amqpscope.pipeline.tables import COLUMNS, PARTITIONS, TABLES, TIMES
+from amqpscope.pipeline.tables import COLUMNS, PARTITIONS, TABLES, TIMES, frame_text_bytes
 
 #: rows of one table and partition buffered before a row group is written, or about this many
 #: bytes of JSON text (frames with big messages)
@@ -193,8 +193,6 @@ def _column(values: list[Any], kind: Any) -> Any:
 
 
 _LAYOUTS: dict[str, Layout] = {}
-_FIELDS = itemgetter([name for name, _ in COLUMNS["frames"]].index("fields"))
-_MESSAGE = itemgetter([name for name, _ in COLUMNS["frames"]].index("message"))
 
 
 def layout(table: str) -> Layout:
@@ -297,8 +295,7 @@ class TableWriter:
             self._sizes[key] = 0
         pending.extend(rows)
         if key[0] == "frames":  # the only rows that may carry big text (messages)
-            size = 64 * len(rows) + sum(map(len, map(_FIELDS, rows)))
-            size += sum(map(len, filter(None, map(_MESSAGE, rows))))
+            size = 64 * len(rows) + sum(map(frame_text_bytes, rows))
             size = self._sizes[key] = self._sizes[key] + size
             if size >= BYTES:
                 self._flush(key)

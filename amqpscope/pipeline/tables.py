@@ -238,6 +238,17 @@ def row(table: str, values: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(out)
 
 
+_FRAME_FIELDS = [name for name, _ in COLUMNS["frames"]].index("fields")
+_FRAME_MESSAGE = [name for name, _ in COLUMNS["frames"]].index("message")
+
+
+def frame_text_bytes(values: tuple[Any, ...]) -> int:
+    """The bytes of a `frames` row's JSON texts (fields, message): the part of a row that can be
+    big, so what bounds how many rows a worker holds."""
+    message = values[_FRAME_MESSAGE]
+    return len(values[_FRAME_FIELDS]) + (len(message) if message is not None else 0)
+
+
 def struct_type(table: str) -> Any:
     """The Spark schema of `table` (imports pyspark: call it on the driver only)."""
     from pyspark.sql.types import StructField, StructType, _parse_datatype_string
