@@ -387,6 +387,49 @@ def test_frame_rows_come_in_chunks_bounded_in_rows_and_bytes(monkeypatch: Any) -
     assert any(len(part) < 7 and sum(map(size, part)) >= 600 for part in small[:-1])
 
 
+def test_settled_deliveries_leave_the_log_as_they_settle(monkeypatch: Any) -> None:
+    """A long connection's delivery rows must not pile up in a worker: settled rows are handed
+    out as they settle (`DeliveryLog.take`, which `rows.decode` drains at `CHUNK` rows), and the
+    rows out are the same whichever way they are drained."""
+    from amqpscope.pipeline import rows
+
+    for path in (
+        CAPTURES / "091-qos-prefetch.pcap",
+        CAPTURES / "10-outcomes.pcap",
+        CAPTURES / "091-confirms-return.pcap",
+    ):
+        frames, _ = decode(path)
+        whole = DeliveryLog()
+        drained = DeliveryLog()
+        taken: list[dict[str, Any]] = []
+        for frame in frames:
+            whole.feed(frame)
+            drained.feed(frame)
+            taken += drained.take()
+            assert drained.rows == []
+        assert taken and all(r["settled"] is not False for r in taken), path
+        tail = drained.finish()
+        assert all(r["settled"] is False for r in tail)
+        key = repr  # rows are dicts of plain values
+        assert sorted(map(key, taken + tail)) == sorted(map(key, whole.finish())), path
+
+    def deliveries() -> tuple[list[str], list[Any]]:
+        kinds, out = [], []
+        for kind, part in rows.decode_file(str(CAPTURES / "091-qos-prefetch.pcap")):
+            kinds.append(kind)
+            if kind == "deliveries":
+                out += part
+        return kinds, sorted(out, key=repr)
+
+    kinds, whole_rows = deliveries()
+    monkeypatch.setattr(rows, "CHUNK", 3)
+    small_kinds, small_rows = deliveries()
+    assert small_rows == whole_rows and whole_rows
+    # drained while the frames still come, not only at the end
+    assert "deliveries" in small_kinds[: max(i for i, k in enumerate(small_kinds) if k == "frames")]
+    assert "deliveries" not in kinds[: max(i for i, k in enumerate(kinds) if k == "frames")]
+
+
 def _edge(capture: str, order: int, **kw: Any) -> stitch.Edge:
     base = dict(
         conn=1,

@@ -14,7 +14,8 @@ table wants every one, so this follows the few frames that matter, with the spec
       (outcome ack/nack/reject, requeue), or at once for no-ack consumers and gets (auto-ack).
       channel.open starts a channel afresh. latency: message complete to settlement. A publish
       without confirms has settled null (nothing settles it on the wire).
-Unsettled rows come out at `finish()` with settled false.
+Settled rows are handed out as they settle (`take`), so a long connection's rows never pile
+up; unsettled ones come out at `finish()` with settled false.
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ def _other(direction: str) -> str:
 
 
 class DeliveryLog:
-    """One connection's frames in, in capture order; `rows`: dicts of `deliveries` columns."""
+    """One connection's frames in, in capture order; out, dicts of `deliveries` columns: the
+    settled ones so far (`take`, or `rows` while they wait) and at the end the rest (`finish`).
+    Most frames matter to no row: `feed` looks a frame's name up once (`_HANDLERS`) and is done."""
 
     def __init__(self) -> None:
         self.rows: list[dict[str, Any]] = []
@@ -49,45 +52,46 @@ class DeliveryLog:
         self.get: dict[int, tuple[bool, str | None]] = {}
 
     def feed(self, frame: Frame) -> None:
-        if frame.version == "1.0":
-            if frame.kind == "performative":
-                self._amqp10(frame)
-        elif frame.kind == "method" or frame.message is not None:
-            self._amqp091(frame)
+        handler = _HANDLERS.get(frame.name)
+        if handler is not None and frame.kind == handler[0]:
+            handler[1](self, frame)
+        elif frame.message is not None and frame.version != "1.0":  # a 0-9-1 message completes
+            self._message(frame, frame.channel or 0)
+
+    def take(self) -> list[dict[str, Any]]:
+        """The rows settled since the last `take` (in the order they settled)."""
+        out, self.rows = self.rows, []
+        return out
 
     def finish(self) -> list[dict[str, Any]]:
-        for pending in self.pending10.values():
-            self.rows.extend(pending.values())
+        """What `take` has not handed out, then every row still unsettled (in frame order)."""
+        out = self.take()
+        unsettled = [row for pending in self.pending10.values() for row in pending.values()]
         for table in (self.unconfirmed, self.unacked):
             for pending in table.values():
-                self.rows.extend(pending.values())
+                unsettled.extend(pending.values())
         self.pending10.clear()
         self.unconfirmed.clear()
         self.unacked.clear()
-        self.rows.sort(key=lambda r: r["frame"])
-        return self.rows
+        unsettled.sort(key=lambda r: r["frame"])
+        return out + unsettled
 
     # -- 1.0 -----------------------------------------------------------------------------------
     def _session(self, frame: Frame) -> int:
         channel = frame.channel or 0
         return channel if frame.direction == "c2s" else self.remote.get(channel, channel)
 
-    def _amqp10(self, frame: Frame) -> None:
+    def _begin(self, frame: Frame) -> None:
         f = frame.fields
-        name = frame.name
-        if name == "begin":
-            if frame.direction == "s2c" and f.get("remote-channel") is not None:
-                self.remote[frame.channel or 0] = f["remote-channel"]
-            return
-        session = self._session(frame)
-        if name == "attach":
-            self.links[(session, frame.direction, f.get("handle", 0))] = f.get("name")
-        elif name == "transfer":
-            self._transfer(frame, session)
-        elif name == "disposition":
-            self._disposition(frame, session)
+        if frame.direction == "s2c" and f.get("remote-channel") is not None:
+            self.remote[frame.channel or 0] = f["remote-channel"]
 
-    def _transfer(self, frame: Frame, session: int) -> None:
+    def _attach(self, frame: Frame) -> None:
+        f = frame.fields
+        self.links[(self._session(frame), frame.direction, f.get("handle", 0))] = f.get("name")
+
+    def _transfer(self, frame: Frame) -> None:
+        session = self._session(frame)
         f = frame.fields
         handle = f.get("handle", 0)
         key = (session, frame.direction, handle)
@@ -125,7 +129,8 @@ class DeliveryLog:
         else:
             self.current.pop(key, None)
 
-    def _disposition(self, frame: Frame, session: int) -> None:
+    def _disposition(self, frame: Frame) -> None:
+        session = self._session(frame)
         f = frame.fields
         # a receiver's disposition is about what the other side sent; a sender's, its own
         sender = _other(frame.direction) if f.get("role") == "receiver" else frame.direction
@@ -160,15 +165,14 @@ class DeliveryLog:
             pending.pop(row["delivery_id"], None)
 
     # -- 0-9-1 ---------------------------------------------------------------------------------
-    def _amqp091(self, frame: Frame) -> None:
+    def _method(self, frame: Frame) -> None:
+        """A 0-9-1 method that matters (a content method's message is `_message`'s)."""
         channel = frame.channel or 0
         name = frame.name
         f = frame.fields
         c2s = frame.direction == "c2s"
         if frame.message is not None:
             self._message(frame, channel)
-        if frame.kind != "method":
-            return
         if name == "channel.open" and c2s:
             for table in (self.unconfirmed, self.unacked):
                 self.rows.extend(table.pop(channel, {}).values())
@@ -183,12 +187,9 @@ class DeliveryLog:
             self.consumers[f.get("consumer-tag", "")] = self.consume.pop(channel)
         elif name == "basic.get" and c2s:
             self.get[channel] = (bool(f.get("no-ack")), f.get("queue"))
-        elif name in ("basic.ack", "basic.nack", "basic.reject"):
+        elif name in _SETTLES:
             table = self.unacked if c2s else self.unconfirmed
-            outcome = name.split(".")[1]
-            if not c2s:
-                outcome = "confirmed" if outcome == "ack" else "nacked"
-            self._settle091(table.get(channel), frame, outcome)
+            self._settle091(table.get(channel), frame, _SETTLES[name][c2s])
 
     def _message(self, frame: Frame, channel: int) -> None:
         message = frame.message or {}
@@ -254,3 +255,31 @@ class DeliveryLog:
                 latency_ms=round((frame.ts - row["ts"]) * 1000.0, 3),
             )
             self.rows.append(row)
+
+
+#: a 0-9-1 settling method -> its outcome (by the client, by the broker)
+_SETTLES: dict[str, dict[bool, str]] = {
+    "basic.ack": {True: "ack", False: "confirmed"},
+    "basic.nack": {True: "nack", False: "nacked"},
+    "basic.reject": {True: "reject", False: "nacked"},
+}
+
+#: the frames a row depends on: name -> (the frame kind it must be, handler); any other frame
+#: matters only if it completes a 0-9-1 message (`feed`)
+_HANDLERS: dict[str, tuple[str, Any]] = {
+    "begin": ("performative", DeliveryLog._begin),
+    "attach": ("performative", DeliveryLog._attach),
+    "transfer": ("performative", DeliveryLog._transfer),
+    "disposition": ("performative", DeliveryLog._disposition),
+    **dict.fromkeys(
+        (
+            "channel.open",
+            "confirm.select",
+            "basic.consume",
+            "basic.consume-ok",
+            "basic.get",
+            *_SETTLES,
+        ),
+        ("method", DeliveryLog._method),
+    ),
+}
