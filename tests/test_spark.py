@@ -280,6 +280,18 @@ def test_out_as_a_uri_partition_names_and_empty_tables(spark: Any, tmp_path: Pat
 
 
 @needs_java
+def test_the_local_jvm_starts_with_the_quick_compiler_only(spark: Any) -> None:
+    """`session` asks a local JVM for C1 alone (`AMQPSCOPE_SPARK_JAVA_OPTIONS` by default):
+    the option must reach the JVM's command line, not only Spark's configuration."""
+    from amqpscope.pipeline import spark as job
+
+    bean = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+    arguments = list(bean.getInputArguments())
+    expected = job._java_options().split()
+    assert expected and all(option in arguments for option in expected), arguments
+
+
+@needs_java
 def test_workers_start_from_the_installed_pyspark_with_the_decoder_loaded(spark: Any) -> None:
     """`pipeline.daemon`: Spark puts its zip of pyspark first on the workers' path, compiled
     afresh at every start; the workers use the installed copy and find amqpscope imported."""
