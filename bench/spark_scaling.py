@@ -9,6 +9,8 @@ Two measures, because a shared machine makes wall clocks lie:
   own "done in" line (the JVM's start excluded); `read --json` is one process per file, in turn.
 - per CPU second: packets / CPU seconds used by every process of the run (the JVM, the Python
   workers, the driver; sampled from /proc, so start-up is included), against read's.
+And, as the ceiling for local[N] (N > 1): `read --json` in N chains of processes at once, per
+core against one alone: what the machine itself loses when N cores work at once.
 
 `--build compiled` runs both sides on the mypyc-compiled build (`tools/compiled.py`), the Spark
 workers included (local mode starts them with the driver's interpreter).
@@ -83,6 +85,27 @@ def run_spark(command: list[str]) -> tuple[float, float, str]:
     return wall, sum(seen.values()), err
 
 
+def run_reads(python: str, paths: list[Path], chains: int) -> float:
+    """Wall seconds of `read --json` over `paths`, dealt out to `chains` processes at a time."""
+
+    def chain(mine: list[Path]) -> None:
+        for path in mine:
+            subprocess.run(
+                [python, "-m", "amqpscope.cli", "read", "--json", str(path)],
+                stdout=subprocess.DEVNULL,
+                check=True,
+                cwd="/",
+            )
+
+    workers = [threading.Thread(target=chain, args=(paths[i::chains],)) for i in range(chains)]
+    start = time.perf_counter()
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return time.perf_counter() - start
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--capture", type=Path, default=DEFAULT)
@@ -129,6 +152,15 @@ def main() -> int:
             f" {read_rate:.0f} | {read_rate:.0f} | 1.00 | {read_cpu:.1f} | {read_per_cpu:.0f} |"
             " 1.00 |"
         )
+        for cores in (c for c in args.cores if c > 1):
+            # the machine's own scaling: `cores` chains of `read --json` at once (shared caches
+            # and memory bandwidth, a VM's neighbours); Spark on as many cores cannot beat it
+            wall = run_reads(python, sorted(folder.iterdir()), cores)
+            rate = packets / wall
+            print(
+                f"| `read --json`, {cores} processes at once | {cores} | {wall:.1f} | {wall:.1f} |"
+                f" {rate:.0f} | {rate / cores:.0f} | {rate / cores / read_rate:.2f} | | | |"
+            )
         for cores in args.cores:
             wall, cpu, err = run_spark(
                 [python, "-m", "amqpscope.cli", "spark", str(folder), "--out",
