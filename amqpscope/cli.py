@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from functools import wraps
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import click
 
@@ -126,6 +126,25 @@ class _Lines:
         sys.stdout.flush()
 
 
+def _replace_unencodable() -> None:
+    """A console that cannot show → or ▁ gets ? rather than a crash."""
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(errors="replace")
+
+
+def _uncoloured(color: str) -> bool:
+    """rich would write no style to stdout, and size nothing by the terminal: --color auto or
+    never to what is no terminal, as rich decides it (FORCE_COLOR and TTY_COMPATIBLE can make
+    anything a terminal to rich; then rich decides, and prints)."""
+    return (
+        color != "always"
+        and os.name != "nt"
+        and not {"FORCE_COLOR", "TTY_COMPATIBLE"} & os.environ.keys()
+        and not sys.stdout.isatty()
+    )
+
+
 def _console(color: str, width: int | None) -> Console:
     """The terminal, as --color and --width (and NO_COLOR, which rich honours) ask; a closed
     pipe is not an error (rich exits 1 by default)."""
@@ -135,9 +154,7 @@ def _console(color: str, width: int | None) -> Console:
         def on_broken_pipe(self) -> None:
             raise BrokenPipeError
 
-    reconfigure = getattr(sys.stdout, "reconfigure", None)
-    if reconfigure is not None:  # a console that cannot show → or ▁ gets ? rather than a crash
-        reconfigure(errors="replace")
+    _replace_unencodable()
     return _Console(
         force_terminal=True if color == "always" else None,
         no_color=color == "never",
@@ -281,7 +298,43 @@ def _frame_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+#: commands that leave nothing to tear down when they return (no thread, child process or
+#: temporary file; their files closed, their output written): run as the program, the process
+#: ends as soon as one has, without the interpreter's teardown (`_Program`)
+QUICK_EXIT: Final = frozenset({"read", "summary", "export", "schema"})
+
+
+class _Program(click.Group):
+    """The command group. Run as the program (the console script or `python -m`, which pass no
+    arguments; tests pass theirs), a command of QUICK_EXIT ends the process with `os._exit` once
+    stdout and stderr are flushed: the interpreter's teardown, which frees every module, table
+    and object one by one, costs more than a small capture's decode (about 15 ms compiled)."""
+
+    ran: str | None = None
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name, command, rest = super().resolve_command(ctx, args)
+        self.ran = command.name if command is not None else None
+        return name, command, rest
+
+    def main(self, args: Any = None, *rest: Any, **options: Any) -> Any:
+        try:
+            return super().main(args, *rest, **options)
+        except SystemExit as exc:
+            code = exc.code
+            if args is None and self.ran in QUICK_EXIT and (code is None or isinstance(code, int)):
+                try:
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                except (OSError, ValueError):
+                    raise exc from None  # the interpreter's exit says it as before
+                os._exit(code or 0)
+            raise
+
+
+@click.group(cls=_Program, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="amqpscope", message=_VERSION)
 def main() -> None:
     """See what AMQP clients and brokers really said: decode, track and explain captures.
@@ -429,9 +482,17 @@ def summary(file: str, as_json: bool, keylog: str | None, color: str, width: int
         else:
             if width is None and not sys.stdout.isatty():
                 width = PIPED_WIDTH  # piped: tables at their natural width, nothing cut
-            from amqpscope.render.summary import print_summary
+            from amqpscope.render.summary import print_summary, summary_text
 
-            print_summary(result, _console(color, width))
+            text = None
+            if width is not None and _uncoloured(color):  # rich would style nothing
+                _replace_unencodable()
+                encoding = (getattr(sys.stdout, "encoding", None) or "utf-8").lower()
+                text = summary_text(result, width, encoding)
+            if text is not None:
+                sys.stdout.write(text)
+            else:
+                print_summary(result, _console(color, width))
         sys.stdout.flush()
         _report(capture.findings + dissector.findings)
 

@@ -7,21 +7,25 @@ distinct deliveries; acc/rej/rel/mod the outcomes; latencies are p50/p99 in mill
 Sparklines (`render/sparkline.py`) draw the time series on one axis per table. They only take
 width the table leaves free: each is added, in the order listed, while the table's natural width
 still fits the console, so on a narrow terminal they give way before any number is cut.
+
+Uncoloured output whose every table and line fits the width as it is (a piped `summary`) is
+written by `summary_text` without rich (`render/plain.py`, the same characters rich prints);
+anything else is rich's to lay out.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from rich.console import Console
-from rich.measure import Measurement
-from rich.table import Table
-from rich.text import Text
-
-from amqpscope.render import sparkline
+from amqpscope.render import plain, sparkline
 from amqpscope.render.lines import safe
+
+if TYPE_CHECKING:  # rich is imported when it prints (`summary_text` needs none of it)
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
 
 Row = dict[str, Any]
 Column = tuple[str, Callable[[Row], Any]]
@@ -140,17 +144,13 @@ def _table(
 ) -> Table | None:
     if not rows:
         return None
-    cells = [[_text(fn(row)) if fn(row) is not None else "" for _, fn in columns] for row in rows]
-    keep = [i for i in range(len(columns)) if any(cell[i] not in ("", "0") for cell in cells)]
+    from rich.measure import Measurement
+
+    cells, keep = _cells(columns, rows)
     table = _columns(title, columns, cells, keep)
     if console is None or not sparks:
         return table
-    axis = sparkline.span([_get(row, "series", key) for row in rows for _, key, _ in sparks])
-    steps = sparkline.glyphs(console.encoding)
-    lines = [
-        (name, [sparkline.sparkline(_get(row, "series", key), axis, steps, low) for row in rows])
-        for name, key, low in sparks
-    ]
+    lines = _spark_lines(rows, sparks, console.encoding)
     shown: list[tuple[str, list[str]]] = []
     unbounded = console.options.update_width(1 << 16)  # rich clamps a measure to the width
     fits = _widest(columns, cells, keep, lines) <= console.width  # then no need to measure
@@ -163,6 +163,30 @@ def _table(
         shown.append((name, line))
         table = wider
     return table
+
+
+def _cells(columns: list[Column], rows: list[Row]) -> tuple[list[list[str]], list[int]]:
+    """Each row's cells as text, and the columns to show: those not empty (or 0) in every row."""
+    cells = [[_text(fn(row)) if fn(row) is not None else "" for _, fn in columns] for row in rows]
+    keep = [i for i in range(len(columns)) if any(cell[i] not in ("", "0") for cell in cells)]
+    return cells, keep
+
+
+def _spark_lines(
+    rows: list[Row], sparks: list[Spark], encoding: str
+) -> list[tuple[str, list[str]]]:
+    """Each sparkline column's (header, a line per row), on the table's one time axis."""
+    axis = sparkline.span([_get(row, "series", key) for row in rows for _, key, _ in sparks])
+    steps = sparkline.glyphs(encoding)
+    return [
+        (name, [sparkline.sparkline(_get(row, "series", key), axis, steps, low) for row in rows])
+        for name, key, low in sparks
+    ]
+
+
+def _justify(name: str) -> Literal["left", "right"]:
+    """Numbers to the right; text (and the role's words) to the left."""
+    return "left" if _limits(name)[1] is not None or name == "role" else "right"
 
 
 def _limits(name: str) -> tuple[int, int | None]:
@@ -201,13 +225,15 @@ def _columns(
     keep: list[int],
     sparks: Sequence[tuple[str, list[str]]] = (),
 ) -> Table:
+    from rich.table import Table
+
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
     for i in keep:
         name = columns[i][0]
         least, most = _limits(name)
         table.add_column(
             name,
-            justify="left" if most is not None or name == "role" else "right",
+            justify=_justify(name),
             overflow="ellipsis",
             no_wrap=name
             != "address",  # rich narrows only wrapping columns (addresses have no spaces)
@@ -234,12 +260,16 @@ def _state(conn: Row) -> str:
     return f"dropped ({how}{' by ' + by if by else ''}, no {close})"
 
 
-def _connection_line(conn: Row) -> Text:
-    text = Text(f"c{conn.get('id')}  {conn.get('client')} → {conn.get('server')}  ", style="bold")
-    text.append(f"AMQP {conn.get('version')}", style="bold cyan")
+#: a line of text as (text, style) pieces: the first piece's style is the line's
+Pieces = list[tuple[str, str]]
+
+
+def _connection_line(conn: Row) -> Pieces:
+    line = [(f"c{conn.get('id')}  {conn.get('client')} → {conn.get('server')}  ", "bold")]
+    line.append((f"AMQP {conn.get('version')}", "bold cyan"))
     if conn.get("state"):  # first: it is what a narrow terminal must not cut
         state = _state(conn)
-        text.append(f"  {state}", style="bold red" if state.startswith("dropped") else "bold")
+        line.append((f"  {state}", "bold red" if state.startswith("dropped") else "bold"))
     facts = [_layer_text(layer) for layer in conn.get("layers") or []]
     if conn.get("version") == "1.0":
         peer = _get(conn, "open", "server", "container-id")
@@ -266,11 +296,11 @@ def _connection_line(conn: Row) -> Text:
             facts.append(f"frame-max {tune.get('frame-max')} heartbeat {tune.get('heartbeat')}s")
     if conn.get("mid-stream") or conn.get("from-start") is False:
         facts.append("captured mid-stream")
-    text.append(safe("  " + " · ".join(facts)), style="")
+    line.append((safe("  " + " · ".join(facts)), ""))
     close = _error(conn.get("close"))
     if close:
-        text.append(f"  closed: {close}", style="bold red")
-    return text
+        line.append((f"  closed: {close}", "bold red"))
+    return line
 
 
 def _layer_text(layer: Row) -> str:
@@ -293,34 +323,75 @@ UNDECODED_WHY = {
 }
 
 
-def _undecoded_line(conn: Row) -> Text:
-    text = Text(f"c{conn.get('id')}  {conn.get('client')} → {conn.get('server')}  ", style="bold")
+def _undecoded_line(conn: Row) -> Pieces:
+    line = [(f"c{conn.get('id')}  {conn.get('client')} → {conn.get('server')}  ", "bold")]
     layers = conn.get("layers") or []
-    text.append(safe(" over ".join(_layer_text(layer) for layer in reversed(layers))))
+    line.append((safe(" over ".join(_layer_text(layer) for layer in reversed(layers))), ""))
     codes = [code for layer in layers for code in layer.get("findings") or []]
     why = next((UNDECODED_WHY[c] for c in codes if c in UNDECODED_WHY), None)
-    text.append(f"  AMQP not read: {why or 'no AMQP seen inside'}", style="bold yellow")
+    line.append((f"  AMQP not read: {why or 'no AMQP seen inside'}", "bold yellow"))
+    return line
+
+
+def _finding_line(f: dict[str, Any], code_width: int) -> Pieces:
+    severity = str(f.get("severity"))
+    where = f"c{f.get('conn', '?')}" + (f" #{f['frame']}" if f.get("frame") else "")
+    return [
+        (f"  {severity:<7} ", SEVERITY_STYLES.get(severity, "")),
+        (f"{f.get('code')!s:<{code_width}}  {where:<9} ", ""),
+        (safe(str(f.get("message", "")).split("\n")[0]), ""),
+    ]
+
+
+def _journey_table(journeys: list[Row]) -> tuple[list[str], list[list[str]]]:
+    """The message journeys as (headers, rows): the scalar keys of the first, then latency."""
+    keys = [k for k in journeys[0] if not isinstance(journeys[0][k], (dict, list))]
+    rows = []
+    for row in journeys:
+        latency = row.get("latency-ms") or row.get("latency") or {}
+        cell = f"{_text(latency.get('p50'))}/{_text(latency.get('p99'))}" if latency else ""
+        rows.append([*(_text(row.get(k)) for k in keys), cell])
+    return [*keys, "latency ms p50/p99"], rows
+
+
+def _links(conn: Row) -> tuple[list[Row], list[str]]:
+    """A 1.0 connection's links as table rows (each with its session's channel), and the
+    lines of the sessions that ended with an error."""
+    rows, ended = [], []
+    for session in conn.get("sessions") or []:
+        for link in session.get("links") or []:
+            rows.append({**link, "_channel": session.get("channel")})
+        error = _error(session.get("error"))
+        if error:
+            ended.append(f"  session ch{session.get('channel')} ended: {error}")
+    return rows, ended
+
+
+def _rich_line(pieces: Pieces) -> Text:
+    from rich.text import Text
+
+    (first, style), *rest = pieces
+    text = Text(first, style=style)
+    for part, part_style in rest:
+        text.append(part, style=part_style)
     return text
 
 
 def print_summary(result: dict[str, Any], console: Console | None = None) -> None:
     """Print the summary document as tables."""
+    from rich.console import Console
+
     console = console or Console(markup=False, highlight=False)  # captured text is literal
+
+    def line(pieces: Pieces) -> None:
+        console.print(_rich_line(pieces), overflow="ellipsis", no_wrap=True, crop=True)
+
     for conn in result.get("connections", []):
-        console.print(_connection_line(conn), overflow="ellipsis", no_wrap=True, crop=True)
+        line(_connection_line(conn))
         if conn.get("version") == "1.0":
-            rows = []
-            for session in conn.get("sessions") or []:
-                for link in session.get("links") or []:
-                    rows.append({**link, "_channel": session.get("channel")})
-                error = _error(session.get("error"))
-                if error:
-                    console.print(
-                        Text(f"  session ch{session.get('channel')} ended: {error}", style="red"),
-                        overflow="ellipsis",
-                        no_wrap=True,
-                        crop=True,
-                    )
+            rows, ended = _links(conn)
+            for text in ended:
+                line([(text, "red")])
             table = _table("links", LINK_COLUMNS, rows, console, LINK_SPARKS)
         else:
             channels = conn.get("channels") or []
@@ -329,41 +400,99 @@ def print_summary(result: dict[str, Any], console: Console | None = None) -> Non
             console.print(table)
         console.print()
     for conn in result.get("undecoded", []):
-        console.print(_undecoded_line(conn), overflow="ellipsis", no_wrap=True, crop=True)
+        line(_undecoded_line(conn))
     if result.get("undecoded"):
         console.print()
-    _print_rpc(result, console)
-    _print_findings(result.get("findings", []), console)
-
-
-def _print_rpc(result: dict[str, Any], console: Console) -> None:
     journeys = result.get("journeys") or []
     if journeys:
+        from rich.table import Table
+
+        headers, lines = _journey_table(journeys)
         table = Table(title="message journeys", title_justify="left", show_edge=False)
-        keys = [k for k in journeys[0] if not isinstance(journeys[0][k], (dict, list))]
-        for key in keys:
+        for key in headers[:-1]:
             table.add_column(key, overflow="ellipsis", no_wrap=True, max_width=40)
-        table.add_column("latency ms p50/p99")
-        for row in journeys:
-            latency = row.get("latency-ms") or row.get("latency") or {}
-            cell = f"{_text(latency.get('p50'))}/{_text(latency.get('p99'))}" if latency else ""
-            table.add_row(*(_text(row.get(k)) for k in keys), cell)
+        table.add_column(headers[-1])
+        for cells in lines:
+            table.add_row(*cells)
         console.print(table)
-    rpc = result.get("rpc") or []
-    if rpc:
-        console.print(Text(f"request/reply pairs: {len(rpc)}", style="bold"))
-
-
-def _print_findings(findings: list[dict[str, Any]], console: Console) -> None:
+    if result.get("rpc"):
+        line([(f"request/reply pairs: {len(result['rpc'])}", "bold")])
+    findings = result.get("findings", [])
     if not findings:
-        console.print(Text("no findings", style="green"))
+        line([("no findings", "green")])
         return
-    console.print(Text(f"findings ({len(findings)})", style="bold"))
+    line([(f"findings ({len(findings)})", "bold")])
     code_width = max(len(str(f.get("code"))) for f in findings)
     for f in findings:
-        severity = str(f.get("severity"))
-        where = f"c{f.get('conn', '?')}" + (f" #{f['frame']}" if f.get("frame") else "")
-        line = Text(f"  {severity:<7} ", style=SEVERITY_STYLES.get(severity, ""))
-        line.append(f"{f.get('code')!s:<{code_width}}  {where:<9} ")
-        line.append(safe(str(f.get("message", "")).split("\n")[0]))
-        console.print(line, overflow="ellipsis", no_wrap=True, crop=True)
+        line(_finding_line(f, code_width))
+
+
+def summary_text(result: dict[str, Any], width: int, encoding: str) -> str | None:
+    """The summary as `print_summary` prints it on a console of `width` columns that styles
+    nothing (piped, or --color never) and writes `encoding`, when rich would print every line
+    and table as it is, without cutting, wrapping or narrowing anything (with every sparkline)
+    and every character takes one cell; otherwise None, and rich prints it."""
+    if not encoding.startswith("utf"):  # rich draws ASCII boxes then
+        return None
+    out: list[str] = []
+
+    def line(pieces: Pieces) -> bool:
+        text = "".join(part for part, _ in pieces)
+        out.append(text)
+        return plain.fits(text, width)
+
+    def table(lines: list[str] | None) -> bool:
+        if lines is None:
+            return False
+        out.extend(lines)
+        return True
+
+    for conn in result.get("connections", []):
+        if not line(_connection_line(conn)):
+            return None
+        if conn.get("version") == "1.0":
+            rows, ended = _links(conn)
+            if not all(line([(text, "")]) for text in ended):
+                return None
+            title, columns, sparks = "links", LINK_COLUMNS, LINK_SPARKS
+        else:
+            rows = conn.get("channels") or []
+            title, columns, sparks = "channels", CHANNEL_COLUMNS, CHANNEL_SPARKS
+        if rows:
+            cells, keep = _cells(columns, rows)
+            shown = [(n, s) for n, s in _spark_lines(rows, sparks, encoding) if any(s)]
+            heads = [
+                plain.Column(columns[i][0], _justify(columns[i][0]), *_limits(columns[i][0]))
+                for i in keep
+            ]
+            heads += [plain.Column(name, "left", sparkline.WIDTH, None) for name, _ in shown]
+            body = [
+                [cell[i] for i in keep] + [spark[n] for _, spark in shown]
+                for n, cell in enumerate(cells)
+            ]
+            if not table(plain.table(title, heads, body, width, pad_edge=False)):
+                return None
+        out.append("")
+    for conn in result.get("undecoded", []):
+        if not line(_undecoded_line(conn)):
+            return None
+    if result.get("undecoded"):
+        out.append("")
+    journeys = result.get("journeys") or []
+    if journeys:
+        headers, lines = _journey_table(journeys)
+        heads = [plain.Column(key, "left", 0, 40) for key in headers[:-1]]
+        heads.append(plain.Column(headers[-1], "left", 0, None))
+        if not table(plain.table("message journeys", heads, lines, width, pad_edge=True)):
+            return None
+    if result.get("rpc") and not line([(f"request/reply pairs: {len(result['rpc'])}", "")]):
+        return None
+    findings = result.get("findings", [])
+    if not findings:
+        line([("no findings", "")])
+    else:
+        line([(f"findings ({len(findings)})", "")])
+        code_width = max(len(str(f.get("code"))) for f in findings)
+        if not all(line(_finding_line(f, code_width)) for f in findings):
+            return None
+    return "\n".join(out) + "\n"
