@@ -121,3 +121,40 @@ def test_the_bench_runs_the_compiled_build(script: Path, tmp_path: Path) -> None
     assert result.returncode == 0, result.stderr
     rows = [line for line in result.stdout.splitlines() if line.startswith("| 0-9-1 |")]
     assert len(rows) == 2 and all("| compiled |" in row for row in rows)
+
+
+#: run by each build's interpreter: a connection cut across two files stitched without Spark
+#: (stage 1 per file, `stitch.groups`, stage 3), which stages the edge packets with pickle
+STITCH = r"""
+import json, sys
+from amqpscope.pipeline import stitch, tasks
+first, second, out = sys.argv[1:4]
+records = list(tasks.decode_files([(p, p, None) for p in (first, second)], out, "t", {}))
+metas = [value for kind, value in records if kind == "meta"]
+edges = [value for kind, value in records if kind == "edge"]
+order = {m["capture"]: i for i, m in enumerate(sorted(metas, key=lambda m: m["first_ts"]))}
+for edge in edges:
+    edge.order = order[edge.capture]
+groups = stitch.groups(edges, stitch.MAX_GAP)
+done = list(tasks.finish([("group", (f"g{i}", g)) for i, g in enumerate(groups)], out, "t", {}))
+print(json.dumps({"groups": [[(e.capture, e.conn) for e in g] for g in groups], "rows": done}))
+"""
+
+
+def test_both_builds_stitch_a_connection_cut_across_files(script: Path, tmp_path: Path) -> None:
+    """The staged packets of an edge connection cross processes by pickle: a compiled
+    `RawPacket` (a C struct) must not be what is pickled."""
+    pytest.importorskip("pyarrow")
+    from tests.test_spark import SPLIT, split_pcap
+
+    first, second = tmp_path / "cap.pcap0", tmp_path / "cap.pcap1"
+    split_pcap(SPLIT, first, second)
+    said = {}
+    for build, python in (("pure", sys.executable), ("compiled", str(script.parent / "python"))):
+        args = [python, "-c", STITCH, str(first), str(second), str(tmp_path / build)]
+        result = subprocess.run(args, capture_output=True, text=True, cwd="/", check=False)
+        assert result.returncode == 0, (build, result.stderr[-3000:])
+        said[build] = json.loads(result.stdout)
+    assert said["pure"] == said["compiled"]
+    assert said["pure"]["groups"] == [[[str(first), 1], [str(second), 1]]]
+    assert said["pure"]["rows"][0]["frames"] > 0

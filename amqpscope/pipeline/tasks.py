@@ -31,6 +31,7 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from amqpscope.capture.packet import RawPacket
 from amqpscope.pipeline import rows
 from amqpscope.pipeline.stitch import Edge
 from amqpscope.pipeline.store import Output, TableWriter, split
@@ -126,15 +127,18 @@ def _decode_file(
         yield "edge", edge
 
 
-def _dump(output: Output, target: str, value: Any) -> None:
+def _dump(output: Output, target: str, packets: list[RawPacket]) -> None:
+    """An edge connection's packets, staged for stage 3, as tuples of plain values: a compiled
+    (mypyc) `RawPacket` is a C struct that pickle cannot make again."""
     output.fs.create_dir(posixpath.dirname(target), recursive=True)
+    plain = [(p.number, p.ts, p.linktype, p.data, p.wirelen, p.interface) for p in packets]
     with output.fs.open_output_stream(target) as stream:
-        stream.write(pickle.dumps(value, protocol=5))
+        stream.write(pickle.dumps(plain, protocol=5))
 
 
-def _load(output: Output, source: str) -> Any:
+def _load(output: Output, source: str) -> list[RawPacket]:
     with output.fs.open_input_stream(source) as stream:
-        return pickle.loads(stream.read())
+        return [RawPacket(*fields) for fields in pickle.loads(stream.read())]
 
 
 def finish(
