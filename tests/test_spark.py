@@ -442,6 +442,32 @@ def test_settled_deliveries_leave_the_log_as_they_settle(monkeypatch: Any) -> No
     assert "deliveries" not in kinds[: max(i for i, k in enumerate(kinds) if k == "frames")]
 
 
+def test_frame_findings_leave_as_they_come_and_are_still_counted(monkeypatch: Any) -> None:
+    """A hostile capture can have a finding on every frame: a worker hands them out a chunk at
+    a time, and every table (the connections' findings counts too) is the same either way."""
+    from amqpscope.pipeline import rows
+
+    def decoded(path: Path) -> tuple[list[str], dict[str, list[str]]]:
+        kinds: list[str] = []
+        out: dict[str, list[str]] = {}
+        for kind, part in rows.decode_file(str(path)):
+            kinds.append(kind)
+            if kind in tables.TABLES:
+                out.setdefault(kind, []).extend(map(repr, part))
+        return kinds, {table: sorted(values) for table, values in out.items()}
+
+    early = 0
+    for name in ("091-channel-errors.pcap", "091-bad-header.pcap", "10-bad-address.pcap"):
+        _, whole = decoded(CAPTURES / name)
+        with monkeypatch.context() as patch:
+            patch.setattr(rows, "CHUNK", 1)
+            small_kinds, small = decoded(CAPTURES / name)
+        assert small == whole and whole.get("findings"), name
+        last_frames = max(i for i, k in enumerate(small_kinds) if k == "frames")
+        early += "findings" in small_kinds[:last_frames]
+    assert early  # drained while the frames still came
+
+
 def _edge(capture: str, order: int, **kw: Any) -> stitch.Edge:
     base = dict(
         conn=1,

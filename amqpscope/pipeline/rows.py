@@ -134,12 +134,15 @@ def decode(
     capture_findings: Callable[[], list[Finding]],
     dissector: Dissector,
 ) -> Iterator[Record]:
-    """Decode one packet stream into table rows (frames as they come, the rest at the end)."""
+    """Decode one packet stream into table rows: frames, settled deliveries and the frames'
+    findings as they come (a chunk at a time, so a worker's memory stays bounded), the rest at
+    the end."""
     tracker = Tracker(journeys=False)  # journeys and RPC pairs are not tables
     broken: str | None = None
     # conn -> [frames, first ts, last ts, its DeliveryLog, its key]
     spans: dict[int, list[Any]] = {}
     findings: list[dict[str, Any]] = []
+    counted: dict[int | None, int] = {}  # findings per connection, for its row
     chunk: list[tuple[Any, ...]] = []
     held = 0  # bytes of the chunk's JSON texts
     for frame in dissector.run(packets):
@@ -163,8 +166,13 @@ def decode(
         if len(chunk) >= CHUNK or held >= CHUNK_BYTES:
             yield "frames", chunk
             chunk, held = [], 0
-        for f in frame.findings:
-            findings.append(_finding(f, place, "frame", frame.ts, frame.conn))
+        if frame.findings:
+            for f in frame.findings:
+                findings.append(_finding(f, place, "frame", frame.ts, frame.conn))
+            counted[frame.conn] = counted.get(frame.conn, 0) + len(frame.findings)
+            if len(findings) >= CHUNK:  # a hostile capture may have a finding on every frame
+                yield "findings", [row("findings", f) for f in findings]
+                findings = []
     if chunk:
         yield "frames", chunk
     summary: dict[str, Any] = {"connections": [], "findings": []}
@@ -174,6 +182,7 @@ def decode(
             summary = tracker.summary()
         except Exception as exc:
             broken = f"{type(exc).__name__}: {exc}"
+    later = len(findings)  # the frames' findings are counted already
     if broken is not None:
         findings.append(_internal(place, f"the tracker failed on this capture: {broken}"))
     tracked = {c.get("id"): c for c in summary.get("connections", [])}
@@ -184,8 +193,7 @@ def decode(
             findings.append(_finding(f, place, "tracker", when, f.conn))
     for f in [*capture_findings(), *dissector.findings]:
         findings.append(_finding(f, place, "capture", last_ts, f.conn))
-    counted: dict[int | None, int] = {}
-    for f in findings:
+    for f in findings[later:]:
         counted[f["_conn"]] = counted.get(f["_conn"], 0) + 1
     if findings:
         yield "findings", [row("findings", f) for f in findings]
