@@ -25,12 +25,13 @@ from amqpscope.capture.secrets import KeyLogFiles
 from amqpscope.dissect import Dissector
 from amqpscope.filter import FilterError, Selection
 from amqpscope.findings import Finding
-from amqpscope.render.lines import frame_ndjson, safe
+from amqpscope.render.lines import frame_ndjson, ndjson_all, safe
 from amqpscope.track.tracker import Tracker
 
 if TYPE_CHECKING:  # rich (the timeline, the summary's tables) is imported when output needs it
     from rich.console import Console
 
+    from amqpscope.codec.frames import Frame
     from amqpscope.render.progress import ProgressBar
 
 #: findings without a frame printed to stderr before "and N more"
@@ -117,6 +118,11 @@ class _Lines:
         self._size += len(line)
         if self._size >= self.chunk:
             self.flush()
+
+    def emit(self, data: bytes) -> None:
+        """Write lines gathered elsewhere (`ndjson_all`), as `flush` writes its own."""
+        self._write(data)
+        sys.stdout.flush()
 
     def flush(self) -> None:
         if self._parts:
@@ -407,6 +413,9 @@ def read(
         selection = Selection(expression, conns, channels, errors, start, stop, links, queues)
     except FilterError as exc:
         _fail(f"-Y: {exc}", 2)
+    # without a selecting option every frame is shown: the selection is not asked per frame
+    choosy = bool(expression or conns or channels or errors or links or queues)
+    choosy = choosy or start is not None or stop is not None
     dissector = Dissector(show_secrets=show_secrets, redact_bodies=redact_bodies)
     tracker = Tracker()
     lines = _Lines(0 if file == STDIN else _Lines.CHUNK)
@@ -422,13 +431,18 @@ def read(
     with open_capture(file) as capture, _progress(capture, not as_json) as bar:
         dissector.context.keylog = _keylog(keylog)
         first_ts: float | None = None
-        for frame in dissector.run(bar.wrap(capture) if bar else capture):
+        frames: Iterator[Frame] = dissector.run(bar.wrap(capture) if bar else capture)
+        if timeline is None and not choosy and count is None and lines.chunk:
+            # every frame, each written: the loop below, compiled (render.lines), which
+            # leaves it none but its end
+            ndjson_all(frames, tracker.feed, lines.emit, lines.chunk)
+        for frame in frames:
             tracker.feed(frame)  # state findings ride the frame that raised them
             if first_ts is None:
                 first_ts = frame.ts
                 if timeline is not None:
                     timeline.first_ts = first_ts  # times count from the capture's first frame
-            if not selection.accepts(frame, first_ts):
+            if choosy and not selection.accepts(frame, first_ts):
                 continue
             if timeline is None:
                 lines.write(frame_ndjson(frame))

@@ -190,8 +190,29 @@ class ConnectionCodec:
             framer = framer.inner
         if framer.state == OPAQUE:
             return
+        if framer.state == FRAMES and not framer.buf:
+            self._straight(framer, data, packet, ts, out)
+            return
         framer.arrived(data, packet, ts)
         self._run(framer, packet, out, final=False)
+
+    def _straight(
+        self, framer: Framer, data: bytes, packet: int, ts: float, out: list[k.Frame]
+    ) -> None:
+        """FRAMES with nothing buffered, the usual case (a packet starts at a frame boundary):
+        the whole frames are cut from `data` itself, not from a copy in the buffer (a frame that
+        is the whole packet is not copied at all), and only what is left goes to the buffer;
+        then as `_run` would go on."""
+        framer.marks.append((framer.base + len(data), packet, ts))
+        pos = self._frames(framer, data, 0, packet, out)
+        if pos < len(data):
+            framer.buf += memoryview(data)[pos:]
+        framer.base += pos
+        marks = framer.marks
+        while len(marks) > 1 and marks[0][0] <= framer.base:
+            marks.popleft()
+        if framer.state != FRAMES or len(framer.buf) > MAX_BUFFER:
+            self._run(framer, packet, out, final=False)
 
     def top(self, direction: str) -> Framer:
         """The innermost framer of `direction` (the one that frames AMQP)."""
@@ -499,7 +520,7 @@ class ConnectionCodec:
         return frame
 
     def _frames(
-        self, framer: Framer, buf: bytearray, pos: int, packet: int, out: list[k.Frame]
+        self, framer: Framer, buf: bytes | bytearray, pos: int, packet: int, out: list[k.Frame]
     ) -> int:
         """FRAMES, the hot loop: split, name and decode the complete frames from `pos` on. Returns
         where it stopped; the state is still FRAMES when the next frame is not complete."""

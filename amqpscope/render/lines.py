@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from amqpscope.codec.frames import TRANSPORT, Frame
@@ -273,3 +274,28 @@ def frame_ndjson(frame: Frame) -> bytes:
         return orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
     except TypeError:  # orjson.JSONEncodeError is one
         return (json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+
+
+def ndjson_all(
+    frames: Iterable[Frame],
+    feed: Callable[[Frame], object],
+    emit: Callable[[bytes], object],
+    chunk: int,
+) -> None:
+    """`read --json` with nothing to select or count: each frame goes to `feed` (the tracker,
+    whose findings ride it), then out as its NDJSON line; the lines go to `emit` in runs of
+    `chunk` bytes or more, and what is left at the end. The per-frame loop lives here, not in
+    the CLI, so that the compiled build runs it as C."""
+    parts: list[bytes] = []
+    size = 0
+    for frame in frames:
+        feed(frame)
+        line = frame_ndjson(frame)
+        parts.append(line)
+        size += len(line)
+        if size >= chunk:
+            emit(b"".join(parts))
+            parts = []
+            size = 0
+    if parts:
+        emit(b"".join(parts))

@@ -102,7 +102,8 @@ class Decoder:
                 _note(frame, problems)
             self.assembler.header(frame, fields.get("properties") or {}, body_size)
         elif kind == k.CONTENT_BODY:
-            frame.fields = {"size": len(frame.data) - HEADER_SIZE - 1}
+            if self.assembler.render:  # not in `summary`, which shows no frame
+                frame.fields = {"size": len(frame.data) - HEADER_SIZE - 1}
             self.assembler.body(frame)
 
     def end(self) -> list[Finding]:

@@ -29,6 +29,7 @@ from amqpscope.codec.amqp10.types import (
     READERS,
     Context,
     Malformed,
+    read_at,
     read_descriptor,
 )
 
@@ -322,7 +323,7 @@ def decode_fields(
                     values[i] = buf[pos + 2 : nxt].hex()
                     pos = nxt
                 else:
-                    values[i], pos = READERS[c](ctx, pos + 1, stop, depth)
+                    values[i], pos = read_at(ctx, c, pos + 1, stop, depth)
             else:
                 values[i], pos = _field_value(ctx, cspec, fields[i], c, pos, stop, depth)
     except Malformed as exc:

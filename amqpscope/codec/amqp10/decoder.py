@@ -162,7 +162,13 @@ class Decoder:
         if delivery is None:
             if not more:
                 if pos < end:  # the whole delivery in one frame: decoded where it lies
-                    self._message(frame, fields, _Delivery(fields, frame), buf, pos, end, notes)
+                    meta = {
+                        "delivery-id": delivery_id,
+                        "delivery-tag": fields.get("delivery-tag"),
+                        "transfers": 1,
+                    }
+                    fmt = fields.get("message-format")
+                    self._message(frame, fields, meta, fmt, buf, pos, end, notes)
                 return
             delivery = self.deliveries[key] = _Delivery(fields, frame)
         delivery.add(buf[pos:end])
@@ -174,7 +180,8 @@ class Decoder:
             notes.append(finding("amqp10.bad-message", f"{delivery.describe()}: too large to keep"))
             return
         payload = memoryview(b"".join(delivery.chunks))
-        self._message(frame, fields, delivery, payload, 0, len(payload), notes)
+        meta = _meta(delivery)
+        self._message(frame, fields, meta, delivery.fmt, payload, 0, len(payload), notes)
 
     def _count(
         self,
@@ -201,16 +208,15 @@ class Decoder:
         self,
         frame: Frame,
         fields: dict,
-        delivery: _Delivery,
+        meta: dict[str, Any],
+        fmt: Any,
         buf: memoryview,
         start: int,
         end: int,
         notes: list[Finding],
     ) -> None:
-        if delivery.frames == 0:
-            delivery.frames = 1
-        meta = _meta(delivery)
-        if delivery.fmt not in (0, None):  # not the standard message format: bytes as they are
+        """The delivery's message (`meta`: its id, tag and transfers) is `buf[start:end]`."""
+        if fmt not in (0, None):  # not the standard message format: bytes as they are
             if self.redact_bodies:
                 frame.message = meta | {"size": end - start, "redacted": True}
             else:
@@ -224,9 +230,11 @@ class Decoder:
             link=self.links.get((frame.channel, fields["handle"])),
             show_secrets=self.show_secrets,
             redact_bodies=self.redact_bodies,
+            into=meta,
         )
-        frame.message = meta | message
-        notes.extend(found)
+        frame.message = message
+        if found:
+            notes.extend(found)
 
     def _attach(self, frame: Frame, fields: dict, buf: memoryview, pos: int, notes: list) -> None:
         handle = fields.get("handle")

@@ -29,6 +29,7 @@ from amqpscope.codec.amqp10.types import (
     READERS,
     Context,
     Malformed,
+    read_at,
     read_descriptor,
 )
 from amqpscope.codec.body import as_text
@@ -54,6 +55,25 @@ for _r in spec.RESTRICTED.values():
 _COMPOSITE_SECTIONS: Final = {
     c.name: composites.SPECS[code] for code, c in spec.COMPOSITES.items() if "section" in c.provides
 }
+
+
+class _Section:
+    """What `_sections` needs to know of a section, looked up once by its descriptor."""
+
+    __slots__ = ("allowed", "body", "composite", "name", "rank", "repeatable")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.rank = _RANK[name]
+        self.repeatable = name in REPEATABLE
+        self.body = name in BODY_SECTIONS
+        self.composite = _COMPOSITE_SECTIONS.get(name)
+        #: the constructors its value may have (a section that is neither a composite nor data)
+        self.allowed = LISTS if name == "amqp-sequence" else None if name == "amqp-value" else MAPS
+
+
+#: section descriptor (numeric code and symbol) -> the section
+_SECTIONS: Final = {d: _Section(name) for d, name in SECTION_BY_DESCRIPTOR.items()}
 _BINARY_WIDTH: Final = {c: spec.ENCODINGS[c].width for c in BINARIES}
 
 #: annotation key -> (system, the name that system's API gives it). Not in the OASIS spec: from
@@ -112,11 +132,14 @@ def decode_message(
     link: Link | None = None,
     show_secrets: bool = False,
     redact_bodies: bool = False,
+    into: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], list[Finding]]:
     """The message whose sections are `buf[start:end]`, and findings (offsets named `where`).
-    Never raises."""
+    Its keys are added to `into` (the delivery's, ahead of them) when given. Never raises."""
     ctx = Context(buf, where)
-    message: dict[str, Any] = {"size": end - start, "sections": []}
+    message: dict[str, Any] = {} if into is None else into
+    message["size"] = end - start
+    message["sections"] = []
     body = _Body()
     try:
         _sections(ctx, start, end, message, body)
@@ -189,11 +212,12 @@ def _sections(ctx: Context, pos: int, end: int, message: dict[str, Any], body: _
             ctx.note("amqp10.bad-message", pos, f"{end - pos} bytes that are not a section")
             return
         descriptor, vpos = read_descriptor(ctx, pos + 1, end, 0)
-        name = SECTION_BY_DESCRIPTOR.get(descriptor) if type(descriptor) in (int, str) else None
+        kind = type(descriptor)
+        section = _SECTIONS.get(descriptor) if kind is int or kind is str else None
         if vpos >= end:
             raise Malformed(vpos, "section without its value")
         ctor = buf[vpos]
-        if name is None:
+        if section is None:
             what = f"unknown section {jsonmap.descriptor(descriptor)}"
             ctx.note("amqp10.bad-message", pos, what)
             value, pos = READERS[ctor](ctx, vpos + 1, end, 1)
@@ -201,31 +225,32 @@ def _sections(ctx: Context, pos: int, end: int, message: dict[str, Any], body: _
                 {"descriptor": jsonmap.descriptor(descriptor), "value": value}
             )
             continue
-        here = _RANK[name]
+        name = section.name
+        here = section.rank
         if (
             here < rank
-            or (here == rank and name not in REPEATABLE)
-            or (name in BODY_SECTIONS and body.kind not in (None, name))
+            or (here == rank and not section.repeatable)
+            or (section.body and body.kind is not None and body.kind != name)
         ):
             previous = names[-1] if names else "nothing"
             ctx.note("amqp10.bad-message", pos, f"{name} section after {previous}")
-        rank = max(rank, here)
+        if here > rank:
+            rank = here
         names.append(name)
-        if name in _COMPOSITE_SECTIONS:
+        cspec = section.composite
+        if cspec is not None:
             fields: dict[str, Any] = {}
-            pos = composites.decode_fields(
-                ctx, _COMPOSITE_SECTIONS[name], ctor, vpos + 1, end, 1, fields
-            )
+            pos = composites.decode_fields(ctx, cspec, ctor, vpos + 1, end, 1, fields)
             message[name] = fields
         elif name == "data":
             pos = _data(ctx, ctor, vpos, end, body)
         else:
-            allowed = LISTS if name == "amqp-sequence" else None if name == "amqp-value" else MAPS
+            allowed = section.allowed
             if allowed is not None and ctor not in allowed:
                 ctx.note("amqp10.bad-message", vpos, f"{name} section of the wrong type")
             start = vpos
-            value, pos = READERS[ctor](ctx, vpos + 1, end, 1)
-            if name in BODY_SECTIONS:
+            value, pos = read_at(ctx, ctor, vpos + 1, end, 1)
+            if section.body:
                 body.kind = body.kind or name
                 body.values.append(
                     value if name == "amqp-value" or type(value) is list else [value]
@@ -281,6 +306,10 @@ def request_reply(message: dict[str, Any], link: Link | None) -> dict[str, Any] 
     app = message.get("application-properties")
     if type(app) is not dict:
         return None
+    operation = app.get("operation")
+    status = app.get("status-code", app.get("statusCode"))
+    if operation is None and status is None:  # most messages: no node to look for
+        return None
     props = message.get("properties") or {}
     node = None
     for address in (
@@ -289,8 +318,6 @@ def request_reply(message: dict[str, Any], link: Link | None) -> dict[str, Any] 
         props.get("to"),
     ):
         node = node or _node(address)
-    operation = app.get("operation")
-    status = app.get("status-code", app.get("statusCode"))
     if node is None and operation == "put-token":
         node = "$cbs"
     if node is None or (operation is None and status is None):

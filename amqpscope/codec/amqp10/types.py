@@ -276,7 +276,7 @@ def _list(enc: spec.Encoding) -> Reader:
         for _ in range(count):
             if pos >= stop:
                 raise Malformed(pos, f"list ends after {len(out)} of {count} elements")
-            value, pos = READERS[buf[pos]](ctx, pos + 1, stop, depth)
+            value, pos = read_at(ctx, buf[pos], pos + 1, stop, depth)
             append(value)
         if pos != stop:
             ctx.note("amqp10.bad-encoding", pos, f"{stop - pos} bytes left over in a list")
@@ -300,13 +300,13 @@ def _map(enc: spec.Encoding) -> Reader:
         for i in range((count + 1) // 2):
             if pos >= stop:
                 raise Malformed(pos, f"map ends after {i} of {count // 2} entries")
-            key, pos = READERS[buf[pos]](ctx, pos + 1, stop, depth)
+            key, pos = read_at(ctx, buf[pos], pos + 1, stop, depth)
             if type(key) is not str:
                 key = map_key(key)
             if 2 * i + 1 < count:
                 if pos >= stop:
                     raise Malformed(pos, f"map ends after {i} of {count // 2} entries")
-                value, pos = READERS[buf[pos]](ctx, pos + 1, stop, depth)
+                value, pos = read_at(ctx, buf[pos], pos + 1, stop, depth)
             else:
                 value = None
             out[key] = value
@@ -452,6 +452,58 @@ READERS.extend(_invalid(c) for c in range(256))
 for _code, _enc in spec.ENCODINGS.items():
     READERS[_code] = _build(_enc)
 READERS[DESCRIBED] = read_described
+
+
+# -- the usual small encodings, read without a call through the table ---------------------------
+#: zero-width scalars (null, true, false, uint0, ulong0; not list0, a new list each time)
+_CONSTANTS: Final[dict[int, Any]] = {
+    c: {"null": None, "true": True, "false": False}.get(e.name, 0)
+    for c, e in spec.ENCODINGS.items()
+    if e.category == "fixed" and e.width == 0 and e.type != "list"
+}
+#: one-byte integers, unsigned and signed
+_UBYTES: Final = frozenset(
+    c
+    for c, e in spec.ENCODINGS.items()
+    if e.category == "fixed" and e.width == 1 and e.type in _UNSIGNED
+)
+_SBYTES: Final = frozenset(
+    c
+    for c, e in spec.ENCODINGS.items()
+    if e.category == "fixed" and e.width == 1 and e.type in _SIGNED
+)
+#: str8-utf8 and sym8: text of up to 255 bytes
+_TEXT8: Final = frozenset(
+    c
+    for c, e in spec.ENCODINGS.items()
+    if e.category == "variable" and e.width == 1 and e.type in ("string", "symbol")
+)
+
+
+def read_at(ctx: Context, ctor: int, off: int, end: int, depth: int) -> tuple[Any, int]:
+    """`READERS[ctor](ctx, off, end, depth)`: the value of constructor `ctor`, `off` just past
+    it. The usual encodings of map keys, list items and short fields (short text, one-byte
+    integers, constants) are read here; compiled, a direct call instead of a call through the
+    table with its arguments boxed. Anything else, damage included, goes to the table's reader,
+    which gives the same value (or raises and notes as it would)."""
+    buf = ctx.buf
+    if ctor in _TEXT8:
+        if off < end:
+            nxt = off + 1 + buf[off]
+            if nxt <= end:
+                try:
+                    return str(buf[off + 1 : nxt], "utf-8"), nxt
+                except UnicodeDecodeError:
+                    pass  # the reader notes it
+    elif ctor in _CONSTANTS:
+        return _CONSTANTS[ctor], off
+    elif off < end:
+        if ctor in _UBYTES:
+            return buf[off], off + 1
+        if ctor in _SBYTES:
+            raw = buf[off]
+            return (raw - 256 if raw > 127 else raw), off + 1
+    return READERS[ctor](ctx, off, end, depth)
 
 
 # -- entry points ------------------------------------------------------------------------------

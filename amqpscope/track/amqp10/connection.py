@@ -649,19 +649,18 @@ class ConnectionTracker:
             )
         half = session.half[side]
         window = half.transferred(frame.ts)
-        key = ("window", side, frame.channel)
         if window is not None and window <= 0:
             self._violation(
                 out,
                 "amqp10.window-exceeded",
-                key,
+                ("window", side, frame.channel),
                 side,
                 frame,
                 f"transfer from {side} on channel {frame.channel} with the session's "
                 f"remote-incoming-window at {window}",
             )
-        else:
-            self.noted.discard(key)
+        elif self.noted:  # most transfers: nothing noted, no key to make
+            self.noted.discard(("window", side, frame.channel))
         settled = bool(fields.get("settled"))
         delivery = link.current
         if delivery is None:
