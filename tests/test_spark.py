@@ -292,6 +292,31 @@ def test_the_local_jvm_starts_with_the_quick_compiler_only(spark: Any) -> None:
 
 
 @needs_java
+def test_a_local_run_starts_spark_sql_only_when_it_needs_it(tmp_path: Path) -> None:
+    """Spark's SQL session took ~2.4 s of a local run's start: a run of local files without
+    `--report` makes a SparkContext alone; `--report` (Spark SQL) then gets its session."""
+    code = (
+        "import sys\n"
+        "from pyspark.sql import SparkSession\n"
+        "from amqpscope.pipeline import spark as job\n"
+        "done = job.run([sys.argv[1]], sys.argv[2], master='local[1]')\n"
+        "print('bare', done['tables']['frames'], SparkSession._instantiatedSession is None)\n"
+        "done = job.run([sys.argv[1]], sys.argv[2], master='local[1]', report=True)\n"
+        "print('sql', done['tables']['frames'], SparkSession._instantiatedSession is None)\n"
+    )
+    capture = str(CAPTURES / "091-channel-errors.pcap")
+    result = subprocess.run(
+        [sys.executable, "-c", code, capture, str(tmp_path / "out")],
+        capture_output=True, text=True, cwd="/", check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    said = [line.split() for line in result.stdout.splitlines() if line.startswith(("bare", "sql"))]
+    frames = str(len(decode(Path(capture))[0]))
+    assert said == [["bare", frames, "True"], ["sql", frames, "False"]]
+    assert "PRECONDITION_FAILED" in result.stdout  # the report ran, on Spark SQL
+
+
+@needs_java
 def test_workers_start_from_the_installed_pyspark_with_the_decoder_loaded(spark: Any) -> None:
     """`pipeline.daemon`: Spark puts its zip of pyspark first on the workers' path, compiled
     afresh at every start; the workers use the installed copy and find amqpscope imported."""

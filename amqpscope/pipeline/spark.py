@@ -175,29 +175,57 @@ def session(master: str | None = None, app: str = "amqpscope") -> Any:
     """A SparkSession: `master` if given; under spark-submit, what it set; else local[*]."""
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.appName(app).config("spark.sql.session.timeZone", "UTC")
+    spark = SparkSession.builder.config(conf=_conf(master, app)).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def context(master: str | None = None, app: str = "amqpscope") -> Any:
+    """A SparkContext alone, as `session` would make it, for a run that needs no Spark SQL (no
+    Hadoop URI to read, no `--report`): starting the SQL session too took ~2.4 s more of a
+    local run's start. (`_sql` makes the session later, should it be needed after all.)"""
+    from pyspark import SparkContext
+
+    sc = SparkContext.getOrCreate(_conf(master, app))
+    sc.setLogLevel("ERROR")
+    return sc
+
+
+def _conf(master: str | None, app: str) -> Any:
+    from pyspark import SparkConf
+
+    conf = SparkConf().setAppName(app).set("spark.sql.session.timeZone", "UTC")
     if master is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
         master = "local[*]"
     if master is not None:
-        builder = builder.master(master)
+        conf.setMaster(master)
         if master.startswith("local"):
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
             _check_worker_python(os.environ["PYSPARK_PYTHON"])
-            builder = (
-                builder.config("spark.ui.enabled", "false")
-                .config("spark.sql.shuffle.partitions", "8")
-                .config("spark.driver.memory", os.environ.get("AMQPSCOPE_SPARK_MEMORY", "2g"))
-                # a local JVM lives for one run and mostly schedules (the workers decode and
-                # write): with the C1 compiler alone it starts ~3 s sooner on 2 cores and runs
-                # its first job ~0.5 s sooner (see docs/spark.md; "" for the JVM's default)
-                .config("spark.driver.defaultJavaOptions", _java_options())
-                # the workers' Python starts faster (see `daemon`); local only: on a cluster
-                # the executors' Python may not have amqpscope until --py-files ships it
-                .config("spark.python.daemon.module", "amqpscope.pipeline.daemon")
-            )
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+            conf.set("spark.ui.enabled", "false")
+            conf.set("spark.sql.shuffle.partitions", "8")
+            conf.set("spark.driver.memory", os.environ.get("AMQPSCOPE_SPARK_MEMORY", "2g"))
+            # a local JVM lives for one run and mostly schedules (the workers decode and
+            # write): with the C1 compiler alone it starts ~3 s sooner on 2 cores and runs
+            # its first job ~0.5 s sooner (see docs/spark.md; "" for the JVM's default)
+            conf.set("spark.driver.defaultJavaOptions", _java_options())
+            # the workers' Python starts faster (see `daemon`); local only: on a cluster
+            # the executors' Python may not have amqpscope until --py-files ships it
+            conf.set("spark.python.daemon.module", "amqpscope.pipeline.daemon")
+    return conf
+
+
+def _sql(spark: Any) -> Any:
+    """The SparkSession of `spark` (a session, or a SparkContext: its session made now)."""
+    if hasattr(spark, "sparkContext"):
+        return spark
+    from pyspark.sql import SparkSession
+
+    return SparkSession(spark)
+
+
+def _context(spark: Any) -> Any:
+    return getattr(spark, "sparkContext", spark)
 
 
 def _java_options() -> str:
@@ -281,16 +309,19 @@ def run(
     show_secrets: bool = False,
     redact_bodies: bool = False,
 ) -> dict[str, Any]:
-    """Run the whole job; returns what it did (files, rows per table, stitched connections)."""
+    """Run the whole job; returns what it did (files, rows per table, stitched connections).
+    `spark`: a SparkSession or SparkContext to run on (default: made here, with Spark SQL only
+    if Hadoop URIs or `report` need it)."""
     say = progress or (lambda text: None)
     options = dissector_options(show_secrets, redact_bodies)
     local, remote = list_inputs(inputs)
     output = _output(out)
-    spark = spark or session(master)
+    if spark is None:  # Spark SQL only when something needs it
+        spark = session(master) if remote or report else context(master)
     try:
         return _run(spark, local, remote, inputs, output, partitions, report, say, max_gap, options)
     finally:
-        spark.sparkContext.setJobDescription(None)
+        _context(spark).setJobDescription(None)
 
 
 def _output(out: str) -> Output:
@@ -318,7 +349,7 @@ def _run(
 ) -> dict[str, Any]:
     import uuid
 
-    sc = spark.sparkContext
+    sc = _context(spark)
     started = time.perf_counter()  # the job, not the JVM's start
     listed = hadoop_files(sc, remote) if remote else []
     if not local and not listed:
@@ -353,7 +384,7 @@ def _run(
         )
     if listed:
         named = frozenset(path for path, _, outright in listed if outright)
-        content = spark.read.format("binaryFile").load([path for path, _, _ in listed])
+        content = _sql(spark).read.format("binaryFile").load([path for path, _, _ in listed])
         small += (
             content.select("path", "content")
             .rdd.mapPartitions(_decode_remote(named, out, run_id, options))
@@ -434,7 +465,7 @@ def _run(
     if report:
         from amqpscope.pipeline import report as reports
 
-        reports.run(spark, output.uri, print)
+        reports.run(_sql(spark), output.uri, print)
     return result
 
 
