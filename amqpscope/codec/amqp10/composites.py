@@ -138,6 +138,10 @@ class CompositeSpec(NamedTuple):
     mandatory: tuple[int, ...]  # indexes of the mandatory fields without a default
     allowed: tuple[frozenset[int] | None, ...]
     plain: tuple[bool, ...]  # the value needs no conversion or check after reading
+    #: field index * 256 + constructor -> how `decode_fields` reads it (`_KIND_*`, plus
+    #: `_NOT_ALLOWED` for a valid constructor the field may not have): one byte looked up per
+    #: field instead of set and dict lookups
+    kinds: bytes
 
 
 def compile_composite(code: int, composite: spec.Composite) -> CompositeSpec:
@@ -169,12 +173,9 @@ def compile_composite(code: int, composite: spec.Composite) -> CompositeSpec:
         tuple(i for i, f in enumerate(fields) if f.mandatory and f.default is _MISSING),
         tuple(f.allowed for f in fields),
         plain,
+        b"".join(_kinds(f.allowed, is_plain) for f, is_plain in zip(fields, plain, strict=True)),
     )
 
-
-SPECS: Final[dict[int, CompositeSpec]] = {
-    code: compile_composite(code, c) for code, c in spec.COMPOSITES.items()
-}
 
 #: the Python type the decoder gives a scalar primitive (bool is kept apart from int: AMQP's
 #: boolean is no number, though Python's is)
@@ -255,6 +256,52 @@ _VBIN8: Final = next(c for c, e in spec.ENCODINGS.items() if e.type == "binary" 
 _VALID: Final = frozenset(spec.ENCODINGS) | {DESCRIBED}
 
 
+#: how `decode_fields` reads a field's value, by its constructor
+_KIND_READER: Final = 0  # by `read_at` (which reports damage)
+_KIND_CONSTANT: Final = 1  # a zero-width constant (`_ZERO_VALUES`)
+_KIND_BYTE: Final = 2  # a one-byte unsigned integer
+_KIND_VBIN8: Final = 3  # binary up to 255 bytes, as hex
+_KIND_FIELD: Final = 4  # by `_field_value` (a field that is not plain)
+_KIND_ABSENT: Final = 5  # null: the default stays
+_NOT_ALLOWED: Final = 8  # added: a valid constructor the field may not have (a finding)
+_ZERO_VALUES: Final = tuple(_ZERO_WIDTH.get(c) for c in range(256))
+
+
+_KINDS_MADE: Final[dict[tuple[frozenset[int] | None, bool], bytes]] = {}
+
+
+def _kinds(allowed: frozenset[int] | None, plain: bool) -> bytes:
+    """The 256 `_KIND_*` of one field, by constructor (made once per allowed set: at import)."""
+    made = _KINDS_MADE.get((allowed, plain))
+    if made is not None:
+        return made
+    out = bytearray(256)
+    for c in range(256):
+        if c == NULL:
+            out[c] = _KIND_ABSENT
+            continue
+        if not plain:
+            kind = _KIND_FIELD
+        elif c in _ZERO_WIDTH:
+            kind = _KIND_CONSTANT
+        elif c in _ONE_BYTE:
+            kind = _KIND_BYTE
+        elif c == _VBIN8:
+            kind = _KIND_VBIN8
+        else:
+            kind = _KIND_READER
+        if allowed is not None and c not in allowed and c in _VALID:
+            kind |= _NOT_ALLOWED
+        out[c] = kind
+    made = _KINDS_MADE[(allowed, plain)] = bytes(out)
+    return made
+
+
+SPECS: Final[dict[int, CompositeSpec]] = {
+    code: compile_composite(code, c) for code, c in spec.COMPOSITES.items()
+}
+
+
 def _ctor_name(ctor: int) -> str:
     enc = spec.ENCODINGS.get(ctor)
     return f"{enc.name} ({ctor:#04x})" if enc else "a described value"
@@ -288,8 +335,7 @@ def decode_fields(
         if count > stop - pos:
             raise Malformed(off, f"{cspec.name} list count {count} exceeds its {stop - pos} bytes")
     fields = cspec.fields
-    allowed = cspec.allowed
-    plain = cspec.plain
+    kinds = cspec.kinds
     nfields = len(fields)
     values: list[Any] = list(cspec.defaults)
     depth += 1
@@ -302,30 +348,30 @@ def decode_fields(
                 ctx.note("amqp10.bad-field", pos, f"{cspec.name} has {count} fields, not {nfields}")
                 pos = stop
                 break
-            if c == NULL:  # absent: the default stays
+            kind = kinds[i * 256 + c]
+            if kind == _KIND_ABSENT:  # null: the default stays
                 pos += 1
                 continue
-            ctors = allowed[i]
-            if ctors is not None and c not in ctors and c in _VALID:
+            if kind & _NOT_ALLOWED:
                 what = f"{cspec.name}.{fields[i].name} encoded as {_ctor_name(c)}"
                 ctx.note("amqp10.bad-field", pos, what)
-            if plain[i]:
-                # the usual encodings of plain fields read here, not by a call; anything else,
-                # and any that does not fit before `stop`, goes to its reader (which reports)
-                if c in _ZERO_WIDTH:
-                    values[i] = _ZERO_WIDTH[c]
-                    pos += 1
-                elif c in _ONE_BYTE and pos + 2 <= stop:
-                    values[i] = buf[pos + 1]
-                    pos += 2
-                elif c == _VBIN8 and pos + 2 <= stop and pos + 2 + buf[pos + 1] <= stop:
-                    nxt = pos + 2 + buf[pos + 1]
-                    values[i] = buf[pos + 2 : nxt].hex()
-                    pos = nxt
-                else:
-                    values[i], pos = read_at(ctx, c, pos + 1, stop, depth)
-            else:
+                kind ^= _NOT_ALLOWED
+            # the usual encodings of plain fields read here, not by a call; anything else, and
+            # any that does not fit before `stop`, goes to its reader (which reports)
+            if kind == _KIND_CONSTANT:
+                values[i] = _ZERO_VALUES[c]
+                pos += 1
+            elif kind == _KIND_BYTE and pos + 2 <= stop:
+                values[i] = buf[pos + 1]
+                pos += 2
+            elif kind == _KIND_VBIN8 and pos + 2 <= stop and pos + 2 + buf[pos + 1] <= stop:
+                nxt = pos + 2 + buf[pos + 1]
+                values[i] = buf[pos + 2 : nxt].hex()
+                pos = nxt
+            elif kind == _KIND_FIELD:
                 values[i], pos = _field_value(ctx, cspec, fields[i], c, pos, stop, depth)
+            else:
+                values[i], pos = read_at(ctx, c, pos + 1, stop, depth)
     except Malformed as exc:
         ctx.malformed(exc)
         pos = stop
