@@ -109,6 +109,11 @@ class Framer:
     def consume(self, count: int) -> None:
         """Drop `count` bytes from the front of the buffer (and the marks they no longer need)."""
         del self.buf[:count]
+        self.advance(count)
+
+    def advance(self, count: int) -> None:
+        """The stream's offset moves on by `count` framed bytes (taken from the buffer, or
+        framed straight from a packet); the marks before it are no longer needed."""
         self.base += count
         marks = self.marks
         while len(marks) > 1 and marks[0][0] <= self.base:
@@ -207,10 +212,7 @@ class ConnectionCodec:
         pos = self._frames(framer, data, 0, packet, out)
         if pos < len(data):
             framer.buf += memoryview(data)[pos:]
-        framer.base += pos
-        marks = framer.marks
-        while len(marks) > 1 and marks[0][0] <= framer.base:
-            marks.popleft()
+        framer.advance(pos)
         if framer.state != FRAMES or len(framer.buf) > MAX_BUFFER:
             self._run(framer, packet, out, final=False)
 
