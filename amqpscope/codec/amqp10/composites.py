@@ -23,10 +23,12 @@ from typing import Any, Final, NamedTuple
 from amqpscope.codec.amqp10 import jsonmap, spec
 from amqpscope.codec.amqp10.types import (
     ARRAYS,
+    CONSTANTS,
     DESCRIBED,
     HANDLERS,
     NULL,
     READERS,
+    UBYTES,
     Context,
     Malformed,
     read_at,
@@ -240,17 +242,8 @@ def _field_value(
 
 
 #: fixed encodings `decode_fields` reads inline (the readers of types.py give the same values):
-#: zero-width constants, one-byte unsigned integers, and binary up to 255 bytes (as hex)
-_ZERO_WIDTH: Final[dict[int, Any]] = {
-    c: {"true": True, "false": False}.get(e.name, 0)
-    for c, e in spec.ENCODINGS.items()
-    if e.width == 0 and e.type in ("boolean", "uint", "ulong")
-}
-_ONE_BYTE: Final = frozenset(
-    c
-    for c, e in spec.ENCODINGS.items()
-    if e.width == 1 and e.category == "fixed" and e.type in ("ubyte", "uint", "ulong")
-)
+#: zero-width constants and one-byte unsigned integers (`read_at`'s tables), and binary up to
+#: 255 bytes (as hex)
 _VBIN8: Final = next(c for c, e in spec.ENCODINGS.items() if e.type == "binary" and e.width == 1)
 #: constructors that start a value (the rest are damage, which the readers report)
 _VALID: Final = frozenset(spec.ENCODINGS) | {DESCRIBED}
@@ -264,7 +257,7 @@ _KIND_VBIN8: Final = 3  # binary up to 255 bytes, as hex
 _KIND_FIELD: Final = 4  # by `_field_value` (a field that is not plain)
 _KIND_ABSENT: Final = 5  # null: the default stays
 _NOT_ALLOWED: Final = 8  # added: a valid constructor the field may not have (a finding)
-_ZERO_VALUES: Final = tuple(_ZERO_WIDTH.get(c) for c in range(256))
+_ZERO_VALUES: Final = tuple(CONSTANTS.get(c) for c in range(256))
 
 
 _KINDS_MADE: Final[dict[tuple[frozenset[int] | None, bool], bytes]] = {}
@@ -282,9 +275,9 @@ def _kinds(allowed: frozenset[int] | None, plain: bool) -> bytes:
             continue
         if not plain:
             kind = _KIND_FIELD
-        elif c in _ZERO_WIDTH:
+        elif c in CONSTANTS:
             kind = _KIND_CONSTANT
-        elif c in _ONE_BYTE:
+        elif c in UBYTES:
             kind = _KIND_BYTE
         elif c == _VBIN8:
             kind = _KIND_VBIN8

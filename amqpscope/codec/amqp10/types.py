@@ -456,13 +456,13 @@ READERS[DESCRIBED] = read_described
 
 # -- the usual small encodings, read without a call through the table ---------------------------
 #: zero-width scalars (null, true, false, uint0, ulong0; not list0, a new list each time)
-_CONSTANTS: Final[dict[int, Any]] = {
+CONSTANTS: Final[dict[int, Any]] = {
     c: {"null": None, "true": True, "false": False}.get(e.name, 0)
     for c, e in spec.ENCODINGS.items()
     if e.category == "fixed" and e.width == 0 and e.type != "list"
 }
 #: one-byte integers, unsigned and signed
-_UBYTES: Final = frozenset(
+UBYTES: Final = frozenset(
     c
     for c, e in spec.ENCODINGS.items()
     if e.category == "fixed" and e.width == 1 and e.type in _UNSIGNED
@@ -495,10 +495,10 @@ def read_at(ctx: Context, ctor: int, off: int, end: int, depth: int) -> tuple[An
                     return str(buf[off + 1 : nxt], "utf-8"), nxt
                 except UnicodeDecodeError:
                     pass  # the reader notes it
-    elif ctor in _CONSTANTS:
-        return _CONSTANTS[ctor], off
+    elif ctor in CONSTANTS:
+        return CONSTANTS[ctor], off
     elif off < end:
-        if ctor in _UBYTES:
+        if ctor in UBYTES:
             return buf[off], off + 1
         if ctor in _SBYTES:
             raw = buf[off]
