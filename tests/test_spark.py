@@ -381,6 +381,20 @@ def test_rows_become_the_same_arrow_batches_in_one_pass_as_column_by_column() ->
     assert made.column("fields").equals(shape.batch(frames).column("fields"))
 
 
+def test_values_that_drift_from_their_column_type_become_null_or_text() -> None:
+    """A tracker's value of another shape than its column's never fails a row: counts that are
+    not finite numbers become null (infinity used to raise), other shapes JSON text."""
+    made = dict(zip([n for n, _ in tables.COLUMNS["channels"]], tables.row("channels", {
+        "publishes": float("inf"), "acks": float("-inf"), "nacks": float("nan"), "rejects": 3.0,
+        "unacked": True, "state": {"open": 1}, "ack_p50_ms": 2, "close_text": b"caf\xc3\xa9",
+    }), strict=True))  # fmt: skip
+    assert made["publishes"] is None and made["acks"] is None and made["nacks"] is None
+    assert made["rejects"] == 3 and type(made["rejects"]) is int
+    assert made["unacked"] == 1 and type(made["unacked"]) is int
+    assert made["state"] == '{"open":1}' and made["close_text"] == "café"
+    assert made["ack_p50_ms"] == 2.0 and type(made["ack_p50_ms"]) is float
+
+
 @needs_java
 def test_a_worker_python_that_cannot_import_amqpscope_is_one_line(tmp_path: Path) -> None:
     """PYSPARK_PYTHON set to a Python without amqpscope (here this one, isolated from its

@@ -11,6 +11,7 @@ The decode is exactly the CLI's: `open_capture` → `Dissector` → `Tracker` (`
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import tempfile
@@ -516,16 +517,13 @@ def decode_file(
     dissector = Dissector(**(options or {}))
     dissector.take_secrets(reader.secrets)  # a pcapng's TLS secrets (Decryption Secrets Blocks)
 
-    def packets() -> Iterator[RawPacket]:
-        source = iter(reader)
-        for first in source:  # the first packet's time orders the files for stitching
-            meta["first_ts"] = first.ts
-            yield first
-            break
-        yield from source
-
     with reader:
-        yield from decode(packets(), place, lambda: reader.findings, dissector)
+        source: Iterator[RawPacket] = iter(reader)
+        first = next(source, None)
+        if first is not None:  # the first packet's time orders the files for stitching
+            meta["first_ts"] = first.ts
+            source = itertools.chain((first,), source)
+        yield from decode(source, place, lambda: reader.findings, dissector)
     meta["packets"] = dissector.packets
     meta["frames"] = dissector.frames
     yield from _edges(capture, local, dissector)

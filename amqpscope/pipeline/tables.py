@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+_INF = float("inf")
+
 FINDING = "struct<code:string,severity:string,message:string,packet:long,conn:long,frame:long>"
 
 #: table -> [(column, type)]; types are Spark SQL type names
@@ -211,7 +213,9 @@ def _coerce(value: Any, kind: str) -> Any:
             return value.decode("utf-8", "replace")
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
     if kind in ("long", "int"):
-        return int(value) if isinstance(value, int | float) and value == value else None
+        if isinstance(value, int | float) and value == value and value not in (_INF, -_INF):
+            return int(value)
+        return None
     if kind == "double":
         return float(value) if isinstance(value, int | float) else None
     if kind == "boolean":
