@@ -481,6 +481,45 @@ def test_settled_deliveries_leave_the_log_as_they_settle(monkeypatch: Any) -> No
     assert "deliveries" not in kinds[: max(i for i, k in enumerate(kinds) if k == "frames")]
 
 
+def test_a_connection_that_ends_takes_its_delivery_rows_with_it(
+    monkeypatch: Any, tmp_path: Path
+) -> None:
+    """A capture of many short connections must not hold every connection's delivery rows
+    until the file ends: when a connection's TCP ends (its `transport` record), its rows, the
+    unsettled ones too, leave the worker; the rows are the same either way."""
+    sys.path.insert(0, str(CAPTURES.parent / "bench"))
+    from synth import multiply
+
+    from amqpscope.pipeline import rows
+
+    many = tmp_path / "many.pcap"
+    copies = 6
+    multiply(CAPTURES / "091-qos-prefetch.pcap", many, copies)
+
+    def decoded() -> tuple[list[tuple[str, int]], list[Any]]:
+        seen: list[tuple[str, int]] = []  # (kind, connections whose frames came so far)
+        out: list[Any] = []
+        conns: set[int] = set()
+        at = [n for n, _ in tables.COLUMNS["frames"]].index("conn")
+        for kind, part in rows.decode_file(str(many)):
+            if kind == "frames":
+                conns.update(r[at] for r in part)
+            elif kind == "deliveries":
+                out += part
+            seen.append((kind, len(conns)))
+        return seen, sorted(out, key=repr)
+
+    whole_seen, whole = decoded()
+    assert len({r[2] for r in whole}) == copies  # conn_key
+    assert next(n for kind, n in whole_seen if kind == "deliveries") == copies
+    # more than a connection's rows: no connection alone fills a chunk (which `CHUNK` would
+    # drain anyway), the rows of two that ended do
+    monkeypatch.setattr(rows, "CHUNK", len(whole) // copies + 1)
+    seen, drained = decoded()
+    assert drained == whole
+    assert next(n for kind, n in seen if kind == "deliveries") < copies
+
+
 def test_frame_findings_leave_as_they_come_and_are_still_counted(monkeypatch: Any) -> None:
     """A hostile capture can have a finding on every frame: a worker hands them out a chunk at
     a time, and every table (the connections' findings counts too) is the same either way."""

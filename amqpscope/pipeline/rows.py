@@ -25,7 +25,7 @@ import orjson
 from amqpscope.capture.files import CaptureError, open_capture
 from amqpscope.capture.linklayer import SegmentDecoder
 from amqpscope.capture.packet import FIN, SYN, RawPacket
-from amqpscope.codec.frames import Frame
+from amqpscope.codec.frames import TRANSPORT, Frame
 from amqpscope.dissect import Dissector, endpoint_text
 from amqpscope.findings import Finding
 from amqpscope.pipeline.deliveries import DeliveryLog
@@ -143,6 +143,7 @@ def decode(
     # conn -> [frames, first ts, last ts, its DeliveryLog, its key]
     spans: dict[int, list[Any]] = {}
     findings: list[dict[str, Any]] = []
+    ended: list[tuple[Any, ...]] = []  # deliveries rows of connections that ended
     counted: dict[int | None, int] = {}  # findings per connection, for its row
     chunk: list[tuple[Any, ...]] = []
     held = 0  # bytes of the chunk's JSON texts
@@ -161,6 +162,12 @@ def decode(
         log.feed(frame)
         if len(log.rows) >= CHUNK:  # settled: out now, so a long connection's rows never pile up
             yield "deliveries", _deliveries(log.take(), place, frame.conn)
+        if frame.kind == TRANSPORT:  # its TCP connection ended: all its rows go, so a capture
+            ended += _deliveries(log.finish(), place, frame.conn)  # of many connections is
+            span[3] = DeliveryLog()  # held a connection at a time, not whole
+            if len(ended) >= CHUNK:
+                yield "deliveries", ended
+                ended = []
         values = _frame_row(frame, place, span[4])
         chunk.append(values)
         held += frame_text_bytes(values)
@@ -176,6 +183,8 @@ def decode(
                 findings = []
     if chunk:
         yield "frames", chunk
+    if ended:
+        yield "deliveries", ended
     summary: dict[str, Any] = {"connections": [], "findings": []}
     if broken is None:
         try:
