@@ -520,6 +520,76 @@ def test_a_connection_that_ends_takes_its_delivery_rows_with_it(
     assert next(n for kind, n in seen if kind == "deliveries") < copies
 
 
+def test_connections_retired_at_their_tcp_end_give_the_same_tables(
+    monkeypatch: Any, tmp_path: Path
+) -> None:
+    """A connection whose TCP ends leaves the trackers at once (`rows._retire`): its rows are
+    made then, not at the file's end. Every table is the same either way (the findings counts
+    of its row included: frame, tracker, codec and TCP findings) on every bundled, damaged and
+    mutated capture and on a file of many connections; and such a file is held a connection at
+    a time."""
+    import tracemalloc
+
+    from amqpscope.pipeline import rows
+    from tests.test_damaged import damage
+    from tests.test_mutation import FILES as MUTATED
+    from tests.test_mutation import mutations
+
+    sys.path.insert(0, str(CAPTURES.parent / "bench"))
+    from synth import multiply
+
+    paths = [*FILES, *(tmp_path / case.file for case in damage.build(tmp_path))]
+    for source in MUTATED[::3]:
+        for i, (_, data) in enumerate(mutations(source)):
+            paths.append(tmp_path / f"{source.stem}-{i}{source.suffix}")
+            paths[-1].write_bytes(data)
+    many = tmp_path / "many.pcap"
+    multiply(CAPTURES / "091-qos-prefetch.pcap", many, 40)
+    paths.append(many)
+
+    def tables_of(path: Path) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for kind, part in rows.decode_file(str(path)):
+            if kind in tables.TABLES:
+                out.setdefault(kind, []).extend(map(repr, part))
+        return {kind: sorted(values) for kind, values in out.items()}
+
+    retire = rows._retire
+    retired = 0
+
+    def counting(*args: Any) -> Any:
+        nonlocal retired
+        done = retire(*args)
+        retired += done is not None
+        return done
+
+    more = tmp_path / "more.pcap"
+    multiply(CAPTURES / "091-qos-prefetch.pcap", more, 240)
+
+    def growth() -> int:
+        """What a worker holds at its peak: 240 connections less 40 (bytes)."""
+        peaks = []
+        for path in (many, more):
+            tracemalloc.start()
+            for _ in rows.decode_file(str(path)):
+                pass
+            peaks.append(tracemalloc.get_traced_memory()[1])
+            tracemalloc.stop()
+        return peaks[1] - peaks[0]
+
+    monkeypatch.setattr(rows, "_retire", counting)
+    early = {path: tables_of(path) for path in paths}
+    grows_early = growth()
+    monkeypatch.setattr(rows, "_retire", lambda *args: None)
+    late = {path: tables_of(path) for path in paths}
+    grows_late = growth()
+    for path in paths:
+        assert early[path] == late[path], path.name
+    assert retired > 40 + len(FILES) // 2
+    assert sum(len(t.get("findings", [])) for t in early.values()) > 50
+    assert grows_early < grows_late / 2.5, (grows_early, grows_late)  # 7 KB a connection: 22
+
+
 def test_frame_findings_leave_as_they_come_and_are_still_counted(monkeypatch: Any) -> None:
     """A hostile capture can have a finding on every frame: a worker hands them out a chunk at
     a time, and every table (the connections' findings counts too) is the same either way."""

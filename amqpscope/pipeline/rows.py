@@ -147,6 +147,9 @@ def decode(
     counted: dict[int | None, int] = {}  # findings per connection, for its row
     chunk: list[tuple[Any, ...]] = []
     held = 0  # bytes of the chunk's JSON texts
+    layers = _LayerFindings(dissector)
+    retired: set[int] = set()  # connections whose rows are out (their TCP ended)
+    last_ts = 0.0
     for frame in dissector.run(packets):
         if broken is None:
             try:
@@ -155,19 +158,18 @@ def decode(
                 broken = f"{type(exc).__name__}: {exc}"
         span = spans.get(frame.conn)
         if span is None:
-            span = spans[frame.conn] = [0, frame.ts, frame.ts, DeliveryLog(), place.key(frame.conn)]
+            if frame.conn in retired:  # cannot be: a connection's TCP end is its last frame
+                span = [0, frame.ts, frame.ts, DeliveryLog(), place.key(frame.conn)]
+            else:
+                span = spans[frame.conn] = [
+                    0, frame.ts, frame.ts, DeliveryLog(), place.key(frame.conn)
+                ]  # fmt: skip
         span[0] += 1
         span[2] = frame.ts
         log = span[3]
         log.feed(frame)
         if len(log.rows) >= CHUNK:  # settled: out now, so a long connection's rows never pile up
             yield "deliveries", _deliveries(log.take(), place, frame.conn)
-        if frame.kind == TRANSPORT:  # its TCP connection ended: all its rows go, so a capture
-            ended += _deliveries(log.finish(), place, frame.conn)  # of many connections is
-            span[3] = DeliveryLog()  # held a connection at a time, not whole
-            if len(ended) >= CHUNK:
-                yield "deliveries", ended
-                ended = []
         values = _frame_row(frame, place, span[4])
         chunk.append(values)
         held += frame_text_bytes(values)
@@ -178,9 +180,29 @@ def decode(
             for f in frame.findings:
                 findings.append(_finding(f, place, "frame", frame.ts, frame.conn))
             counted[frame.conn] = counted.get(frame.conn, 0) + len(frame.findings)
-            if len(findings) >= CHUNK:  # a hostile capture may have a finding on every frame
-                yield "findings", [row("findings", f) for f in findings]
-                findings = []
+        if frame.kind == TRANSPORT:
+            # its TCP ended: its rows go now and its trackers forget it, so a capture of many
+            # connections is held a connection at a time, not whole
+            ended += _deliveries(log.finish(), place, frame.conn)
+            span[3] = DeliveryLog()
+            if len(ended) >= CHUNK:
+                yield "deliveries", ended
+                ended = []
+            if broken is None and frame.conn in tracker.connections:
+                try:
+                    done = _retire(frame.conn, tracker, span, place, counted, layers)
+                except Exception as exc:  # as at the file's end: the internal-error finding
+                    broken = f"{type(exc).__name__}: {exc}"
+                    done = None
+                if done is not None:
+                    findings += done[0]
+                    yield from done[1]
+                    retired.add(frame.conn)
+                    del spans[frame.conn]
+                    last_ts = max(last_ts, span[2])
+        if len(findings) >= CHUNK:  # a hostile capture may have a finding on every frame
+            yield "findings", [row("findings", f) for f in findings]
+            findings = []
     if chunk:
         yield "frames", chunk
     if ended:
@@ -196,7 +218,7 @@ def decode(
     if broken is not None:
         findings.append(_internal(place, f"the tracker failed on this capture: {broken}"))
     tracked = {c.get("id"): c for c in summary.get("connections", [])}
-    last_ts = max((s[2] for s in spans.values()), default=0.0)
+    last_ts = max([last_ts, *(s[2] for s in spans.values())])
     for f in tracker.findings if broken is None else []:
         if f.frame is None:
             when = spans.get(f.conn, [0, last_ts, last_ts])[2] if f.conn is not None else last_ts
@@ -227,6 +249,58 @@ def decode(
         delivered = _deliveries(span[3].finish(), place, conn)
         if delivered:
             yield "deliveries", delivered
+
+
+class _LayerFindings:
+    """Findings of the layers under the trackers (codecs, TCP) per connection, tallied as they
+    come: a connection's row made when its TCP ends counts what the file's end would count
+    (`Dissector.finish` adds TCP findings but gaps, for AMQP connections)."""
+
+    def __init__(self, dissector: Dissector) -> None:
+        self.dissector = dissector
+        self.codec = 0  # of `dissector.findings`, tallied so far
+        self.tcp = 0  # of `dissector.tcp.findings`
+        self.tally: dict[int | None, int] = {}
+        self.tcp_tally: dict[int | None, int] = {}
+
+    def take(self, conn: int) -> int:
+        """The count for `conn`, which has ended (its tallies are forgotten)."""
+        dissector = self.dissector
+        for f in dissector.findings[self.codec :]:
+            self.tally[f.conn] = self.tally.get(f.conn, 0) + 1
+        self.codec = len(dissector.findings)
+        found = dissector.tcp.findings
+        for f in found[self.tcp :]:
+            if f.code != "tcp.gap":
+                self.tcp_tally[f.conn] = self.tcp_tally.get(f.conn, 0) + 1
+        self.tcp = len(found)
+        tcp = self.tcp_tally.pop(conn, 0)
+        connection = dissector.connections.get(conn)
+        amqp = connection is not None and connection.is_amqp
+        return self.tally.pop(conn, 0) + (tcp if amqp else 0)
+
+
+def _retire(
+    conn: int,
+    tracker: Tracker,
+    span: list[Any],
+    place: Place,
+    counted: dict[int | None, int],
+    layers: _LayerFindings,
+) -> tuple[list[dict[str, Any]], list[Record]] | None:
+    """A connection whose TCP ended, out of the tracker: its end's findings (as findings rows
+    to be) and its `connections`, `links` and `channels` rows. None: nothing to retire."""
+    before = len(tracker.findings)
+    summary = tracker.evict(conn)
+    if summary is None:
+        return None
+    ended = [_finding(f, place, "tracker", span[2], conn) for f in tracker.findings[before:]]
+    del tracker.findings[before:]  # out with the connection, not again at the file's end
+    count = counted.pop(conn, 0) + len(ended) + layers.take(conn)
+    by_table: dict[str, list[tuple[Any, ...]]] = {}
+    for table, values in _connection_rows(conn, summary, span, place, count):
+        by_table.setdefault(table, []).append(values)
+    return ended, list(by_table.items())
 
 
 def _deliveries(logged: list[dict[str, Any]], place: Place, conn: int) -> list[tuple[Any, ...]]:
