@@ -57,6 +57,8 @@ def _steady_gc() -> None:
 
 
 def _fail(message: str, code: int = 1) -> None:
+    with contextlib.suppress(OSError, ValueError):  # what was printed comes before why it ended
+        sys.stdout.flush()
     click.echo(f"amqpscope: {message}", err=True)
     sys.exit(code)
 
@@ -423,8 +425,18 @@ def read(
     if not as_json:
         from amqpscope.render.timeline import Timeline
 
-        console = _console(color, width)
-        timeline = Timeline(console, collapse, body, fit=True if width else None)
+        if width is None and _uncoloured(color):  # rich would colour and cut nothing: plain text
+            _replace_unencodable()
+            # from a pipe (a capture still running), each line as its frame arrives
+            timeline = Timeline(
+                lambda: _console(color, width),
+                collapse,
+                body,
+                out=sys.stdout,
+                flush=not lines.chunk,
+            )
+        else:
+            timeline = Timeline(_console(color, width), collapse, body, fit=True if width else None)
     shown = 0
     ended: list[Finding] = []
     _steady_gc()
@@ -687,7 +699,15 @@ def live(
         if not as_json:
             from amqpscope.render.timeline import Timeline
 
-            timeline = Timeline(console, collapse, body, fit=True if width else None)
+            plain = width is None and _uncoloured(color)  # rich would colour and cut nothing
+            timeline = Timeline(  # flushed per line: a line shows as its frame arrives
+                console,
+                collapse,
+                body,
+                fit=True if width else None,
+                out=out if plain else None,
+                flush=True,
+            )
         shown = 0
         first_ts: float | None = None
 

@@ -10,18 +10,31 @@ kind, findings follow the frame that raised them. How the TCP connection ended (
 record) closes a connection's lines: `c1 ←  TCP RST (server, after the client's FIN)`. Lines are
 cut to the terminal's width, never wrapped; when stdout is not a terminal nothing is cut and
 nothing is coloured.
+
+Each line is laid out once, as pieces of text with their styles, and goes to one of two sinks.
+On a terminal, in colour or cut to a width, rich prints it (`Text`). Piped with nothing to
+colour or cut (`out`), rich would write the pieces joined, as they are: the line is written so,
+without rich, which builds, renders and flushes every line (a piped `read` of a long capture
+took five times the CPU through rich). rich changes such a line only where it holds a tab
+(expanded to its tab stop), a line break or BEL, BS, VT, FF or CR (dropped); `safe` escapes all
+of them in captured text, and a line that holds one anyway goes to rich.
+`tests/test_timeline_plain.py` holds the two sinks to the same bytes, rich the oracle.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-
-from rich.console import Console
-from rich.text import Text
+from typing import IO, TYPE_CHECKING
 
 from amqpscope.codec.frames import TRANSPORT, Frame
 from amqpscope.filter import is_error
 from amqpscope.render.lines import ARROWS, highlights, safe, transport_name
+
+if TYPE_CHECKING:  # rich is imported when a line needs it: a piped timeline seldom does
+    from rich.console import Console
+    from rich.text import Text
 
 #: colours, by what a word means
 STYLES = {
@@ -49,6 +62,15 @@ COLLAPSE_MIN = 3
 CONTENT_KINDS = ("content-header", "content-body")
 BODY_PREVIEW = 40  # characters of a message body shown without --body
 BODY_FULL = 4000  # characters shown with --body (the JSON keeps all of it)
+#: a piece of a line: its text and its style ("" for none)
+Piece = tuple[str, str]
+#: the style of a frame's detail: rich colours the outcome words in it (`OUTCOMES`), and all of
+#: it red when the frame is an error
+DETAIL, ERROR_DETAIL = "detail", "error detail"
+OUTCOMES = ("accepted", "rejected", "released", "modified", "received", "declared")
+#: what rich changes in a line printed uncut (`soft_wrap`): tabs, line breaks, the controls it
+#: drops (rich.control.STRIP_CONTROL_CODES)
+RICH_CHANGES = re.compile("[\t\n\x07\x08\x0b\x0c\r]")
 
 
 def body_text(frame: Frame, limit: int) -> str | None:
@@ -88,25 +110,51 @@ class _Run:
 
 
 class Timeline:
-    """Prints frames as they come (streaming: live capture uses it too)."""
+    """Prints frames as they come (streaming: live capture uses it too).
+
+    `console` is rich's console, or what makes it when first needed. With `out`, the caller
+    says rich would write to `out` without colour or cutting anything (`fit` false): lines are
+    written there as they are, and only a line rich would change goes to the console, which must
+    write to `out` too. `flush` flushes `out` after each line, as rich does (live capture, a
+    capture read from a pipe: a line shows when its frame arrives); otherwise `out` writes in
+    its own blocks and `finish` flushes it."""
 
     def __init__(
         self,
-        console: Console,
+        console: Console | Callable[[], Console],
         collapse: bool = False,
         body: bool = False,
         legend: bool = True,
         fit: bool | None = None,
+        out: IO[str] | None = None,
+        flush: bool = False,
     ) -> None:
-        self.console = console
+        self._console: Console | None = None
+        self._make_console: Callable[[], Console] | None = None
+        if callable(console):  # a Console is not
+            self._make_console = console
+        else:
+            self._console = console
         # cut lines to the console's width: on a terminal, or when a width was asked for
-        self.fit = console.is_terminal if fit is None else fit
+        if fit is None:
+            fit = False if out is not None else self.console.is_terminal
+        self.fit = fit
+        self.out = None if fit else out  # a line to cut is rich's to print
+        self._write = self.out.write if self.out is not None else None
+        self._flush_each = flush
         self.collapse = collapse
         self.body = body
         self.legend = legend
         self.first_ts: float | None = None
         self.seen: set[int] = set()
         self.run = _Run()
+
+    @property
+    def console(self) -> Console:
+        if self._console is None:
+            assert self._make_console is not None
+            self._console = self._make_console()
+        return self._console
 
     # -- the stream of frames ------------------------------------------------------------------
     def frame(self, frame: Frame) -> None:
@@ -136,8 +184,10 @@ class Timeline:
 
     def finish(self) -> None:
         self._flush()
+        if self.out is not None:
+            self.out.flush()
 
-    # -- output --------------------------------------------------------------------------------
+    # -- the lines, as pieces ------------------------------------------------------------------
     def _flush(self) -> None:
         run, self.run = self.run, _Run()
         frames = run.frames
@@ -148,18 +198,18 @@ class Timeline:
             return
         first, last = frames[0], frames[-1]
         line = self._prefix(first, f"{first.number}-{last.number}")
-        line.append(f"{first.name} ×{units}", style=STYLES["name"])  # noqa: RUF001
+        line.append((f"{first.name} ×{units}", STYLES["name"]))  # noqa: RUF001
         if run.content:
-            line.append(f" (+{run.content} content frames)")
+            line.append((f" (+{run.content} content frames)", ""))
         span = f"  {first.ts - self._t0():.6f}..{last.ts - self._t0():.6f}s"
         detail = highlights(first)
         last = next(f for f in reversed(frames) if f.kind not in CONTENT_KINDS)
         if detail:
-            line.append(f" first: {detail}")
+            line.append((f" first: {detail}", ""))
             tail = highlights(last)
             if tail and tail != detail:
-                line.append(f"  last: {tail}")
-        line.append(span, style=STYLES["time"])
+                line.append((f"  last: {tail}", ""))
+        line.append((span, STYLES["time"]))
         self._emit(line)
 
     def _print(self, frame: Frame) -> None:
@@ -173,41 +223,43 @@ class Timeline:
             else:
                 speaks = f"AMQP {frame.version}"
             legend = f"c{frame.conn}  {client} → {server}  {speaks}"
-            self._emit(Text(legend, style=STYLES["legend"]))
+            self._emit([(legend, STYLES["legend"])])
+        error = is_error(frame)
         line = self._prefix(frame, str(frame.number))
-        line.append_text(self._name(frame))
+        line.append(self._name(frame, error))
         if frame.kind == "protocol-header":
             detail = str(frame.fields.get("protocol", ""))
         else:
             detail = highlights(frame)
         if detail:
-            line.append(" ")
-            line.append_text(self._detail(frame, detail))
+            line.append((" ", ""))
+            line.append((detail, ERROR_DETAIL if error else DETAIL))
         preview = body_text(frame, BODY_FULL if self.body else BODY_PREVIEW)
         if preview is not None:
-            line.append(f"  body={preview}", style="dim" if not self.body else "")
+            line.append((f"  body={preview}", "dim" if not self.body else ""))
         for found in frame.findings:
             note = f"  [{found.code}: {safe(found.message)}]"
-            line.append(note, style=STYLES.get(found.severity, ""))
+            line.append((note, STYLES.get(found.severity, "")))
         self._emit(line)
 
     def _t0(self) -> float:
         return self.first_ts or 0.0
 
-    def _prefix(self, frame: Frame, number: str) -> Text:
+    def _prefix(self, frame: Frame, number: str) -> list[Piece]:
         channel = "" if frame.channel is None else f"ch{frame.channel}"
-        text = Text(f"{number:>7} ")
-        text.append(f"{frame.ts - self._t0():10.6f}", style=STYLES["time"])
         arrow = ARROWS.get(frame.direction, "-")
         if frame.kind == TRANSPORT and not frame.fields.get("by"):
             arrow = "-"  # an idle end: nobody sent anything
-        text.append(f" c{frame.conn} {arrow} {channel:<5} ")
-        return text
+        return [
+            (f"{number:>7} ", ""),
+            (f"{frame.ts - (self.first_ts or 0.0):10.6f}", STYLES["time"]),
+            (f" c{frame.conn} {arrow} {channel:<5} ", ""),
+        ]
 
-    def _name(self, frame: Frame) -> Text:
+    def _name(self, frame: Frame, error: bool) -> Piece:
         if frame.kind == TRANSPORT:  # the TCP end, as tcpdump would name it
-            return Text(transport_name(frame), style=STYLES["transport"])
-        if is_error(frame) and not frame.findings:
+            return transport_name(frame), STYLES["transport"]
+        if error and not frame.findings:
             style = STYLES["error"]
         elif frame.kind in ("protocol-header", "layer"):
             style = STYLES["header"]
@@ -217,19 +269,38 @@ class Timeline:
             style = STYLES["content"]
         else:
             style = STYLES["name"]
-        return Text(frame.name, style=style)
+        return frame.name, style
 
-    def _detail(self, frame: Frame, detail: str) -> Text:
-        text = Text(detail)
-        for word in ("accepted", "rejected", "released", "modified", "received", "declared"):
-            text.highlight_words([word], style=STYLES[word])
-        if is_error(frame):
-            text.stylize(STYLES["error"])
-        return text
-
-    def _emit(self, line: Text) -> None:
+    # -- the sinks -----------------------------------------------------------------------------
+    def _emit(self, pieces: list[Piece]) -> None:
+        if self._write is not None:
+            line = "".join([text for text, _ in pieces])
+            if RICH_CHANGES.search(line) is None:  # rich would write it as it is
+                self._write(line + "\n")
+                if self._flush_each:
+                    self.out.flush()  # type: ignore[union-attr]
+                return
+        line_text = rich_text(pieces)
         if self.fit:
-            line.truncate(self.console.width, overflow="ellipsis")
-            self.console.print(line, no_wrap=True, crop=True)
+            line_text.truncate(self.console.width, overflow="ellipsis")
+            self.console.print(line_text, no_wrap=True, crop=True)
         else:
-            self.console.print(line, soft_wrap=True)
+            self.console.print(line_text, soft_wrap=True)
+
+
+def rich_text(pieces: list[Piece]) -> Text:
+    """A line's pieces as rich `Text`, styled: the words of a detail coloured by outcome."""
+    from rich.text import Text
+
+    line = Text()
+    for text, style in pieces:
+        if style in (DETAIL, ERROR_DETAIL):
+            detail = Text(text)
+            for word in OUTCOMES:
+                detail.highlight_words([word], style=STYLES[word])
+            if style == ERROR_DETAIL:
+                detail.stylize(STYLES["error"])
+            line.append_text(detail)
+        else:
+            line.append(text, style=style)
+    return line
