@@ -51,6 +51,8 @@ _DAYS: dict[int, str] = {}
 #: messages): what a worker holds stays bounded
 CHUNK = 1024
 CHUNK_BYTES = 4 << 20
+#: rows of connections that ended handed on at a time (each carries its summary's JSON)
+CONNECTION_ROWS = 64
 
 
 def looks_like_capture(head: bytes) -> bool:
@@ -149,6 +151,7 @@ def decode(
     held = 0  # bytes of the chunk's JSON texts
     layers = _LayerFindings(dissector)
     retired: set[int] = set()  # connections whose rows are out (their TCP ended)
+    retired_rows: dict[str, list[tuple[Any, ...]]] = {}  # theirs, on the way out
     last_ts = 0.0
     for frame in dissector.run(packets):
         if broken is None:
@@ -196,7 +199,11 @@ def decode(
                     done = None
                 if done is not None:
                     findings += done[0]
-                    yield from done[1]
+                    for table, values in done[1]:
+                        out = retired_rows.setdefault(table, [])
+                        out.append(values)
+                        if len(out) >= CONNECTION_ROWS:
+                            yield table, retired_rows.pop(table)
                     retired.add(frame.conn)
                     del spans[frame.conn]
                     last_ts = max(last_ts, span[2])
@@ -205,6 +212,7 @@ def decode(
             findings = []
     if chunk:
         yield "frames", chunk
+    yield from retired_rows.items()
     if ended:
         yield "deliveries", ended
     summary: dict[str, Any] = {"connections": [], "findings": []}
@@ -289,7 +297,8 @@ def _retire(
     layers: _LayerFindings,
 ) -> tuple[list[dict[str, Any]], list[Record]] | None:
     """A connection whose TCP ended, out of the tracker: its end's findings (as findings rows
-    to be) and its `connections`, `links` and `channels` rows. None: nothing to retire."""
+    to be) and its `connections`, `links` and `channels` rows, a (table, row) each. None:
+    nothing to retire."""
     before = len(tracker.findings)
     summary = tracker.evict(conn)
     if summary is None:
@@ -297,10 +306,7 @@ def _retire(
     ended = [_finding(f, place, "tracker", span[2], conn) for f in tracker.findings[before:]]
     del tracker.findings[before:]  # out with the connection, not again at the file's end
     count = counted.pop(conn, 0) + len(ended) + layers.take(conn)
-    by_table: dict[str, list[tuple[Any, ...]]] = {}
-    for table, values in _connection_rows(conn, summary, span, place, count):
-        by_table.setdefault(table, []).append(values)
-    return ended, list(by_table.items())
+    return ended, list(_connection_rows(conn, summary, span, place, count))
 
 
 def _deliveries(logged: list[dict[str, Any]], place: Place, conn: int) -> list[tuple[Any, ...]]:
