@@ -447,7 +447,7 @@ def read(
         if timeline is None and not choosy and count is None and lines.chunk:
             # every frame, each written: the loop below, compiled (render.lines), which
             # leaves it none but its end
-            ndjson_all(frames, tracker.feed, lines.emit, lines.chunk)
+            ndjson_all(frames, tracker, lines.emit, lines.chunk)
         for frame in frames:
             tracker.feed(frame)  # state findings ride the frame that raised them
             if first_ts is None:

@@ -2,12 +2,14 @@
 
 A recorded conversation (a bundled capture of pika or Qpid Proton talking to RabbitMQ) gives the
 handshake, the frames of one message and the teardown, byte for byte. The middle is repeated as
-often as asked, on one connection, with what must change patched in: 0-9-1 delivery tags; 1.0
-delivery ids, tags and the flows and dispositions that keep credit, session windows and
-settlement consistent. The frames go out in TCP segments with consistent sequence and
-acknowledgement numbers (a handshake, one segment per client write as pika and Proton do, the
-broker's writes batched, a FIN each way), so both amqpscope and tshark see one clean, long
-conversation: `amqpscope summary` of it has no findings.
+often as asked, on one connection, with what must change patched in: each message its own
+message-id (`<recorded id>-<n>`) and body, as an application sends them, the frames and
+sections around them re-encoded to their new sizes; 0-9-1 delivery tags; 1.0 delivery ids, tags
+and the flows and dispositions that keep credit, session windows and settlement consistent.
+The frames go out in TCP segments with consistent sequence and acknowledgement numbers (a
+handshake, one segment per client write as pika and Proton do, the broker's writes batched, a
+FIN each way), so both amqpscope and tshark see one clean, long conversation: `amqpscope
+summary` of it has no findings.
 
     build_091(path, messages)   publish, consume with prefetch 5, ack each: 0-9-1
     build_10(path, messages)    send (credit 65536), receive (credit 50), settle: AMQP 1.0
@@ -25,7 +27,7 @@ from scapy.utils import RawPcapReader
 from amqpscope.capture.files import open_capture
 from amqpscope.codec.amqp091.frames import FRAME_HEADER as FRAME_HEADER_091
 from amqpscope.codec.amqp10 import composites
-from amqpscope.codec.amqp10.types import Context
+from amqpscope.codec.amqp10.types import Context, read_value
 from amqpscope.codec.frames import Frame
 from amqpscope.dissect import Dissector
 
@@ -248,6 +250,56 @@ def _payload(frame: Frame) -> bytes:
     return frame.data[pos:]
 
 
+def _values(data: bytes, off: int, end: int) -> list[bytes]:
+    """The encoded values of `data[off:end]`, one after another, each as its bytes."""
+    ctx = Context(memoryview(data))
+    out = []
+    while off < end:
+        _, after = read_value(ctx, off, end)
+        out.append(data[off:after])
+        off = after
+    return out
+
+
+def _binary(code: int, raw: bytes) -> bytes:
+    """A string (code 0xa1) or binary (0xa0) of `raw`, in its one-byte-size form when it fits."""
+    if len(raw) < 256:
+        return bytes((code, len(raw))) + raw
+    return bytes((code + 0x10,)) + struct.pack(">I", len(raw)) + raw
+
+
+PROPERTIES, DATA, AMQP_VALUE = 0x73, 0x75, 0x77  # section descriptors
+
+
+def _message10(payload: bytes, number: int) -> bytes:
+    """A recorded 1.0 message as message `number`: its properties' message-id
+    `<recorded id>-<number>` and a body of its own (a data or string amqp-value section),
+    the other sections as recorded."""
+    out = []
+    for section in _values(payload, 0, len(payload)):
+        code, value = section[2], section[3:]
+        assert section[:2] == b"\x00\x53", "sections with a numeric descriptor"
+        if code == PROPERTIES:
+            assert value[0] == 0xC0, "properties as a list8"
+            items = _values(value, 3, len(value))
+            (recorded_id, _) = read_value(Context(memoryview(items[0])), 0, len(items[0]))
+            assert isinstance(recorded_id, str), "a string message-id"
+            items[0] = _binary(0xA1, f"{recorded_id}-{number}".encode())
+            body = b"".join(items)
+            size = len(body) + 1
+            head = b"\xc0" + bytes((size, len(items))) if size < 256 else (
+                b"\xd0" + struct.pack(">II", len(body) + 4, len(items))
+            )  # fmt: skip
+            section = section[:3] + head + body
+        elif code == DATA:
+            section = section[:3] + _binary(0xA0, f"work item {number}".encode())
+        elif code == AMQP_VALUE:
+            assert value[0] in (0xA1, 0xB1), "a string amqp-value"
+            section = section[:3] + _binary(0xA1, f"work item {number}".encode())
+        out.append(section)
+    return b"".join(out)
+
+
 def build_10(path: Path, messages: int, source: Path = SOURCE_10, batch: int = 50) -> int:
     """One Proton-like connection: a sender link sends `messages` (RabbitMQ settles each batch
     with one disposition and tops up credit and window), a receiver link takes them back with
@@ -275,7 +327,7 @@ def build_10(path: Path, messages: int, source: Path = SOURCE_10, batch: int = 5
         for i in ids:  # Proton writes what it has: a few transfers per segment
             if (i - done) % 10 == 0:
                 write = b""
-            write += _transfer(0, i, str(i).encode(), client_payload)
+            write += _transfer(0, i, str(i).encode(), _message10(client_payload, i))
             if (i - done) % 10 == 9 or i == done + count - 1:
                 conv.send("c2s", write)
         conv.send(
@@ -285,7 +337,10 @@ def build_10(path: Path, messages: int, source: Path = SOURCE_10, batch: int = 5
         )
         conv.send(
             "s2c",
-            b"".join(_transfer(1, i, struct.pack(">Q", i + 1), server_payload) for i in ids),
+            b"".join(
+                _transfer(1, i, struct.pack(">Q", i + 1), _message10(server_payload, i))
+                for i in ids
+            ),
         )
         done += count
         conv.send(

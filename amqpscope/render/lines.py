@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from amqpscope.codec.frames import TRANSPORT, Frame
+from amqpscope.track.tracker import Tracker
 
 ARROWS: Final = {"c2s": "→", "s2c": "←"}
 #: what a terminal could take for an instruction: C0 and C1 controls, DEL, the bidirectional
@@ -278,18 +279,19 @@ def frame_ndjson(frame: Frame) -> bytes:
 
 def ndjson_all(
     frames: Iterable[Frame],
-    feed: Callable[[Frame], object],
+    tracker: Tracker,
     emit: Callable[[bytes], object],
     chunk: int,
 ) -> None:
-    """`read --json` with nothing to select or count: each frame goes to `feed` (the tracker,
-    whose findings ride it), then out as its NDJSON line; the lines go to `emit` in runs of
-    `chunk` bytes or more, and what is left at the end. The per-frame loop lives here, not in
-    the CLI, so that the compiled build runs it as C."""
+    """`read --json` with nothing to select or count: each frame goes to the tracker (whose
+    findings ride it), then out as its NDJSON line; the lines go to `emit` in runs of `chunk`
+    bytes or more, and what is left at the end. The per-frame loop lives here, not in the CLI,
+    so that the compiled build runs it as C (the tracker's `feed` a direct call, not one through
+    a bound method)."""
     parts: list[bytes] = []
     size = 0
     for frame in frames:
-        feed(frame)
+        tracker.feed(frame)
         line = frame_ndjson(frame)
         parts.append(line)
         size += len(line)

@@ -28,6 +28,7 @@ from amqpscope.codec.amqp10.types import (
     HANDLERS,
     NULL,
     READERS,
+    TEXT8,
     UBYTES,
     Context,
     Malformed,
@@ -242,9 +243,10 @@ def _field_value(
 
 
 #: fixed encodings `decode_fields` reads inline (the readers of types.py give the same values):
-#: zero-width constants and one-byte unsigned integers (`read_at`'s tables), and binary up to
-#: 255 bytes (as hex)
+#: zero-width constants and one-byte unsigned integers (`read_at`'s tables), four-byte uint,
+#: binary up to 255 bytes (as hex), string and symbol up to 255 bytes (valid UTF-8)
 _VBIN8: Final = next(c for c, e in spec.ENCODINGS.items() if e.type == "binary" and e.width == 1)
+_UINT32: Final = next(c for c, e in spec.ENCODINGS.items() if e.type == "uint" and e.width == 4)
 #: constructors that start a value (the rest are damage, which the readers report)
 _VALID: Final = frozenset(spec.ENCODINGS) | {DESCRIBED}
 
@@ -256,6 +258,8 @@ _KIND_BYTE: Final = 2  # a one-byte unsigned integer
 _KIND_VBIN8: Final = 3  # binary up to 255 bytes, as hex
 _KIND_FIELD: Final = 4  # by `_field_value` (a field that is not plain)
 _KIND_ABSENT: Final = 5  # null: the default stays
+_KIND_TEXT8: Final = 6  # string or symbol up to 255 bytes, valid UTF-8 (else by `read_at`)
+_KIND_UINT32: Final = 7  # a four-byte unsigned integer
 _NOT_ALLOWED: Final = 8  # added: a valid constructor the field may not have (a finding)
 _ZERO_VALUES: Final = tuple(CONSTANTS.get(c) for c in range(256))
 
@@ -281,6 +285,10 @@ def _kinds(allowed: frozenset[int] | None, plain: bool) -> bytes:
             kind = _KIND_BYTE
         elif c == _VBIN8:
             kind = _KIND_VBIN8
+        elif c in TEXT8:
+            kind = _KIND_TEXT8
+        elif c == _UINT32:
+            kind = _KIND_UINT32
         else:
             kind = _KIND_READER
         if allowed is not None and c not in allowed and c in _VALID:
@@ -357,6 +365,18 @@ def decode_fields(
             elif kind == _KIND_BYTE and pos + 2 <= stop:
                 values[i] = buf[pos + 1]
                 pos += 2
+            elif kind == _KIND_TEXT8 and pos + 2 <= stop and pos + 2 + buf[pos + 1] <= stop:
+                nxt = pos + 2 + buf[pos + 1]
+                try:
+                    values[i] = buf[pos + 2 : nxt].decode("utf-8")
+                    pos = nxt
+                except UnicodeDecodeError:  # the reader notes it
+                    values[i], pos = read_at(ctx, c, pos + 1, stop, depth)
+            elif kind == _KIND_UINT32 and pos + 5 <= stop:
+                values[i] = (
+                    (buf[pos + 1] << 24) | (buf[pos + 2] << 16) | (buf[pos + 3] << 8) | buf[pos + 4]
+                )
+                pos += 5
             elif kind == _KIND_VBIN8 and pos + 2 <= stop and pos + 2 + buf[pos + 1] <= stop:
                 nxt = pos + 2 + buf[pos + 1]
                 values[i] = buf[pos + 2 : nxt].hex()

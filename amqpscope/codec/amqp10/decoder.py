@@ -53,14 +53,14 @@ class _Delivery:
         self.frames = 0
         self.kept = True
 
-    def add(self, chunk: memoryview) -> None:
+    def add(self, chunk: bytes) -> None:
         self.frames += 1
         self.size += len(chunk)
         if self.kept and self.size > MAX_DELIVERY:
             self.kept = False
             self.chunks.clear()
         if self.kept and chunk:
-            self.chunks.append(bytes(chunk))
+            self.chunks.append(chunk)
 
     def describe(self) -> str:
         return (
@@ -88,10 +88,9 @@ class Decoder:
         """Fill `frame.fields` (and `frame.message` on a delivery's last transfer)."""
         if frame.kind != PERFORMATIVE and frame.kind != SASL:
             return  # protocol headers are decoded by framing; heartbeats are empty
-        data = frame.data
-        buf = memoryview(data)
-        ctx = Context(buf)
-        name, fields, pos = composites.decode_body(ctx, data[4] * 4, len(data))
+        ctx = Context(frame.data)
+        buf = ctx.buf
+        name, fields, pos = composites.decode_body(ctx, buf[4] * 4, len(buf))
         frame.fields = fields
         if name == "transfer":  # most frames: called by name, compiled a direct C call
             self._transfer(frame, fields, buf, pos, ctx.findings)
@@ -101,8 +100,8 @@ class Decoder:
         after = _AFTER.get(name) if name is not None else None
         if after is not None:
             after(self, frame, fields, buf, pos, ctx.findings)
-        elif pos < len(data):
-            what = f"{len(data) - pos} bytes after the {name or frame.name}"
+        elif pos < len(buf):
+            what = f"{len(buf) - pos} bytes after the {name or frame.name}"
             ctx.note("amqp10.trailing-bytes", pos, what)
         if ctx.findings:
             frame.findings.extend(ctx.findings)
@@ -127,7 +126,7 @@ class Decoder:
 
     # -- per performative ---------------------------------------------------------------------
     def _transfer(
-        self, frame: Frame, fields: dict, buf: memoryview, pos: int, notes: list[Finding]
+        self, frame: Frame, fields: dict, buf: bytes, pos: int, notes: list[Finding]
     ) -> None:
         handle = fields.get("handle")
         if type(handle) is not int:
@@ -179,7 +178,7 @@ class Decoder:
             frame.message = _meta(delivery) | {"size": delivery.size, "truncated": True}
             notes.append(finding("amqp10.bad-message", f"{delivery.describe()}: too large to keep"))
             return
-        payload = memoryview(b"".join(delivery.chunks))
+        payload = b"".join(delivery.chunks)
         meta = _meta(delivery)
         self._message(frame, fields, meta, delivery.fmt, payload, 0, len(payload), notes)
 
@@ -210,7 +209,7 @@ class Decoder:
         fields: dict,
         meta: dict[str, Any],
         fmt: Any,
-        buf: memoryview,
+        buf: bytes,
         start: int,
         end: int,
         notes: list[Finding],
@@ -236,13 +235,13 @@ class Decoder:
         if found:
             notes.extend(found)
 
-    def _attach(self, frame: Frame, fields: dict, buf: memoryview, pos: int, notes: list) -> None:
+    def _attach(self, frame: Frame, fields: dict, buf: bytes, pos: int, notes: list) -> None:
         handle = fields.get("handle")
         if type(handle) is int:
             self.links[(frame.channel, handle)] = link_of(fields)
         _trailing(buf, pos, "attach", notes)
 
-    def _detach(self, frame: Frame, fields: dict, buf: memoryview, pos: int, notes: list) -> None:
+    def _detach(self, frame: Frame, fields: dict, buf: bytes, pos: int, notes: list) -> None:
         handle = fields.get("handle")
         self.links.pop((frame.channel, handle), None)  # type: ignore[arg-type]
         delivery = self.deliveries.pop((frame.channel, handle), None)  # type: ignore[arg-type]
@@ -250,7 +249,7 @@ class Decoder:
             notes.append(_left(delivery, "the link was detached"))
         _trailing(buf, pos, "detach", notes)
 
-    def _end(self, frame: Frame, fields: dict, buf: memoryview, pos: int, notes: list) -> None:
+    def _end(self, frame: Frame, fields: dict, buf: bytes, pos: int, notes: list) -> None:
         for table in (self.links, self.deliveries):
             for key in [k for k in table if k[0] == frame.channel]:
                 gone = table.pop(key)
@@ -258,9 +257,7 @@ class Decoder:
                     notes.append(_left(gone, "the session ended"))
         _trailing(buf, pos, "end", notes)
 
-    def _sasl_init(
-        self, frame: Frame, fields: dict, buf: memoryview, pos: int, notes: list
-    ) -> None:
+    def _sasl_init(self, frame: Frame, fields: dict, buf: bytes, pos: int, notes: list) -> None:
         mechanism = fields.get("mechanism")
         self.mechanism = mechanism if type(mechanism) is str else None
         response = fields.get("initial-response")
@@ -268,9 +265,7 @@ class Decoder:
             fields["initial-response"] = self._credentials(response)
         _trailing(buf, pos, "sasl-init", notes)
 
-    def _sasl_response(
-        self, frame: Frame, fields: dict, buf: memoryview, pos: int, notes: list
-    ) -> None:
+    def _sasl_response(self, frame: Frame, fields: dict, buf: bytes, pos: int, notes: list) -> None:
         response = fields.get("response")
         if type(response) is str and self.mechanism not in OPEN_MECHANISMS:
             fields["response"] = self._credentials(response)
@@ -300,7 +295,7 @@ def _left(delivery: _Delivery, why: str) -> Finding:
     return finding("amqp10.incomplete-delivery", f"{delivery.describe()} left incomplete: {why}")
 
 
-def _trailing(buf: memoryview, pos: int, name: str, notes: list[Finding]) -> None:
+def _trailing(buf: bytes, pos: int, name: str, notes: list[Finding]) -> None:
     if pos < len(buf):
         notes.append(
             finding("amqp10.trailing-bytes", f"{len(buf) - pos} bytes after the {name} at {pos}")

@@ -11,10 +11,12 @@ from typing import Final
 
 from amqpscope.codec import frames as k
 from amqpscope.codec.amqp10 import spec
-from amqpscope.findings import Finding, finding
+from amqpscope.findings import finding
 
 FRAME_HEADER: Final = struct.Struct(">IBBH")
 HEADER_SIZE: Final = FRAME_HEADER.size
+#: the header's size and data offset alone, for splitting a stream
+_SIZE_DOFF: Final = struct.Struct(">IB")
 TYPE_AMQP: Final = 0x00
 TYPE_SASL: Final = 0x01
 #: what a body of each frame type must be: the `provides` of its composite
@@ -87,7 +89,7 @@ def frame_length(buf: bytes | bytearray | memoryview, off: int) -> int:
     splitting a stream known to be 1.0; -1 if the size or data offset cannot be right."""
     if len(buf) - off < HEADER_SIZE:
         return 0
-    size, doff = FRAME_HEADER.unpack_from(buf, off)[:2]
+    size, doff = _SIZE_DOFF.unpack_from(buf, off)
     if size < HEADER_SIZE or doff < 2 or doff * 4 > size:
         return -1
     return size
@@ -96,21 +98,25 @@ def frame_length(buf: bytes | bytearray | memoryview, off: int) -> int:
 def make_frame(data: bytes) -> k.Frame:
     """Name the complete frame `data` and note what is wrong with it."""
     size, doff, ftype, channel = FRAME_HEADER.unpack_from(data)
-    findings: list[Finding] = []
     if ftype not in PROVIDES:
-        findings.append(finding("amqp.bad-frame", f"unknown AMQP 1.0 frame type {ftype:#04x}"))
+        findings = [finding("amqp.bad-frame", f"unknown AMQP 1.0 frame type {ftype:#04x}")]
         return k.Frame("1.0", "unknown", "unknown", channel, data, findings=findings)
     kind = k.PERFORMATIVE if ftype == TYPE_AMQP else k.SASL
     if size == doff * 4:
         if ftype == TYPE_SASL:
-            findings.append(finding("amqp.bad-frame", "empty SASL frame"))
+            findings = [finding("amqp.bad-frame", "empty SASL frame")]
             return k.Frame("1.0", kind, kind, channel, data, findings=findings)
         return k.Frame("1.0", k.HEARTBEAT, k.HEARTBEAT, channel, data)
-    descriptor = descriptor_at(data, doff * 4, size)
+    body = doff * 4
+    descriptor: int | bytes | None
+    if size - body >= 3 and data[body] == 0x00 and data[body + 1] == 0x53:
+        descriptor = data[body + 2]  # the usual form, as `descriptor_at` reads it: a small code
+    else:
+        descriptor = descriptor_at(data, body, size)
     code = body_code(descriptor, ftype)
     if code is None:
-        findings.append(
-            finding("amqp.unknown-descriptor", f"frame body with descriptor {descriptor!r}")
+        what = f"frame body with descriptor {descriptor!r}"
+        return k.Frame(
+            "1.0", kind, kind, channel, data, findings=[finding("amqp.unknown-descriptor", what)]
         )
-        return k.Frame("1.0", kind, kind, channel, data, findings=findings)
     return k.Frame("1.0", kind, BODIES[ftype][code], channel if kind != k.SASL else None, data)

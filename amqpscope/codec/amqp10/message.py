@@ -124,7 +124,7 @@ def link_of(fields: dict[str, Any]) -> Link:
 
 
 def decode_message(
-    buf: memoryview,
+    buf: bytes | memoryview,
     start: int,
     end: int,
     *,
@@ -149,14 +149,15 @@ def decode_message(
         ctx.note("amqp10.bad-message", end, "message without a body section")
     else:
         props = message.get("properties") or {}
-        content = (props.get("content-type"), props.get("content-encoding"))
-        message["body"] = body.render(*content, redact=redact_bodies)
+        content_type, content_encoding = props.get("content-type"), props.get("content-encoding")
+        message["body"] = body.render(content_type, content_encoding, redact_bodies)
     if redact_bodies:
         for unknown in message.get("unknown-sections", ()):
             unknown["value"] = REDACTED
-    named = _named_annotations(message)
-    if named:
-        message["named-annotations"] = named
+    if "delivery-annotations" in message or "message-annotations" in message:
+        named = _named_annotations(message)
+        if named:
+            message["named-annotations"] = named
     pattern = request_reply(message, link)
     if pattern is not None:
         message["request-reply"] = pattern
@@ -172,7 +173,7 @@ class _Body:
 
     def __init__(self) -> None:
         self.kind: str | None = None
-        self.parts: list[memoryview] = []
+        self.parts: list[bytes] = []
         self.values: list[Any] = []
         self.size = 0
         self.count = 0

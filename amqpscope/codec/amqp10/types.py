@@ -53,12 +53,14 @@ class Malformed(Exception):
 class Context:
     """One decoding pass over `buf`: where findings go, how offsets are named, which described
     types have a decoder (`composites.py` fills `HANDLERS`), and whether unknown descriptors are
-    expected here (filter values are extension types by definition)."""
+    expected here (filter values are extension types by definition). The buffer is bytes (a
+    copy of anything else): compiled, indexing bytes is a C primitive, a memoryview's a call
+    through the object protocol with the index boxed."""
 
     __slots__ = ("buf", "extensions", "findings", "handlers", "where", "zero_width")
 
-    def __init__(self, buf: memoryview, where: str = "offset") -> None:
-        self.buf = buf
+    def __init__(self, buf: bytes | bytearray | memoryview, where: str = "offset") -> None:
+        self.buf: bytes = buf if isinstance(buf, bytes) else bytes(buf)
         self.zero_width = MAX_ZERO_WIDTH_ELEMENTS  # zero-width array elements still allowed
         self.findings: list[Finding] = []
         self.where = where
@@ -160,7 +162,7 @@ def _to_decimal(bits: int) -> Callable[[Context, int, Any], str]:
     return convert
 
 
-def _bytes_reader(enc: spec.Encoding, convert: Callable[[memoryview], Any]) -> Reader:
+def _bytes_reader(enc: spec.Encoding, convert: Callable[[bytes], Any]) -> Reader:
     width = enc.width
     name = enc.type
 
@@ -173,7 +175,7 @@ def _bytes_reader(enc: spec.Encoding, convert: Callable[[memoryview], Any]) -> R
     return read
 
 
-def _decimal128(raw: memoryview) -> str:
+def _decimal128(raw: bytes) -> str:
     return jsonmap.decimal(int.from_bytes(raw, "big"), 128)
 
 
@@ -233,7 +235,7 @@ def _variable(enc: spec.Encoding) -> Reader:
             start, nxt = sized(ctx, off, end)
             raw = ctx.buf[start:nxt]
             try:
-                return str(raw, "utf-8"), nxt
+                return raw.decode("utf-8"), nxt  # compiled: PyUnicode_DecodeUTF8, no type call
             except UnicodeDecodeError as exc:
                 ctx.note("amqp10.invalid-utf8", start + exc.start, f"{t} is not valid UTF-8")
                 return str(raw, "utf-8", "backslashreplace"), nxt
@@ -290,33 +292,41 @@ def _map(enc: spec.Encoding) -> Reader:
     unpack = struct.Struct(">BB" if width == 1 else ">II").unpack_from
 
     def read(ctx: Context, off: int, end: int, depth: int) -> tuple[Any, int]:
-        pos, stop, count = _compound_header(ctx, off, end, depth, width, unpack, "map")
-        if count % 2:
-            ctx.note("amqp10.bad-encoding", off, f"map with an odd count of {count} elements")
-        buf = ctx.buf
-        out: dict[str, Any] = {}
-        depth += 1
-        map_key = jsonmap.map_key
-        for i in range((count + 1) // 2):
-            if pos >= stop:
-                raise Malformed(pos, f"map ends after {i} of {count // 2} entries")
-            key, pos = read_at(ctx, buf[pos], pos + 1, stop, depth)
-            if type(key) is not str:
-                key = map_key(key)
-            if 2 * i + 1 < count:
-                if pos >= stop:
-                    raise Malformed(pos, f"map ends after {i} of {count // 2} entries")
-                value, pos = read_at(ctx, buf[pos], pos + 1, stop, depth)
-            else:
-                value = None
-            out[key] = value
-        if len(out) < (count + 1) // 2:
-            ctx.note("amqp10.bad-encoding", off, "map with duplicate keys (the last one is kept)")
-        if pos != stop:
-            ctx.note("amqp10.bad-encoding", pos, f"{stop - pos} bytes left over in a map")
-        return out, stop
+        return read_map(ctx, off, end, depth, width, unpack)
 
     return read
+
+
+def read_map(
+    ctx: Context, off: int, end: int, depth: int, width: int, unpack: Any
+) -> tuple[Any, int]:
+    """A map whose size and count fields are `width` bytes each (read by `unpack`); compiled,
+    `read_at` calls it directly (application-properties, annotations)."""
+    pos, stop, count = _compound_header(ctx, off, end, depth, width, unpack, "map")
+    if count % 2:
+        ctx.note("amqp10.bad-encoding", off, f"map with an odd count of {count} elements")
+    buf = ctx.buf
+    out: dict[str, Any] = {}
+    depth += 1
+    map_key = jsonmap.map_key
+    for i in range((count + 1) // 2):
+        if pos >= stop:
+            raise Malformed(pos, f"map ends after {i} of {count // 2} entries")
+        key, pos = read_at(ctx, buf[pos], pos + 1, stop, depth)
+        if type(key) is not str:
+            key = map_key(key)
+        if 2 * i + 1 < count:
+            if pos >= stop:
+                raise Malformed(pos, f"map ends after {i} of {count // 2} entries")
+            value, pos = read_at(ctx, buf[pos], pos + 1, stop, depth)
+        else:
+            value = None
+        out[key] = value
+    if len(out) < (count + 1) // 2:
+        ctx.note("amqp10.bad-encoding", off, "map with duplicate keys (the last one is kept)")
+    if pos != stop:
+        ctx.note("amqp10.bad-encoding", pos, f"{stop - pos} bytes left over in a map")
+    return out, stop
 
 
 def _array(enc: spec.Encoding) -> Reader:
@@ -473,36 +483,72 @@ _SBYTES: Final = frozenset(
     if e.category == "fixed" and e.width == 1 and e.type in _SIGNED
 )
 #: str8-utf8 and sym8: text of up to 255 bytes
-_TEXT8: Final = frozenset(
+TEXT8: Final = frozenset(
     c
     for c, e in spec.ENCODINGS.items()
     if e.category == "variable" and e.width == 1 and e.type in ("string", "symbol")
 )
+#: map8 and map32, and how their size and count are read
+_MAP8: Final = next(c for c, e in spec.ENCODINGS.items() if e.type == "map" and e.width == 1)
+_MAP8_HEADER: Final = struct.Struct(">BB").unpack_from
+_MAP32: Final = next(c for c, e in spec.ENCODINGS.items() if e.type == "map" and e.width == 4)
+_MAP32_HEADER: Final = struct.Struct(">II").unpack_from
+#: how `read_at` reads each constructor: one byte looked up instead of set and dict lookups
+_BY_TABLE: Final = 0
+_BY_TEXT8: Final = 1
+_BY_CONSTANT: Final = 2
+_BY_UBYTE: Final = 3
+_BY_SBYTE: Final = 4
+_BY_MAP8: Final = 5
+_BY_MAP32: Final = 6
+_READ_KINDS: Final = bytes(
+    _BY_TEXT8
+    if c in TEXT8
+    else _BY_CONSTANT
+    if c in CONSTANTS
+    else _BY_UBYTE
+    if c in UBYTES
+    else _BY_SBYTE
+    if c in _SBYTES
+    else _BY_MAP8
+    if c == _MAP8
+    else _BY_MAP32
+    if c == _MAP32
+    else _BY_TABLE
+    for c in range(256)
+)
+_CONSTANT_VALUES: Final = tuple(CONSTANTS.get(c) for c in range(256))
 
 
 def read_at(ctx: Context, ctor: int, off: int, end: int, depth: int) -> tuple[Any, int]:
     """`READERS[ctor](ctx, off, end, depth)`: the value of constructor `ctor`, `off` just past
     it. The usual encodings of map keys, list items and short fields (short text, one-byte
-    integers, constants) are read here; compiled, a direct call instead of a call through the
-    table with its arguments boxed. Anything else, damage included, goes to the table's reader,
-    which gives the same value (or raises and notes as it would)."""
+    integers, constants, maps) are read here; compiled, a direct call instead of a call through
+    the table with its arguments boxed. Anything else, damage included, goes to the table's
+    reader, which gives the same value (or raises and notes as it would)."""
     buf = ctx.buf
-    if ctor in _TEXT8:
+    kind = _READ_KINDS[ctor]
+    if kind == _BY_TEXT8:
         if off < end:
             nxt = off + 1 + buf[off]
             if nxt <= end:
                 try:
-                    return str(buf[off + 1 : nxt], "utf-8"), nxt
+                    return buf[off + 1 : nxt].decode("utf-8"), nxt
                 except UnicodeDecodeError:
                     pass  # the reader notes it
-    elif ctor in CONSTANTS:
-        return CONSTANTS[ctor], off
-    elif off < end:
-        if ctor in UBYTES:
+    elif kind == _BY_CONSTANT:
+        return _CONSTANT_VALUES[ctor], off
+    elif kind == _BY_UBYTE:
+        if off < end:
             return buf[off], off + 1
-        if ctor in _SBYTES:
+    elif kind == _BY_SBYTE:
+        if off < end:
             raw = buf[off]
             return (raw - 256 if raw > 127 else raw), off + 1
+    elif kind == _BY_MAP8:
+        return read_map(ctx, off, end, depth, 1, _MAP8_HEADER)
+    elif kind == _BY_MAP32:
+        return read_map(ctx, off, end, depth, 4, _MAP32_HEADER)
     return READERS[ctor](ctx, off, end, depth)
 
 
@@ -520,9 +566,8 @@ def decode(
     """Decode one value of `data` at `off`: (value, position after it, findings). Never raises:
     a malformed value is None with a finding. Uses the composite tables when `composites` has
     been imported (the package's decoder does)."""
-    buf = data if isinstance(data, memoryview) else memoryview(data)
-    stop = len(buf) if end is None else min(end, len(buf))
-    ctx = Context(buf)
+    ctx = Context(data)
+    stop = len(ctx.buf) if end is None else min(end, len(ctx.buf))
     try:
         value, pos = read_value(ctx, off, stop)
     except Malformed as exc:

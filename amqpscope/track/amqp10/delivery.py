@@ -8,13 +8,16 @@ Settled deliveries are dropped at once; only tallies and a bounded latency sampl
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # link.py imports this module
+    from amqpscope.track.amqp10.link import Link
 
 
 class Delivery:
     __slots__ = ("action", "frame", "id", "link", "outcome", "sender", "state", "tag", "ts", "txn")
 
-    def __init__(self, id: int, tag: str | None, link: Any, sender: str, ts: float, frame: int):
+    def __init__(self, id: int, tag: str | None, link: Link, sender: str, ts: float, frame: int):
         self.id = id
         self.tag = tag
         self.link = link  # the Link it travels on
