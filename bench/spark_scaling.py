@@ -10,7 +10,8 @@ Two measures, because a shared machine makes wall clocks lie:
 - per CPU second: packets / CPU seconds used by every process of the run (the JVM, the Python
   workers, the driver; sampled from /proc, so start-up is included), against read's.
 And, as the ceiling for local[N] (N > 1): `read --json` in N chains of processes at once, per
-core against one alone: what the machine itself loses when N cores work at once.
+core against one alone: what the machine itself loses when N cores work at once. `read` as it
+runs by default (the timeline, piped) is a row too: the same decode, a different output.
 
 `--build compiled` runs both sides on the mypyc-compiled build (`tools/compiled.py`), the Spark
 workers included (local mode starts them with the driver's interpreter).
@@ -85,6 +86,22 @@ def run_spark(command: list[str]) -> tuple[float, float, str]:
     return wall, sum(seen.values()), err
 
 
+def run_single(python: str, paths: list[Path], options: list[str]) -> tuple[float, float]:
+    """(wall, CPU seconds) of `read OPTIONS` over `paths`, one process per file, in turn."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    for path in paths:
+        subprocess.run(
+            [python, "-m", "amqpscope.cli", "read", *options, str(path)],
+            stdout=subprocess.DEVNULL,
+            check=True,
+            cwd="/",
+        )
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
 def run_reads(python: str, paths: list[Path], chains: int) -> float:
     """Wall seconds of `read --json` over `paths`, dealt out to `chains` processes at a time."""
 
@@ -129,18 +146,7 @@ def main() -> int:
             f" {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()},"
             f" load average {os.getloadavg()[0]:.1f} at the start; {args.build} build"
         )
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter()
-        for path in sorted(folder.iterdir()):
-            subprocess.run(
-                [python, "-m", "amqpscope.cli", "read", "--json", str(path)],
-                stdout=subprocess.DEVNULL,
-                check=True,
-                cwd="/",
-            )
-        single = time.perf_counter() - start
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        read_cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        single, read_cpu = run_single(python, sorted(folder.iterdir()), ["--json"])
         read_rate, read_per_cpu = packets / single, packets / read_cpu
         print(
             "| run | cores | wall s | job s | packets/s | per core | vs read"
@@ -151,6 +157,14 @@ def main() -> int:
             f"| `read --json`, one process per file | 1 | {single:.1f} | {single:.1f} |"
             f" {read_rate:.0f} | {read_rate:.0f} | 1.00 | {read_cpu:.1f} | {read_per_cpu:.0f} |"
             " 1.00 |"
+        )
+        # `read` as it runs by default: the timeline (piped, so plain text)
+        wall, cpu = run_single(python, sorted(folder.iterdir()), [])
+        rate = packets / wall
+        print(
+            f"| `read` (the timeline), one process per file | 1 | {wall:.1f} | {wall:.1f} |"
+            f" {rate:.0f} | {rate:.0f} | {rate / read_rate:.2f} | {cpu:.1f} | {packets / cpu:.0f}"
+            f" | {packets / cpu / read_per_cpu:.2f} |"
         )
         for cores in (c for c in args.cores if c > 1):
             # the machine's own scaling: `cores` chains of `read --json` at once (shared caches
