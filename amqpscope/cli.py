@@ -448,27 +448,32 @@ def read(
             # every frame, each written: the loop below, compiled (render.lines), which
             # leaves it none but its end
             ndjson_all(frames, tracker, lines.emit, lines.chunk)
-        for frame in frames:
-            tracker.feed(frame)  # state findings ride the frame that raised them
-            if first_ts is None:
-                first_ts = frame.ts
-                if timeline is not None:
-                    timeline.first_ts = first_ts  # times count from the capture's first frame
-            if choosy and not selection.accepts(frame, first_ts):
-                continue
-            if timeline is None:
-                lines.write(frame_ndjson(frame))
-            else:
-                if bar is not None:
-                    bar.wrote()
-                timeline.frame(frame)
-            shown += 1
-            if count is not None and shown >= count:
-                break
-        else:  # the whole capture was read: say what was left open at its end
-            placed = len(tracker.findings)
-            tracker.finish()
-            ended = tracker.findings[placed:]
+        try:
+            for frame in frames:
+                tracker.feed(frame)  # state findings ride the frame that raised them
+                if first_ts is None:
+                    first_ts = frame.ts
+                    if timeline is not None:
+                        timeline.first_ts = first_ts  # times count from the first frame
+                if choosy and not selection.accepts(frame, first_ts):
+                    continue
+                if timeline is None:
+                    lines.write(frame_ndjson(frame))
+                else:
+                    if bar is not None:
+                        bar.wrote()
+                    timeline.frame(frame)
+                shown += 1
+                if count is not None and shown >= count:
+                    break
+            else:  # the whole capture was read: say what was left open at its end
+                placed = len(tracker.findings)
+                tracker.finish()
+                ended = tracker.findings[placed:]
+        except BaseException:  # interrupted: the lines made so far go out, whole
+            with contextlib.suppress(Exception):
+                lines.flush()
+            raise
         if bar is not None:
             bar.clear()
         if timeline is not None:

@@ -376,3 +376,32 @@ def test_completion_works_in_bash() -> None:
     lines = result.stdout.splitlines()
     assert lines[0] == "auto always"
     assert "_amqpscope_completion" in lines[1]
+
+
+INTERRUPT_AT = """
+import sys
+from amqpscope.track import tracker
+feed, seen, at = tracker.Tracker.feed, [0], int(sys.argv[1])
+def interrupting(self, frame):
+    seen[0] += 1
+    if seen[0] == at:
+        raise KeyboardInterrupt
+    feed(self, frame)
+tracker.Tracker.feed = interrupting
+from amqpscope import cli
+sys.argv = ["amqpscope", *sys.argv[2:]]
+cli.main()
+"""
+
+
+@pytest.mark.parametrize("select", [[], ["-Y", "name"]])
+def test_an_interrupted_read_json_still_writes_every_line_made(select: list[str]) -> None:
+    """Ctrl-C in the middle of `read --json > file`: the lines of the frames decoded so far
+    are written whole (not lost in the write buffer), then one line and exit status 130."""
+    whole = amqpscope("read", "--json", *select, str(SAMPLE)).stdout.splitlines()
+    result = subprocess.run(
+        [sys.executable, "-c", INTERRUPT_AT, "30", "read", "--json", *select, str(SAMPLE)],
+        capture_output=True, text=True, timeout=120, cwd="/",
+    )  # fmt: skip
+    assert result.returncode == 130 and result.stderr == "amqpscope: interrupted\n"
+    assert len(whole) > 40 and result.stdout.splitlines() == whole[:29]

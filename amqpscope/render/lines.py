@@ -290,14 +290,16 @@ def ndjson_all(
     a bound method)."""
     parts: list[bytes] = []
     size = 0
-    for frame in frames:
-        tracker.feed(frame)
-        line = frame_ndjson(frame)
-        parts.append(line)
-        size += len(line)
-        if size >= chunk:
+    try:
+        for frame in frames:
+            tracker.feed(frame)
+            line = frame_ndjson(frame)
+            parts.append(line)
+            size += len(line)
+            if size >= chunk:
+                emit(b"".join(parts))
+                parts = []
+                size = 0
+    finally:  # at the end, or interrupted: every line made so far goes out, whole
+        if parts:
             emit(b"".join(parts))
-            parts = []
-            size = 0
-    if parts:
-        emit(b"".join(parts))
