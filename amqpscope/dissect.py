@@ -294,5 +294,10 @@ class Dissector:
             if conn.flipped:
                 c2s = not c2s
                 frame.direction = "c2s" if c2s else "s2c"
-            frame.src, frame.dst = (conn.client, conn.server) if c2s else (conn.server, conn.client)
+            if c2s:  # two assignments, not a tuple made per frame
+                frame.src = conn.client
+                frame.dst = conn.server
+            else:
+                frame.src = conn.server
+                frame.dst = conn.client
             out.append(frame)

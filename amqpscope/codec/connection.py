@@ -530,11 +530,18 @@ class ConnectionCodec:
         # called by name, not through a variable: compiled, that is a direct C call
         is10 = framer.version == "1.0"
         have = len(buf)
-        while True:
-            if buf.startswith(magic, pos):
+        while pos < have:
+            if is10:
+                header = buf.startswith(magic, pos)
+                length = 0 if header else frames10.frame_length(buf, pos)
+            else:  # a protocol header is looked for only where the first byte is its first
+                length = frames091.frame_length(buf, pos)
+                header = length == frames091.MAYBE_HEADER and buf.startswith(magic, pos)
+                if length == frames091.MAYBE_HEADER and not header:
+                    length = frames091.frame_length(buf, pos, True)
+            if header:
                 framer.state = HEADER
                 return pos
-            length = frames10.frame_length(buf, pos) if is10 else frames091.frame_length(buf, pos)
             if length <= 0 or have - pos < length:
                 if length > MAX_BUFFER:
                     self._damaged(framer, packet, f"frame size {length} is beyond belief")
@@ -543,12 +550,15 @@ class ConnectionCodec:
                     self._damaged(framer, packet, "frame header with an impossible size")
                     return pos + 1
                 return pos
-            frame = self._frame(framer, bytes(buf[pos : pos + length]))
+            end = pos + length  # from a packet's bytes (the usual case) sliced natively, compiled
+            data = buf[pos:end] if isinstance(buf, bytes) else bytes(buf[pos:end])
+            frame = self._frame(framer, data)
             pos += length
             self._emit(framer, frame, pos, out)
             if frame.findings and any(f.code in _RESYNC for f in frame.findings):
                 framer.state = HUNT
                 return pos
+        return pos
 
     def _frame(self, framer: Framer, data: bytes) -> k.Frame:
         version = framer.version or "0-9-1"

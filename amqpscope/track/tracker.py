@@ -57,6 +57,7 @@ class Tracker:
         self.correlator: amqp091.Correlator | None = amqp091.Correlator() if journeys else None
         self.findings: list[Finding] = []
         self.findings_dropped = 0
+        self.raised: list[Finding] = []  # what the frame being fed raised (0-9-1)
         #: conn -> layer name -> its facts; conn -> (client, server), for undecoded connections
         self.layers: dict[int, dict[str, dict[str, Any]]] = {}
         self.endpoints: dict[int, tuple[str, str]] = {}
@@ -79,10 +80,16 @@ class Tracker:
             kind = amqp10 if frame.version == "1.0" else amqp091
             tracker = kind.ConnectionTracker(frame.conn, client, server, frame.version)
             self.connections[frame.conn] = tracker
-        raised = tracker.feed(frame)
-        if self.correlator is not None and frame.version in VERSIONS_091:
-            self.correlator.feed(frame)
-        self._place(frame, raised)
+        if isinstance(tracker, amqp091.ConnectionTracker):
+            raised = self.raised  # one list for every frame: few frames raise anything
+            tracker.feed(frame, raised)
+            if self.correlator is not None and frame.version in VERSIONS_091:
+                self.correlator.feed(frame)
+            if raised:
+                self._place(frame, raised)
+                raised.clear()
+            return
+        self._place(frame, tracker.feed(frame))
 
     def _layer(self, frame: Frame) -> None:
         """Keep what a layer record says of its connection: the latest facts, `decrypted` once

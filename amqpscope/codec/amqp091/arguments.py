@@ -7,12 +7,19 @@ bit lowest, 8 to an octet). The values land in locals and the result is one dict
 is several times faster than filling a dict step by step; `MethodArguments.source` shows the
 generated code. Every length is checked against the end of the arguments before it is used, so
 nothing is read past the frame, and damage becomes problems, never exceptions.
+
+The same code, typed, is written out for every argument list of both tables to argdecoders.py
+(`write_module`; a test keeps it current), which the compiled build compiles with the rest: there
+the decoders are C instead of code the interpreter runs (a tenth of a compiled 0-9-1 `summary`
+was spent in them). The pure build generates them as it needs them, as before.
 """
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Final
 
 from amqpscope.codec.amqp091.fieldtable import U32, Malformed, read_table, text, timestamp
@@ -86,12 +93,20 @@ def skip_table(name: str, exc: Malformed, buf: bytes, pos: int, limit: int, prob
 
 
 class _Writer:
-    """The generated source of one method's decoder, step by step."""
+    """The generated source of one method's decoder, step by step. `typed`: with annotations,
+    as argdecoders.py has it (mypyc compiles it typed); `prefix` names its structs."""
 
-    def __init__(self) -> None:
-        self.lines = ["def decode(buf, pos, limit, problems):"]
+    def __init__(self, name: str = "decode", prefix: str = "S", typed: bool = False) -> None:
+        self.typed = typed
+        self.prefix = prefix
+        if typed:
+            signature = "(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]"
+        else:
+            signature = "(buf, pos, limit, problems)"
+        self.lines = [f"def {name}{signature}:"]
         self.names: list[tuple[str, str]] = []  # (argument name, local variable) decoded so far
         self.structs: dict[str, struct.Struct] = {}
+        self.values: dict[str, None] = {}  # the locals that hold values (declared Any, typed)
 
     def partial(self) -> str:
         return "{" + ", ".join(f"{name!r}: {var}" for name, var in self.names) + "}"
@@ -99,6 +114,7 @@ class _Writer:
     def new(self, name: str) -> str:
         var = f"a{len(self.names)}"
         self.names.append((name, var))
+        self.values[var] = None
         return var
 
     def emit(self, *lines: str) -> None:
@@ -136,7 +152,7 @@ class _Writer:
     def fixed(self, run: list[tuple[Any, str]]) -> None:
         """One unpack for a run of integers and bit groups ((names, "bit"))."""
         fmt = ">" + "".join("B" if domain == "bit" else FIXED[domain] for _, domain in run)
-        st = f"S{len(self.structs)}"
+        st = f"{self.prefix}{len(self.structs)}"
         self.structs[st] = struct.Struct(fmt)
         first = run[0][0] if isinstance(run[0][0], str) else run[0][0][0]
         self.emit(
@@ -147,10 +163,12 @@ class _Writer:
         for i, (name, domain) in enumerate(run):
             if domain == "bit":
                 targets.append(f"v{i}")
+                self.values[f"v{i}"] = None
                 for j, bit in enumerate(name):
                     after.append(f"{self.new(bit)} = (v{i} & {1 << j}) != 0")
             elif domain in CONVERT:
                 targets.append(f"v{i}")
+                self.values[f"v{i}"] = None
                 after.append(f"{self.new(name)} = {domain}(v{i})")
             else:
                 targets.append(self.new(name))
@@ -164,7 +182,28 @@ class _Writer:
 
 def generate(arguments: tuple[tuple[str, str], ...]) -> tuple[Callable, str]:
     """The decoder of `arguments` ((name, domain) in wire order) and its source."""
-    writer = _Writer()
+    source, structs = write(arguments)
+    namespace: dict[str, Any] = {
+        "U32": U32,
+        "Truncated": Truncated,
+        "Malformed": Malformed,
+        "read_table": read_table,
+        "skip_table": skip_table,
+        **CONVERT,
+        **structs,
+    }
+    exec(compile(source, "<amqp091 arguments>", "exec"), namespace)  # our own generated code
+    return namespace["decode"], source
+
+
+def write(
+    arguments: tuple[tuple[str, str], ...],
+    name: str = "decode",
+    prefix: str = "S",
+    typed: bool = False,
+) -> tuple[str, dict[str, struct.Struct]]:
+    """The source of the decoder of `arguments`, and the structs it uses by name."""
+    writer = _Writer(name, prefix, typed)
     run: list[tuple[Any, str]] = []
     for name, domain in arguments:
         if domain == "bit":
@@ -186,30 +225,92 @@ def generate(arguments: tuple[tuple[str, str], ...]) -> tuple[Callable, str]:
     if run:
         writer.fixed(run)
     writer.emit(f"return {writer.partial()}, pos")
-    source = "\n".join(writer.lines) + "\n"
-    namespace: dict[str, Any] = {
-        "U32": U32,
-        "Truncated": Truncated,
-        "Malformed": Malformed,
-        "read_table": read_table,
-        "skip_table": skip_table,
-        **CONVERT,
-        **writer.structs,
-    }
-    exec(compile(source, "<amqp091 arguments>", "exec"), namespace)  # our own generated code
-    return namespace["decode"], source
+    if typed and writer.values:
+        writer.lines[1:1] = [f"    {var}: Any" for var in writer.values]
+    return "\n".join(writer.lines) + "\n", writer.structs
+
+
+#: the head of the module every decoder is written out to (`module_source`) for mypyc to compile
+MODULE_HEADER: Final = '''"""Every AMQP 0-9-1 and 0-8 method's argument decoder, as written by
+`arguments.write`.
+
+GENERATED by `arguments.write_module()` from the spec tables; do not edit by hand
+(tests/test_argdecoders.py checks it is current). The compiled build (mypyc) compiles these,
+typed; the pure build generates the same code when a method is first seen (`CompiledMethods`).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from typing import Any, Final
+
+from amqpscope.codec.amqp091.arguments import Truncated, skip_table
+from amqpscope.codec.amqp091.fieldtable import U32, Malformed, read_table, timestamp
+
+'''
+
+
+def module_source() -> str:
+    """The text of argdecoders.py: one typed decoder per distinct argument list of the 0-9-1 and 0-8
+    tables, and `DECODERS`, the argument list -> its decoder."""
+    from amqpscope.codec.amqp091 import spec, spec08
+
+    names: dict[tuple[tuple[str, str], ...], str] = {}
+    structs: list[str] = []
+    functions: list[str] = []
+    for table in (spec.METHODS, spec08.METHODS):
+        for method in table.values():
+            if method.arguments in names:
+                continue
+            name = names[method.arguments] = f"m{len(names)}"
+            source, made = write(method.arguments, name, f"M{len(names) - 1}S", typed=True)
+            structs += [f"{key}: Final = struct.Struct({st.format!r})" for key, st in made.items()]
+            functions.append(source)
+    entries = "".join(f"    {arguments!r}: {name},\n" for arguments, name in names.items())
+    return (
+        MODULE_HEADER
+        + "\n".join(structs)
+        + "\n\n\n"
+        + "\n\n".join(functions)
+        + "\n\n#: argument list -> its decoder\n"
+        + "DECODERS: Final[dict[tuple[tuple[str, str], ...], Callable]] = {\n"
+        + entries
+        + "}\n"
+    )
+
+
+def write_module() -> None:
+    """Write argdecoders.py again (after the spec tables or the generator changed)."""
+    Path(__file__).with_name("argdecoders.py").write_text(module_source())
+
+
+@functools.cache
+def precompiled() -> dict[tuple[tuple[str, str], ...], Callable]:
+    """The written-out decoders by argument list, in the compiled build only (there they are C,
+    several times faster than the generated code run by the interpreter); the pure build
+    generates the same code as it needs it (importing all of it would cost startup)."""
+    import amqpscope
+
+    if amqpscope.build() != "compiled":
+        return {}
+    from amqpscope.codec.amqp091 import argdecoders
+
+    return argdecoders.DECODERS
 
 
 class MethodArguments:
     """A method's name, its generated decoder and the decoder's source. A plain class, not a
     NamedTuple: compiled, `decode` is then a direct C call."""
 
-    __slots__ = ("name", "run", "source")
+    __slots__ = ("content", "name", "replies", "run", "source")
 
-    def __init__(self, name: str, run: Callable, source: str) -> None:
+    def __init__(self, name: str, run: Callable, source: str, content: bool = False) -> None:
         self.name = name
         self.run = run
         self.source = source
+        self.content = content  # a content method: a message follows (the table's flag)
+        self.replies = False  # it has a reply-code (the decoder names the code)
 
     def decode(self, buf: bytes, pos: int, limit: int) -> tuple[dict[str, Any], list]:
         """Arguments from `pos` to `limit` in `buf`: (fields, [(finding code, message)])."""
@@ -230,11 +331,14 @@ class CompiledMethods:
     method's decoder is generated when its first frame asks for it (generating all 66 at import
     cost 8 ms of every run's startup, and a capture uses a dozen)."""
 
-    __slots__ = ("compiled", "methods")
+    __slots__ = ("by_name", "compiled", "ids", "methods")
 
     def __init__(self, methods: dict) -> None:
         self.methods = methods
         self.compiled: dict[Any, MethodArguments] = {}
+        # a frame is named from the same table: its name finds its decoder without its ids
+        self.ids: dict[str, Any] = {method.name: ids for ids, method in methods.items()}
+        self.by_name: dict[str, MethodArguments] = {}
 
     def get(self, ids: Any) -> MethodArguments | None:
         compiled = self.compiled.get(ids)
@@ -242,9 +346,26 @@ class CompiledMethods:
             method = self.methods.get(ids)
             if method is None:
                 return None
-            compiled = self.compiled[ids] = MethodArguments(
-                method.name, *generate(method.arguments)
-            )
+            decode = precompiled().get(method.arguments)
+            if decode is None:
+                decode, source = generate(method.arguments)
+            else:
+                source = write(method.arguments)[0]
+            compiled = MethodArguments(method.name, decode, source, bool(method.content))
+            compiled.replies = any(name == "reply-code" for name, _ in method.arguments)
+            self.compiled[ids] = compiled
+        return compiled
+
+    def named(self, name: str) -> MethodArguments | None:
+        """The decoder of the method the table names `name` (None for a name it has not)."""
+        compiled = self.by_name.get(name)
+        if compiled is None:
+            ids = self.ids.get(name)
+            if ids is None:
+                return None
+            compiled = self.get(ids)
+            if compiled is not None:
+                self.by_name[name] = compiled
         return compiled
 
     def __getitem__(self, ids: Any) -> MethodArguments:

@@ -36,13 +36,25 @@ class ClassProperties:
     first property; bit 0 of every word says another word follows), and for each set of flags
     seen, the plan that reads its properties (cached: a connection reuses a few)."""
 
-    __slots__ = ("plans", "props")
+    __slots__ = ("plans", "props", "single")
 
     def __init__(self, props: tuple[tuple[str, str], ...]) -> None:
         self.props = tuple(
             (i // 15, 1 << (15 - i % 15), name, domain) for i, (name, domain) in enumerate(props)
         )
         self.plans: dict[tuple[int, ...], tuple[tuple, str, str]] = {}
+        self.single: dict[int, tuple[tuple, str, str]] = {}  # the same, by a lone flags word
+
+    def plan1(self, word: int) -> tuple[tuple, str, str]:
+        """`plan((word,))`, kept by the word itself (one flags word is the usual case: no
+        tuple is made and hashed per header)."""
+        plan = self.single.get(word)
+        if plan is None:
+            plan = self.plan((word,))
+            if len(self.single) >= MAX_PLANS:
+                self.single.clear()
+            self.single[word] = plan
+        return plan
 
     def plan(self, words: tuple[int, ...]) -> tuple[tuple, str, str]:
         """((name, domain, reader), ...) for the flags set in `words`, the flags that name
@@ -90,7 +102,15 @@ def decode_header(data: bytes, compiled: dict[int, Any]) -> tuple[dict[str, Any]
     class_id, weight, body_size, word = HEADER.unpack_from(data, PAYLOAD)
     pos = PAYLOAD + HEADER.size
     problems: list[tuple[str, str]] = []
-    if word & 1:
+    props = compiled.get(class_id)
+    steps: tuple = ()
+    unknown = ""
+    if not word & 1:  # one flags word, the usual case
+        if props is None:  # no plan: the flags are shown as they are
+            flags = flags_text((word,))
+        else:
+            steps, unknown, flags = props.plan1(word)  # the flags' text is cached with the plan
+    else:
         words = [word]
         while word & 1:
             if pos + 2 > limit:
@@ -100,15 +120,10 @@ def decode_header(data: bytes, compiled: dict[int, Any]) -> tuple[dict[str, Any]
             words.append(word)
             pos += 2
         key = tuple(words)
-    else:
-        key = (word,)
-    props = compiled.get(class_id)
-    if props is None or problems:  # no plan: the flags are shown as they are
-        steps: tuple = ()
-        unknown = ""
-        flags = flags_text(key)
-    else:
-        steps, unknown, flags = props.plan(key)  # the flags' text is cached with the plan
+        if props is None or problems:
+            flags = flags_text(key)
+        else:
+            steps, unknown, flags = props.plan(key)
     fields: dict[str, Any] = {
         "class-id": class_id,
         "weight": weight,

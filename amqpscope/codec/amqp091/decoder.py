@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from amqpscope.codec import frames as k
 from amqpscope.codec.amqp091 import spec, spec08
-from amqpscope.codec.amqp091.arguments import CompiledMethods, compile_methods
+from amqpscope.codec.amqp091.arguments import CompiledMethods, MethodArguments, compile_methods
 from amqpscope.codec.amqp091.content import Assembler, compile_properties, decode_header
 from amqpscope.codec.amqp091.fieldtable import Malformed, table_entries, text
 from amqpscope.codec.amqp091.frames import CLASS_METHOD, HEADER_SIZE, methods_for
@@ -120,6 +120,32 @@ class Decoder:
         limit = len(data) - 1
         if limit < ARGS_AT:
             return  # framing already said the method frame is too short
+        tables = self.tables
+        # the common case, 0-9-1: the frame was named from this table by its ids, and its name
+        # finds the decoder (the ids are not read again)
+        compiled = tables.arguments.named(frame.name) if tables is TABLES_091 else None
+        if compiled is None:
+            compiled, tables = self._by_ids(frame, data, limit)
+            if compiled is None:
+                return
+        fields, problems = compiled.decode(data, ARGS_AT, limit)
+        frame.fields = fields
+        if problems:
+            _note(frame, problems)
+        if compiled.replies and "reply-code" in fields:
+            self._reply(fields, tables)
+        special = SPECIAL.get(compiled.name)
+        if special is not None:
+            special(self, fields)
+        if compiled.content or self.assembler.open:
+            self.assembler.method(frame, compiled.name, fields, compiled.content)
+
+    def _by_ids(
+        self, frame: Frame, data: bytes, limit: int
+    ) -> tuple[MethodArguments | None, Tables]:
+        """The decoder by the frame's class and method ids, and the table it is from: a 0-8 peer
+        (a method 0-8 lacks is read as 0-9-1's; either way a difference is noted), or ids no
+        table knows (None; the fields then say the ids, and the arguments in hex)."""
         ids = CLASS_METHOD.unpack_from(data, HEADER_SIZE)
         tables = self.tables
         compiled = tables.arguments.get(ids)
@@ -141,18 +167,7 @@ class Decoder:
                 "method-id": ids[1],
                 "arguments": {"hex": data[ARGS_AT:limit].hex()},
             }
-            return
-        fields, problems = compiled.decode(data, ARGS_AT, limit)
-        frame.fields = fields
-        if problems:
-            _note(frame, problems)
-        if "reply-code" in fields:
-            self._reply(fields, tables)
-        special = SPECIAL.get(compiled.name)
-        if special is not None:
-            special(self, fields)
-        if ids in tables.content or self.assembler.open:
-            self.assembler.method(frame, compiled.name, fields, ids in tables.content)
+        return compiled, tables
 
     # -- readable extras -----------------------------------------------------------------------
     @staticmethod

@@ -26,15 +26,24 @@ KINDS: Final = {
     TYPE_BODY: k.CONTENT_BODY,
     TYPE_HEARTBEAT: k.HEARTBEAT,
 }
-#: the method tables, bound here as Final: compiled, a Final name is read directly, any other
-#: module-level name (or another module's attribute) by a dictionary lookup per use
-METHODS_091: Final = spec.METHODS
-METHODS_08: Final = spec08.METHODS
+#: KINDS by frame type, as a tuple of the 256 types ("" for none): no dict lookup per frame
+KIND_OF: Final = tuple(KINDS.get(ftype, "") for ftype in range(256))
+#: the method tables by the frame's class and method ids read as one number (class-id << 16 |
+#: method-id): `make_frame` names a method with no tuple made and hashed. Bound here as Final:
+#: compiled, a Final name is read directly, any other module-level name (or another module's
+#: attribute) by a dictionary lookup per use
+METHOD_IDS: Final = struct.Struct(">I")
+METHODS_091_BY_ID: Final = {c << 16 | m: method for (c, m), method in spec.METHODS.items()}
+METHODS_08_BY_ID: Final = {c << 16 | m: method for (c, m), method in spec08.METHODS.items()}
 #: largest frame believed while hunting for a boundary (RabbitMQ's default frame_max is 128 KiB;
 #: peers may negotiate more, which is fine once framing is locked)
 HUNT_MAX_FRAME: Final = 4 * 1024 * 1024
 #: largest frame believed at all: above this the size field is damage, not data
 MAX_FRAME: Final = 1 << 31
+#: the first byte of a protocol header ("AMQP"), which is no frame type; `frame_length` says
+#: MAYBE_HEADER (no length is ever negative but -1) when a frame would start with it
+HEADER_FIRST: Final = ord("A")
+MAYBE_HEADER: Final = -2
 
 
 #: 0-9 is named with the 0-9-1 table, as RabbitMQ frames it ("we can safely treat [0-9] as
@@ -74,12 +83,21 @@ def probe(buf: bytes | bytearray | memoryview, off: int, version: str = "0-9-1")
     return end + 1 - off if buf[end] == FRAME_END else -1
 
 
-def frame_length(buf: bytes | bytearray | memoryview, off: int) -> int:
+def frame_length(buf: bytes | bytearray | memoryview, off: int, checked: bool = False) -> int:
     """Length of the frame at `off` as its header says (0 if the header is incomplete), for
-    splitting a stream already known to be 0-9-1; -1 if the size field is beyond belief."""
-    if len(buf) - off < HEADER_SIZE:
-        return 0
-    size = FRAME_HEADER.unpack_from(buf, off)[2]
+    splitting a stream already known to be 0-9-1; -1 if the size field is beyond belief. Unless
+    `checked`, MAYBE_HEADER when the first byte is a protocol header's: the caller, which must
+    notice a header at every boundary, looks for one only then (not at every frame)."""
+    have = len(buf) - off
+    if have < HEADER_SIZE:
+        return MAYBE_HEADER if have > 0 and not checked and buf[off] == HEADER_FIRST else 0
+    if isinstance(buf, bytes):  # the usual case: read byte by byte, natively when compiled
+        ftype = buf[off]
+        size = buf[off + 3] << 24 | buf[off + 4] << 16 | buf[off + 5] << 8 | buf[off + 6]
+    else:
+        ftype, _, size = FRAME_HEADER.unpack_from(buf, off)
+    if ftype == HEADER_FIRST and not checked:
+        return MAYBE_HEADER
     return HEADER_SIZE + size + 1 if size < MAX_FRAME else -1
 
 
@@ -89,13 +107,13 @@ def make_frame(data: bytes, version: str) -> k.Frame:
     if data[-1] == FRAME_END:  # the common case, first and without a findings list
         if ftype == TYPE_METHOD:
             if size >= 4:
-                methods = METHODS_08 if version == "0-8" else METHODS_091  # methods_for
-                method = methods.get(CLASS_METHOD.unpack_from(data, HEADER_SIZE))
+                methods = METHODS_08_BY_ID if version == "0-8" else METHODS_091_BY_ID
+                method = methods.get(METHOD_IDS.unpack_from(data, HEADER_SIZE)[0])
                 if method is not None:
                     return k.Frame(version, k.METHOD, method.name, channel, data)
         else:
-            kind = KINDS.get(ftype)
-            if kind is not None:
+            kind = KIND_OF[ftype]
+            if kind:
                 return k.Frame(version, kind, kind, channel, data)
     findings: list[Finding] = []
     kind = KINDS.get(ftype)

@@ -32,6 +32,8 @@ MAX_TRANSACTIONS: Final = 64
 MAX_MANDATORY: Final = 1024
 #: in-flight requests remembered (gets, consumes, transaction ends): more means a broken trace
 MAX_IN_FLIGHT: Final = 4096
+#: a client's settling method -> its count in `settle_frames` (the name without "basic.")
+SETTLE_COUNTS: Final = {name: name[6:] for name in ("basic.ack", "basic.nack", "basic.reject")}
 
 #: the counts an epoch adds to its connection's totals
 COUNTS: Final = (
@@ -414,7 +416,7 @@ class ChannelEpoch:
             frame.number,
         )
         frames = self.settle_frames
-        frames[name[6:]] += 1
+        frames[SETTLE_COUNTS.get(name, name[6:])] += 1
         if settle[2]:
             frames["multiple"] += 1
         if rules.TX in self.modes:  # applied by tx.commit-ok, dropped by tx.rollback-ok

@@ -85,9 +85,11 @@ class ConnectionTracker:
         self.dropped = False  # TCP ended while the AMQP connection was open (transport-closed)
 
     # -- frames in ------------------------------------------------------------------------------
-    def feed(self, frame: Frame) -> list[Finding]:
-        """Apply one frame; return the findings it raises (the caller puts them on the frame)."""
-        out: list[Finding] = []
+    def feed(self, frame: Frame, out: list[Finding] | None = None) -> list[Finding]:
+        """Apply one frame; return the findings it raises (the caller puts them on the frame),
+        appended to `out` when given (a caller's list, reused: no list made per frame)."""
+        if out is None:
+            out = []
         direction = frame.direction
         ts = frame.ts
         if self.from_start is None:
@@ -268,10 +270,9 @@ class ConnectionTracker:
         number = frame.channel
         assert number is not None  # feed() sends only frames on a non-zero channel here
         name = frame.name
-        key = (direction, name)
         epoch = self.channels.get(number)
         if epoch is None:
-            if key == (C2S, "channel.open"):
+            if direction == C2S and name == "channel.open":
                 epoch = self._new_epoch(number, frame, True)
             else:
                 if self.from_start and self.state not in (rules.CLOSING, rules.CLOSED):
@@ -284,7 +285,12 @@ class ConnectionTracker:
                     )
                 epoch = self._new_epoch(number, frame, False)
         state = epoch.state
-        after = rules.CHANNEL_TRANSITIONS[state].get(key)
+        # only the channel class's own methods move its state: no (direction, name) key is made
+        # and hashed for the methods of every message
+        if name in rules.CHANNEL_EVENTS:
+            after = rules.CHANNEL_TRANSITIONS[state].get((direction, name))
+        else:
+            after = None
         if after is not None:
             if name == "channel.close":
                 epoch.closing(frame, "client" if direction == C2S else "server", out)
@@ -305,7 +311,7 @@ class ConnectionTracker:
             if direction == C2S and name == "basic.ack":
                 epoch.client_settles(frame, out)
                 return
-            handler = METHODS.get(key)
+            handler = METHODS.get((direction, name))
             if handler is not None:
                 handler(epoch, frame, out)
             elif name.startswith("channel.") and name != "channel.flow-ok":

@@ -120,6 +120,10 @@ CHANNEL_TRANSITIONS: Final[dict[str, dict[tuple[str, str], str]]] = {
         (S2C, "channel.close-ok"): CH_CLOSING_BY_SERVER,
     },
 }
+#: the method names that appear in `CHANNEL_TRANSITIONS` (only these can move a channel)
+CHANNEL_EVENTS: Final = frozenset(
+    name for moves in CHANNEL_TRANSITIONS.values() for _direction, name in moves
+)
 #: the states in which a channel's methods and content are applied (OPENING: a client may send
 #: before open-ok arrives; the broker processes frames in order)
 CHANNEL_ACTIVE: Final = frozenset((CH_OPENING, CH_OPEN))
