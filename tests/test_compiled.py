@@ -158,3 +158,38 @@ def test_both_builds_stitch_a_connection_cut_across_files(script: Path, tmp_path
     assert said["pure"] == said["compiled"]
     assert said["pure"]["groups"] == [[[str(first), 1], [str(second), 1]]]
     assert said["pure"]["rows"][0]["frames"] > 0
+
+
+#: run by each build's interpreter: every record the Spark workers make of each capture (the
+#: pipeline's rows, deliveries and tables modules are compiled too), hashed per capture
+ROWS = r"""
+import hashlib, json, sys
+from amqpscope.pipeline import rows, tables
+out = {}
+for path in sys.argv[1:]:
+    digest = hashlib.sha256()
+    for kind, value in rows.decode_file(path):
+        if kind == "packets":
+            value = (value[0], value[1], [tuple(p.data) for p in value[2]])
+        elif kind == "meta":
+            value = sorted(value.items())
+        digest.update(repr((kind, value)).encode())
+    out[path] = digest.hexdigest()
+print(json.dumps(out))
+"""
+
+
+def test_both_builds_make_the_same_table_rows(
+    script: Path, damaged: list[str], mutated: list[str]
+) -> None:
+    pytest.importorskip("pyarrow")
+    paths = CAPTURES + damaged + mutated
+    said = {}
+    for build, python in (("pure", sys.executable), ("compiled", str(script.parent / "python"))):
+        result = subprocess.run(
+            [python, "-c", ROWS, *paths], capture_output=True, text=True, cwd="/", check=False
+        )
+        assert result.returncode == 0, (build, result.stderr[-3000:])
+        said[build] = json.loads(result.stdout)
+    differ = [p for p in paths if said["pure"][p] != said["compiled"][p]]
+    assert len(said["pure"]) == len(set(paths)) and not differ, differ[:3]

@@ -233,8 +233,8 @@ def decode(
             findings.append(_finding(f, place, "tracker", when, f.conn))
     for f in [*capture_findings(), *dissector.findings]:
         findings.append(_finding(f, place, "capture", last_ts, f.conn))
-    for f in findings[later:]:
-        counted[f["_conn"]] = counted.get(f["_conn"], 0) + 1
+    for entry in findings[later:]:
+        counted[entry["_conn"]] = counted.get(entry["_conn"], 0) + 1
     if findings:
         yield "findings", [row("findings", f) for f in findings]
     by_table: dict[str, list[tuple[Any, ...]]] = {}
@@ -332,6 +332,8 @@ def _frame_row(frame: Frame, place: Place, key: str | None) -> tuple[Any, ...]:
     """The `frames` row, built straight in `tables.COLUMNS["frames"]` order (this runs once per
     frame: no dict, no per-value coercion; every value here already has its column's type).
     `key` is the connection's `place.key`, looked up once per connection."""
+    packet: int | None
+    conn: int | None
     if place.packets is None:  # a file's own decode: every number is the file's
         capture, packet, conn = place.capture, frame.packet, frame.conn
     else:
@@ -414,6 +416,10 @@ def _internal(place: Place, message: str) -> dict[str, Any]:
     }
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _get(value: Any, *path: str) -> Any:
     for key in path:
         if not isinstance(value, dict):
@@ -488,8 +494,8 @@ def _connection_rows(
         if not isinstance(link, dict):
             continue
         starvation = _get(link, "credit", "starvation")
-        error = link.get("error") if isinstance(link.get("error"), dict) else {}
-        outcomes = link.get("outcomes") if isinstance(link.get("outcomes"), dict) else {}
+        error = _dict(link.get("error"))
+        outcomes = _dict(link.get("outcomes"))
         yield (
             "links",
             row(
@@ -531,7 +537,7 @@ def _connection_rows(
     for channel in channels:
         if not isinstance(channel, dict):
             continue
-        close = channel.get("close") if isinstance(channel.get("close"), dict) else {}
+        close = _dict(channel.get("close"))
         yield (
             "channels",
             row(
@@ -627,7 +633,7 @@ def _edges(capture: str, local: str, dissector: Dissector) -> Iterator[Record]:
     """
     by_pair: dict[tuple[str, str], list[Any]] = {}
     for conn in dissector.connections.values():
-        by_pair.setdefault(tuple(sorted((conn.client, conn.server))), []).append(conn)
+        by_pair.setdefault(_pair(conn.client, conn.server), []).append(conn)
     wanted: dict[tuple[str, str], list[tuple[int, int, Edge]]] = {}
     for pair, conns in by_pair.items():
         conns.sort(key=lambda c: c.first_packet)
@@ -660,7 +666,7 @@ def _edges(capture: str, local: str, dissector: Dissector) -> Iterator[Record]:
             if segment is None:
                 continue
             src = endpoint_text(segment.src)
-            pair = tuple(sorted((src, endpoint_text(segment.dst))))
+            pair = _pair(src, endpoint_text(segment.dst))
             for start, end, edge in wanted.get(pair, ()):  # type: ignore[call-overload]
                 if start <= packet.number < end:
                     kept.setdefault(edge.conn, []).append(packet)
@@ -669,6 +675,11 @@ def _edges(capture: str, local: str, dissector: Dissector) -> Iterator[Record]:
         for _, _, edge in entries:
             yield "edge", edge
             yield "packets", (capture, edge.conn, kept.get(edge.conn, []))
+
+
+def _pair(a: str, b: str) -> tuple[str, str]:
+    """Two endpoints in one order, whichever way a packet went."""
+    return (a, b) if a <= b else (b, a)
 
 
 def _sequence(edge: Edge, sender: str, seq: int, payload: bytes, flags: int) -> None:
