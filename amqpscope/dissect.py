@@ -106,16 +106,17 @@ class Dissector:
         for conn in self.connections.values():
             if conn.closed == "":
                 out.extend(self._close(conn, conn.last_packet))
-        # TCP findings matter for AMQP connections only; a gap already rides the next frame
-        tcp = [
-            f
-            for f in self.tcp.findings
-            if f.code != "tcp.gap"
-            and f.conn in self.connections
-            and self.connections[f.conn].is_amqp
-        ]
+        tcp = [f for f in self.tcp.findings if self.reported(f)]
         self.findings[:0] = self.segments.findings + tcp
         return out
+
+    def reported(self, f: Finding) -> bool:
+        """Whether a TCP finding is reported (`finish`, `evict_closed`): it matters for AMQP
+        connections only, and a gap already rides the next frame."""
+        if f.code == "tcp.gap" or f.conn is None:
+            return False
+        conn = self.connections.get(f.conn)
+        return conn is not None and conn.is_amqp
 
     def expire_idle(self, now: float, idle: float) -> list[Frame]:
         """For long captures: close connections without a packet for `idle` seconds before `now`
@@ -137,7 +138,7 @@ class Dissector:
         for f in self.tcp.findings:
             if f.conn not in ids:
                 kept.append(f)
-            elif f.code != "tcp.gap" and self.connections[f.conn].is_amqp:
+            elif self.reported(f):
                 self.findings.append(f)
         self.tcp.findings[:] = kept
         for conn in gone:

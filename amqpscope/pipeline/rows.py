@@ -260,32 +260,29 @@ def decode(
 
 
 class _LayerFindings:
-    """Findings of the layers under the trackers (codecs, TCP) per connection, tallied as they
+    """Findings of the layers under the trackers (codecs, TCP) per connection, gathered as they
     come: a connection's row made when its TCP ends counts what the file's end would count
-    (`Dissector.finish` adds TCP findings but gaps, for AMQP connections)."""
+    (the TCP findings `Dissector.reported` says are reported)."""
 
     def __init__(self, dissector: Dissector) -> None:
         self.dissector = dissector
         self.codec = 0  # of `dissector.findings`, tallied so far
-        self.tcp = 0  # of `dissector.tcp.findings`
+        self.tcp = 0  # of `dissector.tcp.findings`, gathered so far
         self.tally: dict[int | None, int] = {}
-        self.tcp_tally: dict[int | None, int] = {}
+        self.tcp_found: dict[int | None, list[Finding]] = {}
 
     def take(self, conn: int) -> int:
-        """The count for `conn`, which has ended (its tallies are forgotten)."""
+        """The count for `conn`, which has ended (what was gathered for it is forgotten)."""
         dissector = self.dissector
         for f in dissector.findings[self.codec :]:
             self.tally[f.conn] = self.tally.get(f.conn, 0) + 1
         self.codec = len(dissector.findings)
         found = dissector.tcp.findings
         for f in found[self.tcp :]:
-            if f.code != "tcp.gap":
-                self.tcp_tally[f.conn] = self.tcp_tally.get(f.conn, 0) + 1
+            self.tcp_found.setdefault(f.conn, []).append(f)
         self.tcp = len(found)
-        tcp = self.tcp_tally.pop(conn, 0)
-        connection = dissector.connections.get(conn)
-        amqp = connection is not None and connection.is_amqp
-        return self.tally.pop(conn, 0) + (tcp if amqp else 0)
+        tcp = sum(map(dissector.reported, self.tcp_found.pop(conn, [])))
+        return self.tally.pop(conn, 0) + tcp
 
 
 def _retire(
