@@ -399,10 +399,10 @@ class QueueScope:
             self.pending[channel] = name
             if fields.get("consumer-tag"):
                 self.consumers.add((frame.conn, fields["consumer-tag"]))
-        elif name == "basic.consume-ok" and self.pending.pop(channel, None):
+        elif name == "basic.consume-ok" and self.pending.pop(channel, ""):
             self.consumers.add((frame.conn, fields.get("consumer-tag", "")))
             hit = True
-        elif name in ("basic.get-ok", "basic.get-empty") and self.pending.pop(channel, None):
+        elif name in ("basic.get-ok", "basic.get-empty") and self.pending.pop(channel, ""):
             hit = True
         elif name in ("basic.deliver", "basic.cancel", "basic.cancel-ok"):
             hit = (frame.conn, fields.get("consumer-tag")) in self.consumers
