@@ -15,9 +15,8 @@ trackers add is lost while the flat columns stay stable).
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
-
-_INF = float("inf")
 
 FINDING = "struct<code:string,severity:string,message:string,packet:long,conn:long,frame:long>"
 
@@ -213,9 +212,9 @@ def _coerce(value: Any, kind: str) -> Any:
             return value.decode("utf-8", "replace")
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
     if kind in ("long", "int"):
-        if isinstance(value, int | float) and value == value and value not in (_INF, -_INF):
+        if isinstance(value, int) or (isinstance(value, float) and math.isfinite(value)):
             return int(value)
-        return None
+        return None  # NaN, infinity, other shapes
     if kind == "double":
         return float(value) if isinstance(value, int | float) else None
     if kind == "boolean":
