@@ -265,9 +265,14 @@ def _compound_header(
     return start, stop, count
 
 
+#: a list's, map's or array's size and count fields, each one byte (…8) or four (…32)
+COMPOUND8: Final = struct.Struct(">BB").unpack_from
+COMPOUND32: Final = struct.Struct(">II").unpack_from
+
+
 def _list(enc: spec.Encoding) -> Reader:
     width = enc.width
-    unpack = struct.Struct(">BB" if width == 1 else ">II").unpack_from
+    unpack = COMPOUND8 if width == 1 else COMPOUND32
 
     def read(ctx: Context, off: int, end: int, depth: int) -> tuple[Any, int]:
         pos, stop, count = _compound_header(ctx, off, end, depth, width, unpack, "list")
@@ -289,7 +294,7 @@ def _list(enc: spec.Encoding) -> Reader:
 
 def _map(enc: spec.Encoding) -> Reader:
     width = enc.width
-    unpack = struct.Struct(">BB" if width == 1 else ">II").unpack_from
+    unpack = COMPOUND8 if width == 1 else COMPOUND32
 
     def read(ctx: Context, off: int, end: int, depth: int) -> tuple[Any, int]:
         return read_map(ctx, off, end, depth, width, unpack)
@@ -331,7 +336,7 @@ def read_map(
 
 def _array(enc: spec.Encoding) -> Reader:
     width = enc.width
-    unpack = struct.Struct(">BB" if width == 1 else ">II").unpack_from
+    unpack = COMPOUND8 if width == 1 else COMPOUND32
 
     def read(ctx: Context, off: int, end: int, depth: int) -> tuple[Any, int]:
         if depth >= MAX_DEPTH:
@@ -490,9 +495,7 @@ TEXT8: Final = frozenset(
 )
 #: map8 and map32, and how their size and count are read
 _MAP8: Final = next(c for c, e in spec.ENCODINGS.items() if e.type == "map" and e.width == 1)
-_MAP8_HEADER: Final = struct.Struct(">BB").unpack_from
 _MAP32: Final = next(c for c, e in spec.ENCODINGS.items() if e.type == "map" and e.width == 4)
-_MAP32_HEADER: Final = struct.Struct(">II").unpack_from
 #: how `read_at` reads each constructor: one byte looked up instead of set and dict lookups
 _BY_TABLE: Final = 0
 _BY_TEXT8: Final = 1
@@ -546,9 +549,9 @@ def read_at(ctx: Context, ctor: int, off: int, end: int, depth: int) -> tuple[An
             raw = buf[off]
             return (raw - 256 if raw > 127 else raw), off + 1
     elif kind == _BY_MAP8:
-        return read_map(ctx, off, end, depth, 1, _MAP8_HEADER)
+        return read_map(ctx, off, end, depth, 1, COMPOUND8)
     elif kind == _BY_MAP32:
-        return read_map(ctx, off, end, depth, 4, _MAP32_HEADER)
+        return read_map(ctx, off, end, depth, 4, COMPOUND32)
     return READERS[ctor](ctx, off, end, depth)
 
 
