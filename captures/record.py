@@ -3302,6 +3302,28 @@ def tshark_check(out: Path, name: str) -> tuple[bool, str]:
     return True, f"{frames} packets with {what} (tshark)"
 
 
+def load_scenario_families() -> None:
+    """Scenario families beyond this file live in captures/scenarios/, one module each (e.g.
+    diagnoses, trace logs). They `import record` and register with `record.scenario`; this module
+    is put in sys.modules under that name first, so they share its registry whether it runs as
+    the program or is imported. Loaded in name order, after this file's own scenarios."""
+    import importlib.util
+
+    sys.modules.setdefault("record", sys.modules[__name__])
+    for path in sorted((HERE / "scenarios").glob("*.py")):
+        if path.name.startswith("_"):
+            continue
+        spec = importlib.util.spec_from_file_location(f"record_scenarios.{path.stem}", path)
+        if spec is None or spec.loader is None:
+            continue
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+
+
+load_scenario_families()
+
+
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point (parent orchestration, or --child for one scenario)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
