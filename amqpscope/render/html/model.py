@@ -1,0 +1,353 @@
+"""The report's data: frames and tracked state in, one JSON-ready dict out (sans-IO).
+
+`ReportBuilder.add` takes each frame after the tracker has seen it (so the findings it raised
+ride it); `build` takes the finished tracker and returns what the page draws: capture facts,
+connections with their peers, diagnoses, one compact row per frame (its timeline text), a detail
+tree per kept frame, the links' and channels' table rows, and the series to plot.
+
+Bounds: a report of any capture stays a few megabytes. `MAX_ROWS` frames get a row (the diagram
+and the frame list); past it frames are counted and the page says how many were left out (ask
+for a time range with --from/--to). `MAX_DETAILS` frames keep a detail tree, and every frame
+with a finding or an error keeps one up to `MAX_EVIDENCE` more, so evidence links always land.
+
+Every captured string is passed through `safe` (control and direction-override characters as
+visible escapes) before it reaches the page; the page only ever sets text, never markup.
+
+The two seams the diagnose and `-V` tree work plug into are `diagnoses_from` and
+`detail_tree`, at the bottom of this module.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, Final
+
+from amqpscope.codec.frames import TRANSPORT, Frame
+from amqpscope.filter import is_error
+from amqpscope.findings import Finding
+from amqpscope.render.lines import highlights, safe, transport_name
+from amqpscope.track.tracker import Tracker
+
+#: frames with a row in the diagram and the frame list
+MAX_ROWS: Final = 20_000
+#: frames with a detail tree kept (the first ones)
+MAX_DETAILS: Final = 2_000
+#: frames past MAX_DETAILS that still keep a tree because they hold a finding or an error
+MAX_EVIDENCE: Final = 2_000
+#: points of one session-window series; later changes are counted, not kept
+MAX_WINDOW_POINTS: Final = 2_000
+#: bars of a latency histogram
+HISTOGRAM_BINS: Final = 20
+#: a string value in a detail tree is cut to this many characters (the JSON export keeps all)
+MAX_DETAIL_TEXT: Final = 2_000
+
+# bits of a row's flags
+ERROR: Final = 1
+FINDING: Final = 2
+MATCH: Final = 4  # the display filter accepts the frame (all frames when there is none)
+CONTENT: Final = 8  # a body piece the diagram folds into the frame before it
+TRANSPORT_END: Final = 16
+
+CONTENT_NAMES: Final = ("content-header", "content-body")
+
+
+def clean(value: Any) -> Any:
+    """`value` with every string (keys too) made safe to show; lists and dicts copied."""
+    if isinstance(value, str):
+        return safe(value)
+    if isinstance(value, dict):
+        return {safe(str(k)): clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [clean(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
+def _folded(frame: Frame) -> bool:
+    """A frame the diagram folds into the one before: 0-9-1 content, a 1.0 transfer's
+    continuation (a later piece of a multi-frame delivery)."""
+    if frame.name in CONTENT_NAMES:
+        return True
+    return frame.name == "transfer" and frame.fields.get("delivery-id") is None
+
+
+class ReportBuilder:
+    """Collects what the page needs, frame by frame, within its bounds."""
+
+    def __init__(
+        self,
+        accepts: Callable[[Frame], bool] | None = None,
+        max_rows: int = MAX_ROWS,
+        max_details: int = MAX_DETAILS,
+    ) -> None:
+        self.accepts = accepts
+        self.max_rows = max_rows
+        self.max_details = max_details
+        self.first_ts: float | None = None
+        self.last_ts = 0.0
+        self.frames = 0
+        self.rows: list[list[Any]] = []
+        self.rows_left_out = 0
+        self.matched = 0
+        self.details: dict[int, list[dict[str, Any]]] = {}
+        self.evidence_kept = 0
+        self.details_left_out = 0
+        #: (conn, channel, dir) -> [[t, incoming-window], ...] from begin and flow frames
+        self.windows: dict[tuple[int, int, str], list[list[float]]] = {}
+        self.windows_left_out = 0
+
+    def add(self, frame: Frame) -> None:
+        if self.first_ts is None:
+            self.first_ts = frame.ts
+        self.last_ts = max(self.last_ts, frame.ts)
+        self.frames += 1
+        t = round(frame.ts - self.first_ts, 6)
+        error = is_error(frame)
+        flags = (ERROR if error else 0) | (FINDING if frame.findings else 0)
+        if self.accepts is None or self.accepts(frame):
+            flags |= MATCH
+            self.matched += 1
+        if frame.kind == TRANSPORT:
+            flags |= TRANSPORT_END
+        elif _folded(frame):
+            flags |= CONTENT
+        if frame.version == "1.0" and frame.name in ("begin", "flow"):
+            self._window(frame, t)
+        if len(self.rows) < self.max_rows:
+            self.rows.append(self._row(frame, t, flags))
+        else:
+            self.rows_left_out += 1
+        if len(self.details) < self.max_details or (
+            error and self.evidence_kept < MAX_EVIDENCE and not self._kept_all(frame)
+        ):
+            if len(self.details) >= self.max_details:
+                self.evidence_kept += 1
+            self.details[frame.number] = detail_tree(frame)
+        else:
+            self.details_left_out += 1
+
+    def _kept_all(self, frame: Frame) -> bool:
+        return frame.number in self.details
+
+    def _row(self, frame: Frame, t: float, flags: int) -> list[Any]:
+        name = transport_name(frame) if frame.kind == TRANSPORT else frame.name
+        return [
+            frame.number,
+            t,
+            frame.conn,
+            frame.direction,
+            frame.channel,
+            safe(name),
+            highlights(frame),
+            flags,
+            [safe(f.code) for f in frame.findings],
+        ]
+
+    def _window(self, frame: Frame, t: float) -> None:
+        window = frame.fields.get("incoming-window")
+        if not isinstance(window, int) or frame.channel is None:
+            return
+        points = self.windows.setdefault((frame.conn, frame.channel, frame.direction), [])
+        if points and points[-1][1] == window:
+            return
+        if len(points) < MAX_WINDOW_POINTS:
+            points.append([t, window])
+        else:
+            self.windows_left_out += 1
+
+    def build(
+        self,
+        tracker: Tracker,
+        facts: dict[str, Any],
+        findings: list[Finding] | None = None,
+        diagnoses: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        """The page's data. `facts`: what the caller knows of the input (file name, packets,
+        options); `findings`: those no frame carries (capture, TCP, connections left open);
+        `diagnoses`: `Diagnosis.to_json()` dicts, or None for the tracker's findings instead."""
+        summary = tracker.summary()
+        origin = self.first_ts or 0.0
+        loose = [f.to_json() for f in findings or []]
+        found = summary.get("findings", [])
+        return clean(
+            {
+                "format": 1,
+                "facts": {
+                    **facts,
+                    "frames": self.frames,
+                    "duration": round(self.last_ts - origin, 6) if self.frames else 0.0,
+                    "start": round(origin, 6),
+                    "rows-left-out": self.rows_left_out,
+                    "details-left-out": self.details_left_out,
+                    "matched": self.matched,
+                    "windows-left-out": self.windows_left_out,
+                },
+                "diagnoses": diagnoses
+                if diagnoses is not None
+                else diagnoses_from(found + loose, origin),
+                "connections": [_connection(c) for c in summary["connections"]],
+                "undecoded": summary.get("undecoded", []),
+                "units": [u for conn in tracker.connections.values() for u in _units(conn, origin)],
+                "windows": [
+                    {"conn": c, "channel": ch, "dir": d, "points": points}
+                    for (c, ch, d), points in sorted(self.windows.items())
+                ],
+                "rows": self.rows,
+                "details": {str(n): tree for n, tree in self.details.items()},
+            }
+        )
+
+
+def _peer(product: Any, open_fields: Any) -> str:
+    """A peer in a few words: 0-9-1's product and version, 1.0's container id."""
+    if isinstance(product, dict):
+        words = [str(product.get(k)) for k in ("product", "version") if product.get(k)]
+        platform = product.get("platform")
+        return " ".join(words) + (f" ({platform})" if platform else "")
+    if isinstance(open_fields, dict):
+        properties = open_fields.get("properties")
+        words = []
+        if isinstance(properties, dict):
+            words = [str(properties[k]) for k in ("product", "version") if properties.get(k)]
+        container = open_fields.get("container-id")
+        if container:
+            words.append(f"container {container}")
+        return " ".join(words)
+    return ""
+
+
+def _connection(summary: dict[str, Any]) -> dict[str, Any]:
+    """A connection's overview line and the summary it came from (its series moved to units)."""
+    opened = summary.get("open") or {}
+    return {
+        "id": summary["id"],
+        "version": summary["version"],
+        "client": summary["client"],
+        "server": summary["server"],
+        "state": summary.get("state"),
+        "transport": summary.get("transport"),
+        "client-peer": _peer(summary.get("client-product"), opened.get("client")),
+        "server-peer": _peer(summary.get("server-product"), opened.get("server")),
+        "user": summary.get("user"),
+        "vhost": summary.get("vhost"),
+        "close": summary.get("close"),
+    }
+
+
+def _histogram(samples: list[float]) -> dict[str, Any] | None:
+    """Samples in seconds → HISTOGRAM_BINS equal bars in milliseconds over [min, max]."""
+    if not samples:
+        return None
+    ms = [s * 1000.0 for s in samples]
+    low, high = min(ms), max(ms)
+    width = (high - low) / HISTOGRAM_BINS or 1.0
+    counts = [0] * HISTOGRAM_BINS
+    for value in ms:
+        counts[min(int((value - low) / width), HISTOGRAM_BINS - 1)] += 1
+    return {"low": round(low, 3), "width": round(width, 6), "counts": counts}
+
+
+def _series(series: dict[str, Any] | None, origin: float) -> dict[str, Any] | None:
+    """A tracker series (`track/stats.py`) with its start relative to the capture's first frame."""
+    if not series:
+        return None
+    return {**series, "start": round(series["start"] - origin, 6)}
+
+
+def _units(conn: Any, origin: float) -> list[dict[str, Any]]:
+    """The links (1.0) or channels (0-9-1) of a connection tracker: their summary rows, their
+    series and a histogram of their latency samples (settle, ack, confirm)."""
+    out: list[dict[str, Any]] = []
+    if conn.version == "1.0":
+        for session in conn.sessions:
+            for link in session.links:
+                row = link.summary()
+                series = row.pop("series", {})
+                out.append(
+                    {
+                        "conn": conn.conn,
+                        "kind": "link",
+                        "label": f"c{conn.conn} h{row.get('handle')} {row.get('name')}",
+                        "row": row,
+                        "series": {k: _series(v, origin) for k, v in series.items()},
+                        "histograms": {"settle latency": _histogram(link.latency.samples)},
+                    }
+                )
+        return out
+    listed = list(conn.epochs) + [e for e in conn.channels.values() if not e.listed]
+    for epoch in listed:
+        row = epoch.to_json()
+        series = row.pop("series", {})
+        out.append(
+            {
+                "conn": conn.conn,
+                "kind": "channel",
+                "label": f"c{conn.conn} ch{row.get('channel')}"
+                + (f" (use {row['use']})" if row.get("use", 1) != 1 else ""),
+                "row": row,
+                "series": {k: _series(v, origin) for k, v in series.items()},
+                "histograms": {
+                    "ack latency": _histogram(epoch.ack_latency.samples),
+                    "confirm latency": _histogram(epoch.confirm_latency.samples),
+                },
+            }
+        )
+    return out
+
+
+# ---- the seams: where diagnose (issue 21) and the -V tree (issue 23) plug in ----
+
+
+def diagnoses_from(findings: list[dict[str, Any]], origin: float) -> list[dict[str, Any]]:
+    """Until `diagnose` lands: each finding as a diagnosis-shaped dict ({code, severity, title,
+    explanation, conn, start, duration, evidence}), errors first. At merge, the caller passes
+    `[d.to_json() for d in diagnose(...)]` to `ReportBuilder.build(diagnoses=...)` instead."""
+    rank = {"error": 0, "warning": 1, "info": 2}
+    out = [
+        {
+            "code": f["code"],
+            "severity": f["severity"],
+            "title": f["message"],
+            "explanation": "",
+            "conn": f.get("conn"),
+            "start": None,
+            "duration": None,
+            "evidence": [f["frame"]] if f.get("frame") is not None else [],
+        }
+        for f in findings
+    ]
+    out.sort(key=lambda d: (rank.get(d["severity"], 3), d["evidence"][:1] or [math.inf]))
+    return out
+
+
+def _node(name: str, value: Any) -> dict[str, Any]:
+    """A detail-tree node as the `-V` tree has them: {name, value, type, children}."""
+    if isinstance(value, dict):
+        return {
+            "name": name,
+            "type": "map",
+            "value": f"{len(value)} entries",
+            "children": [_node(str(k), v) for k, v in value.items()],
+        }
+    if isinstance(value, list):
+        return {
+            "name": name,
+            "type": "list",
+            "value": f"{len(value)} items",
+            "children": [_node(f"[{i}]", v) for i, v in enumerate(value)],
+        }
+    kind = "null" if value is None else type(value).__name__
+    text = "null" if value is None else str(value).lower() if isinstance(value, bool) else value
+    if isinstance(text, str) and len(text) > MAX_DETAIL_TEXT:
+        text = text[: MAX_DETAIL_TEXT - 1] + "…"
+    return {"name": name, "type": kind, "value": text}
+
+
+def detail_tree(frame: Frame) -> list[dict[str, Any]]:
+    """A frame's detail as tree nodes. Until the `-V` tree lands, the frame's `--json` record;
+    at merge, this returns the `-V` tree's nodes ({name, value, type, offset, length,
+    children}) for the frame, which the page draws the same way."""
+    record = frame.to_json()
+    return [_node(key, value) for key, value in record.items()]
