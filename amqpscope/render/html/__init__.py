@@ -18,11 +18,12 @@ def report_data(
     accepts: Callable[[Frame], bool] | None = None,
     loose: Callable[[], list[Finding]] | None = None,
     tracker: Tracker | None = None,
+    keeps: Callable[[Frame, float], bool] | None = None,
 ) -> dict[str, Any]:
     """Track `frames` and gather the page's data. `loose` gives, once the frames are read, the
     findings no frame carries (the capture's and the dissector's)."""
     tracker = tracker or Tracker()
-    builder = ReportBuilder(accepts)
+    builder = ReportBuilder(accepts, keeps=keeps)
     for frame in frames:
         tracker.feed(frame)  # first: the findings it raises ride the frame
         builder.add(frame)

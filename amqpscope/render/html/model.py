@@ -81,8 +81,14 @@ class ReportBuilder:
         accepts: Callable[[Frame], bool] | None = None,
         max_rows: int = MAX_ROWS,
         max_details: int = MAX_DETAILS,
+        keeps: Callable[[Frame, float], bool] | None = None,
     ) -> None:
+        """`accepts`: the display filter (-Y), which marks the frames the list shows when asked;
+        `keeps`: the scope (--conn, --from, --to, ...), outside which frames get no row or
+        detail (they are still tracked and plotted)."""
         self.accepts = accepts
+        self.keeps = keeps
+        self.out_of_scope = 0
         self.max_rows = max_rows
         self.max_details = max_details
         self.first_ts: float | None = None
@@ -103,6 +109,9 @@ class ReportBuilder:
             self.first_ts = frame.ts
         self.last_ts = max(self.last_ts, frame.ts)
         self.frames += 1
+        if self.keeps is not None and not self.keeps(frame, self.first_ts):
+            self.out_of_scope += 1
+            return
         t = round(frame.ts - self.first_ts, 6)
         error = is_error(frame)
         flags = (ERROR if error else 0) | (FINDING if frame.findings else 0)
@@ -119,17 +128,13 @@ class ReportBuilder:
             self.rows.append(self._row(frame, t, flags))
         else:
             self.rows_left_out += 1
-        if len(self.details) < self.max_details or (
-            error and self.evidence_kept < MAX_EVIDENCE and not self._kept_all(frame)
-        ):
-            if len(self.details) >= self.max_details:
-                self.evidence_kept += 1
+        if len(self.details) < self.max_details:
+            self.details[frame.number] = detail_tree(frame)
+        elif error and self.evidence_kept < MAX_EVIDENCE:  # evidence links must land
+            self.evidence_kept += 1
             self.details[frame.number] = detail_tree(frame)
         else:
             self.details_left_out += 1
-
-    def _kept_all(self, frame: Frame) -> bool:
-        return frame.number in self.details
 
     def _row(self, frame: Frame, t: float, flags: int) -> list[Any]:
         name = transport_name(frame) if frame.kind == TRANSPORT else frame.name
@@ -180,6 +185,7 @@ class ReportBuilder:
                     "duration": round(self.last_ts - origin, 6) if self.frames else 0.0,
                     "start": round(origin, 6),
                     "rows-left-out": self.rows_left_out,
+                    "out-of-scope": self.out_of_scope,
                     "details-left-out": self.details_left_out,
                     "matched": self.matched,
                     "windows-left-out": self.windows_left_out,
