@@ -145,6 +145,7 @@ class Chromium:
         self.ws: ClientConnection | None = None
         self.ids = itertools.count(1)
         self.pages: dict[str, Page] = {}
+        self.stack = contextlib.ExitStack()
 
     def __enter__(self) -> Chromium:
         self.proc = subprocess.Popen(
@@ -160,7 +161,7 @@ class Chromium:
             lines = active.read_text().split("\n") if active.exists() else []
             if len(lines) >= 2 and lines[1].startswith("/devtools/"):
                 url = f"ws://127.0.0.1:{lines[0].strip()}{lines[1].strip()}"
-                self.ws = connect(url, max_size=None, open_timeout=30)
+                self.ws = self.stack.enter_context(connect(url, max_size=None, open_timeout=30))
                 return self
             time.sleep(0.05)
         self.__exit__(None, None, None)
@@ -170,7 +171,7 @@ class Chromium:
         if self.ws is not None:
             with contextlib.suppress(Exception):
                 self.call("Browser.close", {}, None, 10)
-            self.ws.close()
+            self.stack.close()
         if self.proc is not None:
             try:
                 self.proc.wait(10)

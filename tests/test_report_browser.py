@@ -1,0 +1,237 @@
+"""`amqpscope report` pages in a real browser: Debian's Chromium, headless, over the DevTools
+protocol (tests/browser.py). Each page opens from disk with no console error and no request but
+its own file (and the data: images BokehJS draws its toolbar with), draws its diagram and its
+plots, shows a frame when its arrow is clicked or chosen with the keyboard, prints without its
+controls, and keeps hostile strings as text.
+
+The hostile capture is made by pika's encoder (queue names holding markup, a script tag and a
+right-to-left override, as a peer could send them), wrapped in a pcap.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+
+import pika.frame
+import pika.spec
+import pytest
+from click.testing import CliRunner
+from PIL import Image
+
+from amqpscope.cli import main
+from tests import browser, peers
+from tests.test_secrets import write_pcap
+
+pytestmark = pytest.mark.skipif(not browser.available(), reason="needs Debian's chromium")
+
+ROOT = Path(__file__).resolve().parent.parent
+CAPTURES = ROOT / "captures"
+#: 0-9-1 and 1.0 captures, with errors, a prefetch that saturates, credit drained
+PAGES = [
+    "091-qos-prefetch.pcap",
+    "091-channel-errors.pcap",
+    "10-send-receive.pcap",
+    "10-drain.pcap",
+    "10-bad-address.pcap",
+]
+HOSTILE = (
+    'q<script>window.pwned=1</script><img src=x onerror="window.pwned=2">'
+    "<b id=injected>bold</b>&amp;\u202etxt.exe\u2066"
+)
+
+
+def make(tmp_path: Path, capture: Path, *args: str) -> Path:
+    out = tmp_path / f"{capture.stem}.html"
+    result = CliRunner().invoke(
+        main, ["report", str(capture), "-o", str(out), *args], catch_exceptions=False
+    )
+    assert result.exit_code == 0, result.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def chromium() -> browser.Chromium:
+    with browser.Chromium() as running:
+        yield running
+
+
+def opened(chromium: browser.Chromium, page_file: Path) -> browser.Page:
+    page = chromium.page()
+    page.open(page_file)
+    page.wait("document.body.dataset.ready === '1'", "the report to draw itself")
+    page.wait("window.amqpscopeReport.plotsDone()", "the plots")
+    return page
+
+
+def foreign(page: browser.Page, page_file: Path) -> list[str]:
+    """Requests for anything but the page itself and data: URLs (made in the page)."""
+    own = page_file.resolve().as_uri()
+    return [url for url in page.requests if url != own and not url.startswith("data:")]
+
+
+def expected_figures(data: dict) -> int:
+    """Per link or channel: one of its levels, one of its rates, one per latency histogram;
+    one of the session windows."""
+    count = 0
+    for unit in data["units"]:
+        series = unit["series"]
+        if not any(series.values()):
+            continue
+        count += any(series.get(k) for k in ("link-credit", "unsettled", "unacked"))
+        count += any(series.get(k) for k in ("deliveries", "publishes"))
+        count += sum(1 for h in unit["histograms"].values() if h)
+    return count + bool(data["windows"])
+
+
+def colours(png: bytes) -> int:
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    return len(image.getcolors(maxcolors=1 << 20) or [])
+
+
+@pytest.mark.parametrize("capture", PAGES)
+def test_page_draws_without_errors_or_requests(
+    tmp_path: Path, chromium: browser.Chromium, capture: str
+) -> None:
+    page_file = make(tmp_path, CAPTURES / capture)
+    data = json.loads(
+        re.search(rb'id="report-data">(.*?)</script>', page_file.read_bytes(), re.S).group(1)  # type: ignore[union-attr]
+    )
+    page = opened(chromium, page_file)
+    assert page.console_errors == []
+    assert foreign(page, page_file) == []
+    # the diagram: one arrow per frame of the first connection, bodies folded into their method
+    first = data["rows"][0][2]
+    own = [r for r in data["rows"] if r[2] == first]
+    arrows = page.eval("document.querySelectorAll('#sequence g.arrow').length")
+    assert 0 < arrows <= len(own)
+    assert arrows == min(300, len(own) - sum(1 for r in own[1:] if r[7] & 8))
+    # the plots: BokehJS drew its figures, each into a canvas of its own (in shadow roots)
+    figures = int(page.eval("document.body.dataset.plots || '0'"))
+    assert figures == expected_figures(data)
+    if not figures:
+        assert "No link or channel" in page.eval("document.getElementById('plot-area').textContent")
+        return
+    canvases = page.eval(
+        "(function count(root) { let n = root.querySelectorAll('canvas').length;"
+        " for (const e of root.querySelectorAll('*')) if (e.shadowRoot) n += count(e.shadowRoot);"
+        " return n; })(document.getElementById('plot-area'))"
+    )
+    assert canvases >= 1
+    plot_box = page.eval(
+        "(() => { const r = document.getElementById('plot-area').getBoundingClientRect();"
+        " return [r.left, r.top + scrollY, r.width, Math.min(r.height, 600)]; })()"
+    )
+    plot_png = page.screenshot(
+        full=True,
+        clip={"x": plot_box[0], "y": plot_box[1], "width": plot_box[2], "height": plot_box[3]},
+    )
+    assert colours(plot_png) > 20  # axes, glyphs, text: not a blank box
+    screenshot = page.screenshot()
+    assert colours(screenshot) > 50
+    assert page.console_errors == []
+
+
+def test_clicking_an_arrow_shows_its_frame(tmp_path: Path, chromium: browser.Chromium) -> None:
+    page_file = make(tmp_path, CAPTURES / "091-channel-errors.pcap")
+    page = opened(chromium, page_file)
+    wanted = page.eval("document.querySelectorAll('#sequence g.arrow')[4].dataset.frame")
+    page.click(f'#sequence g.arrow[data-frame="{wanted}"] line.shaft')
+    page.wait(f"document.getElementById('detail').dataset.frame === '{wanted}'", "the detail")
+    title = page.eval("document.getElementById('detail-title').textContent")
+    tree = page.eval("document.getElementById('detail-body').textContent")
+    record = json.loads(
+        CliRunner()
+        .invoke(main, ["read", "--json", str(CAPTURES / "091-channel-errors.pcap")])
+        .stdout.splitlines()[int(wanted) - 1]
+    )
+    assert title.startswith(f"Frame {wanted}: {record['name']}")
+    assert f"name: {record['name']}" in tree
+    assert page.console_errors == []
+
+
+def test_evidence_and_keyboard_reach_frames(tmp_path: Path, chromium: browser.Chromium) -> None:
+    page_file = make(tmp_path, CAPTURES / "091-channel-errors.pcap")
+    page = opened(chromium, page_file)
+    # a diagnosis's evidence button: its frame is chosen and focused in the diagram
+    evidence = page.eval("document.querySelector('button.evidence').textContent")
+    frame = evidence.split()[-1]
+    page.click("button.evidence")
+    page.wait(f"document.getElementById('detail').dataset.frame === '{frame}'", "evidence")
+    assert page.eval("document.activeElement.dataset.frame") == frame
+    # the keyboard: down to the next arrow, Enter shows it
+    following = page.eval("document.activeElement.nextSibling.dataset.frame")
+    page.key("ArrowDown", "ArrowDown", 40)
+    page.key("Enter", "Enter", 13)
+    page.wait(f"document.getElementById('detail').dataset.frame === '{following}'", "Enter")
+    assert page.console_errors == []
+
+
+def test_lanes_and_errors_survive_greyscale(tmp_path: Path, chromium: browser.Chromium) -> None:
+    """Colour is never the only mark: each lane has its own dash pattern, an error arrow a
+    heavier line and a mark in its label, a severity its word."""
+    page = opened(chromium, make(tmp_path, CAPTURES / "091-channel-errors.pcap"))
+    lanes = page.eval(
+        "[...document.querySelectorAll('#diagram-legend line')]"
+        ".map(l => l.getAttribute('stroke-dasharray'))"
+    )
+    assert len(lanes) >= 2 and len(set(lanes)) == len(lanes)
+    errors = page.eval(
+        "[...document.querySelectorAll('#sequence g.arrow.error')]"
+        ".map(g => [g.querySelector('line').getAttribute('stroke-width'),"
+        " g.querySelector('text.label').textContent])"
+    )
+    assert errors and all(w == "3" and label[0] in "\u2716\u26a0" for w, label in errors)
+    badges = page.eval("[...document.querySelectorAll('.badge')].map(b => b.textContent)")
+    assert badges and set(badges) <= {"ERROR", "WARNING", "INFO"}
+
+
+def test_print_stylesheet(tmp_path: Path, chromium: browser.Chromium) -> None:
+    page = opened(chromium, make(tmp_path, CAPTURES / "10-drain.pcap"))
+    page.send("Emulation.setEmulatedMedia", media="print")
+    hidden = page.eval(
+        "['nav', '.controls'].map(s => getComputedStyle(document.querySelector(s)).display)"
+    )
+    assert hidden == ["none", "none"]
+    overflow = page.eval("getComputedStyle(document.getElementById('diagram-svg')).overflow")
+    assert overflow == "visible"
+    pdf = page.send("Page.printToPDF", printBackground=False)["data"]
+    assert len(pdf) > 10_000
+    page.send("Emulation.setEmulatedMedia", media="")
+
+
+@pytest.fixture(scope="module")
+def hostile_capture(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A client declares a queue named HOSTILE; the server refuses it, quoting the name."""
+    where = tmp_path_factory.mktemp("hostile")
+    chunks = [(True, peers.protocol_header_091())]
+    chunks.append((True, pika.frame.Method(1, pika.spec.Channel.Open()).marshal()))
+    chunks.append((False, pika.frame.Method(1, pika.spec.Channel.OpenOk()).marshal()))
+    declare = pika.spec.Queue.Declare(queue=HOSTILE, passive=True)
+    chunks.append((True, pika.frame.Method(1, declare).marshal()))
+    refused = pika.spec.Channel.Close(404, f"NOT_FOUND - no queue '{HOSTILE}'", 50, 10)
+    chunks.append((False, pika.frame.Method(1, refused).marshal()))
+    return write_pcap(where / "hostile.pcap", chunks)
+
+
+def test_hostile_strings_are_inert(
+    tmp_path: Path, chromium: browser.Chromium, hostile_capture: Path
+) -> None:
+    page_file = make(tmp_path, hostile_capture)
+    page = opened(chromium, page_file)
+    assert page.eval("typeof window.pwned") == "undefined"
+    assert page.eval("document.getElementById('injected') === null")
+    assert page.eval("document.querySelectorAll('img, main script').length") == 0
+    listed = page.eval("document.querySelector('#frames tbody').textContent")
+    assert "<script>window.pwned=1</script>" in listed  # shown as the text it is
+    assert "\u202e" not in listed
+    page.eval("window.amqpscopeReport.goToFrame(3)")  # the declare, its name in full
+    detail = page.eval("document.getElementById('detail-body').textContent")
+    assert HOSTILE.split("\u202e")[0] in detail
+    assert "\u202e" not in detail and "\\u202etxt.exe\\u2066" in detail  # visible escapes
+    drawn = page.eval("document.getElementById('sequence').textContent")
+    assert "<img src=x" in drawn
+    assert page.console_errors == []
+    assert foreign(page, page_file) == []
