@@ -41,6 +41,11 @@ def data_of(page: bytes) -> dict:
     return json.loads(match.group(1))
 
 
+def cell(data: dict, unit: dict, column: str) -> object:
+    """A link's or channel's value in the tables, by its column's heading."""
+    return unit["cells"][data["columns"][unit["kind"]].index(column)]
+
+
 def read_json(capture: str, *args: str) -> list[dict]:
     result = CliRunner().invoke(
         main, ["read", "--json", *args, str(CAPTURES / capture)], catch_exceptions=False
@@ -67,25 +72,35 @@ def test_every_frame_has_a_row_and_a_tree(tmp_path: Path, capture: str) -> None:
         assert row[2] == record["conn"] and row[3] == record["dir"]
         assert row[4] == record["channel"]
         assert bool(row[7] & FINDING) == bool(record["findings"])
-        tree = {node["name"]: node for node in data["details"][str(record["frame"])]}
-        assert tree["name"]["value"] == record["name"]
-        assert tree["frame"]["value"] == record["frame"]
-        fields = {node["name"] for node in tree["fields"].get("children", [])}
+        # nodes: [name, value, type, children, ...]
+        tree = {node[0]: node for node in data["details"][str(record["frame"])]}
+        assert tree["name"][1] == record["name"]
+        assert tree["frame"][1] == record["frame"]
+        fields = {node[0] for node in (tree["fields"][3] if len(tree["fields"]) > 3 else [])}
         assert fields == set(record["fields"])
 
 
 def test_links_and_channels_match_the_summary_and_ground_truth(tmp_path: Path) -> None:
     data = data_of(make(tmp_path, "091-qos-prefetch.pcap"))
     truth = json.loads((CAPTURES / "091-qos-prefetch.json").read_text())["expect"]
-    channels = [u for u in data["units"] if u["kind"] == "channel" and u["row"]["deliveries"]]
+    summary = json.loads(
+        CliRunner()
+        .invoke(main, ["summary", "--json", str(CAPTURES / "091-qos-prefetch.pcap")])
+        .stdout
+    )
+    (expected,) = [c for c in summary["connections"][0]["channels"] if c["deliveries"]]
+    channels = [u for u in data["units"] if u["kind"] == "channel" and cell(data, u, "deliveries")]
     assert len(channels) == 1
     (channel,) = channels
-    assert channel["row"]["deliveries"] == truth["deliveries"]
-    assert channel["row"]["prefetch"]["count"] == truth["prefetch_count"]
+    assert cell(data, channel, "deliveries") == truth["deliveries"]
+    assert cell(data, channel, "prefetch") == truth["prefetch_count"]
+    assert cell(data, channel, "max unacked") == truth["max_unacked"]
+    assert cell(data, channel, "consumer queues") == expected["consumers"][0]["queue"]
+    assert cell(data, channel, "ack p50 ms") == expected["ack-latency-ms"]["p50"]
     # the ack-latency histogram holds every ack the client sent, its bars over min..max
     histogram = channel["histograms"]["ack latency"]
-    assert sum(histogram["counts"]) == channel["row"]["ack-latency-ms"]["count"]
-    assert histogram["low"] == pytest.approx(channel["row"]["ack-latency-ms"]["min"], abs=1e-3)
+    assert sum(histogram["counts"]) == truth["acks"]
+    assert histogram["low"] == pytest.approx(expected["ack-latency-ms"]["min"], abs=1e-3)
     assert channel["series"]["unacked"]["max"]  # a level to plot, time from the first frame
     assert 0 <= channel["series"]["unacked"]["start"] <= data["facts"]["duration"]
 
@@ -94,8 +109,8 @@ def test_links_and_session_windows_of_a_10_capture(tmp_path: Path) -> None:
     data = data_of(make(tmp_path, "10-send-receive.pcap"))
     truth = json.loads((CAPTURES / "10-send-receive.json").read_text())
     links = [u for u in data["units"] if u["kind"] == "link"]
-    assert {u["row"]["role"] for u in links} == {"sender", "receiver"}
-    delivered = sum(u["row"]["deliveries"] for u in links if u["row"]["role"] == "sender")
+    assert {cell(data, u, "role") for u in links} == {"sender", "receiver"}
+    delivered = sum(cell(data, u, "deliveries") for u in links if cell(data, u, "role") == "sender")
     assert delivered == truth["expect"]["transfers_sent"]
     assert all(u["series"]["link-credit"] for u in links)
     # a window point per begin and per flow that changed the stated incoming-window
@@ -160,7 +175,7 @@ def test_no_password_unless_asked(tmp_path: Path, capture: str) -> None:
     values = json.dumps(data["details"])
     assert "<redacted>" in values.replace("\\u003c", "<").replace("\\u003e", ">")
     shown = make(tmp_path, capture, "--show-secrets").decode()
-    assert f'"value":"{password}"' in shown
+    assert f'["password","{password}"' in shown
 
 
 def test_redact_bodies_keeps_no_payload(tmp_path: Path) -> None:
@@ -246,3 +261,22 @@ def test_bad_input_is_one_line(tmp_path: Path, args: list[str], code: int, messa
     result = CliRunner().invoke(main, argv)
     assert result.exit_code == code
     assert message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_100k_frame_capture_stays_under_5_mb(tmp_path: Path) -> None:
+    """610 copies of a recorded connection (made at run time): 100,040 frames. The page keeps
+    MAX_ROWS rows, says how many it left out, and stays under 5 MB."""
+    from tests.bigcapture import multiply
+
+    big = tmp_path / "big.pcap"
+    multiply(CAPTURES / "091-qos-prefetch.pcap", big, 610)
+    out = tmp_path / "big.html"
+    result = CliRunner().invoke(main, ["report", str(big), "-o", str(out)])
+    assert result.exit_code == 0, result.stderr
+    page = out.read_bytes()
+    assert len(page) < 5_000_000
+    data = data_of(page)
+    assert data["facts"]["frames"] == 610 * 164
+    assert data["facts"]["rows-left-out"] == data["facts"]["frames"] - len(data["rows"]) > 0
+    assert len(data["connections"]) == 610 and len(data["units"]) == 610
+    assert sum(1 for u in data["units"] if u["plotted"]) == 24

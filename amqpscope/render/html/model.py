@@ -32,9 +32,11 @@ from amqpscope.track.tracker import Tracker
 #: frames with a row in the diagram and the frame list
 MAX_ROWS: Final = 20_000
 #: frames with a detail tree kept (the first ones)
-MAX_DETAILS: Final = 2_000
+MAX_DETAILS: Final = 1_000
 #: frames past MAX_DETAILS that still keep a tree because they hold a finding or an error
-MAX_EVIDENCE: Final = 2_000
+MAX_EVIDENCE: Final = 500
+#: links and channels whose series and histograms are kept for plots (all keep a table row)
+MAX_PLOTTED: Final = 24
 #: points of one session-window series; later changes are counted, not kept
 MAX_WINDOW_POINTS: Final = 2_000
 #: bars of a latency histogram
@@ -97,7 +99,7 @@ class ReportBuilder:
         self.rows: list[list[Any]] = []
         self.rows_left_out = 0
         self.matched = 0
-        self.details: dict[int, list[dict[str, Any]]] = {}
+        self.details: dict[int, list[list[Any]]] = {}
         self.evidence_kept = 0
         self.details_left_out = 0
         #: (conn, channel, dir) -> [[t, incoming-window], ...] from begin and flow frames
@@ -129,10 +131,10 @@ class ReportBuilder:
         else:
             self.rows_left_out += 1
         if len(self.details) < self.max_details:
-            self.details[frame.number] = detail_tree(frame)
+            self.details[frame.number] = compact_tree(detail_tree(frame))
         elif error and self.evidence_kept < MAX_EVIDENCE:  # evidence links must land
             self.evidence_kept += 1
-            self.details[frame.number] = detail_tree(frame)
+            self.details[frame.number] = compact_tree(detail_tree(frame))
         else:
             self.details_left_out += 1
 
@@ -195,7 +197,13 @@ class ReportBuilder:
                 else diagnoses_from(found + loose, origin),
                 "connections": [_connection(c) for c in summary["connections"]],
                 "undecoded": summary.get("undecoded", []),
-                "units": [u for conn in tracker.connections.values() for u in _units(conn, origin)],
+                "units": _plotted(
+                    [u for conn in tracker.connections.values() for u in _units(conn, origin)]
+                ),
+                "columns": {
+                    "link": [name for name, _ in LINK_COLUMNS],
+                    "channel": [name for name, _ in CHANNEL_COLUMNS],
+                },
                 "windows": [
                     {"conn": c, "channel": ch, "dir": d, "points": points}
                     for (c, ch, d), points in sorted(self.windows.items())
@@ -204,6 +212,71 @@ class ReportBuilder:
                 "details": {str(n): tree for n, tree in self.details.items()},
             }
         )
+
+
+#: the tables' columns: (heading, path into a link's or channel's summary; "*" joins a list)
+LINK_COLUMNS: Final = (
+    ("handle", "handle"),
+    ("name", "name"),
+    ("role", "role"),
+    ("source", "source"),
+    ("target", "target"),
+    ("state", "state"),
+    ("deliveries", "deliveries"),
+    ("settled", "settled"),
+    ("unsettled", "unsettled"),
+    ("link-credit", "credit.link-credit"),
+    ("settle p50 ms", "latency.p50"),
+    ("settle p99 ms", "latency.p99"),
+)
+CHANNEL_COLUMNS: Final = (
+    ("channel", "channel"),
+    ("use", "use"),
+    ("state", "state"),
+    ("publishes", "publishes"),
+    ("deliveries", "deliveries"),
+    ("acks", "acks"),
+    ("nacks", "nacks"),
+    ("rejects", "rejects"),
+    ("unacked", "unacked"),
+    ("max unacked", "max-unacked"),
+    ("prefetch", "prefetch.count"),
+    ("consumer queues", "consumers.*.queue"),
+    ("ack p50 ms", "ack-latency-ms.p50"),
+    ("confirm p50 ms", "confirms.latency-ms.p50"),
+)
+
+
+def _at(value: Any, path: list[str]) -> Any:
+    for i, step in enumerate(path):
+        if step == "*":
+            items = value if isinstance(value, list) else []
+            found = [_at(item, path[i + 1 :]) for item in items]
+            return ", ".join(str(v) for v in found if v is not None) or None
+        if not isinstance(value, dict):
+            return None
+        value = value.get(step)
+    return value
+
+
+def _cells(row: dict[str, Any], columns: tuple[tuple[str, str], ...]) -> list[Any]:
+    """A link's or channel's table row: the values `columns` name, in order."""
+    return [_at(row, path.split(".")) for _, path in columns]
+
+
+def _plotted(units: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Series and histograms for the first MAX_PLOTTED units that have any; the rest keep their
+    table rows, marked `plotted` false."""
+    kept = 0
+    for unit in units:
+        has = any(unit["series"].values()) or any(unit["histograms"].values())
+        if has and kept < MAX_PLOTTED:
+            kept += 1
+            unit["plotted"] = True
+            continue
+        unit["plotted"] = False if has else None  # None: nothing to plot
+        unit["series"], unit["histograms"] = {}, {}
+    return units
 
 
 def _peer(product: Any, open_fields: Any) -> str:
@@ -276,7 +349,7 @@ def _units(conn: Any, origin: float) -> list[dict[str, Any]]:
                         "conn": conn.conn,
                         "kind": "link",
                         "label": f"c{conn.conn} h{row.get('handle')} {row.get('name')}",
-                        "row": row,
+                        "cells": _cells(row, LINK_COLUMNS),
                         "series": {k: _series(v, origin) for k, v in series.items()},
                         "histograms": {"settle latency": _histogram(link.latency.samples)},
                     }
@@ -292,7 +365,7 @@ def _units(conn: Any, origin: float) -> list[dict[str, Any]]:
                 "kind": "channel",
                 "label": f"c{conn.conn} ch{row.get('channel')}"
                 + (f" (use {row['use']})" if row.get("use", 1) != 1 else ""),
-                "row": row,
+                "cells": _cells(row, CHANNEL_COLUMNS),
                 "series": {k: _series(v, origin) for k, v in series.items()},
                 "histograms": {
                     "ack latency": _histogram(epoch.ack_latency.samples),
@@ -349,6 +422,26 @@ def _node(name: str, value: Any) -> dict[str, Any]:
     if isinstance(text, str) and len(text) > MAX_DETAIL_TEXT:
         text = text[: MAX_DETAIL_TEXT - 1] + "…"
     return {"name": name, "type": kind, "value": text}
+
+
+def compact_tree(nodes: list[dict[str, Any]]) -> list[list[Any]]:
+    """Tree nodes as the page keeps them, a third of the size: [name, value, type, children,
+    offset, length], trailing empty places left off."""
+    out = []
+    for node in nodes:
+        children = node.get("children")
+        item = [
+            node.get("name"),
+            node.get("value"),
+            node.get("type"),
+            compact_tree(children) if children else None,
+            node.get("offset"),
+            node.get("length"),
+        ]
+        while item and item[-1] is None:
+            item.pop()
+        out.append(item)
+    return out
 
 
 def detail_tree(frame: Frame) -> list[dict[str, Any]]:

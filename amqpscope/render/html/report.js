@@ -6,7 +6,7 @@
   var DATA = JSON.parse(document.getElementById("report-data").textContent);
   var ROWS = DATA.rows;
   var F_ERROR = 1, F_FINDING = 2, F_MATCH = 4, F_CONTENT = 8, F_TRANSPORT = 16;
-  var ARROWS_PER_PAGE = 300, ROWS_PER_PAGE = 200, MAX_PLOTTED_UNITS = 24;
+  var ARROWS_PER_PAGE = 300, ROWS_PER_PAGE = 200;
   // lanes: colours that differ in lightness too, and a dash pattern each, so that lanes stay
   // apart printed in grey
   var LANES = [
@@ -103,9 +103,11 @@
   }
 
   // ---- frame detail ----
-  function treeNode(node) {
+  // a node is [name, value, type, children, offset, length] (model.compact_tree)
+  function treeNode(n) {
+    var node = { name: n[0], value: n[1], type: n[2], children: n[3], offset: n[4], length: n[5] };
     var label = [el("span", { cls: "name", text: str(node.name) })];
-    if (node.value !== undefined) label.push(": ", el("span", { cls: "value", text: str(node.value) }));
+    if (node.value !== undefined && node.value !== null) label.push(": ", el("span", { cls: "value", text: str(node.value) }));
     if (node.type) label.push(el("span", { cls: "type", text: " (" + node.type + ")" }));
     if (node.offset !== undefined && node.offset !== null) label.push(el("span", { cls: "type", text: " @" + node.offset + "+" + str(node.length) }));
     if (node.children && node.children.length) {
@@ -294,10 +296,8 @@
     var units = DATA.units.filter(function (u) {
       return Object.keys(u.series).some(function (k) { return u.series[k]; });
     });
-    if (units.length > MAX_PLOTTED_UNITS) {
-      area.appendChild(el("p", { text: units.length + " links and channels; the first " + MAX_PLOTTED_UNITS + " are plotted (use --from/--to for others)." }));
-      units = units.slice(0, MAX_PLOTTED_UNITS);
-    }
+    var unplotted = DATA.units.filter(function (u) { return u.plotted === false; }).length;
+    if (unplotted) area.appendChild(el("p", { text: unplotted + " links and channels are not plotted: the report plots the first ones that carried deliveries (the tables list them all; --conn picks others)." }));
     units.forEach(function (u) {
       var s = u.series;
       var levels = ["link-credit", "unsettled", "unacked"].filter(function (k) { return s[k]; });
@@ -343,36 +343,17 @@
   }
 
   // ---- tables ----
-  var LINK_COLUMNS = [
-    ["conn", function (u) { return "c" + u.conn; }], ["handle", "handle"], ["name", "name"], ["role", "role"],
-    ["source", function (u) { return str(u.row.source); }], ["target", function (u) { return str(u.row.target); }],
-    ["state", "state"], ["deliveries", "deliveries"], ["settled", "settled"], ["unsettled", "unsettled"],
-    ["link-credit", function (u) { return u.row.credit ? str(u.row.credit["link-credit"]) : ""; }],
-    ["settle p50 ms", function (u) { return u.row.latency ? str(u.row.latency.p50) : ""; }],
-    ["settle p99 ms", function (u) { return u.row.latency ? str(u.row.latency.p99) : ""; }]
-  ];
-  var CHANNEL_COLUMNS = [
-    ["conn", function (u) { return "c" + u.conn; }], ["channel", "channel"], ["state", "state"],
-    ["publishes", "publishes"], ["deliveries", "deliveries"], ["acks", "acks"], ["nacks", "nacks"],
-    ["rejects", "rejects"], ["unacked", "unacked"],
-    ["prefetch", function (u) { return u.row.prefetch ? str(u.row.prefetch.count) : ""; }],
-    ["consumers", function (u) { return (u.row.consumers || []).map(function (c) { return c.queue; }).join(", "); }],
-    ["ack p50 ms", function (u) { return u.row["ack-latency-ms"] ? str(u.row["ack-latency-ms"].p50) : ""; }],
-    ["confirm p50 ms", function (u) { var l = u.row.confirms && u.row.confirms["latency-ms"]; return l ? str(l.p50) : ""; }]
-  ];
-  function unitTable(id, kind, columns) {
+  function unitTable(id, kind) {
     var table = document.getElementById(id);
     var units = DATA.units.filter(function (u) { return u.kind === kind; });
     if (!units.length) { table.parentNode.hidden = true; return; }
-    var head = el("tr");
-    columns.forEach(function (c) { head.appendChild(el("th", { scope: "col", text: c[0] })); });
+    var head = el("tr", {}, [el("th", { scope: "col", text: "conn" })]);
+    DATA.columns[kind].forEach(function (c) { head.appendChild(el("th", { scope: "col", text: c })); });
     table.querySelector("thead").appendChild(head);
     var body = table.querySelector("tbody");
     units.forEach(function (u) {
-      var tr = el("tr");
-      columns.forEach(function (c) {
-        tr.appendChild(el("td", { text: typeof c[1] === "function" ? c[1](u) : str(u.row[c[1]]) }));
-      });
+      var tr = el("tr", {}, [el("td", { text: "c" + u.conn })]);
+      u.cells.forEach(function (v) { tr.appendChild(el("td", { text: str(v) })); });
       body.appendChild(tr);
     });
     var search = document.getElementById(id + "-search");
@@ -423,8 +404,8 @@
   overview();
   diagramControls();
   drawDiagram();
-  unitTable("links", "link", LINK_COLUMNS);
-  unitTable("channels", "channel", CHANNEL_COLUMNS);
+  unitTable("links", "link");
+  unitTable("channels", "channel");
   frameControls();
   drawFrames();
   try { plots(); } catch (e) { console.error("plots: " + e); }
