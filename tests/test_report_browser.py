@@ -3,9 +3,6 @@ protocol (tests/browser.py). Each page opens from disk with no console error and
 its own file (and the data: images BokehJS draws its toolbar with), draws its diagram and its
 plots, shows a frame when its arrow is clicked or chosen with the keyboard, prints without its
 controls, and keeps hostile strings as text.
-
-The hostile capture is made by pika's encoder (queue names holding markup, a script tag and a
-right-to-left override, as a peer could send them), wrapped in a pcap.
 """
 
 from __future__ import annotations
@@ -15,15 +12,12 @@ import json
 import re
 from pathlib import Path
 
-import pika.frame
-import pika.spec
 import pytest
 from click.testing import CliRunner
 from PIL import Image
 
 from amqpscope.cli import main
-from tests import browser, peers
-from tests.test_secrets import write_pcap
+from tests import browser
 
 pytestmark = pytest.mark.skipif(not browser.available(), reason="needs Debian's chromium")
 
@@ -202,36 +196,35 @@ def test_print_stylesheet(tmp_path: Path, chromium: browser.Chromium) -> None:
     page.send("Emulation.setEmulatedMedia", media="")
 
 
-@pytest.fixture(scope="module")
-def hostile_capture(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A client declares a queue named HOSTILE; the server refuses it, quoting the name."""
-    where = tmp_path_factory.mktemp("hostile")
-    chunks = [(True, peers.protocol_header_091())]
-    chunks.append((True, pika.frame.Method(1, pika.spec.Channel.Open()).marshal()))
-    chunks.append((False, pika.frame.Method(1, pika.spec.Channel.OpenOk()).marshal()))
-    declare = pika.spec.Queue.Declare(queue=HOSTILE, passive=True)
-    chunks.append((True, pika.frame.Method(1, declare).marshal()))
-    refused = pika.spec.Channel.Close(404, f"NOT_FOUND - no queue '{HOSTILE}'", 50, 10)
-    chunks.append((False, pika.frame.Method(1, refused).marshal()))
-    return write_pcap(where / "hostile.pcap", chunks)
-
-
-def test_hostile_strings_are_inert(
-    tmp_path: Path, chromium: browser.Chromium, hostile_capture: Path
-) -> None:
-    page_file = make(tmp_path, hostile_capture)
+def test_hostile_strings_are_inert(tmp_path: Path, chromium: browser.Chromium) -> None:
+    """Recorded from RabbitMQ (captures/scenarios/html.py): a queue, a message body and an
+    app-id holding a script element, an img with onerror, an element with an id and direction
+    controls."""
+    truth = json.loads((CAPTURES / "091-html-names.json").read_text())["expect"]
+    queue, app_id = truth["queue"], truth["app_id"]
+    page_file = make(tmp_path, CAPTURES / "091-html-names.pcap")
     page = opened(chromium, page_file)
     assert page.eval("typeof window.pwned") == "undefined"
     assert page.eval("document.getElementById('injected') === null")
-    assert page.eval("document.querySelectorAll('img, main script').length") == 0
+    assert page.eval("document.querySelectorAll('img, main script, b').length") == 0
     listed = page.eval("document.querySelector('#frames tbody').textContent")
     assert "<script>window.pwned=1</script>" in listed  # shown as the text it is
     assert "\u202e" not in listed
-    page.eval("window.amqpscopeReport.goToFrame(3)")  # the declare, its name in full
-    detail = page.eval("document.getElementById('detail-body').textContent")
-    assert HOSTILE.split("\u202e")[0] in detail
-    assert "\u202e" not in detail and "\\u202etxt.exe\\u2066" in detail  # visible escapes
     drawn = page.eval("document.getElementById('sequence').textContent")
-    assert "<img src=x" in drawn
+    assert "q=amqpscope.091-html-names.<script>window.pwned=1</script><im…" in drawn
+    rows = page.eval("JSON.parse(document.getElementById('report-data').textContent).rows")
+    shown = {}
+    for name in ("queue.declare", "content-header", "channel.close"):
+        number = next(r[0] for r in rows if r[5] == name)
+        page.eval(f"window.amqpscopeReport.goToFrame({number})")
+        shown[name] = page.eval("document.getElementById('detail-body').textContent")
+    escaped = queue.replace("\u202e", "\\u202e").replace("\u2066", "\\u2066")
+    assert escaped in shown["queue.declare"]  # whole, its controls as visible escapes
+    assert (
+        app_id.replace("\u202e", "\\u202e").replace("\u2066", "\\u2066") in shown["content-header"]
+    )
+    missing = truth["missing_queue"].replace("\u202e", "\\u202e").replace("\u2066", "\\u2066")
+    assert missing in shown["channel.close"]  # the broker's reply text quotes the name
+    assert not any("\u202e" in text or "\u2066" in text for text in shown.values())
     assert page.console_errors == []
     assert foreign(page, page_file) == []
