@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -281,3 +283,24 @@ def test_a_100k_frame_capture_stays_under_5_mb(tmp_path: Path) -> None:
     assert data["facts"]["rows-left-out"] == data["facts"]["frames"] - len(data["rows"]) > 0
     assert len(data["connections"]) == 610 and len(data["units"]) == 610
     assert sum(1 for u in data["units"] if u["plotted"]) == 24
+
+
+def test_standard_input_and_a_key_log(tmp_path: Path) -> None:
+    """`report -` reads a capture from a pipe; --keylog decrypts TLS as `read` does."""
+    out = tmp_path / "tls.html"
+    capture = (CAPTURES / "091-tls12.pcap").read_bytes()
+    keys = str(CAPTURES / "091-tls12.keys")
+    result = subprocess.run(
+        [sys.executable, "-m", "amqpscope.cli", "report", "-", "-o", str(out), "--keylog", keys],
+        input=capture,
+        capture_output=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    data = data_of(out.read_bytes())
+    wanted = read_json("091-tls12.pcap", "--keylog", keys)
+    assert data["facts"]["file"] == "standard input"
+    assert [r[0] for r in data["rows"]] == [r["frame"] for r in wanted]
+    names = {r[0]: r[5] for r in data["rows"]}
+    assert all(names[r["frame"]] == r["name"] for r in wanted if r["kind"] != "transport")
+    assert "connection.open" in {r[5] for r in data["rows"]}

@@ -228,3 +228,49 @@ def test_hostile_strings_are_inert(tmp_path: Path, chromium: browser.Chromium) -
     assert not any("\u202e" in text or "\u2066" in text for text in shown.values())
     assert page.console_errors == []
     assert foreign(page, page_file) == []
+
+
+def test_diagnoses_plug_in_and_link_to_their_evidence(
+    tmp_path: Path, chromium: browser.Chromium
+) -> None:
+    """The seam for `diagnose` (issue 21): Diagnosis dicts, here made from the tracker's own
+    prefetch findings, are listed first with where and when, each evidence frame a button."""
+    from amqpscope.capture.files import open_capture
+    from amqpscope.dissect import Dissector
+    from amqpscope.render.html import report_data
+    from amqpscope.render.html.page import render_page
+
+    def diagnose(tracker: object) -> list[dict]:
+        found = [f for f in tracker.findings if f.code == "amqp091.prefetch-saturated"]  # type: ignore[attr-defined]
+        return [
+            {
+                "code": "consumer.slow",
+                "severity": "warning",
+                "title": "the consumer acks slower than the prefetch fills",
+                "explanation": "every delivery the prefetch allowed was waiting for an ack",
+                "conn": found[0].conn,
+                "channel": 1,
+                "queue": "amqpscope.091-qos-prefetch.q",
+                "start": 0.25,
+                "duration": 0.5,
+                "evidence": [f.frame for f in found],
+            }
+        ]
+
+    dissector = Dissector()
+    with open_capture(str(CAPTURES / "091-qos-prefetch.pcap")) as capture:
+        data = report_data(dissector.run(capture), {"file": "x"}, diagnose=diagnose)
+    page_file = tmp_path / "diagnosed.html"
+    page_file.write_bytes(render_page(data))
+    page = opened(chromium, page_file)
+    item = page.eval("document.querySelector('#diagnoses li').textContent")
+    assert "consumer.slow" in item and "channel 1" in item and "at 0.250 s for 0.500 s" in item
+    evidence = data["diagnoses"][0]["evidence"]
+    assert page.eval("document.querySelectorAll('#diagnoses button.evidence').length") == len(
+        evidence
+    )
+    page.click("#diagnoses button.evidence")
+    page.wait(
+        f"document.getElementById('detail').dataset.frame === '{evidence[0]}'", "the evidence"
+    )
+    assert page.console_errors == []

@@ -19,13 +19,17 @@ def report_data(
     loose: Callable[[], list[Finding]] | None = None,
     tracker: Tracker | None = None,
     keeps: Callable[[Frame, float], bool] | None = None,
+    diagnose: Callable[[Tracker], list[dict[str, Any]]] | None = None,
 ) -> dict[str, Any]:
     """Track `frames` and gather the page's data. `loose` gives, once the frames are read, the
-    findings no frame carries (the capture's and the dissector's)."""
+    findings no frame carries (the capture's and the dissector's). `diagnose` turns the
+    finished tracker into `Diagnosis.to_json()` dicts; without it the overview lists the
+    findings (`model.diagnoses_from`)."""
     tracker = tracker or Tracker()
     builder = ReportBuilder(accepts, keeps=keeps)
     for frame in frames:
         tracker.feed(frame)  # first: the findings it raises ride the frame
         builder.add(frame)
     tracker.finish()
-    return builder.build(tracker, facts, loose() if loose else [])
+    diagnoses = diagnose(tracker) if diagnose is not None else None
+    return builder.build(tracker, facts, loose() if loose else [], diagnoses)

@@ -73,7 +73,16 @@
         el("code", { text: str(d.code) }), " ",
         el("span", { text: str(d.title) })
       ]);
-      if (d.conn !== null && d.conn !== undefined) item.appendChild(el("span", { cls: "muted", text: " (connection c" + d.conn + ")" }));
+      var where = [];
+      if (d.conn !== null && d.conn !== undefined) where.push("connection c" + d.conn);
+      ["channel", "session", "link", "queue", "address"].forEach(function (k) {
+        if (d[k] !== null && d[k] !== undefined) where.push(k + " " + d[k]);
+      });
+      if (typeof d.start === "number") {
+        var start = d.start > 1e8 ? d.start - DATA.facts.start : d.start;  // absolute or relative
+        where.push("at " + start.toFixed(3) + " s" + (typeof d.duration === "number" ? " for " + d.duration.toFixed(3) + " s" : ""));
+      }
+      if (where.length) item.appendChild(el("span", { cls: "muted", text: " (" + where.join(", ") + ")" }));
       if (d.explanation) item.appendChild(el("p", { text: d.explanation }));
       (d.evidence || []).forEach(function (n) {
         var b = el("button", { type: "button", cls: "evidence", text: "frame " + n });
