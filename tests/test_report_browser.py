@@ -274,3 +274,34 @@ def test_diagnoses_plug_in_and_link_to_their_evidence(
         f"document.getElementById('detail').dataset.frame === '{evidence[0]}'", "the evidence"
     )
     assert page.console_errors == []
+
+
+def test_zoom_to_a_time_range(tmp_path: Path, chromium: browser.Chromium) -> None:
+    """Typed in, or taken from the plots (as panned or zoomed there): the diagram then draws
+    only the arrows of frames in the range."""
+    page = opened(chromium, make(tmp_path, CAPTURES / "091-qos-prefetch.pcap"))
+    every = page.eval("document.querySelectorAll('#sequence g.arrow').length")
+
+    def times() -> list[float]:
+        return [
+            float(t.split()[1])
+            for t in page.eval(
+                "[...document.querySelectorAll('#sequence g.arrow text.when')]"
+                ".map(t => t.textContent)"
+            )
+        ]
+
+    page.eval("document.getElementById('diagram-from').value = '0.5'")
+    page.eval("document.getElementById('diagram-to').value = '0.9'")
+    page.click("#diagram-zoom")
+    zoomed = times()
+    assert 0 < len(zoomed) < every and all(0.5 <= t <= 0.9 for t in zoomed)
+    page.eval(
+        "(() => { const r = window.amqpscopeReport.plotRange(); r.start = 1.0; r.end = 1.1; })()"
+    )
+    page.click("#diagram-from-plots")
+    from_plots = times()
+    assert from_plots and all(1.0 <= t <= 1.1 for t in from_plots)
+    page.click("#diagram-reset")
+    assert page.eval("document.querySelectorAll('#sequence g.arrow').length") == every
+    assert page.console_errors == []

@@ -269,12 +269,19 @@
     document.getElementById("diagram-reset").addEventListener("click", function () {
       document.getElementById("diagram-from").value = ""; document.getElementById("diagram-to").value = ""; range();
     });
+    // the time range the plots show (panned or zoomed there) becomes the diagram's
+    document.getElementById("diagram-from-plots").addEventListener("click", function () {
+      if (!plotRange) return;
+      document.getElementById("diagram-from").value = plotRange.start.toFixed(6);
+      document.getElementById("diagram-to").value = plotRange.end.toFixed(6);
+      range();
+    });
     document.getElementById("diagram-prev").addEventListener("click", function () { if (diagram.page > 0) { diagram.page--; drawDiagram(); } });
     document.getElementById("diagram-next").addEventListener("click", function () { diagram.page++; drawDiagram(); });
   }
 
   // ---- plots (BokehJS) ----
-  var plotsDone = false;
+  var plotsDone = false, plotRange = null;
   function plots() {
     var area = document.getElementById("plot-area");
     if (typeof Bokeh === "undefined" || !Bokeh.Plotting) {
@@ -283,7 +290,7 @@
     }
     var P = Bokeh.Plotting;
     var duration = DATA.facts.duration || 1e-3;
-    var xr = new Bokeh.Range1d({ start: 0, end: duration });
+    var xr = plotRange = new Bokeh.Range1d({ start: 0, end: duration });
     var figures = [];
     function figure(title, ylabel, xrange, xlabel) {
       return P.figure({ title: title, height: 220, width: 900, x_range: xrange, x_axis_label: xlabel || "seconds from the first frame", y_axis_label: ylabel, tools: "xpan,xwheel_zoom,box_zoom,reset,save", output_backend: "canvas" });
@@ -418,6 +425,10 @@
   frameControls();
   drawFrames();
   try { plots(); } catch (e) { console.error("plots: " + e); }
-  window.amqpscopeReport = { goToFrame: goToFrame, plotsDone: function () { return plotsDone; } };
+  window.amqpscopeReport = {
+    goToFrame: goToFrame,
+    plotsDone: function () { return plotsDone; },
+    plotRange: function () { return plotRange; }
+  };
   document.body.setAttribute("data-ready", "1");
 })();
