@@ -321,7 +321,9 @@ def _histogram(samples: list[float]) -> dict[str, Any] | None:
         return None
     ms = [s * 1000.0 for s in samples]
     low, high = min(ms), max(ms)
-    width = (high - low) / HISTOGRAM_BINS or 1.0
+    if high == low:  # one value: one bar, a tenth of it wide (a microsecond at least)
+        return {"low": round(low, 3), "width": max(round(low / 10, 3), 0.001), "counts": [len(ms)]}
+    width = (high - low) / HISTOGRAM_BINS
     counts = [0] * HISTOGRAM_BINS
     for value in ms:
         counts[min(int((value - low) / width), HISTOGRAM_BINS - 1)] += 1

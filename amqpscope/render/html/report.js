@@ -14,6 +14,7 @@
     ["#00838f", "4 4"], ["#5d4037", "1 2"], ["#455a64", "10 2"], ["#ad1457", "3 1"]
   ];
   var SVGNS = "http://www.w3.org/2000/svg";
+  var CONNECTION_FRAMES_10 = ["open", "close", "empty", "heartbeat"];
 
   function el(tag, attrs, children) {
     var node = document.createElement(tag);
@@ -189,12 +190,14 @@
     var lanes = {};
     shown.forEach(function (a, i) {
       var r = a.row, y = top + i * step + 20;
-      var lane = laneOf(r[4], lanes);
+      // 1.0's connection frames ride channel 0 but belong to no session
+      var channel = c.version === "1.0" && CONNECTION_FRAMES_10.indexOf(r[5]) >= 0 ? null : r[4];
+      var lane = laneOf(channel, lanes);
       var c2s = r[3] !== "s2c";
       var x1 = c2s ? left : right, x2 = c2s ? right : left;
       var error = r[7] & F_ERROR, finding = r[7] & F_FINDING;
       var g = svg("g", { "class": "arrow" + (error ? " error" : "") + (finding ? " finding" : ""), tabindex: "0", role: "button", "data-frame": String(r[0]) });
-      var label = (r[4] !== null && r[4] !== undefined ? (DATA.connections.length && c.version === "1.0" ? "s" : "ch") + r[4] + " " : "") + r[5] + (r[6] ? " " + r[6] : "");
+      var label = (channel !== null && channel !== undefined ? (c.version === "1.0" ? "s" : "ch") + channel + " " : "") + r[5] + (r[6] ? " " + r[6] : "");
       if (a.folded.length) label += "  [+" + a.folded.length + " folded]";
       if (finding) label = "\u26a0 " + label + "  (" + r[8].join(", ") + ")";
       else if (error) label = "\u2716 " + label;
@@ -205,7 +208,7 @@
       var head = c2s ? (x2 - 9) + "," + (y - 5) + " " + x2 + "," + y + " " + (x2 - 9) + "," + (y + 5)
                      : (x2 + 9) + "," + (y - 5) + " " + x2 + "," + y + " " + (x2 + 9) + "," + (y + 5);
       g.appendChild(svg("polygon", { points: head, fill: error ? "#c00000" : lane[0] }));
-      var text = label.length > 110 ? label.slice(0, 109) + "\u2026" : label;
+      var text = label.length > 96 ? label.slice(0, 95) + "\u2026" : label;
       g.appendChild(svg("text", { x: (left + right) / 2, y: y - 5, "text-anchor": "middle", "class": "label" }, text));
       g.addEventListener("click", function () { select(g); });
       g.addEventListener("keydown", function (ev) {
@@ -290,7 +293,22 @@
     }
     var P = Bokeh.Plotting;
     var duration = DATA.facts.duration || 1e-3;
-    var xr = plotRange = new Bokeh.Range1d({ start: 0, end: duration });
+    // the plots open on the time their series cover (often far less than the capture's)
+    var first = Infinity, last = -Infinity;
+    DATA.units.forEach(function (u) {
+      Object.keys(u.series).forEach(function (k) {
+        var s = u.series[k];
+        if (!s) return;
+        var n = (s.max || s.counts).length;
+        first = Math.min(first, s.start); last = Math.max(last, s.start + n * s["bucket-seconds"]);
+      });
+    });
+    DATA.windows.forEach(function (w) {
+      first = Math.min(first, w.points[0][0]); last = Math.max(last, w.points[w.points.length - 1][0]);
+    });
+    if (!(last > first)) { first = 0; last = duration; }
+    var pad = (last - first) * 0.05;
+    var xr = plotRange = new Bokeh.Range1d({ start: Math.max(0, first - pad), end: last + pad });
     var figures = [];
     function figure(title, ylabel, xrange, xlabel) {
       return P.figure({ title: title, height: 220, width: 900, x_range: xrange, x_axis_label: xlabel || "seconds from the first frame", y_axis_label: ylabel, tools: "xpan,xwheel_zoom,box_zoom,reset,save", output_backend: "canvas" });
@@ -331,7 +349,7 @@
       Object.keys(u.histograms).forEach(function (name) {
         var h = u.histograms[name];
         if (!h) return;
-        var hx = new Bokeh.Range1d({ start: h.low, end: h.low + h.width * h.counts.length });
+        var hx = new Bokeh.Range1d({ start: Math.max(0, h.low - h.width), end: h.low + h.width * (h.counts.length + 1) });
         var r = figure(u.label + ": " + name + " histogram", "deliveries", hx, name + " (ms)");
         var left = [], right = [], top = [], bottom = [];
         h.counts.forEach(function (n, i) { left.push(h.low + i * h.width); right.push(h.low + (i + 1) * h.width); top.push(n); bottom.push(0); });
