@@ -10,6 +10,7 @@ recording code).
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -59,6 +60,37 @@ def read_json(capture: str, *args: str) -> list[dict]:
 @pytest.mark.parametrize("capture", ["091-qos-prefetch.pcap", "10-drain.pcap"])
 def test_same_bytes_twice(tmp_path: Path, capture: str) -> None:
     assert make(tmp_path, capture) == make(tmp_path, capture)
+
+
+def test_same_bytes_from_separate_processes(tmp_path: Path) -> None:
+    """Another interpreter, another hash seed: still the same page."""
+    pages = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"{seed}.html"
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        capture = str(CAPTURES / "10-outcomes.pcap")
+        subprocess.run(
+            [sys.executable, "-m", "amqpscope.cli", "report", capture, "-o", str(out)],
+            check=True,
+            env=env,
+            timeout=120,
+        )
+        pages.append(out.read_bytes())
+    assert pages[0] == pages[1]
+
+
+def test_without_bokeh_one_line_and_exit_1(tmp_path: Path) -> None:
+    """The `report` extra not installed: said before the capture is read, no page written."""
+    out = tmp_path / "r.html"
+    code = (
+        "import sys; sys.modules['bokeh'] = None; from amqpscope.cli import main;"
+        f" sys.argv = ['amqpscope', 'report', {str(CAPTURES / '10-drain.pcap')!r}, '-o', "
+        f"{str(out)!r}]; main()"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 1
+    assert result.stderr == "amqpscope: the report needs Bokeh: pip install 'amqpscope[report]'\n"
+    assert not out.exists()
 
 
 @pytest.mark.parametrize(

@@ -30,6 +30,7 @@ PAGES = [
     "10-send-receive.pcap",
     "10-drain.pcap",
     "10-bad-address.pcap",
+    "091-killed-consumer.pcap",  # a stall: the consumer killed with its prefetch full
 ]
 HOSTILE = (
     'q<script>window.pwned=1</script><img src=x onerror="window.pwned=2">'

@@ -72,8 +72,12 @@ def report(
       amqpscope report capture.pcap -o report.html --conn 2 --from 10 --to 20
     """
     from amqpscope.render.html import report_data
-    from amqpscope.render.html.page import ReportError, render_page
+    from amqpscope.render.html.page import ReportError, bokeh_js, render_page
 
+    try:
+        bokeh_js()  # before reading a capture that may take a while: is the extra installed?
+    except ReportError as exc:
+        fail(str(exc), 1)
     try:
         predicate = compile_filter(expression) if expression else None
         scope = Selection(None, conns, channels, False, start, stop, links, queues)

@@ -11,6 +11,7 @@ page's own scripts, by hash; the data block is JSON (`application/json`, never r
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 import re
@@ -36,6 +37,7 @@ def _inline_script(text: str) -> str:
     return _SCRIPT_END.sub(lambda m: f"<\\/{m.group(1)}" if m.group(1) else "<\\!--", text)
 
 
+@functools.cache
 def bokeh_js() -> str:
     """BokehJS and its plotting API, as the installed Bokeh ships them, set to log only
     warnings and errors."""
