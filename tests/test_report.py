@@ -157,6 +157,20 @@ def test_links_and_session_windows_of_a_10_capture(tmp_path: Path) -> None:
     assert 2 <= points <= len(flows)
 
 
+def test_peers_with_product_and_version(tmp_path: Path) -> None:
+    """From connection.start / start-ok (0-9-1) and the opens' properties (1.0), as recorded."""
+    recorded = json.loads((CAPTURES / "10-send-receive.json").read_text())["recorded_with"]
+    (ten,) = data_of(make(tmp_path, "10-send-receive.pcap"))["connections"]
+    assert ten["server-peer"].startswith(f"RabbitMQ {recorded['rabbitmq_server']} ")
+    assert f"({recorded['erlang']})" in ten["server-peer"]
+    assert "container rabbit@" in ten["server-peer"]
+    assert ten["client-peer"] == "container amqpscope-10-send-receive"
+    (old,) = data_of(make(tmp_path, "091-rpc.pcap"))["connections"][:1]
+    pika_version = json.loads((CAPTURES / "091-rpc.json").read_text())["recorded_with"]["pika"]
+    assert old["client-peer"].startswith(f"Pika Python Client Library {pika_version}")
+    assert old["server-peer"].startswith("RabbitMQ ")
+
+
 def test_display_filter_marks_the_rows_it_matches(tmp_path: Path) -> None:
     expression = 'name == "basic.ack"'
     data = data_of(make(tmp_path, "091-qos-prefetch.pcap", "-Y", expression))

@@ -105,6 +105,9 @@ class ReportBuilder:
         #: (conn, channel, dir) -> [[t, incoming-window], ...] from begin and flow frames
         self.windows: dict[tuple[int, int, str], list[list[float]]] = {}
         self.windows_left_out = 0
+        #: (conn, dir) -> a 1.0 open's fields: the peers' container ids and properties (the
+        #: summary keeps no properties)
+        self.opens: dict[tuple[int, str], dict[str, Any]] = {}
 
     def add(self, frame: Frame) -> None:
         if self.first_ts is None:
@@ -126,6 +129,8 @@ class ReportBuilder:
             flags |= CONTENT
         if frame.version == "1.0" and frame.name in ("begin", "flow"):
             self._window(frame, t)
+        elif frame.version == "1.0" and frame.name == "open":
+            self.opens[(frame.conn, frame.direction)] = frame.fields
         if len(self.rows) < self.max_rows:
             self.rows.append(self._row(frame, t, flags))
         else:
@@ -195,7 +200,12 @@ class ReportBuilder:
                 "diagnoses": diagnoses
                 if diagnoses is not None
                 else diagnoses_from(found + loose, origin),
-                "connections": [_connection(c) for c in summary["connections"]],
+                "connections": [
+                    _connection(
+                        c, self.opens.get((c["id"], "c2s")), self.opens.get((c["id"], "s2c"))
+                    )
+                    for c in summary["connections"]
+                ],
                 "undecoded": summary.get("undecoded", []),
                 "units": _plotted(
                     [u for conn in tracker.connections.values() for u in _units(conn, origin)]
@@ -290,6 +300,8 @@ def _peer(product: Any, open_fields: Any) -> str:
         words = []
         if isinstance(properties, dict):
             words = [str(properties[k]) for k in ("product", "version") if properties.get(k)]
+            if properties.get("platform"):
+                words.append(f"({properties['platform']})")
         container = open_fields.get("container-id")
         if container:
             words.append(f"container {container}")
@@ -297,8 +309,10 @@ def _peer(product: Any, open_fields: Any) -> str:
     return ""
 
 
-def _connection(summary: dict[str, Any]) -> dict[str, Any]:
-    """A connection's overview line and the summary it came from (its series moved to units)."""
+def _connection(
+    summary: dict[str, Any], client_open: Any = None, server_open: Any = None
+) -> dict[str, Any]:
+    """A connection's overview line: its ends, version, state and peers."""
     opened = summary.get("open") or {}
     return {
         "id": summary["id"],
@@ -307,8 +321,8 @@ def _connection(summary: dict[str, Any]) -> dict[str, Any]:
         "server": summary["server"],
         "state": summary.get("state"),
         "transport": summary.get("transport"),
-        "client-peer": _peer(summary.get("client-product"), opened.get("client")),
-        "server-peer": _peer(summary.get("server-product"), opened.get("server")),
+        "client-peer": _peer(summary.get("client-product"), client_open or opened.get("client")),
+        "server-peer": _peer(summary.get("server-product"), server_open or opened.get("server")),
         "user": summary.get("user"),
         "vhost": summary.get("vhost"),
         "close": summary.get("close"),
