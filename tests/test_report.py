@@ -134,6 +134,7 @@ def test_links_and_channels_match_the_summary_and_ground_truth(tmp_path: Path) -
     # the ack-latency histogram holds every ack the client sent, its bars over min..max
     histogram = channel["histograms"]["ack latency"]
     assert sum(histogram["counts"]) == truth["acks"]
+    assert sum(channel["series"]["ack-latency"]["counts"]) == truth["acks"]  # over time too
     assert histogram["low"] == pytest.approx(expected["ack-latency-ms"]["min"], abs=1e-3)
     assert channel["series"]["unacked"]["max"]  # a level to plot, time from the first frame
     assert 0 <= channel["series"]["unacked"]["start"] <= data["facts"]["duration"]

@@ -77,6 +77,7 @@ def expected_figures(data: dict) -> int:
             continue
         count += any(series.get(k) for k in ("link-credit", "unsettled", "unacked"))
         count += any(series.get(k) for k in ("deliveries", "publishes"))
+        count += any(series.get(k) for k in ("settle-latency", "ack-latency", "confirm-latency"))
         count += sum(1 for h in unit["histograms"].values() if h)
     return count + bool(data["windows"])
 

@@ -299,7 +299,7 @@
       Object.keys(u.series).forEach(function (k) {
         var s = u.series[k];
         if (!s) return;
-        var n = (s.max || s.counts).length;
+        var n = (s.max || s.counts).length;  // every series kind has one of these per bucket
         first = Math.min(first, s.start); last = Math.max(last, s.start + n * s["bucket-seconds"]);
       });
     });
@@ -345,6 +345,21 @@
         var q = figure(u.label + ": rates", "per second", xr);
         rates.forEach(function (k, i) { rateGlyphs(q, s[k], LANES[i + 2][0], k, i ? "/" : " "); });
         figures.push(q);
+      }
+      var latencies = ["settle-latency", "ack-latency", "confirm-latency"].filter(function (k) { return s[k]; });
+      if (latencies.length) {
+        var l = figure(u.label + ": latency over time (by when each settled)", "milliseconds", xr);
+        latencies.forEach(function (k, i) {
+          var d = s[k], w = d["bucket-seconds"], xs = [], hi = [], mean = [];
+          d.counts.forEach(function (n, j) {
+            if (!n) return;
+            xs.push(d.start + (j + 0.5) * w); hi.push(d["max-ms"][j]); mean.push(d["mean-ms"][j]);
+          });
+          var colour = LANES[i + 4][0];
+          l.scatter({ x: xs, y: hi, marker: i ? "triangle" : "circle", size: 7, fill_color: colour, line_color: colour, legend_label: k + " (longest)" });
+          l.line({ x: xs, y: mean, line_color: colour, line_width: 1.5, line_dash: i ? "dashed" : "solid", legend_label: k + " (mean)" });
+        });
+        figures.push(l);
       }
       Object.keys(u.histograms).forEach(function (name) {
         var h = u.histograms[name];
