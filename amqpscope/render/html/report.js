@@ -365,7 +365,7 @@
         var h = u.histograms[name];
         if (!h) return;
         var hx = new Bokeh.Range1d({ start: Math.max(0, h.low - h.width), end: h.low + h.width * (h.counts.length + 1) });
-        var r = figure(u.label + ": " + name + " histogram", "deliveries", hx, name + " (ms)");
+        var r = figure(u.label + ": " + name + " histogram", "how many", hx, name + " (ms)");
         var left = [], right = [], top = [], bottom = [];
         h.counts.forEach(function (n, i) { left.push(h.low + i * h.width); right.push(h.low + (i + 1) * h.width); top.push(n); bottom.push(0); });
         r.quad({ left: left, right: right, top: top, bottom: bottom, fill_color: "#455a64", line_color: "#000000" });
