@@ -82,6 +82,10 @@ CODES: Final[dict[str, tuple[str, str]]] = {
     # codec/amqp091: arguments, content and messages
     "amqp091.bad-arguments": (ERROR, "a method's arguments are truncated or malformed"),
     "amqp091.bad-field-table": (ERROR, "a field table or array is malformed"),
+    "amqp091.bad-field-type": (
+        WARNING,
+        "a peer property or login of a type amqpscope reads as another: shown, not computed with",
+    ),
     "amqp091.trailing-bytes": (WARNING, "bytes after a method's last argument"),
     "amqp091.unexpected-content": (WARNING, "a content frame with no method expecting content"),
     "amqp091.body-size-mismatch": (WARNING, "content bodies do not add up to the header's size"),

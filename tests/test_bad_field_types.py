@@ -195,3 +195,62 @@ def test_field_types_come_from_the_spec() -> None:
     assert well_typed("open", caps) == {"container-id": "c", "desired-capabilities": ["x"]}
     nested = {"name": "l", "handle": 0, "source": {"type": "source", "address": {"k": 1}}}
     assert well_typed("attach", nested)["source"] == {"type": "source"}
+
+
+# --- 0-9-1: peer properties and logins -------------------------------------------------------
+SOURCE_091 = ROOT / "captures" / "091-publish-consume.pcap"
+
+
+def method_name(data: bytes) -> str | None:
+    if data[:4] == b"AMQP" or data[0] != 1:
+        return None
+    found = fuzz.spec091.METHODS.get((int.from_bytes(data[7:9]), int.from_bytes(data[9:11])))
+    return found.name if found else None
+
+
+def build_091(tmp_path: Path, name: str, change: Any) -> Path:
+    (conv,) = fuzz.seed_of(SOURCE_091).conversations
+    frames = list(conv.frames)
+    (at,) = [i for i, (_, d) in enumerate(frames) if method_name(d) == name]
+    frames[at] = (frames[at][0], change(frames[at][1]))
+    path = tmp_path / f"{name}.pcap"
+    path.write_bytes(fuzz.write_pcap(frames))
+    return path
+
+
+def test_peer_properties_of_other_types(tmp_path: Path) -> None:
+    table = b"F\x00\x00\x00\x07\x01kS\x00\x00\x00\x00"
+    path = build_091(
+        tmp_path,
+        "connection.start",
+        lambda d: fuzz.table_with(
+            d, "server-properties", {b"product": table, b"capabilities": b"I\x00\x00\x00\x01"}
+        ),
+    )
+    out = records(path)
+    (start,) = [r for r in out if r["name"] == "connection.start"]
+    assert start["fields"]["server-properties"]["product"] == {"k": ""}  # shown as sent
+    messages = [f["message"] for f in start["findings"] if f["code"] == "amqp091.bad-field-type"]
+    assert messages == [
+        "connection.start.server-properties.product is table, not longstr",
+        "connection.start.server-properties.capabilities is integer, not table",
+    ]
+    (conn,) = json.loads(run("summary", "--json", str(path)).stdout)["connections"]
+    assert "product" not in conn["server-product"] and conn["server-product"]["platform"]
+    assert "{'k'" not in run("summary", str(path)).stdout
+
+
+def test_a_login_that_is_not_text(tmp_path: Path) -> None:
+    response = b"\x00\xff\xfeuser\x00guest"
+    path = build_091(
+        tmp_path,
+        "connection.start-ok",
+        lambda d: fuzz.set_argument091(d, "response", len(response).to_bytes(4) + response),
+    )
+    out = records(path)
+    (start_ok,) = [r for r in out if r["name"] == "connection.start-ok"]
+    assert start_ok["fields"]["response"]["password"] == "<redacted>"
+    (found,) = [f for f in start_ok["findings"] if f["code"] == "amqp091.bad-field-type"]
+    assert "user is byte array or non-UTF-8 longstr, not longstr" in found["message"]
+    (conn,) = json.loads(run("summary", "--json", str(path)).stdout)["connections"]
+    assert conn["user"] is None

@@ -468,6 +468,35 @@ def _args_layout(kinds: list[str], buf: bytes, pos: int) -> list[tuple[str, int,
     return out
 
 
+def set_argument091(frame: bytes, argument: str, value: bytes) -> bytes:
+    """A 0-9-1 method frame with `argument` replaced by `value` (encoded, length prefix and
+    all), the frame size fixed up: how a test makes one damaged argument."""
+    payload = frame[7:-1]
+    method = spec091.METHODS[struct.unpack_from(">HH", payload)]
+    kinds = [t for _, t in method.arguments]
+    layout = _args_layout(kinds, payload, 4)
+    assert layout is not None
+    names = [n for n, t in method.arguments if t != "bit"]
+    _, s, e = layout[names.index(argument)]
+    return frame091(
+        frame[0], struct.unpack_from(">H", frame, 1)[0], payload[:s] + value + payload[e:]
+    )
+
+
+def table_with(frame: bytes, argument: str, entries: dict[bytes, bytes]) -> bytes:
+    """A 0-9-1 method frame whose table `argument` has `entries` (name -> tag and value) set."""
+    payload = frame[7:-1]
+    method = spec091.METHODS[struct.unpack_from(">HH", payload)]
+    layout = _args_layout([t for _, t in method.arguments], payload, 4)
+    assert layout is not None
+    names = [n for n, t in method.arguments if t != "bit"]
+    _, s, e = layout[names.index(argument)]
+    table = dict(_table_entries(payload[s + 4 : e]) or [])
+    table.update(entries)
+    body = b"".join(bytes([len(n)]) + n + v for n, v in table.items())
+    return set_argument091(frame, argument, struct.pack(">I", len(body)) + body)
+
+
 def mutate_frame091(rng: random.Random, frame: bytes) -> bytes:
     """A 0-9-1 frame whose arguments, field tables or content header are damaged by structure."""
     if len(frame) < 8 or frame[:4] == b"AMQP":
@@ -768,10 +797,11 @@ def fuzz(
     keep: Path | None = None,
     log: Callable[[str], None] | None = None,
     every: int = 1000,
+    only: str = "",
 ) -> tuple[int, list[Failure]]:
     """Run mutated captures until `count` of them or `seconds` have passed; return how many ran
     and the failures (exceptions, or inputs slower than SLOW_SECONDS)."""
-    sources = seeds()
+    sources = [s for s in seeds() if only in s.path.name]
     failures: list[Failure] = []
     began = time.monotonic()
     done = 0
@@ -832,6 +862,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", type=Path, help="where failing inputs are written")
     parser.add_argument("--log", type=Path, help="progress and failures, appended")
     parser.add_argument("--every", type=int, default=1000, help="a progress line per N inputs")
+    parser.add_argument("--only", default="", help="only captures whose name holds this")
     parser.add_argument("--replay", nargs="*", type=Path, help="run these captures instead")
     args = parser.parse_args(argv)
 
@@ -854,7 +885,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.count is None and args.seconds is None:
         args.seconds = 10.0
     done, failures = fuzz(
-        args.count, args.seconds, args.seed, args.start, args.keep, log, args.every
+        args.count, args.seconds, args.seed, args.start, args.keep, log, args.every, args.only
     )
     log(f"{done} mutated captures, {len(failures)} failures")
     return 1 if failures else 0
