@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import os
 import random
 import resource
+import signal
 import struct
 import sys
 import tempfile
@@ -774,6 +776,7 @@ def run_one(path: Path, keylog: Path | None = None) -> int:
     tracker.finish()
     timeline.finish()
     summary = tracker.summary()
+    json.dumps(summary, ensure_ascii=False)  # `summary --json`
     summary_text(summary, 100, "utf-8")
     if frames < 2000:  # rich's tables are slow; the text form covers the same fields
         print_summary(summary, Console(file=sink, width=100, color_system=None))
@@ -802,6 +805,7 @@ def fuzz(
     """Run mutated captures until `count` of them or `seconds` have passed; return how many ran
     and the failures (exceptions, or inputs slower than SLOW_SECONDS)."""
     sources = [s for s in seeds() if only in s.path.name]
+    previous = signal.signal(signal.SIGALRM, _hung)
     failures: list[Failure] = []
     began = time.monotonic()
     done = 0
@@ -824,10 +828,13 @@ def fuzz(
                 keylog = None
             t0 = time.monotonic()
             error = None
+            signal.setitimer(signal.ITIMER_REAL, SLOW_SECONDS * 3)  # a hang ends as a failure
             try:
                 run_one(path, keylog)
             except Exception:
                 error = traceback.format_exc()
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
             took = time.monotonic() - t0
             if error is None and took > SLOW_SECONDS:
                 error = f"took {took:.1f} s"
@@ -850,7 +857,16 @@ def fuzz(
                     f" {done / elapsed:.1f}/s, {len(failures)} failures, peak {peak} MB,"
                     f" next index {index}"
                 )
+    signal.signal(signal.SIGALRM, previous)
     return done, failures
+
+
+class Hung(Exception):
+    """An input ran for three times SLOW_SECONDS."""
+
+
+def _hung(_signum: int, _frame: Any) -> None:
+    raise Hung(f"still running after {SLOW_SECONDS * 3:.0f} s")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -863,8 +879,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log", type=Path, help="progress and failures, appended")
     parser.add_argument("--every", type=int, default=1000, help="a progress line per N inputs")
     parser.add_argument("--only", default="", help="only captures whose name holds this")
+    parser.add_argument(
+        "--memory", type=int, default=1024, help="address-space limit in MiB (0: none)"
+    )
     parser.add_argument("--replay", nargs="*", type=Path, help="run these captures instead")
     args = parser.parse_args(argv)
+    if args.memory:  # an input that needs more fails with MemoryError, kept like any other
+        limit = args.memory << 20
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
     def log(line: str) -> None:
         if args.log:
