@@ -254,3 +254,61 @@ def test_a_login_that_is_not_text(tmp_path: Path) -> None:
     assert "user is byte array or non-UTF-8 longstr, not longstr" in found["message"]
     (conn,) = json.loads(run("summary", "--json", str(path)).stdout)["connections"]
     assert conn["user"] is None
+
+
+# --- the filters and the Spark delivery rows take the typed fields too -----------------------
+@pytest.mark.parametrize(
+    ("name", "field", "value"),
+    [("transfer", "handle", MAP), ("disposition", "first", MAP), ("disposition", "last", LIST)],
+)
+def test_the_link_filter_and_the_delivery_rows(
+    tmp_path: Path, name: str, field: str, value: bytes
+) -> None:
+    from amqpscope.capture.files import open_capture
+    from amqpscope.dissect import Dissector
+    from amqpscope.pipeline.deliveries import DeliveryLog
+
+    path = build(tmp_path, name, field, value)
+    (attach,) = [r for r in records(path) if r["name"] == "attach" and r["dir"] == "c2s"][:1]
+    link = attach["fields"]["name"]
+    shown = run("read", "--json", "--link", link, str(path)).stdout.splitlines()
+    assert shown and len(shown) < frames_of_source()
+    log = DeliveryLog()
+    with open_capture(path) as capture:
+        for frame in Dissector().run(capture):
+            log.feed(frame)
+    rows = log.take() + log.finish()
+    assert rows and all(type(r.get("delivery_id")) is int for r in rows)
+
+
+def test_the_queue_filter_over_names_that_are_not_text(tmp_path: Path) -> None:
+    """A consumer tag or queue name that is no UTF-8 is shown as {"hex": ...}, which is no key."""
+    path = build_091(
+        tmp_path,
+        "basic.consume",
+        lambda d: fuzz.set_argument091(d, "consumer-tag", b"\x02\xff\xfe"),
+    )
+    path2 = tmp_path / "both.pcap"
+    (conv,) = fuzz.seed_of(path).conversations
+    frames = [
+        (c2s, fuzz.set_argument091(d, "consumer-tag", b"\x02\xff\xfe"))
+        if method_name(d) in ("basic.consume-ok", "basic.deliver")
+        else (c2s, d)
+        for c2s, d in conv.frames
+    ]
+    path2.write_bytes(fuzz.write_pcap(frames))
+    (consume,) = [r for r in records(path2) if r["name"] == "basic.consume"]
+    queue = consume["fields"]["queue"]
+    shown = run("read", "--json", "--queue", queue, str(path2)).stdout.splitlines()
+    names = {json.loads(line)["name"] for line in shown}
+    assert {"basic.consume", "basic.consume-ok", "basic.deliver"} <= names
+    from amqpscope.capture.files import open_capture
+    from amqpscope.dissect import Dissector
+    from amqpscope.pipeline.deliveries import DeliveryLog
+
+    log = DeliveryLog()
+    with open_capture(path2) as capture:
+        for frame in Dissector().run(capture):
+            log.feed(frame)
+    delivered = [r for r in log.take() + log.finish() if r["kind"] == "deliver"]
+    assert delivered and all(r["queue"] == queue for r in delivered)
