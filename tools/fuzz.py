@@ -136,6 +136,8 @@ class Seed:
     path: Path
     raw: bytes
     conversations: list[Conversation]
+    links: tuple[str, ...] = ()  # 1.0 link names, for --link
+    queues: tuple[str, ...] = ()  # 0-9-1 queue names, for --queue
 
 
 def seed_of(path: Path) -> Seed:
@@ -145,15 +147,20 @@ def seed_of(path: Path) -> Seed:
     dissector = Dissector()
     if keylog.exists():
         dissector.context.keylog = load_keylog(keylog)
+    links, queues = set(), set()
     with open_capture(path) as capture:
         for frame in dissector.run(capture):
             if frame.data:
                 frames.setdefault(frame.conn, []).append(frame)
+            if frame.name == "attach" and type(frame.fields.get("name")) is str:
+                links.add(frame.fields["name"])
+            if type(frame.fields.get("queue")) is str:
+                queues.add(frame.fields["queue"])
     convs = [
         Conversation(path.name, fs[-1].version, [(f.direction == "c2s", bytes(f.data)) for f in fs])
         for fs in frames.values()
     ]
-    return Seed(path, path.read_bytes(), convs)
+    return Seed(path, path.read_bytes(), convs, tuple(sorted(links)), tuple(sorted(queues)))
 
 
 def seeds(directory: Path = CAPTURES) -> list[Seed]:
@@ -746,12 +753,20 @@ def mutant(seeds_: list[Seed], seed: int, index: int) -> tuple[str, bytes, Seed]
 
 
 # -- running one input through everything -----------------------------------------------------
-def run_one(path: Path, keylog: Path | None = None) -> int:
-    """The pipeline of `read --json`, `read` (timeline) and `summary` over one capture file, in
-    this process; returns how many frames it read. Any exception is the caller's failure."""
+def run_one(
+    path: Path,
+    keylog: Path | None = None,
+    links: tuple[str, ...] = (),
+    queues: tuple[str, ...] = (),
+) -> int:
+    """The pipeline of `read --json`, `read` (timeline), `read --link` / `--queue` (`links`,
+    `queues`), the Spark delivery rows and `summary` over one capture file, in this process;
+    returns how many frames it read. Any exception is the caller's failure."""
     from rich.console import Console
 
     from amqpscope.capture.files import CaptureError
+    from amqpscope.filter import LinkScope, QueueScope
+    from amqpscope.pipeline.deliveries import DeliveryLog
     from amqpscope.render.lines import frame_ndjson
     from amqpscope.render.summary import print_summary, summary_text
     from amqpscope.render.timeline import Timeline
@@ -762,6 +777,8 @@ def run_one(path: Path, keylog: Path | None = None) -> int:
     if keylog is not None:
         dissector.context.keylog = load_keylog(keylog)
     tracker = Tracker()
+    scopes = (LinkScope(links), QueueScope(queues))
+    deliveries = DeliveryLog()
     timeline = Timeline(Console(file=sink, width=120, color_system=None), False, True)
     frames = 0
     try:
@@ -770,11 +787,15 @@ def run_one(path: Path, keylog: Path | None = None) -> int:
                 tracker.feed(frame)
                 ndjson.write(frame_ndjson(frame))
                 timeline.frame(frame)
+                for scope in scopes:
+                    scope.accepts(frame)
+                deliveries.feed(frame)
                 frames += 1
     except CaptureError:
         return frames
     tracker.finish()
     timeline.finish()
+    deliveries.finish()
     summary = tracker.summary()
     json.dumps(summary, ensure_ascii=False)  # `summary --json`
     summary_text(summary, 100, "utf-8")
@@ -830,7 +851,7 @@ def fuzz(
             error = None
             signal.setitimer(signal.ITIMER_REAL, SLOW_SECONDS * 3)  # a hang ends as a failure
             try:
-                run_one(path, keylog)
+                run_one(path, keylog, source.links, source.queues)
             except Exception:
                 error = traceback.format_exc()
             finally:
