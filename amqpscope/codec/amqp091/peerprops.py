@@ -42,9 +42,14 @@ _FOUND: Final[dict[type, str]] = {
 }
 
 
+def _is_hex(value: Any) -> bool:
+    """A byte array, or a longstr that is no UTF-8: the decoder shows both as {"hex": ...}."""
+    return type(value) is dict and len(value) == 1 and "hex" in value
+
+
 def found_type(value: Any) -> str:
     """The field-table type `value` was decoded from, as a finding names it."""
-    if type(value) is dict and set(value) == {"hex"}:
+    if _is_hex(value):
         return "byte array or non-UTF-8 longstr"
     return _FOUND.get(type(value), type(value).__name__)
 
@@ -56,7 +61,7 @@ def ill_typed(table: dict[str, Any]) -> list[tuple[str, str, str]]:
     for key, (kind, expected) in PEER_PROPERTIES.items():
         if key in table:
             value = table[key]
-            if type(value) is not kind or (kind is dict and set(value) == {"hex"}):
+            if type(value) is not kind or (kind is dict and _is_hex(value)):
                 out.append((key, found_type(value), expected))
     return out
 
