@@ -82,3 +82,31 @@ def test_a_written_capture_reads_back_as_its_frames(seeds: list[Any], tmp_path: 
         frames = [f for f in Dissector().run(capture) if f.data]
     assert [(f.direction == "c2s", bytes(f.data)) for f in frames] == conv.frames
     assert not [f for frame in frames for f in frame.findings if f.severity == "error"]
+
+
+@pytest.mark.parametrize(
+    ("name", "layer"),
+    [("10-websocket.pcap", "websocket."), ("091-tls12.pcap", "tls."), ("10-tls.pcap", "tls.")],
+)
+def test_layer_mutants_damage_tls_records_and_websocket_frames(
+    seeds: list[Any], tmp_path: Path, name: str, layer: str
+) -> None:
+    (seed,) = [s for s in seeds if s.path.name == name]
+    rng = random.Random(28)
+    codes: Counter[str] = Counter()
+    for n in range(12):
+        path = tmp_path / f"{n}.pcap"
+        path.write_bytes(fuzz.layered(rng, seed))
+        dissector = Dissector()
+        dissector.context.keylog = (
+            fuzz.load_keylog(seed.path.with_suffix(".keys"))
+            if (seed.path.with_suffix(".keys").exists())
+            else None
+        )
+        with open_capture(path) as capture:
+            for frame in dissector.run(capture):
+                codes.update(f.code for f in frame.findings)
+        codes.update(f.code for f in dissector.findings)
+        assert fuzz.run_one(path, None, seed.links, seed.queues) >= 0
+    assert sum(n for c, n in codes.items() if c.startswith(layer)) >= 3, codes
+    assert not codes["link.malformed"], codes  # the damage is in the layer, not below it

@@ -689,20 +689,16 @@ def layered(rng: random.Random, seed: Seed) -> bytes | None:
     raw = bytearray(seed.raw)
     spots = []
     for s, e in recs:
-        payload = s + 16 + 54  # Ethernet, IPv4 and TCP without options (loopback: 20 + 12)
-        for at in range(s + 16 + 14 + 20, min(e, s + 16 + 14 + 20 + 64)):
-            if (
-                raw[at] in (0x14, 0x15, 0x16, 0x17)
-                and raw[at + 1 : at + 2] == b"\x03"
-                and at + 5 <= e
-            ):
+        ip = s + 16 + 14  # Ethernet (every bundled pcap is); IPv4 only
+        if e - ip < 40 or raw[ip] >> 4 != 4:
+            continue
+        tcp = ip + (raw[ip] & 0x0F) * 4
+        payload = tcp + (raw[tcp + 12] >> 4) * 4 if tcp + 12 < e else e
+        for at in range(payload, min(e - 1, payload + 64)):  # a record or frame starting here
+            if raw[at] in (0x14, 0x15, 0x16, 0x17) and raw[at + 1] == 3 and at + 5 <= e:
                 spots.append(("tls", at))
                 break
-            if (
-                raw[at] in (0x82, 0x02, 0x80, 0x88, 0x89, 0x8A)
-                and at + 2 <= e
-                and at >= payload - 12
-            ):
+            if raw[at] in (0x82, 0x02, 0x80, 0x88, 0x89, 0x8A) and at == payload:
                 spots.append(("ws", at))
                 break
     if not spots:
