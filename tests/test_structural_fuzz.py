@@ -98,15 +98,13 @@ def test_layer_mutants_damage_tls_records_and_websocket_frames(
         path = tmp_path / f"{n}.pcap"
         path.write_bytes(fuzz.layered(rng, seed))
         dissector = Dissector()
-        dissector.context.keylog = (
-            fuzz.load_keylog(seed.path.with_suffix(".keys"))
-            if (seed.path.with_suffix(".keys").exists())
-            else None
-        )
+        keys = seed.path.with_suffix(".keys")
+        if keys.exists():
+            dissector.context.keylog = fuzz.load_keylog(keys)
         with open_capture(path) as capture:
             for frame in dissector.run(capture):
                 codes.update(f.code for f in frame.findings)
         codes.update(f.code for f in dissector.findings)
-        assert fuzz.run_one(path, None, seed.links, seed.queues) >= 0
+        assert fuzz.run_one(path, keys if keys.exists() else None, seed.links, seed.queues) >= 0
     assert sum(n for c, n in codes.items() if c.startswith(layer)) >= 3, codes
     assert not codes["link.malformed"], codes  # the damage is in the layer, not below it
