@@ -108,3 +108,21 @@ def test_layer_mutants_damage_tls_records_and_websocket_frames(
         assert fuzz.run_one(path, keys if keys.exists() else None, seed.links, seed.queues) >= 0
     assert sum(n for c, n in codes.items() if c.startswith(layer)) >= 3, codes
     assert not codes["link.malformed"], codes  # the damage is in the layer, not below it
+
+
+@pytest.mark.parametrize("path", REGRESSIONS, ids=[p.name for p in REGRESSIONS])
+def test_kept_failures_from_the_command_line(path: Path) -> None:
+    """Each ended in "internal error" once; now every command finishes and `read` prints every
+    frame the dissector finds, those after the damage included."""
+    from click.testing import CliRunner
+
+    from amqpscope.cli import main
+
+    with open_capture(path) as capture:
+        frames = sum(1 for _ in Dissector().run(capture))
+    runner = CliRunner()
+    for command in (["read", "--json"], ["read", "--color", "never"], ["summary"], ["export"]):
+        result = runner.invoke(main, [*command, str(path)], catch_exceptions=False)
+        assert result.exit_code == 0 and "internal error" not in result.stderr, result.stderr
+        if command == ["read", "--json"]:
+            assert len(result.stdout.splitlines()) == frames
