@@ -49,6 +49,9 @@ from amqpscope.track.tracker import Tracker  # noqa: E402
 
 CAPTURES = ROOT / "captures"
 SLOW_SECONDS = 10.0
+#: one mutant in this many is also drawn by rich (a terminal's timeline and tables), which
+#: takes most of an input's time; the others as piped output is
+RICH_EVERY = 8
 
 # -- writing a capture: Ethernet / IPv4 / TCP, one pcap record per packet ---------------------
 CLIENT = (bytes([10, 0, 0, 1]), 40000)
@@ -754,10 +757,13 @@ def run_one(
     keylog: Path | None = None,
     links: tuple[str, ...] = (),
     queues: tuple[str, ...] = (),
+    rich: bool = True,
 ) -> int:
     """The pipeline of `read --json`, `read` (timeline), `read --link` / `--queue` (`links`,
     `queues`), the Spark delivery rows and `summary` over one capture file, in this process;
-    returns how many frames it read. Any exception is the caller's failure."""
+    returns how many frames it read. Any exception is the caller's failure. The timeline and
+    the summary are drawn as piped output is (plain text); with `rich` also as a terminal's
+    (rich's styled lines and tables: most of the time a run takes)."""
     from rich.console import Console
 
     from amqpscope.capture.files import CaptureError
@@ -775,7 +781,11 @@ def run_one(
     tracker = Tracker()
     scopes = (LinkScope(links), QueueScope(queues))
     deliveries = DeliveryLog()
-    timeline = Timeline(Console(file=sink, width=120, color_system=None), False, True)
+    console = Console(file=sink, width=120, color_system=None)
+    if rich:
+        timeline = Timeline(console, False, True, fit=True)
+    else:  # as `read | ...` draws it
+        timeline = Timeline(lambda: console, False, True, out=sink)
     frames = 0
     try:
         with open_capture(path) as capture:
@@ -795,7 +805,7 @@ def run_one(
     summary = tracker.summary()
     json.dumps(summary, ensure_ascii=False)  # `summary --json`
     summary_text(summary, 100, "utf-8")
-    if frames < 2000:  # rich's tables are slow; the text form covers the same fields
+    if rich and frames < 2000:  # rich's tables are slow; the text form covers the same fields
         print_summary(summary, Console(file=sink, width=100, color_system=None))
     return frames
 
@@ -847,7 +857,7 @@ def fuzz(
             error = None
             signal.setitimer(signal.ITIMER_REAL, SLOW_SECONDS * 3)  # a hang ends as a failure
             try:
-                run_one(path, keylog, source.links, source.queues)
+                run_one(path, keylog, source.links, source.queues, rich=index % RICH_EVERY == 0)
             except Exception:
                 error = traceback.format_exc()
             finally:
