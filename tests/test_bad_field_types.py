@@ -312,3 +312,27 @@ def test_the_queue_filter_over_names_that_are_not_text(tmp_path: Path) -> None:
             log.feed(frame)
     delivered = [r for r in log.take() + log.finish() if r["kind"] == "deliver"]
     assert delivered and all(r["queue"] == queue for r in delivered)
+
+
+def test_content_headers_whose_flags_promise_more_than_is_there(tmp_path: Path) -> None:
+    """Every property flag set, the properties cut after the first: a finding on each header,
+    and the messages are still counted, the frames after them still read."""
+    (conv,) = fuzz.seed_of(SOURCE_091).conversations
+    frames = []
+    for c2s, data in conv.frames:
+        if data[:4] != b"AMQP" and data[0] == 2:  # a content header: flags, then content-type
+            head = bytearray(data[7:-1])
+            head[12:14] = b"\xff\xfc"
+            end = 14 + 1 + head[14] if len(head) > 14 else 14
+            data = fuzz.frame091(2, int.from_bytes(data[1:3]), bytes(head[:end]))
+        frames.append((c2s, data))
+    path = tmp_path / "flags.pcap"
+    path.write_bytes(fuzz.write_pcap(frames))
+    out = records(path)
+    assert len(out) == len(conv.frames)
+    headers = [r for r in out if r["kind"] == "content-header"]
+    assert headers and all(r["findings"] for r in headers)
+    assert all(r["fields"]["properties"].get("content-type") for r in headers)
+    (conn,) = json.loads(run("summary", "--json", str(path)).stdout)["connections"]
+    (channel,) = [c for c in conn["channels"] if c.get("publishes")]
+    assert channel["publishes"] == 10 and channel["deliveries"] == 10
