@@ -74,10 +74,18 @@ CODES: Final[dict[str, tuple[str, str]]] = {
     "amqp10.aborted-transfer": (INFO, "a multi-frame delivery was aborted; its payload dropped"),
     "amqp10.incomplete-delivery": (WARNING, "a delivery's transfers never completed"),
     "amqp10.bad-message": (WARNING, "a delivery's payload is not a well-formed message"),
-    "amqp10.bad-field": (WARNING, "a field has a type or value its definition does not allow"),
+    "amqp10.bad-field": (WARNING, "a field has a value, or a count, its definition does not allow"),
+    "amqp10.bad-field-type": (
+        WARNING,
+        "a field's value is of a type its definition does not allow: shown, not computed with",
+    ),
     # codec/amqp091: arguments, content and messages
     "amqp091.bad-arguments": (ERROR, "a method's arguments are truncated or malformed"),
     "amqp091.bad-field-table": (ERROR, "a field table or array is malformed"),
+    "amqp091.bad-field-type": (
+        WARNING,
+        "a peer property or login of a type amqpscope reads as another: shown, not computed with",
+    ),
     "amqp091.trailing-bytes": (WARNING, "bytes after a method's last argument"),
     "amqp091.unexpected-content": (WARNING, "a content frame with no method expecting content"),
     "amqp091.body-size-mismatch": (WARNING, "content bodies do not add up to the header's size"),
