@@ -31,13 +31,10 @@ from amqpscope.codec.amqp10.frames import BODIES, TYPE_SASL, make_frame
 from amqpscope.findings import Finding, finding
 from amqpscope.logs import proton
 from amqpscope.logs.amqp10_encode import TYPE_AMQP, encode, frame_bytes
+from amqpscope.logs.formats import FORMATS
 from amqpscope.logs.lines import EMPTY, EOS, HEADER, SENT, Logged
 from amqpscope.logs.proton_values import Described, LogSyntaxError
 
-#: format name -> the grammar's line parser
-GRAMMARS: Final[dict[str, Callable[[str], Logged | None]]] = {
-    proton.NAME: proton.parse,
-}
 #: protocol header bytes of the pseudo frames
 _HEADER_BYTES: Final = {
     "AMQP": b"AMQP\x00\x01\x00\x00",
@@ -86,7 +83,7 @@ class LogReader:
     ) -> None:
         self.name = name
         self.fmt = fmt
-        self.parse = GRAMMARS[fmt]
+        self.parse: Callable[[str], Logged | None] = FORMATS[fmt].parse
         self.show_secrets = show_secrets
         self.messages = messages
         self.connections: dict[str, _Connection] = {}
@@ -105,6 +102,8 @@ class LogReader:
                 raise LogSyntaxError(MAX_LINE, f"line of {len(line)} characters")
             logged = self.parse(line)
             if logged is None:
+                if cut and line.strip():  # the last line, unterminated: cut while written?
+                    raise LogSyntaxError(len(line), "no frame in the log's unterminated last line")
                 self.skipped += 1
                 return []
             frame = self._record(logged)
@@ -153,7 +152,11 @@ class LogReader:
         frame.direction = direction
         frame.conn = connection.conn
         frame.ts = logged.ts
-        frame.src = frame.dst = ""
+        # the log names one end, the logger's (`0x55d2...`, `C3`); the other is its peer
+        sender, receiver = (
+            (connection.label, "peer") if logged.direction == SENT else ("peer", connection.label)
+        )
+        frame.src, frame.dst = sender, receiver
         return frame
 
     def _frame(self, connection: _Connection, logged: Logged, direction: str) -> k.Frame:
