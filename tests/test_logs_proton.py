@@ -13,7 +13,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+import hypothesis.strategies as st
 import pytest
+from hypothesis import given, settings
 
 from amqpscope.capture.files import open_capture
 from amqpscope.codec.frames import TRANSPORT, Frame
@@ -196,3 +198,24 @@ def test_prefixes_and_timestamps() -> None:
     assert stamped and all(f.ts > 0 for f in stamped)
     first = next(f for f in frames if f.source and f.source["line"] == 2)
     assert first.ts == pytest.approx(1769857201.25)  # 2026-01-31T11:00:01.25Z
+
+
+BROKER_LINES = (CAPTURES / "log-proton-broker.log").read_text().splitlines(keepends=True)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.sampled_from(BROKER_LINES),
+    st.integers(0, 400),
+    st.integers(0, 40),
+    st.text(max_size=8),
+)
+def test_mangled_lines_never_raise(line: str, at: int, cut: int, junk: str) -> None:
+    """Any damage to a real line: a record or a finding, never an exception."""
+    mangled = line[:at] + junk + line[at + cut :]
+    reader = LogReader("mangled.log")
+    frames = reader.feed(mangled, 7)
+    assert len(frames) + len(reader.findings) + reader.skipped + reader.ends == 1
+    for found in reader.findings:
+        assert found.code in ("log.bad-line", "log.cut-line")
+        assert found.message.startswith("mangled.log:7: ")

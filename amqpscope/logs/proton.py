@@ -71,7 +71,7 @@ def parse(line: str) -> Logged | None:
         if m.group("layer") is None and not body.startswith(("[", "{")):
             return None  # an arrow in some other text
         raise LogSyntaxError(m.start("rest"), "a frame body starts with '@'")
-    reader = Reader(rest)
+    reader = Reader(rest, 16 if m.group("layer") else 10)  # no `AMQP:FRAME:`: the old form
     value, pos = reader.read(0)
     tail = rest[pos:]
     payload: bytes | None = None

@@ -132,13 +132,15 @@ def unquote(text: str) -> bytes:
 class Reader:
     """One pass over a printed value; `read()` returns it and the position after it."""
 
-    __slots__ = ("depth", "text")
+    __slots__ = ("decimal_base", "depth", "text")
 
     MAX_DEPTH: Final = 64
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, decimal_base: int = 16) -> None:
         self.text = text
         self.depth = 0
+        # D32(...)/D64(...): hex in the new dump, a decimal number in the old inspect
+        self.decimal_base = decimal_base
 
     def skip(self, pos: int) -> int:
         text = self.text
@@ -164,6 +166,8 @@ class Reader:
                 return Symbol(raw.decode("utf-8", "replace")), pos
             m = _BARE_SYMBOL.match(text, pos + 1)
             if m is None:
+                if _AFTER_VALUE.match(text, pos + 1):
+                    return Symbol(""), pos + 1  # the old inspect prints an empty symbol so
                 raise LogSyntaxError(pos, "symbol expected after ':'")
             return Symbol(m.group()), m.end()
         if c == "[":
@@ -311,9 +315,9 @@ class Reader:
         end = m.end() if m else open_paren + 1
         if m is None or not self.text.startswith(")", end):
             raise LogSyntaxError(pos, "decimal expected")
-        return Decimal(int(self.text[open_paren + 1 : end], 16), width), end + 1
+        return Decimal(int(self.text[open_paren + 1 : end], self.decimal_base), width), end + 1
 
 
-def read_value(text: str, pos: int = 0) -> tuple[Any, int]:
-    """The value printed at `text[pos:]` and the position after it."""
-    return Reader(text).read(pos)
+def read_value(text: str, pos: int = 0, old: bool = False) -> tuple[Any, int]:
+    """The value printed at `text[pos:]` (`old`: by the old inspect) and the position after it."""
+    return Reader(text, 10 if old else 16).read(pos)

@@ -91,6 +91,7 @@ class LogReader:
         self.number = 0  # frames so far
         self.findings: list[Finding] = []
         self.skipped = 0
+        self.ends = 0  # end-of-stream lines: logged, but no frame
         self.lines = 0
 
     def feed(self, line: str, number: int) -> list[k.Frame]:
@@ -141,6 +142,7 @@ class LogReader:
         connection = self._connection(logged)
         if logged.kind == EOS:
             connection.ended.add(logged.direction)
+            self.ends += 1
             return None
         direction = connection.direction(logged.direction)
         if logged.kind == HEADER:
