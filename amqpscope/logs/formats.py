@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Final, NamedTuple
+from typing import Any, Final, NamedTuple
 
-from amqpscope.logs import proton
+from amqpscope.logs import proton, rhea
 from amqpscope.logs.lines import Logged
 
 
@@ -13,10 +13,17 @@ class Format(NamedTuple):
     name: str
     looks_like: Callable[[str], bool]  # cheap: might this line be one of this format's frames
     parse: Callable[[str], Logged | None]
+    #: makes a per-reader object whose `complete(logged)` puts back what the protocol pins
+    #: down and the format leaves out (rhea's dropped zeros); None when nothing is left out
+    completions: Callable[[], Any] | None = None
 
 
 FORMATS: Final[dict[str, Format]] = {
-    f.name: f for f in (Format(proton.NAME, proton.looks_like, proton.parse),)
+    f.name: f
+    for f in (
+        Format(proton.NAME, proton.looks_like, proton.parse),
+        Format(rhea.NAME, rhea.looks_like, rhea.parse, rhea.Completions),
+    )
 }
 #: every name `--format` accepts, including formats whose grammar is still to come
 NAMES: Final = tuple(FORMATS)

@@ -29,6 +29,7 @@ class Logged:
         "conn",
         "direction",
         "kind",
+        "lossy",
         "payload",
         "payload_size",
         "protocol",
@@ -60,6 +61,7 @@ class Logged:
         self.payload_size = payload_size  # the payload's size as the log says it
         self.ts = ts  # epoch seconds from the line's timestamp, 0.0 when it has none
         self.version = version
+        self.lossy: list[str] = []  # fields the logger printed without what they need to be read
 
 
 _TIMESTAMP: Final = re.compile(

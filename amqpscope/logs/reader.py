@@ -84,6 +84,8 @@ class LogReader:
         self.name = name
         self.fmt = fmt
         self.parse: Callable[[str], Logged | None] = FORMATS[fmt].parse
+        make = FORMATS[fmt].completions
+        self.completions = make() if make is not None else None
         self.show_secrets = show_secrets
         self.messages = messages
         self.connections: dict[str, _Connection] = {}
@@ -162,6 +164,8 @@ class LogReader:
         return frame
 
     def _frame(self, connection: _Connection, logged: Logged, direction: str) -> k.Frame:
+        if self.completions is not None:
+            self.completions.complete(logged)
         value = logged.value
         if not isinstance(value, Described):
             raise LogSyntaxError(0, "a frame body is a described value")
@@ -176,6 +180,12 @@ class LogReader:
         frame = make_frame(data)
         connection.decoders[direction].decode(frame)
         frame.data = b""
+        for name in logged.lossy:
+            # a value the log shows without what it takes to read it: left out, not guessed
+            # (the decoder put a field's spec default in its place: out with it too)
+            frame.fields.pop(name, None)
+            what = f"{value.name} {name}: the log does not show it, so it is left out"
+            frame.findings.append(finding("log.not-shown", what))
         if logged.payload is None and logged.payload_size:
             frame.findings.append(
                 finding(

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,52 @@ from proton.reactor import Container
 #: the port record.py already tells tshark is AMQP (10-peer-to-peer); the broker lock keeps
 #: the two recordings apart
 PROTON_P2P_PORT = 5673
+#: rhea, from npm, installed where the recorder keeps it (not in the repository)
+RHEA = "rhea@3.0.5"
+NODE_DIR = Path(tempfile.gettempdir()) / "amqpscope-node"
+
+
+def _node_modules() -> Path:
+    """A folder with rhea installed (npm, once); RuntimeError when node or npm is missing."""
+    for tool in ("node", "npm"):
+        if shutil.which(tool) is None:
+            raise RuntimeError(f"{tool} is not on PATH (rhea scenarios need Node.js and npm)")
+    if not (NODE_DIR / "node_modules" / "rhea" / "package.json").exists():
+        NODE_DIR.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(NODE_DIR), RHEA],
+            check=True,
+            timeout=300,
+            stdout=subprocess.DEVNULL,
+        )
+    return NODE_DIR / "node_modules"
+
+
+def _rhea(ctx: Any, address: str) -> dict[str, Any]:
+    """rhea with DEBUG=rhea:frames: its stderr is the log, its stdout its counts."""
+    modules = _node_modules()
+    log_path = Path(ctx.capture.path).parent / f"{ctx.name}.log"
+    script = Path(__file__).resolve().parent / "rhea_client.js"
+    # not a terminal, so debug prefixes each line with an ISO time (node's `debug` package)
+    env = dict(os.environ, DEBUG="rhea:frames", NODE_PATH=str(modules), DEBUG_COLORS="no")
+    with open(log_path, "wb") as log:
+        done = subprocess.run(
+            ["node", str(script), address],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            timeout=60,
+            check=False,
+        )
+    lines = done.stdout.decode().strip().splitlines()
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"rhea client exited with {done.returncode}")
+    counts: dict[str, Any] = json.loads(lines[-1])
+    counts["log"] = log_path.name
+    counts["log_lines"] = len(log_path.read_bytes().splitlines())
+    versions = json.loads((modules / "rhea" / "package.json").read_text())
+    counts["rhea"] = versions["version"]
+    return counts
 
 
 def _client(ctx: Any, kind: str, *args: str) -> dict[str, Any]:
@@ -78,6 +126,18 @@ def _register() -> None:
     )
     def s_log_proton_p2p(ctx: Any) -> dict[str, Any]:
         return _client(ctx, "proton-p2p")
+
+    @record.scenario(
+        "log-rhea-broker",
+        "1.0",
+        f"rhea ({RHEA}, from npm) with DEBUG=rhea:frames against RabbitMQ's AMQP 1.0 plugin, "
+        "SASL PLAIN: a sender sends 6 messages (all accepted), then a receiver takes them back, "
+        "accepting 5 and rejecting the last; the trace is log-rhea-broker.log.",
+        setup=(("q", {}),),
+        queues=(),
+    )
+    def s_log_rhea_broker(ctx: Any) -> dict[str, Any]:
+        return _rhea(ctx, f"/amq/queue/{ctx.q()}")
 
 
 class BrokerRoundTrip(MessagingHandler):  # type: ignore[misc]
