@@ -92,9 +92,9 @@ def test_frame_for_frame_what_rhea_shows() -> None:
             compared += 1
     assert compared == len(frames)
     states = [f for f in frames if f.name == "disposition"]
-    assert states and all(
-        any(x.code == "log.not-shown" for x in f.findings) for f in states
-    ), "a disposition's outcome type is not in rhea's log"
+    assert states and all(any(x.code == "log.not-shown" for x in f.findings) for f in states), (
+        "a disposition's outcome type is not in rhea's log"
+    )
 
 
 def test_summary_links_and_deliveries() -> None:
@@ -107,10 +107,7 @@ def test_summary_links_and_deliveries() -> None:
         tracker.feed(frame)
     tracker.finish()
     links = [
-        link
-        for c in tracker.summary()["connections"]
-        for s in c["sessions"]
-        for link in s["links"]
+        link for c in tracker.summary()["connections"] for s in c["sessions"] for link in s["links"]
     ]
     by_role = {link["role"]: link for link in links}
     assert by_role["sender"]["deliveries"] == truth["transfers_sent"]

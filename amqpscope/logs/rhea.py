@@ -282,7 +282,10 @@ class Completions:
                 self.more.add(key)
             else:
                 self.more.discard(key)
-        elif value.name == "flow" and "handle" not in present:
-            if present & {"link-credit", "delivery-count"}:
-                at = sum(1 for n, _ in fields if n in _BEFORE_HANDLE)
-                fields.insert(at, ("handle", 0))
+        elif (
+            value.name == "flow"
+            and "handle" not in present
+            and present & {"link-credit", "delivery-count"}
+        ):
+            at = sum(1 for n, _ in fields if n in _BEFORE_HANDLE)
+            fields.insert(at, ("handle", 0))
