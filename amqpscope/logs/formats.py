@@ -23,6 +23,8 @@ FORMATS: Final[dict[str, Format]] = {
     for f in (
         Format(proton.NAME, proton.looks_like, proton.parse),
         Format(rhea.NAME, rhea.looks_like, rhea.parse, rhea.Completions),
+        # a router's log is Proton's text behind its own prefix: the same grammar
+        Format("router", proton.looks_like, proton.parse),
     )
 }
 #: every name `--format` accepts, including formats whose grammar is still to come

@@ -16,6 +16,7 @@ HEADER: Final = "header"  # a protocol header (`-> AMQP`, `<- SASL`); `body` is 
 FRAME: Final = "frame"  # a frame; `value` is its parsed body
 EMPTY: Final = "empty"  # an empty frame (a heartbeat)
 EOS: Final = "eos"  # the transport's end of stream (no frame)
+ACCEPTED: Final = "accepted"  # the logger accepted this connection: it is its server (no frame)
 
 SENT: Final = "->"
 RECEIVED: Final = "<-"
@@ -64,6 +65,17 @@ class Logged:
         self.lossy: list[str] = []  # fields the logger printed without what they need to be read
 
 
+_CTIME: Final = re.compile(
+    r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +(\d{1,2}) "
+    r"(\d\d):(\d\d):(\d\d) (\d{4})",
+    re.ASCII,
+)
+_MONTHS: Final = {
+    month: number
+    for number, month in enumerate(
+        ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1
+    )
+}
 _TIMESTAMP: Final = re.compile(
     r"(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?"
     r"\s*(Z|[+-]\d\d:?\d\d)?",
@@ -72,12 +84,27 @@ _TIMESTAMP: Final = re.compile(
 
 
 def timestamp(prefix: str) -> float:
-    """Epoch seconds of the first date-and-time in `prefix` (ISO 8601 or the
-    `2024-01-31 12:00:00.123456 +0000` of routers and Python logging), UTC unless it says a
-    zone; 0.0 when there is none."""
+    """Epoch seconds of the first date-and-time in `prefix` (ISO 8601, the
+    `2024-01-31 12:00:00.123456 +0000` of routers and Python logging, or C's ctime
+    `Thu May 30 10:11:12 2019`), UTC unless it says a zone; 0.0 when there is none."""
     m = _TIMESTAMP.search(prefix)
     if m is None:
-        return 0.0
+        c = _CTIME.search(prefix)  # C's ctime(), local time without a zone: read as UTC
+        if c is None:
+            return 0.0
+        try:
+            when = dt.datetime(
+                int(c.group(6)),
+                _MONTHS[c.group(1)],
+                int(c.group(2)),
+                int(c.group(3)),
+                int(c.group(4)),
+                int(c.group(5)),
+                tzinfo=dt.UTC,
+            )
+        except ValueError:
+            return 0.0
+        return when.timestamp()
     year, month, day, hour, minute, second = (int(m.group(i)) for i in range(1, 7))
     fraction = m.group(7)
     zone = m.group(8)

@@ -11,8 +11,12 @@ Written from qpid-proton's own code (read with the `search` tool):
   `[0x55d2...]:0 -> @open(16) [...]` with `pn_inspect` (`c/src/core/codec.c`: decimal
   integers, `@PN_SYMBOL[...]` arrays), the payload as ` (34) "..."` with `... (truncated)` past
   1024 characters, `(EMPTY FRAME)` for a heartbeat, `[0x...]:  -> AMQP` for headers.
-- Qpid Dispatch / Skupper routers log the old text behind their own prefix:
-  `2024-01-31 12:00:00.123456 +0000 PROTOCOL (trace) [C3]:0 -> @open(16) [...]`.
+- Qpid Dispatch / Skupper routers pass Proton's text to their own log (`src/log.c`,
+  `write_log`): a time (`ctime_r`'s `Thu May 30 10:11:12 2019`, or `2024-01-31 12:00:00.123456
+  +0000` in later versions), `PROTOCOL (trace) `, the connection as `[C3]`, the frame text, and
+  optionally ` (server.c:123)`, the source line that logged it. Many connections interleave;
+  `[C3] Accepted connection to 0.0.0.0:5672 from ...` (SERVER, info) says the router is the
+  server of C3.
 
 Anything before the `[conn]:` is prefix (a timestamp there becomes `ts`); a line without
 `[...]:` and an arrow is no frame. The value syntax is `proton_values.py`'s.
@@ -23,16 +27,20 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from amqpscope.logs.lines import EMPTY, EOS, FRAME, HEADER, Logged, timestamp
+from amqpscope.logs.lines import ACCEPTED, EMPTY, EOS, FRAME, HEADER, RECEIVED, Logged, timestamp
 from amqpscope.logs.proton_values import LogSyntaxError, Reader, unquote
 
 NAME: Final = "proton"
 
 _LINE: Final = re.compile(
-    r"\[(?P<conn>[^\]\s]+)\]:\s*(?:(?P<layer>AMQP|SASL|IO):FRAME:)?(?P<ch>\d+)?\s*"
+    r"\[(?P<conn>[^\]\s]+)\]:\s*(?:(?P<layer>AMQP|SASL|IO):)?(?:FRAME:)?\s*(?P<ch>\d+)?\s*"
     r"(?P<dir>->|<-) ?(?P<rest>.*)$",
     re.ASCII,
 )
+#: a router's note that it accepted connection `[C3]` (it is that connection's server)
+_ACCEPTED: Final = re.compile(r"\[(?P<conn>C\d+)\] Accepted (?:connection|incoming)", re.ASCII)
+#: the source line a router may add after the text: ` (server.c:123)`
+_SOURCE_SUFFIX: Final = re.compile(r"\s\([\w./-]+\.\w+:\d+\)\s*$", re.ASCII)
 _PAYLOAD: Final = re.compile(r"\s*\((\d+)\) ?(.*)$", re.DOTALL)
 _TRUNCATED: Final = "... (truncated)"
 #: pseudo frames: headers and the end of stream
@@ -52,11 +60,19 @@ def parse(line: str) -> Logged | None:
     """The frame `line` shows, None when it shows none; LogSyntaxError when it looks like a
     frame and does not parse."""
     if "->" not in line and "<-" not in line:
+        if "] Accepted" in line:
+            accepted = _ACCEPTED.search(line)
+            if accepted is not None:
+                return Logged(accepted.group("conn"), RECEIVED, ACCEPTED)
         return None
     m = _LINE.search(line)
     if m is None:
         return None
     rest = m.group("rest").rstrip("\r\n")
+    if rest.endswith(")") and ":" in rest:
+        suffix = _SOURCE_SUFFIX.search(rest)
+        if suffix is not None:
+            rest = rest[: suffix.start()]
     conn, direction = m.group("conn"), m.group("dir")
     channel = int(m.group("ch")) if m.group("ch") else None
     ts = timestamp(line[: m.start()]) if m.start() > 0 else 0.0

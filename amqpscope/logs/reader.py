@@ -32,7 +32,7 @@ from amqpscope.findings import Finding, finding
 from amqpscope.logs import proton
 from amqpscope.logs.amqp10_encode import TYPE_AMQP, encode, frame_bytes
 from amqpscope.logs.formats import FORMATS
-from amqpscope.logs.lines import EMPTY, EOS, HEADER, SENT, Logged
+from amqpscope.logs.lines import ACCEPTED, EMPTY, EOS, HEADER, SENT, Logged
 from amqpscope.logs.proton_values import Described, LogSyntaxError
 
 #: protocol header bytes of the pseudo frames
@@ -93,7 +93,7 @@ class LogReader:
         self.number = 0  # frames so far
         self.findings: list[Finding] = []
         self.skipped = 0
-        self.ends = 0  # end-of-stream lines: logged, but no frame
+        self.ends = 0  # end-of-stream and accepted-connection lines: logged, but no frame
         self.lines = 0
 
     def feed(self, line: str, number: int) -> list[k.Frame]:
@@ -141,6 +141,13 @@ class LogReader:
         return connection
 
     def _record(self, logged: Logged) -> k.Frame | None:
+        if logged.kind == ACCEPTED:  # a new connection, the logger its server
+            self.count += 1
+            self.connections[logged.conn] = _Connection(
+                self.count, logged.conn, False, self.show_secrets, self.messages
+            )
+            self.ends += 1
+            return None
         connection = self._connection(logged)
         if logged.kind == EOS:
             connection.ended.add(logged.direction)
