@@ -25,7 +25,12 @@ if TYPE_CHECKING:
     from amqpscope.logs.reader import LogReader
 
 #: the names --format takes (the grammars amqpscope has)
-FORMAT_NAMES = ("proton", "rhea", "router")  # logs.formats.NAMES, without importing the grammars
+FORMAT_NAMES = (
+    "proton",
+    "rhea",
+    "pyamqp",
+    "router",
+)  # logs.formats.NAMES, without importing the grammars
 
 
 def format_option(fn: Callable[..., Any]) -> Callable[..., Any]:

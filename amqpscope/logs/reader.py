@@ -187,6 +187,8 @@ class LogReader:
         frame = make_frame(data)
         connection.decoders[direction].decode(frame)
         frame.data = b""
+        if logged.channel is None and frame.kind != k.SASL:
+            frame.channel = None  # the log does not show it (pyamqp)
         for name in logged.lossy:
             # a value the log shows without what it takes to read it: left out, not guessed
             # (the decoder put a field's spec default in its place: out with it too)
