@@ -219,3 +219,24 @@ def test_mangled_lines_never_raise(line: str, at: int, cut: int, junk: str) -> N
     for found in reader.findings:
         assert found.code in ("log.bad-line", "log.cut-line")
         assert found.message.startswith("mangled.log:7: ")
+
+
+def test_connections_followed_are_bounded() -> None:
+    """A log naming ever more connections (a router's of days) keeps at most MAX_CONNECTIONS."""
+    from amqpscope.logs import reader as reader_module
+
+    reader = LogReader("many.log")
+    opened = '[0x{:x}]: AMQP:FRAME:0 -> @open(16) [container-id="c{}"]\n'
+    total = reader_module.MAX_CONNECTIONS + 50
+    frames = [f for i in range(total) for f in reader.feed(opened.format(i, i), i + 1)]
+    assert len(frames) == total and frames[-1].conn == total
+    assert len(reader.connections) <= reader_module.MAX_CONNECTIONS
+    reader.finish()
+    assert reader.findings == []
+
+
+def test_reused_address_is_a_new_connection() -> None:
+    """Proton reuses a freed transport's address: after both ends of stream, a new connection."""
+    lines = _lines("log-proton-p2p")
+    frames = list(records_from_log(lines + lines, "twice.log"))
+    assert sorted({f.conn for f in frames}) == [1, 2, 3, 4]

@@ -94,6 +94,13 @@ class LogFile:
                 line = f.readline(MAX_LINE)
                 if not line:
                     break
+                if len(line) == MAX_LINE and not line.endswith(b"\n"):
+                    # past any frame's length: its start is kept (to be read, or reported, as
+                    # one line), the rest skipped up to the newline, never held
+                    rest = f.readline(MAX_LINE)
+                    while rest and not rest.endswith(b"\n"):
+                        rest = f.readline(MAX_LINE)
+                    line += b"\n"
                 yield decoder.decode(line)
         except (OSError, EOFError, zlib.error, ValueError) as exc:
             what = "cut short" if isinstance(exc, EOFError) else f"damaged: {exc}"

@@ -45,6 +45,8 @@ _SASL_CODES: Final = frozenset(BODIES[TYPE_SASL])
 _SASL_NAMES: Final = frozenset(BODIES[TYPE_SASL].values())
 #: a line longer than this is not read (a log line is a frame; a frame is far shorter)
 MAX_LINE: Final = 16 * 1024 * 1024
+#: connections followed at once; past it the oldest is forgotten (memory stays bounded)
+MAX_CONNECTIONS: Final = 10_000
 
 
 class _Connection:
@@ -124,28 +126,37 @@ class LogReader:
     def finish(self) -> list[Finding]:
         """The log ended: deliveries left incomplete, as the capture's end reports them."""
         for connection in self.connections.values():
-            for decoder in connection.decoders.values():
-                for found in decoder.end():
-                    self.findings.append(found)
+            self._forget(connection)
+        self.connections.clear()
         return self.findings
 
     def _connection(self, logged: Logged) -> _Connection:
         connection = self.connections.get(logged.conn)
         if connection is None or (len(connection.ended) == 2 and logged.kind != EOS):
-            self.count += 1
             client = logged.direction == SENT
-            connection = _Connection(
-                self.count, logged.conn, client, self.show_secrets, self.messages
-            )
-            self.connections[logged.conn] = connection
+            connection = self._open(logged.conn, client)
         return connection
+
+    def _open(self, label: str, client: bool) -> _Connection:
+        """A new connection under the logger's `label` (a reused label starts a new one)."""
+        old = self.connections.pop(label, None)
+        if old is not None:
+            self._forget(old)
+        while len(self.connections) >= MAX_CONNECTIONS:  # a router's log of days: the oldest
+            self._forget(self.connections.pop(next(iter(self.connections))))
+        self.count += 1
+        connection = _Connection(self.count, label, client, self.show_secrets, self.messages)
+        self.connections[label] = connection
+        return connection
+
+    def _forget(self, connection: _Connection) -> None:
+        """A connection no line will name again: its deliveries left incomplete are findings."""
+        for decoder in connection.decoders.values():
+            self.findings.extend(decoder.end())
 
     def _record(self, logged: Logged) -> k.Frame | None:
         if logged.kind == ACCEPTED:  # a new connection, the logger its server
-            self.count += 1
-            self.connections[logged.conn] = _Connection(
-                self.count, logged.conn, False, self.show_secrets, self.messages
-            )
+            self._open(logged.conn, client=False)
             self.ends += 1
             return None
         connection = self._connection(logged)
