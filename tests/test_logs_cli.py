@@ -147,9 +147,9 @@ def test_overlong_line_is_a_finding(tmp_path: Path) -> None:
     """A line of megabytes (a dumped payload): read as far as a line can be, reported, the
     rest of the log read."""
     lines = LOG.read_bytes().splitlines(keepends=True)
-    huge = b"[0x56080b9f7cb0]: AMQP:FRAME:0 -> @open(16) [container-id=\"" + b"x" * (3 << 20)
+    huge = b'[0x56080b9f7cb0]: AMQP:FRAME:0 -> @open(16) [container-id="' + b"x" * (3 << 20)
     log = tmp_path / "huge.log"
-    log.write_bytes(b"".join(lines[:5]) + huge + b"\"]\n" + b"".join(lines[5:]))
+    log.write_bytes(b"".join(lines[:5]) + huge + b'"]\n' + b"".join(lines[5:]))
     done = amqpscope("read", str(log), "--json")
     assert done.returncode == 0, done.stderr[:300]
     assert done.stdout.count(b"\n") == len(records(str(LOG)))
