@@ -24,13 +24,9 @@ if TYPE_CHECKING:
     from amqpscope.dissect import Dissector
     from amqpscope.logs.reader import LogReader
 
-#: the names --format takes (the grammars amqpscope has)
-FORMAT_NAMES = (
-    "proton",
-    "rhea",
-    "pyamqp",
-    "router",
-)  # logs.formats.NAMES, without importing the grammars
+#: the names --format takes: logs.formats.NAMES, spelled out so that the CLI starts without
+#: importing the grammars (tests/test_logs_pyamqp.py checks they agree)
+FORMAT_NAMES = ("proton", "rhea", "pyamqp", "proton-j", "router")
 
 
 def format_option(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final, NamedTuple
 
-from amqpscope.logs import proton, pyamqp, rhea
+from amqpscope.logs import proton, protonj, pyamqp, rhea
 from amqpscope.logs.lines import Logged
 
 
@@ -24,6 +24,7 @@ FORMATS: Final[dict[str, Format]] = {
         Format(proton.NAME, proton.looks_like, proton.parse),
         Format(rhea.NAME, rhea.looks_like, rhea.parse, rhea.Completions),
         Format(pyamqp.NAME, pyamqp.looks_like, pyamqp.parse),
+        Format(protonj.NAME, protonj.looks_like, protonj.parse),
         # a router's log is Proton's text behind its own prefix: the same grammar
         Format("router", proton.looks_like, proton.parse),
     )

@@ -185,7 +185,7 @@ def _value(node: ast.AST, field: spec.Field, lossy: list[str], where: str) -> An
     if isinstance(node, ast.List) and (field.type == "*" or base in _COMPOSITES):
         # a described list whose type the repr dropped: the field's, when only one composite
         # with that many fields can be there (a target, not a coordinator, past one field)
-        names = _PROVIDERS.get(wanted, (wanted,)) if field.type == "*" else (base,)
+        names = _PROVIDERS.get(wanted or "", ()) if field.type == "*" else (base,)
         fits = [
             n for n in names if n in _COMPOSITES and len(_COMPOSITES[n][1].fields) >= len(node.elts)
         ]
