@@ -61,6 +61,10 @@ _ARRAY_TYPES: Final = {
 #: composite by descriptor code and by name
 _COMPOSITES: Final = spec.COMPOSITES
 _BY_NAME: Final = {c.name: (code, c) for code, c in spec.COMPOSITES.items()}
+#: composite name -> field name -> position
+_FIELD_INDEX: Final = {
+    c.name: {f.name: i for i, f in enumerate(c.fields)} for c in spec.COMPOSITES.values()
+}
 #: a type name -> the primitive it stands for
 _PRIMITIVE: dict[str, str] = {}
 
@@ -181,7 +185,7 @@ def described(value: Described) -> bytes:
             inner = [v for _, v in inner]
         return head + encode(inner)
     slots: list[bytes] = []
-    index = {f.name: i for i, f in enumerate(composite.fields)}
+    index = _FIELD_INDEX[composite.name]
     for position, (name, item) in enumerate(inner):
         at = index.get(name, position) if name is not None else len(slots)
         if name is None and at < len(composite.fields):

@@ -24,6 +24,7 @@ what the text says (unsigned hex, signed decimal, symbol, string, binary); the e
 
 from __future__ import annotations
 
+import codecs
 import re
 from typing import Any, Final
 
@@ -111,7 +112,8 @@ _NAME_EQ: Final = re.compile(r"([A-Za-z][A-Za-z0-9\-]*)=", re.ASCII)
 _DESC_NAME: Final = re.compile(r"([A-Za-z][A-Za-z0-9\-]*)\((\d+)\)\s*", re.ASCII)
 _BARE_SYMBOL: Final = re.compile(r"[A-Za-z][A-Za-z0-9\-]*", re.ASCII)
 _HEX_ESCAPE: Final = re.compile(r"\\x([0-9a-fA-F]{2})")
-_WS: Final = re.compile(r"\s*")
+_ONLY_HEX_ESCAPES: Final = re.compile(r"(?:[^\\]|\\x[0-9a-fA-F]{2})*", re.DOTALL)
+_SPACES: Final = re.compile(r" *")
 _HEXDIGITS: Final = re.compile(r"[0-9a-fA-F\-]+")
 
 
@@ -119,6 +121,11 @@ def unquote(text: str) -> bytes:
     """`pn_quote_data`'s output back to bytes (`\\xNN` escapes, the rest ASCII)."""
     if "\\" not in text:
         return text.encode("latin-1", "replace")
+    if _ONLY_HEX_ESCAPES.fullmatch(text):  # every backslash starts \xNN: C does the work
+        try:
+            return codecs.escape_decode(text.encode("latin-1"))[0]  # type: ignore[attr-defined,no-any-return]
+        except (UnicodeEncodeError, ValueError):
+            pass
     out = bytearray()
     pos = 0
     for m in _HEX_ESCAPE.finditer(text):
@@ -144,8 +151,8 @@ class Reader:
 
     def skip(self, pos: int) -> int:
         text = self.text
-        while pos < len(text) and text[pos] == " ":
-            pos += 1
+        if pos < len(text) and text[pos] == " ":
+            return _SPACES.match(text, pos).end()  # type: ignore[union-attr]
         return pos
 
     def read(self, pos: int) -> tuple[Any, int]:
