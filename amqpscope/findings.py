@@ -66,6 +66,12 @@ CODES: Final[dict[str, tuple[str, str]]] = {
     "websocket.frame-after-close": (WARNING, "a WebSocket frame sent after its sender's close"),
     "websocket.lost": (WARNING, "bytes lost under a WebSocket: framing resumes where it can"),
     "websocket.incomplete-frame": (WARNING, "the stream ended inside a WebSocket frame"),
+    # logs/: frame-trace logs read as a source of frame records
+    "log.bad-line": (WARNING, "a log line that looks like a logged frame but does not parse"),
+    "log.cut-line": (WARNING, "the log ends inside a line (cut short while it was written)"),
+    "log.truncated-payload": (INFO, "the logger cut a transfer's payload short: no message"),
+    "log.not-shown": (INFO, "a field the logger printed without what it takes to read it"),
+    "log.skipped-lines": (INFO, "lines of a log that are no frame of its format (counted)"),
     # codec/amqp10: fields and messages
     "amqp10.bad-encoding": (ERROR, "an AMQP 1.0 value is malformed or runs past its frame"),
     "amqp10.invalid-utf8": (WARNING, "an AMQP 1.0 string is not valid UTF-8"),

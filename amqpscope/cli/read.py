@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 
 import click
 
-from amqpscope.capture.files import open_capture
 from amqpscope.capture.pipe import STDIN
 from amqpscope.cli.common import (
     Lines,
@@ -26,7 +25,7 @@ from amqpscope.cli.common import (
     steady_gc,
     uncoloured,
 )
-from amqpscope.dissect import Dissector
+from amqpscope.cli.inputs import format_option, open_input
 from amqpscope.filter import FilterError, Selection
 from amqpscope.findings import Finding
 from amqpscope.render.lines import frame_ndjson, ndjson_all
@@ -45,6 +44,7 @@ if TYPE_CHECKING:
 )
 @click.option("--from", "start", type=float, metavar="SECONDS", help="From this relative time.")
 @click.option("--to", "stop", type=float, metavar="SECONDS", help="Up to this relative time.")
+@format_option
 @display_options
 @guarded
 def read(
@@ -66,12 +66,15 @@ def read(
     color: str,
     width: int | None,
     redact_bodies: bool = False,
+    fmt: str | None = None,
 ) -> None:
-    """Decode every AMQP frame of a pcap or pcapng FILE (- for standard input), in capture order.
+    """Decode every AMQP frame of a pcap or pcapng FILE (- for standard input), in capture order,
+    or read the frames of a frame-trace log (Proton's PN_TRACE_FRM=1 output, gzip'd or not).
 
     \b
     Examples:
       amqpscope read capture.pcap
+      amqpscope read client.log        (a log: the timeline numbers its lines)
       amqpscope read capture.pcap --json | jq .name
       tcpdump -i lo -U -w - 'tcp port 5672' | amqpscope read -
       amqpscope read capture.pcap -Y 'name == "transfer" and fields.settled == false'
@@ -91,7 +94,6 @@ def read(
     # without a selecting option every frame is shown: the selection is not asked per frame
     choosy = bool(expression or conns or channels or errors or links or queues)
     choosy = choosy or start is not None or stop is not None
-    dissector = Dissector(show_secrets=show_secrets, redact_bodies=redact_bodies)
     tracker = Tracker()
     lines = Lines(0 if file == STDIN else Lines.CHUNK)
     timeline = None
@@ -115,10 +117,14 @@ def read(
     shown = 0
     ended: list[Finding] = []
     steady_gc()
-    with open_capture(file) as capture, progress(capture, not as_json) as bar:
-        dissector.context.keylog = load_keylog(keylog)
+    with open_input(file, fmt) as source, progress(source.file, not as_json) as bar:
         first_ts: float | None = None
-        frames: Iterator[Frame] = dissector.run(bar.wrap(capture) if bar else capture)
+        frames: Iterator[Frame] = source.frames(
+            show_secrets,
+            redact_bodies,
+            keylog=load_keylog(keylog),
+            wrap=bar.wrap if bar is not None and source.capture is not None else None,
+        )
         if timeline is None and not choosy and count is None and lines.chunk:
             # every frame, each written: the loop below, compiled (render.lines), which
             # leaves it none but its end
@@ -154,4 +160,4 @@ def read(
         if timeline is not None:
             timeline.finish()
         lines.flush()
-        report_findings(capture.findings + dissector.findings + ended)
+        report_findings(source.findings + ended)
