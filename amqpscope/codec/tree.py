@@ -59,10 +59,11 @@ class Node:
         return [(n.offset, n.length) for n in self.walk() if n.secret]
 
 
-def frame_tree(frame: Any, layers: tuple[str, ...] = ()) -> list[Node]:
+def frame_tree(frame: Any, layers: tuple[str, ...] = (), continues: bool = False) -> list[Node]:
     """The tree of a frame record: where it was (frame, packet, time; TCP endpoints; the
     layers its bytes came through: `layers`, outermost first, as the connection's codec has
-    them) and then the AMQP frame itself, decoded by its version's tree module."""
+    them) and then the AMQP frame itself, decoded by its version's tree module. `continues`:
+    a 1.0 transfer that continues a delivery (`amqp10.tree.DeliveryStarts` says which)."""
     where = Node(f"Frame {frame.number}", None, "record", 0, len(frame.data))
     where.add(Node("packet", frame.packet, "record"))
     where.add(Node("time", frame.ts, "record"))
@@ -77,10 +78,11 @@ def frame_tree(frame: Any, layers: tuple[str, ...] = ()) -> list[Node]:
     if not frame.data or frame.kind in ("transport", "layer"):
         return out  # a record of no AMQP frame: a TCP end, a TLS or WebSocket layer's
     if frame.version == "1.0":
-        from amqpscope.codec.amqp10.tree import amqp_tree
+        from amqpscope.codec.amqp10 import tree as amqp10_tree
+
+        out.append(amqp10_tree.amqp_tree(frame.data, frame.kind, frame.version, continues))
     elif frame.version.startswith("0-"):
-        from amqpscope.codec.amqp091.tree import amqp_tree  # type: ignore[assignment]
-    else:
-        return out
-    out.append(amqp_tree(frame.data, frame.kind, frame.version))
+        from amqpscope.codec.amqp091 import tree as amqp091_tree
+
+        out.append(amqp091_tree.amqp_tree(frame.data, frame.kind, frame.version))
     return out

@@ -192,8 +192,31 @@ def _field(node: Node, field: spec.Field, owner: str) -> None:
         node.secret = True
 
 
-def amqp_tree(data: bytes, kind: str, version: str = "1.0") -> Node:
-    """The AMQP 1.0 frame (or protocol header) `data` as a tree, offsets within `data`."""
+class DeliveryStarts:
+    """Which transfers begin a delivery (their payload starts with message sections) and which
+    continue one (their payload is the next bytes of it): fed every frame read, in order, not
+    only the frames shown, as a frame alone cannot say."""
+
+    def __init__(self) -> None:
+        self.open: set[tuple[Any, ...]] = set()
+
+    def continues(self, frame: Any) -> bool:
+        """Whether `frame` continues a delivery an earlier transfer of its link began."""
+        if frame.version != "1.0" or frame.name != "transfer":
+            return False
+        fields = frame.fields
+        key = (frame.conn, frame.direction, frame.channel, fields.get("handle"))
+        continued = key in self.open
+        if fields.get("more") is True and fields.get("aborted") is not True:
+            self.open.add(key)
+        else:
+            self.open.discard(key)
+        return continued
+
+
+def amqp_tree(data: bytes, kind: str, version: str = "1.0", continues: bool = False) -> Node:
+    """The AMQP 1.0 frame (or protocol header) `data` as a tree, offsets within `data`;
+    `continues`: a transfer whose payload continues a delivery (`DeliveryStarts`)."""
     root = Node("AMQP 1.0", kind, "frame", 0, len(data))
     if kind == "protocol-header":
         _protocol_header(root, data)
@@ -228,7 +251,8 @@ def amqp_tree(data: bytes, kind: str, version: str = "1.0") -> Node:
     if performative.value == "sasl-init":
         _open_mechanism(performative)
     if at < end:
-        root.add(_payload(walker, at, end, performative.value == "transfer"))
+        sections = performative.value == "transfer" and not continues
+        root.add(_payload(walker, at, end, sections))
     return root
 
 
@@ -252,7 +276,8 @@ def _protocol_header(root: Node, data: bytes) -> None:
 
 def _payload(walker: _Walker, at: int, end: int, sections: bool) -> Node:
     """A transfer's payload: its message sections where this frame holds whole ones (a message
-    spread over frames shows its first frame's sections, and the rest as bytes)."""
+    spread over frames shows its first frame's sections, and the rest as bytes); the payload of
+    a frame that continues a delivery is bytes (`sections` False)."""
     node = Node("payload", f"{end - at} bytes", "payload", at, end - at)
     if not sections:
         return node
@@ -264,6 +289,7 @@ def _payload(walker: _Walker, at: int, end: int, sections: bool) -> Node:
         try:
             section, nxt = walker.value("section", pos, end)
         except types.Malformed as exc:
+            # a section cut by the frame's end goes on in the next frame of the delivery
             node.add(Node("continues", exc.why, "binary", pos, end - pos))
             break
         descriptor = section.children[0].value if section.children else None
