@@ -20,7 +20,7 @@ import pytest
 from amqpscope.codec.amqp10 import spec as spec10
 from amqpscope.codec.amqp10.tree import DeliveryStarts
 from amqpscope.codec.tree import Node, frame_tree
-from tests.oracle import TSHARK
+from tests.oracle import TSHARK, pdml
 from tests.test_amqp10_vs_tshark import ARGUMENTS, ours, ports, tshark_pdus, wire_value
 
 CAPTURES = Path(__file__).resolve().parent.parent / "captures"
@@ -83,8 +83,7 @@ def paired(path: Path) -> Iterator[tuple[Any, ET.Element, Node]]:
     frames = [
         f
         for f in ours(path)
-        if not (f.version.startswith("0-") and f.kind == "protocol-header")
-        or f.packet in headers
+        if not (f.version.startswith("0-") and f.kind == "protocol-header") or f.packet in headers
     ]
     assert [f.packet for f in frames] == [number for number, _ in pdus]
     starts = DeliveryStarts()
@@ -237,3 +236,52 @@ def test_wireshark_labels_a_bind_source_as_destination_the_tree_does_not() -> No
         assert [n.name for n in nodes] == ["source"]
         return
     raise AssertionError("no exchange.bind in the capture")
+
+
+def wireshark_bytes(path: Path) -> list[tuple[int, bytes, bool]]:
+    """(packet, the PDU's bytes, whether reassembled) for every AMQP PDU tshark dissects over
+    plain TCP: from the packet's TCP payload at the PDU's position, or from the reassembled
+    bytes of a PDU spread over several segments."""
+    out = []
+    for packet in pdml(str(path), ports(path)).iter("packet"):
+        number, payload, payload_at, reassembled = 0, b"", 0, b""
+        for proto in packet.iter("proto"):
+            name = proto.get("name")
+            if name == "geninfo":
+                number = int(proto.find("field[@name='num']").get("show", "0"))  # type: ignore[union-attr]
+            for field in proto.iter("field"):
+                if field.get("name") == "tcp.payload":
+                    payload = bytes.fromhex(field.get("value", ""))
+                    payload_at = int(field.get("pos", "0"))
+                elif field.get("name") == "tcp.reassembled.data":
+                    reassembled = bytes.fromhex(field.get("value", ""))
+            if name != "amqp":
+                continue
+            pos, size = int(proto.get("pos", "0")), int(proto.get("size", "0"))
+            if pos < payload_at:  # positions in the reassembled bytes start at 0
+                out.append((number, reassembled[pos : pos + size], True))
+            else:
+                out.append((number, payload[pos - payload_at : pos - payload_at + size], False))
+    return out
+
+
+@pytest.mark.parametrize(
+    "name", ["10-large-message.pcap", "091-large-body.pcap", "10-send-receive.pcap", "ipv6.pcap"]
+)
+def test_frame_bytes_equal_the_tcp_payload_wireshark_shows(name: str) -> None:
+    """`-x` dumps `frame.data`: the TCP payload bytes tshark shows for a frame in one segment,
+    and the reassembled bytes for a frame spread over several (the 300 KB message and the
+    large 0-9-1 body have both)."""
+    path = CAPTURES / name
+    pairs = list(paired(path))
+    theirs = wireshark_bytes(path)
+    headers = {n for n, p in tshark_pdus(path, ports(path)) if p.get("size") == "8"}
+    theirs = [t for t in theirs if t[0] in {f.packet for f, _, _ in pairs} or t[0] in headers]
+    assert len(theirs) == len(pairs)
+    reassembled = 0
+    for (frame, _, _), (packet, data, joined) in zip(pairs, theirs, strict=True):
+        assert frame.packet == packet
+        assert frame.data == data, (name, frame.number)
+        reassembled += joined
+    if "large" in name:
+        assert reassembled > 0

@@ -26,6 +26,7 @@ from amqpscope.cli.common import (
     steady_gc,
     uncoloured,
 )
+from amqpscope.cli.inspect import Inspect
 from amqpscope.dissect import Dissector
 from amqpscope.filter import FilterError, Selection
 from amqpscope.findings import Finding
@@ -45,6 +46,14 @@ if TYPE_CHECKING:
 )
 @click.option("--from", "start", type=float, metavar="SECONDS", help="From this relative time.")
 @click.option("--to", "stop", type=float, metavar="SECONDS", help="Up to this relative time.")
+@click.option(
+    "-V",
+    "--verbose",
+    "tree",
+    is_flag=True,
+    help="Each frame's detail tree: every field, its bytes.",
+)
+@click.option("-x", "--hex", "dump", is_flag=True, help="Each frame's bytes as hex and ASCII.")
 @display_options
 @guarded
 def read(
@@ -66,6 +75,8 @@ def read(
     color: str,
     width: int | None,
     redact_bodies: bool = False,
+    tree: bool = False,
+    dump: bool = False,
 ) -> None:
     """Decode every AMQP frame of a pcap or pcapng FILE (- for standard input), in capture order.
 
@@ -76,6 +87,7 @@ def read(
       tcpdump -i lo -U -w - 'tcp port 5672' | amqpscope read -
       amqpscope read capture.pcap -Y 'name == "transfer" and fields.settled == false'
       amqpscope read capture.pcap --errors --conn 2
+      amqpscope read capture.pcap -c 3 -V -x
 
     \b
     Display filters (-Y) test the frame record that --json prints:
@@ -112,6 +124,9 @@ def read(
             timeline = Timeline(
                 make_console(color, width), collapse, body, fit=True if width else None
             )
+    inspect = Inspect(dissector, tree, dump, show_secrets, timeline) if tree or dump else None
+    if inspect is not None and timeline is not None:
+        timeline.collapse = False  # each frame is shown with its detail
     shown = 0
     ended: list[Finding] = []
     steady_gc()
@@ -119,7 +134,7 @@ def read(
         dissector.context.keylog = load_keylog(keylog)
         first_ts: float | None = None
         frames: Iterator[Frame] = dissector.run(bar.wrap(capture) if bar else capture)
-        if timeline is None and not choosy and count is None and lines.chunk:
+        if timeline is None and not choosy and count is None and lines.chunk and not inspect:
             # every frame, each written: the loop below, compiled (render.lines), which
             # leaves it none but its end
             ndjson_all(frames, tracker, lines.emit, lines.chunk)
@@ -130,14 +145,20 @@ def read(
                     first_ts = frame.ts
                     if timeline is not None:
                         timeline.first_ts = first_ts  # times count from the first frame
+                continues = inspect is not None and inspect.starts.continues(frame)
                 if choosy and not selection.accepts(frame, first_ts):
                     continue
                 if timeline is None:
-                    lines.write(frame_ndjson(frame))
+                    if inspect is not None and tree:
+                        lines.write(inspect.ndjson(frame, continues))
+                    else:
+                        lines.write(frame_ndjson(frame))
                 else:
                     if bar is not None:
                         bar.wrote()
                     timeline.frame(frame)
+                    if inspect is not None:
+                        inspect.show(frame, continues)
                 shown += 1
                 if count is not None and shown >= count:
                     break

@@ -59,11 +59,14 @@ class Node:
         return [(n.offset, n.length) for n in self.walk() if n.secret]
 
 
-def frame_tree(frame: Any, layers: tuple[str, ...] = (), continues: bool = False) -> list[Node]:
+def frame_tree(
+    frame: Any, layers: tuple[tuple[str, dict[str, Any]], ...] = (), continues: bool = False
+) -> list[Node]:
     """The tree of a frame record: where it was (frame, packet, time; TCP endpoints; the
-    layers its bytes came through: `layers`, outermost first, as the connection's codec has
-    them) and then the AMQP frame itself, decoded by its version's tree module. `continues`:
-    a 1.0 transfer that continues a delivery (`amqp10.tree.DeliveryStarts` says which)."""
+    layers its bytes came through: `layers`, (name, what the layer knows) outermost first, as
+    the connection's codec has them), then the AMQP frame, decoded by its version's tree
+    module. `continues`: a 1.0 transfer that continues a delivery (`amqp10.tree.DeliveryStarts`
+    says which)."""
     where = Node(f"Frame {frame.number}", None, "record", 0, len(frame.data))
     where.add(Node("packet", frame.packet, "record"))
     where.add(Node("time", frame.ts, "record"))
@@ -73,8 +76,11 @@ def frame_tree(frame: Any, layers: tuple[str, ...] = (), continues: bool = False
     tcp.add(Node("source", frame.src, "record"))
     tcp.add(Node("destination", frame.dst, "record"))
     out = [where, tcp]
-    for layer in layers:
-        out.append(Node(layer.upper() if layer == "tls" else layer.capitalize(), layer, "layer"))
+    for name, info in layers:
+        layer = Node("TLS" if name == "tls" else name.capitalize(), None, "layer")
+        for key, value in info.items():
+            layer.add(Node(key, value, "layer"))
+        out.append(layer)
     if not frame.data or frame.kind in ("transport", "layer"):
         return out  # a record of no AMQP frame: a TCP end, a TLS or WebSocket layer's
     if frame.version == "1.0":

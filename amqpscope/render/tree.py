@@ -21,13 +21,21 @@ ELLIPSIS: Final = "…"
 NO_BYTES: Final = frozenset(("record", "layer"))
 
 
-def value_text(value: Any) -> str:
-    """A value as the tree shows it: strings quoted, the rest as JSON; escaped either way."""
+def value_text(value: Any, top: bool = True) -> str:
+    """A value as the tree shows it: strings quoted, control characters escaped as the timeline
+    escapes them (`lines.safe`), lists and maps written out the same way."""
     if value is None:
-        return ""
+        return "" if top else "null"
     if isinstance(value, str):
-        return safe(json.dumps(value, ensure_ascii=False))
-    return safe(json.dumps(value, ensure_ascii=False, default=str))
+        return '"' + safe(value) + '"'
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(value_text(v, False) for v in value) + "]"
+    if isinstance(value, dict):
+        items = (f"{value_text(str(k), False)}: {value_text(v, False)}" for k, v in value.items())
+        return "{" + ", ".join(items) + "}"
+    return safe(json.dumps(value, default=str))
 
 
 def tree_lines(
@@ -60,3 +68,27 @@ def _lines(node: Node, depth: int, width: int | None, show: bool, out: list[str]
         return
     for child in node.children:
         _lines(child, depth + 1, width, show, out)
+
+
+def detail_lines(
+    nodes: list[Node],
+    data: bytes,
+    tree: bool,
+    dump: bool,
+    width: int | None = None,
+    show_secrets: bool = False,
+) -> list[str]:
+    """What `read -V` / `-x` print under a frame's line: its tree, then its bytes (a secret's
+    bytes blanked unless secrets are shown; the tree says where they are)."""
+    from amqpscope.render.hexdump import hexdump
+
+    out = tree_lines(nodes, width, show_secrets) if tree else []
+    if dump and data:
+        hide = [] if show_secrets else [span for node in nodes for span in node.secrets()]
+        out.extend(hexdump(data, hide))
+    return out
+
+
+def tree_json(nodes: list[Node], show_secrets: bool = False) -> list[dict[str, Any]]:
+    """The `tree` of a frame record (`read --json -V`; the frame schema's tree-node)."""
+    return [node.to_json(show_secrets) for node in nodes]

@@ -130,7 +130,9 @@ def _method(root: Node, data: bytes, limit: int, version: str) -> None:
             try:
                 value, nxt = READERS[domain](data, at, limit)
             except Truncated as exc:
-                raise _Damaged(at, f"{name}: {exc.args[0]} runs past the end of the frame") from None
+                raise _Damaged(
+                    at, f"{name}: {exc.args[0]} runs past the end of the frame"
+                ) from None
             node = Node(name, value, domain, at, nxt - at)
             at = nxt
         if (method.name, name) in SECRET_ARGUMENTS:
