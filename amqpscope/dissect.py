@@ -68,8 +68,11 @@ class Dissector:
         keylog: object = None,
         messages: bool = True,
         redact_bodies: bool = False,
+        carriers: bool = False,
     ) -> None:
         self.show_secrets = show_secrets  # decode credentials rather than redact them
+        # note on each frame which packets carried its bytes (`Frame.carriers`: -x, -w)
+        self.carriers = carriers
         self.redact_bodies = redact_bodies  # message bodies counted, never kept or shown
         # packets whose TCP payload the snap length cut, per (src, dst), to explain the gap
         self.cut: dict[tuple[str, str], deque[tuple[int, int, int]]] = {}
@@ -184,19 +187,21 @@ class Dissector:
             frames = conn.codec.data(event.direction, event.data, event.packet, event.ts)
             self._number(conn, frames, out)
         elif isinstance(event, StreamOpen):
+            codec = ConnectionCodec(
+                event.role_from == "syn",
+                self.show_secrets,
+                self.context,
+                self.messages,
+                self.redact_bodies,
+                server_port=event.server[1],
+            )
+            codec.carriers = self.carriers
             self.connections[event.conn] = Connection(
                 event.conn,
                 endpoint_text(event.client),
                 endpoint_text(event.server),
                 event.role_from,
-                ConnectionCodec(
-                    event.role_from == "syn",
-                    self.show_secrets,
-                    self.context,
-                    self.messages,
-                    self.redact_bodies,
-                    server_port=event.server[1],
-                ),
+                codec,
                 event.packet,
                 event.ts,
                 event.packet,

@@ -17,9 +17,11 @@ from typing import Any
 
 import pytest
 
+from amqpscope.capture.files import open_capture
 from amqpscope.codec.amqp10 import spec as spec10
 from amqpscope.codec.amqp10.tree import DeliveryStarts
 from amqpscope.codec.tree import Node, frame_tree
+from amqpscope.dissect import Dissector
 from tests.oracle import TSHARK, pdml
 from tests.test_amqp10_vs_tshark import ARGUMENTS, ours, ports, tshark_pdus, wire_value
 
@@ -238,13 +240,15 @@ def test_wireshark_labels_a_bind_source_as_destination_the_tree_does_not() -> No
     raise AssertionError("no exchange.bind in the capture")
 
 
-def wireshark_bytes(path: Path) -> list[tuple[int, bytes, bool]]:
-    """(packet, the PDU's bytes, whether reassembled) for every AMQP PDU tshark dissects over
-    plain TCP: from the packet's TCP payload at the PDU's position, or from the reassembled
-    bytes of a PDU spread over several segments."""
+def wireshark_bytes(path: Path) -> list[tuple[int, bytes, list[tuple[int, int, int]]]]:
+    """(packet, the PDU's bytes, the segments it was reassembled from) for every AMQP PDU tshark
+    dissects over plain TCP: from the packet's TCP payload at the PDU's position, or from the
+    reassembled bytes of a PDU spread over several segments, with (packet, offset, length) of
+    each segment (none for a PDU in one segment)."""
     out = []
     for packet in pdml(str(path), ports(path)).iter("packet"):
         number, payload, payload_at, reassembled = 0, b"", 0, b""
+        segments: list[tuple[int, int, int]] = []
         for proto in packet.iter("proto"):
             name = proto.get("name")
             if name == "geninfo":
@@ -255,13 +259,16 @@ def wireshark_bytes(path: Path) -> list[tuple[int, bytes, bool]]:
                     payload_at = int(field.get("pos", "0"))
                 elif field.get("name") == "tcp.reassembled.data":
                     reassembled = bytes.fromhex(field.get("value", ""))
+                elif field.get("name") == "tcp.segment":
+                    where = (int(field.get("pos", "0")), int(field.get("size", "0")))
+                    segments.append((int(field.get("show", "0")), *where))
             if name != "amqp":
                 continue
             pos, size = int(proto.get("pos", "0")), int(proto.get("size", "0"))
             if pos < payload_at:  # positions in the reassembled bytes start at 0
-                out.append((number, reassembled[pos : pos + size], True))
+                out.append((number, reassembled[pos : pos + size], segments))
             else:
-                out.append((number, payload[pos - payload_at : pos - payload_at + size], False))
+                out.append((number, payload[pos - payload_at : pos - payload_at + size], []))
     return out
 
 
@@ -271,17 +278,27 @@ def wireshark_bytes(path: Path) -> list[tuple[int, bytes, bool]]:
 def test_frame_bytes_equal_the_tcp_payload_wireshark_shows(name: str) -> None:
     """`-x` dumps `frame.data`: the TCP payload bytes tshark shows for a frame in one segment,
     and the reassembled bytes for a frame spread over several (the 300 KB message and the
-    large 0-9-1 body have both)."""
+    large 0-9-1 body have both), with the packets that carried which of its bytes as tshark's
+    reassembly lists them (`Frame.carriers`)."""
     path = CAPTURES / name
     pairs = list(paired(path))
+    with open_capture(str(path)) as capture:
+        carried = {
+            f.number: f.carriers for f in Dissector(carriers=True).run(capture) if f.carriers
+        }
     theirs = wireshark_bytes(path)
     headers = {n for n, p in tshark_pdus(path, ports(path)) if p.get("size") == "8"}
     theirs = [t for t in theirs if t[0] in {f.packet for f, _, _ in pairs} or t[0] in headers]
     assert len(theirs) == len(pairs)
     reassembled = 0
-    for (frame, _, _), (packet, data, joined) in zip(pairs, theirs, strict=True):
+    for (frame, _, _), (packet, data, segments) in zip(pairs, theirs, strict=True):
         assert frame.packet == packet
         assert frame.data == data, (name, frame.number)
-        reassembled += joined
+        ours_carriers = [(p, offset, length) for p, offset, length, _ in carried[frame.number]]
+        if segments:
+            assert ours_carriers == segments, (name, frame.number)
+            reassembled += 1
+        else:
+            assert ours_carriers == [(packet, 0, len(data))]
     if "large" in name:
         assert reassembled > 0

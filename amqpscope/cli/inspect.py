@@ -52,7 +52,9 @@ class Inspect:
         assert timeline is not None
         width = timeline.console.width if timeline.fit else None
         nodes = self.nodes(frame, continues)
-        texts = detail_lines(nodes, frame.data, self.tree, self.dump, width, self.show_secrets)
+        texts = detail_lines(
+            nodes, frame.data, self.tree, self.dump, width, self.show_secrets, frame.carriers
+        )
         if timeline.out is not None:
             timeline.out.write("".join(t + "\n" for t in texts))
             return

@@ -103,7 +103,9 @@ def read(
     # without a selecting option every frame is shown: the selection is not asked per frame
     choosy = bool(expression or conns or channels or errors or links or queues)
     choosy = choosy or start is not None or stop is not None
-    dissector = Dissector(show_secrets=show_secrets, redact_bodies=redact_bodies)
+    dissector = Dissector(
+        show_secrets=show_secrets, redact_bodies=redact_bodies, carriers=tree or dump
+    )
     tracker = Tracker()
     lines = Lines(0 if file == STDIN else Lines.CHUNK)
     timeline = None

@@ -106,6 +106,20 @@ class Framer:
                 return packet, ts
         return self.marks[-1][1:] if self.marks else (0, 0.0)
 
+    def carried(self, start: int, end: int) -> list[tuple[int, int, int, int]]:
+        """Which packets brought buffer offsets `start` to `end` (a frame's bytes): (packet,
+        offset from `start`, length, stream offset) for each, from the marks."""
+        first, last = self.base + start, self.base + end
+        out: list[tuple[int, int, int, int]] = []
+        begin = -1  # where the oldest mark's bytes began is before anything still buffered
+        for mark_end, packet, _ in self.marks:
+            low = first if begin < first else begin
+            high = last if mark_end > last else mark_end
+            if high > low:
+                out.append((packet, low - first, high - low, low))
+            begin = mark_end
+        return out
+
     def consume(self, count: int) -> None:
         """Drop `count` bytes from the front of the buffer (and the marks they no longer need)."""
         del self.buf[:count]
@@ -159,6 +173,7 @@ class ConnectionCodec:
         self.is_amqp = False
         self.first_header_dir: str | None = None
         self.findings: list[Finding] = []  # findings no frame carries (reported at the end)
+        self.carriers = False  # note on each frame which packets carried it (`Frame.carriers`)
 
     # -- events from the stream layer -------------------------------------------------------
     def data(
@@ -588,6 +603,8 @@ class ConnectionCodec:
         """Hand on `frame`, which ended at buffer offset `end`."""
         frame.direction = framer.direction
         frame.packet, frame.ts = framer.completed_by(end)
+        if self.carriers:
+            frame.carriers = framer.carried(end - len(frame.data), end)
         if framer.level:
             for slot in self.layers[: framer.level]:
                 if not slot.reported:  # the layers a frame came through are named before it

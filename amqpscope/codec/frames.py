@@ -43,6 +43,9 @@ class Frame:
     fields: dict[str, Any]
     findings: list[Finding]
     message: dict[str, Any] | None  # on the frame that completes a message
+    #: which packets carried the frame's bytes, when the dissector is asked to keep it (`read
+    #: -x`, `-w`): (packet, offset in the frame, length, stream offset) per packet, in order
+    carriers: list[tuple[int, int, int, int]] | None
 
     def __init__(
         self,
@@ -78,6 +81,7 @@ class Frame:
         self.fields = {} if fields is None else fields
         self.findings = [] if findings is None else findings
         self.message = message
+        self.carriers = None
 
     @property
     def size(self) -> int:

@@ -75,6 +75,14 @@ def frame_tree(
     tcp = Node("TCP", f"{frame.src} → {frame.dst}", "record")
     tcp.add(Node("source", frame.src, "record"))
     tcp.add(Node("destination", frame.dst, "record"))
+    carriers = getattr(frame, "carriers", None)
+    if carriers:
+        tcp.add(Node("stream offset", carriers[0][3], "record"))
+        if len(carriers) > 1:  # reassembled: which packet brought which of its bytes
+            segments = tcp.add(Node("segments", len(carriers), "record"))
+            for packet, offset, length, _ in carriers:
+                segments.add(Node(f"packet {packet}", f"bytes {offset}-{offset + length - 1}"))
+                segments.children[-1].type = "record"
     out = [where, tcp]
     for name, info in layers:
         layer = Node("TLS" if name == "tls" else name.capitalize(), None, "layer")

@@ -45,7 +45,7 @@ def hexdump(
 def carriers_lines(carriers: Iterable[tuple[int, int, int]], indent: str = "    ") -> list[str]:
     """Which packets carried which bytes of a frame: `(packet, frame offset, length)` each."""
     return [
-        f"{indent}bytes {offset}..{offset + length - 1} in packet {packet}"
+        f"{indent}bytes {offset:04x}-{offset + length - 1:04x} in packet {packet}"
         for packet, offset, length in carriers
         if length > 0
     ]
