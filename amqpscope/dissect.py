@@ -87,10 +87,11 @@ class Dissector:
         self.frames = 0
         self.packets = 0
         self.findings: list[Finding] = []
+        self.segment: Segment | None = None  # the TCP segment of the packet fed last (-w)
 
     def feed(self, packet: RawPacket) -> list[Frame]:
         self.packets += 1
-        segment = self.segments.decode(packet)
+        segment = self.segment = self.segments.decode(packet)
         if segment is None:
             return []
         if packet.wirelen > len(packet.data) and segment.payload:
@@ -112,6 +113,10 @@ class Dissector:
         tcp = [f for f in self.tcp.findings if self.reported(f)]
         self.findings[:0] = self.segments.findings + tcp
         return out
+
+    def conn_of(self, segment: Segment) -> int | None:
+        """The connection `segment` belongs to (while the stream layer follows it)."""
+        return self.tcp.conn_of(segment.src, segment.dst)
 
     def reported(self, f: Finding) -> bool:
         """Whether a TCP finding is reported (`finish`, `evict_closed`): it matters for AMQP

@@ -54,6 +54,14 @@ if TYPE_CHECKING:
     help="Each frame's detail tree: every field, its bytes.",
 )
 @click.option("-x", "--hex", "dump", is_flag=True, help="Each frame's bytes as hex and ASCII.")
+@click.option(
+    "-w",
+    "--write",
+    "out",
+    metavar="OUT",
+    help="Write the packets of the selected frames (and their connections' handshakes) to OUT "
+    "(pcap, or pcapng for a pcapng input or a .pcapng name; - for standard output).",
+)
 @display_options
 @guarded
 def read(
@@ -77,6 +85,7 @@ def read(
     redact_bodies: bool = False,
     tree: bool = False,
     dump: bool = False,
+    out: str | None = None,
 ) -> None:
     """Decode every AMQP frame of a pcap or pcapng FILE (- for standard input), in capture order.
 
@@ -88,6 +97,7 @@ def read(
       amqpscope read capture.pcap -Y 'name == "transfer" and fields.settled == false'
       amqpscope read capture.pcap --errors --conn 2
       amqpscope read capture.pcap -c 3 -V -x
+      amqpscope read big.pcapng --conn 7 -w conn7.pcapng
 
     \b
     Display filters (-Y) test the frame record that --json prints:
@@ -103,6 +113,16 @@ def read(
     # without a selecting option every frame is shown: the selection is not asked per frame
     choosy = bool(expression or conns or channels or errors or links or queues)
     choosy = choosy or start is not None or stop is not None
+    if out is not None:
+        from amqpscope.cli.write import write_cut
+
+        # --conn alone cuts its connections whole; anything else chooses frames
+        alone = bool(conns) and not (expression or channels or errors or links or queues)
+        alone = alone and start is None and stop is None and count is None
+        whole = frozenset(conns) if alone else frozenset()
+        accepts = selection.accepts if choosy else lambda _frame, _first: True
+        write_cut(file, out, accepts, whole, show_secrets, keylog, count)
+        return
     dissector = Dissector(
         show_secrets=show_secrets, redact_bodies=redact_bodies, carriers=tree or dump
     )
