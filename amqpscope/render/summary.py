@@ -15,7 +15,6 @@ anything else is rich's to lay out.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -50,8 +49,29 @@ def _text(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.3f}".rstrip("0").rstrip(".") if value else "0"
     if isinstance(value, (dict, list)):
-        return safe(json.dumps(value, separators=(",", ":"), ensure_ascii=False))
+        return safe(_words(value))
     return safe(str(value))  # captured strings: escape what could drive the terminal
+
+
+#: the keys of a value given per direction (client to server, server to client)
+DIRECTIONS = frozenset(("c2s", "s2c"))
+
+
+def _words(value: Any) -> str:
+    """A list or map of the summary in words, never as JSON: per-direction values as
+    `16384 → / ← 4294967295` (what each direction carries), other maps as `key value, ...`,
+    lists joined by commas; empty parts are left out."""
+    if isinstance(value, dict):
+        if value and set(value) <= DIRECTIONS:
+            c2s, s2c = _words(value.get("c2s")), _words(value.get("s2c"))
+            if c2s == s2c:
+                return c2s
+            return " / ".join(p for p in (c2s and f"{c2s} →", s2c and f"← {s2c}") if p)
+        parts = ((str(k), _words(v)) for k, v in value.items())
+        return ", ".join(f"{k} {v}" if v != "yes" else k for k, v in parts if v)
+    if isinstance(value, list):
+        return ", ".join(w for w in (_words(v) for v in value) if w)
+    return _text(value)
 
 
 def _error(value: Any) -> str:
@@ -279,7 +299,7 @@ def _connection_line(conn: Row) -> Pieces:
         if mech:
             facts.append(f"SASL {mech} {_get(conn, 'sasl', 'outcome') or ''}".strip())
         frame_max = _get(conn, "open", "holds", "max-frame-size")
-        if isinstance(frame_max, dict):  # what each side may send
+        if isinstance(frame_max, dict):  # what each direction may carry
             sizes = {v for v in frame_max.values() if v is not None}
             frame_max = sizes.pop() if len(sizes) == 1 else frame_max
         if frame_max:
