@@ -47,3 +47,25 @@ def drop(source: Path, target: Path, keep: Callable[[RawPacket], bool]) -> Path:
                 writer.write(raw)
         writer.close()
     return target
+
+
+def with_payload(source: Path, target: Path, number: int, payload: bytes) -> Path:
+    """`source` with packet `number` (Ethernet, IPv4, TCP) carrying `payload` as its TCP
+    payload instead of what it had (its IP length fixed; checksums, which amqpscope and
+    tshark do not check by default, left as they were)."""
+    with open_capture(str(source)) as capture, target.open("wb") as out:
+        writer = CaptureWriter(out, capture, "pcap")
+        for raw in capture:
+            if raw.number == number:
+                data = raw.data
+                ip = 14
+                ihl = (data[ip] & 0x0F) * 4
+                tcp = ip + ihl
+                offset = (data[tcp + 12] >> 4) * 4
+                head = bytearray(data[: tcp + offset])
+                head[ip + 2 : ip + 4] = (ihl + offset + len(payload)).to_bytes(2, "big")
+                data = bytes(head) + payload
+                raw = RawPacket(raw.number, raw.ts, raw.linktype, data, len(data))
+            writer.write(raw)
+        writer.close()
+    return target
