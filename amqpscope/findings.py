@@ -34,6 +34,10 @@ CODES: Final[dict[str, tuple[str, str]]] = {
     # codec/
     "amqp.resync": (WARNING, "framing resynchronised at the next frame boundary after damage"),
     "amqp.bad-frame": (ERROR, "bytes that should be an AMQP frame are not one"),
+    "amqp.missing-header": (
+        WARNING,
+        "a direction began without its protocol header: its frames are read by their shape",
+    ),
     "amqp.bad-frame-end": (ERROR, "an AMQP 0-9-1 frame does not end with 0xCE"),
     "amqp.unknown-method": (WARNING, "an AMQP 0-9-1 class/method id not in the specification"),
     "amqp.unknown-descriptor": (WARNING, "an AMQP 1.0 body with an unknown descriptor"),

@@ -69,3 +69,42 @@ def with_payload(source: Path, target: Path, number: int, payload: bytes) -> Pat
             writer.write(raw)
         writer.close()
     return target
+
+
+def _tcp(data: bytes) -> tuple[int, int, tuple[bytes, bytes, int, int]]:
+    """(offset of the TCP header, of the payload, (src ip, dst ip, src port, dst port))."""
+    ip = 14
+    ihl = (data[ip] & 0x0F) * 4
+    tcp = ip + ihl
+    ports = (
+        int.from_bytes(data[tcp : tcp + 2], "big"),
+        int.from_bytes(data[tcp + 2 : tcp + 4], "big"),
+    )
+    flow = (data[ip + 12 : ip + 16], data[ip + 16 : ip + 20], *ports)
+    return tcp, tcp + (data[tcp + 12] >> 4) * 4, flow
+
+
+def without(source: Path, target: Path, number: int) -> Path:
+    """`source` as if packet `number`'s TCP payload (Ethernet, IPv4) had never been sent: the
+    packet is left out, and the later sequence numbers of its direction (and the other
+    direction's acknowledgements) move back by its length, so TCP sees no gap."""
+    with open_capture(str(source)) as capture:
+        raws = list(capture)
+    removed = next(r for r in raws if r.number == number)
+    _, start, flow = _tcp(removed.data)
+    size = len(removed.data) - start
+    back = (flow[1], flow[0], flow[3], flow[2])
+    with open_capture(str(source)) as capture, target.open("wb") as out:
+        writer = CaptureWriter(out, capture, "pcap")
+        for raw in capture:
+            if raw.number == number:
+                continue
+            data = bytearray(raw.data)
+            tcp, _, this = _tcp(raw.data)
+            if raw.number > number and this in (flow, back):
+                field = tcp + 4 if this == flow else tcp + 8
+                value = int.from_bytes(data[field : field + 4], "big")
+                data[field : field + 4] = ((value - size) % 2**32).to_bytes(4, "big")
+            writer.write(RawPacket(raw.number, raw.ts, raw.linktype, bytes(data), raw.wirelen))
+        writer.close()
+    return target

@@ -36,6 +36,7 @@ from amqpscope.codec.amqp10 import frames as frames10
 from amqpscope.codec.amqp10.decoder import Decoder as Decoder10
 from amqpscope.findings import Finding, finding
 from amqpscope.stream.events import C2S, S2C
+from amqpscope.stream.tcp import WELL_KNOWN_PORTS
 
 HEADER: Final = "header"
 FRAMES: Final = "frames"
@@ -63,6 +64,7 @@ class Framer:
         "decoder",
         "direction",
         "expect",
+        "headerless",
         "hunted",
         "inner",
         "layer",
@@ -93,6 +95,7 @@ class Framer:
         self.layer: layers.Layer | None = None  # LAYERED: the layer its bytes go through
         self.inner: Framer | None = None  # LAYERED: the framer of the layer's inner bytes
         self.expect = ""  # a layer that must follow (after `AMQP 2 1 0 0`: "tls")
+        self.headerless = False  # began without its protocol header: hunting frames by shape
 
     def arrived(self, data: bytes, packet: int, ts: float) -> None:
         self.buf += data
@@ -440,7 +443,9 @@ class ConnectionCodec:
                 versions: tuple[str, ...] = (known,) if known else UNKNOWN_VERSIONS
                 versions = tuple("0-9-1" if v in detect.FRAMED_LIKE_091 else v for v in versions)
                 needed = detect.FRAMES_TO_CLAIM_KNOWN if known else detect.FRAMES_TO_CLAIM
-                claim = detect.claim(memoryview(buf)[pos:], versions, needed, final)
+                claim = detect.claim(
+                    memoryview(buf)[pos:], versions, needed, final, framer.headerless
+                )
                 framer.skipped += claim.offset
                 if not known:
                     framer.hunted += claim.offset
@@ -455,6 +460,11 @@ class ConnectionCodec:
                             )
                         )
                     framer.skipped = 0
+                    if framer.headerless:
+                        framer.headerless = False
+                        # a 0-9-1 server sends no header: only its client can miss one
+                        if framer.direction == C2S or claim.version not in detect.FRAMED_LIKE_091:
+                            framer.pending.append(self._missing_header(framer, claim.version))
                     if buf[pos : pos + 4] == detect.MAGIC:
                         framer.state = HEADER
                     else:
@@ -482,7 +492,10 @@ class ConnectionCodec:
 
     def _headerless(self, framer: Framer) -> bool:
         """A direction whose first bytes are not a header: a 0-9-1 server answering a client's
-        header speaks frames at once. Anything else is not AMQP."""
+        header speaks frames at once. A direction whose header is missing (the other side sent
+        one, or the connection is to an AMQP port) is read by frame shape, as a capture that
+        starts mid-connection is, and said so when its frames are found. Anything else is not
+        AMQP."""
         other = self._other(framer).version
         if framer.direction == S2C and other in detect.FRAMED_LIKE_091 and framer.version is None:
             framer.version = other
@@ -491,7 +504,21 @@ class ConnectionCodec:
         if framer.version is not None:  # after a header, anything but frames is damage
             framer.state = HUNT
             return True
+        if other is not None or self.server_port in WELL_KNOWN_PORTS:
+            framer.headerless = True
+            framer.state = HUNT
+            return True
         return False
+
+    def _missing_header(self, framer: Framer, version: str | None) -> Finding:
+        other = self._other(framer)
+        said = "the other side sent one" if other.version else "neither side sent one"
+        who = "client" if framer.direction == C2S else "server"
+        return finding(
+            "amqp.missing-header",
+            f"the {who} ({framer.direction}) began without its protocol header ({said});"
+            f" its frames are read by their shape as AMQP {version}",
+        )
 
     def _header_frame(self, framer: Framer, raw: bytes) -> k.Frame:
         header = detect.PROTOCOL_HEADERS.get(raw[4:8])
