@@ -20,6 +20,7 @@ from amqpscope.cli.common import (
     load_keylog,
     main,
     make_console,
+    no_amqp_lines,
     progress,
     replace_unencodable,
     report_findings,
@@ -198,3 +199,6 @@ def read(
             timeline.finish()
         lines.flush()
         report_findings(capture.findings + dissector.findings + ended)
+        if not shown and count is None:
+            for text in no_amqp_lines(dissector, file):
+                click.echo(f"amqpscope: {text}", err=True)

@@ -16,6 +16,7 @@ from amqpscope.cli.common import (
     load_keylog,
     main,
     make_console,
+    no_amqp_lines,
     progress,
     replace_unencodable,
     report_findings,
@@ -50,6 +51,7 @@ def summary(file: str, as_json: bool, keylog: str | None, color: str, width: int
             tracker.feed(frame)
         tracker.finish()
         result = tracker.summary()
+        others = [] if result.get("undecoded") else no_amqp_lines(dissector, file)
         if bar is not None:
             bar.clear()
         if as_json:
@@ -64,7 +66,9 @@ def summary(file: str, as_json: bool, keylog: str | None, color: str, width: int
                 replace_unencodable()
                 encoding = (getattr(sys.stdout, "encoding", None) or "utf-8").lower()
                 text = summary_text(result, width, encoding)
-            if text is not None:
+            if others:  # instead of a bare "no findings": what the capture held
+                sys.stdout.write("".join(line + "\n" for line in others))
+            elif text is not None:
                 sys.stdout.write(text)
             else:
                 print_summary(result, make_console(color, width))

@@ -48,6 +48,8 @@ LAYER_KIND: Final = "layer"
 
 #: bytes a direction of unknown version may be searched before it is given up as not AMQP
 HUNT_BUDGET: Final = 256 * 1024
+#: first bytes kept of each direction of a connection not (yet) known to be AMQP
+HEAD_BYTES: Final = 16
 #: bytes kept while a frame is incomplete or a hunt waits for more; beyond it, damage is assumed
 MAX_BUFFER: Final = 64 * 1024 * 1024
 UNKNOWN_VERSIONS: Final = ("0-9-1", "1.0")
@@ -177,6 +179,9 @@ class ConnectionCodec:
         self.first_header_dir: str | None = None
         self.findings: list[Finding] = []  # findings no frame carries (reported at the end)
         self.carriers = False  # note on each frame which packets carried it (`Frame.carriers`)
+        # the first bytes of each direction until AMQP is found: what a connection that is not
+        # AMQP was (`census`: HTTP, TLS, RabbitMQ streams...)
+        self.head: dict[str, bytes] = {}
 
     # -- events from the stream layer -------------------------------------------------------
     def data(
@@ -184,6 +189,10 @@ class ConnectionCodec:
     ) -> list[k.Frame]:
         """Bytes of `direction` (any bytes-like; the stream layer hands on `bytes`)."""
         framer = self.framers[direction]
+        if not self.is_amqp:
+            head = self.head.get(direction, b"")
+            if len(head) < HEAD_BYTES:
+                self.head[direction] = head + bytes(data[: HEAD_BYTES - len(head)])
         if framer.state == OPAQUE:
             return []
         if not isinstance(data, bytes):
