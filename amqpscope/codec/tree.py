@@ -14,6 +14,8 @@ from typing import Any
 
 #: what a secret's value reads as unless secrets are shown (the frame record's word)
 REDACTED = "<redacted>"
+#: layer names as the tree shows them
+LAYER_NAMES = {"tls": "TLS", "websocket": "WebSocket"}
 
 
 @dataclass(slots=True)
@@ -75,20 +77,23 @@ def frame_tree(
     tcp = Node("TCP", f"{frame.src} → {frame.dst}", "record")
     tcp.add(Node("source", frame.src, "record"))
     tcp.add(Node("destination", frame.dst, "record"))
-    carriers = getattr(frame, "carriers", None)
-    if carriers:
-        tcp.add(Node("stream offset", carriers[0][3], "record"))
-        if len(carriers) > 1:  # reassembled: which packet brought which of its bytes
-            segments = tcp.add(Node("segments", len(carriers), "record"))
-            for packet, offset, length, _ in carriers:
-                segments.add(Node(f"packet {packet}", f"bytes {offset}-{offset + length - 1}"))
-                segments.children[-1].type = "record"
     out = [where, tcp]
     for name, info in layers:
-        layer = Node("TLS" if name == "tls" else name.capitalize(), None, "layer")
+        layer = Node(LAYER_NAMES.get(name, name), None, "layer")
         for key, value in info.items():
-            layer.add(Node(key, value, "layer"))
+            if value is not None:
+                layer.add(Node(key, value, "layer"))
         out.append(layer)
+    # the frame's place in the byte stream that carried it: TCP's, or the innermost layer's
+    carriers = getattr(frame, "carriers", None)
+    if carriers:
+        stream = out[-1]
+        stream.add(Node("stream offset", carriers[0][3], "record"))
+        if len(carriers) > 1:  # reassembled: which packet brought which of its bytes
+            segments = stream.add(Node("segments", len(carriers), "record"))
+            for packet, offset, length, _ in carriers:
+                span = f"bytes {offset}-{offset + length - 1}"
+                segments.add(Node(f"packet {packet}", span, "record"))
     if not frame.data or frame.kind in ("transport", "layer"):
         return out  # a record of no AMQP frame: a TCP end, a TLS or WebSocket layer's
     if frame.version == "1.0":
