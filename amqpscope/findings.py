@@ -34,6 +34,10 @@ CODES: Final[dict[str, tuple[str, str]]] = {
     # codec/
     "amqp.resync": (WARNING, "framing resynchronised at the next frame boundary after damage"),
     "amqp.bad-frame": (ERROR, "bytes that should be an AMQP frame are not one"),
+    "amqp.missing-header": (
+        WARNING,
+        "a direction began without its protocol header: its frames are read by their shape",
+    ),
     "amqp.bad-frame-end": (ERROR, "an AMQP 0-9-1 frame does not end with 0xCE"),
     "amqp.unknown-method": (WARNING, "an AMQP 0-9-1 class/method id not in the specification"),
     "amqp.unknown-descriptor": (WARNING, "an AMQP 1.0 body with an unknown descriptor"),
@@ -132,6 +136,7 @@ CODES: Final[dict[str, tuple[str, str]]] = {
     "amqp091.connection-error": (ERROR, "a connection was closed with an error reply code"),
     "amqp091.channel-error": (ERROR, "a channel was closed with an error reply code"),
     "amqp091.unexpected-method": (WARNING, "a method its connection or channel state forbids"),
+    "amqp091.frame-after-close": (WARNING, "a channel's frame after the connection closed"),
     "amqp091.unknown-delivery-tag": (ERROR, "an ack, nack or reject of a tag not outstanding"),
     "amqp091.unacked-at-end": (WARNING, "deliveries still unacknowledged when their channel ended"),
     "amqp091.unconfirmed-at-end": (WARNING, "confirm-mode publishes the broker never confirmed"),

@@ -89,6 +89,17 @@ def report_findings(findings: list[Finding]) -> None:
         click.echo(f"amqpscope: ... and {len(findings) - MAX_STDERR_FINDINGS} more", err=True)
 
 
+def no_amqp_lines(dissector: Any, name: str) -> list[str]:
+    """When the capture held no AMQP connection: what it held instead, in words (else [])."""
+    connections = dissector.connections.values()
+    if any(c.is_amqp for c in connections):
+        return []
+    from amqpscope.census import census
+    from amqpscope.render.census import census_lines
+
+    return census_lines(census(connections), name)
+
+
 class Lines:
     """NDJSON lines to stdout's bytes (they are UTF-8 already), gathered into writes of about
     256 KB: one system call per few hundred frames instead of one per 8 KB buffer. `chunk` 0

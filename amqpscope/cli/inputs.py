@@ -65,13 +65,18 @@ class Input:
         messages: bool = True,
         keylog: Any = None,
         wrap: Callable[[Any], Any] | None = None,
+        carriers: bool = False,
     ) -> Iterator[Frame]:
-        """The records, from the capture (`wrap` around its packets: a progress bar) or log."""
+        """The records, from the capture (`wrap` around its packets: a progress bar; `carriers`:
+        which packets carried each frame, for -V, -x and -w) or log."""
         if self.capture is not None:
             from amqpscope.dissect import Dissector
 
             dissector = self.dissector = Dissector(
-                show_secrets=show_secrets, redact_bodies=redact_bodies, messages=messages
+                show_secrets=show_secrets,
+                redact_bodies=redact_bodies,
+                messages=messages,
+                carriers=carriers,
             )
             dissector.context.keylog = keylog
             return dissector.run(wrap(self.capture) if wrap else self.capture)

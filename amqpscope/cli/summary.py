@@ -15,6 +15,7 @@ from amqpscope.cli.common import (
     load_keylog,
     main,
     make_console,
+    no_amqp_lines,
     progress,
     replace_unencodable,
     report_findings,
@@ -58,6 +59,9 @@ def summary(
             tracker.feed(frame)
         tracker.finish()
         result = tracker.summary()
+        others = []
+        if source.dissector is not None and not result.get("undecoded"):
+            others = no_amqp_lines(source.dissector, file)
         if bar is not None:
             bar.clear()
         if as_json:
@@ -72,7 +76,9 @@ def summary(
                 replace_unencodable()
                 encoding = (getattr(sys.stdout, "encoding", None) or "utf-8").lower()
                 text = summary_text(result, width, encoding)
-            if text is not None:
+            if others:  # instead of a bare "no findings": what the capture held
+                sys.stdout.write("".join(line + "\n" for line in others))
+            elif text is not None:
                 sys.stdout.write(text)
             else:
                 print_summary(result, make_console(color, width))

@@ -45,6 +45,9 @@ class Frame:
     message: dict[str, Any] | None  # on the frame that completes a message
     #: a frame read from a log (`logs/`): {"file", "line"} instead of packet, bytes and ends
     source: dict[str, Any] | None
+    #: which packets carried the frame's bytes, when the dissector is asked to keep it (`read
+    #: -x`, `-w`): (packet, offset in the frame, length, stream offset) per packet, in order
+    carriers: list[tuple[int, int, int, int]] | None
 
     def __init__(
         self,
@@ -82,6 +85,7 @@ class Frame:
         self.findings = [] if findings is None else findings
         self.message = message
         self.source = source
+        self.carriers = None
 
     @property
     def size(self) -> int:
