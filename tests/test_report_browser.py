@@ -31,6 +31,7 @@ PAGES = [
     "10-drain.pcap",
     "10-bad-address.pcap",
     "091-killed-consumer.pcap",  # a stall: the consumer killed with its prefetch full
+    "log-proton-broker.log",  # a frame-trace log, not a capture
 ]
 HOSTILE = (
     'q<script>window.pwned=1</script><img src=x onerror="window.pwned=2">'
@@ -140,11 +141,16 @@ def test_clicking_an_arrow_shows_its_frame(tmp_path: Path, chromium: browser.Chr
     tree = page.eval("document.getElementById('detail-body').textContent")
     record = json.loads(
         CliRunner()
-        .invoke(main, ["read", "--json", str(CAPTURES / "091-channel-errors.pcap")])
+        .invoke(main, ["read", "--json", "-V", str(CAPTURES / "091-channel-errors.pcap")])
         .stdout.splitlines()[int(wanted) - 1]
     )
     assert title.startswith(f"Frame {wanted}: {record['name']}")
-    assert f"name: {record['name']}" in tree
+    amqp = record["tree"][-1]  # the -V tree's AMQP frame, its fields under it
+    assert f"{amqp['name']}: {record['name']} (frame) @0+{amqp['length']}" in tree
+    for field in amqp["children"]:
+        value = field["value"]
+        shown = f"{field['name']}: {value}" if isinstance(value, int | str) else field["name"]
+        assert f"{shown} ({field['type']})" in tree
     assert page.console_errors == []
 
 

@@ -1,12 +1,12 @@
-"""`amqpscope report`: one self-contained HTML file of a capture."""
+"""`amqpscope report`: one self-contained HTML file of a capture or frame-trace log."""
 
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from amqpscope.capture.files import open_capture
 from amqpscope.cli.common import (
     fail,
     guarded,
@@ -17,8 +17,13 @@ from amqpscope.cli.common import (
     report_findings,
     steady_gc,
 )
-from amqpscope.dissect import Dissector
+from amqpscope.cli.inputs import format_option, open_input
+from amqpscope.cli.inspect import Inspect
 from amqpscope.filter import FilterError, Selection, compile_filter
+from amqpscope.render.tree import tree_json
+
+if TYPE_CHECKING:
+    from amqpscope.codec.frames import Frame
 
 
 @main.command()
@@ -46,6 +51,7 @@ from amqpscope.filter import FilterError, Selection, compile_filter
 @click.option("--from", "start", type=float, metavar="SECONDS", help="From this relative time.")
 @click.option("--to", "stop", type=float, metavar="SECONDS", help="Up to this relative time.")
 @keylog_option
+@format_option
 @guarded
 def report(
     file: str,
@@ -60,8 +66,10 @@ def report(
     start: float | None,
     stop: float | None,
     keylog: str | None,
+    fmt: str | None = None,
 ) -> None:
-    """Write one HTML file of a capture FILE (- for standard input): overview and diagnoses, a
+    """Write one HTML file of a capture or frame-trace log FILE (- for standard input): overview
+    and diagnoses, a
     sequence diagram per connection, plots per link or channel, searchable tables. It opens
     from disk and fetches nothing; credentials stay out unless --show-secrets.
 
@@ -84,7 +92,6 @@ def report(
     except FilterError as exc:
         fail(f"-Y: {exc}", 2)
     scoped = bool(conns or channels or links or queues or start is not None or stop is not None)
-    dissector = Dissector(show_secrets=show_secrets, redact_bodies=redact_bodies)
     facts = {
         "file": os.path.basename(file) if file != "-" else "standard input",
         "filter": expression,
@@ -92,18 +99,33 @@ def report(
         "redact-bodies": redact_bodies,
     }
     steady_gc()
-    with open_capture(file) as capture:
-        dissector.context.keylog = load_keylog(keylog)
+    with open_input(file, fmt) as source:
+        frames = source.frames(
+            show_secrets, redact_bodies, keylog=load_keylog(keylog), carriers=True
+        )
+        tree = None
+        if source.dissector is not None:  # a capture: each kept frame's -V tree
+            inspect = Inspect(source.dissector, True, False, show_secrets, None)
+
+            def tree(frame: Frame, continues: bool) -> list[dict[str, Any]]:
+                return tree_json(inspect.nodes(frame, continues), show_secrets)
+
         data = report_data(
-            dissector.run(capture),
+            frames,
             facts,
             accepts=(lambda frame: predicate(frame.to_json())) if predicate else None,
-            loose=lambda: capture.findings + dissector.findings,
+            loose=lambda: source.findings,
             keeps=scope.accepts if scoped else None,
             # issue 21's seam: diagnose=lambda tracker: [d.to_json() for d in diagnose(tracker)]
             diagnose=None,
+            tree=tree,
+            redact_bodies=redact_bodies,
         )
-    data["facts"]["packets"] = dissector.packets
+        if source.dissector is not None:
+            data["facts"]["packets"] = source.dissector.packets
+        else:
+            data["facts"]["log-format"] = source.fmt
+        findings = source.findings
     try:
         page = render_page(data)
     except ReportError as exc:
@@ -113,4 +135,4 @@ def report(
             out.write(page)
     except OSError as exc:
         fail(f"cannot write {output}: {exc.strerror or exc}", 1)
-    report_findings(capture.findings + dissector.findings)
+    report_findings(findings)

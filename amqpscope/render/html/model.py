@@ -5,36 +5,47 @@ ride it); `build` takes the finished tracker and returns what the page draws: ca
 connections with their peers, diagnoses, one compact row per frame (its timeline text), a detail
 tree per kept frame, the links' and channels' table rows, and the series to plot.
 
-Bounds: a report of any capture stays a few megabytes. `MAX_ROWS` frames get a row (the diagram
-and the frame list); past it frames are counted and the page says how many were left out (ask
-for a time range with --from/--to). `MAX_DETAILS` frames keep a detail tree, and every frame
-with a finding or an error keeps one up to `MAX_EVIDENCE` more, so evidence links always land.
+Bounds: a report of any capture stays under 5 MB, BokehJS's 1.4 included. Frames get a row (the
+diagram and the frame list) until the rows hold `ROW_BYTES` of JSON or `MAX_ROWS` rows; the first
+frames keep a detail tree until the trees hold `DETAIL_BYTES`, and frames with a finding or an
+error keep one within `EVIDENCE_BYTES` more, so evidence links land. Diagnoses, connections and
+links or channels are listed up to `MAX_LISTED` each. Past every bound things are counted, and
+the page says how many were left out (ask for a time range with --from/--to, or --conn).
 
 Every captured string is passed through `safe` (control and direction-override characters as
 visible escapes) before it reaches the page; the page only ever sets text, never markup.
 
-The two seams the diagnose and `-V` tree work plug into are `diagnoses_from` and
-`detail_tree`, at the bottom of this module.
+A frame's detail is its `read -V` tree (`tree`, given by the caller, which has the dissector's
+layers) with its decoded 0-9-1 message and its findings; a log's frames, which have no bytes,
+show their record (`detail_tree`). The overview lists `diagnose`'s Diagnosis dicts when the
+caller passes them to `build`, else the findings (`diagnoses_from`).
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 from typing import Any, Final
 
+from amqpscope.codec.amqp10.tree import DeliveryStarts
 from amqpscope.codec.frames import TRANSPORT, Frame
 from amqpscope.filter import is_error
 from amqpscope.findings import Finding
 from amqpscope.render.lines import highlights, safe, transport_name
+from amqpscope.render.tree import NO_BYTES
 from amqpscope.track.tracker import Tracker
 
-#: frames with a row in the diagram and the frame list
+#: frames with a row in the diagram and the frame list, and the JSON bytes their rows may take
 MAX_ROWS: Final = 20_000
-#: frames with a detail tree kept (the first ones)
+ROW_BYTES: Final = 1_500_000
+#: frames with a detail tree kept (the first ones), and the JSON bytes their trees may take
 MAX_DETAILS: Final = 1_000
-#: frames past MAX_DETAILS that still keep a tree because they hold a finding or an error
-MAX_EVIDENCE: Final = 500
+DETAIL_BYTES: Final = 1_000_000
+#: the JSON bytes of trees kept past those for frames with a finding or an error
+EVIDENCE_BYTES: Final = 250_000
+#: diagnoses, connections, and links or channels listed (each)
+MAX_LISTED: Final = 1_000
 #: links and channels whose series and histograms are kept for plots (all keep a table row)
 MAX_PLOTTED: Final = 24
 #: points of one session-window series; later changes are counted, not kept
@@ -84,12 +95,20 @@ class ReportBuilder:
         max_rows: int = MAX_ROWS,
         max_details: int = MAX_DETAILS,
         keeps: Callable[[Frame, float], bool] | None = None,
+        tree: Callable[[Frame, bool], list[dict[str, Any]]] | None = None,
+        redact_bodies: bool = False,
     ) -> None:
         """`accepts`: the display filter (-Y), which marks the frames the list shows when asked;
         `keeps`: the scope (--conn, --from, --to, ...), outside which frames get no row or
-        detail (they are still tracked and plotted)."""
+        detail (they are still tracked and plotted); `tree`: a captured frame's `-V` tree as
+        `Node.to_json` dicts, given whether it continues a 1.0 delivery (without it, or for a
+        frame with no bytes, the detail is the frame's record); `redact_bodies`: message
+        sections in a tree keep their size, never their value."""
         self.accepts = accepts
         self.keeps = keeps
+        self.tree = tree
+        self.redact_bodies = redact_bodies
+        self.starts = DeliveryStarts()  # fed every frame: which transfers continue a delivery
         self.out_of_scope = 0
         self.max_rows = max_rows
         self.max_details = max_details
@@ -100,7 +119,9 @@ class ReportBuilder:
         self.rows_left_out = 0
         self.matched = 0
         self.details: dict[int, list[list[Any]]] = {}
-        self.evidence_kept = 0
+        self.row_bytes = 0
+        self.detail_bytes = 0
+        self.evidence_bytes = 0
         self.details_left_out = 0
         #: (conn, channel, dir) -> [[t, incoming-window], ...] from begin and flow frames
         self.windows: dict[tuple[int, int, str], list[list[float]]] = {}
@@ -114,6 +135,7 @@ class ReportBuilder:
             self.first_ts = frame.ts
         self.last_ts = max(self.last_ts, frame.ts)
         self.frames += 1
+        continues = self.starts.continues(frame) if self.tree is not None else False
         if self.keeps is not None and not self.keeps(frame, self.first_ts):
             self.out_of_scope += 1
             return
@@ -131,17 +153,36 @@ class ReportBuilder:
             self._window(frame, t)
         elif frame.version == "1.0" and frame.name == "open":
             self.opens[(frame.conn, frame.direction)] = frame.fields
-        if len(self.rows) < self.max_rows:
-            self.rows.append(self._row(frame, t, flags))
+        if len(self.rows) < self.max_rows and self.row_bytes < ROW_BYTES:
+            row = self._row(frame, t, flags)
+            self.row_bytes += _size(row)
+            self.rows.append(row)
         else:
             self.rows_left_out += 1
-        if len(self.details) < self.max_details:
-            self.details[frame.number] = compact_tree(detail_tree(frame))
-        elif error and self.evidence_kept < MAX_EVIDENCE:  # evidence links must land
-            self.evidence_kept += 1
-            self.details[frame.number] = compact_tree(detail_tree(frame))
+        if len(self.details) < self.max_details and self.detail_bytes < DETAIL_BYTES:
+            tree = compact_tree(self._detail(frame, continues))
+            self.detail_bytes += _size(tree)
+            self.details[frame.number] = tree
+        elif error and self.evidence_bytes < EVIDENCE_BYTES:  # evidence links must land
+            tree = compact_tree(self._detail(frame, continues))
+            self.evidence_bytes += _size(tree)
+            self.details[frame.number] = tree
         else:
             self.details_left_out += 1
+
+    def _detail(self, frame: Frame, continues: bool) -> list[dict[str, Any]]:
+        if self.tree is None:
+            return detail_tree(frame)
+        nodes = self.tree(frame, continues)
+        if self.redact_bodies:
+            nodes = [_without_bodies(node) for node in nodes]
+        # the record's, not the bytes': the message as decoded (bodies already dropped by the
+        # dissector with --redact-bodies) and what the trackers said of the frame
+        if frame.message is not None and frame.version != "1.0":  # 1.0's tree shows sections
+            nodes.append(_node("message", frame.message))
+        if frame.findings:
+            nodes.append(_node("findings", [f.to_json() for f in frame.findings]))
+        return nodes
 
     def _row(self, frame: Frame, t: float, flags: int) -> list[Any]:
         name = transport_name(frame) if frame.kind == TRANSPORT else frame.name
@@ -183,6 +224,10 @@ class ReportBuilder:
         origin = self.first_ts or 0.0
         loose = [f.to_json() for f in findings or []]
         found = summary.get("findings", [])
+        if diagnoses is None:
+            diagnoses = diagnoses_from(found + loose, origin)
+        connections = summary["connections"]
+        units = [u for conn in tracker.connections.values() for u in _units(conn, origin)]
         return clean(
             {
                 "format": 1,
@@ -196,20 +241,19 @@ class ReportBuilder:
                     "details-left-out": self.details_left_out,
                     "matched": self.matched,
                     "windows-left-out": self.windows_left_out,
+                    "diagnoses-left-out": max(len(diagnoses) - MAX_LISTED, 0),
+                    "connections-left-out": max(len(connections) - MAX_LISTED, 0),
+                    "units-left-out": max(len(units) - MAX_LISTED, 0),
                 },
-                "diagnoses": diagnoses
-                if diagnoses is not None
-                else diagnoses_from(found + loose, origin),
+                "diagnoses": diagnoses[:MAX_LISTED],
                 "connections": [
                     _connection(
                         c, self.opens.get((c["id"], "c2s")), self.opens.get((c["id"], "s2c"))
                     )
-                    for c in summary["connections"]
+                    for c in connections[:MAX_LISTED]
                 ],
-                "undecoded": summary.get("undecoded", []),
-                "units": _plotted(
-                    [u for conn in tracker.connections.values() for u in _units(conn, origin)]
-                ),
+                "undecoded": summary.get("undecoded", [])[:MAX_LISTED],
+                "units": _plotted(units[:MAX_LISTED]),
                 "columns": {
                     "link": [name for name, _ in LINK_COLUMNS],
                     "channel": [name for name, _ in CHANNEL_COLUMNS],
@@ -272,6 +316,11 @@ def _at(value: Any, path: list[str]) -> Any:
 def _cells(row: dict[str, Any], columns: tuple[tuple[str, str], ...]) -> list[Any]:
     """A link's or channel's table row: the values `columns` name, in order."""
     return [_at(row, path.split(".")) for _, path in columns]
+
+
+def _size(value: Any) -> int:
+    """About the bytes `value` takes in the page's JSON (before escaping)."""
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str))
 
 
 def _plotted(units: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -446,18 +495,34 @@ def compact_tree(nodes: list[dict[str, Any]]) -> list[list[Any]]:
     out = []
     for node in nodes:
         children = node.get("children")
+        kind = node.get("type")
+        bytes_of = kind not in NO_BYTES  # a record's or layer's node has no place in the frame
         item = [
             node.get("name"),
             node.get("value"),
-            node.get("type"),
+            kind,
             compact_tree(children) if children else None,
-            node.get("offset"),
-            node.get("length"),
+            node.get("offset") if bytes_of else None,
+            node.get("length") if bytes_of else None,
         ]
         while item and item[-1] is None:
             item.pop()
         out.append(item)
     return out
+
+
+#: the 1.0 message sections that hold the body (the -V tree names them so)
+BODY_SECTIONS: Final = frozenset(("data", "amqp-sequence", "amqp-value"))
+
+
+def _without_bodies(node: dict[str, Any]) -> dict[str, Any]:
+    """A tree node with every body section's value and children dropped (--redact-bodies)."""
+    if node.get("name") in BODY_SECTIONS:
+        return {**node, "value": f"<redacted, {node.get('length')} bytes>", "children": []}
+    children = node.get("children")
+    if not children:
+        return node
+    return {**node, "children": [_without_bodies(c) for c in children]}
 
 
 def detail_tree(frame: Frame) -> list[dict[str, Any]]:

@@ -61,6 +61,10 @@
     ];
     if (f["rows-left-out"]) facts.push(["Frames left out of the diagram and list", f["rows-left-out"] + " (use --from/--to)"]);
     if (f["details-left-out"]) facts.push(["Frames without a detail tree", f["details-left-out"]]);
+    [["diagnoses-left-out", "Diagnoses not listed"], ["connections-left-out", "Connections not listed"],
+     ["units-left-out", "Links and channels not listed"], ["out-of-scope", "Frames outside --conn, --from, --to ..."]].forEach(function (p) {
+      if (f[p[0]]) facts.push([p[1], f[p[0]]]);
+    });
     var dl = document.getElementById("facts");
     facts.forEach(function (p) {
       dl.appendChild(el("dt", { text: p[0] }));
