@@ -122,7 +122,8 @@
     var node = { name: n[0], value: n[1], type: n[2], children: n[3], offset: n[4], length: n[5] };
     var label = [el("span", { cls: "name", text: str(node.name) })];
     if (node.value !== undefined && node.value !== null) label.push(": ", el("span", { cls: "value", text: str(node.value) }));
-    if (node.type) label.push(el("span", { cls: "type", text: " (" + node.type + ")" }));
+    // a record's or layer's node (the -V tree's own) has no type worth a word
+    if (node.type && node.type !== "record" && node.type !== "layer") label.push(el("span", { cls: "type", text: " (" + node.type + ")" }));
     if (node.offset !== undefined && node.offset !== null) label.push(el("span", { cls: "type", text: " @" + node.offset + "+" + str(node.length) }));
     if (node.children && node.children.length) {
       var details = el("details", { open: "" }, [el("summary", {}, label)]);
