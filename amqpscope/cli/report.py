@@ -78,6 +78,7 @@ def report(
       amqpscope report capture.pcap -o report.html
       amqpscope report capture.pcap -o report.html -Y 'findings' --redact-bodies
       amqpscope report capture.pcap -o report.html --conn 2 --from 10 --to 20
+      PN_TRACE_FRM=1 ./app 2> trace.log; amqpscope report trace.log -o report.html
     """
     from amqpscope.render.html import report_data
     from amqpscope.render.html.page import ReportError, bokeh_js, render_page

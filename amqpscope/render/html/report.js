@@ -53,7 +53,7 @@
     var f = DATA.facts;
     document.title = "amqpscope report: " + str(f.file);
     var facts = [
-      ["File", f.file], ["Packets", f.packets], ["Frames", f.frames],
+      ["File", f.file], f["log-format"] ? ["Log format", f["log-format"]] : ["Packets", f.packets], ["Frames", f.frames],
       ["Duration (s)", f.duration], ["Connections", DATA.connections.length],
       ["Display filter", f.filter || "none"],
       ["Secrets", f["show-secrets"] ? "shown (--show-secrets)" : "redacted"],
