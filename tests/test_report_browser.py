@@ -163,6 +163,14 @@ def test_evidence_and_keyboard_reach_frames(tmp_path: Path, chromium: browser.Ch
     page.click("button.evidence")
     page.wait(f"document.getElementById('detail').dataset.frame === '{frame}'", "evidence")
     assert page.eval("document.activeElement.dataset.frame") == frame
+    # Tab reaches the diagram's arrows from its controls
+    page.eval("document.getElementById('diagram-next').focus()")
+    for _ in range(5):
+        page.key("Tab", "Tab", 9)
+        if page.eval("document.activeElement.classList.contains('arrow')"):
+            break
+    assert page.eval("document.activeElement.dataset.frame") is not None
+    page.eval(f"document.querySelector('#sequence g[data-frame=\"{frame}\"]').focus()")
     # the keyboard: down to the next arrow, Enter shows it
     following = page.eval("document.activeElement.nextSibling.dataset.frame")
     page.key("ArrowDown", "ArrowDown", 40)
