@@ -225,6 +225,8 @@ def test_findings_are_the_diagnoses_until_diagnose_lands(tmp_path: Path) -> None
         for frame in diagnosis["evidence"]:  # every evidence link lands on a row and a tree
             assert rows[frame][7] & (ERROR | FINDING)
             assert str(frame) in data["details"]
+        if diagnosis["evidence"]:  # it starts when its frame came
+            assert diagnosis["start"] == rows[diagnosis["evidence"][0]][1]
 
 
 @pytest.mark.parametrize("capture", sorted(LOGINS))

@@ -46,6 +46,8 @@ DETAIL_BYTES: Final = 1_000_000
 EVIDENCE_BYTES: Final = 250_000
 #: diagnoses, connections, and links or channels listed (each)
 MAX_LISTED: Final = 1_000
+#: frames with findings whose time is kept for the diagnoses' start
+MAX_FINDING_TIMES: Final = 10_000
 #: links and channels whose series and histograms are kept for plots (all keep a table row)
 MAX_PLOTTED: Final = 24
 #: points of one session-window series; later changes are counted, not kept
@@ -120,6 +122,7 @@ class ReportBuilder:
         self.matched = 0
         self.details: dict[int, list[list[Any]]] = {}
         self.row_bytes = 0
+        self.finding_times: dict[int, float] = {}  # frame -> its time, for findings' start
         self.detail_bytes = 0
         self.evidence_bytes = 0
         self.details_left_out = 0
@@ -153,6 +156,8 @@ class ReportBuilder:
             self._window(frame, t)
         elif frame.version == "1.0" and frame.name == "open":
             self.opens[(frame.conn, frame.direction)] = frame.fields
+        if frame.findings and len(self.finding_times) < MAX_FINDING_TIMES:
+            self.finding_times[frame.number] = t
         if len(self.rows) < self.max_rows and self.row_bytes < ROW_BYTES:
             row = self._row(frame, t, flags)
             self.row_bytes += _size(row)
@@ -225,7 +230,7 @@ class ReportBuilder:
         loose = [f.to_json() for f in findings or []]
         found = summary.get("findings", [])
         if diagnoses is None:
-            diagnoses = diagnoses_from(found + loose, origin)
+            diagnoses = diagnoses_from(found + loose, self.finding_times)
         connections = summary["connections"]
         units = [u for conn in tracker.connections.values() for u in _units(conn, origin)]
         return clean(
@@ -444,10 +449,14 @@ def _units(conn: Any, origin: float) -> list[dict[str, Any]]:
 # ---- the seams: where diagnose (issue 21) and the -V tree (issue 23) plug in ----
 
 
-def diagnoses_from(findings: list[dict[str, Any]], origin: float) -> list[dict[str, Any]]:
+def diagnoses_from(
+    findings: list[dict[str, Any]], times: dict[int, float] | None = None
+) -> list[dict[str, Any]]:
     """Until `diagnose` lands: each finding as a diagnosis-shaped dict ({code, severity, title,
-    explanation, conn, start, duration, evidence}), errors first. At merge, the caller passes
+    explanation, conn, start, duration, evidence}), errors first; `start` is its frame's time
+    from the first frame (`times`), when known. With `diagnose`, the caller passes
     `[d.to_json() for d in diagnose(...)]` to `ReportBuilder.build(diagnoses=...)` instead."""
+    times = times or {}
     rank = {"error": 0, "warning": 1, "info": 2}
     out = [
         {
@@ -456,7 +465,7 @@ def diagnoses_from(findings: list[dict[str, Any]], origin: float) -> list[dict[s
             "title": f["message"],
             "explanation": "",
             "conn": f.get("conn"),
-            "start": None,
+            "start": times.get(f["frame"]) if f.get("frame") is not None else None,
             "duration": None,
             "evidence": [f["frame"]] if f.get("frame") is not None else [],
         }
