@@ -114,6 +114,10 @@ _BARE_SYMBOL: Final = re.compile(r"[A-Za-z][A-Za-z0-9\-]*", re.ASCII)
 _HEX_ESCAPE: Final = re.compile(r"\\x([0-9a-fA-F]{2})")
 _ONLY_HEX_ESCAPES: Final = re.compile(r"(?:[^\\]|\\x[0-9a-fA-F]{2})*", re.DOTALL)
 _SPACES: Final = re.compile(r" *")
+#: a field whose value is a plain number or boolean, followed by the end of the value
+_SIMPLE_FIELD: Final = re.compile(
+    r"([A-Za-z][A-Za-z0-9\-]*)=(0x[0-9a-fA-F]+|-?\d+|true|false|null)(?=\s*[,\]])", re.ASCII
+)
 _HEXDIGITS: Final = re.compile(r"[0-9a-fA-F\-]+")
 
 
@@ -258,13 +262,18 @@ class Reader:
             return items, pos + 1
         while True:
             pos = self.skip(pos)
-            m = _NAME_EQ.match(text, pos)
-            name = None
-            if m is not None:
-                name = m.group(1)
-                pos = m.end()
-            value, pos = self.read(pos)
-            items.append((name, value))
+            simple = _SIMPLE_FIELD.match(text, pos)
+            if simple is not None:  # the common `name=0x5` / `name=true`: one match, no descent
+                items.append((simple.group(1), _simple(simple.group(2))))
+                pos = simple.end(2)
+            else:
+                m = _NAME_EQ.match(text, pos)
+                name = None
+                if m is not None:
+                    name = m.group(1)
+                    pos = m.end()
+                value, pos = self.read(pos)
+                items.append((name, value))
             pos = self.skip(pos)
             if pos >= len(text):
                 raise LogSyntaxError(pos, "']' expected, line ended")
@@ -323,6 +332,20 @@ class Reader:
         if m is None or not self.text.startswith(")", end):
             raise LogSyntaxError(pos, "decimal expected")
         return Decimal(int(self.text[open_paren + 1 : end], self.decimal_base), width), end + 1
+
+
+def _simple(token: str) -> Any:
+    """A token `_SIMPLE_FIELD` matched, as `Reader.read` would read it."""
+    first = token[0]
+    if first == "t":
+        return True
+    if first == "f":
+        return False
+    if first == "n":
+        return None
+    if "x" in token:
+        return Hex(int(token, 16))
+    return int(token)
 
 
 def read_value(text: str, pos: int = 0, old: bool = False) -> tuple[Any, int]:
