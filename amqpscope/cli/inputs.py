@@ -86,6 +86,7 @@ class Input:
         feed = reader.feed
         for number, line in enumerate(self.lines, 1):
             yield from feed(line, number)
+        yield from reader.flush()
         reader.finish()
 
     @property

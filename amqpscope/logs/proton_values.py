@@ -37,6 +37,11 @@ class LogSyntaxError(ValueError):
         self.pos = pos
 
 
+class LogLineEnded(LogSyntaxError):
+    """The value is not finished where the line ends: the line may go on in the next one (a
+    logger that wraps long lines)."""
+
+
 class Hex(int):
     """An integer Proton printed in hex: an unsigned type (ubyte ... ulong)."""
 
@@ -163,7 +168,7 @@ class Reader:
         text = self.text
         pos = self.skip(pos)
         if pos >= len(text):
-            raise LogSyntaxError(pos, "value expected, line ended")
+            raise LogLineEnded(pos, "value expected, line ended")
         c = text[pos]
         if c == '"':
             raw, pos = self.quoted(pos + 1)
@@ -218,7 +223,7 @@ class Reader:
         while True:
             end = text.find('"', pos)
             if end < 0:
-                raise LogSyntaxError(start - 1, "quote not closed")
+                raise LogLineEnded(start - 1, "quote not closed")
             if _AFTER_VALUE.match(text, end + 1):
                 return unquote(text[start:end]), end + 1
             pos = end + 1
@@ -239,7 +244,7 @@ class Reader:
             items.append(value)
             pos = self.skip(pos)
             if pos >= len(text):
-                raise LogSyntaxError(pos, f"{close!r} expected, line ended")
+                raise LogLineEnded(pos, f"{close!r} expected, line ended")
             c = text[pos]
             if c == close:
                 self.depth -= 1
@@ -276,7 +281,7 @@ class Reader:
                 items.append((name, value))
             pos = self.skip(pos)
             if pos >= len(text):
-                raise LogSyntaxError(pos, "']' expected, line ended")
+                raise LogLineEnded(pos, "']' expected, line ended")
             if text[pos] == "]":
                 self.depth -= 1
                 return items, pos + 1
