@@ -31,8 +31,8 @@ broker: system-deps
 	$(PYTHON) captures/record.py --ensure-broker
 
 lint:
-	ruff check amqpscope tests tools captures bench
-	ruff format --check amqpscope tests tools captures bench
+	ruff check amqpscope pyspark_amqpscope tests tools captures bench
+	ruff format --check amqpscope pyspark_amqpscope tests tools captures bench
 	mypy
 	@if [ -d ../shared/spec ]; then $(PYTHON) tools/gen_spec.py ../shared/spec --check; fi
 

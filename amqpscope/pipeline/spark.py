@@ -21,6 +21,7 @@ Spark schedules the tasks and reads remote inputs; no row passes through the JVM
 from __future__ import annotations
 
 import argparse
+import contextlib
 import glob
 import os
 import re
@@ -172,11 +173,16 @@ def _walk(folder: str) -> list[str]:
 
 
 def session(master: str | None = None, app: str = "amqpscope") -> Any:
-    """A SparkSession: `master` if given; under spark-submit, what it set; else local[*]."""
+    """A SparkSession: `master` if given; under spark-submit, what it set; else local[*]; with
+    the `amqp` data source registered."""
     from pyspark.sql import SparkSession
 
     spark = SparkSession.builder.config(conf=_conf(master, app)).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    with contextlib.suppress(ImportError):  # pyspark before 4 has no Python data sources
+        from amqpscope.pipeline.datasource import register
+
+        register(spark)  # `format("amqp")`, also when pyspark_amqpscope is not on the path
     return spark
 
 

@@ -1,0 +1,269 @@
+"""`spark.read.format("amqp")` and `spark.readStream.format("amqp")`: the tables of `amqpscope
+spark` as DataFrames, with pyspark's Python Data Source API (`pyspark.sql.datasource`).
+
+    from amqpscope.pipeline.datasource import AmqpDataSource
+    spark.dataSource.register(AmqpDataSource)
+    frames = spark.read.format("amqp").option("table", "frames").load("ring/cap-*.pcap")
+
+The rows are made by the code `amqpscope spark` runs (`rows.decode_file` for a file,
+`rows.decode_group` for a connection stitched across rotated files), with the same columns
+(`tables.COLUMNS`) and the same values, timestamps included. What differs is the planning: the
+partitions must be known before any task runs, so each file is first scanned for the connections
+at its edges (`plan.scan`, TCP only, on the driver's planning worker), and the stitched
+connections are planned from that (`plan.tasks`). A single file needs no scan.
+
+Options: `table` (frames, connections, links, channels, deliveries, findings; default frames),
+`keylog` (a TLS key log file, read where the plan is made), `redactBodies`, `showSecrets`
+(`true`/`false`), `maxGap` (seconds between the parts of one connection, default 3600); for a
+stream also `settleSeconds` (the newest file counts as complete once unchanged this long,
+default 120; any file is once a newer one exists) and `maxFilesPerTrigger`.
+
+Importing this module needs pyspark; `amqpscope.pipeline.spark.session` registers the source on
+the sessions it makes (`register`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    InputPartition,
+)
+from pyspark.sql.types import StructType
+
+from amqpscope.pipeline import plan, rows
+from amqpscope.pipeline.stitch import MAX_GAP
+from amqpscope.pipeline.tables import COLUMNS, TABLES, ddl, index
+
+#: rows per Arrow batch handed to Spark
+BATCH = 8192
+SETTLE = 120.0
+
+
+class AmqpDataSource(DataSource):
+    """Capture files as one of the pipeline's tables (option `table`)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "amqp"
+
+    def schema(self) -> str:
+        return ddl(_table(self.options))
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return AmqpReader(self.options)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return AmqpStreamReader(self.options)
+
+
+def register(spark: Any) -> None:
+    """Make `format("amqp")` known to `spark` (a SparkSession)."""
+    spark.dataSource.register(AmqpDataSource)
+
+
+def _table(options: Any) -> str:
+    table = str(options.get("table", "frames")).lower()
+    if table not in TABLES:
+        raise ValueError(f"amqp: option table: {table!r} is not one of {', '.join(TABLES)}")
+    return table
+
+
+def _flag(options: Any, name: str) -> bool:
+    value = str(options.get(name, "false")).strip().lower()
+    if value not in ("true", "false", "1", "0", "yes", "no"):
+        raise ValueError(f"amqp: option {name}: {value!r} is not true or false")
+    return value in ("true", "1", "yes")
+
+
+def _number(options: Any, name: str, default: float) -> float:
+    value = options.get(name)
+    if value is None:
+        return default
+    try:
+        return float(value)
+    except ValueError:
+        raise ValueError(f"amqp: option {name}: {value!r} is not a number") from None
+
+
+def _paths(options: Any) -> list[str]:
+    """What `load(...)` was given: one path, or a list (Spark passes it as JSON in `paths`)."""
+    given: list[str] = []
+    if options.get("paths"):
+        value = options["paths"]
+        given += json.loads(value) if value.startswith("[") else [value]
+    if options.get("path"):
+        given.append(options["path"])
+    if not given:
+        raise ValueError("amqp: no input: load(PATH) with capture files, folders or globs")
+    return [p[len("file://") :] if p.startswith("file://") else p for p in given]
+
+
+def decoder_options(options: Any) -> dict[str, Any]:
+    """The `Dissector` keywords of the source's options (as the CLI's flags give them)."""
+    from amqpscope.pipeline.spark import dissector_options
+
+    out = dissector_options(_flag(options, "showSecrets"), _flag(options, "redactBodies"))
+    keylog = options.get("keylog")
+    if keylog:
+        from amqpscope.codec.tls import KeyLog
+
+        try:
+            with open(keylog, encoding="utf-8", errors="replace") as f:
+                out["keylog"] = KeyLog(f.read())
+        except OSError as exc:
+            raise ValueError(f"amqp: option keylog: {keylog}: {exc.strerror}") from None
+    return out
+
+
+class AmqpReader(DataSourceReader):
+    """A batch read: one partition per file (its own decode) and per stitched connection."""
+
+    def __init__(self, options: Any) -> None:
+        self.table = _table(options)
+        self.inputs = _paths(options)
+        self.max_gap = _number(options, "maxGap", MAX_GAP)
+        self.options = decoder_options(options)
+
+    def partitions(self) -> Sequence[InputPartition]:
+        from amqpscope.pipeline.spark import list_inputs
+
+        local, remote = list_inputs(self.inputs)
+        if remote:
+            raise ValueError(f"amqp: {remote[0]}: only local paths (or file://) are read")
+        if len(local) == 1:  # nothing to stitch
+            return [InputPartition(plan.FileTask(local[0], local[0]))]
+        scans = [plan.scan(path) for path in local]
+        return [InputPartition(task) for task in plan.tasks(scans, self.max_gap)]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        return read_task(partition.value, self.table, self.options)
+
+
+def read_task(task: plan.Task, table: str, options: dict[str, Any]) -> Iterator[Any]:
+    """The rows of `table` that one task makes, as Arrow batches."""
+    from amqpscope.pipeline.store import layout
+
+    shape = layout(table)
+    pending: list[tuple[Any, ...]] = []
+    for values in _rows(task, table, options):
+        pending.extend(values)
+        if len(pending) >= BATCH:
+            yield shape.whole(pending)
+            pending = []
+    if pending:
+        yield shape.whole(pending)
+
+
+def _rows(task: plan.Task, table: str, options: dict[str, Any]) -> Iterator[list[tuple[Any, ...]]]:
+    if isinstance(task, plan.GroupTask):
+        loaded = [(part.edge, plan.part_packets(part)) for part in task.parts]
+        for kind, value in rows.decode_group(loaded, options):
+            if kind == table:
+                yield value
+        return
+    at = index(table)["conn_key"]
+    without = {rows.file_key(task.capture, conn) for conn in task.without}
+    only = None if task.only is None else {rows.file_key(task.capture, c) for c in task.only}
+    for kind, value in rows.decode_file(task.capture, task.path, options=options):
+        if kind != table:
+            continue
+        if only is not None:
+            value = [r for r in value if r[at] in only]
+        elif without:
+            value = [r for r in value if r[at] not in without]
+        if value:
+            yield value
+
+
+class AmqpStreamReader(DataSourceStreamReader):
+    """A folder that a rotating capture (`tcpdump -G/-C`, dumpcap's ring buffer) fills.
+
+    The offset is the last file taken (in the order of its name, numbers as numbers) and the
+    carried chains (`plan.Carry`): connections open at the end of the newest file, which a later
+    file may continue. Both are checkpointed by Spark with the offset, so a restarted query plans
+    the same batches again: no frame lost, none repeated. A file is taken once a newer one exists,
+    or when it has not changed for `settleSeconds`."""
+
+    def __init__(self, options: Any) -> None:
+        self.table = _table(options)
+        folders = _paths(options)
+        if len(folders) != 1 or not os.path.isdir(folders[0]):
+            raise ValueError("amqp: a stream reads one folder: readStream.load(FOLDER)")
+        self.folder = os.path.abspath(folders[0])
+        self.max_gap = _number(options, "maxGap", MAX_GAP)
+        self.settle = _number(options, "settleSeconds", SETTLE)
+        most = options.get("maxFilesPerTrigger")
+        self.most = int(most) if most else None
+        self.options = decoder_options(options)
+        self._scans: dict[tuple[str, int, int], plan.Scan] = {}
+
+    def initialOffset(self) -> dict[str, Any]:
+        return {"last": None, "carry": plan.Carry().to_json()}
+
+    def _after(self, last: str | None) -> list[str]:
+        """The complete files after `last`, in order."""
+        import time
+
+        found = sorted(plan.folder_files(self.folder), key=lambda f: plan.natural(f[0]))
+        if last is not None:
+            key = plan.natural(last)
+            found = [f for f in found if plan.natural(f[0]) > key]
+        if found and time.time() - found[-1][1] < self.settle:
+            found = found[:-1]  # the newest may still be written
+        return [path for path, _ in found]
+
+    def _between(self, begin: str | None, last: str) -> list[str]:
+        """The files after `begin` up to `last`, in order (what a planned batch took)."""
+        key = plan.natural(last)
+        after = None if begin is None else plan.natural(begin)
+        found = [path for path, _ in plan.folder_files(self.folder)]
+        taken = [p for p in found if (after is None or plan.natural(p) > after)]
+        return sorted((p for p in taken if plan.natural(p) <= key), key=plan.natural)
+
+    def _scan(self, path: str) -> plan.Scan:
+        try:
+            stat = os.stat(path)
+            key = (path, stat.st_size, stat.st_mtime_ns)
+        except OSError:
+            return plan.scan(path)
+        found = self._scans.get(key)
+        if found is None:
+            found = self._scans[key] = plan.scan(path)
+        return found
+
+    def _plan(self, start: dict[str, Any], files: list[str]) -> tuple[list[plan.Task], Any]:
+        scans = [self._scan(path) for path in files]
+        return plan.stream_tasks(plan.Carry.from_json(start.get("carry")), scans, self.max_gap)
+
+    def latestOffset(self, start: dict[str, Any], limit: Any = None) -> dict[str, Any]:
+        files = self._after(start.get("last"))
+        if self.most:
+            files = files[: self.most]
+        if not files:
+            return start
+        _, carry = self._plan(start, files)
+        return {"last": files[-1], "carry": carry.to_json()}
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        last = end.get("last")
+        if last is None or last == start.get("last"):
+            return []
+        files = self._between(start.get("last"), last)
+        tasks, _ = self._plan(start, files)
+        return [InputPartition(task) for task in tasks]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        return read_task(partition.value, self.table, self.options)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """Nothing to release: the files stay where the capture wrote them."""
+
+
+__all__ = ["COLUMNS", "AmqpDataSource", "AmqpReader", "AmqpStreamReader", "register"]
