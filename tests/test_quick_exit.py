@@ -1,5 +1,5 @@
 """Run as the program, `read`, `summary`, `export` and `schema` end the process without the
-interpreter's teardown (`cli._Program`), and say all they said before: every byte of stdout
+interpreter's teardown (`cli.common.Program`), and say all they said before: every byte of stdout
 and stderr, and the exit status. In-process callers (tests) keep the ordinary SystemExit."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 It shows only when the run has lasted `DELAY` seconds (a small file never flickers one), redraws
 at most every `INTERVAL` seconds in place (carriage return, erase line), and erases itself before
 other output and at the end, so nothing of it stays on the screen or in a scrollback that is
-paged later. The caller decides whether it is wanted at all (only on a terminal: see cli.py).
+paged later. The caller decides whether it is wanted at all (only on a terminal: see cli/common.py).
 Progress is bytes of the file read against its size (compressed bytes for a gzip file).
 """
 

@@ -1,0 +1,353 @@
+"""What every command shares: the group, its exit-code promise (`guarded`, `fail`), the output
+sinks, and the options several commands take."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import sys
+from collections.abc import Callable, Iterator
+from functools import wraps
+from typing import TYPE_CHECKING, Any, Final
+
+import click
+
+from amqpscope import __version__, build
+from amqpscope.capture.files import CaptureError, CaptureReader
+from amqpscope.capture.secrets import KeyLogFiles
+from amqpscope.findings import Finding
+from amqpscope.render.lines import safe
+
+if TYPE_CHECKING:  # rich (the timeline, the summary's tables) is imported when output needs it
+    from rich.console import Console
+
+    from amqpscope.render.progress import ProgressBar
+
+#: findings without a frame printed to stderr before "and N more"
+MAX_STDERR_FINDINGS = 20
+#: the summary's width when piped: wide enough that no table or line is cut
+PIPED_WIDTH = 10_000
+
+
+_VERSION = (
+    "%(prog)s %(version)s ("
+    + ("compiled with mypyc" if build() == "compiled" else "pure Python")
+    + ")"
+)
+
+
+def steady_gc() -> None:
+    """Before reading a capture. Decoding makes millions of small dicts that die young and few
+    cycles, so the cyclic collector's default (a collection every 700 allocations) costs a few
+    percent for nothing: collect every 50,000, and leave what startup made (modules, protocol
+    tables) out of every collection. Cycles are still collected, so memory stays bounded."""
+    gc.freeze()
+    gc.set_threshold(50_000, 10, 10)
+
+
+def fail(message: str, code: int = 1) -> None:
+    with contextlib.suppress(OSError, ValueError):  # what was printed comes before why it ended
+        sys.stdout.flush()
+    click.echo(f"amqpscope: {message}", err=True)
+    sys.exit(code)
+
+
+def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """One line and exit 1 for unreadable input or an internal error; quiet on a closed pipe."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except CaptureError as exc:
+            fail(str(exc))
+        except BrokenPipeError:
+            # `amqpscope read big.pcap | head`: not an error. Point stdout at /dev/null so the
+            # interpreter's final flush does not fail again on the closed pipe.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            sys.exit(0)
+        except KeyboardInterrupt:
+            fail("interrupted", 130)
+        except (click.exceptions.Exit, click.ClickException, SystemExit):
+            raise
+        except Exception as exc:  # the promise: never a traceback
+            fail(f"internal error: {type(exc).__name__}: {exc} (please report it)")
+
+    return wrapper
+
+
+def report_findings(findings: list[Finding]) -> None:
+    for f in findings[:MAX_STDERR_FINDINGS]:
+        where = (
+            f"connection {f.conn}: " if f.conn is not None and "connection" not in f.message else ""
+        )
+        click.echo(f"amqpscope: {f.severity}: {f.code}: {where}{safe(f.message)}", err=True)
+    if len(findings) > MAX_STDERR_FINDINGS:
+        click.echo(f"amqpscope: ... and {len(findings) - MAX_STDERR_FINDINGS} more", err=True)
+
+
+class Lines:
+    """NDJSON lines to stdout's bytes (they are UTF-8 already), gathered into writes of about
+    256 KB: one system call per few hundred frames instead of one per 8 KB buffer. `chunk` 0
+    writes each line as it comes (input from a pipe, which may be a capture still running)."""
+
+    CHUNK = 1 << 18
+
+    def __init__(self, chunk: int = CHUNK) -> None:
+        self.chunk = chunk
+        sys.stdout.flush()
+        buffer = getattr(sys.stdout, "buffer", None)  # none: a test's captured text stream
+        self._write: Callable[[bytes], Any] = (
+            buffer.write if buffer is not None else lambda data: sys.stdout.write(data.decode())
+        )
+        self._parts: list[bytes] = []
+        self._size = 0
+
+    def write(self, line: bytes) -> None:
+        self._parts.append(line)
+        self._size += len(line)
+        if self._size >= self.chunk:
+            self.flush()
+
+    def emit(self, data: bytes) -> None:
+        """Write lines gathered elsewhere (`ndjson_all`), as `flush` writes its own."""
+        self._write(data)
+        sys.stdout.flush()
+
+    def flush(self) -> None:
+        if self._parts:
+            data = b"".join(self._parts)
+            self._parts, self._size = [], 0
+            self._write(data)
+        sys.stdout.flush()
+
+
+def replace_unencodable() -> None:
+    """A console that cannot show → or ▁ gets ? rather than a crash."""
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(errors="replace")
+
+
+def uncoloured(color: str) -> bool:
+    """rich would write no style to stdout, and size nothing by the terminal: --color auto or
+    never to what is no terminal, as rich decides it (FORCE_COLOR and TTY_COMPATIBLE can make
+    anything a terminal to rich; then rich decides, and prints)."""
+    return (
+        color != "always"
+        and os.name != "nt"
+        and not {"FORCE_COLOR", "TTY_COMPATIBLE"} & os.environ.keys()
+        and not sys.stdout.isatty()
+    )
+
+
+def make_console(color: str, width: int | None) -> Console:
+    """The terminal, as --color and --width (and NO_COLOR, which rich honours) ask; a closed
+    pipe is not an error (rich exits 1 by default)."""
+    from rich.console import Console
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            raise BrokenPipeError
+
+    replace_unencodable()
+    return _Console(
+        force_terminal=True if color == "always" else None,
+        no_color=color == "never",
+        color_system=None if color == "never" else "auto",
+        width=width,
+        highlight=False,
+        emoji=False,
+        markup=False,
+    )
+
+
+def load_keylog(path: str | None) -> Any:
+    """The TLS secrets of --keylog FILE and SSLKEYLOGFILE, re-read whenever a connection's key
+    is missing (a live client appends to its key log). A pcapng's own secrets (Decryption
+    Secrets Blocks) are added by `Dissector.run`."""
+    from amqpscope.codec.tls import KeyLog
+
+    env = os.environ.get("SSLKEYLOGFILE")
+    files = KeyLogFiles([p for p in (path, env) if p])
+    keylog = KeyLog()
+    last = [0.0]
+
+    def refresh() -> None:
+        import time
+
+        now = time.monotonic()
+        if now - last[0] < 0.2:  # at most a look (one stat) per file every 0.2 s
+            return
+        last[0] = now
+        for text in files.read_new():
+            keylog.add_text(text)
+
+    refresh()
+    keylog.refresh = refresh
+    return keylog
+
+
+def keylog_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """--keylog, for every command that decodes traffic."""
+    return click.option(
+        "--keylog",
+        type=click.Path(exists=True, dir_okay=False, path_type=str),
+        metavar="FILE",
+        help="TLS key log (NSS format, as SSLKEYLOGFILE writes) to decrypt TLS connections.",
+    )(fn)
+
+
+def complete_iface(_ctx: Any, _param: Any, incomplete: str) -> list[Any]:
+    """Shell completion of IFACE: this machine's network interfaces."""
+    import socket
+
+    from click.shell_completion import CompletionItem
+
+    try:
+        names = [name for _, name in socket.if_nameindex()]
+    except OSError:
+        names = []
+    return [CompletionItem(name) for name in names if name.startswith(incomplete)]
+
+
+def complete_files(_ctx: Any, _param: Any, incomplete: str) -> list[Any]:
+    """Shell completion by the shell's own file names (for arguments that also take URIs)."""
+    from click.shell_completion import CompletionItem
+
+    return [CompletionItem(incomplete, type="file")]
+
+
+def complete_dirs(_ctx: Any, _param: Any, incomplete: str) -> list[Any]:
+    from click.shell_completion import CompletionItem
+
+    return [CompletionItem(incomplete, type="dir")]
+
+
+@contextlib.contextmanager
+def progress(capture: CaptureReader, wanted: bool) -> Iterator[ProgressBar | None]:
+    """A transient progress bar on stderr for a long file, only when both stdout and stderr are
+    terminals (never piped, never for JSON); erased however the run ends."""
+    bar = None
+    if wanted and sys.stdout.isatty() and sys.stderr.isatty() and os.environ.get("TERM") != "dumb":
+        from amqpscope.render.progress import ProgressBar
+
+        name = os.path.basename(capture.path)
+        bar = ProgressBar(sys.stderr, f"reading {name}", capture.position)
+    try:
+        yield bar
+    finally:
+        if bar is not None:
+            bar.clear()
+
+
+def display_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """--color and --width, for every command that prints for people."""
+    fn = click.option(
+        "--width",
+        type=click.IntRange(min=40),
+        help="Cut lines to this width (default: the terminal's; not cut when piped).",
+    )(fn)
+    return click.option(
+        "--color",
+        type=click.Choice(["auto", "always", "never"]),
+        default="auto",
+        show_default=True,
+        help="Colour output (NO_COLOR is honoured; never when not a terminal, unless always).",
+    )(fn)
+
+
+redact_bodies_option = click.option(
+    "--redact-bodies",
+    is_flag=True,
+    help="Drop message bodies: only their size is kept and shown.",
+)
+
+
+def frame_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """What `read` and `live` share: the output form, the selections, the timeline's options."""
+    options = [
+        click.option("--json", "as_json", is_flag=True, help="One JSON object per frame (NDJSON)."),
+        click.option(
+            "--show-secrets",
+            is_flag=True,
+            help="Show credentials (SASL responses, connection.start-ok) instead of redacting.",
+        ),
+        redact_bodies_option,
+        click.option("-Y", "--filter", "expression", metavar="EXPR", help="Display filter."),
+        click.option(
+            "-c", "--count", type=click.IntRange(min=1), help="Stop after COUNT frames shown."
+        ),
+        click.option(
+            "--conn", "conns", type=int, multiple=True, help="Only connection N (repeatable)."
+        ),
+        click.option(
+            "--channel", "channels", type=int, multiple=True, help="Only channel N (repeatable)."
+        ),
+        click.option("--errors", is_flag=True, help="Only frames with findings or errors."),
+        click.option("--collapse", is_flag=True, help="Fold runs of like frames into one line."),
+        click.option("--body", is_flag=True, help="Show message bodies in full (4000 characters)."),
+        keylog_option,
+    ]
+    for option in reversed(options):  # so --help lists them in this order
+        fn = option(fn)
+    return fn
+
+
+#: commands that leave nothing to tear down when they return (no thread, child process or
+#: temporary file; their files closed, their output written): run as the program, the process
+#: ends as soon as one has, without the interpreter's teardown (`Program`)
+QUICK_EXIT: Final = frozenset({"read", "summary", "export", "schema"})
+
+
+class Program(click.Group):
+    """The command group. Run as the program (the console script or `python -m`, which pass no
+    arguments; tests pass theirs), a command of QUICK_EXIT ends the process with `os._exit` once
+    stdout and stderr are flushed: the interpreter's teardown, which frees every module, table
+    and object one by one, costs more than a small capture's decode (about 15 ms compiled)."""
+
+    ran: str | None = None
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name, command, rest = super().resolve_command(ctx, args)
+        self.ran = command.name if command is not None else None
+        return name, command, rest
+
+    def main(self, args: Any = None, *rest: Any, **options: Any) -> Any:
+        try:
+            return super().main(args, *rest, **options)
+        except SystemExit as exc:
+            code = exc.code
+            if args is None and self.ran in QUICK_EXIT and (code is None or isinstance(code, int)):
+                try:
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                except (OSError, ValueError):
+                    raise exc from None  # the interpreter's exit says it as before
+                os._exit(code or 0)
+            raise
+
+
+@click.group(cls=Program, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="amqpscope", message=_VERSION)
+def main() -> None:
+    """See what AMQP clients and brokers really said: decode, track and explain captures.
+
+    \b
+    Examples:
+      amqpscope read capture.pcap                the timeline, one line per frame
+      amqpscope summary capture.pcap             per connection: its links or channels
+      amqpscope export capture.pcap -o out.json  everything, as JSON
+      amqpscope live lo -f 'tcp port 5672'       decode traffic as it flows
+      amqpscope read capture.pcap --color always | less -R
+
+    \b
+    Exit status: 0 when the input was read (findings in the traffic are output, not
+    failure), 1 when it cannot be read, 2 for bad usage, 130 when interrupted.
+    Shell completion (bash; or zsh_source, fish_source):
+      eval "$(_AMQPSCOPE_COMPLETE=bash_source amqpscope)"
+    """

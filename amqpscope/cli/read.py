@@ -1,0 +1,157 @@
+"""`amqpscope read`."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import click
+
+from amqpscope.capture.files import open_capture
+from amqpscope.capture.pipe import STDIN
+from amqpscope.cli.common import (
+    Lines,
+    display_options,
+    fail,
+    frame_options,
+    guarded,
+    load_keylog,
+    main,
+    make_console,
+    progress,
+    replace_unencodable,
+    report_findings,
+    steady_gc,
+    uncoloured,
+)
+from amqpscope.dissect import Dissector
+from amqpscope.filter import FilterError, Selection
+from amqpscope.findings import Finding
+from amqpscope.render.lines import frame_ndjson, ndjson_all
+from amqpscope.track.tracker import Tracker
+
+if TYPE_CHECKING:
+    from amqpscope.codec.frames import Frame
+
+
+@main.command()
+@click.argument("file", type=click.Path(dir_okay=False, path_type=str))
+@frame_options
+@click.option("--link", "links", multiple=True, metavar="NAME", help="Only this 1.0 link's frames.")
+@click.option(
+    "--queue", "queues", multiple=True, metavar="Q", help="Only frames concerning queue Q."
+)
+@click.option("--from", "start", type=float, metavar="SECONDS", help="From this relative time.")
+@click.option("--to", "stop", type=float, metavar="SECONDS", help="Up to this relative time.")
+@display_options
+@guarded
+def read(
+    file: str,
+    as_json: bool,
+    show_secrets: bool,
+    expression: str | None,
+    count: int | None,
+    conns: tuple[int, ...],
+    channels: tuple[int, ...],
+    errors: bool,
+    links: tuple[str, ...],
+    queues: tuple[str, ...],
+    start: float | None,
+    stop: float | None,
+    collapse: bool,
+    body: bool,
+    keylog: str | None,
+    color: str,
+    width: int | None,
+    redact_bodies: bool = False,
+) -> None:
+    """Decode every AMQP frame of a pcap or pcapng FILE (- for standard input), in capture order.
+
+    \b
+    Examples:
+      amqpscope read capture.pcap
+      amqpscope read capture.pcap --json | jq .name
+      tcpdump -i lo -U -w - 'tcp port 5672' | amqpscope read -
+      amqpscope read capture.pcap -Y 'name == "transfer" and fields.settled == false'
+      amqpscope read capture.pcap --errors --conn 2
+
+    \b
+    Display filters (-Y) test the frame record that --json prints:
+      paths     name, kind, channel, src, fields.delivery-tag, findings[0].code
+      compare   == != < > <= >= contains matches (a regular expression)
+      combine   and or not ( ), also && || !
+      a path alone is true when present and not empty; comparisons with absent paths are false
+    """
+    try:
+        selection = Selection(expression, conns, channels, errors, start, stop, links, queues)
+    except FilterError as exc:
+        fail(f"-Y: {exc}", 2)
+    # without a selecting option every frame is shown: the selection is not asked per frame
+    choosy = bool(expression or conns or channels or errors or links or queues)
+    choosy = choosy or start is not None or stop is not None
+    dissector = Dissector(show_secrets=show_secrets, redact_bodies=redact_bodies)
+    tracker = Tracker()
+    lines = Lines(0 if file == STDIN else Lines.CHUNK)
+    timeline = None
+    if not as_json:
+        from amqpscope.render.timeline import Timeline
+
+        if width is None and uncoloured(color):  # rich would colour and cut nothing: plain text
+            replace_unencodable()
+            # from a pipe (a capture still running), each line as its frame arrives
+            timeline = Timeline(
+                lambda: make_console(color, width),
+                collapse,
+                body,
+                out=sys.stdout,
+                flush=not lines.chunk,
+            )
+        else:
+            timeline = Timeline(
+                make_console(color, width), collapse, body, fit=True if width else None
+            )
+    shown = 0
+    ended: list[Finding] = []
+    steady_gc()
+    with open_capture(file) as capture, progress(capture, not as_json) as bar:
+        dissector.context.keylog = load_keylog(keylog)
+        first_ts: float | None = None
+        frames: Iterator[Frame] = dissector.run(bar.wrap(capture) if bar else capture)
+        if timeline is None and not choosy and count is None and lines.chunk:
+            # every frame, each written: the loop below, compiled (render.lines), which
+            # leaves it none but its end
+            ndjson_all(frames, tracker, lines.emit, lines.chunk)
+        try:
+            for frame in frames:
+                tracker.feed(frame)  # state findings ride the frame that raised them
+                if first_ts is None:
+                    first_ts = frame.ts
+                    if timeline is not None:
+                        timeline.first_ts = first_ts  # times count from the first frame
+                if choosy and not selection.accepts(frame, first_ts):
+                    continue
+                if timeline is None:
+                    lines.write(frame_ndjson(frame))
+                else:
+                    if bar is not None:
+                        bar.wrote()
+                    timeline.frame(frame)
+                shown += 1
+                if count is not None and shown >= count:
+                    break
+            else:  # the whole capture was read: say what was left open at its end
+                placed = len(tracker.findings)
+                tracker.finish()
+                ended = tracker.findings[placed:]
+        except BaseException:  # interrupted: the lines made so far go out, whole
+            with contextlib.suppress(Exception):
+                lines.flush()
+            raise
+        if bar is not None:
+            bar.clear()
+        if timeline is not None:
+            timeline.finish()
+        lines.flush()
+        report_findings(capture.findings + dissector.findings + ended)
