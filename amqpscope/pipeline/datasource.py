@@ -190,6 +190,14 @@ def _rows(task: plan.Task, table: str, options: dict[str, Any]) -> Iterator[list
             yield value
 
 
+def _starts_like_capture(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return rows.looks_like_capture(f.read(4))
+    except OSError:
+        return False
+
+
 class AmqpStreamReader(DataSourceStreamReader):
     """A folder that a rotating capture (`tcpdump -G/-C`, dumpcap's ring buffer) fills.
 
@@ -225,7 +233,9 @@ class AmqpStreamReader(DataSourceStreamReader):
             found = [f for f in found if plan.natural(f[0]) > key]
         if found and time.time() - found[-1][1] < self.settle:
             found = found[:-1]  # the newest may still be written
-        return [path for path, _ in found]
+        # as a batch read walks a folder: what does not start like a capture is not one (a
+        # complete file is read in full, so a damaged one is still a finding, not skipped)
+        return [path for path, _ in found if _starts_like_capture(path)]
 
     def _between(self, begin: str | None, last: str) -> list[str]:
         """The files after `begin` up to `last`, in order (what a planned batch took)."""
@@ -233,7 +243,8 @@ class AmqpStreamReader(DataSourceStreamReader):
         after = None if begin is None else plan.natural(begin)
         found = [path for path, _ in plan.folder_files(self.folder)]
         taken = [p for p in found if (after is None or plan.natural(p) > after)]
-        return sorted((p for p in taken if plan.natural(p) <= key), key=plan.natural)
+        taken = [p for p in taken if plan.natural(p) <= key and _starts_like_capture(p)]
+        return sorted(taken, key=plan.natural)
 
     def _scan(self, path: str) -> plan.Scan:
         try:
