@@ -234,3 +234,25 @@ def test_a_stream_plan_carries_open_connections_and_times_them_out(tmp_path: Pat
     alone = [t for t in tasks if isinstance(t, plan.FileTask) and t.only]
     conn = lone[0][0].edge.conn
     assert [(t.capture, set(t.only or ())) for t in alone] == [(str(second), {conn})]
+
+
+@needs_java
+def test_pushed_filters_on_the_file_leave_other_files_out(spark: Any, tmp_path: Path) -> None:
+    """With `pushFilters` (and the session's `spark.sql.python.filterPushdown.enabled`, which
+    `pipeline.spark.session` sets), a filter on `capture_file` plans no task for the files it
+    cannot keep, a stitched connection's task kept when one of its parts is in a kept file; the
+    rows are those of the same filter without pushdown."""
+    rotated(tmp_path / "ring")
+    shutil.copy(CAPTURES / "091-tx.pcap", tmp_path / "ring" / "other.pcap")
+    ring = str(tmp_path / "ring")
+    keep = "capture_file = 'cap-2.pcap' or capture_file = 'other.pcap'"
+    one = "capture_file in ('cap-2.pcap')"
+    plain_read = spark.read.format("amqp").option("table", "frames").load(ring)
+    pushed = spark.read.format("amqp").option("table", "frames").option("pushFilters", "true")
+    assert plain_read.where(one).rdd.getNumPartitions() == 4  # three files, one stitched
+    assert pushed.load(ring).where(one).rdd.getNumPartitions() == 2  # cap-2, the stitched one
+    for where in (one, keep, "capture_file like 'cap-%'"):
+        mine = pushed.load(ring).where(where).collect()
+        assert canonical(mine, "frames") == canonical(plain_read.where(where).collect(), "frames")
+    stitched = pushed.load(ring).where("capture_file = 'cap-2.pcap' and stitched").collect()
+    assert stitched and {r["capture_file"] for r in stitched} == {"cap-2.pcap"}

@@ -14,12 +14,14 @@ connections are planned from that (`plan.tasks`). A single file needs no scan.
 
 Options: `table` (frames, connections, links, channels, deliveries, findings; default frames),
 `keylog` (a TLS key log file, read where the plan is made), `redactBodies`, `showSecrets`
-(`true`/`false`), `maxGap` (seconds between the parts of one connection, default 3600); for a
+(`true`/`false`), `maxGap` (seconds between the parts of one connection, default 3600),
+`pushFilters` (filters on the file skip files: `AmqpFilteringReader`); for a
 stream also `settleSeconds` (the newest file counts as complete once unchanged this long,
 default 120; any file is once a newer one exists) and `maxFilesPerTrigger`.
 
 Importing this module needs pyspark; `amqpscope.pipeline.spark.session` registers the source on
-the sessions it makes (`register`).
+the sessions it makes (`register`). A task decodes a capture file (`rows.decode_file`): another
+input kind (a trace log) is another task kind here and another decode in `rows`, planned alone.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from pyspark.sql.types import StructType
 
 from amqpscope.pipeline import plan, rows
 from amqpscope.pipeline.stitch import MAX_GAP
-from amqpscope.pipeline.tables import COLUMNS, TABLES, ddl, index
+from amqpscope.pipeline.tables import TABLES, ddl, index
 
 #: rows per Arrow batch handed to Spark
 BATCH = 8192
@@ -62,6 +64,8 @@ class AmqpDataSource(DataSource):
         return ddl(_table(self.options))
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        if _flag(self.options, "pushFilters"):
+            return AmqpFilteringReader(self.options)
         return AmqpReader(self.options)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
@@ -146,12 +150,71 @@ class AmqpReader(DataSourceReader):
         if remote:
             raise ValueError(f"amqp: {remote[0]}: only local paths (or file://) are read")
         if len(local) == 1:  # nothing to stitch
-            return [InputPartition(plan.FileTask(local[0], local[0]))]
-        scans = [plan.scan(path) for path in local]
-        return [InputPartition(task) for task in plan.tasks(scans, self.max_gap)]
+            tasks: list[plan.Task] = [plan.FileTask(local[0], local[0])]
+        else:
+            tasks = plan.tasks([plan.scan(path) for path in local], self.max_gap)
+        return [InputPartition(task) for task in tasks if self.wanted(task)]
+
+    def wanted(self, task: plan.Task) -> bool:
+        """Whether `task` may make rows the query keeps (all of them, but with pushed filters)."""
+        return True
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         return read_task(partition.value, self.table, self.options)
+
+
+#: the columns whose pushed filters skip files: every row of a file's task has its `capture`;
+#: a stitched connection's rows each have one of its parts'
+_FILE_COLUMNS = {("capture",): lambda path: path, ("capture_file",): os.path.basename}
+
+
+class AmqpFilteringReader(AmqpReader):
+    """An `AmqpReader` that takes filters on `capture` and `capture_file` (=, IN, LIKE 'a%',
+    '%a', '%a%') to leave out the files no row of which they keep. Spark still applies every
+    filter to the rows (all are handed back): the plan is made over all the files first, so a
+    connection stitched across files stays one. Chosen with `option("pushFilters", "true")`
+    since Spark fails a reader with `pushFilters` unless `spark.sql.python.filterPushdown.enabled`
+    is set (`pipeline.spark.session` sets it)."""
+
+    def __init__(self, options: Any) -> None:
+        super().__init__(options)
+        self.filters: list[Any] = []
+
+    def pushFilters(self, filters: list[Any]) -> Iterator[Any]:
+        from pyspark.sql.datasource import (
+            EqualTo,
+            In,
+            StringContains,
+            StringEndsWith,
+            StringStartsWith,
+        )
+
+        kinds = (EqualTo, In, StringStartsWith, StringEndsWith, StringContains)
+        for found in filters:
+            if isinstance(found, kinds) and found.attribute in _FILE_COLUMNS:
+                self.filters.append(found)
+            yield found
+
+    def wanted(self, task: plan.Task) -> bool:
+        if isinstance(task, plan.GroupTask):
+            files = [part.edge.capture for part in task.parts]
+        else:
+            files = [task.capture]
+        return all(any(_keeps(f, path) for path in files) for f in self.filters)
+
+
+def _keeps(found: Any, path: str) -> bool:
+    value = _FILE_COLUMNS[found.attribute](path)
+    kind = type(found).__name__
+    if kind == "EqualTo":
+        return bool(value == found.value)
+    if kind == "In":
+        return value in found.value
+    if kind == "StringStartsWith":
+        return bool(value.startswith(found.value))
+    if kind == "StringEndsWith":
+        return bool(value.endswith(found.value))
+    return found.value in value  # StringContains
 
 
 def read_task(task: plan.Task, table: str, options: dict[str, Any]) -> Iterator[Any]:
@@ -285,4 +348,4 @@ class AmqpStreamReader(DataSourceStreamReader):
         """Nothing to release: the files stay where the capture wrote them."""
 
 
-__all__ = ["COLUMNS", "AmqpDataSource", "AmqpReader", "AmqpStreamReader", "register"]
+__all__ = ["AmqpDataSource", "AmqpFilteringReader", "AmqpReader", "AmqpStreamReader", "register"]

@@ -218,6 +218,9 @@ def _conf(master: str | None, app: str) -> Any:
             # the workers' Python starts faster (see `daemon`); local only: on a cluster
             # the executors' Python may not have amqpscope until --py-files ships it
             conf.set("spark.python.daemon.module", "amqpscope.pipeline.daemon")
+    # the amqp data source's `pushFilters` option (Spark fails a reader that pushes filters
+    # without it; a source that does not push is not affected)
+    conf.set("spark.sql.python.filterPushdown.enabled", "true")
     return conf
 
 
