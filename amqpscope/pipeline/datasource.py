@@ -294,11 +294,13 @@ class AmqpStreamReader(DataSourceStreamReader):
         if last is not None:
             key = plan.natural(last)
             found = [f for f in found if plan.natural(f[0]) > key]
+        # as a batch read walks a folder: what does not start like a capture is not one (one
+        # that does is read in full, so a damaged one is still a finding, not skipped); a file
+        # too new to have its header yet is taken in a later batch
+        found = [f for f in found if _starts_like_capture(f[0])]
         if found and time.time() - found[-1][1] < self.settle:
             found = found[:-1]  # the newest may still be written
-        # as a batch read walks a folder: what does not start like a capture is not one (a
-        # complete file is read in full, so a damaged one is still a finding, not skipped)
-        return [path for path, _ in found if _starts_like_capture(path)]
+        return [path for path, _ in found]
 
     def _between(self, begin: str | None, last: str) -> list[str]:
         """The files after `begin` up to `last`, in order (what a planned batch took)."""
