@@ -281,3 +281,30 @@ def test_a_stream_takes_captures_in_name_order_and_waits_for_the_newest(tmp_path
     assert taken == [str(folder / n) for n in ("cap.pcap2", "cap.pcap9", "cap.pcap10")]
     assert settled.latestOffset(end, None) == end  # nothing new
     assert settled.partitions(end, end) == []
+
+
+@needs_java
+def test_a_session_of_its_own_finds_the_source_with_no_register_call(tmp_path: Path) -> None:
+    """Spark's own lookup of `pyspark_*` modules finds `pyspark_amqpscope.DefaultSource`: a
+    plain SparkSession, made without amqpscope's help, reads `format("amqp")`."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from pyspark.sql import SparkSession\n"
+        "spark = (SparkSession.builder.master('local[1]').config('spark.ui.enabled', 'false')"
+        ".getOrCreate())\n"
+        "print('rows', spark.read.format('amqp').option('table', 'connections')"
+        ".load(sys.argv[1]).count())\n"
+        "spark.stop()\n"
+    )
+    root = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": root, "PYSPARK_PYTHON": sys.executable}
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(SPLIT)],
+        capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    _, summary = decode(SPLIT)
+    assert f"rows {len(summary['connections'])}" in done.stdout.splitlines()
