@@ -281,6 +281,10 @@ def test_a_stream_takes_captures_in_name_order_and_waits_for_the_newest(tmp_path
     assert taken == [str(folder / n) for n in ("cap.pcap2", "cap.pcap9", "cap.pcap10")]
     assert settled.latestOffset(end, None) == end  # nothing new
     assert settled.partitions(end, end) == []
+    one = AmqpStreamReader({"path": str(folder), "settleSeconds": "0", "maxFilesPerTrigger": "1"})
+    first = one.latestOffset(start, None)
+    assert first["last"] == str(folder / "cap.pcap2")
+    assert one.latestOffset(first, None)["last"] == str(folder / "cap.pcap9")
 
 
 @needs_java
@@ -308,3 +312,26 @@ def test_a_session_of_its_own_finds_the_source_with_no_register_call(tmp_path: P
     assert done.returncode == 0, done.stderr[-3000:]
     _, summary = decode(SPLIT)
     assert f"rows {len(summary['connections'])}" in done.stdout.splitlines()
+
+
+@needs_java
+def test_the_job_takes_a_keylog_as_the_data_source_does(spark: Any, tmp_path: Path) -> None:
+    """`amqpscope spark --keylog` decrypts as `keylog` does for the source: one reading of the
+    key log (`spark.dissector_options`) for both; a key log that cannot be read is one line."""
+    from click.testing import CliRunner
+
+    from amqpscope import cli
+    from amqpscope.pipeline import spark as job
+
+    tls, keys = CAPTURES / "10-tls.pcap", CAPTURES / "10-tls.keys"
+    job.run([str(tls)], str(tmp_path / "out"), spark=spark, keylog=str(keys))
+    rows = parquet(spark, tmp_path / "out", "connections")
+    assert [r["version"] for r in rows] == ["1.0"]
+    same = source(spark, "connections", str(tls), keylog=str(keys))
+    assert canonical(same, "connections") == canonical(rows, "connections")
+    result = CliRunner().invoke(
+        cli.main, ["spark", str(tls), "--out", str(tmp_path / "x"), "--keylog", str(tmp_path)]
+    )
+    assert result.exit_code == 2 and "--keylog" in result.output  # a folder: click says so
+    with pytest.raises(job.PipelineError, match="--keylog"):
+        job.dissector_options(keylog=str(tmp_path / "missing.keys"))

@@ -117,20 +117,16 @@ def _paths(options: Any) -> list[str]:
 def decoder_options(options: Any, table: str = "frames") -> dict[str, Any]:
     """The `Dissector` keywords of the source's options (as the CLI's flags give them), for
     reading `table`."""
-    from amqpscope.pipeline.spark import dissector_options
+    from amqpscope.pipeline.spark import PipelineError, dissector_options
 
-    out = dissector_options(_flag(options, "showSecrets"), _flag(options, "redactBodies"))
+    try:
+        out = dissector_options(
+            _flag(options, "showSecrets"), _flag(options, "redactBodies"), options.get("keylog")
+        )
+    except PipelineError as exc:
+        raise ValueError(f"amqp: option {str(exc).lstrip('-')}") from None
     if table in BODY_FREE:
         out["messages"] = False
-    keylog = options.get("keylog")
-    if keylog:
-        from amqpscope.codec.tls import KeyLog
-
-        try:
-            with open(keylog, encoding="utf-8", errors="replace") as f:
-                out["keylog"] = KeyLog(f.read())
-        except OSError as exc:
-            raise ValueError(f"amqp: option keylog: {keylog}: {exc.strerror}") from None
     return out
 
 

@@ -289,12 +289,23 @@ def batches(paths: list[str], slices: int) -> list[list[str]]:
     return out
 
 
-def dissector_options(show_secrets: bool = False, redact_bodies: bool = False) -> dict[str, Any]:
+def dissector_options(
+    show_secrets: bool = False, redact_bodies: bool = False, keylog: str | None = None
+) -> dict[str, Any]:
     """The `Dissector` keywords the executors decode with (the CLI's `--show-secrets`,
-    `--redact-bodies`)."""
+    `--redact-bodies`, `--keylog`: the key log is read here, on the driver, and its secrets
+    travel with the tasks, so the executors need not see the file)."""
     options: dict[str, Any] = {}
     if show_secrets:
         options["show_secrets"] = True
+    if keylog:
+        from amqpscope.codec.tls import KeyLog
+
+        try:
+            with open(keylog, encoding="utf-8", errors="replace") as f:
+                options["keylog"] = KeyLog(f.read())
+        except OSError as exc:
+            raise PipelineError(f"--keylog {keylog}: {exc.strerror or exc}") from None
     if redact_bodies:
         import inspect
 
@@ -317,12 +328,13 @@ def run(
     max_gap: float = stitch.MAX_GAP,
     show_secrets: bool = False,
     redact_bodies: bool = False,
+    keylog: str | None = None,
 ) -> dict[str, Any]:
     """Run the whole job; returns what it did (files, rows per table, stitched connections).
     `spark`: a SparkSession or SparkContext to run on (default: made here, with Spark SQL only
     if Hadoop URIs or `report` need it)."""
     say = progress or (lambda text: None)
-    options = dissector_options(show_secrets, redact_bodies)
+    options = dissector_options(show_secrets, redact_bodies, keylog)
     local, remote = list_inputs(inputs)
     output = _output(out)
     if spark is None:  # Spark SQL only when something needs it
@@ -502,6 +514,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report", action="store_true")
     parser.add_argument("--show-secrets", action="store_true")
     parser.add_argument("--redact-bodies", action="store_true")
+    parser.add_argument("--keylog")
     args = parser.parse_args(argv)
     why = missing()
     if why:
@@ -521,6 +534,7 @@ def main(argv: list[str] | None = None) -> int:
             progress=lambda text: print(f"amqpscope: {text}", file=sys.stderr, flush=True),
             show_secrets=args.show_secrets,
             redact_bodies=args.redact_bodies,
+            keylog=args.keylog,
         )
     except PipelineError as exc:
         print(f"amqpscope: {exc}", file=sys.stderr)
