@@ -2,12 +2,12 @@
 PYTHON  ?= python3
 PIP     ?= $(PYTHON) -m pip
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT_PKGS := tshark tcpdump rabbitmq-server tmux
+APT_PKGS := tshark tcpdump rabbitmq-server tmux chromium
 DEMO_CAPTURE ?= captures/091-ack-nack-reject.pcap
 export DEBIAN_FRONTEND := noninteractive
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test install system-deps broker lint unit captures bench compiled clean
+.PHONY: demo test install system-deps broker lint unit captures bench compiled fuzz clean
 
 demo: install
 	@echo "== amqpscope read $(DEMO_CAPTURE)"
@@ -17,7 +17,7 @@ test: install system-deps broker lint
 	$(PYTHON) -m pytest -q
 
 install:
-	$(PIP) install -q -e '.[dev,spark]'
+	$(PIP) install -q -e '.[dev,spark,report]'
 
 system-deps:
 	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -44,6 +44,15 @@ captures: install system-deps
 
 bench: install system-deps
 	$(PYTHON) bench/run.py
+
+# a long structure-aware mutation run (a short one is in `make test`); failing inputs are kept
+# in tests/regressions/ for the suite to replay. FUZZ_SEED and FUZZ_START continue a run.
+FUZZ_SECONDS ?= 600
+FUZZ_SEED ?= 0
+FUZZ_START ?= 0
+fuzz: install
+	$(PYTHON) tools/fuzz.py --seconds $(FUZZ_SECONDS) --seed $(FUZZ_SEED) --start $(FUZZ_START) \
+	  --keep tests/regressions --every 10000
 
 # the hot path compiled with mypyc, in build/compiled (the editable install stays pure Python)
 compiled: install

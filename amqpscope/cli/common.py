@@ -22,6 +22,7 @@ from amqpscope.render.lines import safe
 if TYPE_CHECKING:  # rich (the timeline, the summary's tables) is imported when output needs it
     from rich.console import Console
 
+    from amqpscope.capture.textlog import LogFile
     from amqpscope.render.progress import ProgressBar
 
 #: findings without a frame printed to stderr before "and N more"
@@ -238,9 +239,9 @@ def complete_dirs(_ctx: Any, _param: Any, incomplete: str) -> list[Any]:
 
 
 @contextlib.contextmanager
-def progress(capture: CaptureReader, wanted: bool) -> Iterator[ProgressBar | None]:
-    """A transient progress bar on stderr for a long file, only when both stdout and stderr are
-    terminals (never piped, never for JSON); erased however the run ends."""
+def progress(capture: CaptureReader | LogFile, wanted: bool) -> Iterator[ProgressBar | None]:
+    """A transient progress bar on stderr for a long file (a capture or a log), only when both
+    stdout and stderr are terminals (never piped, never for JSON); erased however the run ends."""
     bar = None
     if wanted and sys.stdout.isatty() and sys.stderr.isatty() and os.environ.get("TERM") != "dumb":
         from amqpscope.render.progress import ProgressBar
@@ -353,6 +354,7 @@ def main() -> None:
       amqpscope read capture.pcap                the timeline, one line per frame
       amqpscope summary capture.pcap             per connection: its links or channels
       amqpscope export capture.pcap -o out.json  everything, as JSON
+      amqpscope report capture.pcap -o out.html  one HTML page to look at and share
       amqpscope live lo -f 'tcp port 5672'       decode traffic as it flows
       amqpscope read capture.pcap --color always | less -R
 

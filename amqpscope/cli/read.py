@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 
 import click
 
-from amqpscope.capture.files import open_capture
 from amqpscope.capture.pipe import STDIN
 from amqpscope.cli.common import (
     Lines,
@@ -27,8 +26,8 @@ from amqpscope.cli.common import (
     steady_gc,
     uncoloured,
 )
+from amqpscope.cli.inputs import format_option, open_input
 from amqpscope.cli.inspect import Inspect
-from amqpscope.dissect import Dissector
 from amqpscope.filter import FilterError, Selection
 from amqpscope.findings import Finding
 from amqpscope.render.lines import frame_ndjson, ndjson_all
@@ -63,6 +62,7 @@ if TYPE_CHECKING:
     help="Write the packets of the selected frames (and their connections' handshakes) to OUT "
     "(pcap, or pcapng for a pcapng input or a .pcapng name; - for standard output).",
 )
+@format_option
 @display_options
 @guarded
 def read(
@@ -87,8 +87,10 @@ def read(
     tree: bool = False,
     dump: bool = False,
     out: str | None = None,
+    fmt: str | None = None,
 ) -> None:
-    """Decode every AMQP frame of a pcap or pcapng FILE (- for standard input), in capture order.
+    """Decode every AMQP frame of a pcap or pcapng FILE (- for standard input), in capture order,
+    or read the frames of a frame-trace log (Proton's PN_TRACE_FRM=1 output, gzip'd or not).
 
     \b
     Examples:
@@ -124,9 +126,6 @@ def read(
         accepts = selection.accepts if choosy else lambda _frame, _first: True
         write_cut(file, out, accepts, whole, show_secrets, keylog, count)
         return
-    dissector = Dissector(
-        show_secrets=show_secrets, redact_bodies=redact_bodies, carriers=tree or dump
-    )
     tracker = Tracker()
     lines = Lines(0 if file == STDIN else Lines.CHUNK)
     timeline = None
@@ -147,16 +146,25 @@ def read(
             timeline = Timeline(
                 make_console(color, width), collapse, body, fit=True if width else None
             )
-    inspect = Inspect(dissector, tree, dump, show_secrets, timeline) if tree or dump else None
-    if inspect is not None and timeline is not None:
-        timeline.collapse = False  # each frame is shown with its detail
     shown = 0
     ended: list[Finding] = []
     steady_gc()
-    with open_capture(file) as capture, progress(capture, not as_json) as bar:
-        dissector.context.keylog = load_keylog(keylog)
+    with open_input(file, fmt) as source, progress(source.file, not as_json) as bar:
+        if (tree or dump) and source.capture is None:
+            fail("-V and -x show a captured frame's bytes; a log has none (try --json)", 2)
         first_ts: float | None = None
-        frames: Iterator[Frame] = dissector.run(bar.wrap(capture) if bar else capture)
+        frames: Iterator[Frame] = source.frames(
+            show_secrets,
+            redact_bodies,
+            keylog=load_keylog(keylog),
+            wrap=bar.wrap if bar is not None and source.capture is not None else None,
+            carriers=tree or dump,
+        )
+        inspect = None
+        if (tree or dump) and source.dissector is not None:
+            inspect = Inspect(source.dissector, tree, dump, show_secrets, timeline)
+            if timeline is not None:
+                timeline.collapse = False  # each frame is shown with its detail
         if timeline is None and not choosy and count is None and lines.chunk and not inspect:
             # every frame, each written: the loop below, compiled (render.lines), which
             # leaves it none but its end
@@ -198,7 +206,7 @@ def read(
         if timeline is not None:
             timeline.finish()
         lines.flush()
-        report_findings(capture.findings + dissector.findings + ended)
-        if not shown and count is None:
-            for text in no_amqp_lines(dissector, file):
+        report_findings(source.findings + ended)
+        if not shown and count is None and source.dissector is not None:
+            for text in no_amqp_lines(source.dissector, file):
                 click.echo(f"amqpscope: {text}", err=True)

@@ -349,7 +349,8 @@ def _connection_line(conn: Row) -> Pieces:
         frame_max = _get(conn, "open", "holds", "max-frame-size")
         if isinstance(frame_max, dict):  # what each direction may carry
             sizes = {v for v in frame_max.values() if v is not None}
-            frame_max = sizes.pop() if len(sizes) == 1 else frame_max
+            # neither side's known (a log that does not show it): nothing to say
+            frame_max = sizes.pop() if len(sizes) == 1 else (frame_max if sizes else None)
         if frame_max:
             facts.append(f"max-frame {_text(frame_max)}")
     else:

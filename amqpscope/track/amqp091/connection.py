@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from amqpscope.codec.amqp091 import peerprops
 from amqpscope.codec.frames import CONTENT_HEADER, HEARTBEAT, METHOD, PROTOCOL_HEADER, Frame
 from amqpscope.findings import Finding, finding
 from amqpscope.track.amqp091 import rules
@@ -34,6 +35,7 @@ TUNE_KEYS: Final = ("channel-max", "frame-max", "heartbeat")
 def _product(properties: Any) -> dict[str, Any] | None:
     if not isinstance(properties, dict):
         return None
+    properties = peerprops.well_typed(properties)  # what is of another type is a finding
     return {key.replace("_", "-"): properties[key] for key in PRODUCT_KEYS if key in properties}
 
 
@@ -198,7 +200,8 @@ class ConnectionTracker:
         fields = frame.fields
         self.client_product = _product(fields.get("client-properties"))
         self.mechanism = fields.get("mechanism")
-        self.user = fields.get("user")
+        user = fields.get("user")
+        self.user = user if type(user) is str else None  # the decoder gives only text
 
     def _tune(self, frame: Frame, direction: str, out: list[Finding]) -> None:
         self.proposed = {key: frame.fields.get(key) for key in TUNE_KEYS}
