@@ -97,3 +97,26 @@ def _replay(wire: Wire) -> None:
     wire.transfer(3, handle=9, message={"body": {"type": "amqp-value", "value": discharge}})
     accepted = {"type": "accepted"}
     wire.send("s2c", "disposition", role="receiver", first=3, settled=True, state=accepted)
+
+
+P2P_TXN = CAPTURES / "10-peer-to-peer-transactions.pcap"
+
+
+def test_1_0_transactions_of_a_recording() -> None:
+    """Proton on both ends (RabbitMQ has no 1.0 transactions): two declared, one committed,
+    one rolled back, as the client's callbacks counted, each with its two transfers."""
+    truth = json.loads(P2P_TXN.with_suffix(".json").read_text())["expect"]
+    text = summary(str(P2P_TXN))
+    declared, committed = truth["client_declared"], truth["client_committed"]
+    rolled = truth["client_rolled_back"]
+    said = f"transactions: {declared} declared, {committed} committed, {rolled} rolled back"
+    assert said + ", 0 failed" in text
+    rows = [line for line in text.splitlines() if "│" in line and "txn" not in line.lower()]
+    ids = [bytes.fromhex(h).hex() for h in truth["listener_txn_ids"]]
+    table = [line for line in text.splitlines() if any(i in line for i in ids)]
+    assert len(table) == len(ids) and rows
+    states = [line.split("│")[2].strip() for line in table]
+    assert states == ["committed", "rolled-back"]
+    assert all(
+        line.split("│")[3].strip() == str(truth["client_sent_in_txn"] // 2) for line in table
+    )

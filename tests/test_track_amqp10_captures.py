@@ -41,6 +41,7 @@ EXPECTED_FINDINGS: dict[str, dict[str, int]] = {
     "10-drain": {"amqp10.transfer-without-credit": 1, "amqp10.frame-after-close": 1},
     "10-drain-classic": {"amqp10.error": 1},
     "10-peer-to-peer": {"amqp10.rejected": 3},
+    "10-peer-to-peer-transactions": {},  # declared, committed, rolled back: no error
     "10-websocket": {"amqp10.frame-after-close": 1},  # as 10-presettled (not every recording)
     "10-tls": {"amqp10.frame-after-close": 1},  # as 10-websocket, over TLS 1.3
     "10-tls-inband": {"amqp10.rejected": 3},  # as 10-peer-to-peer, after the TLS upgrade

@@ -23,7 +23,8 @@ from amqpscope.codec.amqp10.tree import DeliveryStarts
 from amqpscope.codec.tree import Node, frame_tree
 from amqpscope.dissect import Dissector
 from tests.oracle import TSHARK, pdml
-from tests.test_amqp10_vs_tshark import ARGUMENTS, ours, ports, tshark_pdus, wire_value
+from tests.test_amqp10_vs_tshark import ARGUMENTS, ours, tshark_pdus, wire_value
+from tests.test_vs_tshark import amqp_ports
 
 CAPTURES = Path(__file__).resolve().parent.parent / "captures"
 FILES = sorted(p for p in CAPTURES.iterdir() if p.suffix in (".pcap", ".pcapng"))
@@ -155,6 +156,11 @@ def same_entry(nodes: list[Node], field: ET.Element) -> int:
     else:
         assert value == str(ours_value), showname
     return 1
+
+
+def ports(path: Path) -> tuple[int, ...]:
+    """The ports tshark must be told are AMQP (*Decode As*): the scenario's, but 5672."""
+    return tuple(p for p in amqp_ports(path) if p != 5672)
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)

@@ -119,8 +119,8 @@ def _method(root: Node, data: bytes, limit: int, version: str) -> None:
                     raise _Damaged(at, f"{name} runs past the end of the frame")
                 bit_at, bit = at, 0
                 at += 1
-            value = bool(data[bit_at] >> bit & 1)
-            arguments.add(Node(name, value, f"bit {bit}", bit_at, 1))
+            flag = bool(data[bit_at] >> bit & 1)
+            arguments.add(Node(name, flag, f"bit {bit}", bit_at, 1))
             bit += 1
             continue
         bit = 8
