@@ -209,3 +209,27 @@ def test_a_frame_made_again_with_replace_keeps_every_attribute() -> None:
     for field in dataclasses.fields(Frame):
         if field.name != "fields":
             assert getattr(again, field.name) == getattr(frame, field.name), field.name
+
+
+@pytest.mark.parametrize(
+    "name", ["10-send-receive.pcap", "10-large-message.pcap", "091-publish-consume.pcap"]
+)
+def test_redact_bodies_keeps_every_body_out_of_the_tree_and_the_bytes(name: str) -> None:
+    """--redact-bodies with -V and -x: what the body held shows in neither (the tree says
+    `<redacted, N bytes>` where it was, the dump blanks its bytes), in text or JSON."""
+    path = str(CAPTURES / name)
+    bodies = set()
+    for frame in Dissector().run(open_capture(path)):
+        message = frame.message or {}
+        body = message.get("body") or {}  # 0-9-1: {"text"}; 1.0: {"type", "size", "value"}
+        value = body.get("text", body.get("value"))
+        if isinstance(value, str) and len(value) >= 6:
+            bodies.add(value[:24])
+    assert bodies, "the capture carries message bodies to look for"
+    shown = run(path, "-V", "-x", "--redact-bodies")
+    tree = run(path, "--json", "-V", "--redact-bodies")
+    assert "<redacted, " in shown and "<redacted, " in tree and "**" in shown
+    for text in bodies:
+        assert text not in shown and text not in tree, text
+    plain = run(path, "-V", "-x")  # the same look without the option shows them
+    assert any(text in plain for text in bodies)

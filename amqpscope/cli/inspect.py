@@ -12,7 +12,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from amqpscope.codec.amqp10.tree import DeliveryStarts
-from amqpscope.codec.tree import Node, frame_tree
+from amqpscope.codec.tree import Node, frame_tree, redact_bodies
 from amqpscope.render.tree import detail_lines, tree_json
 
 if TYPE_CHECKING:
@@ -32,28 +32,39 @@ class Inspect:
         dump: bool,
         show_secrets: bool,
         timeline: Timeline | None,
+        redact_bodies: bool = False,
     ) -> None:
         self.dissector = dissector
         self.tree = tree
         self.dump = dump
         self.show_secrets = show_secrets
         self.timeline = timeline
+        self.redact_bodies = redact_bodies
         self.starts = DeliveryStarts()
 
-    def nodes(self, frame: Frame, continues: bool) -> list[Node]:
+    def nodes(self, frame: Frame, continues: bool) -> tuple[list[Node], list[tuple[int, int]]]:
+        """The frame's tree, and the spans of the bodies it dropped (--redact-bodies)."""
         conn = self.dissector.connections.get(frame.conn)
         layers: tuple[tuple[str, dict[str, Any]], ...] = ()
         if conn is not None:
             layers = tuple((s.layer.name, s.layer.info()) for s in conn.codec.layers)
-        return frame_tree(frame, layers, continues)
+        nodes = frame_tree(frame, layers, continues)
+        return nodes, redact_bodies(nodes) if self.redact_bodies else []
 
     def show(self, frame: Frame, continues: bool) -> None:
         timeline = self.timeline
         assert timeline is not None
         width = timeline.console.width if timeline.fit else None
-        nodes = self.nodes(frame, continues)
+        nodes, bodies = self.nodes(frame, continues)
         texts = detail_lines(
-            nodes, frame.data, self.tree, self.dump, width, self.show_secrets, frame.carriers
+            nodes,
+            frame.data,
+            self.tree,
+            self.dump,
+            width,
+            self.show_secrets,
+            frame.carriers,
+            bodies,
         )
         if timeline.out is not None:
             timeline.out.write("".join(t + "\n" for t in texts))
@@ -65,6 +76,6 @@ class Inspect:
 
     def ndjson(self, frame: Frame, continues: bool) -> bytes:
         record = frame.to_json()
-        record["tree"] = tree_json(self.nodes(frame, continues), self.show_secrets)
+        record["tree"] = tree_json(self.nodes(frame, continues)[0], self.show_secrets)
         text = json.dumps(record, separators=(",", ":"), ensure_ascii=False, default=str)
         return (text + "\n").encode()

@@ -162,7 +162,7 @@ def read(
         )
         inspect = None
         if (tree or dump) and source.dissector is not None:
-            inspect = Inspect(source.dissector, tree, dump, show_secrets, timeline)
+            inspect = Inspect(source.dissector, tree, dump, show_secrets, timeline, redact_bodies)
             if timeline is not None:
                 timeline.collapse = False  # each frame is shown with its detail
         if timeline is None and not choosy and count is None and lines.chunk and not inspect:

@@ -106,10 +106,10 @@ def report(
         )
         tree = None
         if source.dissector is not None:  # a capture: each kept frame's -V tree
-            inspect = Inspect(source.dissector, True, False, show_secrets, None)
+            inspect = Inspect(source.dissector, True, False, show_secrets, None, redact_bodies)
 
             def tree(frame: Frame, continues: bool) -> list[dict[str, Any]]:
-                return tree_json(inspect.nodes(frame, continues), show_secrets)
+                return tree_json(inspect.nodes(frame, continues)[0], show_secrets)
 
         data = report_data(
             frames,
@@ -120,7 +120,6 @@ def report(
             # issue 21's seam: diagnose=lambda tracker: [d.to_json() for d in diagnose(tracker)]
             diagnose=None,
             tree=tree,
-            redact_bodies=redact_bodies,
         )
         if source.dissector is not None:
             data["facts"]["packets"] = source.dissector.packets

@@ -30,6 +30,9 @@ class Node:
     length: int = 0
     children: list[Node] = field(default_factory=list)
     secret: bool = False
+    #: a message body's bytes (a 1.0 body section or continued delivery, a 0-9-1 content body):
+    #: what --redact-bodies drops (`redact_bodies`)
+    body: bool = False
 
     def add(self, child: Node) -> Node:
         self.children.append(child)
@@ -59,6 +62,19 @@ class Node:
     def secrets(self) -> list[tuple[int, int]]:
         """(offset, length) of every secret under this node, for a hex dump to blank."""
         return [(n.offset, n.length) for n in self.walk() if n.secret]
+
+
+def redact_bodies(nodes: list[Node]) -> list[tuple[int, int]]:
+    """--redact-bodies on a tree: every body node's value becomes `<redacted, N bytes>` and
+    what is under it goes; returns their (offset, length) spans, for a hex dump to blank. The
+    frame record drops bodies the same way (`codec.body`)."""
+    spans: list[tuple[int, int]] = []
+    for root in nodes:
+        for node in root.walk():
+            if node.body:
+                node.value, node.children = f"<redacted, {node.length} bytes>", []
+                spans.append((node.offset, node.length))
+    return spans
 
 
 def frame_tree(

@@ -78,15 +78,18 @@ def detail_lines(
     width: int | None = None,
     show_secrets: bool = False,
     carriers: list[tuple[int, int, int, int]] | None = None,
+    blank: list[tuple[int, int]] | None = None,
 ) -> list[str]:
     """What `read -V` / `-x` print under a frame's line: its tree, then its bytes (a secret's
     bytes blanked unless secrets are shown; the tree says where they are) and, for a frame
-    spread over several packets (`Frame.carriers`), which packet carried which bytes."""
+    spread over several packets (`Frame.carriers`), which packet carried which bytes. `blank`:
+    spans blanked whatever is shown (the bodies --redact-bodies dropped)."""
     from amqpscope.render.hexdump import carriers_lines, hexdump
 
     out = tree_lines(nodes, width, show_secrets) if tree else []
     if dump and data:
         hide = [] if show_secrets else [span for node in nodes for span in node.secrets()]
+        hide += blank or []
         out.extend(hexdump(data, hide))
         if carriers is not None and len(carriers) > 1:
             out.extend(carriers_lines((p, o, n) for p, o, n, _ in carriers))

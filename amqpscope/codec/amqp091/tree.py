@@ -87,7 +87,9 @@ def amqp_tree(data: bytes, kind: str, version: str = "0-9-1") -> Node:
         elif ftype == frames.TYPE_HEADER:
             _content_header(root, data, limit, version)
         elif ftype == frames.TYPE_BODY:
-            body = Node("payload", f"{limit - PAYLOAD} bytes", "binary", PAYLOAD, limit - PAYLOAD)
+            body = Node(
+                "payload", f"{limit - PAYLOAD} bytes", "binary", PAYLOAD, limit - PAYLOAD, body=True
+            )
             root.add(body)
     except _Damaged as exc:
         root.add(Node("malformed", str(exc), "binary", exc.offset, max(0, limit - exc.offset)))

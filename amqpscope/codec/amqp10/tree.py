@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from amqpscope.codec.amqp10 import composites, frames, spec, types
 from amqpscope.codec.amqp10.decoder import OPEN_MECHANISMS
+from amqpscope.codec.amqp10.message import BODY_SECTIONS
 from amqpscope.codec.tree import Node
 
 #: descriptor symbol -> code, for composites and restricted described types alike
@@ -279,7 +280,8 @@ def _payload(walker: _Walker, at: int, end: int, sections: bool) -> Node:
     spread over frames shows its first frame's sections, and the rest as bytes); the payload of
     a frame that continues a delivery is bytes (`sections` False)."""
     node = Node("payload", f"{end - at} bytes", "payload", at, end - at)
-    if not sections:
+    if not sections:  # a continued delivery's bytes are its message's, the body's mostly
+        node.body = True
         return node
     pos = at
     while pos < end:
@@ -290,12 +292,13 @@ def _payload(walker: _Walker, at: int, end: int, sections: bool) -> Node:
             section, nxt = walker.value("section", pos, end)
         except types.Malformed as exc:
             # a section cut by the frame's end goes on in the next frame of the delivery
-            node.add(Node("continues", exc.why, "binary", pos, end - pos))
+            node.add(Node("continues", exc.why, "binary", pos, end - pos, body=True))
             break
         descriptor = section.children[0].value if section.children else None
         restricted = _RESTRICTED_BY_CODE.get(descriptor) if isinstance(descriptor, int) else None
         composite = spec.COMPOSITES.get(descriptor) if isinstance(descriptor, int) else None
         section.name = composite.name if composite else restricted.name if restricted else "section"
+        section.body = section.name in BODY_SECTIONS
         node.add(section)
         pos = nxt
     return node

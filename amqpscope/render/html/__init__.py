@@ -21,14 +21,13 @@ def report_data(
     keeps: Callable[[Frame, float], bool] | None = None,
     diagnose: Callable[[Tracker], list[dict[str, Any]]] | None = None,
     tree: Callable[[Frame, bool], list[dict[str, Any]]] | None = None,
-    redact_bodies: bool = False,
 ) -> dict[str, Any]:
     """Track `frames` and gather the page's data. `loose` gives, once the frames are read, the
     findings no frame carries (the capture's and the dissector's). `diagnose` turns the
     finished tracker into `Diagnosis.to_json()` dicts; without it the overview lists the
     findings (`model.diagnoses_from`)."""
     tracker = tracker or Tracker()
-    builder = ReportBuilder(accepts, keeps=keeps, tree=tree, redact_bodies=redact_bodies)
+    builder = ReportBuilder(accepts, keeps=keeps, tree=tree)
     for frame in frames:
         tracker.feed(frame)  # first: the findings it raises ride the frame
         builder.add(frame)

@@ -98,18 +98,16 @@ class ReportBuilder:
         max_details: int = MAX_DETAILS,
         keeps: Callable[[Frame, float], bool] | None = None,
         tree: Callable[[Frame, bool], list[dict[str, Any]]] | None = None,
-        redact_bodies: bool = False,
     ) -> None:
         """`accepts`: the display filter (-Y), which marks the frames the list shows when asked;
         `keeps`: the scope (--conn, --from, --to, ...), outside which frames get no row or
         detail (they are still tracked and plotted); `tree`: a captured frame's `-V` tree as
         `Node.to_json` dicts, given whether it continues a 1.0 delivery (without it, or for a
-        frame with no bytes, the detail is the frame's record); `redact_bodies`: message
-        sections in a tree keep their size, never their value."""
+        frame with no bytes, the detail is the frame's record), its bodies dropped already with
+        --redact-bodies (`codec.tree.redact_bodies`)."""
         self.accepts = accepts
         self.keeps = keeps
         self.tree = tree
-        self.redact_bodies = redact_bodies
         self.starts = DeliveryStarts()  # fed every frame: which transfers continue a delivery
         self.out_of_scope = 0
         self.max_rows = max_rows
@@ -178,9 +176,7 @@ class ReportBuilder:
     def _detail(self, frame: Frame, continues: bool) -> list[dict[str, Any]]:
         if self.tree is None:
             return detail_tree(frame)
-        nodes = self.tree(frame, continues)
-        if self.redact_bodies:
-            nodes = [_without_bodies(node) for node in nodes]
+        nodes = self.tree(frame, continues)  # bodies already dropped with --redact-bodies
         # the record's, not the bytes': the message as decoded (bodies already dropped by the
         # dissector with --redact-bodies) and what the trackers said of the frame
         if frame.message is not None and frame.version != "1.0":  # 1.0's tree shows sections
@@ -518,20 +514,6 @@ def compact_tree(nodes: list[dict[str, Any]]) -> list[list[Any]]:
             item.pop()
         out.append(item)
     return out
-
-
-#: the 1.0 message sections that hold the body (the -V tree names them so)
-BODY_SECTIONS: Final = frozenset(("data", "amqp-sequence", "amqp-value"))
-
-
-def _without_bodies(node: dict[str, Any]) -> dict[str, Any]:
-    """A tree node with every body section's value and children dropped (--redact-bodies)."""
-    if node.get("name") in BODY_SECTIONS:
-        return {**node, "value": f"<redacted, {node.get('length')} bytes>", "children": []}
-    children = node.get("children")
-    if not children:
-        return node
-    return {**node, "children": [_without_bodies(c) for c in children]}
 
 
 def detail_tree(frame: Frame) -> list[dict[str, Any]]:
