@@ -11,21 +11,22 @@ attributes named as the spec's arguments with `_` for `-` (`global_qos` for `glo
 `b'...'`, a table as a dict's repr (Decimal and datetime as their reprs), nested objects as
 their reprs; the list's repr quotes each item, so the text is unambiguous.
 
-pika does NOT log every frame. The only debug messages that print frames (pika 1.4.x):
-- `callback.py` `_dict_arguments_match` / `_should_process_callback`: `Arguments do not match
-  for {...}, [<METHOD(...)>]` — a received method frame offered to a callback waiting for
-  another (a consumer's `Basic.Deliver`, a `*-Ok` reply), printed once per callback tried;
-- `channel.py`: `Discarding frame <METHOD(...)>`, `Received Basic.GetEmpty: <METHOD(...)>`,
-  `Confirm.SelectOk Received: <METHOD(...)>`, `Basic.Return received from server
-  (<Basic.Return(...)>, <BasicProperties(...)>)`, `Suppressing while in closing state: ...`;
+pika does NOT log every frame: none it sends (a synchronous request shows only as `Entering
+blocking state on frame <Queue.Declare([...])>`, a bare method without its channel, queued
+and not yet written: not read, since a record without its channel would be tracked as the
+connection's), no publish, delivery, content header or body, no heartbeat. What it prints
+(pika 1.4.x), all frames it received:
+- `channel.py`: `Discarding frame <METHOD(...)>` (a reply nobody waits for, e.g. the
+  consume-ok of a BlockingChannel consumer), `Received Basic.GetEmpty: <METHOD(...)>`,
+  `Confirm.SelectOk Received: <METHOD(...)>`, `Suppressing while in closing state: <METHOD>`,
+  and at INFO `Received <Channel.CloseOk> on <Channel number=1 ...>` (a bare method, its
+  channel in the channel's repr: read);
 - `connection.py`: `_on_connection_close_from_broker: frame=<METHOD(...)>`,
-  `_on_connection_close_ok: frame=<METHOD(...)>`, and `Received <METHOD(...)> from broker`
-  (Connection.Blocked/Unblocked, at WARNING/INFO).
-All are frames pika received. Each `<METHOD(...)>`, `<Header(...)>` and `<Body(...)>` in these
-lines is read, with what it shows; a repeat of the frame the line before printed (the same
-frame offered to the next callback) is the same frame, not a new one. Bare method reprs
-(`<Basic.Return(...)>` without a frame) have no channel and are not read. Sent frames, content
-headers and bodies of deliveries are never printed by pika's DEBUG logging.
+  `_on_connection_close_ok: frame=<METHOD(...)>`, `Received <METHOD(...)> from broker`
+  (connection.blocked / unblocked, at WARNING / INFO);
+- `callback.py`: `Arguments do not match for {...}, [<METHOD(...)>]` (a received frame offered
+  to a callback waiting for another; not seen in the recorded run).
+captures/log-pika-broker.log (467 lines) shows 4 of the 37 frames the broker sent in that run.
 """
 
 from __future__ import annotations
@@ -50,6 +51,10 @@ VERSION: Final = "0-9-1"
 
 #: a frame repr's start, as frame.py names them
 _FRAME: Final = re.compile(r"<(METHOD|Header|Body)\(\[")
+#: channel.py `_on_close_meta`'s `Received %s on %s` (method, channel): the channel's repr
+#: `<Channel number=1 CLOSING conn=...>` names its number
+_ON_CHANNEL: Final = re.compile(r"Received <([A-Z][a-z]+\.[A-Za-z]+)(>|\(\[)")
+_CHANNEL_NUMBER: Final = re.compile(r" on <Channel number=(\d+) ")
 #: pika's class names (`Basic.Deliver`, `Connection.StartOk`) -> the spec's method names
 _METHODS: Final = {
     m.name.split(".")[0].capitalize()
@@ -79,28 +84,55 @@ class Shown:
 
 
 def looks_like(line: str) -> bool:
-    return "<METHOD([" in line or "<Header([" in line or "<Body([" in line
+    return (
+        "<METHOD([" in line
+        or "<Header([" in line
+        or "<Body([" in line
+        or ("Received <" in line and " on <Channel number=" in line)
+    )
 
 
 def parse(line: str) -> Logged | None:
-    """The first frame the line prints (pika's lines print at most one; a repeat is read by
-    `LogReader` as a repeat)."""
+    """The frame the line prints (pika's lines print at most one)."""
     if not looks_like(line):
         return None
     m = _FRAME.search(line)
     if m is None:
-        return None
+        return _on_channel(line)
     items, end = _items(line, m.end() - 1)
     if not line.startswith(")>", end):
         raise LogSyntaxError(end, "`)>` expected after a frame's items")
     shown = _shown(m.group(1), items, m.start())
+    return _logged(shown, line, m.start())
+
+
+def _on_channel(line: str) -> Logged | None:
+    """`Received <Channel.CloseOk> on <Channel number=1 ...>`: a bare method and its channel."""
+    m = _ON_CHANNEL.search(line)
+    if m is None:
+        return None
+    end = m.end()
+    if m.group(2) != ">":
+        _, end = _items(line, m.end() - 1)
+        if not line.startswith(")>", end):
+            raise LogSyntaxError(end, "`)>` expected after a method's items")
+        end += 2
+    number = _CHANNEL_NUMBER.match(line, end)
+    if number is None:
+        return None
+    text = line[m.start() + len("Received ") : end]
+    items = [f"channel_number={number.group(1)}", f"method={text}"]
+    return _logged(_shown("METHOD", items, m.start()), line, m.start())
+
+
+def _logged(shown: Shown, line: str, at: int) -> Logged:
     logged = Logged(
         "pika",
         RECEIVED,
         FRAME,
         channel=shown.channel,
         value=shown,
-        ts=timestamp(line[: m.start()]),
+        ts=timestamp(line[:at]),
         version=VERSION,
     )
     if shown.kind == "Body":
