@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
+from amqpscope import schema
 from amqpscope.capture.files import open_capture
 from amqpscope.codec.frames import TRANSPORT, Frame
 from amqpscope.dissect import Dissector
@@ -87,3 +91,26 @@ def test_what_pika_1_4_logs_of_this_run() -> None:
     ]
     assert [n for n, _ in names].count("basic.get-empty") == truth["expect"]["get_empty"]
     assert [f.ts > 0 for f in frames] == [True] * 4  # Python logging's asctime
+
+
+def test_summary_channels_where_the_log_shows_them() -> None:
+    """`summary` of the log and of the capture agree on what the log shows: the connection's
+    channels. Deliveries the log does not show (pika prints none) are not invented: 0."""
+
+    def channels(path: Path) -> list[dict[str, Any]]:
+        done = subprocess.run(
+            [sys.executable, "-m", "amqpscope.cli", "summary", str(path), "--json"],
+            capture_output=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        result = json.loads(done.stdout)
+        assert not list(schema.validator("summary").iter_errors(result))
+        return [ch for c in result["connections"] for ch in c["channels"]]
+
+    from_log = channels(CAPTURES / f"{NAME}.log")
+    from_wire = channels(CAPTURES / f"{NAME}.pcap")
+    assert [c["channel"] for c in from_log] == [c["channel"] for c in from_wire] == [1]
+    truth = json.loads((CAPTURES / f"{NAME}.json").read_text())["expect"]
+    assert from_wire[0]["deliveries"] == truth["deliveries"] + truth["get_ok"]
+    assert from_log[0]["deliveries"] == 0
