@@ -26,7 +26,16 @@ if TYPE_CHECKING:
 
 #: the names --format takes: logs.formats.NAMES, spelled out so that the CLI starts without
 #: importing the grammars (tests/test_logs_pyamqp.py checks they agree)
-FORMAT_NAMES = ("proton", "rhea", "pyamqp", "proton-j", "amqpnetlite", "router")
+FORMAT_NAMES = (
+    "proton",
+    "rhea",
+    "pyamqp",
+    "proton-j",
+    "amqpnetlite",
+    "pika",
+    "go-amqp",
+    "router",
+)
 
 
 def format_option(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -26,10 +26,12 @@ from typing import Final
 
 from amqpscope.codec import detect
 from amqpscope.codec import frames as k
+from amqpscope.codec.amqp091 import decoder as decoder091
+from amqpscope.codec.amqp091 import frames as frames091
 from amqpscope.codec.amqp10.decoder import Decoder
 from amqpscope.codec.amqp10.frames import BODIES, TYPE_SASL, make_frame
 from amqpscope.findings import Finding, finding
-from amqpscope.logs import proton
+from amqpscope.logs import pika, proton
 from amqpscope.logs.amqp10_encode import TYPE_AMQP, encode, frame_bytes
 from amqpscope.logs.formats import FORMATS
 from amqpscope.logs.lines import ACCEPTED, EMPTY, EOS, HEADER, SENT, Logged
@@ -59,14 +61,24 @@ class _Connection:
     # its output closes and `<- EOS` when its input does; the connection is over with both)
 
     def __init__(
-        self, conn: int, label: str, client: bool, show_secrets: bool, messages: bool
+        self,
+        conn: int,
+        label: str,
+        client: bool,
+        show_secrets: bool,
+        messages: bool,
+        version: str = "1.0",
     ) -> None:
         self.conn = conn
         self.label = label
         self.client = client  # the logger is the client
-        self.decoders = {
-            "c2s": Decoder(show_secrets=show_secrets, messages=messages),
-            "s2c": Decoder(show_secrets=show_secrets, messages=messages),
+        self.decoders: dict[str, Decoder | decoder091.Decoder] = {
+            way: (
+                decoder091.Decoder(version, show_secrets=show_secrets, messages=messages)
+                if version != "1.0"
+                else Decoder(show_secrets=show_secrets, messages=messages)
+            )
+            for way in ("c2s", "s2c")
         }
         self.ended: set[str] = set()
 
@@ -224,10 +236,12 @@ class LogReader:
         connection = self.connections.get(logged.conn)
         if connection is None or (len(connection.ended) == 2 and logged.kind != EOS):
             client = logged.direction == SENT
-            connection = self._open(logged.conn, client)
+            if logged.version != "1.0":  # a 0-9-1 client's log (pika): the logger is the client
+                client = True
+            connection = self._open(logged.conn, client, logged.version)
         return connection
 
-    def _open(self, label: str, client: bool) -> _Connection:
+    def _open(self, label: str, client: bool, version: str = "1.0") -> _Connection:
         """A new connection under the logger's `label` (a reused label starts a new one)."""
         old = self.connections.pop(label, None)
         if old is not None:
@@ -235,7 +249,9 @@ class LogReader:
         while len(self.connections) >= MAX_CONNECTIONS:  # a router's log of days: the oldest
             self._forget(self.connections.pop(next(iter(self.connections))))
         self.count += 1
-        connection = _Connection(self.count, label, client, self.show_secrets, self.messages)
+        connection = _Connection(
+            self.count, label, client, self.show_secrets, self.messages, version
+        )
         self.connections[label] = connection
         return connection
 
@@ -259,6 +275,8 @@ class LogReader:
             frame = _header(_HEADER_BYTES[logged.protocol])
         elif logged.kind == EMPTY:
             frame = k.Frame(logged.version, k.HEARTBEAT, k.HEARTBEAT, logged.channel, b"")
+        elif logged.version != "1.0":
+            frame = self._frame091(connection, logged, direction)
         else:
             frame = self._frame(connection, logged, direction)
         frame.direction = direction
@@ -303,6 +321,20 @@ class LogReader:
                     f"the log shows {logged.payload_size} payload bytes cut short",
                 )
             )
+        return frame
+
+    def _frame091(self, connection: _Connection, logged: Logged, direction: str) -> k.Frame:
+        """A 0-9-1 frame (pika's log): encoded as shown, decoded as the wire; what the log
+        does not show is taken out of the record again."""
+        shown = logged.value
+        if not isinstance(shown, pika.Shown):
+            raise LogSyntaxError(0, "a 0-9-1 frame body expected")
+        data, missing = pika.frame_bytes(shown)
+        frame = frames091.make_frame(data, logged.version)
+        connection.decoders[direction].decode(frame)
+        frame.data = b""
+        for name in missing:
+            frame.fields.pop(name, None)
         return frame
 
 

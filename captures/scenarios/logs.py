@@ -79,7 +79,7 @@ def _rhea(ctx: Any, address: str) -> dict[str, Any]:
 def _client(ctx: Any, kind: str, *args: str) -> dict[str, Any]:
     """Run the traced client for `kind`; its stderr is the log, its stdout its counts."""
     log_path = Path(ctx.capture.path).parent / f"{ctx.name}.log"
-    env = dict(os.environ, PN_TRACE_FRM="1")
+    env = dict(os.environ, PN_TRACE_FRM="1") if kind.startswith("proton") else dict(os.environ)
     with open(log_path, "wb") as log:
         done = subprocess.run(
             [sys.executable, str(Path(__file__).resolve()), kind, *args],
@@ -138,6 +138,18 @@ def _register() -> None:
     )
     def s_log_rhea_broker(ctx: Any) -> dict[str, Any]:
         return _rhea(ctx, f"/amq/queue/{ctx.q()}")
+
+    @record.scenario(
+        "log-pika-broker",
+        "0-9-1",
+        "pika (BlockingConnection) with Python logging at DEBUG against RabbitMQ: confirm.select, "
+        "6 publishes (all confirmed), a basic.get of one (acked), a basic.get on an empty queue, "
+        "a consumer with prefetch 2 that acks 4 and rejects the last, cancel, close; the log "
+        "is log-pika-broker.log (pika's DEBUG lines show only some received frames).",
+        queues=("q",),
+    )
+    def s_log_pika_broker(ctx: Any) -> dict[str, Any]:
+        return _client(ctx, "pika-broker", ctx.q())
 
 
 class BrokerRoundTrip(MessagingHandler):  # type: ignore[misc]
@@ -261,8 +273,71 @@ class PeerToPeer(MessagingHandler):  # type: ignore[misc]
         return {**self.n, "sender_outcomes": self.outcomes, "listener_outcomes": self.given}
 
 
+def _pika_round_trip(queue: str, count: int = 6) -> dict[str, Any]:
+    """Confirmed publishes, a get, an empty get, a consumer acking all but the last."""
+    import logging
+
+    import pika
+
+    logging.basicConfig(
+        level=logging.DEBUG, format="%(asctime)s %(levelname)s %(name)s %(message)s"
+    )
+    # keys as tests/test_ground_truth.py reads them (frames the client asked for or saw)
+    n: dict[str, Any] = dict.fromkeys(
+        ("publishes", "gets", "get_ok", "get_empty", "deliveries", "acks", "rejects"), 0
+    )
+    params = pika.ConnectionParameters(
+        "127.0.0.1", credentials=pika.PlainCredentials("guest", "guest"), heartbeat=0
+    )
+    conn = pika.BlockingConnection(params)
+    ch = conn.channel()
+    ch.queue_declare(queue)
+    n["queue_declares"] = 1
+    ch.confirm_delivery()
+    n["confirm_selects"] = 1
+    for i in range(count):
+        props = pika.BasicProperties(
+            content_type="text/plain", headers={"i": i}, message_id=f"m{i}"
+        )
+        # confirm_delivery: basic_publish returns once the broker confirmed it
+        ch.basic_publish("", queue, f"pika message {i}".encode(), props)
+        n["publishes"] += 1
+    method, _props, _body = ch.basic_get(queue)
+    n["gets"] += 1
+    if method is not None:
+        n["get_ok"] += 1
+        ch.basic_ack(method.delivery_tag)
+        n["acks"] += 1
+    ch.basic_qos(prefetch_count=2)
+    n["consumers"] = 1
+    for method, _props, _body in ch.consume(queue, inactivity_timeout=5):
+        if method is None:
+            n["failure"] = "timed out"
+            break
+        n["deliveries"] += 1
+        if n["deliveries"] == count - 1:
+            ch.basic_reject(method.delivery_tag, requeue=False)
+            n["rejects"] += 1
+            break
+        ch.basic_ack(method.delivery_tag)
+        n["acks"] += 1
+    ch.cancel()
+    method, _props, _body = ch.basic_get(queue)
+    n["gets"] += 1
+    if method is None:
+        n["get_empty"] += 1
+    ch.queue_delete(queue)
+    n["queue_deletes"] = 1
+    conn.close()
+    return n
+
+
 def _run_client(argv: list[str]) -> int:
     kind = argv[0]
+    if kind == "pika-broker":
+        counts = _pika_round_trip(argv[1])
+        print(json.dumps(counts))
+        return 0 if "failure" not in counts else 1
     handler: BrokerRoundTrip | PeerToPeer
     handler = BrokerRoundTrip(argv[1]) if kind == "proton-broker" else PeerToPeer()
     container = Container(handler)

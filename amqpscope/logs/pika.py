@@ -1,0 +1,344 @@
+"""pika's DEBUG log (AMQP 0-9-1): the frame reprs it prints inside its own debug messages.
+
+Written from pika's code (1.4.4, read in the installed package): `amqp_object.AMQPObject.__repr__`
+prints `<NAME(sorted(['key=value', ...]))>`, each item `'{}={}'.format(key, value)` of an
+attribute whose value differs from the class's attribute of that name (so a None, unset
+property or argument, is not shown), or `<NAME>` with none; `frame.py` names frames `METHOD`,
+`Header`, `Body`, `Heartbeat` (attributes `channel_number`, `frame_type`, and `method`,
+`body_size` + `properties`, `fragment`), `spec.py` names methods `Basic.Deliver` with
+attributes named as the spec's arguments with `_` for `-` (`global_qos` for `global`) and
+`BasicProperties` with the 14 properties. A value is its `str()`: text unquoted, bytes as
+`b'...'`, a table as a dict's repr (Decimal and datetime as their reprs), nested objects as
+their reprs; the list's repr quotes each item, so the text is unambiguous.
+
+pika does NOT log every frame: none it sends (a synchronous request shows only as `Entering
+blocking state on frame <Queue.Declare([...])>`, a bare method without its channel, queued
+and not yet written: not read, since a record without its channel would be tracked as the
+connection's), no publish, delivery, content header or body, no heartbeat. What it prints
+(pika 1.4.x), all frames it received:
+- `channel.py`: `Discarding frame <METHOD(...)>` (a reply nobody waits for, e.g. the
+  consume-ok of a BlockingChannel consumer), `Received Basic.GetEmpty: <METHOD(...)>`,
+  `Confirm.SelectOk Received: <METHOD(...)>`, `Suppressing while in closing state: <METHOD>`,
+  and at INFO `Received <Channel.CloseOk> on <Channel number=1 ...>` (a bare method, its
+  channel in the channel's repr: read);
+- `connection.py`: `_on_connection_close_from_broker: frame=<METHOD(...)>`,
+  `_on_connection_close_ok: frame=<METHOD(...)>`, `Received <METHOD(...)> from broker`
+  (connection.blocked / unblocked, at WARNING / INFO);
+- `callback.py`: `Arguments do not match for {...}, [<METHOD(...)>]` (a received frame offered
+  to a callback waiting for another; not seen in the recorded run).
+captures/log-pika-broker.log (467 lines) shows 4 of the 37 frames the broker sent in that run.
+"""
+
+from __future__ import annotations
+
+import ast
+import datetime as dt
+import decimal
+import io
+import itertools
+import re
+import struct
+import tokenize
+from typing import Any, Final
+
+from amqpscope.codec.amqp091 import spec
+from amqpscope.logs import amqp091_encode as enc
+from amqpscope.logs.lines import FRAME, RECEIVED, Logged, timestamp
+from amqpscope.logs.proton_values import LogLineEnded, LogSyntaxError
+
+NAME: Final = "pika"
+VERSION: Final = "0-9-1"
+
+#: a frame repr's start, as frame.py names them
+_FRAME: Final = re.compile(r"<(METHOD|Header|Body)\(\[")
+#: channel.py `_on_close_meta`'s `Received %s on %s` (method, channel): the channel's repr
+#: `<Channel number=1 CLOSING conn=...>` names its number
+_ON_CHANNEL: Final = re.compile(r"Received <([A-Z][a-z]+\.[A-Za-z]+)(>|\(\[)")
+_CHANNEL_NUMBER: Final = re.compile(r" on <Channel number=(\d+) ")
+#: pika's class names (`Basic.Deliver`, `Connection.StartOk`) -> the spec's method names
+_METHODS: Final = {
+    m.name.split(".")[0].capitalize()
+    + "."
+    + "".join(part.capitalize() for part in m.name.split(".")[1].split("-")): m
+    for m in spec.METHODS.values()
+}
+#: pika attribute names that are not the spec's argument name with `_` for `-`
+_RENAMED: Final = {"global_qos": "global"}
+_PROPERTIES: Final = {
+    name.replace("-", "_"): (name, domain) for name, domain in spec.PROPERTIES[60]
+}
+
+
+class Shown:
+    """What a pika frame repr shows: its kind, channel, and the values it prints (spec names)."""
+
+    __slots__ = ("body_size", "channel", "fragment", "kind", "method", "values")
+
+    def __init__(self, kind: str, channel: int) -> None:
+        self.kind = kind  # "METHOD", "Header", "Body"
+        self.channel = channel
+        self.method = ""  # the spec's method name (METHOD)
+        self.values: dict[str, Any] = {}  # arguments (METHOD) or properties (Header)
+        self.body_size = 0
+        self.fragment = b""
+
+
+def looks_like(line: str) -> bool:
+    return (
+        "<METHOD([" in line
+        or "<Header([" in line
+        or "<Body([" in line
+        or ("Received <" in line and " on <Channel number=" in line)
+    )
+
+
+def parse(line: str) -> Logged | None:
+    """The frame the line prints (pika's lines print at most one)."""
+    if not looks_like(line):
+        return None
+    m = _FRAME.search(line)
+    if m is None:
+        return _on_channel(line)
+    items, end = _items(line, m.end() - 1)
+    if not line.startswith(")>", end):
+        raise LogSyntaxError(end, "`)>` expected after a frame's items")
+    shown = _shown(m.group(1), items, m.start())
+    return _logged(shown, line, m.start())
+
+
+def _on_channel(line: str) -> Logged | None:
+    """`Received <Channel.CloseOk> on <Channel number=1 ...>`: a bare method and its channel."""
+    m = _ON_CHANNEL.search(line)
+    if m is None:
+        return None
+    end = m.end()
+    if m.group(2) != ">":
+        _, end = _items(line, m.end() - 1)
+        if not line.startswith(")>", end):
+            raise LogSyntaxError(end, "`)>` expected after a method's items")
+        end += 2
+    number = _CHANNEL_NUMBER.match(line, end)
+    if number is None:
+        return None
+    text = line[m.start() + len("Received ") : end]
+    items = [f"channel_number={number.group(1)}", f"method={text}"]
+    return _logged(_shown("METHOD", items, m.start()), line, m.start())
+
+
+def _logged(shown: Shown, line: str, at: int) -> Logged:
+    logged = Logged(
+        "pika",
+        RECEIVED,
+        FRAME,
+        channel=shown.channel,
+        value=shown,
+        ts=timestamp(line[:at]),
+        version=VERSION,
+    )
+    if shown.kind == "Body":
+        logged.payload = shown.fragment
+        logged.payload_size = len(shown.fragment)
+    return logged
+
+
+def frame_bytes(shown: Shown) -> tuple[bytes, list[str]]:
+    """The frame's bytes (arguments the repr leaves out encoded as zeros) and the names of the
+    fields the record must leave out because the log does not show them."""
+    try:
+        return _frame_bytes(shown)
+    except (struct.error, OverflowError) as why:  # a number too big for its domain
+        raise LogSyntaxError(0, f"{shown.method or shown.kind}: {why}") from None
+
+
+def _frame_bytes(shown: Shown) -> tuple[bytes, list[str]]:
+    if shown.kind == "METHOD":
+        payload = enc.method(shown.method, shown.values)
+        missing = [
+            a for a, _ in enc.METHODS_BY_NAME[shown.method].arguments if a not in shown.values
+        ]
+        return enc.frame(enc.FRAME_METHOD, shown.channel, payload), missing
+    if shown.kind == "Header":
+        # pika's Header shows no class id or weight: the class is basic (its properties are
+        # BasicProperties), the weight not shown
+        payload = enc.header(shown.body_size, shown.values)
+        return enc.frame(enc.FRAME_HEADER, shown.channel, payload), ["weight"]
+    return enc.frame(enc.FRAME_BODY, shown.channel, shown.fragment), []
+
+
+def _items(text: str, at: int) -> tuple[list[str], int]:
+    """The strings of the list repr starting at `text[at] == '['`, and where it ends."""
+    if text[at] != "[":
+        raise LogSyntaxError(at, "`[` expected")
+    items: list[str] = []
+    pos = at + 1
+    while True:
+        if pos >= len(text):
+            raise LogLineEnded(pos, "the line ends inside a frame")
+        char = text[pos]
+        if char == "]":
+            return items, pos + 1
+        if char in ", ":
+            pos += 1
+            continue
+        if char not in "'\"":
+            raise LogSyntaxError(pos, "a quoted item expected")
+        end = _string_end(text, pos)
+        try:
+            item = ast.literal_eval(text[pos:end])
+        except (ValueError, SyntaxError):
+            raise LogSyntaxError(pos, "not a Python string") from None
+        items.append(item)
+        pos = end
+
+
+def _string_end(text: str, at: int) -> int:
+    quote = text[at]
+    pos = at + 1
+    while pos < len(text):
+        char = text[pos]
+        if char == "\\":
+            pos += 2
+            continue
+        if char == quote:
+            return pos + 1
+        if char in "\r\n":
+            break
+        pos += 1
+    raise LogLineEnded(pos, "the line ends inside a quoted item")
+
+
+def _pairs(items: list[str]) -> dict[str, str]:
+    pairs: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise LogSyntaxError(0, f"`key=value` expected, not {item[:40]!r}")
+        pairs[key] = value
+    return pairs
+
+
+def _object(text: str, name: str) -> dict[str, str]:
+    """The attributes of a nested repr `<name([...])>` or `<name>` (all of `text`)."""
+    if text == f"<{name}>":
+        return {}
+    head = f"<{name}(["
+    if not text.startswith(head):
+        raise LogSyntaxError(0, f"<{name}(...)> expected")
+    items, end = _items(text, len(head) - 1)
+    if text[end:] != ")>":
+        raise LogSyntaxError(end, "`)>` expected")
+    return _pairs(items)
+
+
+def _shown(kind: str, items: list[str], at: int) -> Shown:
+    pairs = _pairs(items)
+    try:
+        channel = int(pairs["channel_number"])
+    except (KeyError, ValueError):
+        raise LogSyntaxError(at, "a frame without its channel_number") from None
+    shown = Shown(kind, channel)
+    if kind == "METHOD":
+        text = pairs.get("method", "")
+        name_end = text.find("(") if "(" in text else text.find(">")
+        pika_name = text[1:name_end]
+        method = _METHODS.get(pika_name)
+        if method is None:
+            raise LogSyntaxError(at, f"no 0-9-1 method named {pika_name!r}")
+        shown.method = method.name
+        domains = dict(method.arguments)
+        for key, value in _object(text, pika_name).items():
+            argument = _RENAMED.get(key, key.replace("_", "-"))
+            if argument not in domains:
+                raise LogSyntaxError(at, f"{method.name} has no argument {key}")
+            shown.values[argument] = _typed(value, domains[argument])
+    elif kind == "Header":
+        shown.body_size = int(pairs.get("body_size", "0"))
+        text = pairs.get("properties", "<BasicProperties>")
+        for key, value in _object(text, "BasicProperties").items():
+            if key not in _PROPERTIES:
+                raise LogSyntaxError(at, f"no basic property {key}")
+            name, domain = _PROPERTIES[key]
+            shown.values[name] = _typed(value, domain)
+    else:
+        fragment = _literal(pairs.get("fragment", "b''"))
+        if not isinstance(fragment, bytes):
+            raise LogSyntaxError(at, "a body fragment is bytes")
+        shown.fragment = fragment
+    return shown
+
+
+def _typed(text: str, domain: str) -> Any:
+    """A value's `str()` read back by its spec domain."""
+    if domain == "bit":
+        if text not in ("True", "False"):
+            raise LogSyntaxError(0, f"a bit is True or False, not {text[:20]!r}")
+        return text == "True"
+    if domain in ("octet", "short", "long", "longlong", "timestamp"):
+        return int(text)
+    if domain == "table":
+        value = _literal(text)
+        if not isinstance(value, dict):
+            raise LogSyntaxError(0, "a table is a dict")
+        return value
+    if domain == "longstr" and text[:2] in ("b'", 'b"'):  # pika keeps some as bytes
+        value = _literal(text)
+        if isinstance(value, bytes):
+            return value
+    return text
+
+
+def _literal(text: str) -> Any:
+    """A Python repr: literals, plus the Decimal and datetime reprs pika's tables hold, and
+    the `2147483648L` of `compat.long`, pika's type for a table's 64-bit integers."""
+    if "L" in text:
+        text = _without_long_suffix(text)
+    try:
+        tree = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        raise LogSyntaxError(0, "not a Python value") from None
+    return _evaluate(tree)
+
+
+def _without_long_suffix(text: str) -> str:
+    """`text` with the `L` after a number taken out (tokens, so strings are left alone)."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return text
+    cuts = [
+        token.start[1]
+        for before, token in itertools.pairwise(tokens)
+        if token.type == tokenize.NAME
+        and token.string == "L"
+        and before.type == tokenize.NUMBER
+        and before.end == token.start
+        and token.start[0] == 1
+    ]
+    for at in reversed(cuts):
+        text = text[:at] + text[at + 1 :]
+    return text
+
+
+def _evaluate(node: ast.AST) -> Any:
+    if isinstance(node, ast.Dict):
+        return {
+            _evaluate(key) if key is not None else None: _evaluate(value)
+            for key, value in zip(node.keys, node.values, strict=True)
+        }
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [_evaluate(item) for item in node.elts]
+    if isinstance(node, ast.Call):
+        name = ast.unparse(node.func)
+        args = [_evaluate(arg) for arg in node.args]
+        try:
+            if name in ("Decimal", "decimal.Decimal") and len(args) == 1:
+                return decimal.Decimal(str(args[0]))
+            if name in ("datetime.datetime", "datetime") and 3 <= len(args) <= 7:
+                return dt.datetime(*args)
+        except (decimal.InvalidOperation, TypeError, ValueError, OverflowError):
+            raise LogSyntaxError(0, f"not a {name}") from None
+        raise LogSyntaxError(0, f"a value pika printed as {name}(...) is not read")
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, SyntaxError, TypeError):
+        raise LogSyntaxError(0, "not a Python literal") from None
