@@ -237,3 +237,20 @@ def test_live_decrypts_with_a_key_log_the_client_writes_meanwhile(tmp_path: Path
     recorded = [f for f in recorded if f["kind"] != "layer"]
     assert len(recorded) > 40
     assert [comparable(f) for f in live] == [comparable(f) for f in recorded]
+
+
+def test_a_pcapng_decrypts_with_its_own_secrets_behind_a_progress_bar() -> None:
+    """On a terminal the packets reach the dissector through the progress bar's wrapper, which
+    has no `secrets`: the pcapng's own Decryption Secrets Blocks must still be used."""
+    from amqpscope.cli.inputs import open_input
+
+    def wrap(packets: Any) -> Any:
+        return (packet for packet in packets)
+
+    path = str(CAPTURES / "091-tls13-embedded.pcapng")
+    names = {}
+    for how in (None, wrap):
+        with open_input(path) as source:
+            names[how is None] = [f.name for f in source.frames(wrap=how)]
+    assert "basic.publish" in names[True]
+    assert names[False] == names[True]

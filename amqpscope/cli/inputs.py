@@ -88,7 +88,10 @@ class Input:
                 carriers=carriers,
             )
             dissector.context.keylog = keylog
-            return dissector.run(wrap(self.capture) if wrap else self.capture)
+            if wrap is None:
+                return dissector.run(self.capture)
+            dissector.take_secrets(self.capture.secrets)  # which the wrapper hides from run
+            return dissector.run(wrap(self.capture))
         return self._log_frames(show_secrets, messages)
 
     def _log_frames(self, show_secrets: bool, messages: bool) -> Iterator[Frame]:
