@@ -35,6 +35,8 @@ from amqpscope.tui.view import View
 #: nodes of one frame's detail tree drawn (a map of thousands of headers is cut)
 MAX_DETAIL_NODES = 3000
 POLL_SECONDS = 0.1
+#: a tree of up to this many nodes opens whole; a bigger one shows its connections
+OPEN_NODES = 200
 
 CSS = """
 #main { height: 1fr; }
@@ -100,25 +102,29 @@ class AmqpScope(App[int]):
 
     # -- layout --------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
+        # the panes are kept, not queried: a query asks the screen on top (a pop-up)
+        self.scopes: Tree[str] = Tree(Text("connections"), id="scopes")
+        self.scopes.show_root = False
+        self.frames = FrameList(self.store, id="frames")
+        self.detail: Tree[str] = Tree(Text("frame"), id="detail")
+        self.bytes_pane = Static(Text(""), id="bytes", markup=False)
+        self.filter_row = Vertical(id="filter-row")
+        self.filter_input = Input(placeholder='-Y filter, e.g. name == "transfer"', id="filter")
+        self.filter_error = Static(Text(""), id="filter-error", markup=False)
+        self.status = Static(Text("reading…"), id="status", markup=False)
         with Horizontal(id="main"):
-            tree: Tree[str] = Tree(Text("connections"), id="scopes")
-            tree.show_root = False
-            yield tree
+            yield self.scopes
             with Vertical(id="right"):
-                yield FrameList(self.store, id="frames")
+                yield self.frames
                 with Horizontal(id="lower"):
-                    yield Tree(Text("frame"), id="detail")
+                    yield self.detail
                     with ScrollableContainer(id="bytes-box"):
-                        yield Static(Text(""), id="bytes", markup=False)
-        with Vertical(id="filter-row"):
-            yield Input(placeholder='-Y filter, e.g. name == "transfer"', id="filter")
-            yield Static(Text(""), id="filter-error", markup=False)
-        yield Static(Text("reading…"), id="status", markup=False)
+                        yield self.bytes_pane
+        with self.filter_row:
+            yield self.filter_input
+            yield self.filter_error
+        yield self.status
         yield Footer()
-
-    @property
-    def frames(self) -> FrameList:
-        return self.query_one("#frames", FrameList)
 
     def on_mount(self) -> None:
         self.loading.on_batch = self._catch_up
@@ -172,7 +178,7 @@ class AmqpScope(App[int]):
             parts.append(f"{findings} with findings")
         row = frames.cursor + 1 if frames.rows else 0
         parts.append(f"row {row:,}")
-        self.query_one("#status", Static).update(Text(safe(" · ".join(parts)), no_wrap=True))
+        self.status.update(Text(safe(" · ".join(parts)), no_wrap=True))
 
     # -- the tree ------------------------------------------------------------------------------
     def _fill_tree(self, summary: dict[str, Any]) -> None:
@@ -187,8 +193,9 @@ class AmqpScope(App[int]):
         if shape == [(n.label, n.findings) for n in walk(self.tree_nodes)] and self.tree_nodes:
             return  # nothing the tree shows changed: keep what is open
         self.tree_nodes = nodes
-        tree = self.query_one("#scopes", Tree)
+        tree = self.scopes
         tree.clear()
+        everything_open = len(shape) <= OPEN_NODES
 
         def add(parent: TreeNode[str], node: Node) -> None:
             label = Text()
@@ -196,7 +203,9 @@ class AmqpScope(App[int]):
                 label.append(f"⚑{node.findings} ", style="bold red")
             label.append(node.label)
             if node.children:
-                child = parent.add(label, data=node.expression, expand=node.kind == "connection")
+                child = parent.add(
+                    label, data=node.expression, expand=everything_open or node.kind == "connection"
+                )
                 for sub in node.children:
                     add(child, sub)
             else:
@@ -209,13 +218,13 @@ class AmqpScope(App[int]):
     def on_tree_node_selected(self, event: Tree.NodeSelected[str]) -> None:
         if event.control.id != "scopes" or not event.node.data:
             return
-        self.query_one("#filter", Input).value = event.node.data
+        self.filter_input.value = event.node.data
         self.apply_filter(event.node.data)
 
     # -- the filter ----------------------------------------------------------------------------
     def action_filter(self) -> None:
-        self.query_one("#filter-row").add_class("open")
-        self.query_one("#filter", Input).focus()
+        self.filter_row.add_class("open")
+        self.filter_input.focus()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "filter" and self.apply_filter(event.value):
@@ -223,11 +232,11 @@ class AmqpScope(App[int]):
 
     def apply_filter(self, text: str) -> bool:
         """Show the frames `text` accepts; False (and the error shown) when it does not parse."""
-        error = self.query_one("#filter-error", Static)
+        error = self.filter_error
         text = text.strip()
         if not text:
             error.update(Text(""))
-            self.query_one("#filter-row").remove_class("open")
+            self.filter_row.remove_class("open")
             self._show(View())
             return True
         try:
@@ -235,7 +244,7 @@ class AmqpScope(App[int]):
         except FilterError as exc:
             pointer = " " * (exc.column - 1) + "^"
             error.update(Text(safe(f"{text}\n{pointer}\n-Y: {exc}")))
-            self.query_one("#filter-row").add_class("open")
+            self.filter_row.add_class("open")
             return False
         error.update(Text(""))
         self._filter(View(text, predicate))
@@ -253,7 +262,7 @@ class AmqpScope(App[int]):
         self._status()
 
     def action_clear(self) -> None:
-        self.query_one("#filter", Input).value = ""
+        self.filter_input.value = ""
         self.apply_filter("")
 
     # -- moving about --------------------------------------------------------------------------
@@ -266,7 +275,7 @@ class AmqpScope(App[int]):
         frames = self.frames
         row = frames.view.row_of(index)
         if row is None:
-            self.query_one("#filter", Input).value = ""
+            self.filter_input.value = ""
             frames.show(View(), keep=index)
         else:
             frames.go(row)
@@ -353,9 +362,9 @@ class AmqpScope(App[int]):
         self.call_from_thread(self._followed, View(label, fixed=rows), label)
 
     def _followed(self, view: View, label: str) -> None:
-        self.query_one("#filter", Input).value = ""
-        self.query_one("#filter-error", Static).update(Text(safe(label)))
-        self.query_one("#filter-row").add_class("open")
+        self.filter_input.value = ""
+        self.filter_error.update(Text(safe(label)))
+        self.filter_row.add_class("open")
         self._show(view)
 
     # -- write ---------------------------------------------------------------------------------
@@ -394,7 +403,7 @@ class AmqpScope(App[int]):
         data = self.store.data[event.index]
         self._status()
         root = seams.detail_tree(record, data)
-        tree = self.query_one("#detail", Tree)
+        tree = self.detail
         tree.clear()
         tree.root.set_label(Text(seams.node_text(root)))
         budget = [MAX_DETAIL_NODES]
@@ -415,7 +424,7 @@ class AmqpScope(App[int]):
         add(tree.root, root, 0)
         tree.root.expand()
         lines = seams.hex_lines(data, int(record.get("size", len(data)) or 0))
-        self.query_one("#bytes", Static).update(Text("\n".join(lines), no_wrap=True))
+        self.bytes_pane.update(Text("\n".join(lines), no_wrap=True))
 
 
 def terminal_problem() -> str | None:
