@@ -99,6 +99,15 @@ class AmqpScope(App[int]):
         self._summary_version = 0
         self._reported_error = False
         self.tree_nodes: list[Node] = []
+        self.failure = ""  # an unexpected error, said in one line by the CLI
+
+    def _handle_exception(self, error: Exception) -> None:
+        """Textual restores the terminal and prints a traceback; the CLI's promise is one line
+        (`failure`), so the traceback is dropped."""
+        self.failure = f"{type(error).__name__}: {error}"
+        super()._handle_exception(error)
+        if "debug" not in self.features:
+            self._exit_renderables.clear()
 
     # -- layout --------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
