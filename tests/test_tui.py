@@ -138,7 +138,10 @@ def test_filter_counts_what_the_client_sent_and_received() -> None:
             # a bad filter: read -Y's message, a pointer at its column, the list unchanged
             await filter_with(pilot, 'name == "transfer" and')
             error = str(app.query_one("#filter-error", Static).render())
-            assert "-Y: column" in error and "^" in error
+            expression, pointer, message = error.split("\n")
+            assert expression == 'name == "transfer" and'
+            assert message.startswith("-Y: column 23:")  # read -Y's words
+            assert pointer == " " * 22 + "^"  # under the column it names
             assert len(shown(app)) == expect["transfers_received"]
             await pilot.press("escape")  # leaves the input, then clears the filter
             app.frames.focus()

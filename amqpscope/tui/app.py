@@ -241,10 +241,9 @@ class AmqpScope(App[int]):
 
     def apply_filter(self, text: str) -> bool:
         """Show the frames `text` accepts; False (and the error shown) when it does not parse."""
-        error = self.filter_error
         text = text.strip()
         if not text:
-            error.update(Text(""))
+            self.say("")
             self.filter_row.remove_class("open")
             self._show(View())
             return True
@@ -252,12 +251,17 @@ class AmqpScope(App[int]):
             predicate = compile_filter(text)
         except FilterError as exc:
             pointer = " " * (exc.column - 1) + "^"
-            error.update(Text(safe(f"{text}\n{pointer}\n-Y: {exc}")))
+            self.say(f"{text}\n{pointer}\n-Y: {exc}")
             self.filter_row.add_class("open")
             return False
-        error.update(Text(""))
+        self.say("")
         self._filter(View(text, predicate))
         return True
+
+    def say(self, text: str) -> None:
+        """The line under the filter bar: a filter's error, or what is followed; none if empty."""
+        self.filter_error.update(Text("\n".join(safe(line) for line in text.split("\n"))))
+        self.filter_error.display = bool(text)
 
     @work(thread=True, exclusive=True, group="filter")
     def _filter(self, view: View) -> None:
@@ -372,7 +376,7 @@ class AmqpScope(App[int]):
 
     def _followed(self, view: View, label: str) -> None:
         self.filter_input.value = ""
-        self.filter_error.update(Text(safe(label)))
+        self.say(label)
         self.filter_row.add_class("open")
         self._show(view)
 
