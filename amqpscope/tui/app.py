@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -35,6 +36,8 @@ from amqpscope.tui.view import View
 #: nodes of one frame's detail tree drawn (a map of thousands of headers is cut)
 MAX_DETAIL_NODES = 3000
 POLL_SECONDS = 0.1
+#: how long quitting waits for the reader to stop (a live capture flushes its last packets)
+READER_JOIN_SECONDS = 5.0
 #: a tree of up to this many nodes opens whole; a bigger one shows its connections
 OPEN_NODES = 200
 
@@ -137,12 +140,19 @@ class AmqpScope(App[int]):
 
     def on_mount(self) -> None:
         self.loading.on_batch = self._catch_up
-        self.run_worker(self._load, thread=True, name="loader", exit_on_error=False)
+        # a thread of its own, not a Textual worker: the app's shutdown waits for its workers,
+        # and a live capture's reader ends only when told to (on_unmount)
+        self.reader = threading.Thread(target=self._load, name="amqpscope-reader", daemon=True)
+        self.reader.start()
         self.set_interval(POLL_SECONDS, self.poll)
         self.frames.focus()
 
     def _load(self) -> None:
-        self.loader(self.loading)
+        try:
+            self.loader(self.loading)
+        except Exception as exc:  # said on the status line, not raised into nowhere
+            self.loading.error = f"internal error: {type(exc).__name__}: {exc}"
+            self.loading.done = True
 
     def _catch_up(self) -> None:
         """In the loader's thread, after each batch: the filtered view tests the new frames."""
@@ -152,6 +162,7 @@ class AmqpScope(App[int]):
         self.loading.stop()
         if self.on_exit_hook is not None:
             self.on_exit_hook()
+        self.reader.join(READER_JOIN_SECONDS)
 
     # -- polling the loader --------------------------------------------------------------------
     def poll(self) -> None:
