@@ -27,8 +27,10 @@ CACHE_ROWS = 4096
 CURSOR = Style(reverse=True)
 
 
-class FrameList(ScrollView, can_focus=True):
+class FrameList(ScrollView):
     """The frames of a `View` of a `FrameStore`, with a cursor."""
+
+    can_focus = True
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up,k", "move(-1)", "Up", show=False),
