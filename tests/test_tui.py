@@ -194,6 +194,13 @@ def test_a_frames_detail_and_bytes() -> None:
             )
             dump = str(app.query_one("#bytes", Static).render())
             assert dump.startswith("000000  01 00 01")  # a method frame on channel 1
+            # a field with an offset (the -V tree's) is highlighted in the hex and the ASCII
+            data = app.store.data[app.frames.selected()]
+            app._dump(14, 4)
+            text = app.bytes_pane.render()
+            marked = [str(text)[span.start : span.end] for span in text.spans]
+            assert marked[0::2] == [data[i : i + 1].hex() for i in range(14, 18)]
+            assert marked[1::2] == [chr(b) if 0x20 <= b < 0x7F else "." for b in data[14:18]]
 
     asyncio.run(run())
 

@@ -103,6 +103,7 @@ class AmqpScope(App[int]):
         self._reported_error = False
         self.tree_nodes: list[Node] = []
         self.failure = ""  # an unexpected error, said in one line by the CLI
+        self._bytes: tuple[bytes, int] = (b"", 0)  # the selected frame's bytes kept, its size
 
     def _handle_exception(self, error: Exception) -> None:
         """Textual restores the terminal and prints a traceback; the CLI's promise is one line
@@ -118,7 +119,7 @@ class AmqpScope(App[int]):
         self.scopes: Tree[str] = Tree(Text("connections"), id="scopes")
         self.scopes.show_root = False
         self.frames = FrameList(self.store, id="frames")
-        self.detail: Tree[str] = Tree(Text("frame"), id="detail")
+        self.detail: Tree[Any] = Tree(Text("frame"), id="detail")
         self.bytes_pane = Static(Text(""), id="bytes", markup=False)
         self.filter_row = Vertical(id="filter-row")
         self.filter_input = Input(placeholder='-Y filter, e.g. name == "transfer"', id="filter")
@@ -432,7 +433,7 @@ class AmqpScope(App[int]):
         tree.root.set_label(Text(seams.node_text(root)))
         budget = [MAX_DETAIL_NODES]
 
-        def add(parent: TreeNode[str], node: seams.DetailNode, depth: int) -> None:
+        def add(parent: TreeNode[Any], node: seams.DetailNode, depth: int) -> None:
             for child in node["children"]:
                 if budget[0] <= 0:
                     parent.add_leaf(Text("… cut (too many fields to draw)"))
@@ -440,15 +441,41 @@ class AmqpScope(App[int]):
                 budget[0] -= 1
                 label = Text(seams.node_text(child))
                 if child["children"]:
-                    sub = parent.add(label, expand=depth < 1 or child["name"] == "fields")
+                    opened = depth < 1 or child["name"] == "fields"
+                    sub = parent.add(label, data=child, expand=opened)
                     add(sub, child, depth + 1)
                 else:
-                    parent.add_leaf(label)
+                    parent.add_leaf(label, data=child)
 
         add(tree.root, root, 0)
         tree.root.expand()
-        lines = seams.hex_lines(data, int(record.get("size", len(data)) or 0))
-        self.bytes_pane.update(Text("\n".join(lines), no_wrap=True))
+        self._bytes = (data, int(record.get("size", len(data)) or 0))
+        self._dump()
+
+    def _dump(self, start: int | None = None, length: int | None = None) -> None:
+        """The bytes pane, the field at `start` (its `length` bytes) highlighted."""
+        data, size = self._bytes
+        text = Text("\n".join(seams.hex_lines(data, size)), no_wrap=True)
+        if start is not None and length and data:
+            for at in range(start, min(start + length, len(data), seams.MAX_DUMP)):
+                line, column = divmod(at, 16)
+                base = line * (seams.DUMP_WIDTH + 1)  # and its line break
+                hex_at = base + seams.HEX_COLUMN + 3 * column
+                text.stylize("reverse", hex_at, hex_at + 2)
+                ascii_at = base + seams.ASCII_COLUMN + column
+                text.stylize("reverse", ascii_at, ascii_at + 1)
+        self.bytes_pane.update(text)
+
+    def on_tree_node_highlighted(self, event: Tree.NodeHighlighted[Any]) -> None:
+        """A field of the detail tree under the cursor: its bytes highlighted, when the tree
+        knows where they are (the -V tree's offsets; the --json fields have none)."""
+        if event.control is not self.detail:
+            return
+        node = event.node.data
+        if isinstance(node, dict) and node.get("offset") is not None:
+            self._dump(int(node["offset"]), int(node.get("length") or 0))
+        else:
+            self._dump()
 
 
 def terminal_problem() -> str | None:

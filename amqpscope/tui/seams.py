@@ -16,6 +16,10 @@ from amqpscope.render.lines import safe
 
 #: bytes of a frame shown in the bytes pane (the rest is said, not drawn)
 MAX_DUMP = 16384
+#: a dump line: `offset  hex  |ascii|`, where its hex and ASCII columns start, and its width
+HEX_COLUMN = 8
+ASCII_COLUMN = HEX_COLUMN + 47 + 3
+DUMP_WIDTH = ASCII_COLUMN + 16 + 1
 
 #: a node of the detail tree, as the -V tree of issue 23 has it
 DetailNode = dict[str, Any]  # {name, value, type, offset, length, children}
@@ -71,7 +75,7 @@ def hex_lines(data: bytes, size: int) -> list[str]:
         chunk = data[start : start + 16]
         hexes = " ".join(f"{b:02x}" for b in chunk)
         text = "".join(chr(b) if 0x20 <= b < 0x7F else "." for b in chunk)
-        lines.append(f"{start:06x}  {hexes:<47}  |{text}|")
+        lines.append(f"{start:06x}  {hexes:<47}  |{text:<16}|")
     shown = min(len(data), MAX_DUMP)
     if size > shown:
         lines.append(f"… {size - shown} more bytes not shown")
