@@ -105,4 +105,5 @@ def frame_from_record(record: dict[str, Any], data: bytes = b"") -> Frame:
         record.get("fields") or {},
         findings,
         record.get("message"),
+        record.get("source"),  # a frame read from a log: its file and line
     )
