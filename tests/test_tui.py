@@ -189,8 +189,13 @@ def test_a_frames_detail_and_bytes() -> None:
                 node = stack.pop()
                 labels.append(str(node.label))
                 stack.extend(node.children)
+            # the -V tree: the field, its value as read -V writes it, its type and bytes
             assert any(
-                label.startswith("routing-key: amqpscope.091-publish-consume.q") for label in labels
+                re.fullmatch(
+                    r'routing-key: "amqpscope\.091-publish-consume\.q"  \[shortstr @\d+\+\d+\]',
+                    label,
+                )
+                for label in labels
             )
             dump = str(app.query_one("#bytes", Static).render())
             assert dump.startswith("000000  01 00 01")  # a method frame on channel 1
@@ -201,6 +206,57 @@ def test_a_frames_detail_and_bytes() -> None:
             marked = [str(text)[span.start : span.end] for span in text.spans]
             assert marked[0::2] == [data[i : i + 1].hex() for i in range(14, 18)]
             assert marked[1::2] == [chr(b) if 0x20 <= b < 0x7F else "." for b in data[14:18]]
+
+    asyncio.run(run())
+
+
+def test_secrets_stay_hidden_in_the_tree_and_the_bytes() -> None:
+    async def run(show: bool) -> tuple[str, list[str]]:
+        app = make_app("091-publish-consume.pcap")
+        app.show_secrets = show
+        async with app.run_test(size=(160, 48)) as pilot:
+            await loaded(pilot)
+            app.jump(3)  # connection.start-ok: PLAIN with the password
+            await pilot.pause()
+            assert app.store.record(app.frames.selected())["name"] == "connection.start-ok"
+            labels, stack = [], [app.detail.root]
+            while stack:
+                node = stack.pop()
+                labels.append(str(node.label))
+                stack.extend(node.children)
+            return str(app.bytes_pane.render()), labels
+
+    dump, labels = asyncio.run(run(False))
+    ascii_column = "".join(line[58:74] for line in dump.splitlines())
+    assert "PLAIN****" in ascii_column and "guest" not in ascii_column
+    assert " 67 75 65 73 74" not in dump.replace("\n", " ")  # "guest" in hex, either half
+    assert any(label.startswith("response: <redacted>") for label in labels)
+    dump, labels = asyncio.run(run(True))  # --show-secrets
+    assert "guest" in "".join(line[58:74] for line in dump.splitlines())
+
+
+def test_a_field_under_the_cursor_is_highlighted_in_the_bytes() -> None:
+    async def run() -> None:
+        async with opened("091-publish-consume.pcap") as pilot:
+            app = pilot.app
+            app.jump(12)  # basic.publish
+            await pilot.pause()
+            data = app.store.data[app.frames.selected()]
+            stack = [app.detail.root]
+            while stack:
+                node = stack.pop()
+                if str(node.label).startswith("routing-key:"):
+                    break
+                stack.extend(node.children)
+            field = node.data
+            app.detail.focus()
+            app.detail.move_cursor(node)
+            await pilot.pause()
+            text = app.bytes_pane.render()
+            marked = [str(text)[span.start : span.end] for span in text.spans]
+            start, length = field["offset"], field["length"]
+            assert marked[0::2] == [data[i : i + 1].hex() for i in range(start, start + length)]
+            assert data[start + 1 : start + length] == b"amqpscope.091-publish-consume.q"
 
     asyncio.run(run())
 

@@ -83,7 +83,7 @@ def tui(
     if file is not None:
         keys = load_keylog(keylog)
         loader: Any = partial(load_file, path=file, show_secrets=show_secrets, keylog=keys)
-        _run(AmqpScope(loader, capture_path=file, title=file))
+        _run(AmqpScope(loader, capture_path=file, title=file, show_secrets=show_secrets))
         return
     assert iface is not None
     _live(iface, bpf, backend)

@@ -36,6 +36,8 @@ from amqpscope.tui.view import View
 #: nodes of one frame's detail tree drawn (a map of thousands of headers is cut)
 MAX_DETAIL_NODES = 3000
 POLL_SECONDS = 0.1
+#: levels of a frame's detail tree shown open (the frame, its AMQP frame, its arguments)
+DETAIL_OPEN_DEPTH = 3
 #: how long quitting waits for the reader to stop (a live capture flushes its last packets)
 READER_JOIN_SECONDS = 5.0
 #: a tree of up to this many nodes opens whole; a bigger one shows its connections
@@ -90,6 +92,7 @@ class AmqpScope(App[int]):
         capture_path: str | None = None,
         title: str = "",
         on_exit: Callable[[], None] | None = None,
+        show_secrets: bool = False,
     ) -> None:
         super().__init__()
         self.loading = Loading()
@@ -104,6 +107,8 @@ class AmqpScope(App[int]):
         self.tree_nodes: list[Node] = []
         self.failure = ""  # an unexpected error, said in one line by the CLI
         self._bytes: tuple[bytes, int] = (b"", 0)  # the selected frame's bytes kept, its size
+        self._hidden: list[tuple[int, int]] = []  # its secrets' bytes, blanked in the dump
+        self.show_secrets = show_secrets
 
     def _handle_exception(self, error: Exception) -> None:
         """Textual restores the terminal and prints a traceback; the CLI's promise is one line
@@ -427,7 +432,7 @@ class AmqpScope(App[int]):
         record = self.store.record(event.index)
         data = self.store.data[event.index]
         self._status()
-        root = seams.detail_tree(record, data)
+        root, hidden = seams.detail_tree(record, data, self.show_secrets)
         tree = self.detail
         tree.clear()
         tree.root.set_label(Text(seams.node_text(root)))
@@ -441,7 +446,7 @@ class AmqpScope(App[int]):
                 budget[0] -= 1
                 label = Text(seams.node_text(child))
                 if child["children"]:
-                    opened = depth < 1 or child["name"] == "fields"
+                    opened = depth < DETAIL_OPEN_DEPTH or child["name"] == "fields"
                     sub = parent.add(label, data=child, expand=opened)
                     add(sub, child, depth + 1)
                 else:
@@ -450,12 +455,13 @@ class AmqpScope(App[int]):
         add(tree.root, root, 0)
         tree.root.expand()
         self._bytes = (data, int(record.get("size", len(data)) or 0))
+        self._hidden = hidden
         self._dump()
 
     def _dump(self, start: int | None = None, length: int | None = None) -> None:
         """The bytes pane, the field at `start` (its `length` bytes) highlighted."""
         data, size = self._bytes
-        text = Text("\n".join(seams.hex_lines(data, size)), no_wrap=True)
+        text = Text("\n".join(seams.hex_lines(data, size, self._hidden)), no_wrap=True)
         if start is not None and length and data:
             for at in range(start, min(start + length, len(data), seams.MAX_DUMP)):
                 line, column = divmod(at, 16)

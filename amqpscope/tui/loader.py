@@ -92,7 +92,7 @@ def load_file(loading: Loading, path: str, show_secrets: bool = False, keylog: A
 
 def load_live(loading: Loading, capture: Any, idle: float = 600.0) -> None:
     """Decode a started `LiveCapture` into `loading` until it stops (run in a worker thread)."""
-    from amqpscope.capture.live import LivePipeline
+    from amqpscope.live_pipeline import LivePipeline
 
     pipeline = LivePipeline(idle=idle)
     last_tick = time.monotonic()
