@@ -178,8 +178,8 @@ class AmqpScope(App[int]):
             first = self._seen <= 0 < total
             self._seen = total
             frames.grew()
-            if first:
-                frames.go(0)
+            if first:  # the detail of the row under the cursor (where the reader may have put it)
+                frames.go(frames.cursor)
         if loading.summary_version != self._summary_version and loading.summary is not None:
             self._summary_version = loading.summary_version
             self._fill_tree(loading.summary)

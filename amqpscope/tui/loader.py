@@ -20,6 +20,8 @@ from amqpscope.tui.store import FrameStore
 
 BATCH = 2000
 SUMMARY_SECONDS = 2.0
+#: live frames reach the store at least this often while packets keep coming
+LIVE_BATCH_SECONDS = 0.1
 
 
 @dataclass
@@ -97,6 +99,7 @@ def load_live(loading: Loading, capture: Any, idle: float = 600.0) -> None:
     pipeline = LivePipeline(idle=idle)
     last_tick = time.monotonic()
     next_summary = last_tick
+    next_batch = last_tick + LIVE_BATCH_SECONDS
     pending: list[Frame] = []
     try:
         for pkt in capture.packets():
@@ -106,9 +109,11 @@ def load_live(loading: Loading, capture: Any, idle: float = 600.0) -> None:
             if now - last_tick >= 1.0:
                 last_tick = now
                 pending.extend(pipeline.tick(time.time()))
-            if pending and (pkt is None or len(pending) >= BATCH):
+            # to the screen when the wire pauses, a batch is full, or a tenth of a second passed
+            if pending and (pkt is None or len(pending) >= BATCH or now >= next_batch):
                 loading._add(pending)
                 pending = []
+                next_batch = now + LIVE_BATCH_SECONDS
             if now >= next_summary:
                 loading._publish(pipeline.summary())
                 loading.findings = list(pipeline.findings)
