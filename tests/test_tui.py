@@ -445,3 +445,35 @@ def test_no_color_draws_in_greys(monkeypatch: pytest.MonkeyPatch, no_color: bool
             assert bool(colours(svg)) is not no_color
 
     asyncio.run(run())
+
+
+def test_follow_a_1_0_delivery_of_many_transfers() -> None:
+    """A 300,000-byte message at max-frame 4096: many transfers of one delivery (the broker
+    repeats the id on each), and the same id 0 was also used by the delivery sent the other way
+    and by each continuation: one group, not one a frame."""
+
+    async def run() -> None:
+        async with opened("10-large-message.pcap") as pilot:
+            app = pilot.app
+            expect = truth("10-large-message")
+            await filter_with(pilot, 'name == "transfer" and dir == "s2c"')
+            await pilot.press("f")
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            records = shown(app)
+            transfers = [r for r in records if r["name"] == "transfer"]
+            (disposition,) = [r for r in records if r["name"] == "disposition"]
+            assert len(records) == len(transfers) + 1
+            assert {(r["dir"], r["fields"]["handle"]) for r in transfers} == {("s2c", 1)}
+            assert transfers[0]["fields"]["delivery-id"] == 0
+            assert {r["fields"].get("delivery-id", 0) for r in transfers} == {0}
+            numbers = [r["frame"] for r in transfers]
+            assert numbers == list(range(numbers[0], numbers[0] + len(numbers)))
+            assert not transfers[-1]["fields"].get("more")
+            # the frames carry the whole body the receiving client hashed, and little else
+            carried = sum(r["size"] for r in transfers)
+            assert expect["body_size"] < carried < expect["body_size"] + 100 * len(transfers)
+            assert disposition["dir"] == "c2s" and disposition["fields"]["first"] == 0
+            assert disposition["frame"] > transfers[-1]["frame"]
+
+    asyncio.run(run())

@@ -1,7 +1,8 @@
 """Follow a delivery: every frame of one message's delivery, from the frame chosen in the list.
 
 AMQP 1.0: the transfer(s) carrying delivery-id D on a session (continuation transfers of a
-multi-frame delivery carry no id: they follow on the same handle while `more` is set), and the
+multi-frame delivery follow on the same handle while `more` is set, with the id repeated or
+left out, as the spec allows), and the
 dispositions whose first..last range covers D, from the receiver (the session's other side,
 whose channel number is its own) or the sender. 0-9-1: the basic.deliver / basic.get-ok with
 delivery-tag T on a channel, its content header and bodies, and the ack, nack or reject that
@@ -125,15 +126,15 @@ def follow(
         if direction == sent and channel == delivery.channel:
             if is_10 and name == "transfer":
                 number = _int(fields.get("delivery-id"))
-                if number == key:
+                same = fields.get("handle") == handle
+                if continuing and same and current is not None and number in (None, key):
+                    current.append(index)  # a continuation, with its id repeated or not
+                    continuing = bool(fields.get("more"))
+                elif number == key:
                     current = [index]
                     groups.append(current)
                     continuing, handle = bool(fields.get("more")), fields.get("handle")
-                elif number is None and continuing and fields.get("handle") == handle:
-                    assert current is not None
-                    current.append(index)
-                    continuing = bool(fields.get("more"))
-                elif fields.get("handle") == handle:
+                elif same:
                     continuing = False
                 continue
             if not is_10:
