@@ -17,7 +17,7 @@ test: install system-deps broker lint
 	$(PYTHON) -m pytest -q
 
 install:
-	$(PIP) install -q -e '.[dev,spark,connect,report]'
+	$(PIP) install -q -e '.[dev,spark,connect,report,tui]'
 
 system-deps:
 	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \

@@ -233,7 +233,7 @@ def test_link_scope_follows_a_1_0_link_and_its_dispositions() -> None:
 
 # -- terminal manners: help, exit codes, paging, narrow and non-UTF consoles, completion ---------
 
-COMMANDS = ("read", "summary", "export", "schema", "live", "spark", "report")
+COMMANDS = ("read", "summary", "export", "schema", "live", "spark", "report", "tui")
 SGR = re.compile(r"\x1b\[[0-9;]*m")
 
 

@@ -215,66 +215,14 @@ class Timeline:
     def _print(self, frame: Frame) -> None:
         if self.legend and frame.conn not in self.seen:
             self.seen.add(frame.conn)
-            client, server = (
-                (frame.dst, frame.src) if frame.direction == "s2c" else (frame.src, frame.dst)
-            )
-            if frame.kind == "layer":  # wrapped: the AMQP version shows on its frames
-                speaks = LAYER_NAMES.get(frame.name, frame.name)
-            else:
-                speaks = f"AMQP {frame.version}"
-            legend = f"c{frame.conn}  {client} → {server}  {speaks}"
-            self._emit([(legend, STYLES["legend"])])
-        error = is_error(frame)
-        line = self._prefix(frame, str(frame.number))
-        line.append(self._name(frame, error))
-        if frame.kind == "protocol-header":
-            detail = str(frame.fields.get("protocol", ""))
-        else:
-            detail = highlights(frame)
-        if detail:
-            line.append((" ", ""))
-            line.append((detail, ERROR_DETAIL if error else DETAIL))
-        preview = body_text(frame, BODY_FULL if self.body else BODY_PREVIEW)
-        if preview is not None:
-            line.append((f"  body={preview}", "dim" if not self.body else ""))
-        for found in frame.findings:
-            note = f"  [{found.code}: {safe(found.message)}]"
-            line.append((note, STYLES.get(found.severity, "")))
-        self._emit(line)
+            self._emit([(legend_text(frame), STYLES["legend"])])
+        self._emit(frame_pieces(frame, self._t0(), self.body))
 
     def _t0(self) -> float:
         return self.first_ts or 0.0
 
     def _prefix(self, frame: Frame, number: str) -> list[Piece]:
-        channel = "" if frame.channel is None else f"ch{frame.channel}"
-        arrow = ARROWS.get(frame.direction, "-")
-        if frame.kind == TRANSPORT and not frame.fields.get("by"):
-            arrow = "-"  # an idle end: nobody sent anything
-        source = frame.source
-        if source is not None and not frame.ts:  # a log line without a time: its number
-            when = f"{'L' + str(source.get('line', '')):>10}"
-        else:
-            when = f"{frame.ts - (self.first_ts or 0.0):10.6f}"
-        return [
-            (f"{number:>7} ", ""),
-            (when, STYLES["time"]),
-            (f" c{frame.conn} {arrow} {channel:<5} ", ""),
-        ]
-
-    def _name(self, frame: Frame, error: bool) -> Piece:
-        if frame.kind == TRANSPORT:  # the TCP end, as tcpdump would name it
-            return transport_name(frame), STYLES["transport"]
-        if error and not frame.findings:
-            style = STYLES["error"]
-        elif frame.kind in ("protocol-header", "layer"):
-            style = STYLES["header"]
-        elif frame.kind == "heartbeat":
-            style = STYLES["heartbeat"]
-        elif frame.kind in ("content-header", "content-body"):
-            style = STYLES["content"]
-        else:
-            style = STYLES["name"]
-        return frame.name, style
+        return prefix_pieces(frame, number, self._t0())
 
     # -- the sinks -----------------------------------------------------------------------------
     def _emit(self, pieces: list[Piece]) -> None:
@@ -308,4 +256,71 @@ def rich_text(pieces: list[Piece]) -> Text:
             line.append_text(detail)
         else:
             line.append(text, style=style)
+    return line
+
+
+def legend_text(frame: Frame) -> str:
+    """The legend line that names a connection when it first speaks: its ends and protocol."""
+    client, server = (frame.dst, frame.src) if frame.direction == "s2c" else (frame.src, frame.dst)
+    if frame.kind == "layer":  # wrapped: the AMQP version shows on its frames
+        speaks = LAYER_NAMES.get(frame.name, frame.name)
+    else:
+        speaks = f"AMQP {frame.version}"
+    return f"c{frame.conn}  {client} → {server}  {speaks}"
+
+
+def prefix_pieces(frame: Frame, number: str, t0: float) -> list[Piece]:
+    """The start of a frame's line: its number, time from `t0`, connection, arrow, channel."""
+    channel = "" if frame.channel is None else f"ch{frame.channel}"
+    arrow = ARROWS.get(frame.direction, "-")
+    if frame.kind == TRANSPORT and not frame.fields.get("by"):
+        arrow = "-"  # an idle end: nobody sent anything
+    source = frame.source
+    if source is not None and not frame.ts:  # a log line without a time: its number
+        when = f"{'L' + str(source.get('line', '')):>10}"
+    else:
+        when = f"{frame.ts - t0:10.6f}"
+    return [
+        (f"{number:>7} ", ""),
+        (when, STYLES["time"]),
+        (f" c{frame.conn} {arrow} {channel:<5} ", ""),
+    ]
+
+
+def name_piece(frame: Frame, error: bool) -> Piece:
+    """The frame's name, styled by what kind of frame it is."""
+    if frame.kind == TRANSPORT:  # the TCP end, as tcpdump would name it
+        return transport_name(frame), STYLES["transport"]
+    if error and not frame.findings:
+        style = STYLES["error"]
+    elif frame.kind in ("protocol-header", "layer"):
+        style = STYLES["header"]
+    elif frame.kind == "heartbeat":
+        style = STYLES["heartbeat"]
+    elif frame.kind in ("content-header", "content-body"):
+        style = STYLES["content"]
+    else:
+        style = STYLES["name"]
+    return frame.name, style
+
+
+def frame_pieces(frame: Frame, t0: float, body: bool = False) -> list[Piece]:
+    """One frame's line of the timeline, as pieces: what `read` prints and the TUI's frame list
+    draws (times count from `t0`, the first frame's)."""
+    error = is_error(frame)
+    line = prefix_pieces(frame, str(frame.number), t0)
+    line.append(name_piece(frame, error))
+    if frame.kind == "protocol-header":
+        detail = str(frame.fields.get("protocol", ""))
+    else:
+        detail = highlights(frame)
+    if detail:
+        line.append((" ", ""))
+        line.append((detail, ERROR_DETAIL if error else DETAIL))
+    preview = body_text(frame, BODY_FULL if body else BODY_PREVIEW)
+    if preview is not None:
+        line.append((f"  body={preview}", "dim" if not body else ""))
+    for found in frame.findings:
+        note = f"  [{found.code}: {safe(found.message)}]"
+        line.append((note, STYLES.get(found.severity, "")))
     return line

@@ -1,0 +1,127 @@
+"""`amqpscope tui`: the Textual app on a capture file or a live interface."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from functools import partial
+from typing import Any
+
+import click
+
+from amqpscope.capture.files import open_capture
+from amqpscope.cli.common import (
+    complete_iface,
+    fail,
+    guarded,
+    keylog_option,
+    load_keylog,
+    main,
+    steady_gc,
+)
+
+NO_TEXTUAL = "tui needs Textual: pip install 'amqpscope[tui]'"
+
+
+@main.command()
+@click.argument("file", required=False, type=click.Path(dir_okay=False, path_type=str))
+@click.option(
+    "--live",
+    "iface",
+    metavar="IFACE",
+    shell_complete=complete_iface,
+    help="Capture on IFACE instead of reading FILE (needs root or CAP_NET_RAW).",
+)
+@click.option(
+    "-f",
+    "bpf",
+    metavar="BPF",
+    default="tcp",
+    show_default=True,
+    help="With --live: the capture filter (tcpdump syntax).",
+)
+@click.option(
+    "--backend",
+    type=click.Choice(["tcpdump", "dumpcap", "scapy", "pyshark"]),
+    help="With --live: how to capture (as `live` chooses by default).",
+)
+@click.option("--show-secrets", is_flag=True, help="Show credentials instead of redacting.")
+@keylog_option
+@guarded
+def tui(
+    file: str | None,
+    iface: str | None,
+    bpf: str,
+    backend: str | None,
+    show_secrets: bool,
+    keylog: str | None,
+) -> None:
+    """Explore a capture FILE (or --live IFACE) in a terminal UI: connections, frames, detail.
+
+    \b
+    Examples:
+      amqpscope tui capture.pcap
+      sudo amqpscope tui --live lo -f 'tcp port 5672'
+    Keys: / filter (-Y language), f follow a delivery, d diagnoses, g go to, w write, ? help.
+    """
+    if (file is None) == (iface is None):
+        fail("tui takes a capture FILE or --live IFACE (one of them)", 2)
+    if file == "-":
+        fail("tui reads its keys from standard input: give the capture as a file", 2)
+    try:
+        from amqpscope.tui.app import AmqpScope, terminal_problem
+        from amqpscope.tui.loader import load_file
+    except ImportError:
+        fail(NO_TEXTUAL, 1)
+    if file is not None:
+        with open_capture(file):  # unreadable: one line and exit 1, before the screen changes
+            pass
+    problem = terminal_problem()
+    if problem is not None:
+        fail(problem, 2)
+    if file is not None:
+        keys = load_keylog(keylog)
+        loader: Any = partial(load_file, path=file, show_secrets=show_secrets, keylog=keys)
+        _run(AmqpScope(loader, capture_path=file, title=file, show_secrets=show_secrets))
+        return
+    assert iface is not None
+    _live(iface, bpf, backend)
+
+
+def _live(iface: str, bpf: str, backend: str | None) -> None:
+    """Capture on `iface` into a temporary pcap (what `w` cuts from) while the app reads it."""
+    from amqpscope.capture.live import LiveCapture, LiveError
+    from amqpscope.tui.app import AmqpScope
+    from amqpscope.tui.loader import load_live
+
+    handle, spool = tempfile.mkstemp(prefix="amqpscope-tui-", suffix=".pcap")
+    os.close(handle)
+    try:
+        try:
+            capture = LiveCapture(iface, bpf, backend, spool)
+            capture.start()
+        except LiveError as exc:
+            fail(str(exc), exc.code)
+        try:
+            app = AmqpScope(
+                partial(load_live, capture=capture),
+                capture_path=spool,
+                title=f"live {iface} {bpf}",
+                on_exit=capture.stop,
+            )
+            _run(app)
+        finally:
+            capture.close()
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(spool)
+
+
+def _run(app: Any) -> None:
+    steady_gc()  # as `read` does: decoding makes millions of short-lived dicts
+    app.run()
+    if app.failure:
+        fail(f"internal error: {app.failure} (please report it)")
+    if app.loading.error:  # the screen is gone: say why reading stopped
+        click.echo(f"amqpscope: {app.loading.error}", err=True)

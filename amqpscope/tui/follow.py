@@ -1,0 +1,172 @@
+"""Follow a delivery: every frame of one message's delivery, from the frame chosen in the list.
+
+AMQP 1.0: the transfer(s) carrying delivery-id D on a session (continuation transfers of a
+multi-frame delivery follow on the same handle while `more` is set, with the id repeated or
+left out, as the spec allows), and the
+dispositions whose first..last range covers D, from the receiver (the session's other side,
+whose channel number is its own) or the sender. 0-9-1: the basic.deliver / basic.get-ok with
+delivery-tag T on a channel, its content header and bodies, and the ack, nack or reject that
+settles it (by its tag, or `multiple` up to it). A tag or id is reused (channels reopen, ids
+wrap), so the frames are cut into one group per delivery and the group holding the chosen frame
+is the answer. Records in, frame indexes out: no terminal, no files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+OTHER = {"c2s": "s2c", "s2c": "c2s"}
+DELIVERIES_091 = ("basic.deliver", "basic.get-ok")
+SETTLES_091 = ("basic.ack", "basic.nack", "basic.reject")
+CONTENT = ("content-header", "content-body")
+
+#: (conn, direction, channel) → the channel number the other side uses for that session
+PeerChannels = dict[tuple[int, str, int], int]
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """Which delivery to follow: on `conn`, sent in `direction` on `channel`, id or tag `key`."""
+
+    version: str
+    conn: int
+    direction: str
+    channel: int
+    key: int
+
+    def label(self) -> str:
+        word = "delivery-id" if self.version == "1.0" else "delivery-tag"
+        return f"follow c{self.conn} ch{self.channel} {self.direction} {word} {self.key}"
+
+
+def peer_channels(summary: dict[str, Any]) -> PeerChannels:
+    """Each 1.0 session's two channel numbers, both ways, from a tracker summary."""
+    out: PeerChannels = {}
+    for connection in summary.get("connections") or []:
+        for session in connection.get("sessions") or []:
+            client, server = session.get("channel"), session.get("remote-channel")
+            if client is None or server is None:
+                continue
+            out[(connection.get("id", 0), "c2s", client)] = server
+            out[(connection.get("id", 0), "s2c", server)] = client
+    return out
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def delivery_of(record: dict[str, Any], peers: PeerChannels) -> Delivery | None:
+    """The delivery a frame belongs to, or None when it is not part of one."""
+    name, fields = record.get("name"), record.get("fields") or {}
+    conn, direction, channel = record.get("conn", 0), record.get("dir", ""), record.get("channel")
+    if channel is None or direction not in OTHER:
+        return None
+    if record.get("version") == "1.0":
+        if name == "transfer" and _int(fields.get("delivery-id")) is not None:
+            return Delivery("1.0", conn, direction, channel, fields["delivery-id"])
+        first = _int(fields.get("first"))
+        if name == "disposition" and first is not None:
+            if fields.get("role") == "sender":  # settling what it sent itself
+                return Delivery("1.0", conn, direction, channel, first)
+            peer = peers.get((conn, direction, channel))
+            if peer is None:
+                return None
+            return Delivery("1.0", conn, OTHER[direction], peer, first)
+        return None
+    tag = _int(fields.get("delivery-tag"))
+    if tag is None:
+        return None
+    if name in DELIVERIES_091:
+        return Delivery(record.get("version", ""), conn, direction, channel, tag)
+    if name in SETTLES_091 and direction == "c2s":
+        return Delivery(record.get("version", ""), conn, "s2c", channel, tag)
+    return None
+
+
+def _covers_10(fields: dict[str, Any], key: int) -> bool:
+    first = _int(fields.get("first"))
+    if first is None:
+        return False
+    last = _int(fields.get("last"))
+    return first <= key <= (first if last is None else last)
+
+
+def _covers_091(fields: dict[str, Any], key: int) -> bool:
+    tag = _int(fields.get("delivery-tag"))
+    if tag is None:
+        return False
+    if fields.get("multiple"):
+        return tag == 0 or tag >= key
+    return tag == key
+
+
+def follow(
+    delivery: Delivery,
+    chosen: int,
+    records: Iterable[tuple[int, dict[str, Any]]],
+    peers: PeerChannels,
+) -> list[int]:
+    """The indexes of the frames of the delivery that holds frame index `chosen`; `records`
+    are (index, record) in capture order. Empty when no group holds it."""
+    groups: list[list[int]] = []
+    current: list[int] | None = None
+    continuing = False  # the group's last transfer said `more` / a 0-9-1 content follows
+    handle: Any = None
+    key, conn, sent = delivery.key, delivery.conn, delivery.direction
+    receiver_channel = peers.get((conn, sent, delivery.channel))
+    is_10 = delivery.version == "1.0"
+    for index, record in records:
+        if record.get("conn") != conn:
+            continue
+        direction, channel = record.get("dir"), record.get("channel")
+        name, fields = record.get("name"), record.get("fields") or {}
+        if direction == sent and channel == delivery.channel:
+            if is_10 and name == "transfer":
+                number = _int(fields.get("delivery-id"))
+                same = fields.get("handle") == handle
+                if continuing and same and current is not None and number in (None, key):
+                    current.append(index)  # a continuation, with its id repeated or not
+                    continuing = bool(fields.get("more"))
+                elif number == key:
+                    current = [index]
+                    groups.append(current)
+                    continuing, handle = bool(fields.get("more")), fields.get("handle")
+                elif same:
+                    continuing = False
+                continue
+            if not is_10:
+                if name in DELIVERIES_091:
+                    continuing = False
+                    if _int(fields.get("delivery-tag")) == key:
+                        current = [index]
+                        groups.append(current)
+                        continuing = True
+                    continue
+                if record.get("kind") in CONTENT:
+                    if continuing and current is not None:
+                        current.append(index)
+                    continue
+                if record.get("kind") == "method":
+                    continuing = False
+        if current is None:
+            continue
+        if is_10 and name == "disposition" and _covers_10(fields, key):
+            mine = fields.get("role") == "sender" and direction == sent
+            mine = mine and channel == delivery.channel
+            theirs = fields.get("role") == "receiver" and direction == OTHER[sent]
+            theirs = theirs and (receiver_channel is None or channel == receiver_channel)
+            if mine or theirs:
+                current.append(index)
+        elif not is_10 and direction == OTHER[sent] and channel == delivery.channel:
+            if name in SETTLES_091 and _covers_091(fields, key):
+                current.append(index)
+                current = None  # settled: a later tag of that number is another delivery
+            elif name in ("channel.open", "channel.close"):
+                current = None
+    for group in groups:
+        if chosen in group:
+            return group
+    return []

@@ -1,0 +1,133 @@
+"""Reading frames for the TUI, in a worker thread: capture → dissect → track → `FrameStore`.
+
+The same wiring as `read` (a file) and `live` (an interface), batched: frames go to the store in
+runs of `BATCH`, and every `SUMMARY_SECONDS` the tracker's summary is taken here, in the thread
+that owns the tracker, for the UI to build its tree from. The UI polls `Loading` (no call from
+this thread into the UI's: a blocked UI never blocks reading). `stop()` ends either source.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from amqpscope.codec.frames import Frame
+from amqpscope.findings import Finding
+from amqpscope.tui.store import FrameStore
+
+BATCH = 2000
+SUMMARY_SECONDS = 2.0
+#: live frames reach the store at least this often while packets keep coming
+LIVE_BATCH_SECONDS = 0.1
+
+
+@dataclass
+class Loading:
+    """What the worker has done so far; read by the UI, written by the worker."""
+
+    store: FrameStore = field(default_factory=FrameStore)
+    summary: dict[str, Any] | None = None
+    summary_version: int = 0
+    findings: list[Finding] = field(default_factory=list)  # carried by no frame
+    done: bool = False
+    error: str = ""
+    position: tuple[int, int] = (0, 0)  # bytes read, file size
+    stopping: threading.Event = field(default_factory=threading.Event)
+    on_batch: Callable[[], None] | None = None  # e.g. the view's catch-up, in this thread
+
+    def stop(self) -> None:
+        self.stopping.set()
+
+    def _publish(self, summary: dict[str, Any]) -> None:
+        self.summary = summary
+        self.summary_version += 1
+
+    def _add(self, frames: list[Frame]) -> None:
+        self.store.extend(frames)
+        if self.on_batch is not None:
+            self.on_batch()
+
+
+def load_file(loading: Loading, path: str, show_secrets: bool = False, keylog: Any = None) -> None:
+    """Read the capture at `path` into `loading` (run in a worker thread)."""
+    from amqpscope.capture.files import CaptureError, open_capture
+    from amqpscope.dissect import Dissector
+    from amqpscope.track.tracker import Tracker
+
+    dissector = Dissector(show_secrets=show_secrets)
+    dissector.context.keylog = keylog
+    tracker = Tracker()
+    batch: list[Frame] = []
+    next_summary = time.monotonic() + SUMMARY_SECONDS
+    try:
+        with open_capture(path) as capture:
+            for frame in dissector.run(capture):
+                tracker.feed(frame)
+                batch.append(frame)
+                if len(batch) >= BATCH:
+                    loading._add(batch)
+                    batch = []
+                    loading.position = capture.position()
+                    if loading.stopping.is_set():
+                        return
+                    if time.monotonic() >= next_summary:
+                        loading._publish(tracker.summary())
+                        next_summary = time.monotonic() + SUMMARY_SECONDS * 4
+            loading._add(batch)
+            batch = []
+            placed = len(tracker.findings)
+            tracker.finish()
+            loading.findings = capture.findings + dissector.findings + tracker.findings[placed:]
+            loading._publish(tracker.summary())
+    except CaptureError as exc:
+        loading.error = str(exc)
+    except OSError as exc:
+        loading.error = f"{path}: {exc.strerror or exc}"
+    finally:
+        if batch:
+            loading._add(batch)
+        loading.done = True
+
+
+def load_live(loading: Loading, capture: Any, idle: float = 600.0) -> None:
+    """Decode a started `LiveCapture` into `loading` until it stops (run in a worker thread)."""
+    from amqpscope.live_pipeline import LivePipeline
+
+    pipeline = LivePipeline(idle=idle)
+    last_tick = time.monotonic()
+    next_summary = last_tick
+    next_batch = last_tick + LIVE_BATCH_SECONDS
+    pending: list[Frame] = []
+    try:
+        for pkt in capture.packets():
+            if pkt is not None:
+                pending.extend(pipeline.feed(pkt))
+            now = time.monotonic()
+            if now - last_tick >= 1.0:
+                last_tick = now
+                pending.extend(pipeline.tick(time.time()))
+            # to the screen when the wire pauses, a batch is full, or a tenth of a second passed
+            if pending and (pkt is None or len(pending) >= BATCH or now >= next_batch):
+                loading._add(pending)
+                pending = []
+                next_batch = now + LIVE_BATCH_SECONDS
+            if now >= next_summary:
+                loading._publish(pipeline.summary())
+                loading.findings = list(pipeline.findings)
+                next_summary = now + SUMMARY_SECONDS
+            if loading.stopping.is_set():
+                capture.stop()
+        pending.extend(pipeline.finish())
+        loading._add(pending)
+        pending = []
+        loading.findings = list(pipeline.findings)
+        loading._publish(pipeline.summary())
+        if capture.error:
+            loading.error = f"capture ended: {capture.error}"
+    finally:
+        if pending:
+            loading._add(pending)
+        loading.done = True

@@ -1,0 +1,104 @@
+"""The TUI's pop-ups: help, a one-line prompt (go to frame, write to file), the diagnoses."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Input, OptionList, Static
+from textual.widgets.option_list import Option
+
+from amqpscope.render.lines import safe
+
+HELP = """\
+amqpscope tui — keys (the mouse works too: click a row, a node, scroll)
+
+  /        display filter (read -Y's language); Enter applies, empty shows all
+  Esc      clear the filter or follow, back to every frame
+  n / N    next / previous frame with a finding
+  g        go to frame number
+  d        diagnoses; Enter jumps to the evidence frame
+  f        follow the delivery of the selected frame (transfer, disposition,
+           deliver, content, ack / nack / reject)
+  w        write the shown frames' packets to a pcap file
+  Tab      move between the tree, the frame list and the detail
+  ↑ ↓ PgUp PgDn Home End   move in the frame list
+  ?        this help          q  quit
+Selecting a node in the tree (left) filters the list to its frames.
+"""
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q,question_mark,enter", "dismiss", "Close")
+    ]
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(HELP), id="help")
+
+
+class PromptScreen(ModalScreen[str | None]):
+    """One line asked for: the answer, or None on Esc."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, question: str, value: str = "") -> None:
+        super().__init__()
+        self.question = question
+        self.value = value
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="prompt"):
+            yield Static(Text(self.question))
+            yield Input(value=self.value, id="answer")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.dismiss(event.value)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class DiagnosesScreen(ModalScreen[int | None]):
+    """The diagnoses (`seams.diagnoses`); Enter answers the first evidence frame's number."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,d,q", "cancel", "Close")]
+
+    def __init__(self, diagnoses: list[dict[str, Any]]) -> None:
+        super().__init__()
+        self.diagnoses = diagnoses
+
+    def compose(self) -> ComposeResult:
+        options = []
+        for i, entry in enumerate(self.diagnoses):
+            evidence = entry.get("evidence") or []
+            where = f"frame {evidence[0]}" if evidence else "no frame"
+            conn = f"c{entry['conn']} " if entry.get("conn") is not None else ""
+            line = Text()
+            line.append(f"{entry.get('severity', ''):<7} ", style="bold")
+            line.append(safe(f"{entry.get('title', '')}  {conn}{where}\n"))
+            line.append(safe(str(entry.get("explanation", ""))), style="dim")
+            options.append(Option(line, id=str(i)))
+        with Vertical(id="diagnoses-box"):
+            count = len(self.diagnoses)
+            yield Static(Text(f"{count} diagnos{'i' if count == 1 else 'e'}s — Enter: evidence"))
+            if options:
+                yield OptionList(*options, id="diagnoses")
+            else:
+                yield Static(Text("nothing found"))
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        entry = self.diagnoses[int(event.option.id or 0)]
+        evidence = entry.get("evidence") or []
+        if evidence:
+            self.dismiss(int(evidence[0]))
+        else:
+            self.notify("this one has no evidence frame", severity="warning", markup=False)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,164 @@
+"""Where the TUI meets parts of amqpscope being built alongside it: one small function each, so
+the lead can wire the real one in at merge without touching the app.
+
+- `detail_tree`: the -V detail tree (issue 23's `codec.tree.frame_tree`, each field with its
+  offset and length, secrets redacted); the frame's `--json` fields as a tree when it has no
+  bytes to decode (a log's frame) or the tree cannot be made.
+- `hex_lines`: the -x bytes: a hex/ASCII dump of the bytes the record keeps, a secret's bytes
+  blanked (`**`) as `read -x` blanks them.
+- `diagnoses`: `Diagnosis.to_json()` list (issue 21). Until it lands, the trackers' findings.
+- `write_cut`: `read -w` (issue 23). Until it lands, `capture.cut.write_packets`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from amqpscope.codec.tree import REDACTED
+from amqpscope.render.lines import safe
+from amqpscope.render.tree import value_text
+
+#: bytes of a frame shown in the bytes pane (the rest is said, not drawn)
+MAX_DUMP = 16384
+#: a dump line: `offset  hex  |ascii|`, where its hex and ASCII columns start, and its width
+HEX_COLUMN = 8
+ASCII_COLUMN = HEX_COLUMN + 47 + 3
+DUMP_WIDTH = ASCII_COLUMN + 16 + 1
+
+#: a node of the detail tree, as the -V tree of issue 23 has it
+DetailNode = dict[str, Any]  # {name, value, type, offset, length, children}
+
+_SHOWN = ("frame", "packet", "ts", "conn", "src", "dst", "dir", "version", "channel", "kind")
+
+
+def _node(name: str, value: Any) -> DetailNode:
+    children: list[DetailNode] = []
+    if isinstance(value, dict):
+        children = [_node(str(k), v) for k, v in value.items()]
+        shown, kind = f"{{{len(value)}}}", "map"
+    elif isinstance(value, list):
+        children = [_node(f"[{i}]", v) for i, v in enumerate(value)]
+        shown, kind = f"[{len(value)}]", "list"
+    else:
+        shown, kind = ("null" if value is None else str(value)), type(value).__name__
+    return {
+        "name": name,
+        "value": shown,
+        "type": kind,
+        "offset": None,
+        "length": None,
+        "children": children,
+    }
+
+
+def detail_tree(
+    record: dict[str, Any], data: bytes, show_secrets: bool = False
+) -> tuple[DetailNode, list[tuple[int, int]]]:
+    """The frame's detail tree, and the (offset, length) of its secrets' bytes to blank."""
+    if data and len(data) == record.get("size"):  # whole bytes: the -V tree of issue 23
+        from amqpscope.codec.tree import frame_tree
+        from amqpscope.tui.store import frame_from_record
+
+        try:
+            nodes = frame_tree(frame_from_record(record, data))
+        except Exception:  # a tree that cannot be made: the record's fields still can
+            nodes = []
+        if nodes:
+            root = _node(f"frame {record.get('frame')}: {record.get('name')}", None)
+            root["value"] = f"{len(data)} bytes"
+            root["children"] = [n.to_json(show_secrets) for n in nodes]
+            for key in ("findings", "message"):
+                if record.get(key):
+                    root["children"].append(_node(key, record[key]))
+            hidden = [] if show_secrets else [r for n in nodes for r in n.secrets()]
+            return _fill(root), hidden
+    return json_tree(record, data), []
+
+
+def _fill(node: DetailNode) -> DetailNode:
+    """A -V tree node as the pane draws it: a shown value, children always listed; offsets
+    only for fields that are bytes of the frame (not the record's facts)."""
+    node.setdefault("children", [])
+    value = node.get("value")
+    if value is None and node["children"]:
+        node["value"] = ""
+    elif value != REDACTED:  # as read -V writes a value: strings quoted, controls escaped
+        node["value"] = value_text(value)
+    if node.get("type") in ("record", "layer"):
+        node["offset"] = node["length"] = None
+    for child in node["children"]:
+        _fill(child)
+    return node
+
+
+def json_tree(record: dict[str, Any], data: bytes) -> DetailNode:
+    """The frame's `--json` record as a tree: its header facts, then its fields (and message,
+    findings); no offsets."""
+    root = _node(f"frame {record.get('frame')}: {record.get('name')}", None)
+    root["value"] = f"{record.get('size', len(data))} bytes"
+    root["children"] = [_node(key, record.get(key)) for key in _SHOWN if key in record]
+    for key in ("fields", "message", "findings"):
+        if record.get(key):
+            root["children"].append(_node(key, record[key]))
+    return root
+
+
+def node_text(node: DetailNode) -> str:
+    """A tree node as one line, safe for the terminal."""
+    offset = "" if node.get("offset") is None else f"@{node['offset']}+{node.get('length')}"
+    kind = f"  [{node['type']} {offset}]" if offset and node.get("type") else offset
+    value = f": {node['value']}" if node.get("value") not in (None, "") else ""
+    return safe(f"{node['name']}{value}{kind}")
+
+
+def hex_lines(data: bytes, size: int, hide: list[tuple[int, int]] | None = None) -> list[str]:
+    """The bytes as `offset  hex  |ascii|` lines (16 a line), or why there are none; the
+    (offset, length) ranges of `hide` (secrets) blanked."""
+    hidden: set[int] = set()
+    for offset, length in hide or ():
+        hidden.update(range(max(0, offset), min(len(data), offset + length)))
+    if not data:
+        if size:
+            return [f"bytes not kept ({size} bytes; this source keeps no frame bytes)"]
+        return ["no bytes"]
+    lines = []
+    for start in range(0, min(len(data), MAX_DUMP), 16):
+        chunk = data[start : start + 16]
+        pairs = list(enumerate(chunk, start))
+        hexes = " ".join("**" if i in hidden else f"{b:02x}" for i, b in pairs)
+        text = "".join(
+            "*" if i in hidden else chr(b) if 0x20 <= b < 0x7F else "." for i, b in pairs
+        )
+        lines.append(f"{start:06x}  {hexes:<47}  |{text:<16}|")
+    shown = min(len(data), MAX_DUMP)
+    if size > shown:
+        lines.append(f"… {size - shown} more bytes not shown")
+    return lines
+
+
+def diagnoses(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """What the `d` list shows, in the shape of `Diagnosis.to_json()`: until the diagnose layer
+    lands, one entry per tracker finding (its code, message, connection and frame)."""
+    out = []
+    for found in summary.get("findings") or []:
+        frame = found.get("frame")
+        out.append(
+            {
+                "code": found.get("code", ""),
+                "severity": found.get("severity", ""),
+                "title": found.get("code", ""),
+                "explanation": found.get("message", ""),
+                "conn": found.get("conn"),
+                "start": None,
+                "duration": None,
+                "evidence": [frame] if frame is not None else [],
+            }
+        )
+    return out
+
+
+def write_cut(source: str, packets: list[int], out: str) -> int:
+    """Write the packets numbered `packets` of capture `source` to `out`; how many."""
+    from amqpscope.capture.cut import write_packets
+
+    return write_packets(source, packets, out)
