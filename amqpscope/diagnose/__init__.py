@@ -1,0 +1,53 @@
+"""The diagnose layer: rules over tracked state and findings → ranked `Diagnosis` values.
+
+Fed after the tracker (capture → stream → codec → track → diagnose → render): `Diagnoser.feed`
+takes each frame once the tracker has placed its findings on it, `Diagnoser.diagnoses` reads the
+trackers once they are finished. Sans-IO: frames and tracker state in, values out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from amqpscope.codec.frames import Frame
+from amqpscope.diagnose import amqp091 as rules091
+from amqpscope.diagnose import amqp10 as rules10
+from amqpscope.diagnose.evidence import Evidence
+from amqpscope.diagnose.model import Diagnosis, ranked
+from amqpscope.track import amqp091
+from amqpscope.track.tracker import Tracker
+
+__all__ = ["Diagnoser", "Diagnosis", "diagnose_frames"]
+
+
+class Diagnoser:
+    def __init__(self) -> None:
+        self.evidence = Evidence()
+
+    def feed(self, frame: Frame) -> None:
+        """After `Tracker.feed(frame)`: the findings it placed on the frame are read here."""
+        self.evidence.feed(frame)
+
+    def diagnoses(self, tracker: Tracker) -> list[Diagnosis]:
+        """Every diagnosis the tracked state supports, most severe and longest first. Call
+        after `tracker.finish()` (what was left open at the end is known only then)."""
+        out: list[Diagnosis] = []
+        for conn in tracker.connections.values():
+            if isinstance(conn, amqp091.ConnectionTracker):
+                for rule in rules091.RULES:
+                    out.extend(rule(conn, self.evidence))
+            else:
+                for rule10 in rules10.RULES:
+                    out.extend(rule10(conn, self.evidence))
+        return ranked(out)
+
+
+def diagnose_frames(frames: Iterable[Frame]) -> list[Diagnosis]:
+    """Track and diagnose an iterable of frames (tests, small inputs)."""
+    tracker = Tracker()
+    diagnoser = Diagnoser()
+    for frame in frames:
+        tracker.feed(frame)
+        diagnoser.feed(frame)
+    tracker.finish()
+    return diagnoser.diagnoses(tracker)
