@@ -14,6 +14,7 @@ from amqpscope.codec.amqp091.spec import REPLY_CODES
 from amqpscope.diagnose import causes
 from amqpscope.diagnose.evidence import Evidence, Placed, Seen
 from amqpscope.diagnose.model import Diagnosis
+from amqpscope.findings import INFO
 from amqpscope.track.amqp091.channel import ChannelEpoch
 from amqpscope.track.amqp091.connection import ConnectionTracker
 
@@ -132,21 +133,39 @@ def consumer_events(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
             consumer = epoch.consumers.get(tag) if epoch.number == channel else None
             if consumer is not None:
                 queue, consume = consumer.queue, consumer.frame or 0
-        out.append(
-            make(
-                "consumer.cancelled",
-                f"The broker cancelled consumer {tag!r} on channel {channel}",
-                "The broker sent basic.cancel: the queue"
-                + (f" {queue!r}" if queue else "")
-                + " was deleted, or its node went down or failed over. The consumer gets"
-                " nothing more until it consumes again; check who deleted the queue.",
-                conn=conn.conn,
-                channel=channel,
-                queue=queue,
-                start=placed.frame.ts,
-                evidence=[consume, placed.frame.number],
-            )
+        # the client's own queue.delete just before: the cancel is what it asked for
+        own = next(
+            (
+                seen
+                for seen in reversed(placed.before)
+                if seen.direction == C2S
+                and seen.name == "queue.delete"
+                and (not queue or seen.fields.get("queue") == queue)
+            ),
+            None,
         )
+        diagnosis = make(
+            "consumer.cancelled",
+            f"The broker cancelled consumer {tag!r} on channel {channel}",
+            "The broker sent basic.cancel: the queue"
+            + (f" {queue!r}" if queue else "")
+            + (
+                f" was deleted by this client itself (queue.delete in frame {own.number}), with"
+                " its consumer still active: expected, unless the client meant to go on"
+                " consuming."
+                if own is not None
+                else " was deleted, or its node went down or failed over. The consumer gets"
+                " nothing more until it consumes again; check who deleted the queue."
+            ),
+            conn=conn.conn,
+            channel=channel,
+            queue=queue,
+            start=placed.frame.ts,
+            evidence=[consume, own.number if own else 0, placed.frame.number],
+        )
+        if own is not None:
+            diagnosis.severity = INFO
+        out.append(diagnosis)
     for placed in ev.found(conn.conn, "amqp091.flow-stopped"):
         who = _side(placed.frame.direction)
         out.append(
