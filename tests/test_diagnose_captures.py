@@ -43,7 +43,13 @@ WARNED: dict[str, dict[str, int]] = {
     "10-drain": {"spec.violation": 1},
     "10-peer-to-peer": {"delivery.rejected": 3},  # the listener rejects p1, p5, p9
     "10-tls-inband": {"delivery.rejected": 3},  # as 10-peer-to-peer, after the TLS upgrade
+    # captures/scenarios/diagnose.py: each records the trouble it is named for
+    "091-stalled-consumer": {"consumer.stalled": 1},
+    "091-blocked-publisher": {"publish.blocked": 1},
+    "091-missed-heartbeats": {"liveness.heartbeat-missed": 1, "liveness.dropped": 1},
 }
+#: a duration measured by the client agrees with the capture's within this fraction
+WITHIN = 0.10
 
 
 def run(*args: str) -> Any:
@@ -213,3 +219,54 @@ def test_broker_sending_without_credit_is_the_brokers_violation() -> None:
     (transfer,) = evidence("10-drain.pcap", violation)
     assert transfer["name"] == "transfer" and transfer["dir"] == "s2c"
     assert "server" in violation["title"] and "2.6.7" in violation["explanation"]
+
+
+def close_to(measured: float, truth: float) -> bool:
+    return abs(measured - truth) <= WITHIN * truth
+
+
+def test_stalled_consumer_as_long_as_the_client_held_its_acks() -> None:
+    name = "091-stalled-consumer.pcap"
+    truth = expect("091-stalled-consumer")
+    (stall,) = of_code(name, "consumer.stalled")
+    assert close_to(stall["duration"], truth["stall"]["seconds"])
+    assert abs(stall["start"] - truth["stall"]["started"]) < 0.1  # the same moment
+    held = len(truth["unacked_in_stall"])
+    assert stall["title"].startswith(
+        f"Consumer on channel 1 stopped: {held} of {truth['prefetch_count']} prefetched"
+    )
+    last_ack, filled, resumed = evidence(name, stall)
+    assert last_ack["name"] == "basic.ack"
+    assert last_ack["fields"]["delivery-tag"] == truth["last_ack_before_stall_tag"]
+    assert filled["name"] == "basic.deliver"
+    assert filled["fields"]["delivery-tag"] == max(truth["unacked_in_stall"])
+    assert resumed["name"] == "basic.ack"
+    assert resumed["fields"]["delivery-tag"] == min(truth["unacked_in_stall"])
+    assert not stall["ongoing"]
+
+
+def test_blocked_publisher_for_as_long_as_pika_was_told() -> None:
+    name = "091-blocked-publisher.pcap"
+    truth = expect("091-blocked-publisher")["blocked"]
+    (blocked,) = of_code(name, "publish.blocked")
+    assert close_to(blocked["duration"], truth["seconds"])
+    assert truth["reason"] in blocked["title"]
+    start, end = evidence(name, blocked)
+    assert start["name"] == "connection.blocked" and end["name"] == "connection.unblocked"
+    assert start["fields"]["reason"] == truth["reason"]
+
+
+def test_paused_client_missed_its_heartbeats_until_the_broker_gave_up() -> None:
+    name = "091-missed-heartbeats.pcap"
+    truth = expect("091-missed-heartbeats")
+    (missed,) = of_code(name, "liveness.heartbeat-missed")
+    silence = truth["silence"]["seconds"]
+    assert close_to(missed["duration"], silence)
+    assert silence > 2 * truth["negotiated_heartbeat"]
+    assert f"heartbeat of {truth['negotiated_heartbeat']} s" in missed["title"]
+    assert "client" in missed["title"]
+    last, end = evidence(name, missed)
+    assert last["name"] == "queue.declare" and last["dir"] == "c2s"  # its last frame
+    assert end["kind"] == "transport" and end["fields"]["by"] == "server"
+    (dropped,) = of_code(name, "liveness.dropped")
+    assert dropped["evidence"][-1] == end["frame"]
