@@ -47,6 +47,7 @@ WARNED: dict[str, dict[str, int]] = {
     "091-stalled-consumer": {"consumer.stalled": 1},
     "091-blocked-publisher": {"publish.blocked": 1},
     "091-missed-heartbeats": {"liveness.heartbeat-missed": 1, "liveness.dropped": 1},
+    "10-credit-starved": {"credit.starved": 1},
 }
 #: a duration measured by the client agrees with the capture's within this fraction
 WITHIN = 0.10
@@ -270,3 +271,20 @@ def test_paused_client_missed_its_heartbeats_until_the_broker_gave_up() -> None:
     assert end["kind"] == "transport" and end["fields"]["by"] == "server"
     (dropped,) = of_code(name, "liveness.dropped")
     assert dropped["evidence"][-1] == end["frame"]
+
+
+def test_receiver_that_stopped_granting_credit_starved_the_broker() -> None:
+    name = "10-credit-starved.pcap"
+    truth = expect("10-credit-starved")
+    (starved,) = of_code(name, "credit.starved")
+    assert close_to(starved["duration"], truth["starvation"]["seconds"])
+    assert abs(starved["start"] - truth["starvation"]["started"]) < 0.1
+    assert starved["link"] == "amqpscope-starved" and starved["queue"].endswith(".q")
+    granted, resumed = evidence(name, starved)
+    first, rest = truth["credit_granted"]
+    assert granted["name"] == "flow" and granted["dir"] == "s2c"  # the broker's answer
+    assert granted["fields"]["link-credit"] == first
+    assert granted["fields"]["available"] >= truth["waiting_when_starved"]
+    assert resumed["name"] == "flow" and resumed["dir"] == "c2s"
+    assert resumed["fields"]["link-credit"] == rest
+    assert not starved["ongoing"]

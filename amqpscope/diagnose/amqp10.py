@@ -67,13 +67,20 @@ def credit(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
                 if at_end
                 else "until the receiver granted credit again"
             )
+            granted = [s for s in flows if s.ts <= start and s.fields.get("available")][-1:]
+            waiting = (
+                f" (its flow in frame {granted[0].number} reported"
+                f" {granted[0].fields['available']} available)"
+                if granted
+                else ""
+            )
             out.append(
                 make(
                     "credit.starved",
                     f"{link.label().capitalize()} starved of credit for {seconds:.1f} s"
                     + (f" ({address})" if address else ""),
-                    f"The {sender}'s end had messages to send (available"
-                    f" {link.credit.available}) but its link-credit was 0, {ending}. The"
+                    f"The {sender}'s end had messages to send{waiting} but its link-credit"
+                    f" was 0, {ending}. The"
                     f" receiving {OTHER.get(sender, 'peer')} stopped issuing credit: a consumer"
                     " that stopped calling flow/receive, a full prefetch buffer, or a slow"
                     " handler. Check the receiver's credit window and its processing.",

@@ -216,3 +216,75 @@ def s_missed_heartbeats(ctx: record.Ctx) -> dict[str, Any]:
         "seconds": round(closed - float(last_sent), 6),
     }
     return n
+
+
+class StarvedReceiver(record.ProtonClient):
+    """10 messages put on a queue; a zero-prefetch Proton receiver grants credit for 3, takes
+    them, and grants no more for 2.5 s while 7 wait; then grants 7 and takes the rest."""
+
+    MESSAGES = 10
+    FIRST = 3
+
+    def __init__(self, ctx: record.Ctx) -> None:
+        super().__init__(ctx, prefetch=0)
+        self.sent = 0
+        self.receiver: Any = None
+        self.times: dict[str, float] = {}
+
+    def begin(self) -> None:
+        self.conn = self.connect()
+        self.sender = self.container.create_sender(self.conn, record.queue_address(self.ctx))
+
+    def on_sendable(self, event: Any) -> None:
+        while event.sender.credit and self.sent < self.MESSAGES:
+            event.sender.send(record.text_message(self.sent, "s"))
+            self.sent += 1
+            self.n.inc("transfers_sent")
+
+    def on_accepted(self, event: Any) -> None:
+        super().on_accepted(event)
+        if self.n["sender_outcomes"]["accepted"] == self.MESSAGES:
+            self.receiver = self.container.create_receiver(
+                self.conn, record.queue_address(self.ctx), name="amqpscope-starved"
+            )
+
+    def on_link_opened(self, event: Any) -> None:
+        if event.link.is_receiver:
+            event.receiver.flow(self.FIRST)
+            self.n.add("credit_granted", self.FIRST)
+
+    def on_message(self, event: Any) -> None:
+        self.n.inc("transfers_received")
+        self.settle_with(event.delivery, "accepted")
+        received = self.n["transfers_received"]
+        if received == self.FIRST:
+            self.times["starved"] = time.time()  # its last credit used, 7 messages waiting
+            self.n["waiting_when_starved"] = self.MESSAGES - self.FIRST
+            self.later(STALL_SECONDS, self.grant)
+        elif received == self.MESSAGES:
+            self.n["starvation"] = {
+                "started": self.times["starved"],
+                "ended": self.times["granted"],
+                "seconds": round(self.times["granted"] - self.times["starved"], 6),
+            }
+            self.shutdown()
+
+    def grant(self) -> None:
+        self.times["granted"] = time.time()
+        rest = self.MESSAGES - self.FIRST
+        self.receiver.flow(rest)
+        self.n.add("credit_granted", rest)
+
+
+@record.scenario(
+    "10-credit-starved",
+    "1.0",
+    "10 messages sent to a queue and accepted; a zero-prefetch Proton receiver grants link-credit"
+    " 3, accepts the 3 transfers, then grants nothing for 2.5 s while 7 messages wait (the broker"
+    " reported them as available); then it grants 7 and accepts the rest.",
+    setup=(("q", {}),),
+    queues=(),
+)
+def s10_credit_starved(ctx: record.Ctx) -> dict[str, Any]:
+    """Credit starvation: a receiving link at zero credit while the sender has messages."""
+    return StarvedReceiver(ctx).run()
