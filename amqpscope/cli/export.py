@@ -15,6 +15,7 @@ from amqpscope.cli.common import (
     report_findings,
     steady_gc,
 )
+from amqpscope.diagnose import Diagnoser
 from amqpscope.dissect import Dissector
 from amqpscope.track.tracker import Tracker
 
@@ -42,11 +43,11 @@ def export(
     keylog: str | None,
     redact_bodies: bool = False,
 ) -> None:
-    """Everything about FILE as JSON: capture, frames, connections, findings.
+    """Everything about FILE as JSON: capture, frames, connections, findings, diagnoses.
 
     \b
     The document follows `amqpscope schema export`; with --ndjson each line is a record
-    with a "record" key (capture, frame, connection, finding, summary).
+    with a "record" key (capture, frame, connection, finding, diagnosis, summary).
 
     \b
     Examples:
@@ -65,12 +66,15 @@ def export(
     ):
         dissector.context.keylog = load_keylog(keylog)
         writer = ExportWriter(out, capture_metadata(capture, file), ndjson)
+        diagnoser = Diagnoser()
         for frame in dissector.run(bar.wrap(capture) if bar else capture):
             tracker.feed(frame)
+            diagnoser.feed(frame)
             writer.frame(frame)
         tracker.finish()
         unplaced = [f.to_json() for f in capture.findings + dissector.findings]
-        writer.close(tracker.summary(), unplaced)
+        diagnoses = [d.to_json() for d in diagnoser.diagnoses(tracker)]
+        writer.close(tracker.summary(), unplaced, diagnoses)
         if bar is not None:
             bar.clear()
         report_findings(capture.findings + dissector.findings)
