@@ -36,6 +36,24 @@ if TYPE_CHECKING:
     from amqpscope.codec.frames import Frame
 
 
+def frame_numbers(value: str | None) -> frozenset[int] | None:
+    """--frames 12,48,52 (also ranges: 40-45): the frame numbers, or a usage error."""
+    if value is None:
+        return None
+    numbers: set[int] = set()
+    for part in value.split(","):
+        first, _, last = part.strip().partition("-")
+        try:
+            low = int(first)
+            high = int(last) if last else low
+        except ValueError:
+            raise click.BadParameter(f"{part.strip()!r} is not a frame number") from None
+        if low < 1 or high < low or high - low > 1_000_000:
+            raise click.BadParameter(f"{part.strip()!r} is not a frame number or range")
+        numbers.update(range(low, high + 1))
+    return frozenset(numbers)
+
+
 @main.command()
 @click.argument("file", type=click.Path(dir_okay=False, path_type=str))
 @frame_options
@@ -45,6 +63,22 @@ if TYPE_CHECKING:
 )
 @click.option("--from", "start", type=float, metavar="SECONDS", help="From this relative time.")
 @click.option("--to", "stop", type=float, metavar="SECONDS", help="Up to this relative time.")
+@click.option(
+    "--frames",
+    "numbers",
+    callback=lambda _ctx, _param, value: frame_numbers(value),
+    metavar="N,N,...",
+    help="Only these frames (a diagnosis's evidence).",
+)
+@click.option("--around", type=click.IntRange(min=1), metavar="FRAME", help="Frames around FRAME.")
+@click.option(
+    "--context",
+    type=click.IntRange(min=0),
+    default=5,
+    show_default=True,
+    metavar="N",
+    help="With --around: N frames either side.",
+)
 @display_options
 @guarded
 def read(
@@ -60,6 +94,9 @@ def read(
     queues: tuple[str, ...],
     start: float | None,
     stop: float | None,
+    numbers: frozenset[int] | None,
+    around: int | None,
+    context: int,
     collapse: bool,
     body: bool,
     keylog: str | None,
@@ -76,6 +113,7 @@ def read(
       tcpdump -i lo -U -w - 'tcp port 5672' | amqpscope read -
       amqpscope read capture.pcap -Y 'name == "transfer" and fields.settled == false'
       amqpscope read capture.pcap --errors --conn 2
+      amqpscope read capture.pcap --frames 12,48,52 --around 60 --context 3
 
     \b
     Display filters (-Y) test the frame record that --json prints:
@@ -91,6 +129,10 @@ def read(
     # without a selecting option every frame is shown: the selection is not asked per frame
     choosy = bool(expression or conns or channels or errors or links or queues)
     choosy = choosy or start is not None or stop is not None
+    wanted = set(numbers or ())
+    if around is not None:
+        wanted.update(range(max(1, around - context), around + context + 1))
+    last_wanted = max(wanted) if wanted else None
     dissector = Dissector(show_secrets=show_secrets, redact_bodies=redact_bodies)
     tracker = Tracker()
     lines = Lines(0 if file == STDIN else Lines.CHUNK)
@@ -119,7 +161,7 @@ def read(
         dissector.context.keylog = load_keylog(keylog)
         first_ts: float | None = None
         frames: Iterator[Frame] = dissector.run(bar.wrap(capture) if bar else capture)
-        if timeline is None and not choosy and count is None and lines.chunk:
+        if timeline is None and not choosy and count is None and lines.chunk and not wanted:
             # every frame, each written: the loop below, compiled (render.lines), which
             # leaves it none but its end
             ndjson_all(frames, tracker, lines.emit, lines.chunk)
@@ -130,6 +172,10 @@ def read(
                     first_ts = frame.ts
                     if timeline is not None:
                         timeline.first_ts = first_ts  # times count from the first frame
+                if last_wanted is not None and frame.number not in wanted:
+                    if frame.number > last_wanted:
+                        break  # every frame asked for is shown
+                    continue
                 if choosy and not selection.accepts(frame, first_ts):
                     continue
                 if timeline is None:
