@@ -48,6 +48,7 @@ WARNED: dict[str, dict[str, int]] = {
     "091-blocked-publisher": {"publish.blocked": 1},
     "091-missed-heartbeats": {"liveness.heartbeat-missed": 1, "liveness.dropped": 1},
     "10-credit-starved": {"credit.starved": 1},
+    "091-bad-acks": {"close.channel": 3, "spec.violation": 3},
 }
 #: a duration measured by the client agrees with the capture's within this fraction
 WITHIN = 0.10
@@ -288,3 +289,24 @@ def test_receiver_that_stopped_granting_credit_starved_the_broker() -> None:
     assert resumed["name"] == "flow" and resumed["dir"] == "c2s"
     assert resumed["fields"]["link-credit"] == rest
     assert not starved["ongoing"]
+
+
+#: the trigger the client wrote down -> the words the diagnosis must find for it
+ACK_CAUSES = {
+    "double ack": "a double ack",
+    "delivered on channel 2": "wrong channel: tag 1 was delivered on channel 2",
+    "reopened": "after the channel was reopened",
+}
+
+
+def test_unknown_delivery_tags_each_traced_to_how_the_client_got_it_wrong() -> None:
+    name = "091-bad-acks.pcap"
+    truth = expect("091-bad-acks")["channel_errors"]
+    closes = sorted(of_code(name, "close.channel"), key=lambda d: d["start"])
+    assert [d["channel"] for d in closes] == [e["channel"] for e in truth]
+    for diagnosis, error in zip(closes, truth, strict=True):
+        ack, close = evidence(name, diagnosis)
+        assert ack["name"] == "basic.ack" and ack["channel"] == error["channel"]
+        assert close["fields"]["reply-text"] == error["text"]
+        (words,) = [w for key, w in ACK_CAUSES.items() if key in error["trigger"]]
+        assert words in diagnosis["explanation"]

@@ -272,19 +272,27 @@ def _named(placed: Placed | None, method: Any, channel: int | None) -> Seen | No
     return None
 
 
-def _unknown_tag(conn: ConnectionTracker, epoch: ChannelEpoch, tag: int) -> str:
-    """Why a tag was unknown, from what the connection's channels delivered."""
+def _unknown_tag(conn: ConnectionTracker, epoch: ChannelEpoch, tag: int, at: int) -> str:
+    """Why the tag of the settle in frame `at` was unknown, from what the connection's channels
+    had delivered: this channel already (a double ack), this channel number's earlier use (an
+    ack after a reopen: tags start at 1 again), another channel open at the time (the wrong
+    channel), or none (never delivered)."""
     if tag and tag <= epoch.outstanding.highest:
         return "a double ack: the tag was delivered on this channel and already settled"
-    for other in _epochs(conn):
-        if other is epoch or tag > other.outstanding.highest:
-            continue
-        if other.number == epoch.number and other.epoch < epoch.epoch:
+    epochs = _epochs(conn)
+    for other in epochs:
+        reopened = other.number == epoch.number and other.epoch < epoch.epoch
+        if reopened and tag <= other.outstanding.highest:
             return (
-                f"an ack after the channel was reopened: tag {tag} belonged to the channel's use"
-                f" {other.epoch}, and tags start again at 1 on every open"
+                f"an ack after the channel was reopened: tag {tag} belonged to the"
+                f" channel's use {other.epoch}, and tags start again at 1 on every open"
             )
-        if other.number != epoch.number:
+    for other in epochs:
+        if other.number == epoch.number or tag > other.outstanding.highest:
+            continue
+        opened = other.opened_frame or 0
+        closed = (other.close or {}).get("frame") or 0
+        if opened < at and (not closed or closed > at):
             return f"an ack on the wrong channel: tag {tag} was delivered on channel {other.number}"
     return "a tag this channel never delivered"
 
@@ -312,7 +320,7 @@ def closes(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
             _frame, settle, tag = epoch.suspect or (0, "basic.ack", 0)
             detail = (
                 f" The {settle} of delivery tag {tag} in frame {close['cause-frame']} named it:"
-                f" {_unknown_tag(conn, epoch, tag)}."
+                f" {_unknown_tag(conn, epoch, tag, close['cause-frame'])}."
             )
         elif named is not None:
             detail = f" The {method} it refers to is frame {named.number}."

@@ -288,3 +288,74 @@ class StarvedReceiver(record.ProtonClient):
 def s10_credit_starved(ctx: record.Ctx) -> dict[str, Any]:
     """Credit starvation: a receiving link at zero credit while the sender has messages."""
     return StarvedReceiver(ctx).run()
+
+
+@record.scenario(
+    "091-bad-acks",
+    "0-9-1",
+    "Three acks of delivery tags a channel does not hold, each answered by channel.close 406"
+    " PRECONDITION_FAILED: channel 1 acks tag 1 twice (a double ack); channel 3 acks tag 1,"
+    " which basic.get delivered on channel 2 (the wrong channel; channel 2 then acks it); channel"
+    " 4 takes tag 1 and acks it, is closed and opened again, and acks tag 1 once more (an ack"
+    " after the reopen, by a client that kept the old tag).",
+)
+def s_bad_acks(ctx: record.Ctx) -> dict[str, Any]:
+    """Unknown delivery tags, and the three usual ways of getting one."""
+    import pika
+
+    n = record.Counts()
+    conn, ch, q = record.channel_with_queue(ctx, n)
+    for i in range(4):
+        record.publish_plain(ch, n, q, f"item {i}".encode())
+
+    def refused(channel: Any, trigger: str) -> None:
+        """The broker's close arrives after the ack: the next synchronous call raises it."""
+        n.inc("queue_declares")  # passive: its channel is closed before it is answered
+        try:
+            channel.queue_declare(q, passive=True)
+        except pika.exceptions.ChannelClosedByBroker as exc:
+            n.add(
+                "channel_errors",
+                {
+                    "channel": channel.channel_number,
+                    "code": exc.reply_code,
+                    "text": exc.reply_text,
+                    "trigger": trigger,
+                },
+            )
+        else:
+            raise RuntimeError(f"{trigger}: the broker did not close the channel")
+
+    method, _props, _body = ch.basic_get(q)
+    n.inc("gets")
+    ch.basic_ack(method.delivery_tag)
+    ch.basic_ack(method.delivery_tag)
+    n.inc("acks", 2)
+    refused(ch, f"double ack of delivery tag {method.delivery_tag} on channel 1")
+
+    holder = conn.channel(channel_number=2)
+    other = conn.channel(channel_number=3)
+    method, _props, _body = holder.basic_get(q)
+    n.inc("gets")
+    other.basic_ack(method.delivery_tag)
+    n.inc("acks")
+    refused(other, f"ack of tag {method.delivery_tag} delivered on channel 2, on channel 3")
+    holder.basic_ack(method.delivery_tag)  # where it belonged
+    n.inc("acks")
+
+    first = conn.channel(channel_number=4)
+    method, _props, _body = first.basic_get(q)
+    n.inc("gets")
+    first.basic_ack(method.delivery_tag)
+    n.inc("acks")
+    first.close()
+    again = conn.channel(channel_number=4)
+    again.basic_ack(method.delivery_tag)
+    n.inc("acks")
+    refused(again, f"ack of tag {method.delivery_tag} on channel 4 after it was reopened")
+    n["channels_opened"] = [1, 2, 3, 4, 4]
+    n["channels"] = len(n["channels_opened"])  # uses of a channel number
+    holder.queue_delete(q)
+    n.inc("queue_deletes")
+    record.close_091(conn, n)
+    return n
