@@ -7,7 +7,7 @@ DEMO_CAPTURE ?= captures/091-ack-nack-reject.pcap
 export DEBIAN_FRONTEND := noninteractive
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test install system-deps broker lint unit captures bench compiled clean
+.PHONY: demo test install system-deps broker lint unit captures bench compiled fuzz clean
 
 demo: install
 	@echo "== amqpscope read $(DEMO_CAPTURE)"
@@ -44,6 +44,15 @@ captures: install system-deps
 
 bench: install system-deps
 	$(PYTHON) bench/run.py
+
+# a long structure-aware mutation run (a short one is in `make test`); failing inputs are kept
+# in tests/regressions/ for the suite to replay. FUZZ_SEED and FUZZ_START continue a run.
+FUZZ_SECONDS ?= 600
+FUZZ_SEED ?= 0
+FUZZ_START ?= 0
+fuzz: install
+	$(PYTHON) tools/fuzz.py --seconds $(FUZZ_SECONDS) --seed $(FUZZ_SEED) --start $(FUZZ_START) \
+	  --keep tests/regressions --every 10000
 
 # the hot path compiled with mypyc, in build/compiled (the editable install stays pure Python)
 compiled: install

@@ -23,7 +23,7 @@ from amqpscope.cli import main
 from tests.oracle import keys_for
 
 CAPTURES = Path(__file__).resolve().parent.parent / "captures"
-FILES = sorted(p for p in CAPTURES.iterdir() if p.suffix in (".pcap", ".pcapng"))
+FILES = sorted(p for p in CAPTURES.iterdir() if p.suffix in (".pcap", ".pcapng", ".log"))
 
 #: the warning and error diagnoses each capture gives (code -> count), and why they are true;
 #: every capture not named here gives none

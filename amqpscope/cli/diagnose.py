@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 import click
 
-from amqpscope.capture.files import open_capture
 from amqpscope.capture.pipe import STDIN
 from amqpscope.cli.common import (
     display_options,
@@ -23,8 +22,8 @@ from amqpscope.cli.common import (
     steady_gc,
     uncoloured,
 )
+from amqpscope.cli.inputs import format_option, open_input
 from amqpscope.diagnose import Diagnoser, Diagnosis
-from amqpscope.dissect import Dissector
 from amqpscope.track.tracker import Tracker
 
 if TYPE_CHECKING:
@@ -53,18 +52,18 @@ def selected(
     return out
 
 
-def evidence_frames(file: str, keylog: str | None, wanted: set[int]) -> dict[int, Frame]:
+def evidence_frames(
+    file: str, fmt: str | None, keylog: str | None, wanted: set[int]
+) -> dict[int, Frame]:
     """The evidence frames, from a second read of FILE (tracked again, so each carries its
     findings as `read` shows it). Standard input cannot be read twice: nothing then."""
     if not wanted or file == STDIN:
         return {}
     found: dict[int, Frame] = {}
     last = max(wanted)
-    dissector = Dissector()
     tracker = Tracker(journeys=False)
-    with open_capture(file) as capture:
-        dissector.context.keylog = load_keylog(keylog)
-        for frame in dissector.run(capture):
+    with open_input(file, fmt) as source:
+        for frame in source.frames(keylog=load_keylog(keylog)):
             tracker.feed(frame)
             if frame.number in wanted:
                 found[frame.number] = frame
@@ -80,6 +79,7 @@ def evidence_frames(file: str, keylog: str | None, wanted: set[int]) -> dict[int
 @click.option("--from", "start", type=float, metavar="SECONDS", help="From this relative time.")
 @click.option("--to", "stop", type=float, metavar="SECONDS", help="Up to this relative time.")
 @keylog_option
+@format_option
 @display_options
 @guarded
 def diagnose(
@@ -91,10 +91,12 @@ def diagnose(
     keylog: str | None,
     color: str,
     width: int | None,
+    fmt: str | None = None,
 ) -> None:
-    """What went wrong in a capture, most severe and longest first, with the frames that prove
-    it: stalled consumers, credit starvation, closes and their causes, unacked or unconfirmed
-    messages, blocked publishers, missed heartbeats, protocol violations.
+    """What went wrong in a capture (or a frame-trace log), most severe and longest first,
+    with the frames that prove it: stalled consumers, credit starvation, closes and their
+    causes, unacked or unconfirmed messages, blocked publishers, missed heartbeats, protocol
+    violations.
 
     \b
     Examples:
@@ -102,13 +104,12 @@ def diagnose(
       amqpscope diagnose capture.pcap --json | jq '.diagnoses[] | .title'
       amqpscope read capture.pcap --around 48 --context 5     (look around a diagnosis's frame)
     """
-    dissector = Dissector(messages=False)
     tracker = Tracker()
     diagnoser = Diagnoser()
     steady_gc()
-    with open_capture(file) as capture, progress(capture, not as_json) as bar:
-        dissector.context.keylog = load_keylog(keylog)
-        for frame in dissector.run(bar.wrap(capture) if bar else capture):
+    with open_input(file, fmt) as source, progress(source.file, not as_json) as bar:
+        wrap = bar.wrap if bar is not None and source.capture is not None else None
+        for frame in source.frames(messages=False, keylog=load_keylog(keylog), wrap=wrap):
             tracker.feed(frame)
             diagnoser.feed(frame)
         tracker.finish()
@@ -124,7 +125,7 @@ def diagnose(
             from amqpscope.render.timeline import Timeline
 
             wanted = {number for d in found for number in d.evidence}
-            frames = evidence_frames(file, keylog, wanted)
+            frames = evidence_frames(file, fmt, keylog, wanted)
             if uncoloured(color):
                 replace_unencodable()
 
@@ -135,4 +136,4 @@ def diagnose(
 
             write_diagnoses(found, frames, first_ts, sys.stdout, timeline)
         sys.stdout.flush()
-        report_findings(capture.findings + dissector.findings)
+        report_findings(source.findings)

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 
 import click
 
-from amqpscope.capture.files import open_capture
 from amqpscope.capture.pipe import STDIN
 from amqpscope.cli.common import (
     Lines,
@@ -20,13 +19,15 @@ from amqpscope.cli.common import (
     load_keylog,
     main,
     make_console,
+    no_amqp_lines,
     progress,
     replace_unencodable,
     report_findings,
     steady_gc,
     uncoloured,
 )
-from amqpscope.dissect import Dissector
+from amqpscope.cli.inputs import format_option, open_input
+from amqpscope.cli.inspect import Inspect
 from amqpscope.filter import FilterError, Selection
 from amqpscope.findings import Finding
 from amqpscope.render.lines import frame_ndjson, ndjson_all
@@ -79,6 +80,23 @@ def frame_numbers(value: str | None) -> frozenset[int] | None:
     metavar="N",
     help="With --around: N frames either side.",
 )
+@click.option(
+    "-V",
+    "--verbose",
+    "tree",
+    is_flag=True,
+    help="Each frame's detail tree: every field, its bytes.",
+)
+@click.option("-x", "--hex", "dump", is_flag=True, help="Each frame's bytes as hex and ASCII.")
+@click.option(
+    "-w",
+    "--write",
+    "out",
+    metavar="OUT",
+    help="Write the packets of the selected frames (and their connections' handshakes) to OUT "
+    "(pcap, or pcapng for a pcapng input or a .pcapng name; - for standard output).",
+)
+@format_option
 @display_options
 @guarded
 def read(
@@ -103,8 +121,13 @@ def read(
     color: str,
     width: int | None,
     redact_bodies: bool = False,
+    tree: bool = False,
+    dump: bool = False,
+    out: str | None = None,
+    fmt: str | None = None,
 ) -> None:
-    """Decode every AMQP frame of a pcap or pcapng FILE (- for standard input), in capture order.
+    """Decode every AMQP frame of a pcap or pcapng FILE (- for standard input), in capture order,
+    or read the frames of a frame-trace log (Proton's PN_TRACE_FRM=1 output, gzip'd or not).
 
     \b
     Examples:
@@ -113,6 +136,8 @@ def read(
       tcpdump -i lo -U -w - 'tcp port 5672' | amqpscope read -
       amqpscope read capture.pcap -Y 'name == "transfer" and fields.settled == false'
       amqpscope read capture.pcap --errors --conn 2
+      amqpscope read capture.pcap -c 3 -V -x
+      amqpscope read big.pcapng --conn 7 -w conn7.pcapng
       amqpscope read capture.pcap --frames 12,48,52 --around 60 --context 3
 
     \b
@@ -133,7 +158,24 @@ def read(
     if around is not None:
         wanted.update(range(max(1, around - context), around + context + 1))
     last_wanted = max(wanted) if wanted else None
-    dissector = Dissector(show_secrets=show_secrets, redact_bodies=redact_bodies)
+    if out is not None:
+        from amqpscope.cli.write import write_cut
+
+        # --conn alone cuts its connections whole; anything else chooses frames
+        alone = bool(conns) and not (expression or channels or errors or links or queues)
+        alone = alone and start is None and stop is None and count is None
+        whole = frozenset(conns) if alone else frozenset()
+        chosen = selection.accepts if choosy else lambda _frame, _first: True
+        if wanted:
+            whole = frozenset()
+
+            def accepts(frame: Frame, first: float | None) -> bool:
+                return frame.number in wanted and chosen(frame, first)
+
+        else:
+            accepts = chosen
+        write_cut(file, out, accepts, whole, show_secrets, keylog, count)
+        return
     tracker = Tracker()
     lines = Lines(0 if file == STDIN else Lines.CHUNK)
     timeline = None
@@ -157,11 +199,24 @@ def read(
     shown = 0
     ended: list[Finding] = []
     steady_gc()
-    with open_capture(file) as capture, progress(capture, not as_json) as bar:
-        dissector.context.keylog = load_keylog(keylog)
+    with open_input(file, fmt) as source, progress(source.file, not as_json) as bar:
+        if (tree or dump) and source.capture is None:
+            fail("-V and -x show a captured frame's bytes; a log has none (try --json)", 2)
         first_ts: float | None = None
-        frames: Iterator[Frame] = dissector.run(bar.wrap(capture) if bar else capture)
-        if timeline is None and not choosy and count is None and lines.chunk and not wanted:
+        frames: Iterator[Frame] = source.frames(
+            show_secrets,
+            redact_bodies,
+            keylog=load_keylog(keylog),
+            wrap=bar.wrap if bar is not None and source.capture is not None else None,
+            carriers=tree or dump,
+        )
+        inspect = None
+        if (tree or dump) and source.dissector is not None:
+            inspect = Inspect(source.dissector, tree, dump, show_secrets, timeline)
+            if timeline is not None:
+                timeline.collapse = False  # each frame is shown with its detail
+        quick = timeline is None and not choosy and count is None and lines.chunk
+        if quick and not inspect and not wanted:
             # every frame, each written: the loop below, compiled (render.lines), which
             # leaves it none but its end
             ndjson_all(frames, tracker, lines.emit, lines.chunk)
@@ -172,6 +227,7 @@ def read(
                     first_ts = frame.ts
                     if timeline is not None:
                         timeline.first_ts = first_ts  # times count from the first frame
+                continues = inspect is not None and inspect.starts.continues(frame)
                 if last_wanted is not None and frame.number not in wanted:
                     if frame.number > last_wanted:
                         break  # every frame asked for is shown
@@ -179,11 +235,16 @@ def read(
                 if choosy and not selection.accepts(frame, first_ts):
                     continue
                 if timeline is None:
-                    lines.write(frame_ndjson(frame))
+                    if inspect is not None and tree:
+                        lines.write(inspect.ndjson(frame, continues))
+                    else:
+                        lines.write(frame_ndjson(frame))
                 else:
                     if bar is not None:
                         bar.wrote()
                     timeline.frame(frame)
+                    if inspect is not None:
+                        inspect.show(frame, continues)
                 shown += 1
                 if count is not None and shown >= count:
                     break
@@ -200,4 +261,7 @@ def read(
         if timeline is not None:
             timeline.finish()
         lines.flush()
-        report_findings(capture.findings + dissector.findings + ended)
+        report_findings(source.findings + ended)
+        if not shown and count is None and source.dissector is not None:
+            for text in no_amqp_lines(source.dissector, file):
+                click.echo(f"amqpscope: {text}", err=True)

@@ -250,9 +250,14 @@ class Timeline:
         arrow = ARROWS.get(frame.direction, "-")
         if frame.kind == TRANSPORT and not frame.fields.get("by"):
             arrow = "-"  # an idle end: nobody sent anything
+        source = frame.source
+        if source is not None and not frame.ts:  # a log line without a time: its number
+            when = f"{'L' + str(source.get('line', '')):>10}"
+        else:
+            when = f"{frame.ts - (self.first_ts or 0.0):10.6f}"
         return [
             (f"{number:>7} ", ""),
-            (f"{frame.ts - (self.first_ts or 0.0):10.6f}", STYLES["time"]),
+            (when, STYLES["time"]),
             (f" c{frame.conn} {arrow} {channel:<5} ", ""),
         ]
 
