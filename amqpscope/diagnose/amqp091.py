@@ -52,7 +52,7 @@ def _side(direction: str) -> str:
     return "client" if direction == C2S else "broker"
 
 
-def _queue(epoch: ChannelEpoch) -> str | None:
+def queue_of(epoch: ChannelEpoch) -> str | None:
     for consumer in epoch.consumers.values():
         if consumer.queue:
             return consumer.queue
@@ -99,7 +99,7 @@ def stalled_consumers(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
             before = (
                 f"the last ack before it was frame {settle}" if settle else "no ack came before"
             )
-            queue = _queue(epoch)
+            queue = queue_of(epoch)
             out.append(
                 make(
                     "consumer.stalled",
@@ -211,7 +211,7 @@ def left_at_end(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
                     + ". Check that every delivery is acked, also on error paths.",
                     conn=conn.conn,
                     channel=epoch.number,
-                    queue=_queue(epoch),
+                    queue=queue_of(epoch),
                     start=end_ts - oldest,
                     duration=oldest,
                     evidence=evidence,
@@ -343,7 +343,7 @@ def closes(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
                 f"{close.get('reply-text')!s}. Likely cause: {cause}.{detail} Check {check}.",
                 conn=conn.conn,
                 channel=channel or None,
-                queue=_queue(epoch) if epoch is not None else None,
+                queue=queue_of(epoch) if epoch is not None else None,
                 start=placed.frame.ts if placed else None,
                 evidence=evidence,
             )

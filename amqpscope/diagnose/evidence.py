@@ -119,8 +119,15 @@ class Evidence:
             self.placed.append(Placed(found, seen, before, previous))
 
     def forget(self, conn: int) -> None:
-        """The connection ended (live capture): its ring of recent frames is no longer needed."""
+        """The connection was diagnosed and forgotten (live capture): drop what it left here."""
         self.recent.pop(conn, None)
+        self.ends.pop(conn, None)
+        self.redelivered.pop(conn, None)
+        self.placed = [p for p in self.placed if p.finding.conn != conn]
+        for key in [k for k in self.last_sent if k[0] == conn]:
+            del self.last_sent[key]
+        for flow in [k for k in self.flows if k[0] == conn]:
+            del self.flows[flow]
 
     # -- what the rules ask ----------------------------------------------------------------
     def found(self, conn: int, code: str) -> list[Placed]:
