@@ -272,6 +272,7 @@ def test_paused_client_missed_its_heartbeats_until_the_broker_gave_up() -> None:
     assert end["kind"] == "transport" and end["fields"]["by"] == "server"
     (dropped,) = of_code(name, "liveness.dropped")
     assert dropped["evidence"][-1] == end["frame"]
+    assert "after the client's silence" in dropped["explanation"]
 
 
 def test_receiver_that_stopped_granting_credit_starved_the_broker() -> None:

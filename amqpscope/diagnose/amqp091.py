@@ -463,14 +463,20 @@ def liveness(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
         pending = sum(len(e.left_unconfirmed) for e in _epochs(conn) if e.ended == "transport")
         flight = f"{left} deliveries unacked, {pending} publishes unconfirmed"
         recent = ev.recent.get(conn.conn)
+        silent = [s for s in silences if s[4] and _side(s[1]) != what.get("by")]
+        why = (
+            f" It came after the {_side(silent[0][1])}'s silence of {silent[0][0]:.1f} s: its"
+            " peer gave up on it (missed heartbeats)."
+            if silent
+            else " A killed or crashed client, a broker dropping a connection it thought dead,"
+            " or a network device closing it; check the client's process and the broker's log."
+        )
         out.append(
             make(
                 "liveness.dropped",
                 f"TCP ended ({what.get('event')} by {what.get('by')}) with the connection open",
                 f"No connection.close was sent: the {what.get('by')} ended the TCP connection"
-                f" ({what.get('event')}) first, with {flight} in flight. A killed or crashed"
-                " client, a broker dropping a connection it thought dead, or a network"
-                " device closing it; check the client's process and the broker's log.",
+                f" ({what.get('event')}) first, with {flight} in flight." + why,
                 conn=conn.conn,
                 start=end.ts,
                 evidence=[recent[-1].number if recent else 0, end.number],
