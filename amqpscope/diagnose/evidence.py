@@ -59,7 +59,8 @@ class Evidence:
     def __init__(self) -> None:
         self.recent: dict[int, deque[Seen]] = {}
         self.last_sent: dict[tuple[int, str], Seen] = {}
-        self.placed: list[Placed] = []
+        self.placed: dict[int, list[Placed]] = {}  # conn -> its findings, in frame order
+        self.kept = 0  # findings kept, across connections
         self.ends: dict[int, Seen] = {}  # conn -> its TCP end (a transport record)
         self.flows: dict[tuple[int, str, int | None, object], deque[Seen]] = {}
         self.redelivered: dict[int, list[Seen]] = {}
@@ -106,7 +107,7 @@ class Evidence:
         previous: Seen | None,
         recent: deque[Seen] | None = None,
     ) -> None:
-        if len(self.placed) >= MAX_PLACED:
+        if self.kept >= MAX_PLACED:
             return
         before: list[Seen] = []
         if recent is not None:
@@ -115,15 +116,17 @@ class Evidence:
             # connection; a 1.0 channel 0 is a session like any other
             whole = channel is None or (channel == 0 and frame.version != "1.0")
             before = [s for s in recent if whole or s.channel == channel][-BEFORE:]
+        placed = self.placed.setdefault(frame.conn, [])
         for found in frame.findings:
-            self.placed.append(Placed(found, seen, before, previous))
+            placed.append(Placed(found, seen, before, previous))
+            self.kept += 1
 
     def forget(self, conn: int) -> None:
         """The connection was diagnosed and forgotten (live capture): drop what it left here."""
         self.recent.pop(conn, None)
         self.ends.pop(conn, None)
         self.redelivered.pop(conn, None)
-        self.placed = [p for p in self.placed if p.finding.conn != conn]
+        self.kept -= len(self.placed.pop(conn, ()))
         for key in [k for k in self.last_sent if k[0] == conn]:
             del self.last_sent[key]
         for flow in [k for k in self.flows if k[0] == conn]:
@@ -131,14 +134,14 @@ class Evidence:
 
     # -- what the rules ask ----------------------------------------------------------------
     def found(self, conn: int, code: str) -> list[Placed]:
-        return [p for p in self.placed if p.finding.conn == conn and p.finding.code == code]
+        return [p for p in self.placed.get(conn, ()) if p.finding.code == code]
 
     def on_frame(self, conn: int, number: int | None) -> Placed | None:
         """The first finding placed on frame `number` of `conn`."""
         if not number:
             return None
-        for placed in self.placed:
-            if placed.finding.conn == conn and placed.frame.number == number:
+        for placed in self.placed.get(conn, ()):
+            if placed.frame.number == number:
                 return placed
         return None
 
