@@ -2,7 +2,7 @@
 PYTHON  ?= python3
 PIP     ?= $(PYTHON) -m pip
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT_PKGS := tshark tcpdump rabbitmq-server tmux
+APT_PKGS := tshark tcpdump rabbitmq-server tmux chromium
 DEMO_CAPTURE ?= captures/091-ack-nack-reject.pcap
 export DEBIAN_FRONTEND := noninteractive
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
@@ -17,7 +17,7 @@ test: install system-deps broker lint
 	$(PYTHON) -m pytest -q
 
 install:
-	$(PIP) install -q -e '.[dev,spark]'
+	$(PIP) install -q -e '.[dev,spark,connect,report]'
 
 system-deps:
 	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -31,8 +31,8 @@ broker: system-deps
 	$(PYTHON) captures/record.py --ensure-broker
 
 lint:
-	ruff check amqpscope tests tools captures bench
-	ruff format --check amqpscope tests tools captures bench
+	ruff check amqpscope pyspark_amqpscope tests tools captures bench
+	ruff format --check amqpscope pyspark_amqpscope tests tools captures bench
 	mypy
 	@if [ -d ../shared/spec ]; then $(PYTHON) tools/gen_spec.py ../shared/spec --check; fi
 

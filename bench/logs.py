@@ -88,6 +88,8 @@ def in_process(path: Path, repeat: int) -> float:
             for number, line in enumerate(log, 1):
                 for frame in reader.feed(line, number):
                     tracker.feed(frame)
+        for frame in reader.flush():
+            tracker.feed(frame)
         tracker.finish()
         walls.append(time.perf_counter() - start)
         assert not reader.findings, reader.findings[:3]

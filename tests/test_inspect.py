@@ -185,3 +185,27 @@ def test_hexdump_layout() -> None:
         "    0000  3e 3f ** ** ** 43 44 45  46 47 48 49 4a 4b 4c 4d  >?***CDEFGHIJKLM",
         "    0010  4e 4f 50 51                                       NOPQ",
     ]
+
+
+def test_a_frame_made_again_with_replace_keeps_every_attribute() -> None:
+    """The 1.0 tracker remakes a damaged frame with `dataclasses.replace` (its well-typed
+    fields): every attribute the frame record has must be one `Frame()` takes, or that raised
+    TypeError inside `read -x` / `-w` (which keep `carriers`)."""
+    import dataclasses
+
+    from amqpscope.codec.frames import Frame
+
+    frame = Frame(
+        "1.0",
+        "performative",
+        "transfer",
+        0,
+        b"\x00",
+        fields={"delivery-tag": {"key": 1}},
+        source={"file": "x.log", "line": 3},
+        carriers=[(4, 0, 1, 0)],
+    )
+    again = dataclasses.replace(frame, fields={})
+    for field in dataclasses.fields(Frame):
+        if field.name != "fields":
+            assert getattr(again, field.name) == getattr(frame, field.name), field.name

@@ -215,8 +215,11 @@ def test_mangled_lines_never_raise(line: str, at: int, cut: int, junk: str) -> N
     mangled = line[:at] + junk + line[at + cut :]
     reader = LogReader("mangled.log")
     frames = reader.feed(mangled, 7)
-    assert len(frames) + len(reader.findings) + reader.skipped + reader.ends == 1
-    for found in reader.findings:
+    frames += reader.flush()  # a line whose text ends unfinished waits for the next: none comes
+    reader.finish()
+    of_lines = [f for f in reader.findings if f.code.startswith("log.")]
+    assert len(frames) + len(of_lines) + reader.skipped + reader.ends == 1
+    for found in of_lines:
         assert found.code in ("log.bad-line", "log.cut-line")
         assert found.message.startswith("mangled.log:7: ")
 
@@ -240,3 +243,26 @@ def test_reused_address_is_a_new_connection() -> None:
     lines = _lines("log-proton-p2p")
     frames = list(records_from_log(lines + lines, "twice.log"))
     assert sorted({f.conn for f in frames}) == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("indent", ["", "    "])
+def test_wrapped_lines_are_one_frame(indent: str) -> None:
+    """A logger or terminal that wraps long lines (at 100 characters, continuation lines
+    indented or not): each frame is read whole, on its first line."""
+    good, _ = logged("log-proton-broker")
+    wrapped: list[str] = []
+    first_lines: list[int] = []
+    for line in _lines("log-proton-broker"):
+        text = line.rstrip("\n")
+        first_lines.append(len(wrapped) + 1)
+        pieces = [text[i : i + 100] for i in range(0, len(text), 100)] or [""]
+        wrapped.extend((indent if n else "") + piece + "\n" for n, piece in enumerate(pieces))
+    assert len(wrapped) > len(good) + 20
+    reader = LogReader("wrapped.log")
+    frames = [f for n, line in enumerate(wrapped, 1) for f in reader.feed(line, n)]
+    reader.finish()
+    assert reader.findings == []
+    assert [shape(f) for f in frames] == [shape(f) for f in good]
+    assert [f.source["line"] for f in frames if f.source] == [
+        first_lines[f.source["line"] - 1] for f in good if f.source
+    ]

@@ -191,4 +191,7 @@ def test_mangled_lines_never_raise(at: int, cut: int, junk: str) -> None:
     line = received_line(wire[3].data[wire[3].data[4] * 4 :])
     reader = LogReader("m.log", "pyamqp")
     frames = reader.feed(line[:at] + junk + line[at + cut :], 1)
-    assert len(frames) + len(reader.findings) + reader.skipped + reader.ends == 1
+    frames += reader.flush()  # a line whose text ends unfinished waits for the next: none comes
+    reader.finish()
+    of_lines = [f for f in reader.findings if f.code.startswith("log.")]
+    assert len(frames) + len(of_lines) + reader.skipped + reader.ends == 1

@@ -354,6 +354,7 @@ def main() -> None:
       amqpscope read capture.pcap                the timeline, one line per frame
       amqpscope summary capture.pcap             per connection: its links or channels
       amqpscope export capture.pcap -o out.json  everything, as JSON
+      amqpscope report capture.pcap -o out.html  one HTML page to look at and share
       amqpscope live lo -f 'tcp port 5672'       decode traffic as it flows
       amqpscope read capture.pcap --color always | less -R
 

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 #: the names --format takes: logs.formats.NAMES, spelled out so that the CLI starts without
 #: importing the grammars (tests/test_logs_pyamqp.py checks they agree)
-FORMAT_NAMES = ("proton", "rhea", "pyamqp", "proton-j", "router")
+FORMAT_NAMES = ("proton", "rhea", "pyamqp", "proton-j", "amqpnetlite", "router")
 
 
 def format_option(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -91,6 +91,7 @@ class Input:
         feed = reader.feed
         for number, line in enumerate(self.lines, 1):
             yield from feed(line, number)
+        yield from reader.flush()
         reader.finish()
 
     @property

@@ -67,6 +67,7 @@ class Frame:
         findings: list[Finding] | None = None,
         message: dict[str, Any] | None = None,
         source: dict[str, Any] | None = None,
+        carriers: list[tuple[int, int, int, int]] | None = None,
     ) -> None:
         """Written out, not generated: see `capture.packet`."""
         self.version = version
@@ -85,7 +86,7 @@ class Frame:
         self.findings = [] if findings is None else findings
         self.message = message
         self.source = source
-        self.carriers = None
+        self.carriers = carriers
 
     @property
     def size(self) -> int:

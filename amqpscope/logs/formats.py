@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final, NamedTuple
 
-from amqpscope.logs import proton, protonj, pyamqp, rhea
+from amqpscope.logs import amqpnetlite, proton, protonj, pyamqp, rhea
 from amqpscope.logs.lines import Logged
 
 
@@ -25,6 +25,7 @@ FORMATS: Final[dict[str, Format]] = {
         Format(rhea.NAME, rhea.looks_like, rhea.parse, rhea.Completions),
         Format(pyamqp.NAME, pyamqp.looks_like, pyamqp.parse),
         Format(protonj.NAME, protonj.looks_like, protonj.parse),
+        Format(amqpnetlite.NAME, amqpnetlite.looks_like, amqpnetlite.parse),
         # a router's log is Proton's text behind its own prefix: the same grammar
         Format("router", proton.looks_like, proton.parse),
     )

@@ -37,6 +37,11 @@ class LogSyntaxError(ValueError):
         self.pos = pos
 
 
+class LogLineEnded(LogSyntaxError):
+    """The value is not finished where the line ends: the line may go on in the next one (a
+    logger that wraps long lines)."""
+
+
 class Hex(int):
     """An integer Proton printed in hex: an unsigned type (ubyte ... ulong)."""
 
@@ -114,6 +119,10 @@ _BARE_SYMBOL: Final = re.compile(r"[A-Za-z][A-Za-z0-9\-]*", re.ASCII)
 _HEX_ESCAPE: Final = re.compile(r"\\x([0-9a-fA-F]{2})")
 _ONLY_HEX_ESCAPES: Final = re.compile(r"(?:[^\\]|\\x[0-9a-fA-F]{2})*", re.DOTALL)
 _SPACES: Final = re.compile(r" *")
+#: a field whose value is a plain number or boolean, followed by the end of the value
+_SIMPLE_FIELD: Final = re.compile(
+    r"([A-Za-z][A-Za-z0-9\-]*)=(0x[0-9a-fA-F]+|-?\d+|true|false|null)(?=\s*[,\]])", re.ASCII
+)
 _HEXDIGITS: Final = re.compile(r"[0-9a-fA-F\-]+")
 
 
@@ -159,7 +168,7 @@ class Reader:
         text = self.text
         pos = self.skip(pos)
         if pos >= len(text):
-            raise LogSyntaxError(pos, "value expected, line ended")
+            raise LogLineEnded(pos, "value expected, line ended")
         c = text[pos]
         if c == '"':
             raw, pos = self.quoted(pos + 1)
@@ -214,7 +223,7 @@ class Reader:
         while True:
             end = text.find('"', pos)
             if end < 0:
-                raise LogSyntaxError(start - 1, "quote not closed")
+                raise LogLineEnded(start - 1, "quote not closed")
             if _AFTER_VALUE.match(text, end + 1):
                 return unquote(text[start:end]), end + 1
             pos = end + 1
@@ -235,7 +244,7 @@ class Reader:
             items.append(value)
             pos = self.skip(pos)
             if pos >= len(text):
-                raise LogSyntaxError(pos, f"{close!r} expected, line ended")
+                raise LogLineEnded(pos, f"{close!r} expected, line ended")
             c = text[pos]
             if c == close:
                 self.depth -= 1
@@ -258,16 +267,21 @@ class Reader:
             return items, pos + 1
         while True:
             pos = self.skip(pos)
-            m = _NAME_EQ.match(text, pos)
-            name = None
-            if m is not None:
-                name = m.group(1)
-                pos = m.end()
-            value, pos = self.read(pos)
-            items.append((name, value))
+            simple = _SIMPLE_FIELD.match(text, pos)
+            if simple is not None:  # the common `name=0x5` / `name=true`: one match, no descent
+                items.append((simple.group(1), _simple(simple.group(2))))
+                pos = simple.end(2)
+            else:
+                m = _NAME_EQ.match(text, pos)
+                name = None
+                if m is not None:
+                    name = m.group(1)
+                    pos = m.end()
+                value, pos = self.read(pos)
+                items.append((name, value))
             pos = self.skip(pos)
             if pos >= len(text):
-                raise LogSyntaxError(pos, "']' expected, line ended")
+                raise LogLineEnded(pos, "']' expected, line ended")
             if text[pos] == "]":
                 self.depth -= 1
                 return items, pos + 1
@@ -323,6 +337,20 @@ class Reader:
         if m is None or not self.text.startswith(")", end):
             raise LogSyntaxError(pos, "decimal expected")
         return Decimal(int(self.text[open_paren + 1 : end], self.decimal_base), width), end + 1
+
+
+def _simple(token: str) -> Any:
+    """A token `_SIMPLE_FIELD` matched, as `Reader.read` would read it."""
+    first = token[0]
+    if first == "t":
+        return True
+    if first == "f":
+        return False
+    if first == "n":
+        return None
+    if "x" in token:
+        return Hex(int(token, 16))
+    return int(token)
 
 
 def read_value(text: str, pos: int = 0, old: bool = False) -> tuple[Any, int]:

@@ -27,6 +27,7 @@ from amqpscope.logs.proton_values import (
     Binary,
     Described,
     Fields,
+    LogLineEnded,
     LogSyntaxError,
     Map,
     Symbol,
@@ -188,7 +189,7 @@ class _Reader:
         if text.startswith("'", pos):  # a string, not escaped: it ends where a field can
             close = _STRING_END.search(text, pos + 1)
             if close is None:
-                raise LogSyntaxError(pos, "quote not closed")
+                raise LogLineEnded(pos, "quote not closed")
             end = close.start()
             raw = text[pos + 1 : end]
             return (Symbol(raw) if base == "symbol" else raw), end + 1
@@ -197,7 +198,7 @@ class _Reader:
             while end >= 0 and text[end + 1 : end + 2] not in (",", "}", "]", ""):
                 end = text.find('"', end + 1)
             if end < 0:
-                raise LogSyntaxError(pos, "quote not closed")
+                raise LogLineEnded(pos, "quote not closed")
             return Binary(unquote(text[pos + 1 : end])), end + 1
         if text.startswith("[", pos):
             items, pos = self.sequence(pos + 1, "]", field)

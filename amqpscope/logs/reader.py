@@ -33,7 +33,7 @@ from amqpscope.logs import proton
 from amqpscope.logs.amqp10_encode import TYPE_AMQP, encode, frame_bytes
 from amqpscope.logs.formats import FORMATS
 from amqpscope.logs.lines import ACCEPTED, EMPTY, EOS, HEADER, SENT, Logged
-from amqpscope.logs.proton_values import Described, LogSyntaxError
+from amqpscope.logs.proton_values import Described, LogLineEnded, LogSyntaxError
 
 #: protocol header bytes of the pseudo frames
 _HEADER_BYTES: Final = {
@@ -45,6 +45,8 @@ _SASL_CODES: Final = frozenset(BODIES[TYPE_SASL])
 _SASL_NAMES: Final = frozenset(BODIES[TYPE_SASL].values())
 #: a line longer than this is not read (a log line is a frame; a frame is far shorter)
 MAX_LINE: Final = 16 * 1024 * 1024
+#: lines one logged frame may be wrapped over
+MAX_WRAPPED: Final = 16
 #: connections followed at once; past it the oldest is forgotten (memory stays bounded)
 MAX_CONNECTIONS: Final = 10_000
 
@@ -95,25 +97,99 @@ class LogReader:
         self.number = 0  # frames so far
         self.findings: list[Finding] = []
         self.skipped = 0
+        #: a frame's text that ended unfinished: (text, its first line, lines joined so far,
+        #: what it reads as alone: a transfer whose payload the line cut, else None)
+        self.pending: tuple[str, int, int, Logged | None] | None = None
         self.ends = 0  # end-of-stream and accepted-connection lines: logged, but no frame
         self.lines = 0
 
     def feed(self, line: str, number: int) -> list[k.Frame]:
-        """The records line `number` (1-based) holds: none, or one."""
+        """The records line `number` (1-based) holds: none, or one. A frame whose text ends
+        unfinished waits for the next line (a logger or terminal that wraps long lines):
+        joined without the next line's indentation when it has some (a logger's), else as it
+        is (a hard wrap), it is one record on its first line; if neither reads, or the next
+        line is a frame of its own, the first line is a finding and this line is read on its
+        own. (A hard wrap just before a space inside a string loses that space: the text
+        cannot say.)"""
         self.lines += 1
+        pending = self.pending
+        if pending is not None:
+            self.pending = None
+            text, first, count, alone = pending
+            going_on: tuple[str, int, int, Logged | None] | None = None
+            # an indented continuation is most likely a logger's indentation, else a hard wrap
+            kept, stripped = text + line, text + line.lstrip()
+            order = (stripped, kept) if line[:1] in (" ", "\t") else (kept, stripped)
+            for joined in () if self._frame_alone(line) else order:
+                try:
+                    logged = self.parse(joined)
+                except (LogSyntaxError, ValueError, KeyError, IndexError, TypeError) as why:
+                    ended = isinstance(why, LogLineEnded) or (
+                        isinstance(why, LogSyntaxError) and _may_go_on(joined)
+                    )
+                    if ended and going_on is None and count < MAX_WRAPPED:
+                        going_on = (joined.rstrip("\r\n"), first, count + 1, alone)
+                    continue
+                if logged is None:
+                    continue
+                if _payload_cut(logged) and count < MAX_WRAPPED and line.endswith("\n"):
+                    self.pending = (joined.rstrip("\r\n"), first, count + 1, logged)
+                    return []
+                return self._emit(logged, joined, first)
+            if going_on is not None and line.endswith("\n"):
+                self.pending = going_on
+                return []
+            if alone is not None:  # the payload was cut, not wrapped: the frame as it read
+                return self._emit(alone, text, first) + self._line(line, number)
+            what = f"{self.name}:{first}: a frame's text that ends unfinished"
+            self.findings.append(finding("log.bad-line", what))
+        return self._line(line, number)
+
+    def _frame_alone(self, line: str) -> bool:
+        """Whether `line` is a frame of its own (then it goes on nothing before it)."""
+        try:
+            return self.parse(line) is not None
+        except (LogSyntaxError, ValueError, KeyError, IndexError, TypeError):
+            return False
+
+    def _line(self, line: str, number: int) -> list[k.Frame]:
         cut = not line.endswith("\n")
         try:
             if len(line) > MAX_LINE:
                 raise LogSyntaxError(MAX_LINE, f"line of {len(line)} characters")
             logged = self.parse(line)
-            if logged is None:
-                if cut and line.strip():  # the last line, unterminated: cut while written?
-                    raise LogSyntaxError(len(line), "no frame in the log's unterminated last line")
-                self.skipped += 1
+        except LogLineEnded as why:
+            if not cut:  # may go on in the next line
+                self.pending = (line.rstrip("\r\n"), number, 1, None)
                 return []
+            self.findings.append(finding("log.cut-line", f"{self.name}:{number}: {why}"))
+            return []
+        except (LogSyntaxError, ValueError, KeyError, IndexError, TypeError) as why:
+            if not cut and isinstance(why, LogSyntaxError) and _may_go_on(line):
+                self.pending = (line.rstrip("\r\n"), number, 1, None)  # a token cut by a wrap
+                return []
+            code = "log.cut-line" if cut and line.strip() else "log.bad-line"
+            self.findings.append(finding(code, f"{self.name}:{number}: {why}"))
+            return []
+        if logged is not None and not cut and _payload_cut(logged):
+            self.pending = (line.rstrip("\r\n"), number, 1, logged)  # wrapped, or cut short
+            return []
+        if logged is None:
+            if cut and line.strip():  # the last line, unterminated: cut while it was written
+                what = f"{self.name}:{number}: no frame in the log's unterminated last line"
+                self.findings.append(finding("log.cut-line", what))
+            else:
+                self.skipped += 1
+            return []
+        return self._emit(logged, line, number)
+
+    def _emit(self, logged: Logged, line: str, number: int) -> list[k.Frame]:
+        """The record of what line `number` logged (none for an end of stream)."""
+        try:
             frame = self._record(logged)
         except (LogSyntaxError, ValueError, KeyError, IndexError, TypeError) as why:
-            code = "log.cut-line" if cut and line.strip() else "log.bad-line"
+            cut = not line.endswith("\n") and line.strip()
+            code = "log.cut-line" if cut else "log.bad-line"
             self.findings.append(finding(code, f"{self.name}:{number}: {why}"))
             return []
         if frame is None:
@@ -123,8 +199,22 @@ class LogReader:
         frame.source = {"file": self.name, "line": number}
         return [frame]
 
+    def flush(self) -> list[k.Frame]:
+        """The input ended: a frame still waiting for the rest of its text is read as it is
+        (a transfer whose payload was cut) or is a finding. Call before `finish`."""
+        if self.pending is None:
+            return []
+        text, first, _, alone = self.pending
+        self.pending = None
+        if alone is not None:
+            return self._emit(alone, text, first)
+        what = f"{self.name}:{first}: the log ends inside this frame"
+        self.findings.append(finding("log.cut-line", what))
+        return []
+
     def finish(self) -> list[Finding]:
         """The log ended: deliveries left incomplete, as the capture's end reports them."""
+        self.flush()
         for connection in self.connections.values():
             self._forget(connection)
         self.connections.clear()
@@ -216,6 +306,19 @@ class LogReader:
         return frame
 
 
+def _payload_cut(logged: Logged) -> bool:
+    """A transfer whose payload the line shows shorter than its size (wrapped, or cut)."""
+    return logged.payload is None and logged.payload_size > 0
+
+
+def _may_go_on(text: str) -> bool:
+    """Whether text that did not read has more brackets open than closed (or an odd number of
+    quotes): a frame a wrap cut, worth joining with the next line (the join must read)."""
+    opened = text.count("[") + text.count("{") + text.count("(")
+    closed = text.count("]") + text.count("}") + text.count(")")
+    return opened > closed or text.count('"') % 2 == 1
+
+
 def _header(raw: bytes) -> k.Frame:
     """A protocol header record as the codec makes one from the same 8 bytes."""
     header = detect.PROTOCOL_HEADERS.get(raw[4:8])
@@ -245,6 +348,7 @@ def records_from_log(
     reader = LogReader(name, fmt, show_secrets=show_secrets, messages=messages)
     for number, line in enumerate(lines, 1):
         yield from reader.feed(line, number)
+    yield from reader.flush()
     reader.finish()
     if findings is not None:
         findings.extend(reader.findings)

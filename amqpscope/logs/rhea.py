@@ -34,6 +34,7 @@ from amqpscope.logs.proton_values import (
     Binary,
     Described,
     Fields,
+    LogLineEnded,
     LogSyntaxError,
     Map,
     Symbol,
@@ -105,7 +106,9 @@ def parse(line: str) -> Logged | None:
     try:
         body, end = _DECODER.raw_decode(rest, pm.end())
     except json.JSONDecodeError as exc:
-        raise LogSyntaxError(m.start("rest") + exc.pos, f"JSON: {exc.msg}") from None
+        ended = exc.pos >= len(rest) - 1 or exc.msg.startswith("Unterminated")
+        error = LogLineEnded if ended else LogSyntaxError
+        raise error(m.start("rest") + exc.pos, f"JSON: {exc.msg}") from None
     if not isinstance(body, dict):
         raise LogSyntaxError(m.start("rest") + pm.end(), "a JSON object expected")
     value, lossy = _composite(code, body)

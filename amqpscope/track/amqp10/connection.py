@@ -868,6 +868,7 @@ class ConnectionTracker:
         self._forget(session, delivery)
         link.settled += 1
         link.latency.add(ts - delivery.ts)
+        link.latency_series.add(ts, ts - delivery.ts)
 
     def _forget(self, session: Session, delivery: Delivery, left: bool = False) -> None:
         """Drop a delivery from the unsettled maps (settled, aborted, or replaced)."""
