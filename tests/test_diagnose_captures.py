@@ -31,6 +31,7 @@ WARNED: dict[str, dict[str, int]] = {
     "091-channel-errors": {"close.channel": 3, "spec.violation": 1},  # ack of tag 999
     "091-confirms-return": {"publish.returned": 1},
     "091-hostile-names": {"close.channel": 1},  # 404 for the missing queue
+    "091-html-names": {"close.channel": 1},  # as 091-hostile-names, with markup in the name
     "091-killed-consumer": {"delivery.unacked-at-end": 1, "liveness.dropped": 1},
     "091-refused-login": {"auth.refused": 1},
     "10-bad-address": {"close.session": 2},
@@ -142,6 +143,7 @@ def test_missing_queue_names_the_declare() -> None:
     declare, close = evidence(name, diagnosis)
     missing = expect("091-hostile-names")["missing_queue"]
     assert declare["name"] == "queue.declare" and declare["fields"]["queue"] == missing
+    assert diagnosis["queue"] == missing  # the queue the close is about, not the channel's last
     assert close["fields"]["reply-code"] == 404
 
 

@@ -314,6 +314,8 @@ def closes(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
         method = close.get("class-method")
         named = _named(placed, method, channel)
         evidence = [named.number if named else 0, close.get("frame") or 0]
+        # the queue the failed method named (a 404's missing queue), else the channel's
+        named_queue = str(named.fields["queue"]) if named and named.fields.get("queue") else None
         detail = ""
         if epoch is not None and close.get("cause-frame"):
             evidence.insert(0, close["cause-frame"])
@@ -343,7 +345,7 @@ def closes(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
                 f"{close.get('reply-text')!s}. Likely cause: {cause}.{detail} Check {check}.",
                 conn=conn.conn,
                 channel=channel or None,
-                queue=queue_of(epoch) if epoch is not None else None,
+                queue=named_queue or (queue_of(epoch) if epoch is not None else None),
                 start=placed.frame.ts if placed else None,
                 evidence=evidence,
             )
