@@ -119,3 +119,12 @@ def test_read_frames_and_around() -> None:
     for bad in ("x", "0", "5-3", ""):
         result = run("read", str(STALLED), "--frames", bad)
         assert result.returncode == 2, bad
+
+
+def test_hostile_names_reach_the_terminal_escaped() -> None:
+    for name in ("091-hostile-names.pcap", "091-html-names.pcap"):
+        result = run("diagnose", str(CAPTURES / name))
+        assert result.returncode == 0, result.stderr
+        assert b"\x1b" not in result.stdout and b"\x07" not in result.stdout
+        assert "\u202e".encode() not in result.stdout
+        assert b"\\x1b" in result.stdout or b"\\u202e" in result.stdout  # shown, not acted on
