@@ -8,13 +8,16 @@ capture makes packets, this consumes them).
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from amqpscope.capture.packet import RawPacket
 from amqpscope.codec.frames import Frame
 from amqpscope.dissect import Dissector
 from amqpscope.findings import Finding
 from amqpscope.track.tracker import Tracker
+
+if TYPE_CHECKING:
+    from amqpscope.diagnose import Diagnoser
 
 #: a connection without a packet for this long is closed ("idle") and forgotten
 IDLE_SECONDS = 600.0
@@ -44,8 +47,11 @@ class LivePipeline:
         keep: int = KEEP_SUMMARIES,
         journeys: bool = True,
         redact_bodies: bool = False,
+        diagnoser: Diagnoser | None = None,
     ) -> None:
         self.dissector = Dissector(show_secrets=show_secrets, redact_bodies=redact_bodies)
+        #: `live --diagnose`: fed every tracked frame, and each connection the tracker forgets
+        self.diagnoser = diagnoser
         # the capture-wide correlator only feeds the summary (RPC pairs, message journeys) and
         # remembers up to 200,000 publishes: without --summary it is not run at all
         self.tracker = Tracker(journeys=journeys)
@@ -61,12 +67,17 @@ class LivePipeline:
         track = self.tracker.feed
         for frame in frames:
             track(frame)
+        if self.diagnoser is not None:
+            for frame in frames:
+                self.diagnoser.feed(frame)
         return frames
 
     def tick(self, now: float) -> list[Frame]:
         frames = self.dissector.expire_idle(now, self.idle)
         for frame in frames:
             self.tracker.feed(frame)
+            if self.diagnoser is not None:
+                self.diagnoser.feed(frame)
         for conn in self.dissector.evict_closed():
             self._evict_tracked(conn.conn)
             self.evicted += 1
@@ -77,12 +88,17 @@ class LivePipeline:
         frames = self.dissector.finish()
         for frame in frames:
             self.tracker.feed(frame)
+            if self.diagnoser is not None:
+                self.diagnoser.feed(frame)
         self.tracker.finish()
         self._take_findings()
         return frames
 
     def _evict_tracked(self, conn: int) -> None:
-        summary = self.tracker.evict(conn)
+        tracked = self.tracker.connections.get(conn)
+        summary = self.tracker.evict(conn)  # finishes it
+        if tracked is not None and self.diagnoser is not None:
+            self.diagnoser.evicted(tracked)
         if summary is None:
             return
         if len(self.closed_summaries) == self.closed_summaries.maxlen:

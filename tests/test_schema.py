@@ -68,6 +68,10 @@ def test_exports_and_summaries_validate(path: Path, tmp_path: Path) -> None:
     errors = list(schema.validator("summary").iter_errors(summary))
     assert not errors, errors[0].message
     assert summary["connections"] == document["connections"]
+    diagnosed = json.loads(cli("diagnose", str(path), "--json"))
+    errors = list(schema.validator("diagnose").iter_errors(diagnosed))
+    assert not errors, errors[0].message
+    assert diagnosed["diagnoses"] == document["diagnoses"]
 
 
 def test_ndjson_export_has_the_same_content() -> None:

@@ -48,6 +48,17 @@ FINDINGS = {
     "091-refused-login": ["amqp091.login-refused"],
     "091-rpc": ["amqp091.prefetch-saturated"],  # the server's prefetch of 1, full per request
     "mid-stream": ["amqp091.mid-stream"],
+    # captures/scenarios/diagnose.py
+    "091-blocked-publisher": ["amqp091.blocked"],  # the memory alarm
+    "091-stalled-consumer": ["amqp091.prefetch-saturated"],  # first at tag 5, the stall at 8
+    "091-bad-acks": [  # a double ack, an ack on the wrong channel, an ack after a reopen
+        "amqp091.unknown-delivery-tag",
+        "amqp091.channel-error",
+    ]
+    * 3,
+    "091-missed-heartbeats": [
+        "amqp091.transport-closed",  # the broker gave up on the paused client: TCP RST
+    ],
 }
 
 

@@ -45,6 +45,8 @@ EXPECTED_FINDINGS: dict[str, dict[str, int]] = {
     "10-websocket": {"amqp10.frame-after-close": 1},  # as 10-presettled (not every recording)
     "10-tls": {"amqp10.frame-after-close": 1},  # as 10-websocket, over TLS 1.3
     "10-tls-inband": {"amqp10.rejected": 3},  # as 10-peer-to-peer, after the TLS upgrade
+    # captures/scenarios/diagnose.py: the receiver grants no credit for 2.5 s while 7 wait
+    "10-credit-starved": {"amqp10.credit-starvation": 1, "amqp10.frame-after-close": 1},
 }
 
 

@@ -311,7 +311,7 @@ def frame_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 #: commands that leave nothing to tear down when they return (no thread, child process or
 #: temporary file; their files closed, their output written): run as the program, the process
 #: ends as soon as one has, without the interpreter's teardown (`Program`)
-QUICK_EXIT: Final = frozenset({"read", "summary", "export", "schema"})
+QUICK_EXIT: Final = frozenset({"read", "summary", "export", "schema", "diagnose"})
 
 
 class Program(click.Group):

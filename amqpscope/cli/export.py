@@ -15,6 +15,7 @@ from amqpscope.cli.common import (
     steady_gc,
 )
 from amqpscope.cli.inputs import format_option, open_input
+from amqpscope.diagnose import Diagnoser
 from amqpscope.track.tracker import Tracker
 
 
@@ -44,11 +45,11 @@ def export(
     fmt: str | None = None,
 ) -> None:
     """Everything about FILE (a capture or a frame-trace log) as JSON: capture, frames,
-    connections, findings.
+    connections, findings, diagnoses.
 
     \b
     The document follows `amqpscope schema export`; with --ndjson each line is a record
-    with a "record" key (capture, frame, connection, finding, summary).
+    with a "record" key (capture, frame, connection, finding, diagnosis, summary).
 
     \b
     Examples:
@@ -71,15 +72,18 @@ def export(
             metadata = {"file": file, "format": "log", "log-format": source.fmt}
             metadata["compressed"] = compressed
         writer = ExportWriter(out, metadata, ndjson)
+        diagnoser = Diagnoser()
         wrap = bar.wrap if bar is not None and source.capture is not None else None
         for frame in source.frames(
             show_secrets, redact_bodies, keylog=load_keylog(keylog), wrap=wrap
         ):
             tracker.feed(frame)
+            diagnoser.feed(frame)
             writer.frame(frame)
         tracker.finish()
         unplaced = [f.to_json() for f in source.findings]
-        writer.close(tracker.summary(), unplaced)
+        diagnoses = [d.to_json() for d in diagnoser.diagnoses(tracker)]
+        writer.close(tracker.summary(), unplaced, diagnoses)
         if bar is not None:
             bar.clear()
         report_findings(source.findings)

@@ -22,7 +22,7 @@ from amqpscope.cli.common import (
     uncoloured,
 )
 from amqpscope.filter import FilterError, Selection
-from amqpscope.render.lines import frame_ndjson
+from amqpscope.render.lines import frame_ndjson, safe
 
 
 @main.command()
@@ -55,6 +55,12 @@ from amqpscope.render.lines import frame_ndjson
 )
 @click.option("--summary", "with_summary", is_flag=True, help="Print the summary at the end.")
 @click.option(
+    "--diagnose",
+    "with_diagnose",
+    is_flag=True,
+    help="Report stalls as they happen and when they end, and the diagnoses at the end.",
+)
+@click.option(
     "--idle-timeout",
     type=click.FloatRange(min=1),
     default=600.0,
@@ -72,6 +78,7 @@ def live(
     backend: str | None,
     duration: float | None,
     with_summary: bool,
+    with_diagnose: bool,
     idle_timeout: float,
     as_json: bool,
     show_secrets: bool,
@@ -94,6 +101,7 @@ def live(
       amqpscope live lo -f 'tcp port 5672'
       amqpscope live eth0 --json -w session.pcap --duration 60
       amqpscope live lo --errors --summary
+      amqpscope live lo -f 'tcp port 5672' --diagnose --errors
     Needs root or CAP_NET_RAW. Kernel and amqpscope drops are reported on stderr at the end.
     """
     import signal
@@ -122,8 +130,17 @@ def live(
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         click.echo(f"amqpscope: {capture.describe()}", err=True)
+        diagnoser = watch = None
+        if with_diagnose:
+            from amqpscope.diagnose import Diagnoser, Watch
+
+            diagnoser, watch = Diagnoser(), Watch()
         pipeline = LivePipeline(
-            show_secrets, idle_timeout, journeys=with_summary, redact_bodies=redact_bodies
+            show_secrets,
+            idle_timeout,
+            journeys=with_summary,
+            redact_bodies=redact_bodies,
+            diagnoser=diagnoser,
         )
         pipeline.dissector.context.keylog = load_keylog(keylog)  # re-read as the client appends
         out = sys.stdout
@@ -164,7 +181,20 @@ def live(
                 lines.flush()
             return False
 
+        def noticed(now: float) -> None:
+            """--diagnose: a stall that has lasted long enough, or has just ended."""
+            if watch is None:
+                return
+            for event, diagnosis in watch.check(pipeline.tracker, now):
+                if as_json:
+                    record = {"diagnosis": event, **diagnosis.to_json()}
+                    out.write(json.dumps(record, ensure_ascii=False) + "\n")
+                else:
+                    out.write(f"DIAGNOSIS {event}: {safe(diagnosis.title)}\n")
+                out.flush()
+
         deadline = time.monotonic() + duration if duration else None
+        tick_every = 0.25 if watch is not None else 1.0  # a stall shows within a quarter second
         last_tick = time.monotonic()
         full = False
         for pkt in capture.packets():
@@ -173,14 +203,18 @@ def live(
                 if frames and show(frames):
                     full = True
                     break
+                if frames:
+                    noticed(frames[-1].ts)
             now = time.monotonic()
             if deadline is not None and now >= deadline:
                 capture.stop()
-            if now - last_tick >= 1.0:
+            if now - last_tick >= tick_every:
                 last_tick = now
-                if show(pipeline.tick(time.time())):
+                wall = time.time()
+                if show(pipeline.tick(wall)):
                     full = True
                     break
+                noticed(wall)
         capture.stop()
         frames = pipeline.finish()
         if not full:
@@ -188,6 +222,17 @@ def live(
         if timeline is not None:
             timeline.finish()
         lines.flush()
+        if diagnoser is not None:
+            noticed(time.time())
+            found = diagnoser.diagnoses(pipeline.tracker)
+            if as_json:
+                out.write(json.dumps({"diagnoses": [d.to_json() for d in found]}) + "\n")
+            else:
+                from amqpscope.render.diagnoses import write_diagnoses
+                from amqpscope.render.timeline import Timeline
+
+                write_diagnoses(found, {}, first_ts, out, lambda: Timeline(console))
+            out.flush()
         if with_summary:
             if as_json:
                 out.write(json.dumps({"summary": pipeline.summary()}, ensure_ascii=False) + "\n")

@@ -37,6 +37,24 @@ if TYPE_CHECKING:
     from amqpscope.codec.frames import Frame
 
 
+def frame_numbers(value: str | None) -> frozenset[int] | None:
+    """--frames 12,48,52 (also ranges: 40-45): the frame numbers, or a usage error."""
+    if value is None:
+        return None
+    numbers: set[int] = set()
+    for part in value.split(","):
+        first, _, last = part.strip().partition("-")
+        try:
+            low = int(first)
+            high = int(last) if last else low
+        except ValueError:
+            raise click.BadParameter(f"{part.strip()!r} is not a frame number") from None
+        if low < 1 or high < low or high - low > 1_000_000:
+            raise click.BadParameter(f"{part.strip()!r} is not a frame number or range")
+        numbers.update(range(low, high + 1))
+    return frozenset(numbers)
+
+
 @main.command()
 @click.argument("file", type=click.Path(dir_okay=False, path_type=str))
 @frame_options
@@ -46,6 +64,22 @@ if TYPE_CHECKING:
 )
 @click.option("--from", "start", type=float, metavar="SECONDS", help="From this relative time.")
 @click.option("--to", "stop", type=float, metavar="SECONDS", help="Up to this relative time.")
+@click.option(
+    "--frames",
+    "numbers",
+    callback=lambda _ctx, _param, value: frame_numbers(value),
+    metavar="N,N,...",
+    help="Only these frames (a diagnosis's evidence).",
+)
+@click.option("--around", type=click.IntRange(min=1), metavar="FRAME", help="Frames around FRAME.")
+@click.option(
+    "--context",
+    type=click.IntRange(min=0),
+    default=5,
+    show_default=True,
+    metavar="N",
+    help="With --around: N frames either side.",
+)
 @click.option(
     "-V",
     "--verbose",
@@ -78,6 +112,9 @@ def read(
     queues: tuple[str, ...],
     start: float | None,
     stop: float | None,
+    numbers: frozenset[int] | None,
+    around: int | None,
+    context: int,
     collapse: bool,
     body: bool,
     keylog: str | None,
@@ -101,6 +138,7 @@ def read(
       amqpscope read capture.pcap --errors --conn 2
       amqpscope read capture.pcap -c 3 -V -x
       amqpscope read big.pcapng --conn 7 -w conn7.pcapng
+      amqpscope read capture.pcap --frames 12,48,52 --around 60 --context 3
 
     \b
     Display filters (-Y) test the frame record that --json prints:
@@ -116,6 +154,10 @@ def read(
     # without a selecting option every frame is shown: the selection is not asked per frame
     choosy = bool(expression or conns or channels or errors or links or queues)
     choosy = choosy or start is not None or stop is not None
+    wanted = set(numbers or ())
+    if around is not None:
+        wanted.update(range(max(1, around - context), around + context + 1))
+    last_wanted = max(wanted) if wanted else None
     if out is not None:
         from amqpscope.cli.write import write_cut
 
@@ -123,7 +165,15 @@ def read(
         alone = bool(conns) and not (expression or channels or errors or links or queues)
         alone = alone and start is None and stop is None and count is None
         whole = frozenset(conns) if alone else frozenset()
-        accepts = selection.accepts if choosy else lambda _frame, _first: True
+        chosen = selection.accepts if choosy else lambda _frame, _first: True
+        if wanted:
+            whole = frozenset()
+
+            def accepts(frame: Frame, first: float | None) -> bool:
+                return frame.number in wanted and chosen(frame, first)
+
+        else:
+            accepts = chosen
         write_cut(file, out, accepts, whole, show_secrets, keylog, count)
         return
     tracker = Tracker()
@@ -165,7 +215,8 @@ def read(
             inspect = Inspect(source.dissector, tree, dump, show_secrets, timeline, redact_bodies)
             if timeline is not None:
                 timeline.collapse = False  # each frame is shown with its detail
-        if timeline is None and not choosy and count is None and lines.chunk and not inspect:
+        quick = timeline is None and not choosy and count is None and lines.chunk
+        if quick and not inspect and not wanted:
             # every frame, each written: the loop below, compiled (render.lines), which
             # leaves it none but its end
             ndjson_all(frames, tracker, lines.emit, lines.chunk)
@@ -177,6 +228,10 @@ def read(
                     if timeline is not None:
                         timeline.first_ts = first_ts  # times count from the first frame
                 continues = inspect is not None and inspect.starts.continues(frame)
+                if last_wanted is not None and frame.number not in wanted:
+                    if frame.number > last_wanted:
+                        break  # every frame asked for is shown
+                    continue
                 if choosy and not selection.accepts(frame, first_ts):
                     continue
                 if timeline is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -19,6 +20,7 @@ from amqpscope.cli.common import (
 )
 from amqpscope.cli.inputs import format_option, open_input
 from amqpscope.cli.inspect import Inspect
+from amqpscope.diagnose import Diagnoser
 from amqpscope.filter import FilterError, Selection, compile_filter
 from amqpscope.render.tree import tree_json
 
@@ -111,14 +113,22 @@ def report(
             def tree(frame: Frame, continues: bool) -> list[dict[str, Any]]:
                 return tree_json(inspect.nodes(frame, continues)[0], show_secrets)
 
+        diagnoser = Diagnoser()
+
+        def tracked(frames: Iterator[Frame]) -> Iterator[Frame]:
+            """The frames on to the report; each to the diagnoser once the report's tracker
+            has placed its findings on it (when the next frame is asked for)."""
+            for frame in frames:
+                yield frame
+                diagnoser.feed(frame)
+
         data = report_data(
-            frames,
+            tracked(frames),
             facts,
             accepts=(lambda frame: predicate(frame.to_json())) if predicate else None,
             loose=lambda: source.findings,
             keeps=scope.accepts if scoped else None,
-            # issue 21's seam: diagnose=lambda tracker: [d.to_json() for d in diagnose(tracker)]
-            diagnose=None,
+            diagnose=lambda tracker: [d.to_json() for d in diagnoser.diagnoses(tracker)],
             tree=tree,
         )
         if source.dissector is not None:

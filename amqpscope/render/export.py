@@ -75,8 +75,14 @@ class ExportWriter:
             self.out.write(("," if self.count else "") + "\n" + _dump(record))
         self.count += 1
 
-    def close(self, summary: dict[str, Any], findings: list[dict[str, Any]]) -> None:
-        """Finish the document with the tracked `summary` and the findings no frame carried."""
+    def close(
+        self,
+        summary: dict[str, Any],
+        findings: list[dict[str, Any]],
+        diagnoses: list[dict[str, Any]] | None = None,
+    ) -> None:
+        """Finish the document with the tracked `summary`, the findings no frame carried and
+        the `diagnoses` (`Diagnosis.to_json()`, ranked)."""
         self.capture.update(
             {"frames": self.count, "first-ts": self.first_ts, "last-ts": self.last_ts}
         )
@@ -89,6 +95,8 @@ class ExportWriter:
                 self.out.write(_dump({"record": "connection", **conn}) + "\n")
             for found in every_finding:
                 self.out.write(_dump({"record": "finding", **found}) + "\n")
+            for diagnosis in diagnoses or ():
+                self.out.write(_dump({"record": "diagnosis", **diagnosis}) + "\n")
             self.out.write(_dump({"record": "summary", **extras, "capture": self.capture}) + "\n")
             return
         tail = {
@@ -97,6 +105,8 @@ class ExportWriter:
             "findings": every_finding,
             **extras,
         }
+        if diagnoses is not None:
+            tail["diagnoses"] = diagnoses
         self.out.write("\n]," + _dump(tail)[1:] + "\n")
 
     def _capture_record(self) -> None:

@@ -83,16 +83,24 @@ class Latency:
         return out
 
 
+#: stall episodes at least this long are listed with their start (shorter ones only counted)
+LISTED_SECONDS: Final = 1.0
+MAX_LISTED: Final = 16
+
+
 class Episodes:
     """Periods of a stall (no credit, no window): how many, and for how long in total."""
 
-    __slots__ = ("count", "longest", "seconds", "since")
+    __slots__ = ("count", "longest", "periods", "seconds", "since")
 
     def __init__(self) -> None:
         self.count = 0
         self.seconds = 0.0
         self.longest = 0.0
         self.since: float | None = None  # start of the open episode
+        #: episodes of LISTED_SECONDS or more: (start, length, still open when the capture or
+        #: the connection ended), the first MAX_LISTED (diagnoses show when each happened)
+        self.periods: list[tuple[float, float, bool]] = []
 
     def start(self, ts: float) -> None:
         if self.since is None:
@@ -101,11 +109,14 @@ class Episodes:
     def cancel(self) -> None:
         self.since = None
 
-    def stop(self, ts: float) -> float | None:
-        """Close the open episode at `ts`; its length, or None if none was open."""
+    def stop(self, ts: float, at_end: bool = False) -> float | None:
+        """Close the open episode at `ts` (`at_end`: because its connection or the capture
+        ended, not because the stall was over); its length, or None if none was open."""
         if self.since is None:
             return None
         length = max(ts - self.since, 0.0)
+        if length >= LISTED_SECONDS and len(self.periods) < MAX_LISTED:
+            self.periods.append((self.since, length, at_end))
         self.since = None
         self.count += 1
         self.seconds += length

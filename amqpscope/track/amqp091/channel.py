@@ -12,6 +12,7 @@ publishes, in-flight gets and consumes) plus fixed caps on what the summary list
 from __future__ import annotations
 
 from collections import deque
+from itertools import islice
 from typing import Any, Final
 
 from amqpscope.codec.frames import Frame
@@ -32,6 +33,12 @@ MAX_TRANSACTIONS: Final = 64
 MAX_MANDATORY: Final = 1024
 #: in-flight requests remembered (gets, consumes, transaction ends): more means a broken trace
 MAX_IN_FLIGHT: Final = 4096
+#: stalls (prefetch-limit periods) listed per epoch, and the shortest one listed: the rest are
+#: only counted (a slow consumer touches its limit at every delivery)
+MAX_STALLS: Final = 64
+STALL_LISTED_SECONDS: Final = 0.25
+#: deliveries and publishes left outstanding at the end that are listed with their ages
+MAX_LEFT: Final = 32
 #: a client's settling method -> its count in `settle_frames` (the name without "basic.")
 SETTLE_COUNTS: Final = {name: name[6:] for name in ("basic.ack", "basic.nack", "basic.reject")}
 
@@ -161,9 +168,21 @@ class ChannelEpoch:
         self.saturations = 0
         self.saturated_since: float | None = None
         self.saturated_seconds = 0.0
+        self.saturated_frame = 0  # the delivery that reached the limit
+        self.saturated_unacked = 0
+        self.saturated_limit = 0
+        self.saturated_last_settle = 0  # the client's last settle before the limit was reached
+        #: limit periods of STALL_LISTED_SECONDS or more: start, start frame, end, end frame (0:
+        #: the epoch ended at its limit), unacked, limit, the last settle frame before the start
+        self.stalls: list[tuple[float, int, float, int, int, int, int]] = []
+        self.last_settle_frame = 0
+        #: at the end: (tag, delivered at) of unacked deliveries, (seq, published at, frame,
+        #: routing key) of unconfirmed publishes, the oldest first, MAX_LEFT of each
+        self.left_unacked: list[tuple[int, float]] = []
+        self.left_unconfirmed: list[tuple[int, float, int, str]] = []
         # publisher confirms
         self.confirm_seq = 0
-        self.unconfirmed = Outstanding()  # seq -> (ts, frame)
+        self.unconfirmed = Outstanding()  # seq -> (ts, frame, routing key)
         self.confirmed = 0
         self.confirm_nacked = 0
         self.confirm_latency = Latency()
@@ -198,7 +217,8 @@ class ChannelEpoch:
         fields = frame.fields
         if rules.CONFIRM in self.modes:
             self.confirm_seq += 1
-            self.unconfirmed.give(self.confirm_seq, (frame.ts, frame.number))
+            key = rules.name(fields.get("routing-key"))
+            self.unconfirmed.give(self.confirm_seq, (frame.ts, frame.number, key))
         if rules.TX in self.modes:
             self.tx_current["publishes"] += 1
         if fields.get("mandatory"):
@@ -236,7 +256,8 @@ class ChannelEpoch:
             ts = frame.ts
             add = self.confirm_latency.add
             add_series = self.confirm_latency_series.add
-            for sent, _number in settled:
+            for note in settled:
+                sent = note[0]  # (published at, frame, routing key)
                 add(ts - sent)
                 add_series(ts, ts - sent)
         if nack:
@@ -394,6 +415,13 @@ class ChannelEpoch:
         if self.at_limit and self.saturated_since is None:
             self.saturated_since = frame.ts
             self.saturations += 1
+            self.saturated_frame = frame.number
+            self.saturated_unacked = unacked
+            limit_now = self.channel_prefetch if "" in self.at_limit else 0
+            if not limit_now and consumer is not None:
+                limit_now = consumer.prefetch
+            self.saturated_limit = limit_now
+            self.saturated_last_settle = self.last_settle_frame
             if self.saturations == 1:
                 limit = self.channel_prefetch
                 if "" not in self.at_limit and consumer is not None:
@@ -463,7 +491,8 @@ class ChannelEpoch:
                 at_limit.discard("")
             if not at_limit and self.saturated_since is not None:
                 self.saturated_seconds += ts - self.saturated_since
-                self.saturated_since = None
+                self._stall_ended(ts, number)
+        self.last_settle_frame = number
         if name == "basic.ack":
             self.acks += count
         else:
@@ -473,6 +502,25 @@ class ChannelEpoch:
                 self.rejects += count
             if requeue:
                 self.requeued += count
+
+    def _stall_ended(self, ts: float, number: int) -> None:
+        """The limit period that began at `saturated_since` ends at `ts` (frame `number`, 0 for
+        the epoch's end); listed when long enough to matter."""
+        since = self.saturated_since
+        self.saturated_since = None
+        if since is None or ts - since < STALL_LISTED_SECONDS or len(self.stalls) >= MAX_STALLS:
+            return
+        self.stalls.append(
+            (
+                since,
+                self.saturated_frame,
+                ts,
+                number,
+                self.saturated_unacked,
+                self.saturated_limit,
+                self.saturated_last_settle,
+            )
+        )
 
     # -- qos, flow, queues ----------------------------------------------------------------------
     def qos_(self, frame: Frame, out: list[Finding]) -> None:
@@ -567,11 +615,17 @@ class ChannelEpoch:
         if self.ended is not None:
             return
         self.ended = why
+        tags = self.outstanding.tags
+        self.left_unacked = [(tag, note[0]) for tag, note in islice(tags.items(), MAX_LEFT)]
+        self.left_unconfirmed = [
+            (seq, note[0], note[1], note[2])
+            for seq, note in islice(self.unconfirmed.tags.items(), MAX_LEFT)
+        ]
         left = self.outstanding.drain()
         self.unacked = len(left)
         if self.saturated_since is not None:
             self.saturated_seconds += max(0.0, ts - self.saturated_since)
-            self.saturated_since = None
+            self._stall_ended(ts, 0)
         where = {
             "closed": "when it closed (the broker requeues them)",
             "connection": "when its connection closed (the broker requeues them)",

@@ -238,11 +238,11 @@ class ConnectionTracker:
                 session.ended = word
             for half in session.half.values():
                 if half.exhausted.since is not None:
-                    length = half.exhausted.stop(self.ts)
+                    length = half.exhausted.stop(self.ts, at_end=True)
                     self._stall_window(out, session, half, length, open_at_end=True)
             for link in session.links:
                 if link.credit.starvation.since is not None:
-                    length = link.credit.starvation.stop(self.ts)
+                    length = link.credit.starvation.stop(self.ts, at_end=True)
                     self._stall_credit(out, link, length, open_at_end=True)
                 if link.ended is None:
                     self._end_link(out, session, link, reason)

@@ -1,0 +1,139 @@
+"""`amqpscope diagnose`: the answer to the question a user came with, and the frames proving it."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING
+
+import click
+
+from amqpscope.capture.pipe import STDIN
+from amqpscope.cli.common import (
+    display_options,
+    guarded,
+    keylog_option,
+    load_keylog,
+    main,
+    make_console,
+    progress,
+    replace_unencodable,
+    report_findings,
+    steady_gc,
+    uncoloured,
+)
+from amqpscope.cli.inputs import format_option, open_input
+from amqpscope.diagnose import Diagnoser, Diagnosis
+from amqpscope.track.tracker import Tracker
+
+if TYPE_CHECKING:
+    from amqpscope.codec.frames import Frame
+
+
+def selected(
+    diagnoses: list[Diagnosis],
+    conns: tuple[int, ...],
+    start: float | None,
+    stop: float | None,
+    first_ts: float | None,
+) -> list[Diagnosis]:
+    """The diagnoses of the chosen connections that overlap [start, stop] (relative seconds)."""
+    out = []
+    for diagnosis in diagnoses:
+        if conns and diagnosis.conn not in conns:
+            continue
+        if diagnosis.start is not None and first_ts is not None:
+            begins = diagnosis.start - first_ts
+            if stop is not None and begins > stop:
+                continue
+            if start is not None and begins + diagnosis.duration < start:
+                continue
+        out.append(diagnosis)
+    return out
+
+
+def evidence_frames(
+    file: str, fmt: str | None, keylog: str | None, wanted: set[int]
+) -> dict[int, Frame]:
+    """The evidence frames, from a second read of FILE (tracked again, so each carries its
+    findings as `read` shows it). Standard input cannot be read twice: nothing then."""
+    if not wanted or file == STDIN:
+        return {}
+    found: dict[int, Frame] = {}
+    last = max(wanted)
+    tracker = Tracker(journeys=False)
+    with open_input(file, fmt) as source:
+        for frame in source.frames(keylog=load_keylog(keylog)):
+            tracker.feed(frame)
+            if frame.number in wanted:
+                found[frame.number] = frame
+            if frame.number >= last:
+                break
+    return found
+
+
+@main.command()
+@click.argument("file", type=click.Path(dir_okay=False, path_type=str))
+@click.option("--json", "as_json", is_flag=True, help='{"diagnoses": [...]} as one document.')
+@click.option("--conn", "conns", multiple=True, type=int, metavar="N", help="Only connection N.")
+@click.option("--from", "start", type=float, metavar="SECONDS", help="From this relative time.")
+@click.option("--to", "stop", type=float, metavar="SECONDS", help="Up to this relative time.")
+@keylog_option
+@format_option
+@display_options
+@guarded
+def diagnose(
+    file: str,
+    as_json: bool,
+    conns: tuple[int, ...],
+    start: float | None,
+    stop: float | None,
+    keylog: str | None,
+    color: str,
+    width: int | None,
+    fmt: str | None = None,
+) -> None:
+    """What went wrong in a capture (or a frame-trace log), most severe and longest first,
+    with the frames that prove it: stalled consumers, credit starvation, closes and their
+    causes, unacked or unconfirmed messages, blocked publishers, missed heartbeats, protocol
+    violations.
+
+    \b
+    Examples:
+      amqpscope diagnose capture.pcap
+      amqpscope diagnose capture.pcap --json | jq '.diagnoses[] | .title'
+      amqpscope read capture.pcap --around 48 --context 5     (look around a diagnosis's frame)
+    """
+    tracker = Tracker()
+    diagnoser = Diagnoser()
+    steady_gc()
+    with open_input(file, fmt) as source, progress(source.file, not as_json) as bar:
+        wrap = bar.wrap if bar is not None and source.capture is not None else None
+        for frame in source.frames(messages=False, keylog=load_keylog(keylog), wrap=wrap):
+            tracker.feed(frame)
+            diagnoser.feed(frame)
+        tracker.finish()
+        if bar is not None:
+            bar.clear()
+        first_ts = diagnoser.evidence.first_ts
+        found = selected(diagnoser.diagnoses(tracker), conns, start, stop, first_ts)
+        if as_json:
+            document = {"diagnoses": [d.to_json() for d in found]}
+            sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        else:
+            from amqpscope.render.diagnoses import write_diagnoses
+            from amqpscope.render.timeline import Timeline
+
+            wanted = {number for d in found for number in d.evidence}
+            frames = evidence_frames(file, fmt, keylog, wanted)
+            if uncoloured(color):
+                replace_unencodable()
+
+            def timeline() -> Timeline:
+                if width is None and uncoloured(color):
+                    return Timeline(lambda: make_console(color, width), out=sys.stdout)
+                return Timeline(make_console(color, width), fit=True if width else None)
+
+            write_diagnoses(found, frames, first_ts, sys.stdout, timeline)
+        sys.stdout.flush()
+        report_findings(source.findings)

@@ -1,0 +1,522 @@
+"""Diagnoses of one 0-9-1 connection, from its tracker's state and the evidence kept.
+
+Each rule reads what the tracker kept (prefetch-limit periods, what was left unacked or
+unconfirmed, closes, blocked periods, silences) and names the frames that prove it. The words
+of a cause come from `causes`; a rule only fills in what the wire showed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+from amqpscope.codec.amqp091.spec import REPLY_CODES
+from amqpscope.diagnose import causes
+from amqpscope.diagnose.evidence import Evidence, Placed, Seen
+from amqpscope.diagnose.model import Diagnosis
+from amqpscope.findings import INFO
+from amqpscope.track.amqp091.channel import ChannelEpoch
+from amqpscope.track.amqp091.connection import ConnectionTracker
+
+C2S: Final = "c2s"
+#: why an epoch ended, in words
+ENDED: Final = {
+    "closed": "its channel closed",
+    "connection": "its connection closed",
+    "transport": "the TCP connection ended",
+    "capture": "the capture ended",
+}
+#: how many tags or sequence numbers a title or explanation lists
+LISTED: Final = 5
+
+
+def make(code: str, title: str, explanation: str, **where: Any) -> Diagnosis:
+    severity, _ = causes.CODES[code]
+    return Diagnosis(code, severity, title, explanation, **where)
+
+
+def reply_cause(code: Any, text: Any) -> tuple[str, str, str]:
+    """(reply name, cause, what to check) of a reply code and text, from the tables."""
+    name = REPLY_CODES.get(code, ("UNKNOWN", ""))[0] if isinstance(code, int) else "UNKNOWN"
+    lowered = str(text or "").lower()
+    for key, needle, cause, check in causes.TEXT_CAUSES:
+        if key == name and needle in lowered:
+            return name, cause, check
+    cause, check = causes.REPLY_CAUSES.get(
+        name, ("an error the table does not explain", "the broker's log")
+    )
+    return name, cause, check
+
+
+def _side(direction: str) -> str:
+    return "client" if direction == C2S else "broker"
+
+
+def queue_of(epoch: ChannelEpoch) -> str | None:
+    for consumer in epoch.consumers.values():
+        if consumer.queue:
+            return consumer.queue
+    return epoch.last_queue or None
+
+
+def _epochs(conn: ConnectionTracker) -> list[ChannelEpoch]:
+    listed = list(conn.epochs)
+    listed += [e for e in conn.channels.values() if not e.listed]
+    return listed
+
+
+def _end_of(conn: ConnectionTracker, ev: Evidence, epoch: ChannelEpoch) -> Seen | None:
+    """The frame that ended an epoch with something outstanding: the TCP end, or the frame its
+    unacked / unconfirmed finding rode on (the close-ok); None when the capture ended."""
+    if epoch.ended == "transport":
+        return ev.ends.get(conn.conn)
+    mark = f"channel {epoch.number} "
+    after = epoch.opened_frame or 0
+    for code in ("amqp091.unacked-at-end", "amqp091.unconfirmed-at-end"):
+        for placed in ev.found(conn.conn, code):
+            if placed.frame.number > after and mark in placed.finding.message:
+                return placed.frame
+    return None
+
+
+def stalled_consumers(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
+    out = []
+    for epoch in _epochs(conn):
+        for since, first, until, last, unacked, limit, settle in epoch.stalls:
+            seconds = until - since
+            if seconds < causes.STALL_SECONDS:
+                continue
+            ongoing = not last
+            end = _end_of(conn, ev, epoch) if ongoing else None
+            why = ENDED.get(epoch.ended or "", "the end")
+            how = (
+                f"It ended when the client acked (frame {last})."
+                if last
+                else f"It never ended: nothing was acked before {why}"
+                + (f" (frame {end.number})" if end else "")
+                + "; the broker requeues the unacked messages and redelivers them."
+            )
+            before = (
+                f"the last ack before it was frame {settle}" if settle else "no ack came before"
+            )
+            queue = queue_of(epoch)
+            out.append(
+                make(
+                    "consumer.stalled",
+                    f"Consumer on channel {epoch.number} stopped: {unacked} of {limit} prefetched"
+                    f" messages unacked for {seconds:.1f} s",
+                    f"The channel reached its prefetch limit of {limit} at frame {first}, so the"
+                    f" broker stopped delivering"
+                    + (f" from queue {queue!r}" if queue else "")
+                    + f"; {before}. {how} Check the consumer's handler: a slow or stuck"
+                    " callback, an exception that skipped the ack, or a thread that stopped.",
+                    conn=conn.conn,
+                    channel=epoch.number,
+                    queue=queue,
+                    start=since,
+                    duration=seconds,
+                    evidence=[settle, first, last or (end.number if end else 0)],
+                    ongoing=ongoing,
+                )
+            )
+    return out
+
+
+def consumer_events(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
+    out = []
+    for placed in ev.found(conn.conn, "amqp091.consumer-cancelled"):
+        channel = placed.frame.channel
+        tag = str(placed.frame.fields.get("consumer-tag", ""))
+        queue = None
+        consume = 0
+        for epoch in _epochs(conn):
+            consumer = epoch.consumers.get(tag) if epoch.number == channel else None
+            if consumer is not None:
+                queue, consume = consumer.queue, consumer.frame or 0
+        # the client's own queue.delete just before: the cancel is what it asked for
+        own = next(
+            (
+                seen
+                for seen in reversed(placed.before)
+                if seen.direction == C2S
+                and seen.name == "queue.delete"
+                and (not queue or seen.fields.get("queue") == queue)
+            ),
+            None,
+        )
+        diagnosis = make(
+            "consumer.cancelled",
+            f"The broker cancelled consumer {tag!r} on channel {channel}",
+            "The broker sent basic.cancel: the queue"
+            + (f" {queue!r}" if queue else "")
+            + (
+                f" was deleted by this client itself (queue.delete in frame {own.number}), with"
+                " its consumer still active: expected, unless the client meant to go on"
+                " consuming."
+                if own is not None
+                else " was deleted, or its node went down or failed over. The consumer gets"
+                " nothing more until it consumes again; check who deleted the queue."
+            ),
+            conn=conn.conn,
+            channel=channel,
+            queue=queue,
+            start=placed.frame.ts,
+            evidence=[consume, own.number if own else 0, placed.frame.number],
+        )
+        if own is not None:
+            diagnosis.severity = INFO
+        out.append(diagnosis)
+    for placed in ev.found(conn.conn, "amqp091.flow-stopped"):
+        who = _side(placed.frame.direction)
+        out.append(
+            make(
+                "consumer.flow-stopped",
+                f"The {who} stopped content on channel {placed.frame.channel} (channel.flow)",
+                f"The {who} sent channel.flow active=false: its peer must stop sending"
+                " content on the channel until flow is on again.",
+                conn=conn.conn,
+                channel=placed.frame.channel,
+                start=placed.frame.ts,
+                evidence=[placed.frame.number],
+            )
+        )
+    return out
+
+
+def left_at_end(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
+    out = []
+    for epoch in _epochs(conn):
+        if not epoch.unacked and not epoch.left_unconfirmed:
+            continue
+        end = _end_of(conn, ev, epoch)
+        end_ts = end.ts if end is not None else conn.last_ts
+        why = ENDED.get(epoch.ended or "", "the end")
+        evidence = [end.number] if end is not None else []
+        if epoch.unacked:
+            ages = [end_ts - delivered for _tag, delivered in epoch.left_unacked]
+            tags = ", ".join(str(tag) for tag, _ts in epoch.left_unacked[:LISTED])
+            more = " ..." if epoch.unacked > LISTED else ""
+            oldest = max(ages) if ages else 0.0
+            back = "the broker requeues them and delivers them again (duplicates)"
+            if epoch.ended == "capture":
+                back = "they were still with the client"
+            out.append(
+                make(
+                    "delivery.unacked-at-end",
+                    f"{epoch.unacked} deliveries on channel {epoch.number} never acked when"
+                    f" {why} (oldest {oldest:.1f} s)",
+                    f"Delivery tags {tags}{more} were never acked, nacked or rejected before"
+                    f" {why}; {back}. Their ages at the end: "
+                    + ", ".join(f"{age:.1f} s" for age in ages[:LISTED])
+                    + ". Check that every delivery is acked, also on error paths.",
+                    conn=conn.conn,
+                    channel=epoch.number,
+                    queue=queue_of(epoch),
+                    start=end_ts - oldest,
+                    duration=oldest,
+                    evidence=evidence,
+                    ongoing=epoch.ended == "capture",
+                )
+            )
+        if epoch.left_unconfirmed:
+            pending = epoch.left_unconfirmed
+            listed = ", ".join(f"seq {seq} ({key!r})" for seq, _ts, _n, key in pending[:LISTED])
+            oldest = end_ts - pending[0][1]
+            out.append(
+                make(
+                    "publish.unconfirmed",
+                    f"{len(pending)} publishes on channel {epoch.number} never confirmed"
+                    f" (oldest {oldest:.1f} s)",
+                    f"In confirm mode the broker acks or nacks every publish; these got neither"
+                    f" before {why}: {listed}{' ...' if len(pending) > LISTED else ''}. The"
+                    " publisher cannot know whether they were stored: check for a blocked"
+                    " connection, a full queue, or a publisher that stopped waiting.",
+                    conn=conn.conn,
+                    channel=epoch.number,
+                    start=pending[0][1],
+                    duration=oldest,
+                    evidence=[number for _s, _t, number, _k in pending[:LISTED]] + evidence,
+                    ongoing=epoch.ended == "capture",
+                )
+            )
+    return out
+
+
+def redeliveries(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
+    count = sum(epoch.redelivered for epoch in _epochs(conn))
+    if not count:
+        return []
+    seen = ev.redelivered.get(conn.conn, [])
+    return [
+        make(
+            "delivery.redelivered",
+            f"{count} deliveries were redelivered",
+            "The broker marked these deliveries redelivered: an earlier delivery of the same"
+            " message was not acked (a consumer closed, died or requeued it). Expect"
+            " duplicates; handlers should be idempotent.",
+            conn=conn.conn,
+            channel=seen[0].channel if seen else None,
+            start=seen[0].ts if seen else None,
+            evidence=[s.number for s in seen],
+        )
+    ]
+
+
+def _named(placed: Placed | None, method: Any, channel: int | None) -> Seen | None:
+    """The last client frame before a close that is the method the close names."""
+    if placed is None or not method:
+        return None
+    for seen in reversed(placed.before):
+        if seen.direction == C2S and seen.name == method and seen.channel == channel:
+            return seen
+    return None
+
+
+def _unknown_tag(conn: ConnectionTracker, epoch: ChannelEpoch, tag: int, at: int) -> str:
+    """Why the tag of the settle in frame `at` was unknown, from what the connection's channels
+    had delivered: this channel already (a double ack), this channel number's earlier use (an
+    ack after a reopen: tags start at 1 again), another channel open at the time (the wrong
+    channel), or none (never delivered)."""
+    if tag and tag <= epoch.outstanding.highest:
+        return "a double ack: the tag was delivered on this channel and already settled"
+    epochs = _epochs(conn)
+    for other in epochs:
+        reopened = other.number == epoch.number and other.epoch < epoch.epoch
+        if reopened and tag <= other.outstanding.highest:
+            return (
+                f"an ack after the channel was reopened: tag {tag} belonged to the"
+                f" channel's use {other.epoch}, and tags start again at 1 on every open"
+            )
+    for other in epochs:
+        if other.number == epoch.number or tag > other.outstanding.highest:
+            continue
+        opened = other.opened_frame or 0
+        closed = (other.close or {}).get("frame") or 0
+        if opened < at and (not closed or closed > at):
+            return f"an ack on the wrong channel: tag {tag} was delivered on channel {other.number}"
+    return "a tag this channel never delivered"
+
+
+def closes(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
+    out = []
+    targets: list[tuple[str, ChannelEpoch | None, dict[str, Any]]] = [
+        ("close.channel", epoch, epoch.close) for epoch in _epochs(conn) if epoch.close
+    ]
+    if conn.close:
+        targets.append(("close.connection", None, conn.close))
+    for code, epoch, close in targets:
+        reply = close.get("reply-code")
+        if reply in (0, 200, None):
+            continue
+        placed = ev.on_frame(conn.conn, close.get("frame"))
+        channel = epoch.number if epoch is not None else 0
+        name, cause, check = reply_cause(reply, close.get("reply-text"))
+        method = close.get("class-method")
+        named = _named(placed, method, channel)
+        evidence = [named.number if named else 0, close.get("frame") or 0]
+        # the queue the failed method named (a 404's missing queue), else the channel's
+        named_queue = str(named.fields["queue"]) if named and named.fields.get("queue") else None
+        detail = ""
+        if epoch is not None and close.get("cause-frame"):
+            evidence.insert(0, close["cause-frame"])
+            _frame, settle, tag = epoch.suspect or (0, "basic.ack", 0)
+            detail = (
+                f" The {settle} of delivery tag {tag} in frame {close['cause-frame']} named it:"
+                f" {_unknown_tag(conn, epoch, tag, close['cause-frame'])}."
+            )
+        elif named is not None:
+            detail = f" The {method} it refers to is frame {named.number}."
+        login = ev.found(conn.conn, "amqp091.login-refused")
+        if epoch is None and login:
+            code = "auth.refused"
+            start_ok = [s.number for s in login[0].before if s.name == "connection.start-ok"]
+            evidence = start_ok[-1:] + evidence
+            title = f"The broker refused the login of user {conn.user!r}: {reply} {name}"
+        elif epoch is not None:
+            title = f"Channel {epoch.number} closed by the {close.get('by')}: {reply} {name}" + (
+                f" on {method}" if method else ""
+            )
+        else:
+            title = f"Connection closed by the {close.get('by')}: {reply} {name}"
+        out.append(
+            make(
+                code,
+                title,
+                f"{close.get('reply-text')!s}. Likely cause: {cause}.{detail} Check {check}.",
+                conn=conn.conn,
+                channel=channel or None,
+                queue=named_queue or (queue_of(epoch) if epoch is not None else None),
+                start=placed.frame.ts if placed else None,
+                evidence=evidence,
+            )
+        )
+    return out
+
+
+def publishers(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
+    out = []
+    for placed in ev.found(conn.conn, "amqp091.publish-nacked"):
+        out.append(
+            make(
+                "publish.nacked",
+                f"The broker nacked publishes on channel {placed.frame.channel}",
+                f"{placed.finding.message}. A nack means the broker could not take"
+                " responsibility for the message (an internal error, or a queue's overflow"
+                " policy reject-publish); check the queue's length limits and the broker log.",
+                conn=conn.conn,
+                channel=placed.frame.channel,
+                start=placed.frame.ts,
+                evidence=[placed.frame.number],
+            )
+        )
+    for epoch in _epochs(conn):
+        for entry in epoch.returned:
+            returned = ev.on_frame(conn.conn, entry.get("frame"))
+            name, cause, check = reply_cause(entry.get("reply-code"), entry.get("reply-text"))
+            out.append(
+                make(
+                    "publish.returned",
+                    f"A publish to exchange {entry['exchange']!r} with routing key"
+                    f" {entry['routing-key']!r} came back: {entry['reply-code']} {name}",
+                    f"The broker returned a mandatory publish (basic.return): {cause}. Check"
+                    f" {check}.",
+                    conn=conn.conn,
+                    channel=epoch.number,
+                    start=returned.frame.ts if returned else None,
+                    evidence=[entry.get("publish-frame") or 0, entry.get("frame") or 0],
+                )
+            )
+    blocked = ev.found(conn.conn, "amqp091.blocked")
+    for period, placed in zip(conn.blocked, blocked, strict=False):
+        seconds = float(period.get("seconds") or 0.0)
+        unblocked = period.get("unblocked-frame")
+        out.append(
+            make(
+                "publish.blocked",
+                f"Publishing blocked by the broker for {seconds:.1f} s: {period.get('reason')}",
+                "The broker sent connection.blocked: a resource alarm (memory or disk) stops"
+                " every publishing connection; its publishes wait in TCP buffers."
+                + (
+                    f" connection.unblocked came in frame {unblocked}."
+                    if unblocked
+                    else " It was still blocked at the end."
+                )
+                + " Check the broker's memory and disk alarms and the queues that fill up.",
+                conn=conn.conn,
+                start=placed.frame.ts,
+                duration=seconds,
+                evidence=[period.get("frame") or 0, unblocked or 0],
+                ongoing=not unblocked,
+            )
+        )
+    return out
+
+
+def liveness(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
+    out = []
+    interval = conn.heartbeat
+    end = ev.ends.get(conn.conn)
+    # silences that ended with a frame (the tracker's findings), the longest per direction
+    longest: dict[str, tuple[float, Placed]] = {}
+    for placed in ev.found(conn.conn, "amqp091.heartbeat-missed"):
+        previous = placed.previous
+        if previous is None:
+            continue
+        gap = placed.frame.ts - previous.ts
+        direction = placed.frame.direction
+        if direction not in longest or gap > longest[direction][0]:
+            longest[direction] = (gap, placed)
+    silences = [(gap, p.frame.direction, p.previous, p.frame, False) for gap, p in longest.values()]
+    # a side that fell silent for good: from its last frame to the TCP end
+    if interval and end is not None:
+        for direction in (C2S, "s2c"):
+            last = ev.last_sent.get((conn.conn, direction))
+            if last is None or direction in longest:
+                continue
+            gap = end.ts - last.ts
+            if gap > causes.HEARTBEAT_INTERVALS * interval:
+                silences.append((gap, direction, last, end, True))
+    for gap, direction, last, after, for_good in silences:
+        who = _side(direction)
+        out.append(
+            make(
+                "liveness.heartbeat-missed",
+                f"The {who} sent nothing for {gap:.1f} s against a heartbeat of {interval} s",
+                f"After frame {last.number if last else '?'} the {who} was silent for"
+                f" {gap:.1f} s, {gap / interval:.1f} heartbeat intervals"
+                + (
+                    f"; the connection then ended ({(end.fields.get('event') if end else '')}"
+                    f" by {end.fields.get('by') if end else '?'})."
+                    if for_good
+                    else "."
+                )
+                + f" Its peer may declare the connection dead after {causes.HEARTBEAT_INTERVALS}"
+                " intervals. Check for a paused or overloaded process (GC, a blocked event"
+                " loop, SIGSTOP) or a network stall.",
+                conn=conn.conn,
+                start=last.ts if last else None,
+                duration=gap,
+                evidence=[last.number if last else 0, after.number],
+            )
+        )
+    if conn.dropped and end is not None:
+        what = end.fields
+        left = sum(e.unacked for e in _epochs(conn) if e.ended == "transport")
+        pending = sum(len(e.left_unconfirmed) for e in _epochs(conn) if e.ended == "transport")
+        flight = f"{left} deliveries unacked, {pending} publishes unconfirmed"
+        recent = ev.recent.get(conn.conn)
+        silent = [s for s in silences if s[4] and _side(s[1]) != what.get("by")]
+        why = (
+            f" It came after the {_side(silent[0][1])}'s silence of {silent[0][0]:.1f} s: its"
+            " peer gave up on it (missed heartbeats)."
+            if silent
+            else " A killed or crashed client, a broker dropping a connection it thought dead,"
+            " or a network device closing it; check the client's process and the broker's log."
+        )
+        out.append(
+            make(
+                "liveness.dropped",
+                f"TCP ended ({what.get('event')} by {what.get('by')}) with the connection open",
+                f"No connection.close was sent: the {what.get('by')} ended the TCP connection"
+                f" ({what.get('event')}) first, with {flight} in flight." + why,
+                conn=conn.conn,
+                start=end.ts,
+                evidence=[recent[-1].number if recent else 0, end.number],
+            )
+        )
+    return out
+
+
+def violations(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
+    out = []
+    for code, (rule, section) in causes.VIOLATIONS.items():
+        if not code.startswith("amqp091."):
+            continue
+        for placed in ev.found(conn.conn, code):
+            who = _side(placed.frame.direction)
+            out.append(
+                make(
+                    "spec.violation",
+                    f"The {who} broke a rule: {placed.frame.name} on channel"
+                    f" {placed.frame.channel}",
+                    f"{placed.finding.message}. Rule: {rule} ({section}). The {who} sent the"
+                    " frame, so the bug is on its side.",
+                    conn=conn.conn,
+                    channel=placed.frame.channel or None,
+                    start=placed.frame.ts,
+                    evidence=[placed.frame.number],
+                )
+            )
+    return out
+
+
+RULES: Final[tuple[Callable[[ConnectionTracker, Evidence], list[Diagnosis]], ...]] = (
+    stalled_consumers,
+    consumer_events,
+    left_at_end,
+    redeliveries,
+    closes,
+    publishers,
+    liveness,
+    violations,
+)

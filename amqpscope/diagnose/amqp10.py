@@ -1,0 +1,306 @@
+"""Diagnoses of one AMQP 1.0 connection, from its tracker's state and the evidence kept.
+
+Credit and window stalls come from the trackers' episode lists (start, length, open at the end);
+errors on close, end and detach are explained by their condition from `causes`; violations say
+which side sent the frame that broke a rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Final
+
+from amqpscope.diagnose import causes
+from amqpscope.diagnose.amqp091 import make
+from amqpscope.diagnose.evidence import Evidence, Placed, Seen
+from amqpscope.diagnose.model import Diagnosis
+from amqpscope.findings import INFO
+from amqpscope.track.amqp10.connection import ConnectionTracker
+from amqpscope.track.amqp10.link import Link
+from amqpscope.track.amqp10.rules import CLIENT, DIRECTION_OF, OTHER, SERVER, SIDE_OF
+from amqpscope.track.amqp10.session import Session
+
+#: the performative that carried an error -> the diagnosis code
+ERROR_CODES: Final = {"close": "close.connection", "end": "close.session", "detach": "close.link"}
+#: a performative carrying an error -> the peer's frames it most likely answers, the likeliest
+#: first (an end with not-found answers the attach the broker could not satisfy)
+ANSWERS: Final = {"detach": ("attach",), "end": ("attach", "begin"), "close": ("open",)}
+
+
+def _address(link: Link) -> str | None:
+    for side in (CLIENT, SERVER):
+        attach = link.attach[side]
+        if not attach:
+            continue
+        for key in ("source", "target") if link.sender == side else ("target", "source"):
+            value = attach.get(key)
+            if isinstance(value, dict) and isinstance(value.get("address"), str):
+                return str(value["address"])
+    return None
+
+
+def _links(conn: ConnectionTracker) -> list[tuple[Session, Link]]:
+    return [(session, link) for session in conn.sessions for link in session.links]
+
+
+def _flows(ev: Evidence, conn: int, session: Session, link: Link) -> list[Seen]:
+    """The last flows each end sent on the link, in frame order."""
+    out: list[Seen] = []
+    for side in (CLIENT, SERVER):
+        channel = session.half[side].channel
+        out += ev.link_flows(conn, DIRECTION_OF[side], channel, link.handle[side])
+    return sorted(out, key=lambda seen: seen.number)
+
+
+def credit(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
+    out = []
+    for session, link in _links(conn):
+        flows = _flows(ev, conn.conn, session, link)
+        address = _address(link)
+        channel = session.half[CLIENT].channel
+        sender = link.sender or "?"
+        for start, seconds, at_end in link.credit.starvation.periods:
+            before = [s.number for s in flows if s.ts <= start][-1:]
+            after = [s.number for s in flows if start < s.ts <= start + seconds + 1e-6][:1]
+            ending = (
+                "and it was still waiting when the link, connection or capture ended"
+                if at_end
+                else "until the receiver granted credit again"
+            )
+            granted = [s for s in flows if s.ts <= start and s.fields.get("available")][-1:]
+            waiting = (
+                f" (its flow in frame {granted[0].number} reported"
+                f" {granted[0].fields['available']} available)"
+                if granted
+                else ""
+            )
+            out.append(
+                make(
+                    "credit.starved",
+                    f"{link.label().capitalize()} starved of credit for {seconds:.1f} s"
+                    + (f" ({address})" if address else ""),
+                    f"The {sender}'s end had messages to send{waiting} but its link-credit"
+                    f" was 0, {ending}. The"
+                    f" receiving {OTHER.get(sender, 'peer')} stopped issuing credit: a consumer"
+                    " that stopped calling flow/receive, a full prefetch buffer, or a slow"
+                    " handler. Check the receiver's credit window and its processing.",
+                    conn=conn.conn,
+                    channel=channel,
+                    link=link.name,
+                    queue=address,
+                    start=start,
+                    duration=seconds,
+                    evidence=before + after,
+                    ongoing=at_end,
+                )
+            )
+        if link.credit.draining and link.ended is not None:
+            out.append(
+                make(
+                    "credit.drain-incomplete",
+                    f"A drain on {link.label()} never completed",
+                    "The receiver asked the sender to drain (use or give back its credit), and"
+                    " the sender never answered with a flow that did. A receiver waiting for"
+                    " the drain to finish waits forever; check the sender's drain support.",
+                    conn=conn.conn,
+                    channel=channel,
+                    link=link.name,
+                    queue=address,
+                    start=flows[-1].ts if flows else None,
+                    evidence=[s.number for s in flows[-2:]],
+                )
+            )
+    for session in conn.sessions:
+        for side, half in session.half.items():
+            for start, seconds, at_end in half.exhausted.periods:
+                out.append(
+                    make(
+                        "session.window-closed",
+                        f"The {side}'s session on channel {half.channel} had no window for"
+                        f" {seconds:.1f} s",
+                        f"The {OTHER[side]}'s incoming-window for the session was used up and"
+                        + (
+                            " never re-opened"
+                            if at_end
+                            else f" re-opened only after {seconds:.1f} s"
+                        )
+                        + f": the {side} could send no transfer on any of its links. Check"
+                        f" the {OTHER[side]}'s session window (incoming-window in begin/flow).",
+                        conn=conn.conn,
+                        channel=session.half[CLIENT].channel,
+                        start=start,
+                        duration=seconds,
+                        ongoing=at_end,
+                    )
+                )
+    return out
+
+
+def _answered(placed: Placed) -> Seen | None:
+    """The frame an error answers: the peer's attach/begin/open just before it, same channel."""
+    for wanted in ANSWERS.get(placed.frame.name, ()):
+        for seen in reversed(placed.before):
+            if seen.name == wanted and seen.direction != placed.frame.direction:
+                return seen
+    return None
+
+
+def errors(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
+    out = []
+    for placed in ev.found(conn.conn, "amqp10.error"):
+        error = placed.frame.fields.get("error")
+        condition = str(error.get("condition")) if isinstance(error, dict) else "?"
+        description = error.get("description") if isinstance(error, dict) else None
+        cause, check = causes.CONDITION_CAUSES.get(
+            condition, ("an error condition the table does not explain", "the description")
+        )
+        side = SIDE_OF.get(placed.frame.direction, "?")
+        answered = _answered(placed)
+        name = placed.frame.name
+        what = {"close": "closed the connection", "end": "ended the session"}.get(
+            name, "detached the link"
+        )
+        named = ""
+        address = None
+        if answered is not None and answered.name == "attach":
+            for key in ("source", "target"):
+                value = answered.fields.get(key)
+                if isinstance(value, dict) and isinstance(value.get("address"), str):
+                    address = address or str(value["address"])
+            named = f" The attach it answers is frame {answered.number}" + (
+                f" (address {address!r})." if address else "."
+            )
+        out.append(
+            make(
+                ERROR_CODES.get(name, "close.link"),
+                f"The {side} {what}: {condition}",
+                (f"{description}. " if description else "")
+                + f"Likely cause: {cause}.{named} Check {check}.",
+                conn=conn.conn,
+                channel=placed.frame.channel,
+                queue=address,
+                start=placed.frame.ts,
+                evidence=[answered.number if answered else 0, placed.frame.number],
+            )
+        )
+    for placed in ev.found(conn.conn, "amqp10.sasl-failed"):
+        init = [s.number for s in placed.before if s.name == "sasl-init"]
+        out.append(
+            make(
+                "auth.refused",
+                f"SASL authentication failed: {placed.frame.fields.get('code')}",
+                f"{placed.finding.message}. The server refused the credentials (or the"
+                " mechanism); check the user name, password and the broker's auth backends.",
+                conn=conn.conn,
+                start=placed.frame.ts,
+                evidence=[*init[-1:], placed.frame.number],
+            )
+        )
+    for placed in ev.found(conn.conn, "amqp10.rejected"):
+        out.append(
+            make(
+                "delivery.rejected",
+                f"A delivery was rejected on channel {placed.frame.channel}",
+                f"{placed.finding.message}. The receiver refused the message with an error;"
+                " it is not redelivered. Check the message against the receiver's checks.",
+                conn=conn.conn,
+                channel=placed.frame.channel,
+                start=placed.frame.ts,
+                evidence=[placed.frame.number],
+            )
+        )
+    return out
+
+
+def left_at_end(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
+    out = []
+    for placed in ev.found(conn.conn, "amqp10.unsettled-at-end"):
+        out.append(
+            make(
+                "delivery.unsettled-at-end",
+                f"Deliveries left unsettled on channel {placed.frame.channel}",
+                f"{placed.finding.message}. Unsettled deliveries of a link that ends are"
+                " sent again on the next link (duplicates) unless resumed; check that the"
+                " receiver settles every delivery before detaching.",
+                conn=conn.conn,
+                channel=placed.frame.channel,
+                start=placed.frame.ts,
+                evidence=[placed.frame.number],
+            )
+        )
+    return out
+
+
+def liveness(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
+    out = []
+    for placed in ev.found(conn.conn, "amqp10.heartbeat-late"):
+        previous = placed.previous
+        gap = placed.frame.ts - previous.ts if previous else 0.0
+        side = SIDE_OF.get(placed.frame.direction, "?")
+        out.append(
+            make(
+                "liveness.heartbeat-missed",
+                f"The {side} sent nothing for {gap:.1f} s, past its peer's idle-time-out",
+                f"{placed.finding.message}. The peer may close the connection"
+                " (amqp:resource-limit-exceeded, idle-timeout). Check for a paused or"
+                " overloaded process, or a client that does not send empty frames.",
+                conn=conn.conn,
+                start=previous.ts if previous else None,
+                duration=gap,
+                evidence=[previous.number if previous else 0, placed.frame.number],
+            )
+        )
+    end = ev.ends.get(conn.conn)
+    if conn.dropped and end is not None:
+        last = ev.recent.get(conn.conn)
+        out.append(
+            make(
+                "liveness.dropped",
+                f"TCP ended ({end.fields.get('event')} by {end.fields.get('by')}) with the"
+                " connection open",
+                "No close was sent: "
+                + next(
+                    (p.finding.message for p in ev.found(conn.conn, "amqp10.transport-closed")),
+                    "the TCP connection ended first",
+                )
+                + ". A killed or crashed peer, or a network device closing the connection.",
+                conn=conn.conn,
+                start=end.ts,
+                evidence=[last[-1].number if last else 0, end.number],
+            )
+        )
+    return out
+
+
+def violations(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
+    out = []
+    for code, (rule, section) in causes.VIOLATIONS.items():
+        if not code.startswith("amqp10."):
+            continue
+        for placed in ev.found(conn.conn, code):
+            side = SIDE_OF.get(placed.frame.direction, "?")
+            harmless = placed.frame.name in causes.HARMLESS.get(code, ())
+            diagnosis = make(
+                "spec.violation",
+                f"The {side} broke a rule: {placed.frame.name} on channel {placed.frame.channel}",
+                f"{placed.finding.message}. Rule: {rule} ({section}). The {side} sent the"
+                " frame, so the bug is on its side."
+                + (" Harmless: the connection was closing anyway." if harmless else ""),
+                conn=conn.conn,
+                channel=placed.frame.channel,
+                start=placed.frame.ts,
+                evidence=[placed.frame.number],
+            )
+            if harmless:
+                diagnosis.severity = INFO
+            out.append(diagnosis)
+    return out
+
+
+RULES: Final[tuple[Callable[[ConnectionTracker, Evidence], list[Diagnosis]], ...]] = (
+    credit,
+    errors,
+    left_at_end,
+    liveness,
+    violations,
+)

@@ -1,0 +1,151 @@
+"""What the rules need of the frames themselves, kept while the frames pass (sans-IO, bounded).
+
+The trackers keep state; a diagnosis also names frames (the declare a close refers to, the last
+frame before a silence, the flows of a starved link). `Evidence` is fed every frame after the
+tracker has placed its findings on it, and keeps only: the findings with their frame's time and
+the few frames of the same channel just before, the last frame each direction sent, the last
+flows of each 1.0 link, redelivered deliveries, and each connection's TCP end. Everything is
+capped, so a live capture that runs for hours stays small.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Final
+
+from amqpscope.codec.frames import TRANSPORT, Frame
+from amqpscope.findings import Finding
+
+#: frames remembered per connection, to name what came just before a finding
+RECENT: Final = 48
+#: frames of the finding's channel kept with it
+BEFORE: Final = 8
+#: findings kept with their evidence; connections followed
+MAX_PLACED: Final = 10_000
+MAX_CONNECTIONS: Final = 10_000
+#: flows remembered per 1.0 link end, redelivered deliveries per connection
+FLOWS: Final = 4
+MAX_REDELIVERED: Final = 16
+
+
+@dataclass(slots=True)
+class Seen:
+    """A frame as evidence: where and when, its name and fields (no payload)."""
+
+    number: int
+    ts: float
+    direction: str
+    channel: int | None
+    name: str
+    fields: dict
+
+    @classmethod
+    def of(cls, frame: Frame) -> Seen:
+        return cls(frame.number, frame.ts, frame.direction, frame.channel, frame.name, frame.fields)
+
+
+@dataclass(slots=True)
+class Placed:
+    """A tracker finding on the frame that raised it, with that channel's frames just before."""
+
+    finding: Finding
+    frame: Seen
+    before: list[Seen] = field(default_factory=list)
+    previous: Seen | None = None  # the frame its direction sent before this one
+
+
+class Evidence:
+    def __init__(self) -> None:
+        self.recent: dict[int, deque[Seen]] = {}
+        self.last_sent: dict[tuple[int, str], Seen] = {}
+        self.placed: dict[int, list[Placed]] = {}  # conn -> its findings, in frame order
+        self.kept = 0  # findings kept, across connections
+        self.ends: dict[int, Seen] = {}  # conn -> its TCP end (a transport record)
+        self.flows: dict[tuple[int, str, int | None, object], deque[Seen]] = {}
+        self.redelivered: dict[int, list[Seen]] = {}
+        self.first_ts: float | None = None
+        self.last_ts = 0.0
+
+    def feed(self, frame: Frame) -> None:
+        if self.first_ts is None:
+            self.first_ts = frame.ts
+        self.last_ts = frame.ts
+        conn = frame.conn
+        seen = Seen.of(frame)
+        if frame.kind == TRANSPORT:
+            self.ends.setdefault(conn, seen)
+            self._place(frame, seen, None)
+            return
+        recent = self.recent.get(conn)
+        if recent is None:
+            if len(self.recent) >= MAX_CONNECTIONS:
+                return
+            recent = self.recent[conn] = deque(maxlen=RECENT)
+        key = (conn, frame.direction)
+        previous = self.last_sent.get(key)
+        if frame.findings:
+            self._place(frame, seen, previous, recent)
+        recent.append(seen)
+        self.last_sent[key] = seen
+        name = frame.name
+        if name == "flow" and "handle" in frame.fields:
+            flow_key = (conn, frame.direction, frame.channel, frame.fields.get("handle"))
+            flows = self.flows.get(flow_key)
+            if flows is None:
+                flows = self.flows[flow_key] = deque(maxlen=FLOWS)
+            flows.append(seen)
+        elif name in ("basic.deliver", "basic.get-ok") and frame.fields.get("redelivered"):
+            kept = self.redelivered.setdefault(conn, [])
+            if len(kept) < MAX_REDELIVERED:
+                kept.append(seen)
+
+    def _place(
+        self,
+        frame: Frame,
+        seen: Seen,
+        previous: Seen | None,
+        recent: deque[Seen] | None = None,
+    ) -> None:
+        if self.kept >= MAX_PLACED:
+            return
+        before: list[Seen] = []
+        if recent is not None:
+            channel = frame.channel
+            # a 0-9-1 channel 0 (and a frame with no channel: SASL, headers) concerns the whole
+            # connection; a 1.0 channel 0 is a session like any other
+            whole = channel is None or (channel == 0 and frame.version != "1.0")
+            before = [s for s in recent if whole or s.channel == channel][-BEFORE:]
+        placed = self.placed.setdefault(frame.conn, [])
+        for found in frame.findings:
+            placed.append(Placed(found, seen, before, previous))
+            self.kept += 1
+
+    def forget(self, conn: int) -> None:
+        """The connection was diagnosed and forgotten (live capture): drop what it left here."""
+        self.recent.pop(conn, None)
+        self.ends.pop(conn, None)
+        self.redelivered.pop(conn, None)
+        self.kept -= len(self.placed.pop(conn, ()))
+        for key in [k for k in self.last_sent if k[0] == conn]:
+            del self.last_sent[key]
+        for flow in [k for k in self.flows if k[0] == conn]:
+            del self.flows[flow]
+
+    # -- what the rules ask ----------------------------------------------------------------
+    def found(self, conn: int, code: str) -> list[Placed]:
+        return [p for p in self.placed.get(conn, ()) if p.finding.code == code]
+
+    def on_frame(self, conn: int, number: int | None) -> Placed | None:
+        """The first finding placed on frame `number` of `conn`."""
+        if not number:
+            return None
+        for placed in self.placed.get(conn, ()):
+            if placed.frame.number == number:
+                return placed
+        return None
+
+    def link_flows(
+        self, conn: int, direction: str, channel: int | None, handle: object
+    ) -> list[Seen]:
+        return list(self.flows.get((conn, direction, channel, handle), ()))

@@ -1,0 +1,160 @@
+"""Stalls while they happen (live capture): each is reported once it has lasted STALL_SECONDS,
+and again when it ends, with its length.
+
+Read from the trackers' open episodes: a 0-9-1 channel at its prefetch limit, a blocked
+connection, a 1.0 link with no credit while its sender has messages. The finished episode's
+numbers are the tracker's own (`ChannelEpoch.stalls`, `blocked`, `Episodes.periods`), so the
+"ended" report says what `diagnose` says of the same capture afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Final
+
+from amqpscope.diagnose import causes
+from amqpscope.diagnose.amqp091 import make, queue_of
+from amqpscope.diagnose.model import Diagnosis
+from amqpscope.track import amqp091, amqp10
+from amqpscope.track.amqp10.rules import CLIENT
+from amqpscope.track.tracker import Tracker
+
+BEGAN: Final = "began"
+ENDED: Final = "ended"
+#: key of an open episode: (kind, connection, where, its start)
+Key = tuple[str, int, object, float]
+
+
+def _open_091(conn: amqp091.ConnectionTracker, now: float) -> Iterator[tuple[Key, Diagnosis]]:
+    for epoch in conn.channels.values():
+        since = epoch.saturated_since
+        if since is None:
+            continue
+        seconds = now - since
+        limit = epoch.saturated_limit
+        yield (
+            ("stall", conn.conn, (epoch.number, epoch.epoch), since),
+            make(
+                "consumer.stalled",
+                f"Consumer on channel {epoch.number} stopped: {len(epoch.outstanding)} of"
+                f" {limit} prefetched messages unacked for {seconds:.1f} s so far",
+                f"The channel reached its prefetch limit of {limit} at frame"
+                f" {epoch.saturated_frame} and the client has acked nothing since.",
+                conn=conn.conn,
+                channel=epoch.number,
+                queue=queue_of(epoch),
+                start=since,
+                duration=seconds,
+                evidence=[epoch.saturated_frame],
+                ongoing=True,
+            ),
+        )
+    since = conn.blocked_since
+    if since is not None:
+        seconds = now - since
+        yield (
+            ("blocked", conn.conn, 0, since),
+            make(
+                "publish.blocked",
+                f"Publishing blocked by the broker for {seconds:.1f} s so far:"
+                f" {conn.blocked_reason}",
+                "The broker sent connection.blocked (a resource alarm) and has not unblocked"
+                " the connection yet.",
+                conn=conn.conn,
+                start=since,
+                duration=seconds,
+                evidence=[conn.blocked_frame],
+                ongoing=True,
+            ),
+        )
+
+
+def _open_10(conn: amqp10.ConnectionTracker, now: float) -> Iterator[tuple[Key, Diagnosis]]:
+    for session in conn.sessions:
+        for link in session.links:
+            since = link.credit.starvation.since
+            if since is None:
+                continue
+            seconds = now - since
+            yield (
+                ("credit", conn.conn, (id(session), link.name), since),
+                make(
+                    "credit.starved",
+                    f"{link.label().capitalize()} without credit for {seconds:.1f} s so far",
+                    "Its sender has messages to send and the receiver has granted no credit since.",
+                    conn=conn.conn,
+                    channel=session.half[CLIENT].channel,
+                    link=link.name,
+                    start=since,
+                    duration=seconds,
+                    ongoing=True,
+                ),
+            )
+
+
+class Watch:
+    """Call `check(tracker, now)` after frames are tracked and about once a second."""
+
+    def __init__(self) -> None:
+        self.reported: dict[Key, Diagnosis] = {}
+
+    def check(self, tracker: Tracker, now: float) -> list[tuple[str, Diagnosis]]:
+        """(BEGAN or ENDED, diagnosis) for each stall that passed the threshold or ended."""
+        out: list[tuple[str, Diagnosis]] = []
+        current: set[Key] = set()
+        for conn in tracker.connections.values():
+            if isinstance(conn, amqp091.ConnectionTracker):
+                found = _open_091(conn, now)
+            else:
+                found = _open_10(conn, now)
+            for key, diagnosis in found:
+                current.add(key)
+                if key not in self.reported and diagnosis.duration >= causes.STALL_SECONDS:
+                    self.reported[key] = diagnosis
+                    out.append((BEGAN, diagnosis))
+        for key in [k for k in self.reported if k not in current]:
+            began = self.reported.pop(key)
+            out.append((ENDED, self._ended(tracker, key, began, now)))
+        return out
+
+    @staticmethod
+    def _ended(tracker: Tracker, key: Key, began: Diagnosis, now: float) -> Diagnosis:
+        """The episode as the tracker closed it (its length and last frame), or as far as it
+        was seen when its connection was forgotten."""
+        kind, conn_id, where, since = key
+        conn = tracker.connections.get(conn_id)
+        seconds = now - since
+        last = 0
+        if isinstance(conn, amqp091.ConnectionTracker):
+            if kind == "stall":
+                for epoch in conn.epochs:
+                    for stall in epoch.stalls:
+                        if (epoch.number, epoch.epoch) == where and stall[0] == since:
+                            seconds, last = stall[2] - since, stall[3]
+            elif conn.blocked:
+                period = conn.blocked[-1]
+                seconds = float(period.get("seconds") or seconds)
+                last = period.get("unblocked-frame") or 0
+        elif isinstance(conn, amqp10.ConnectionTracker):
+            for session in conn.sessions:
+                for link in session.links:
+                    if (id(session), link.name) != where:
+                        continue
+                    for start, length, _at_end in link.credit.starvation.periods:
+                        if start == since:
+                            seconds = length
+        title = began.title.split(" for ")[0].replace(" so far", "")
+        words = {"stall": "acked again", "blocked": "unblocked", "credit": "credit came"}
+        return make(
+            began.code,
+            f"{title} ended after {seconds:.1f} s",
+            f"The stall that began at frame {began.evidence[0] if began.evidence else '?'}"
+            f" ended: the {words[kind]}" + (f" in frame {last}." if last else "."),
+            conn=began.conn,
+            channel=began.channel,
+            link=began.link,
+            queue=began.queue,
+            start=since,
+            duration=seconds,
+            evidence=[*began.evidence, last],
+        )

@@ -1,0 +1,315 @@
+"""`amqpscope diagnose` on every recorded capture, against the scenario's ground truth.
+
+The ground truth (captures/NAME.json, `expect`) was counted by the client while the scenario
+ran. Each diagnosis is checked against it: the reply codes and conditions the client saw, the
+routing key it published, the count it left unacked; each evidence frame is checked by what
+`amqpscope read --json` says that frame is (a declare, the ack of tag 999, the close with the
+client's code), not by a frame number written here. Every other capture is a happy path and
+must give no warning or error diagnosis.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from amqpscope.cli import main
+from tests.oracle import keys_for
+
+CAPTURES = Path(__file__).resolve().parent.parent / "captures"
+FILES = sorted(p for p in CAPTURES.iterdir() if p.suffix in (".pcap", ".pcapng", ".log"))
+
+#: the warning and error diagnoses each capture gives (code -> count), and why they are true;
+#: every capture not named here gives none
+WARNED: dict[str, dict[str, int]] = {
+    "091-channel-errors": {"close.channel": 3, "spec.violation": 1},  # ack of tag 999
+    "091-confirms-return": {"publish.returned": 1},
+    "091-hostile-names": {"close.channel": 1},  # 404 for the missing queue
+    "091-html-names": {"close.channel": 1},  # as 091-hostile-names, with markup in the name
+    "091-killed-consumer": {"delivery.unacked-at-end": 1, "liveness.dropped": 1},
+    "091-refused-login": {"auth.refused": 1},
+    "10-bad-address": {"close.session": 2},
+    "10-sasl-failed": {"auth.refused": 1},
+    "10-outcomes": {"close.session": 1},  # modified is not supported by RabbitMQ 3.10
+    "10-transaction": {"close.session": 1},  # transactions not supported
+    # RabbitMQ's classic queue crashed on the drain (internal-error): the drain never completed
+    "10-drain-classic": {"close.session": 1, "credit.drain-incomplete": 1},
+    # RabbitMQ completes the drain, then sends 3 transfers with no credit: its bug
+    "10-drain": {"spec.violation": 1},
+    "10-peer-to-peer": {"delivery.rejected": 3},  # the listener rejects p1, p5, p9
+    "10-tls-inband": {"delivery.rejected": 3},  # as 10-peer-to-peer, after the TLS upgrade
+    # captures/scenarios/diagnose.py: each records the trouble it is named for
+    "091-stalled-consumer": {"consumer.stalled": 1},
+    "091-blocked-publisher": {"publish.blocked": 1},
+    "091-missed-heartbeats": {"liveness.heartbeat-missed": 1, "liveness.dropped": 1},
+    "10-credit-starved": {"credit.starved": 1},
+    "091-bad-acks": {"close.channel": 3, "spec.violation": 3},
+}
+#: a duration measured by the client agrees with the capture's within this fraction
+WITHIN = 0.10
+
+
+def run(*args: str) -> Any:
+    result = CliRunner().invoke(main, list(args))
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def keyed(path: Path) -> list[str]:
+    keys = keys_for(path)
+    return ["--keylog", str(keys)] if keys else []
+
+
+@cache
+def diagnoses_of(name: str) -> list[dict[str, Any]]:
+    path = CAPTURES / name
+    return json.loads(run("diagnose", str(path), "--json", *keyed(path)))["diagnoses"]
+
+
+@cache
+def frames_of(name: str) -> dict[int, dict[str, Any]]:
+    path = CAPTURES / name
+    lines = run("read", str(path), "--json", *keyed(path)).splitlines()
+    records = [json.loads(line) for line in lines]
+    return {r["frame"]: r for r in records if "frame" in r}
+
+
+def expect(stem: str) -> dict[str, Any]:
+    return json.loads((CAPTURES / f"{stem}.json").read_text())["expect"]
+
+
+def of_code(name: str, code: str) -> list[dict[str, Any]]:
+    return [d for d in diagnoses_of(name) if d["code"] == code]
+
+
+def evidence(name: str, diagnosis: dict[str, Any]) -> list[dict[str, Any]]:
+    frames = frames_of(name)
+    return [frames[number] for number in diagnosis["evidence"]]
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_warnings_only_where_the_scenario_went_wrong(path: Path) -> None:
+    found = diagnoses_of(path.name)
+    serious = Counter(d["code"] for d in found if d["severity"] in ("warning", "error"))
+    assert dict(serious) == WARNED.get(path.stem.split(".")[0], {})
+    for diagnosis in found:  # the shape every consumer reads
+        assert diagnosis["title"] and diagnosis["explanation"]
+        assert diagnosis["evidence"] == sorted(set(diagnosis["evidence"]))
+        assert all(n in frames_of(path.name) for n in diagnosis["evidence"])
+        assert diagnosis["duration"] >= 0
+
+
+def test_ranked_most_severe_first() -> None:
+    for path in FILES:
+        ranks = [("error", "warning", "info").index(d["severity"]) for d in diagnoses_of(path.name)]
+        assert ranks == sorted(ranks), path.name
+
+
+def test_channel_errors_each_explained_with_the_method_that_caused_it() -> None:
+    name = "091-channel-errors.pcap"
+    truth = expect("091-channel-errors")["channel_errors"]
+    closes = sorted(of_code(name, "close.channel"), key=lambda d: d["start"])
+    assert [d["channel"] for d in closes] == [e["channel"] for e in truth]
+    for diagnosis, error in zip(closes, truth, strict=True):
+        frames = evidence(name, diagnosis)
+        close = frames[-1]
+        assert close["name"] == "channel.close" and close["dir"] == "s2c"
+        assert close["fields"]["reply-code"] == error["code"]
+        assert close["fields"]["reply-text"] == error["text"]
+        cause = frames[0]
+        assert cause["dir"] == "c2s" and cause["channel"] == error["channel"]
+        # the trigger the client wrote down: "queue.declare ...", "basic.ack delivery_tag=999"
+        assert cause["name"] == error["trigger"].split()[0]
+        assert str(error["code"]) in diagnosis["title"]
+    inequivalent, reserved, unknown = closes
+    assert "inequivalent" in inequivalent["explanation"]
+    assert "amq." in reserved["explanation"]
+    ack = evidence(name, unknown)[0]
+    assert ack["fields"]["delivery-tag"] == 999
+    assert "never delivered" in unknown["explanation"]  # "(never delivered)" in the trigger
+    (violation,) = of_code(name, "spec.violation")
+    assert violation["evidence"] == [ack["frame"]] and "client" in violation["title"]
+
+
+def test_missing_queue_names_the_declare() -> None:
+    name = "091-hostile-names.pcap"
+    (diagnosis,) = of_code(name, "close.channel")
+    declare, close = evidence(name, diagnosis)
+    missing = expect("091-hostile-names")["missing_queue"]
+    assert declare["name"] == "queue.declare" and declare["fields"]["queue"] == missing
+    assert diagnosis["queue"] == missing  # the queue the close is about, not the channel's last
+    assert close["fields"]["reply-code"] == 404
+
+
+def test_returned_publish_with_exchange_and_routing_key() -> None:
+    name = "091-confirms-return.pcap"
+    (detail,) = expect("091-confirms-return")["return_details"]
+    (diagnosis,) = of_code(name, "publish.returned")
+    publish, returned = evidence(name, diagnosis)
+    assert publish["name"] == "basic.publish" and returned["name"] == "basic.return"
+    assert publish["fields"]["routing-key"] == detail["routing_key"]
+    assert returned["fields"]["reply-code"] == detail["reply_code"]
+    assert repr(detail["routing_key"]) in diagnosis["title"]
+    assert str(detail["reply_code"]) in diagnosis["title"]
+
+
+def test_refused_logins() -> None:
+    name = "091-refused-login.pcap"
+    (error,) = expect("091-refused-login")["connection_errors"]
+    (diagnosis,) = of_code(name, "auth.refused")
+    start_ok, close = evidence(name, diagnosis)
+    assert start_ok["name"] == "connection.start-ok"
+    assert close["fields"]["reply-code"] == error["code"] == 403
+    name = "10-sasl-failed.pcap"
+    (diagnosis,) = of_code(name, "auth.refused")
+    init, outcome = evidence(name, diagnosis)
+    assert init["name"] == "sasl-init" and outcome["name"] == "sasl-outcome"
+    assert expect("10-sasl-failed")["sasl_outcome"] in diagnosis["title"]
+
+
+def test_killed_consumer_left_its_prefetch_unacked() -> None:
+    name = "091-killed-consumer.pcap"
+    truth = expect("091-killed-consumer")
+    (unacked,) = of_code(name, "delivery.unacked-at-end")
+    assert unacked["title"].startswith(f"{truth['unacked_when_killed']} deliveries")
+    (dropped,) = of_code(name, "liveness.dropped")
+    end = evidence(name, dropped)[-1]
+    assert end["kind"] == "transport"
+    assert unacked["evidence"] == [end["frame"]]
+    assert f"{truth['unacked_when_killed']} deliveries unacked" in dropped["explanation"]
+
+
+def test_session_errors_name_the_attach_and_its_address() -> None:
+    name = "10-bad-address.pcap"
+    truth = expect("10-bad-address")
+    ends = sorted(of_code(name, "close.session"), key=lambda d: d["start"])
+    assert [e["condition"] for e in truth["session_errors"]] == [
+        d["title"].rsplit(": ", 1)[1] for d in ends
+    ]
+    for diagnosis in ends:
+        attach, end = evidence(name, diagnosis)
+        assert attach["name"] == "attach" and end["name"] == "end"
+        assert attach["channel"] == end["channel"]
+        assert diagnosis["queue"] == attach["fields"]["source"]["address"]
+        assert diagnosis["queue"] in truth["addresses"]
+    for stem in ("10-outcomes", "10-transaction", "10-drain-classic"):
+        (error,) = expect(stem)["session_errors"]
+        (diagnosis,) = of_code(f"{stem}.pcap", "close.session")
+        assert diagnosis["title"].endswith(error["condition"])
+
+
+def test_rejections_and_redeliveries_counted_as_the_client_saw_them() -> None:
+    for stem in ("10-peer-to-peer",):
+        truth = expect(stem)["rejection_conditions"]
+        assert len(of_code(f"{stem}.pcap", "delivery.rejected")) == len(truth)
+    (redelivered,) = of_code("091-ack-nack-reject.pcap", "delivery.redelivered")
+    count = expect("091-ack-nack-reject")["redeliveries"]
+    assert redelivered["title"].startswith(f"{count} deliveries")
+    (frame,) = evidence("091-ack-nack-reject.pcap", redelivered)
+    assert frame["name"] == "basic.deliver" and frame["fields"]["redelivered"] is True
+
+
+def test_broker_sending_without_credit_is_the_brokers_violation() -> None:
+    violation, harmless = of_code("10-drain.pcap", "spec.violation")  # ranked: info last
+    assert violation["severity"] == "warning" and harmless["severity"] == "info"
+    (detach,) = evidence("10-drain.pcap", harmless)
+    assert detach["name"] == "detach"  # after the broker's close: info, not a warning
+    (transfer,) = evidence("10-drain.pcap", violation)
+    assert transfer["name"] == "transfer" and transfer["dir"] == "s2c"
+    assert "server" in violation["title"] and "2.6.7" in violation["explanation"]
+
+
+def close_to(measured: float, truth: float) -> bool:
+    return abs(measured - truth) <= WITHIN * truth
+
+
+def test_stalled_consumer_as_long_as_the_client_held_its_acks() -> None:
+    name = "091-stalled-consumer.pcap"
+    truth = expect("091-stalled-consumer")
+    (stall,) = of_code(name, "consumer.stalled")
+    assert close_to(stall["duration"], truth["stall"]["seconds"])
+    assert abs(stall["start"] - truth["stall"]["started"]) < 0.1  # the same moment
+    held = len(truth["unacked_in_stall"])
+    assert stall["title"].startswith(
+        f"Consumer on channel 1 stopped: {held} of {truth['prefetch_count']} prefetched"
+    )
+    last_ack, filled, resumed = evidence(name, stall)
+    assert last_ack["name"] == "basic.ack"
+    assert last_ack["fields"]["delivery-tag"] == truth["last_ack_before_stall_tag"]
+    assert filled["name"] == "basic.deliver"
+    assert filled["fields"]["delivery-tag"] == max(truth["unacked_in_stall"])
+    assert resumed["name"] == "basic.ack"
+    assert resumed["fields"]["delivery-tag"] == min(truth["unacked_in_stall"])
+    assert not stall["ongoing"]
+
+
+def test_blocked_publisher_for_as_long_as_pika_was_told() -> None:
+    name = "091-blocked-publisher.pcap"
+    truth = expect("091-blocked-publisher")["blocked"]
+    (blocked,) = of_code(name, "publish.blocked")
+    assert close_to(blocked["duration"], truth["seconds"])
+    assert truth["reason"] in blocked["title"]
+    start, end = evidence(name, blocked)
+    assert start["name"] == "connection.blocked" and end["name"] == "connection.unblocked"
+    assert start["fields"]["reason"] == truth["reason"]
+
+
+def test_paused_client_missed_its_heartbeats_until_the_broker_gave_up() -> None:
+    name = "091-missed-heartbeats.pcap"
+    truth = expect("091-missed-heartbeats")
+    (missed,) = of_code(name, "liveness.heartbeat-missed")
+    silence = truth["silence"]["seconds"]
+    assert close_to(missed["duration"], silence)
+    assert silence > 2 * truth["negotiated_heartbeat"]
+    assert f"heartbeat of {truth['negotiated_heartbeat']} s" in missed["title"]
+    assert "client" in missed["title"]
+    last, end = evidence(name, missed)
+    assert last["name"] == "queue.declare" and last["dir"] == "c2s"  # its last frame
+    assert end["kind"] == "transport" and end["fields"]["by"] == "server"
+    (dropped,) = of_code(name, "liveness.dropped")
+    assert dropped["evidence"][-1] == end["frame"]
+    assert "after the client's silence" in dropped["explanation"]
+
+
+def test_receiver_that_stopped_granting_credit_starved_the_broker() -> None:
+    name = "10-credit-starved.pcap"
+    truth = expect("10-credit-starved")
+    (starved,) = of_code(name, "credit.starved")
+    assert close_to(starved["duration"], truth["starvation"]["seconds"])
+    assert abs(starved["start"] - truth["starvation"]["started"]) < 0.1
+    assert starved["link"] == "amqpscope-starved" and starved["queue"].endswith(".q")
+    granted, resumed = evidence(name, starved)
+    first, rest = truth["credit_granted"]
+    assert granted["name"] == "flow" and granted["dir"] == "s2c"  # the broker's answer
+    assert granted["fields"]["link-credit"] == first
+    assert granted["fields"]["available"] >= truth["waiting_when_starved"]
+    assert resumed["name"] == "flow" and resumed["dir"] == "c2s"
+    assert resumed["fields"]["link-credit"] == rest
+    assert not starved["ongoing"]
+
+
+#: the trigger the client wrote down -> the words the diagnosis must find for it
+ACK_CAUSES = {
+    "double ack": "a double ack",
+    "delivered on channel 2": "wrong channel: tag 1 was delivered on channel 2",
+    "reopened": "after the channel was reopened",
+}
+
+
+def test_unknown_delivery_tags_each_traced_to_how_the_client_got_it_wrong() -> None:
+    name = "091-bad-acks.pcap"
+    truth = expect("091-bad-acks")["channel_errors"]
+    closes = sorted(of_code(name, "close.channel"), key=lambda d: d["start"])
+    assert [d["channel"] for d in closes] == [e["channel"] for e in truth]
+    for diagnosis, error in zip(closes, truth, strict=True):
+        ack, close = evidence(name, diagnosis)
+        assert ack["name"] == "basic.ack" and ack["channel"] == error["channel"]
+        assert close["fields"]["reply-text"] == error["text"]
+        (words,) = [w for key, w in ACK_CAUSES.items() if key in error["trigger"]]
+        assert words in diagnosis["explanation"]

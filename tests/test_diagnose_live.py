@@ -1,0 +1,99 @@
+"""`amqpscope live --diagnose` against the real broker: a consumer that stops acking at its
+prefetch is reported while it is stalled (before the client acks again) and once more when it
+acks, with the stall's length as the client measured it.
+
+Runs under the broker lock (captures on `lo`, which the other recordings share), with its own
+queue name.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.test_live import LiveProcess
+
+QUEUE = "amqpscope.test-diagnose-live.q"
+PREFETCH = 2
+STALL = 3.0
+
+
+@pytest.fixture
+def broker_lock() -> Iterator[None]:
+    with open("/tmp/amqpscope-broker.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def stalls(proc: LiveProcess) -> list[dict[str, Any]]:
+    records = [json.loads(line) for line in proc.out.read_text().splitlines() if line]
+    return [
+        r
+        for r in records
+        if r.get("code") == "consumer.stalled" and r.get("queue") == QUEUE and "diagnosis" in r
+    ]
+
+
+@pytest.mark.broker
+def test_a_stall_is_reported_while_it_happens_and_when_it_ends(
+    tmp_path: Path, broker_lock: None
+) -> None:
+    pika = pytest.importorskip("pika")
+    proc = LiveProcess(tmp_path, "lo", "-f", "tcp port 5672", "--json", "--diagnose")
+    try:
+        conn = pika.BlockingConnection(pika.ConnectionParameters("127.0.0.1", 5672))
+        ch = conn.channel()
+        ch.queue_delete(QUEUE)
+        ch.queue_declare(QUEUE)
+        ch.basic_qos(prefetch_count=PREFETCH)
+        for i in range(PREFETCH + 2):
+            ch.basic_publish("", QUEUE, f"m{i}".encode())
+        held: list[int] = []
+        arrived: list[float] = []
+
+        def on_message(_ch: Any, method: Any, _props: Any, _body: bytes) -> None:
+            held.append(method.delivery_tag)
+            arrived.append(time.time())
+
+        ch.basic_consume(QUEUE, on_message)
+        deadline = time.monotonic() + 15
+        while len(held) < PREFETCH and time.monotonic() < deadline:
+            conn.process_data_events(time_limit=0.05)
+        assert len(held) == PREFETCH
+        began = arrived[-1]  # the delivery that filled the prefetch window
+        while time.time() < began + STALL:
+            conn.process_data_events(time_limit=0.05)
+        during = stalls(proc)  # read before the client acks: the stall is still on
+        acked = time.time()
+        ch.basic_ack(held[-1], multiple=True)
+        deadline = time.monotonic() + 15
+        while len(held) < PREFETCH + 2 and time.monotonic() < deadline:
+            conn.process_data_events(time_limit=0.05)
+        ch.basic_ack(held[-1], multiple=True)
+        ch.queue_delete(QUEUE)
+        conn.close()
+        deadline = time.monotonic() + 10
+        while len(stalls(proc)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        proc.stop()
+    assert [r["diagnosis"] for r in during] == ["began"]
+    (report,) = during
+    assert report["ongoing"] is True and report["duration"] >= 1.0
+    assert abs(report["start"] - began) < 0.2
+    assert stalls(proc)[0] == report
+    ended = stalls(proc)[1]
+    assert ended["diagnosis"] == "ended" and not ended["ongoing"]
+    truth = acked - began
+    assert abs(ended["duration"] - truth) <= 0.1 * truth
+    final = [json.loads(line) for line in proc.out.read_text().splitlines() if line][-1]
+    assert any(d["code"] == "consumer.stalled" and d["queue"] == QUEUE for d in final["diagnoses"])
