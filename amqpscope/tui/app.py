@@ -346,7 +346,9 @@ class AmqpScope(App[int]):
         self.push_screen(HelpScreen())
 
     def action_diagnoses(self) -> None:
-        found = seams.diagnoses(self._summary_with_unplaced())
+        found = self.loading.diagnoses
+        if found is None:  # still reading: what the trackers found so far
+            found = seams.diagnoses(self._summary_with_unplaced())
 
         def answer(number: int | None) -> None:
             if number is not None:

@@ -32,6 +32,8 @@ class Loading:
     summary: dict[str, Any] | None = None
     summary_version: int = 0
     findings: list[Finding] = field(default_factory=list)  # carried by no frame
+    #: `Diagnosis.to_json()` of every diagnosis, once the whole input is read (None before)
+    diagnoses: list[dict[str, Any]] | None = None
     done: bool = False
     error: str = ""
     position: tuple[int, int] = (0, 0)  # bytes read, file size
@@ -54,18 +56,21 @@ class Loading:
 def load_file(loading: Loading, path: str, show_secrets: bool = False, keylog: Any = None) -> None:
     """Read the capture at `path` into `loading` (run in a worker thread)."""
     from amqpscope.capture.files import CaptureError, open_capture
+    from amqpscope.diagnose import Diagnoser
     from amqpscope.dissect import Dissector
     from amqpscope.track.tracker import Tracker
 
     dissector = Dissector(show_secrets=show_secrets)
     dissector.context.keylog = keylog
     tracker = Tracker()
+    diagnoser = Diagnoser()
     batch: list[Frame] = []
     next_summary = time.monotonic() + SUMMARY_SECONDS
     try:
         with open_capture(path) as capture:
             for frame in dissector.run(capture):
                 tracker.feed(frame)
+                diagnoser.feed(frame)
                 batch.append(frame)
                 if len(batch) >= BATCH:
                     loading._add(batch)
@@ -81,6 +86,7 @@ def load_file(loading: Loading, path: str, show_secrets: bool = False, keylog: A
             placed = len(tracker.findings)
             tracker.finish()
             loading.findings = capture.findings + dissector.findings + tracker.findings[placed:]
+            loading.diagnoses = [d.to_json() for d in diagnoser.diagnoses(tracker)]
             loading._publish(tracker.summary())
     except CaptureError as exc:
         loading.error = str(exc)
@@ -94,9 +100,11 @@ def load_file(loading: Loading, path: str, show_secrets: bool = False, keylog: A
 
 def load_live(loading: Loading, capture: Any, idle: float = 600.0) -> None:
     """Decode a started `LiveCapture` into `loading` until it stops (run in a worker thread)."""
+    from amqpscope.diagnose import Diagnoser
     from amqpscope.live_pipeline import LivePipeline
 
-    pipeline = LivePipeline(idle=idle)
+    diagnoser = Diagnoser()
+    pipeline = LivePipeline(idle=idle, diagnoser=diagnoser)
     last_tick = time.monotonic()
     next_summary = last_tick
     next_batch = last_tick + LIVE_BATCH_SECONDS
@@ -124,6 +132,8 @@ def load_live(loading: Loading, capture: Any, idle: float = 600.0) -> None:
         loading._add(pending)
         pending = []
         loading.findings = list(pipeline.findings)
+        # once the capture stopped: a diagnosis of what was open speaks of the end
+        loading.diagnoses = [d.to_json() for d in diagnoser.diagnoses(pipeline.tracker)]
         loading._publish(pipeline.summary())
         if capture.error:
             loading.error = f"capture ended: {capture.error}"

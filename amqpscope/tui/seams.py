@@ -137,8 +137,9 @@ def hex_lines(data: bytes, size: int, hide: list[tuple[int, int]] | None = None)
 
 
 def diagnoses(summary: dict[str, Any]) -> list[dict[str, Any]]:
-    """What the `d` list shows, in the shape of `Diagnosis.to_json()`: until the diagnose layer
-    lands, one entry per tracker finding (its code, message, connection and frame)."""
+    """What the `d` list shows while the input is still being read (the diagnoses need the
+    whole of it), in the shape of `Diagnosis.to_json()`: one entry per tracker finding so far
+    (its code, message, connection and frame)."""
     out = []
     for found in summary.get("findings") or []:
         frame = found.get("frame")
