@@ -477,3 +477,25 @@ def test_follow_a_1_0_delivery_of_many_transfers() -> None:
             assert disposition["frame"] > transfers[-1]["frame"]
 
     asyncio.run(run())
+
+
+def test_a_frame_trace_log_opens_like_a_capture() -> None:
+    """A Proton trace recorded beside a capture: its frames in the list (the client's transfers
+    as the client counted them), the detail from the record (a log keeps no bytes), and no
+    cut to write."""
+
+    async def run() -> None:
+        async with opened("log-proton-broker.log") as pilot:
+            app = pilot.app
+            expect = truth("log-proton-broker")
+            assert len(app.store) == len(read_json(CAPTURES / "log-proton-broker.log"))
+            await filter_with(pilot, 'name == "transfer" and dir == "c2s"')
+            assert len(shown(app)) == expect["transfers_sent"]
+            assert all(r["source"]["file"].endswith("log-proton-broker.log") for r in shown(app))
+            app.capture_path = None  # as `amqpscope tui` opens a log
+            app.frames.focus()
+            await pilot.press("w")
+            await pilot.pause()
+            assert "nothing to cut from" in " ".join(str(n.message) for n in app._notifications)
+
+    asyncio.run(run())

@@ -10,7 +10,6 @@ from typing import Any
 
 import click
 
-from amqpscope.capture.files import open_capture
 from amqpscope.cli.common import (
     complete_iface,
     fail,
@@ -20,6 +19,7 @@ from amqpscope.cli.common import (
     main,
     steady_gc,
 )
+from amqpscope.cli.inputs import format_option, open_input
 
 NO_TEXTUAL = "tui needs Textual: pip install 'amqpscope[tui]'"
 
@@ -48,6 +48,7 @@ NO_TEXTUAL = "tui needs Textual: pip install 'amqpscope[tui]'"
 )
 @click.option("--show-secrets", is_flag=True, help="Show credentials instead of redacting.")
 @keylog_option
+@format_option
 @guarded
 def tui(
     file: str | None,
@@ -56,8 +57,10 @@ def tui(
     backend: str | None,
     show_secrets: bool,
     keylog: str | None,
+    fmt: str | None = None,
 ) -> None:
-    """Explore a capture FILE (or --live IFACE) in a terminal UI: connections, frames, detail.
+    """Explore a capture FILE, a frame-trace log FILE (or --live IFACE) in a terminal UI:
+    connections, frames, detail.
 
     \b
     Examples:
@@ -74,16 +77,18 @@ def tui(
         from amqpscope.tui.loader import load_file
     except ImportError:
         fail(NO_TEXTUAL, 1)
-    if file is not None:
-        with open_capture(file):  # unreadable: one line and exit 1, before the screen changes
-            pass
+    is_log = False
+    if file is not None:  # unreadable: one line and exit 1, before the screen changes
+        with open_input(file, fmt) as source:
+            is_log = source.capture is None
     problem = terminal_problem()
     if problem is not None:
         fail(problem, 2)
     if file is not None:
         keys = load_keylog(keylog)
-        loader: Any = partial(load_file, path=file, show_secrets=show_secrets, keylog=keys)
-        _run(AmqpScope(loader, capture_path=file, title=file, show_secrets=show_secrets))
+        loader: Any = partial(load_file, path=file, show_secrets=show_secrets, keylog=keys, fmt=fmt)
+        cut_from = None if is_log else file  # a log has no packets to write
+        _run(AmqpScope(loader, capture_path=cut_from, title=file, show_secrets=show_secrets))
         return
     assert iface is not None
     _live(iface, bpf, backend)

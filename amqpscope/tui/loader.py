@@ -53,29 +53,34 @@ class Loading:
             self.on_batch()
 
 
-def load_file(loading: Loading, path: str, show_secrets: bool = False, keylog: Any = None) -> None:
-    """Read the capture at `path` into `loading` (run in a worker thread)."""
-    from amqpscope.capture.files import CaptureError, open_capture
+def load_file(
+    loading: Loading,
+    path: str,
+    show_secrets: bool = False,
+    keylog: Any = None,
+    fmt: str | None = None,
+) -> None:
+    """Read the capture or frame-trace log at `path` (`fmt`: the log's format, else told from
+    its content) into `loading` (run in a worker thread)."""
+    from amqpscope.capture.files import CaptureError
+    from amqpscope.cli.inputs import open_input
     from amqpscope.diagnose import Diagnoser
-    from amqpscope.dissect import Dissector
     from amqpscope.track.tracker import Tracker
 
-    dissector = Dissector(show_secrets=show_secrets)
-    dissector.context.keylog = keylog
     tracker = Tracker()
     diagnoser = Diagnoser()
     batch: list[Frame] = []
     next_summary = time.monotonic() + SUMMARY_SECONDS
     try:
-        with open_capture(path) as capture:
-            for frame in dissector.run(capture):
+        with open_input(path, fmt) as source:
+            for frame in source.frames(show_secrets, keylog=keylog):
                 tracker.feed(frame)
                 diagnoser.feed(frame)
                 batch.append(frame)
                 if len(batch) >= BATCH:
                     loading._add(batch)
                     batch = []
-                    loading.position = capture.position()
+                    loading.position = source.file.position()
                     if loading.stopping.is_set():
                         return
                     if time.monotonic() >= next_summary:
@@ -85,7 +90,7 @@ def load_file(loading: Loading, path: str, show_secrets: bool = False, keylog: A
             batch = []
             placed = len(tracker.findings)
             tracker.finish()
-            loading.findings = capture.findings + dissector.findings + tracker.findings[placed:]
+            loading.findings = source.findings + tracker.findings[placed:]
             loading.diagnoses = [d.to_json() for d in diagnoser.diagnoses(tracker)]
             loading._publish(tracker.summary())
     except CaptureError as exc:
