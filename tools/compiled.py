@@ -84,7 +84,7 @@ def install(target: Path = DEFAULT) -> Path:
     wheels = target / "wheel"
     for old in wheels.glob("*.whl"):
         old.unlink()
-    env = {**os.environ, "HATCH_BUILD_HOOK_ENABLE_CUSTOM": "1"}
+    env = {**os.environ, "AMQPSCOPE_BUILD": "compiled"}  # a failed compile is an error here
     pip = [sys.executable, "-m", "pip"]
     _run(
         [*pip, "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(ROOT)],
