@@ -123,6 +123,11 @@ def read(
             # every frame, each written: the loop below, compiled (render.lines), which
             # leaves it none but its end
             ndjson_all(frames, tracker, lines.emit, lines.chunk)
+        elif timeline is not None and timeline.out is not None and not choosy and count is None:
+            # the piped timeline of every frame: its loop compiled too (render.timeline)
+            from amqpscope.render.timeline import timeline_all
+
+            timeline_all(frames, tracker, timeline)
         try:
             for frame in frames:
                 tracker.feed(frame)  # state findings ride the frame that raised them
@@ -148,6 +153,8 @@ def read(
         except BaseException:  # interrupted: the lines made so far go out, whole
             with contextlib.suppress(Exception):
                 lines.flush()
+                if timeline is not None:
+                    timeline.write_pending()
             raise
         if bar is not None:
             bar.clear()

@@ -24,13 +24,14 @@ of them in captured text, and a line that holds one anyway goes to rich.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Final
 
 from amqpscope.codec.frames import TRANSPORT, Frame
 from amqpscope.filter import is_error
 from amqpscope.render.lines import ARROWS, highlights, safe, transport_name
+from amqpscope.track.tracker import Tracker
 
 if TYPE_CHECKING:  # rich is imported when a line needs it: a piped timeline seldom does
     from rich.console import Console
@@ -70,7 +71,10 @@ DETAIL, ERROR_DETAIL = "detail", "error detail"
 OUTCOMES = ("accepted", "rejected", "released", "modified", "received", "declared")
 #: what rich changes in a line printed uncut (`soft_wrap`): tabs, line breaks, the controls it
 #: drops (rich.control.STRIP_CONTROL_CODES)
-RICH_CHANGES = re.compile("[\t\n\x07\x08\x0b\x0c\r]")
+RICH_CHANGES: Final = re.compile("[\t\n\x07\x08\x0b\x0c\r]")
+#: lines the plain sink joins into one write when it need not flush each (a piped `read` of a
+#: file): one write per line through the text layer was a tenth of the compiled timeline
+PENDING_LINES: Final = 256
 
 
 def body_text(frame: Frame, limit: int) -> str | None:
@@ -142,6 +146,7 @@ class Timeline:
         self.out = None if fit else out  # a line to cut is rich's to print
         self._write = self.out.write if self.out is not None else None
         self._flush_each = flush
+        self._pending: list[str] = []  # plain lines not yet written, unless `flush`
         self.collapse = collapse
         self.body = body
         self.legend = legend
@@ -184,8 +189,16 @@ class Timeline:
 
     def finish(self) -> None:
         self._flush()
+        self.write_pending()
         if self.out is not None:
             self.out.flush()
+
+    def write_pending(self) -> None:
+        """Hand the plain lines made so far to `out` (before rich prints, at the end, and when
+        interrupted: every line made goes out, whole)."""
+        if self._pending and self._write is not None:
+            self._write("".join(self._pending))
+        self._pending.clear()
 
     # -- the lines, as pieces ------------------------------------------------------------------
     def _flush(self) -> None:
@@ -276,16 +289,35 @@ class Timeline:
         if self._write is not None:
             line = "".join([text for text, _ in pieces])
             if RICH_CHANGES.search(line) is None:  # rich would write it as it is
-                self._write(line + "\n")
                 if self._flush_each:
+                    self._write(line + "\n")
                     self.out.flush()  # type: ignore[union-attr]
+                    return
+                pending = self._pending
+                pending.append(line + "\n")
+                if len(pending) >= PENDING_LINES:
+                    self.write_pending()
                 return
+            self.write_pending()  # rich writes to `out` too: what came before goes first
         line_text = rich_text(pieces)
         if self.fit:
             line_text.truncate(self.console.width, overflow="ellipsis")
             self.console.print(line_text, no_wrap=True, crop=True)
         else:
             self.console.print(line_text, soft_wrap=True)
+
+
+def timeline_all(frames: Iterable[Frame], tracker: Tracker, timeline: Timeline) -> None:
+    """`read` with nothing to select or count: each frame goes to the tracker (whose findings
+    ride it), then to the timeline. The per-frame loop lives here, not in the CLI, so that the
+    compiled build runs it as C (as `lines.ndjson_all` does for `read --json`); interrupted,
+    the lines made so far are written."""
+    try:
+        for frame in frames:
+            tracker.feed(frame)
+            timeline.frame(frame)
+    finally:
+        timeline.write_pending()
 
 
 def rich_text(pieces: list[Piece]) -> Text:
