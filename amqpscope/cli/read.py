@@ -110,7 +110,11 @@ def read(
             )
         else:
             timeline = Timeline(
-                make_console(color, width), collapse, body, fit=True if width else None
+                make_console(color, width),
+                collapse,
+                body,
+                fit=True if width else None,
+                flush=not lines.chunk,  # from a pipe, each line as its frame arrives
             )
     shown = 0
     ended: list[Finding] = []
@@ -123,11 +127,13 @@ def read(
             # every frame, each written: the loop below, compiled (render.lines), which
             # leaves it none but its end
             ndjson_all(frames, tracker, lines.emit, lines.chunk)
-        elif timeline is not None and timeline.out is not None and not choosy and count is None:
-            # the piped timeline of every frame: its loop compiled too (render.timeline)
+        elif timeline is not None and not choosy and count is None:
+            # the timeline of every frame: its loop compiled too (render.timeline)
             from amqpscope.render.timeline import timeline_all
 
-            timeline_all(frames, tracker, timeline)
+            if bar is not None:
+                bar.before_draw = timeline.write_pending
+            timeline_all(frames, tracker, timeline, bar.wrote if bar is not None else None)
         try:
             for frame in frames:
                 tracker.feed(frame)  # state findings ride the frame that raised them
