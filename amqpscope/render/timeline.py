@@ -314,7 +314,8 @@ class Timeline:
     def _emit(self, pieces: list[Piece]) -> None:
         if self._write is not None:
             line = "".join([text for text, _ in pieces])
-            if RICH_CHANGES.search(line) is None:  # rich would write it as it is
+            # rich would write it as it is (what it changes, str.isprintable refuses too)
+            if line.isprintable() or RICH_CHANGES.search(line) is None:
                 if self._flush_each:
                     self._write(line + "\n")
                     self.out.flush()  # type: ignore[union-attr]
