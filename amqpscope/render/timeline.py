@@ -35,8 +35,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Final
 
-from amqpscope.codec.frames import TRANSPORT, Frame
-from amqpscope.filter import is_error
+from amqpscope.codec.frames import TRANSPORT, Frame, is_error
 from amqpscope.render.lines import ARROWS, highlights, safe, transport_name
 from amqpscope.track.tracker import Tracker
 
@@ -63,6 +62,7 @@ STYLES = {
     "time": "dim",
     "transport": "cyan",
 }
+TIME_STYLE: Final = STYLES["time"]
 #: how a legend names a connection whose first record is a layer under AMQP
 LAYER_NAMES = {"tls": "TLS", "websocket": "WebSocket"}
 #: shortest run of like frames that --collapse folds into one line
@@ -289,10 +289,11 @@ class Timeline:
         arrow = ARROWS.get(frame.direction, "-")
         if frame.kind == TRANSPORT and not frame.fields.get("by"):
             arrow = "-"  # an idle end: nobody sent anything
+        # str methods and %: compiled, f-strings with a format spec go through format()
         return [
-            (f"{number:>7} ", ""),
-            (f"{frame.ts - (self.first_ts or 0.0):10.6f}", STYLES["time"]),
-            (f" c{frame.conn} {arrow} {channel:<5} ", ""),
+            (number.rjust(7) + " ", ""),
+            ("%10.6f" % (frame.ts - (self.first_ts or 0.0)), TIME_STYLE),
+            (" c" + str(frame.conn) + " " + arrow + " " + channel.ljust(5) + " ", ""),
         ]
 
     def _name(self, frame: Frame, error: bool) -> Piece:
