@@ -168,6 +168,7 @@ class Timeline:
         self._colours = True  # SGR codes written at all (not --color never)
         self._no_colour = False  # NO_COLOR: attributes without colours, as rich does
         self._styles: dict[str, AnsiStyle] = {}
+        self._width = 0  # the console's width, asked at the start of each block of lines
         self.collapse = collapse
         self.body = body
         self.legend = legend
@@ -328,7 +329,9 @@ class Timeline:
                 return
             self.write_pending()  # rich writes to `out` too: what came before goes first
         elif self.fit and self._ansi_ready():
-            written = self._ansi(pieces, self.console.width)
+            if not self._pending:  # rich asks the terminal's size for every line (25 µs):
+                self._width = self.console.width  # here once a block, so a resize shows
+            written = self._ansi(pieces, self._width)
             if written is not None:
                 self._pending.append(written)
                 if self._flush_each or len(self._pending) >= PENDING_LINES:
