@@ -105,7 +105,9 @@ def test_make_install_installs_the_compiled_build(tmp_path: Path) -> None:
     """The README's install (`make demo` and `make test` run `make install`), into a virtualenv:
     it ends by saying which build it installed."""
     bin_dir = make_venv(tmp_path / "venv")
-    made = run(["make", "-C", str(ROOT), "install", f"PYTHON={bin_dir / 'python'}"])
+    made = run(
+        ["make", "--no-print-directory", "-C", str(ROOT), "install", f"PYTHON={bin_dir / 'python'}"]
+    )
     assert made.returncode == 0, made.stdout[-3000:] + made.stderr[-3000:]
     assert made.stdout.strip().splitlines()[-1] == "amqpscope 0.1.0 (compiled with mypyc)"
     assert_compiled(bin_dir)
