@@ -2,14 +2,14 @@
 PYTHON  ?= python3
 PIP     ?= $(PYTHON) -m pip
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT_PKGS := tshark tcpdump rabbitmq-server tmux
+APT_PKGS := tshark tcpdump rabbitmq-server tmux chromium
 # what the compiled build (mypyc) needs: a C compiler and the Python headers
 BUILD_PKGS := gcc python3-dev
 DEMO_CAPTURE ?= captures/091-ack-nack-reject.pcap
 export DEBIAN_FRONTEND := noninteractive
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test install dev build-deps system-deps broker lint unit captures bench compiled clean
+.PHONY: demo test install dev build-deps system-deps broker lint unit captures bench compiled fuzz clean
 
 demo: install
 	@echo "== amqpscope read $(DEMO_CAPTURE)"
@@ -22,12 +22,12 @@ test: install system-deps broker lint
 # one line saying why where no C compiler works; tests still run the working tree's code
 # (tests/conftest.py). Then says which build it installed.
 install: build-deps
-	$(PIP) install -q '.[dev,spark]'
+	$(PIP) install -q '.[dev,spark,connect,report]'
 	@cd / && $(PYTHON) -m amqpscope.cli --version
 
 # for developers: the editable install, pure Python, so that what you edit is what runs
 dev:
-	$(PIP) install -q -e '.[dev,spark]'
+	$(PIP) install -q -e '.[dev,spark,connect,report]'
 
 # the compiler and headers, from apt, when this Python finds none (else the pure build installs)
 build-deps:
@@ -50,8 +50,8 @@ broker: system-deps
 	$(PYTHON) captures/record.py --ensure-broker
 
 lint:
-	ruff check amqpscope tests tools captures bench
-	ruff format --check amqpscope tests tools captures bench
+	ruff check amqpscope pyspark_amqpscope tests tools captures bench
+	ruff format --check amqpscope pyspark_amqpscope tests tools captures bench
 	mypy
 	@if [ -d ../shared/spec ]; then $(PYTHON) tools/gen_spec.py ../shared/spec --check; fi
 
@@ -63,6 +63,15 @@ captures: install system-deps
 
 bench: install system-deps
 	$(PYTHON) bench/run.py
+
+# a long structure-aware mutation run (a short one is in `make test`); failing inputs are kept
+# in tests/regressions/ for the suite to replay. FUZZ_SEED and FUZZ_START continue a run.
+FUZZ_SECONDS ?= 600
+FUZZ_SEED ?= 0
+FUZZ_START ?= 0
+fuzz: install
+	$(PYTHON) tools/fuzz.py --seconds $(FUZZ_SECONDS) --seed $(FUZZ_SEED) --start $(FUZZ_START) \
+	  --keep tests/regressions --every 10000
 
 # the compiled build of the working tree in a virtualenv of its own, build/compiled (for the tests
 # and `make dev` setups; `make install` already installs it as the default)

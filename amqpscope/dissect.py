@@ -68,8 +68,11 @@ class Dissector:
         keylog: object = None,
         messages: bool = True,
         redact_bodies: bool = False,
+        carriers: bool = False,
     ) -> None:
         self.show_secrets = show_secrets  # decode credentials rather than redact them
+        # note on each frame which packets carried its bytes (`Frame.carriers`: -x, -w)
+        self.carriers = carriers
         self.redact_bodies = redact_bodies  # message bodies counted, never kept or shown
         # packets whose TCP payload the snap length cut, per (src, dst), to explain the gap
         self.cut: dict[tuple[str, str], deque[tuple[int, int, int]]] = {}
@@ -84,10 +87,11 @@ class Dissector:
         self.frames = 0
         self.packets = 0
         self.findings: list[Finding] = []
+        self.segment: Segment | None = None  # the TCP segment of the packet fed last (-w)
 
     def feed(self, packet: RawPacket) -> list[Frame]:
         self.packets += 1
-        segment = self.segments.decode(packet)
+        segment = self.segment = self.segments.decode(packet)
         if segment is None:
             return []
         if packet.wirelen > len(packet.data) and segment.payload:
@@ -109,6 +113,10 @@ class Dissector:
         tcp = [f for f in self.tcp.findings if self.reported(f)]
         self.findings[:0] = self.segments.findings + tcp
         return out
+
+    def conn_of(self, segment: Segment) -> int | None:
+        """The connection `segment` belongs to (while the stream layer follows it)."""
+        return self.tcp.conn_of(segment.src, segment.dst)
 
     def reported(self, f: Finding) -> bool:
         """Whether a TCP finding is reported (`finish`, `evict_closed`): it matters for AMQP
@@ -184,19 +192,21 @@ class Dissector:
             frames = conn.codec.data(event.direction, event.data, event.packet, event.ts)
             self._number(conn, frames, out)
         elif isinstance(event, StreamOpen):
+            codec = ConnectionCodec(
+                event.role_from == "syn",
+                self.show_secrets,
+                self.context,
+                self.messages,
+                self.redact_bodies,
+                server_port=event.server[1],
+            )
+            codec.carriers = self.carriers
             self.connections[event.conn] = Connection(
                 event.conn,
                 endpoint_text(event.client),
                 endpoint_text(event.server),
                 event.role_from,
-                ConnectionCodec(
-                    event.role_from == "syn",
-                    self.show_secrets,
-                    self.context,
-                    self.messages,
-                    self.redact_bodies,
-                    server_port=event.server[1],
-                ),
+                codec,
                 event.packet,
                 event.ts,
                 event.packet,

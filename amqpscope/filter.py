@@ -27,6 +27,8 @@ from collections.abc import Callable
 from typing import Any
 
 from amqpscope.codec.frames import is_error
+from amqpscope.codec.typed import typed_fields
+from amqpscope.track.amqp091.rules import name as text_key
 
 Record = dict[str, Any]
 Predicate = Callable[[Record], bool]
@@ -336,7 +338,7 @@ class LinkScope:
         return False
 
     def accepts(self, frame: Any) -> bool:
-        fields = frame.fields
+        fields = typed_fields(frame)  # a handle or id of another type is no handle or id
         key = (frame.conn, frame.channel, frame.direction)
         if frame.name == "attach":
             handles = self.handles.setdefault(key, set())
@@ -382,20 +384,22 @@ class QueueScope:
         if frame.kind != "method":
             return False
         name = frame.name
-        hit = fields.get("queue") in self.queues
+        hit = text_key(fields.get("queue")) in self.queues
         if name in ("basic.consume", "basic.get") and hit:
             self.pending[channel] = name
             if fields.get("consumer-tag"):
-                self.consumers.add((frame.conn, fields["consumer-tag"]))
+                self.consumers.add((frame.conn, text_key(fields["consumer-tag"])))
         elif name == "basic.consume-ok" and self.pending.pop(channel, ""):
-            self.consumers.add((frame.conn, fields.get("consumer-tag", "")))
+            self.consumers.add((frame.conn, text_key(fields.get("consumer-tag", ""))))
             hit = True
         elif name in ("basic.get-ok", "basic.get-empty") and self.pending.pop(channel, ""):
             hit = True
         elif name in ("basic.deliver", "basic.cancel", "basic.cancel-ok"):
-            hit = (frame.conn, fields.get("consumer-tag")) in self.consumers
+            hit = (frame.conn, text_key(fields.get("consumer-tag"))) in self.consumers
         elif name == "basic.publish":
-            hit = fields.get("exchange") == "" and fields.get("routing-key") in self.queues
+            hit = (
+                fields.get("exchange") == "" and text_key(fields.get("routing-key")) in self.queues
+            )
         elif name in ("basic.ack", "basic.nack", "basic.reject"):
             tags = self.tags.get(channel, set())
             tag = fields.get("delivery-tag", -1)

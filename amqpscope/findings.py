@@ -34,6 +34,10 @@ CODES: Final[dict[str, tuple[str, str]]] = {
     # codec/
     "amqp.resync": (WARNING, "framing resynchronised at the next frame boundary after damage"),
     "amqp.bad-frame": (ERROR, "bytes that should be an AMQP frame are not one"),
+    "amqp.missing-header": (
+        WARNING,
+        "a direction began without its protocol header: its frames are read by their shape",
+    ),
     "amqp.bad-frame-end": (ERROR, "an AMQP 0-9-1 frame does not end with 0xCE"),
     "amqp.unknown-method": (WARNING, "an AMQP 0-9-1 class/method id not in the specification"),
     "amqp.unknown-descriptor": (WARNING, "an AMQP 1.0 body with an unknown descriptor"),
@@ -66,6 +70,12 @@ CODES: Final[dict[str, tuple[str, str]]] = {
     "websocket.frame-after-close": (WARNING, "a WebSocket frame sent after its sender's close"),
     "websocket.lost": (WARNING, "bytes lost under a WebSocket: framing resumes where it can"),
     "websocket.incomplete-frame": (WARNING, "the stream ended inside a WebSocket frame"),
+    # logs/: frame-trace logs read as a source of frame records
+    "log.bad-line": (WARNING, "a log line that looks like a logged frame but does not parse"),
+    "log.cut-line": (WARNING, "the log ends inside a line (cut short while it was written)"),
+    "log.truncated-payload": (INFO, "the logger cut a transfer's payload short: no message"),
+    "log.not-shown": (INFO, "a field the logger printed without what it takes to read it"),
+    "log.skipped-lines": (INFO, "lines of a log that are no frame of its format (counted)"),
     # codec/amqp10: fields and messages
     "amqp10.bad-encoding": (ERROR, "an AMQP 1.0 value is malformed or runs past its frame"),
     "amqp10.invalid-utf8": (WARNING, "an AMQP 1.0 string is not valid UTF-8"),
@@ -74,10 +84,18 @@ CODES: Final[dict[str, tuple[str, str]]] = {
     "amqp10.aborted-transfer": (INFO, "a multi-frame delivery was aborted; its payload dropped"),
     "amqp10.incomplete-delivery": (WARNING, "a delivery's transfers never completed"),
     "amqp10.bad-message": (WARNING, "a delivery's payload is not a well-formed message"),
-    "amqp10.bad-field": (WARNING, "a field has a type or value its definition does not allow"),
+    "amqp10.bad-field": (WARNING, "a field has a value, or a count, its definition does not allow"),
+    "amqp10.bad-field-type": (
+        WARNING,
+        "a field's value is of a type its definition does not allow: shown, not computed with",
+    ),
     # codec/amqp091: arguments, content and messages
     "amqp091.bad-arguments": (ERROR, "a method's arguments are truncated or malformed"),
     "amqp091.bad-field-table": (ERROR, "a field table or array is malformed"),
+    "amqp091.bad-field-type": (
+        WARNING,
+        "a peer property or login of a type amqpscope reads as another: shown, not computed with",
+    ),
     "amqp091.trailing-bytes": (WARNING, "bytes after a method's last argument"),
     "amqp091.unexpected-content": (WARNING, "a content frame with no method expecting content"),
     "amqp091.body-size-mismatch": (WARNING, "content bodies do not add up to the header's size"),
@@ -118,6 +136,7 @@ CODES: Final[dict[str, tuple[str, str]]] = {
     "amqp091.connection-error": (ERROR, "a connection was closed with an error reply code"),
     "amqp091.channel-error": (ERROR, "a channel was closed with an error reply code"),
     "amqp091.unexpected-method": (WARNING, "a method its connection or channel state forbids"),
+    "amqp091.frame-after-close": (WARNING, "a channel's frame after the connection closed"),
     "amqp091.unknown-delivery-tag": (ERROR, "an ack, nack or reject of a tag not outstanding"),
     "amqp091.unacked-at-end": (WARNING, "deliveries still unacknowledged when their channel ended"),
     "amqp091.unconfirmed-at-end": (WARNING, "confirm-mode publishes the broker never confirmed"),

@@ -13,6 +13,11 @@ And, as the ceiling for local[N] (N > 1): `read --json` in N chains of processes
 core against one alone: what the machine itself loses when N cores work at once. `read` as it
 runs by default (the timeline, piped) is a row too: the same decode, a different output.
 
+The `amqp` data source (`spark.read.format("amqp")`) is a row too: the `frames` table of the same
+folder read into Spark's `noop` sink (every row handed to the JVM, nothing written), timed from
+the query's start (the JVM's start excluded, as for the job); its CPU seconds are the query's
+too (the JVM's start excluded, unlike the job's row).
+
 `--build compiled` runs both sides on the mypyc-compiled build (`tools/compiled.py`), the Spark
 workers included (local mode starts them with the driver's interpreter).
 
@@ -123,6 +128,57 @@ def run_reads(python: str, paths: list[Path], chains: int) -> float:
     return time.perf_counter() - start
 
 
+#: a driver that reads the frames table with the data source into the noop sink; says the query's
+#: seconds and the CPU seconds its process tree (the driver, the JVM, the Python workers) spent
+#: while the query ran (sampled from /proc, as `run_spark` does for a whole run)
+DATASOURCE = """
+import os, sys, threading, time
+from amqpscope.pipeline import spark as job
+folder, master = sys.argv[1:]
+TICK = os.sysconf("SC_CLK_TCK")
+
+def tree():
+    out, stack = {}, [os.getpid()]
+    while stack:
+        at = stack.pop()
+        try:
+            with open(f"/proc/{at}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            out[at] = (int(fields[11]) + int(fields[12])) / TICK
+            for task in os.listdir(f"/proc/{at}/task"):
+                with open(f"/proc/{at}/task/{task}/children") as f:
+                    stack.extend(int(child) for child in f.read().split())
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+spark = job.session(master)
+base = tree()
+seen = dict(base)
+stop = threading.Event()
+
+def sample():
+    while not stop.is_set():
+        for pid, seconds in tree().items():
+            seen[pid] = max(seen.get(pid, 0.0), seconds)
+        stop.wait(0.1)
+
+sampler = threading.Thread(target=sample, daemon=True)
+start = time.perf_counter()
+sampler.start()
+reader = spark.read.format("amqp").option("table", "frames").load(folder)
+reader.write.format("noop").mode("overwrite").save()
+wall = time.perf_counter() - start
+stop.set()
+sampler.join()
+for pid, seconds in tree().items():
+    seen[pid] = max(seen.get(pid, 0.0), seconds)
+cpu = sum(seen.values()) - sum(base.values())
+print(f"query in {wall:.3f} s, {cpu:.3f} CPU s", file=sys.stderr)
+spark.stop()
+"""
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--capture", type=Path, default=DEFAULT)
@@ -186,6 +242,16 @@ def main() -> int:
                 f"| `spark --master local[{cores}]` | {cores} | {wall:.1f} | {job:.1f} |"
                 f" {rate:.0f} | {rate / cores:.0f} | {rate / cores / read_rate:.2f} |"
                 f" {cpu:.1f} | {packets / cpu:.0f} | {packets / cpu / read_per_cpu:.2f} |"
+            )
+        for cores in args.cores:
+            wall, _, err = run_spark([python, "-c", DATASOURCE, str(folder), f"local[{cores}]"])
+            query, cpu = map(float, re.findall(r"query in ([0-9.]+) s, ([0-9.]+) CPU s", err)[-1])
+            rate = packets / query
+            print(
+                f"| `read.format('amqp')` frames, local[{cores}] (CPU: the query's) | {cores} |"
+                f" {wall:.1f} | {query:.1f} | {rate:.0f} | {rate / cores:.0f} |"
+                f" {rate / cores / read_rate:.2f} | {cpu:.1f} | {packets / cpu:.0f} |"
+                f" {packets / cpu / read_per_cpu:.2f} |"
             )
         print(f"load average {os.getloadavg()[0]:.1f} at the end")
     return 0

@@ -477,7 +477,11 @@ def test_a_field_of_the_wrong_type_or_choice_is_shown_with_a_finding() -> None:
     )
     assert f.fields["handle"] == "0" and f.fields["role"] == "receiver"
     assert f.fields["snd-settle-mode"] == 7
-    assert codes_of(f) == ["amqp10.bad-field", "amqp10.bad-field"]
+    assert codes_of(f) == ["amqp10.bad-field-type", "amqp10.bad-field"]
+    assert f.findings[0].message.startswith(
+        "attach.handle is string (str8-utf8, 0xa1), not handle (uint)"
+    )
+    assert "snd-settle-mode 7 is not a choice" in f.findings[1].message
     (f,) = decoded(
         frame(
             body(
@@ -499,7 +503,8 @@ def test_a_field_of_the_wrong_type_or_choice_is_shown_with_a_finding() -> None:
         "timeout": 0,
         "dynamic": False,
     }
-    assert "cannot be source" in f.findings[0].message
+    assert codes_of(f) == ["amqp10.bad-field-type"]
+    assert "disposition.state is source, not " in f.findings[0].message
 
 
 def test_trailing_bytes_and_extra_list_elements() -> None:
@@ -710,4 +715,7 @@ def test_symbolic_descriptors_filters_and_arrays_of_described_values() -> None:
         "selector": {"descriptor": "apache.org:selector-filter:string", "value": "colour = 'red'"}
     }
     assert source["outcomes"] == [{"type": "accepted"}, {"type": "accepted"}]
-    assert codes_of(f) == ["amqp10.bad-field"]  # outcomes must be symbols, not accepted lists
+    assert codes_of(f) == ["amqp10.bad-field-type"]  # outcomes must be symbols, not accepted lists
+    assert "source.outcomes is an array of a described value, not an array or list of symbol" in (
+        f.findings[0].message
+    )

@@ -13,6 +13,7 @@ Where Wireshark is wrong, a test here shows it (and the README says so):
 
 from __future__ import annotations
 
+import json
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
@@ -136,8 +137,16 @@ def ours(path: Path) -> list:
         return visible_to_wireshark(list(Dissector(keylog=keylog_for(path)).run(capture)))
 
 
+#: where the recorder's peer-to-peer scenarios listen (plain AMQP or its in-band TLS), a port
+#: Wireshark does not decode as AMQP unless told
+PEER_PORT = 5673
+
+
 def ports(path: Path) -> tuple[int, ...]:
-    return (5673,) if "peer-to-peer" in path.name or "inband" in path.name else ()
+    """Decode As for a capture whose ground truth says it was recorded on the peer port."""
+    truth = path.with_suffix(".json")
+    port = json.loads(truth.read_text()).get("port") if truth.exists() else None
+    return (PEER_PORT,) if port == PEER_PORT else ()
 
 
 def label(showname: str) -> str:

@@ -233,7 +233,7 @@ def test_link_scope_follows_a_1_0_link_and_its_dispositions() -> None:
 
 # -- terminal manners: help, exit codes, paging, narrow and non-UTF consoles, completion ---------
 
-COMMANDS = ("read", "summary", "export", "schema", "live", "spark")
+COMMANDS = ("read", "summary", "export", "schema", "live", "spark", "report")
 SGR = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -351,7 +351,7 @@ def test_completion_of_commands_options_choices_and_files() -> None:
         "plain,summary",
         "plain,export",
     ]
-    for command in ("read", "summary", "export"):
+    for command in ("read", "summary", "export", "report"):
         assert complete("bash", f"amqpscope {command} capt", 2) == ["file,capt"]
     assert complete("bash", "amqpscope spark capt", 2) == ["file,capt"]
     assert "plain,lo" in complete("bash", "amqpscope live ", 2)  # this machine's interfaces

@@ -26,7 +26,6 @@ from amqpscope.capture import live
 from amqpscope.capture.files import open_capture
 from amqpscope.capture.live import (
     LiveError,
-    LivePipeline,
     PacketQueue,
     PcapStream,
     PcapStreamError,
@@ -38,6 +37,7 @@ from amqpscope.capture.live import (
 )
 from amqpscope.capture.packet import RawPacket
 from amqpscope.dissect import Dissector
+from amqpscope.live_pipeline import LivePipeline
 from amqpscope.render.lines import frame_ndjson
 from amqpscope.track.tracker import Tracker
 from tests.test_ground_truth import check_counts

@@ -26,8 +26,8 @@ from click.testing import CliRunner
 from proton import Message
 
 from amqpscope.capture.files import open_capture
-from amqpscope.capture.live import LivePipeline
 from amqpscope.cli import main
+from amqpscope.live_pipeline import LivePipeline
 from amqpscope.render.lines import frame_ndjson
 from tests import peers
 from tests.test_dissect_robust import packets_for

@@ -43,6 +43,7 @@ FINDINGS = {
         "amqp091.unacked-at-end",  # the 5, once, when TCP ended (not again at the capture's end)
     ],
     "091-hostile-names": ["amqp091.channel-error"],  # 404 for the missing queue
+    "091-html-names": ["amqp091.channel-error"],  # 404 for the missing queue
     "091-qos-prefetch": ["amqp091.prefetch-saturated"],
     "091-refused-login": ["amqp091.login-refused"],
     "091-rpc": ["amqp091.prefetch-saturated"],  # the server's prefetch of 1, full per request

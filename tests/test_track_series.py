@@ -12,7 +12,7 @@ from amqpscope.capture.files import open_capture
 from amqpscope.dissect import Dissector
 from amqpscope.render import sparkline
 from amqpscope.track import amqp091, amqp10
-from amqpscope.track.stats import BUCKETS, FIRST_WIDTH, Level, Rate
+from amqpscope.track.stats import BUCKETS, FIRST_WIDTH, Durations, Level, Rate
 from amqpscope.track.tracker import Tracker
 
 W = FIRST_WIDTH
@@ -101,6 +101,45 @@ def test_merging_agrees_with_bucketing_at_the_final_width() -> None:
 
 def test_empty_series_are_null() -> None:
     assert Level().to_json() is None and Rate().to_json() is None and Level().peak() is None
+    assert Durations().to_json() is None
+
+
+def test_a_hand_worked_durations_series() -> None:
+    durations = Durations(size=4)
+    for ts, seconds in ((100.0, 0.002), (100.0 + 0.5 * W, 0.004), (100.0 + 3.2 * W, 0.001)):
+        durations.add(ts, seconds)
+    assert durations.to_json() == {
+        "start": 100.0,
+        "bucket-seconds": W,
+        "max-ms": [4.0, None, None, 1.0],
+        "mean-ms": [3.0, None, None, 1.0],
+        "counts": [2, 0, 0, 1],
+    }
+    durations.add(100.0 + 4.1 * W, 0.010)  # past bucket 3: pairs merge, the width doubles
+    assert durations.to_json() == {
+        "start": 100.0,
+        "bucket-seconds": 2 * W,
+        "max-ms": [4.0, 1.0, 10.0],
+        "mean-ms": [3.0, 1.0, 10.0],
+        "counts": [2, 1, 1],
+    }
+
+
+def test_durations_keep_count_total_and_longest_through_merges() -> None:
+    rng = random.Random(7)
+    durations = Durations()
+    samples = [(i * rng.random() * 0.01, rng.random()) for i in range(5000)]
+    samples.sort()
+    for ts, seconds in samples:
+        durations.add(ts, seconds)
+    got = durations.to_json()
+    assert got is not None and len(got["counts"]) <= BUCKETS
+    assert sum(got["counts"]) == len(samples)
+    assert max(m for m in got["max-ms"] if m is not None) == round(
+        max(s for _, s in samples) * 1e3, 3
+    )
+    total = sum(mean * n for mean, n in zip(got["mean-ms"], got["counts"], strict=True) if n)
+    assert total == pytest.approx(sum(s for _, s in samples) * 1e3, rel=1e-6)
 
 
 # -- on recorded captures: the series agree with the trackers' own counts ------------------------
@@ -141,6 +180,15 @@ def _peak(series: dict | None) -> int | None:
     return max(series["max"]) if series else None
 
 
+def _agrees(series: dict | None, latency: dict | None) -> None:
+    """A durations series holds what its latency statistic counted: as many, the same longest."""
+    if latency is None:
+        assert series is None
+        return
+    assert series is not None and sum(series["counts"]) == latency["count"]
+    assert max(m for m in series["max-ms"] if m is not None) == latency["max"]
+
+
 @pytest.mark.parametrize("path", RECORDED, ids=lambda p: p.stem)
 def test_series_agree_with_the_trackers_counts(path: Path) -> None:
     tracker, credit, unsettled, unacked = _track(path)
@@ -156,6 +204,7 @@ def test_series_agree_with_the_trackers_counts(path: Path) -> None:
                     assert _peak(series["link-credit"]) == credit.get(id(link))
                     peak = _peak(series["unsettled"])
                     assert (peak or 0) == unsettled.get(id(link), 0)
+                    _agrees(series["settle-latency"], got["latency"])
                     checked += 1
         else:
             for epoch in conn.epochs:
@@ -166,6 +215,8 @@ def test_series_agree_with_the_trackers_counts(path: Path) -> None:
                     assert (sum(rate["counts"]) if rate else 0) == got[key]
                 assert (_peak(series["unacked"]) or 0) == got["max-unacked"]
                 assert got["max-unacked"] == unacked.get(id(epoch), 0)
+                _agrees(series["ack-latency"], got["ack-latency-ms"])
+                _agrees(series["confirm-latency"], got["confirms"]["latency-ms"])
                 checked += 1
     expect = path.with_suffix(".json")
     encrypted = path.with_suffix(".keys").exists()  # TLS: nothing to see without its keys

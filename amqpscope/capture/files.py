@@ -163,7 +163,9 @@ class CaptureReader:
     many were yielded). Iterating again continues where the last iteration stopped.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], stream: IO[bytes] | None = None) -> None:
+        """`stream`: the file already open (`capture.textlog.open_stream`, which looked at its
+        first bytes to tell a capture from a log); read from where it stands."""
         self.path = os.fspath(path)
         self.format = ""
         self.compressed = False
@@ -178,7 +180,7 @@ class CaptureReader:
         self._pcap_snaplen = 0
         self._it: Iterator[RawPacket] = iter(())
         try:
-            self._open()
+            self._open(stream)
         except CaptureError:
             self.close()
             raise
@@ -191,10 +193,12 @@ class CaptureReader:
     def _fail(self, why: str) -> CaptureError:
         return CaptureError(f"{self.path}: {why}")
 
-    def _open(self) -> None:
-        raw: io.BufferedReader[Any]
+    def _open(self, stream: IO[bytes] | None) -> None:
+        raw: Any
         try:
-            if self.path == STDIN:  # read forward only, as it comes
+            if stream is not None:
+                raw = self._raw = stream
+            elif self.path == STDIN:  # read forward only, as it comes
                 raw = self._raw = open_stdin(sys.stdin.fileno())
             else:
                 # closed by close(); 64 KiB reads, not the default 8 (two small reads a packet)

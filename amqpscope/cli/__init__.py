@@ -9,7 +9,7 @@ become one line on stderr.
 from __future__ import annotations
 
 # each command module registers its command with the group as it is imported
-from amqpscope.cli import export, live, read, schema, spark, summary  # noqa: F401
+from amqpscope.cli import export, live, read, report, schema, spark, summary  # noqa: F401
 from amqpscope.cli.common import PIPED_WIDTH, main
 
 __all__ = ["PIPED_WIDTH", "main"]

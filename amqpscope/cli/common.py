@@ -22,6 +22,7 @@ from amqpscope.render.lines import safe
 if TYPE_CHECKING:  # rich (the timeline, the summary's tables) is imported when output needs it
     from rich.console import Console
 
+    from amqpscope.capture.textlog import LogFile
     from amqpscope.render.progress import ProgressBar
 
 #: findings without a frame printed to stderr before "and N more"
@@ -82,6 +83,17 @@ def report_findings(findings: list[Finding]) -> None:
         click.echo(f"amqpscope: {f.severity}: {f.code}: {where}{safe(f.message)}", err=True)
     if len(findings) > MAX_STDERR_FINDINGS:
         click.echo(f"amqpscope: ... and {len(findings) - MAX_STDERR_FINDINGS} more", err=True)
+
+
+def no_amqp_lines(dissector: Any, name: str) -> list[str]:
+    """When the capture held no AMQP connection: what it held instead, in words (else [])."""
+    connections = dissector.connections.values()
+    if any(c.is_amqp for c in connections):
+        return []
+    from amqpscope.census import census
+    from amqpscope.render.census import census_lines
+
+    return census_lines(census(connections), name)
 
 
 class Lines:
@@ -223,9 +235,9 @@ def complete_dirs(_ctx: Any, _param: Any, incomplete: str) -> list[Any]:
 
 
 @contextlib.contextmanager
-def progress(capture: CaptureReader, wanted: bool) -> Iterator[ProgressBar | None]:
-    """A transient progress bar on stderr for a long file, only when both stdout and stderr are
-    terminals (never piped, never for JSON); erased however the run ends."""
+def progress(capture: CaptureReader | LogFile, wanted: bool) -> Iterator[ProgressBar | None]:
+    """A transient progress bar on stderr for a long file (a capture or a log), only when both
+    stdout and stderr are terminals (never piped, never for JSON); erased however the run ends."""
     bar = None
     if wanted and sys.stdout.isatty() and sys.stderr.isatty() and os.environ.get("TERM") != "dumb":
         from amqpscope.render.progress import ProgressBar
@@ -338,6 +350,7 @@ def main() -> None:
       amqpscope read capture.pcap                the timeline, one line per frame
       amqpscope summary capture.pcap             per connection: its links or channels
       amqpscope export capture.pcap -o out.json  everything, as JSON
+      amqpscope report capture.pcap -o out.html  one HTML page to look at and share
       amqpscope live lo -f 'tcp port 5672'       decode traffic as it flows
       amqpscope read capture.pcap --color always | less -R
 

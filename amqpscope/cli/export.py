@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import click
 
-from amqpscope.capture.files import open_capture
 from amqpscope.cli.common import (
     guarded,
     keylog_option,
@@ -15,7 +14,7 @@ from amqpscope.cli.common import (
     report_findings,
     steady_gc,
 )
-from amqpscope.dissect import Dissector
+from amqpscope.cli.inputs import format_option, open_input
 from amqpscope.track.tracker import Tracker
 
 
@@ -33,6 +32,7 @@ from amqpscope.track.tracker import Tracker
 @click.option("--show-secrets", is_flag=True, help="Include credentials instead of redacting.")
 @redact_bodies_option
 @keylog_option
+@format_option
 @guarded
 def export(
     file: str,
@@ -41,8 +41,10 @@ def export(
     show_secrets: bool,
     keylog: str | None,
     redact_bodies: bool = False,
+    fmt: str | None = None,
 ) -> None:
-    """Everything about FILE as JSON: capture, frames, connections, findings.
+    """Everything about FILE (a capture or a frame-trace log) as JSON: capture, frames,
+    connections, findings.
 
     \b
     The document follows `amqpscope schema export`; with --ndjson each line is a record
@@ -55,22 +57,29 @@ def export(
     """
     from amqpscope.render.export import ExportWriter, capture_metadata
 
-    dissector = Dissector(show_secrets=show_secrets, redact_bodies=redact_bodies)
     tracker = Tracker()
     steady_gc()
     with (
-        open_capture(file) as capture,
+        open_input(file, fmt) as source,
         click.open_file(output, "w", encoding="utf-8") as out,
-        progress(capture, output != "-") as bar,
+        progress(source.file, output != "-") as bar,
     ):
-        dissector.context.keylog = load_keylog(keylog)
-        writer = ExportWriter(out, capture_metadata(capture, file), ndjson)
-        for frame in dissector.run(bar.wrap(capture) if bar else capture):
+        if source.capture is not None:
+            metadata = capture_metadata(source.capture, file)
+        else:
+            compressed = source.log.compressed if source.log is not None else False
+            metadata = {"file": file, "format": "log", "log-format": source.fmt}
+            metadata["compressed"] = compressed
+        writer = ExportWriter(out, metadata, ndjson)
+        wrap = bar.wrap if bar is not None and source.capture is not None else None
+        for frame in source.frames(
+            show_secrets, redact_bodies, keylog=load_keylog(keylog), wrap=wrap
+        ):
             tracker.feed(frame)
             writer.frame(frame)
         tracker.finish()
-        unplaced = [f.to_json() for f in capture.findings + dissector.findings]
+        unplaced = [f.to_json() for f in source.findings]
         writer.close(tracker.summary(), unplaced)
         if bar is not None:
             bar.clear()
-        report_findings(capture.findings + dissector.findings)
+        report_findings(source.findings)

@@ -99,7 +99,8 @@ def live(
     import signal
     import time
 
-    from amqpscope.capture.live import LiveCapture, LiveError, LivePipeline
+    from amqpscope.capture.live import LiveCapture, LiveError
+    from amqpscope.live_pipeline import LivePipeline
 
     try:
         selection = Selection(expression, conns, channels, errors, None, None)

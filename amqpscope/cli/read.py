@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 
 import click
 
-from amqpscope.capture.files import open_capture
 from amqpscope.capture.pipe import STDIN
 from amqpscope.cli.common import (
     Lines,
@@ -20,13 +19,15 @@ from amqpscope.cli.common import (
     load_keylog,
     main,
     make_console,
+    no_amqp_lines,
     progress,
     replace_unencodable,
     report_findings,
     steady_gc,
     uncoloured,
 )
-from amqpscope.dissect import Dissector
+from amqpscope.cli.inputs import format_option, open_input
+from amqpscope.cli.inspect import Inspect
 from amqpscope.filter import FilterError, Selection
 from amqpscope.findings import Finding
 from amqpscope.render.lines import frame_ndjson, ndjson_all
@@ -45,6 +46,23 @@ if TYPE_CHECKING:
 )
 @click.option("--from", "start", type=float, metavar="SECONDS", help="From this relative time.")
 @click.option("--to", "stop", type=float, metavar="SECONDS", help="Up to this relative time.")
+@click.option(
+    "-V",
+    "--verbose",
+    "tree",
+    is_flag=True,
+    help="Each frame's detail tree: every field, its bytes.",
+)
+@click.option("-x", "--hex", "dump", is_flag=True, help="Each frame's bytes as hex and ASCII.")
+@click.option(
+    "-w",
+    "--write",
+    "out",
+    metavar="OUT",
+    help="Write the packets of the selected frames (and their connections' handshakes) to OUT "
+    "(pcap, or pcapng for a pcapng input or a .pcapng name; - for standard output).",
+)
+@format_option
 @display_options
 @guarded
 def read(
@@ -66,8 +84,13 @@ def read(
     color: str,
     width: int | None,
     redact_bodies: bool = False,
+    tree: bool = False,
+    dump: bool = False,
+    out: str | None = None,
+    fmt: str | None = None,
 ) -> None:
-    """Decode every AMQP frame of a pcap or pcapng FILE (- for standard input), in capture order.
+    """Decode every AMQP frame of a pcap or pcapng FILE (- for standard input), in capture order,
+    or read the frames of a frame-trace log (Proton's PN_TRACE_FRM=1 output, gzip'd or not).
 
     \b
     Examples:
@@ -76,6 +99,8 @@ def read(
       tcpdump -i lo -U -w - 'tcp port 5672' | amqpscope read -
       amqpscope read capture.pcap -Y 'name == "transfer" and fields.settled == false'
       amqpscope read capture.pcap --errors --conn 2
+      amqpscope read capture.pcap -c 3 -V -x
+      amqpscope read big.pcapng --conn 7 -w conn7.pcapng
 
     \b
     Display filters (-Y) test the frame record that --json prints:
@@ -91,7 +116,16 @@ def read(
     # without a selecting option every frame is shown: the selection is not asked per frame
     choosy = bool(expression or conns or channels or errors or links or queues)
     choosy = choosy or start is not None or stop is not None
-    dissector = Dissector(show_secrets=show_secrets, redact_bodies=redact_bodies)
+    if out is not None:
+        from amqpscope.cli.write import write_cut
+
+        # --conn alone cuts its connections whole; anything else chooses frames
+        alone = bool(conns) and not (expression or channels or errors or links or queues)
+        alone = alone and start is None and stop is None and count is None
+        whole = frozenset(conns) if alone else frozenset()
+        accepts = selection.accepts if choosy else lambda _frame, _first: True
+        write_cut(file, out, accepts, whole, show_secrets, keylog, count)
+        return
     tracker = Tracker()
     lines = Lines(0 if file == STDIN else Lines.CHUNK)
     timeline = None
@@ -119,11 +153,23 @@ def read(
     shown = 0
     ended: list[Finding] = []
     steady_gc()
-    with open_capture(file) as capture, progress(capture, not as_json) as bar:
-        dissector.context.keylog = load_keylog(keylog)
+    with open_input(file, fmt) as source, progress(source.file, not as_json) as bar:
+        if (tree or dump) and source.capture is None:
+            fail("-V and -x show a captured frame's bytes; a log has none (try --json)", 2)
         first_ts: float | None = None
-        frames: Iterator[Frame] = dissector.run(bar.wrap(capture) if bar else capture)
-        if timeline is None and not choosy and count is None and lines.chunk:
+        frames: Iterator[Frame] = source.frames(
+            show_secrets,
+            redact_bodies,
+            keylog=load_keylog(keylog),
+            wrap=bar.wrap if bar is not None and source.capture is not None else None,
+            carriers=tree or dump,
+        )
+        inspect = None
+        if (tree or dump) and source.dissector is not None:
+            inspect = Inspect(source.dissector, tree, dump, show_secrets, timeline)
+            if timeline is not None:
+                timeline.collapse = False  # each frame is shown with its detail
+        if timeline is None and not choosy and count is None and lines.chunk and not inspect:
             # every frame, each written: the loop below, compiled (render.lines), which
             # leaves it none but its end
             ndjson_all(frames, tracker, lines.emit, lines.chunk)
@@ -141,14 +187,20 @@ def read(
                     first_ts = frame.ts
                     if timeline is not None:
                         timeline.first_ts = first_ts  # times count from the first frame
+                continues = inspect is not None and inspect.starts.continues(frame)
                 if choosy and not selection.accepts(frame, first_ts):
                     continue
                 if timeline is None:
-                    lines.write(frame_ndjson(frame))
+                    if inspect is not None and tree:
+                        lines.write(inspect.ndjson(frame, continues))
+                    else:
+                        lines.write(frame_ndjson(frame))
                 else:
                     if bar is not None:
                         bar.wrote()
                     timeline.frame(frame)
+                    if inspect is not None:
+                        inspect.show(frame, continues)
                 shown += 1
                 if count is not None and shown >= count:
                     break
@@ -167,4 +219,7 @@ def read(
         if timeline is not None:
             timeline.finish()
         lines.flush()
-        report_findings(capture.findings + dissector.findings + ended)
+        report_findings(source.findings + ended)
+        if not shown and count is None and source.dissector is not None:
+            for text in no_amqp_lines(source.dissector, file):
+                click.echo(f"amqpscope: {text}", err=True)

@@ -13,10 +13,11 @@ from amqpscope.cli.common import (
 @main.command()
 @click.argument("name", type=click.Choice(schemas.NAMES))
 def schema(name: str) -> None:
-    """Print the JSON Schema of NAME (what --json and export produce).
+    """Print the JSON Schema of NAME (what --json and export produce), self-contained: the
+    schemas it refers to are bundled into its $defs, so it validates offline.
 
     \b
     Example:
       amqpscope schema frame > frame.schema.json
     """
-    click.echo(schemas.text(name), nl=False)
+    click.echo(schemas.bundled_text(name), nl=False)

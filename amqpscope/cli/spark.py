@@ -9,6 +9,7 @@ from amqpscope.cli.common import (
     complete_files,
     fail,
     guarded,
+    keylog_option,
     main,
     redact_bodies_option,
 )
@@ -30,6 +31,7 @@ from amqpscope.cli.common import (
 @click.option("--report", is_flag=True, help="Then print cross-capture aggregates.")
 @click.option("--show-secrets", is_flag=True, help="Keep credentials (default: redacted).")
 @redact_bodies_option
+@keylog_option
 @guarded
 def spark(
     inputs: tuple[str, ...],
@@ -39,6 +41,7 @@ def spark(
     report: bool,
     show_secrets: bool = False,
     redact_bodies: bool = False,
+    keylog: str | None = None,
 ) -> None:
     """Decode folders of captures on Spark into Parquet tables (frames, deliveries, links,
     channels, connections, findings); connections cut by file rotation are stitched.
@@ -65,6 +68,7 @@ def spark(
             progress=lambda text: click.echo(f"amqpscope: {text}", err=True),
             show_secrets=show_secrets,
             redact_bodies=redact_bodies,
+            keylog=keylog,
         )
     except job.PipelineError as exc:
         fail(str(exc))

@@ -36,6 +36,7 @@ from amqpscope.codec.amqp10 import frames as frames10
 from amqpscope.codec.amqp10.decoder import Decoder as Decoder10
 from amqpscope.findings import Finding, finding
 from amqpscope.stream.events import C2S, S2C
+from amqpscope.stream.tcp import WELL_KNOWN_PORTS
 
 HEADER: Final = "header"
 FRAMES: Final = "frames"
@@ -47,6 +48,8 @@ LAYER_KIND: Final = "layer"
 
 #: bytes a direction of unknown version may be searched before it is given up as not AMQP
 HUNT_BUDGET: Final = 256 * 1024
+#: first bytes kept of each direction of a connection not (yet) known to be AMQP
+HEAD_BYTES: Final = 16
 #: bytes kept while a frame is incomplete or a hunt waits for more; beyond it, damage is assumed
 MAX_BUFFER: Final = 64 * 1024 * 1024
 UNKNOWN_VERSIONS: Final = ("0-9-1", "1.0")
@@ -63,6 +66,7 @@ class Framer:
         "decoder",
         "direction",
         "expect",
+        "headerless",
         "hunted",
         "inner",
         "layer",
@@ -93,6 +97,7 @@ class Framer:
         self.layer: layers.Layer | None = None  # LAYERED: the layer its bytes go through
         self.inner: Framer | None = None  # LAYERED: the framer of the layer's inner bytes
         self.expect = ""  # a layer that must follow (after `AMQP 2 1 0 0`: "tls")
+        self.headerless = False  # began without its protocol header: hunting frames by shape
 
     def arrived(self, data: bytes, packet: int, ts: float) -> None:
         self.buf += data
@@ -105,6 +110,20 @@ class Framer:
             if mark_end >= offset:
                 return packet, ts
         return self.marks[-1][1:] if self.marks else (0, 0.0)
+
+    def carried(self, start: int, end: int) -> list[tuple[int, int, int, int]]:
+        """Which packets brought buffer offsets `start` to `end` (a frame's bytes): (packet,
+        offset from `start`, length, stream offset) for each, from the marks."""
+        first, last = self.base + start, self.base + end
+        out: list[tuple[int, int, int, int]] = []
+        begin = -1  # where the oldest mark's bytes began is before anything still buffered
+        for mark_end, packet, _ in self.marks:
+            low = first if begin < first else begin
+            high = last if mark_end > last else mark_end
+            if high > low:
+                out.append((packet, low - first, high - low, low))
+            begin = mark_end
+        return out
 
     def consume(self, count: int) -> None:
         """Drop `count` bytes from the front of the buffer (and the marks they no longer need)."""
@@ -159,6 +178,10 @@ class ConnectionCodec:
         self.is_amqp = False
         self.first_header_dir: str | None = None
         self.findings: list[Finding] = []  # findings no frame carries (reported at the end)
+        self.carriers = False  # note on each frame which packets carried it (`Frame.carriers`)
+        # the first bytes of each direction until AMQP is found: what a connection that is not
+        # AMQP was (`census`: HTTP, TLS, RabbitMQ streams...)
+        self.head: dict[str, bytes] = {}
 
     # -- events from the stream layer -------------------------------------------------------
     def data(
@@ -166,6 +189,10 @@ class ConnectionCodec:
     ) -> list[k.Frame]:
         """Bytes of `direction` (any bytes-like; the stream layer hands on `bytes`)."""
         framer = self.framers[direction]
+        if not self.is_amqp:
+            head = self.head.get(direction, b"")
+            if len(head) < HEAD_BYTES:
+                self.head[direction] = head + bytes(data[: HEAD_BYTES - len(head)])
         if framer.state == OPAQUE:
             return []
         if not isinstance(data, bytes):
@@ -425,7 +452,9 @@ class ConnectionCodec:
                 versions: tuple[str, ...] = (known,) if known else UNKNOWN_VERSIONS
                 versions = tuple("0-9-1" if v in detect.FRAMED_LIKE_091 else v for v in versions)
                 needed = detect.FRAMES_TO_CLAIM_KNOWN if known else detect.FRAMES_TO_CLAIM
-                claim = detect.claim(memoryview(buf)[pos:], versions, needed, final)
+                claim = detect.claim(
+                    memoryview(buf)[pos:], versions, needed, final, framer.headerless
+                )
                 framer.skipped += claim.offset
                 if not known:
                     framer.hunted += claim.offset
@@ -440,6 +469,11 @@ class ConnectionCodec:
                             )
                         )
                     framer.skipped = 0
+                    if framer.headerless:
+                        framer.headerless = False
+                        # a 0-9-1 server sends no header: only its client can miss one
+                        if framer.direction == C2S or claim.version not in detect.FRAMED_LIKE_091:
+                            framer.pending.append(self._missing_header(framer, claim.version))
                     if buf[pos : pos + 4] == detect.MAGIC:
                         framer.state = HEADER
                     else:
@@ -467,7 +501,10 @@ class ConnectionCodec:
 
     def _headerless(self, framer: Framer) -> bool:
         """A direction whose first bytes are not a header: a 0-9-1 server answering a client's
-        header speaks frames at once. Anything else is not AMQP."""
+        header speaks frames at once. A direction whose header is missing (the other side sent
+        one, or the connection is to an AMQP port) is read by frame shape, as a capture that
+        starts mid-connection is, and said so when its frames are found. Anything else is not
+        AMQP."""
         other = self._other(framer).version
         if framer.direction == S2C and other in detect.FRAMED_LIKE_091 and framer.version is None:
             framer.version = other
@@ -476,7 +513,21 @@ class ConnectionCodec:
         if framer.version is not None:  # after a header, anything but frames is damage
             framer.state = HUNT
             return True
+        if other is not None or self.server_port in WELL_KNOWN_PORTS:
+            framer.headerless = True
+            framer.state = HUNT
+            return True
         return False
+
+    def _missing_header(self, framer: Framer, version: str | None) -> Finding:
+        other = self._other(framer)
+        said = "the other side sent one" if other.version else "neither side sent one"
+        who = "client" if framer.direction == C2S else "server"
+        return finding(
+            "amqp.missing-header",
+            f"the {who} ({framer.direction}) began without its protocol header ({said});"
+            f" its frames are read by their shape as AMQP {version}",
+        )
 
     def _header_frame(self, framer: Framer, raw: bytes) -> k.Frame:
         header = detect.PROTOCOL_HEADERS.get(raw[4:8])
@@ -588,6 +639,8 @@ class ConnectionCodec:
         """Hand on `frame`, which ended at buffer offset `end`."""
         frame.direction = framer.direction
         frame.packet, frame.ts = framer.completed_by(end)
+        if self.carriers:
+            frame.carriers = framer.carried(end - len(frame.data), end)
         if framer.level:
             for slot in self.layers[: framer.level]:
                 if not slot.reported:  # the layers a frame came through are named before it

@@ -81,11 +81,16 @@ class Claim(NamedTuple):
 
 
 def claim(
-    buf: bytes | bytearray | memoryview, versions: tuple[str, ...], needed: int, final: bool
+    buf: bytes | bytearray | memoryview,
+    versions: tuple[str, ...],
+    needed: int,
+    final: bool,
+    sasl: bool = False,
 ) -> Claim:
     """Hunt for the first frame boundary in `buf`: a protocol header, or `needed` consecutive
     strict frames of one of `versions`. With `final` (no more bytes will come), a run of valid
-    frames that reaches the end of the buffer counts as found."""
+    frames that reaches the end of the buffer counts as found. `sasl`: 1.0 SASL frames count
+    too (a direction hunted from its start, whose SASL header is missing)."""
     size = len(buf)
     for off in range(size):
         if buf[off] == 0x41 and buf[off : off + 4] == MAGIC:
@@ -97,7 +102,7 @@ def claim(
         for version in versions:
             found, pos, length = 0, off, -1
             while found < needed:
-                length = probe(version, buf, pos)
+                length = probe(version, buf, pos, sasl)
                 if length <= 0:
                     break
                 found += 1

@@ -43,6 +43,11 @@ class Frame:
     fields: dict[str, Any]
     findings: list[Finding]
     message: dict[str, Any] | None  # on the frame that completes a message
+    #: a frame read from a log (`logs/`): {"file", "line"} instead of packet, bytes and ends
+    source: dict[str, Any] | None
+    #: which packets carried the frame's bytes, when the dissector is asked to keep it (`read
+    #: -x`, `-w`): (packet, offset in the frame, length, stream offset) per packet, in order
+    carriers: list[tuple[int, int, int, int]] | None
 
     def __init__(
         self,
@@ -61,6 +66,8 @@ class Frame:
         fields: dict[str, Any] | None = None,
         findings: list[Finding] | None = None,
         message: dict[str, Any] | None = None,
+        source: dict[str, Any] | None = None,
+        carriers: list[tuple[int, int, int, int]] | None = None,
     ) -> None:
         """Written out, not generated: see `capture.packet`."""
         self.version = version
@@ -78,6 +85,8 @@ class Frame:
         self.fields = {} if fields is None else fields
         self.findings = [] if findings is None else findings
         self.message = message
+        self.source = source
+        self.carriers = carriers
 
     @property
     def size(self) -> int:
@@ -85,6 +94,8 @@ class Frame:
 
     def to_json(self) -> dict[str, Any]:
         """The frame as the NDJSON contract of `amqpscope read --json` has it."""
+        if self.source is not None:
+            return self._logged_json()
         out = {
             "frame": self.number,
             "packet": self.packet,
@@ -98,6 +109,26 @@ class Frame:
             "kind": self.kind,
             "name": self.name,
             "size": self.size,
+            "fields": self.fields,
+            "findings": [f.to_json() for f in self.findings],
+        }
+        if self.message is not None:
+            out["message"] = self.message
+        return out
+
+    def _logged_json(self) -> dict[str, Any]:
+        """A frame read from a log: `source` (file, line) instead of packet, endpoints and
+        size, which a log does not show; `ts` null when the line had no timestamp."""
+        out: dict[str, Any] = {
+            "frame": self.number,
+            "source": self.source,
+            "ts": self.ts if self.ts else None,
+            "conn": self.conn,
+            "dir": self.direction,
+            "version": self.version,
+            "channel": self.channel,
+            "kind": self.kind,
+            "name": self.name,
             "fields": self.fields,
             "findings": [f.to_json() for f in self.findings],
         }

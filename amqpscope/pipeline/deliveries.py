@@ -23,6 +23,8 @@ from __future__ import annotations
 from typing import Any
 
 from amqpscope.codec.frames import Frame
+from amqpscope.codec.typed import typed_fields
+from amqpscope.track.amqp091.rules import name as text_key
 
 OUTCOMES_10 = ("accepted", "rejected", "released", "modified")
 
@@ -82,17 +84,17 @@ class DeliveryLog:
         return channel if frame.direction == "c2s" else self.remote.get(channel, channel)
 
     def _begin(self, frame: Frame) -> None:
-        f = frame.fields
+        f = typed_fields(frame)
         if frame.direction == "s2c" and f.get("remote-channel") is not None:
             self.remote[frame.channel or 0] = f["remote-channel"]
 
     def _attach(self, frame: Frame) -> None:
-        f = frame.fields
+        f = typed_fields(frame)
         self.links[(self._session(frame), frame.direction, f.get("handle", 0))] = f.get("name")
 
     def _transfer(self, frame: Frame) -> None:
         session = self._session(frame)
-        f = frame.fields
+        f = typed_fields(frame)
         handle = f.get("handle", 0)
         key = (session, frame.direction, handle)
         row = self.current.get(key)
@@ -131,7 +133,7 @@ class DeliveryLog:
 
     def _disposition(self, frame: Frame) -> None:
         session = self._session(frame)
-        f = frame.fields
+        f = typed_fields(frame)
         # a receiver's disposition is about what the other side sent; a sender's, its own
         sender = _other(frame.direction) if f.get("role") == "receiver" else frame.direction
         pending = self.pending10.get((session, sender))
@@ -169,7 +171,7 @@ class DeliveryLog:
         """A 0-9-1 method that matters (a content method's message is `_message`'s)."""
         channel = frame.channel or 0
         name = frame.name
-        f = frame.fields
+        f = typed_fields(frame)
         c2s = frame.direction == "c2s"
         if frame.message is not None:
             self._message(frame, channel)
@@ -180,13 +182,13 @@ class DeliveryLog:
         elif name == "confirm.select" and c2s:
             self.confirm.setdefault(channel, 1)
         elif name == "basic.consume" and c2s:
-            self.consume[channel] = (bool(f.get("no-ack")), f.get("queue"))
+            self.consume[channel] = (bool(f.get("no-ack")), text_key(f.get("queue")))
             if f.get("consumer-tag"):
-                self.consumers[f["consumer-tag"]] = self.consume[channel]
+                self.consumers[text_key(f["consumer-tag"])] = self.consume[channel]
         elif name == "basic.consume-ok" and not c2s and channel in self.consume:
-            self.consumers[f.get("consumer-tag", "")] = self.consume.pop(channel)
+            self.consumers[text_key(f.get("consumer-tag", ""))] = self.consume.pop(channel)
         elif name == "basic.get" and c2s:
-            self.get[channel] = (bool(f.get("no-ack")), f.get("queue"))
+            self.get[channel] = (bool(f.get("no-ack")), text_key(f.get("queue")))
         elif name in _SETTLES:
             table = self.unacked if c2s else self.unconfirmed
             self._settle091(table.get(channel), frame, _SETTLES[name][c2s])
@@ -224,7 +226,8 @@ class DeliveryLog:
             row["delivery_id"] = tag
             row["redelivered"] = bool(args.get("redelivered"))
             if method == "basic.deliver":
-                no_ack, queue = self.consumers.get(args.get("consumer-tag", ""), (False, None))
+                tag_key = text_key(args.get("consumer-tag", ""))
+                no_ack, queue = self.consumers.get(tag_key, (False, None))
             else:
                 no_ack, queue = self.get.pop(channel, (False, None))
             row["queue"] = queue

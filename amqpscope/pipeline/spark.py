@@ -21,6 +21,7 @@ Spark schedules the tasks and reads remote inputs; no row passes through the JVM
 from __future__ import annotations
 
 import argparse
+import contextlib
 import glob
 import os
 import re
@@ -172,11 +173,16 @@ def _walk(folder: str) -> list[str]:
 
 
 def session(master: str | None = None, app: str = "amqpscope") -> Any:
-    """A SparkSession: `master` if given; under spark-submit, what it set; else local[*]."""
+    """A SparkSession: `master` if given; under spark-submit, what it set; else local[*]; with
+    the `amqp` data source registered."""
     from pyspark.sql import SparkSession
 
     spark = SparkSession.builder.config(conf=_conf(master, app)).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    with contextlib.suppress(ImportError):  # pyspark before 4 has no Python data sources
+        from amqpscope.pipeline.datasource import register
+
+        register(spark)  # `format("amqp")`, also when pyspark_amqpscope is not on the path
     return spark
 
 
@@ -212,6 +218,9 @@ def _conf(master: str | None, app: str) -> Any:
             # the workers' Python starts faster (see `daemon`); local only: on a cluster
             # the executors' Python may not have amqpscope until --py-files ships it
             conf.set("spark.python.daemon.module", "amqpscope.pipeline.daemon")
+    # the amqp data source's `pushFilters` option (Spark fails a reader that pushes filters
+    # without it; a source that does not push is not affected)
+    conf.set("spark.sql.python.filterPushdown.enabled", "true")
     return conf
 
 
@@ -280,12 +289,23 @@ def batches(paths: list[str], slices: int) -> list[list[str]]:
     return out
 
 
-def dissector_options(show_secrets: bool = False, redact_bodies: bool = False) -> dict[str, Any]:
+def dissector_options(
+    show_secrets: bool = False, redact_bodies: bool = False, keylog: str | None = None
+) -> dict[str, Any]:
     """The `Dissector` keywords the executors decode with (the CLI's `--show-secrets`,
-    `--redact-bodies`)."""
+    `--redact-bodies`, `--keylog`: the key log is read here, on the driver, and its secrets
+    travel with the tasks, so the executors need not see the file)."""
     options: dict[str, Any] = {}
     if show_secrets:
         options["show_secrets"] = True
+    if keylog:
+        from amqpscope.codec.tls import KeyLog
+
+        try:
+            with open(keylog, encoding="utf-8", errors="replace") as f:
+                options["keylog"] = KeyLog(f.read())
+        except OSError as exc:
+            raise PipelineError(f"--keylog {keylog}: {exc.strerror or exc}") from None
     if redact_bodies:
         import inspect
 
@@ -308,12 +328,13 @@ def run(
     max_gap: float = stitch.MAX_GAP,
     show_secrets: bool = False,
     redact_bodies: bool = False,
+    keylog: str | None = None,
 ) -> dict[str, Any]:
     """Run the whole job; returns what it did (files, rows per table, stitched connections).
     `spark`: a SparkSession or SparkContext to run on (default: made here, with Spark SQL only
     if Hadoop URIs or `report` need it)."""
     say = progress or (lambda text: None)
-    options = dissector_options(show_secrets, redact_bodies)
+    options = dissector_options(show_secrets, redact_bodies, keylog)
     local, remote = list_inputs(inputs)
     output = _output(out)
     if spark is None:  # Spark SQL only when something needs it
@@ -493,6 +514,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report", action="store_true")
     parser.add_argument("--show-secrets", action="store_true")
     parser.add_argument("--redact-bodies", action="store_true")
+    parser.add_argument("--keylog")
     args = parser.parse_args(argv)
     why = missing()
     if why:
@@ -512,6 +534,7 @@ def main(argv: list[str] | None = None) -> int:
             progress=lambda text: print(f"amqpscope: {text}", file=sys.stderr, flush=True),
             show_secrets=args.show_secrets,
             redact_bodies=args.redact_bodies,
+            keylog=args.keylog,
         )
     except PipelineError as exc:
         print(f"amqpscope: {exc}", file=sys.stderr)

@@ -108,6 +108,15 @@ class Layout:
         self.row_type = pa.struct(
             [pa.field(name, arrow_type(kind)) for name, kind in COLUMNS[table]]
         )
+        #: every column (partitions too) in row order, timestamps filled: what the data source
+        #: hands Spark (`whole`)
+        self.whole_schema = pa.schema(
+            [pa.field(name, arrow_type(kind)) for name, kind in COLUMNS[table]]
+        )
+        self.whole_columns = [
+            (at, arrow_type(kind), names.index(times[name]) if name in times else None)
+            for at, (name, kind) in enumerate(COLUMNS[table])
+        ]
         #: dictionary-encoded: the strings that repeat (endpoints, names, codes), not the JSON
         #: texts or numbers, whose dictionaries only cost time (a third of the write)
         self.dictionary = [
@@ -150,6 +159,22 @@ class Layout:
             for at, _, kind, seconds in self.columns
         ]
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+    def whole(self, rows: list[tuple[Any, ...]]) -> Any:
+        """The rows as one Arrow batch of every column in `COLUMNS` order (partition columns
+        included), timestamps made from their seconds as the Parquet files have them."""
+        import pyarrow as pa
+
+        try:
+            whole = pa.array(rows, type=self.row_type)
+            arrays = [whole.field(at) for at, _, _ in self.whole_columns]
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError):
+            arrays = [_column(list(map(itemgetter(at), rows)), kind) for at, kind, _ in
+                      self.whole_columns]  # fmt: skip
+        for at, kind, seconds in self.whole_columns:
+            if seconds is not None:
+                arrays[at] = _timestamps(arrays[seconds].cast(pa.float64()), kind)
+        return pa.RecordBatch.from_arrays(arrays, schema=self.whole_schema)
 
     def _by_column(self, rows: list[tuple[Any, ...]]) -> Any:
         import pyarrow as pa

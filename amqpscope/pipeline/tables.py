@@ -252,6 +252,12 @@ def frame_text_bytes(values: tuple[Any, ...]) -> int:
     return len(values[_FRAME_FIELDS]) + (len(message) if message is not None else 0)
 
 
+def ddl(table: str) -> str:
+    """The schema of `table` as Spark's DDL text (what a Python data source's `schema()` returns:
+    it runs where no JVM is at hand to parse types)."""
+    return ", ".join(f"`{name}` {kind}" for name, kind in COLUMNS[table])
+
+
 def struct_type(table: str) -> Any:
     """The Spark schema of `table` (imports pyspark: call it on the driver only)."""
     from pyspark.sql.types import StructField, StructType, _parse_datatype_string

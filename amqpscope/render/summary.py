@@ -15,7 +15,6 @@ anything else is rich's to lay out.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -50,8 +49,29 @@ def _text(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.3f}".rstrip("0").rstrip(".") if value else "0"
     if isinstance(value, (dict, list)):
-        return safe(json.dumps(value, separators=(",", ":"), ensure_ascii=False))
+        return safe(_words(value))
     return safe(str(value))  # captured strings: escape what could drive the terminal
+
+
+#: the keys of a value given per direction (client to server, server to client)
+DIRECTIONS = frozenset(("c2s", "s2c"))
+
+
+def _words(value: Any) -> str:
+    """A list or map of the summary in words, never as JSON: per-direction values as
+    `16384 → / ← 4294967295` (what each direction carries), other maps as `key value, ...`
+    (counts of 0 and empty values left out: `accepted 2`), lists joined by commas."""
+    if isinstance(value, dict):
+        if value and set(value) <= DIRECTIONS:
+            c2s, s2c = _words(value.get("c2s")), _words(value.get("s2c"))
+            if c2s == s2c:
+                return c2s
+            return " / ".join(p for p in (c2s and f"{c2s} →", s2c and f"← {s2c}") if p)
+        parts = ((str(k), _words(v)) for k, v in value.items())
+        return ", ".join(f"{k} {v}" if v != "yes" else k for k, v in parts if v not in ("", "0"))
+    if isinstance(value, list):
+        return ", ".join(w for w in (_words(v) for v in value) if w)
+    return _text(value)
 
 
 def _error(value: Any) -> str:
@@ -120,6 +140,53 @@ CHANNEL_COLUMNS: list[Column] = [
     ("ack ms", lambda r: _latency(r, "ack-latency-ms")),
     ("close", lambda r: _error(r.get("close"))),
 ]
+#: transactions (1.0: one row per txn-id; 0-9-1: one per tx.commit or tx.rollback)
+TX10_COLUMNS: list[Column] = [
+    ("ch", lambda r: r.get("channel")),
+    ("txn-id", lambda r: r.get("txn-id")),
+    ("declared #", lambda r: r.get("declared-frame")),
+    ("state", lambda r: r.get("state")),
+    ("transfers", lambda r: r.get("transfers")),
+    ("outcomes", lambda r: r.get("outcomes")),
+    ("error", lambda r: _error(r.get("error"))),
+]
+TX091_COLUMNS: list[Column] = [
+    ("ch", lambda r: r["_channel"]),
+    ("#", lambda r: r["_index"]),
+    ("outcome", lambda r: r.get("outcome")),
+    ("frame", lambda r: r.get("frame")),
+    ("publishes", lambda r: r.get("publishes")),
+    ("acks", lambda r: r.get("acks")),
+    ("nacks", lambda r: r.get("nacks")),
+    ("rejects", lambda r: r.get("rejects")),
+    ("discarded", lambda r: r.get("settles-discarded")),
+]
+
+
+def _transactions(conn: Row) -> tuple[list[Column], list[Row], str]:
+    """A connection's transactions as table rows, and a line of their counts ("" if none)."""
+    if conn.get("version") == "1.0":
+        tx = conn.get("transactions")
+        if not isinstance(tx, dict) or not (tx.get("declares") or tx.get("items")):
+            return TX10_COLUMNS, [], ""
+        keys = ("declared", "committed", "rolled-back", "failed")
+        counts = ", ".join(f"{tx.get(k) or 0} {k.replace('-', ' ')}" for k in keys)
+        return TX10_COLUMNS, list(tx.get("items") or []), f"transactions: {counts}"
+    rows: list[Row] = []
+    commits = rollbacks = 0
+    for channel in conn.get("channels") or []:
+        tx = channel.get("tx")
+        if not isinstance(tx, dict) or not tx.get("selected"):
+            continue
+        commits += tx.get("commits") or 0
+        rollbacks += tx.get("rollbacks") or 0
+        for index, item in enumerate(tx.get("transactions") or [], start=1):
+            rows.append({**item, "_channel": channel.get("channel"), "_index": index})
+    if not rows and not commits and not rollbacks:
+        return TX091_COLUMNS, [], ""
+    return TX091_COLUMNS, rows, f"transactions: {commits} committed, {rollbacks} rolled back"
+
+
 #: sparkline columns: (header, key in the row's `series`, a level's lowest rather than highest),
 #: the first kept first when space is short. Credit shows its lows: running out is the point.
 Spark = tuple[str, str, bool]
@@ -186,12 +253,13 @@ def _spark_lines(
 
 def _justify(name: str) -> Literal["left", "right"]:
     """Numbers to the right; text (and the role's words) to the left."""
-    return "left" if _limits(name)[1] is not None or name == "role" else "right"
+    words = ("role", "outcome", "state")
+    return "left" if _limits(name)[1] is not None or name in words else "right"
 
 
 def _limits(name: str) -> tuple[int, int | None]:
     """A column's (min_width, max_width): numbers keep their header; text gives way."""
-    if name in ("address", "error", "close"):
+    if name in ("address", "error", "close", "txn-id", "outcomes"):
         return 6, 48
     return len(name), None
 
@@ -279,9 +347,10 @@ def _connection_line(conn: Row) -> Pieces:
         if mech:
             facts.append(f"SASL {mech} {_get(conn, 'sasl', 'outcome') or ''}".strip())
         frame_max = _get(conn, "open", "holds", "max-frame-size")
-        if isinstance(frame_max, dict):  # what each side may send
+        if isinstance(frame_max, dict):  # what each direction may carry
             sizes = {v for v in frame_max.values() if v is not None}
-            frame_max = sizes.pop() if len(sizes) == 1 else frame_max
+            # neither side's known (a log that does not show it): nothing to say
+            frame_max = sizes.pop() if len(sizes) == 1 else (frame_max if sizes else None)
         if frame_max:
             facts.append(f"max-frame {_text(frame_max)}")
     else:
@@ -398,6 +467,12 @@ def print_summary(result: dict[str, Any], console: Console | None = None) -> Non
             table = _table("channels", CHANNEL_COLUMNS, channels, console, CHANNEL_SPARKS)
         if table is not None:
             console.print(table)
+        tx_columns, tx_rows, tx_counts = _transactions(conn)
+        if tx_counts:
+            line([(tx_counts, "bold")])
+            tx_table = _table("transactions", tx_columns, tx_rows)
+            if tx_table is not None:
+                console.print(tx_table)
         console.print()
     for conn in result.get("undecoded", []):
         line(_undecoded_line(conn))
@@ -472,6 +547,21 @@ def summary_text(result: dict[str, Any], width: int, encoding: str) -> str | Non
             ]
             if not table(plain.table(title, heads, body, width, pad_edge=False)):
                 return None
+        tx_columns, tx_rows, tx_counts = _transactions(conn)
+        if tx_counts:
+            if not line([(tx_counts, "")]):
+                return None
+            if tx_rows:
+                cells, keep = _cells(tx_columns, tx_rows)
+                heads = [
+                    plain.Column(
+                        tx_columns[i][0], _justify(tx_columns[i][0]), *_limits(tx_columns[i][0])
+                    )
+                    for i in keep
+                ]
+                body = [[cell[i] for i in keep] for cell in cells]
+                if not table(plain.table("transactions", heads, body, width, pad_edge=False)):
+                    return None
         out.append("")
     for conn in result.get("undecoded", []):
         if not line(_undecoded_line(conn)):

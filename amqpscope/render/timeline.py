@@ -290,10 +290,15 @@ class Timeline:
         arrow = ARROWS.get(frame.direction, "-")
         if frame.kind == TRANSPORT and not frame.fields.get("by"):
             arrow = "-"  # an idle end: nobody sent anything
+        source = frame.source
+        if source is not None and not frame.ts:  # a log line without a time: its number
+            when = ("L" + str(source.get("line", ""))).rjust(10)
+        else:
+            when = "%10.6f" % (frame.ts - (self.first_ts or 0.0))
         # str methods and %: compiled, f-strings with a format spec go through format()
         return [
             (number.rjust(7) + " ", ""),
-            ("%10.6f" % (frame.ts - (self.first_ts or 0.0)), TIME_STYLE),
+            (when, TIME_STYLE),
             (" c" + str(frame.conn) + " " + arrow + " " + channel.ljust(5) + " ", ""),
         ]
 

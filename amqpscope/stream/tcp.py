@@ -263,6 +263,11 @@ class TcpReassembler:
                 self._data(h, seg.seq, payload, packet, ts, out)
         return out
 
+    def conn_of(self, src: tuple[str, int], dst: tuple[str, int]) -> int | None:
+        """The id of the connection whose `src` to `dst` direction is followed, if any."""
+        h = self._flows.get((src, dst))
+        return None if h is None else h.cid
+
     def flush(self) -> list[StreamEvent]:
         """End of capture: settle every open connection and close it ("fin" or "eof")."""
         out: list[StreamEvent] = []

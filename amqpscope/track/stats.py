@@ -259,5 +259,53 @@ class Rate(_Series):
         return {**self._head(), "counts": self.counts[: self.top + 1]}
 
 
+class Durations(_Series):
+    """Durations over time (settle, ack, confirm latency), by when each ended: per bucket the
+    longest, their total and how many. Merging sums totals and counts and keeps the longest."""
+
+    __slots__ = ("counts", "longest", "totals")
+
+    def __init__(self, size: int = BUCKETS) -> None:
+        super().__init__(size)
+        self.longest: list[float] = [0.0] * self.size
+        self.totals: list[float] = [0.0] * self.size
+        self.counts: list[int] = [0] * self.size
+
+    def add(self, ts: float, seconds: float) -> None:
+        if seconds < 0.0:
+            seconds = 0.0  # capture timestamps can step back a little
+        i = self._index(ts)
+        self.counts[i] += 1
+        self.totals[i] += seconds
+        if seconds > self.longest[i]:
+            self.longest[i] = seconds
+        if i > self.top:
+            self.top = i
+
+    def _halve(self) -> None:
+        longest, totals, counts, top = self.longest, self.totals, self.counts, self.top
+        for j in range(0, top + 1, 2):
+            longest[j >> 1] = max(longest[j], longest[j + 1])
+            totals[j >> 1] = totals[j] + totals[j + 1]
+            counts[j >> 1] = counts[j] + counts[j + 1]
+        for j in range((top >> 1) + 1, top + 1):
+            longest[j] = totals[j] = 0.0
+            counts[j] = 0
+
+    def to_json(self) -> dict[str, Any] | None:
+        """{"start", "bucket-seconds", "max-ms": [...], "mean-ms": [...], "counts": [...]}, a
+        bucket with none ended null in both; None before the first."""
+        if self.top < 0:
+            return None
+        n = self.top + 1
+        counts = self.counts[:n]
+        return {
+            **self._head(),
+            "max-ms": [_ms(self.longest[i]) if counts[i] else None for i in range(n)],
+            "mean-ms": [_ms(self.totals[i] / counts[i]) if counts[i] else None for i in range(n)],
+            "counts": counts,
+        }
+
+
 def _ms(seconds: float) -> float:
     return round(seconds * 1000.0, 3)

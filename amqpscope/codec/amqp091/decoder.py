@@ -18,12 +18,14 @@ from amqpscope.codec.amqp091.arguments import CompiledMethods, MethodArguments, 
 from amqpscope.codec.amqp091.content import Assembler, compile_properties, decode_header
 from amqpscope.codec.amqp091.fieldtable import Malformed, table_entries, text
 from amqpscope.codec.amqp091.frames import CLASS_METHOD, HEADER_SIZE, methods_for
+from amqpscope.codec.amqp091.peerprops import found_type, ill_typed
 from amqpscope.codec.frames import Frame
 from amqpscope.findings import Finding, finding
 
 REDACTED: Final = "<redacted>"
 ARGS_AT: Final = HEADER_SIZE + CLASS_METHOD.size  # offset of a method's first argument in the frame
 DIFFERENCE: Final = "amqp091.version-difference"
+BAD_FIELD_TYPE: Final = "amqp091.bad-field-type"
 
 
 class Tables:
@@ -136,7 +138,7 @@ class Decoder:
             self._reply(fields, tables)
         special = SPECIAL.get(compiled.name)
         if special is not None:
-            special(self, fields)
+            special(self, frame, fields)
         if compiled.content or self.assembler.open:
             self.assembler.method(frame, compiled.name, fields, compiled.content)
 
@@ -181,9 +183,13 @@ class Decoder:
         if failed is not None:
             fields["method"] = failed.name
 
-    def _start_ok(self, fields: dict[str, Any]) -> None:
+    def _start(self, frame: Frame, fields: dict[str, Any]) -> None:
+        _peer_properties(frame, fields, "server-properties")
+
+    def _start_ok(self, frame: Frame, fields: dict[str, Any]) -> None:
         """The mechanism, and the user of a PLAIN or AMQPLAIN response; the password only with
         show_secrets."""
+        _peer_properties(frame, fields, "client-properties")
         mechanism = fields.get("mechanism")
         self.mechanism = mechanism if isinstance(mechanism, str) else ""
         response = fields.get("response")
@@ -195,10 +201,13 @@ class Decoder:
             fields["response"] = shown
         elif not self.show_secrets:
             fields["response"] = REDACTED
-        if user is not None:
+        if type(user) is str:
             fields["user"] = user
+        elif user is not None:  # an AMQPLAIN LOGIN of another type, or PLAIN's not UTF-8
+            what = f"connection.start-ok.response's user is {found_type(user)}, not longstr"
+            frame.findings.append(finding(BAD_FIELD_TYPE, what))
 
-    def _secret(self, fields: dict[str, Any]) -> None:
+    def _secret(self, frame: Frame, fields: dict[str, Any]) -> None:
         """secure-ok's response and update-secret's new secret: shown only with show_secrets."""
         if self.show_secrets:
             return
@@ -209,6 +218,7 @@ class Decoder:
 
 #: method name -> what the decoder adds to (or hides in) its fields
 SPECIAL: Final = {
+    "connection.start": Decoder._start,
     "connection.start-ok": Decoder._start_ok,
     "connection.secure-ok": Decoder._secret,
     "connection.update-secret": Decoder._secret,
@@ -240,6 +250,17 @@ def _credentials(mechanism: str, raw: bytes, show: bool) -> tuple[Any, Any]:
     if mechanism in NO_SECRET:
         return None, text(raw)
     return None, None
+
+
+def _peer_properties(frame: Frame, fields: dict[str, Any], name: str) -> None:
+    """An `amqp091.bad-field-type` for each entry of the peer's properties that is not of the
+    type `peerprops` gives it (the frame keeps it; the tracker reads `peerprops.well_typed`)."""
+    table = fields.get(name)
+    if type(table) is not dict:
+        return
+    for key, found, expected in ill_typed(table):
+        what = f"{frame.name}.{name}.{key} is {found}, not {expected}"
+        frame.findings.append(finding(BAD_FIELD_TYPE, what))
 
 
 def _note(frame: Frame, problems: list[tuple[str, str]]) -> None:

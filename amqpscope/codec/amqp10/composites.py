@@ -120,6 +120,17 @@ def default_value(field: spec.Field) -> Any:
     return _choice_value(field.type, field.default)
 
 
+def expected(f: spec.Field) -> str:
+    """How a finding names what `f` should hold: its type and, when restricted, the primitive
+    ("delivery-tag (binary)", "uint", "source or target"), in an array or list if multiple."""
+    base = primitive(f.type)
+    if f.type == "*":
+        text = f.requires or "any type"
+    else:
+        text = f.type if base in (f.type, "*") else f"{f.type} ({base})"
+    return f"an array or list of {text}" if f.multiple else text
+
+
 class FieldSpec(NamedTuple):
     name: str
     allowed: frozenset[int] | None
@@ -129,6 +140,7 @@ class FieldSpec(NamedTuple):
     multiple: bool
     requires: frozenset[str] | None  # composites the value must be, if it is described
     extension: bool  # a map of extension types (filters): unknown descriptors are expected
+    expected: str  # what a finding says the value should have been: "delivery-tag (binary)"
 
 
 class CompositeSpec(NamedTuple):
@@ -161,6 +173,7 @@ def compile_composite(code: int, composite: spec.Composite) -> CompositeSpec:
                 f.multiple,
                 frozenset(required) or None,
                 f.type == "filter-set",
+                expected(f),
             )
         )
     plain = tuple(
@@ -200,15 +213,91 @@ SCALARS: Final[dict[str, dict[str, type]]] = {
     for c in spec.COMPOSITES.values()
 }
 
+#: the Python types each primitive decodes to (types.py, jsonmap.py): binary is hex text,
+#: timestamps, uuids, chars and decimals text, a non-finite float its name
+_DECODED_AS: Final[dict[str, tuple[type, ...]]] = {
+    **{t: (v,) for t, v in _PYTHON_TYPES.items()},
+    **dict.fromkeys(("binary", "char", "timestamp", "uuid"), (str,)),
+    **dict.fromkeys(("decimal32", "decimal64", "decimal128"), (str,)),
+    **dict.fromkeys(("float", "double"), (float, str)),
+    "list": (list,),
+    "array": (list,),
+    "map": (dict,),
+    "null": (type(None),),
+}
+
+
+class FieldType(NamedTuple):
+    """What a well-typed value of one field is, as decoded: its Python types (each element's,
+    for a `multiple` field, which is always a list), and the composites it may be if described
+    (None: any)."""
+
+    types: tuple[type, ...]
+    multiple: bool
+    composites: frozenset[str] | None
+
+
+def _field_type(f: spec.Field) -> FieldType | None:
+    """The expectation of one field, or None where any value is fine (`*` fields of archetypes
+    the tables do not define)."""
+    allowed = allowed_constructors(f)
+    if allowed is None:
+        return None
+    if choices(f.type) is not None:
+        types: set[type] = {str}  # the choice's name
+    else:
+        types = set()
+        for ctor in allowed - ARRAYS - {NULL}:
+            if ctor == DESCRIBED:
+                types.add(dict)
+            else:
+                types.update(_DECODED_AS[spec.ENCODINGS[ctor].type])
+    required = providers(f.requires)[0] if f.requires else set()
+    if not required and primitive(f.type) in BY_NAME:
+        required = {primitive(f.type)}
+    return FieldType(tuple(sorted(types, key=str)), f.multiple, frozenset(required) or None)
+
+
+#: composite name -> {field: what a well-typed value of it is}: what `well_typed` checks
+FIELD_TYPES: Final[dict[str, dict[str, FieldType]]] = {
+    c.name: {f.name: t for f in c.fields if (t := _field_type(f)) is not None}
+    for c in spec.COMPOSITES.values()
+}
+
+#: the findings after which a frame's fields are checked by `well_typed`
+TYPE_DAMAGE: Final = frozenset(("amqp10.bad-field", "amqp10.bad-field-type"))
+
+
+def _fits(expected: FieldType, value: Any) -> bool:
+    if type(value) is dict and expected.composites is not None:
+        kind = value.get("type")
+        return kind not in BY_NAME or kind in expected.composites
+    return type(value) in expected.types
+
 
 def well_typed(name: str, fields: dict[str, Any]) -> dict[str, Any]:
-    """`fields` of composite `name` without the scalar values whose type is not their field's
-    (a boolean for a delivery-id, a number for a link name: damage `decode_fields` reported as
-    amqp10.bad-field). The frame keeps what was on the wire; a tracker computes with this."""
-    scalars = SCALARS.get(name)
-    if not scalars:
+    """`fields` of composite `name` without the values whose type is not their field's (a map
+    for a delivery-tag, a boolean for a delivery-id, a number for a link name, a list of lists
+    for capabilities, a source where a delivery state belongs: damage `decode_fields` reported
+    as amqp10.bad-field-type or amqp10.bad-field), nested composites checked the same way. The
+    frame keeps what was on the wire; the decoder's own bookkeeping, the trackers and everything
+    after them compute with this."""
+    expected = FIELD_TYPES.get(name)
+    if not expected:
         return fields
-    return {k: v for k, v in fields.items() if k not in scalars or type(v) is scalars[k]}
+    out = {}
+    for key, value in fields.items():
+        want = expected.get(key)
+        if want is not None:
+            if want.multiple:
+                if type(value) is not list or not all(_fits(want, v) for v in value):
+                    continue
+            elif not _fits(want, value):
+                continue
+            if type(value) is dict and value.get("type") in FIELD_TYPES and key != "type":
+                value = well_typed(value["type"], value)
+        out[key] = value
+    return out
 
 
 def _field_value(
@@ -233,12 +322,16 @@ def _field_value(
     elif fs.multiple and fs.allowed is not None:  # an array: its elements' type
         element = pos + 1 + 2 * spec.ENCODINGS[ctor].width
         if element < stop and ctx.buf[element] not in fs.allowed and value:
-            what = f"{cspec.name}.{fs.name} holds {_ctor_name(ctx.buf[element])} elements"
-            ctx.note("amqp10.bad-field", element, what)
+            what = (
+                f"{cspec.name}.{fs.name} is an array of {_ctor_name(ctx.buf[element])}, "
+                f"not {fs.expected}"
+            )
+            ctx.note("amqp10.bad-field-type", element, what)
     elif fs.requires is not None and type(value) is dict:
         kind = value.get("type")
         if kind in BY_NAME and kind not in fs.requires:
-            ctx.note("amqp10.bad-field", pos, f"{cspec.name}.{fs.name} cannot be {kind}")
+            what = f"{cspec.name}.{fs.name} is {kind}, not {' or '.join(sorted(fs.requires))}"
+            ctx.note("amqp10.bad-field-type", pos, what)
     return value, nxt
 
 
@@ -305,7 +398,11 @@ SPECS: Final[dict[int, CompositeSpec]] = {
 
 def _ctor_name(ctor: int) -> str:
     enc = spec.ENCODINGS.get(ctor)
-    return f"{enc.name} ({ctor:#04x})" if enc else "a described value"
+    if enc is None:
+        return "a described value"
+    if enc.name == enc.type:
+        return f"{enc.type} ({ctor:#04x})"
+    return f"{enc.type} ({enc.name}, {ctor:#04x})"
 
 
 def decode_fields(
@@ -354,8 +451,8 @@ def decode_fields(
                 pos += 1
                 continue
             if kind & _NOT_ALLOWED:
-                what = f"{cspec.name}.{fields[i].name} encoded as {_ctor_name(c)}"
-                ctx.note("amqp10.bad-field", pos, what)
+                what = f"{cspec.name}.{fields[i].name} is {_ctor_name(c)}, not {fields[i].expected}"
+                ctx.note("amqp10.bad-field-type", pos, what)
                 kind ^= _NOT_ALLOWED
             # the usual encodings of plain fields read here, not by a call; anything else, and
             # any that does not fit before `stop`, goes to its reader (which reports)
@@ -426,7 +523,8 @@ def _restricted_handler(restricted: spec.Restricted) -> Callable[..., tuple[Any,
         ctx: Context, descriptor: Any, ctor: int, off: int, end: int, depth: int
     ) -> tuple[Any, int]:
         if allowed is not None and ctor not in allowed:
-            ctx.note("amqp10.bad-field", off - 1, f"{name} encoded as {_ctor_name(ctor)}")
+            what = f"{name} is {_ctor_name(ctor)}, not {restricted.source}"
+            ctx.note("amqp10.bad-field-type", off - 1, what)
         value, pos = READERS[ctor](ctx, off, end, depth)
         return {"type": name, "value": value}, pos
 

@@ -91,7 +91,9 @@ class Decoder:
         ctx = Context(frame.data)
         buf = ctx.buf
         name, fields, pos = composites.decode_body(ctx, buf[4] * 4, len(buf))
-        frame.fields = fields
+        frame.fields = fields  # as on the wire
+        if ctx.findings and name is not None and _ill_typed(ctx.findings):
+            fields = composites.well_typed(name, fields)  # what the bookkeeping computes with
         if name == "transfer":  # most frames: called by name, compiled a direct C call
             self._transfer(frame, fields, buf, pos, ctx.findings)
             if ctx.findings:
@@ -260,16 +262,23 @@ class Decoder:
     def _sasl_init(self, frame: Frame, fields: dict, buf: bytes, pos: int, notes: list) -> None:
         mechanism = fields.get("mechanism")
         self.mechanism = mechanism if type(mechanism) is str else None
-        response = fields.get("initial-response")
-        if type(response) is str and self.mechanism not in OPEN_MECHANISMS:
-            fields["initial-response"] = self._credentials(response)
+        self._redact(frame.fields, "initial-response")
         _trailing(buf, pos, "sasl-init", notes)
 
     def _sasl_response(self, frame: Frame, fields: dict, buf: bytes, pos: int, notes: list) -> None:
-        response = fields.get("response")
-        if type(response) is str and self.mechanism not in OPEN_MECHANISMS:
-            fields["response"] = self._credentials(response)
+        self._redact(frame.fields, "response")
         _trailing(buf, pos, "sasl-response", notes)
+
+    def _redact(self, fields: dict, name: str) -> None:
+        """The response on the wire (`frame.fields`): a binary's secret, or a value of another
+        type (which may hold one just the same), redacted unless `show_secrets`."""
+        response = fields.get(name)
+        if response is None or self.mechanism in OPEN_MECHANISMS:
+            return
+        if type(response) is str:
+            fields[name] = self._credentials(response)
+        elif not self.show_secrets:
+            fields[name] = REDACTED
 
     def _credentials(self, hex_response: str) -> Any:
         """PLAIN (`authzid NUL user NUL password`) shows who; other mechanisms' responses (bearer
@@ -281,6 +290,10 @@ class Decoder:
                 secret = password if self.show_secrets else REDACTED
                 return {"authzid": authzid, "username": user, "password": secret}
         return hex_response if self.show_secrets else REDACTED
+
+
+def _ill_typed(notes: list[Finding]) -> bool:
+    return any(note.code in composites.TYPE_DAMAGE for note in notes)
 
 
 def _meta(delivery: _Delivery) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from amqpscope.codec.frames import Frame
 from amqpscope.findings import Finding, finding
 from amqpscope.track.amqp091 import rules
 from amqpscope.track.amqp091.deliveries import Outstanding
-from amqpscope.track.stats import Latency, Level, Rate
+from amqpscope.track.stats import Durations, Latency, Level, Rate
 
 C2S: Final = rules.C2S
 S2C: Final = rules.S2C
@@ -142,6 +142,8 @@ class ChannelEpoch:
         self.unacked_series = Level()
         self.delivery_series = Rate()
         self.publish_series = Rate()
+        self.ack_latency_series = Durations()  # by when the ack came
+        self.confirm_latency_series = Durations()  # by when the confirm came
         self.suspect: tuple[int, str, int] | None = None  # (frame, method, tag) of a bad settle
         # consumers and gets
         self.consumers: dict[str, Consumer] = {}
@@ -233,8 +235,10 @@ class ChannelEpoch:
             count = len(settled)
             ts = frame.ts
             add = self.confirm_latency.add
+            add_series = self.confirm_latency_series.add
             for sent, _number in settled:
                 add(ts - sent)
+                add_series(ts, ts - sent)
         if nack:
             self.confirm_nacked += count
             out.append(
@@ -446,9 +450,11 @@ class ChannelEpoch:
             count = len(settled)
             self.unacked_series.set(ts, len(self.outstanding))
             add = self.ack_latency.add
+            add_series = self.ack_latency_series.add
             at_limit = self.at_limit
             for delivered, consumer in settled:
                 add(ts - delivered)
+                add_series(ts, ts - delivered)
                 if consumer is not None:
                     consumer.unacked -= 1
                     if at_limit and consumer.unacked < consumer.prefetch:
@@ -623,6 +629,8 @@ class ChannelEpoch:
                 "unacked": self.unacked_series.to_json(),
                 "deliveries": self.delivery_series.to_json(),
                 "publishes": self.publish_series.to_json(),
+                "ack-latency": self.ack_latency_series.to_json(),
+                "confirm-latency": self.confirm_latency_series.to_json(),
             },
             "confirms": {
                 "selected": confirm,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from amqpscope.codec.amqp091 import peerprops
 from amqpscope.codec.frames import CONTENT_HEADER, HEARTBEAT, METHOD, PROTOCOL_HEADER, Frame
 from amqpscope.findings import Finding, finding
 from amqpscope.track.amqp091 import rules
@@ -34,6 +35,7 @@ TUNE_KEYS: Final = ("channel-max", "frame-max", "heartbeat")
 def _product(properties: Any) -> dict[str, Any] | None:
     if not isinstance(properties, dict):
         return None
+    properties = peerprops.well_typed(properties)  # what is of another type is a finding
     return {key.replace("_", "-"): properties[key] for key in PRODUCT_KEYS if key in properties}
 
 
@@ -81,6 +83,9 @@ class ConnectionTracker:
         self.unlisted: dict[str, int] = dict.fromkeys(COUNTS, 0)  # ended epochs not listed
         self.unlisted_epochs = 0
         self.unexpected = 0
+        # after connection.close-ok: its frame, and the state each channel was in then
+        self.closed_frame = 0
+        self.closed_channels: dict[int, str] = {}
         self.transport_end: dict[str, Any] | None = None  # the `transport` record's fields
         self.dropped = False  # TCP ended while the AMQP connection was open (transport-closed)
 
@@ -182,6 +187,8 @@ class ConnectionTracker:
         if after is not None:
             self.state = after
             if after == rules.CLOSED:
+                self.closed_frame = frame.number
+                self.closed_channels = {n: e.state for n, e in self.channels.items()}
                 self._end_channels(frame.ts, "connection", out)
 
     def _start(self, frame: Frame, direction: str, out: list[Finding]) -> None:
@@ -193,7 +200,8 @@ class ConnectionTracker:
         fields = frame.fields
         self.client_product = _product(fields.get("client-properties"))
         self.mechanism = fields.get("mechanism")
-        self.user = fields.get("user")
+        user = fields.get("user")
+        self.user = user if type(user) is str else None  # the decoder gives only text
 
     def _tune(self, frame: Frame, direction: str, out: list[Finding]) -> None:
         self.proposed = {key: frame.fields.get(key) for key in TUNE_KEYS}
@@ -270,6 +278,9 @@ class ConnectionTracker:
         number = frame.channel
         assert number is not None  # feed() sends only frames on a non-zero channel here
         name = frame.name
+        if self.state == rules.CLOSED:
+            self._after_close(frame, number, out)
+            return
         epoch = self.channels.get(number)
         if epoch is None:
             if direction == C2S and name == "channel.open":
@@ -324,6 +335,21 @@ class ConnectionTracker:
                 )
         else:
             epoch.discarded += 1  # in flight while the channel closes: its peer drops it
+
+    def _after_close(self, frame: Frame, number: int, out: list[Finding]) -> None:
+        """A channel's frame after connection.close-ok: no channel lives on a closed connection
+        (none is made for it); the finding says what was tracked, the channel's state when the
+        connection closed."""
+        self.unexpected += 1
+        was = self.closed_channels.get(number)
+        which = f"channel {number}" + (f" ({was} when it did)" if was else "")
+        out.append(
+            finding(
+                "amqp091.frame-after-close",
+                f"{frame.name} on {which} after the connection closed"
+                f" (connection.close-ok, frame {self.closed_frame})",
+            )
+        )
 
     def _new_epoch(self, number: int, frame: Frame, from_start: bool) -> ChannelEpoch:
         use = self.uses.get(number, 0) + 1

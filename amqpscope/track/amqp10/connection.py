@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Final
 
-from amqpscope.codec.amqp10.composites import well_typed
+from amqpscope.codec.amqp10.composites import TYPE_DAMAGE
 from amqpscope.codec.frames import Frame
+from amqpscope.codec.typed import typed_fields
 from amqpscope.findings import Finding, finding
 from amqpscope.track.amqp10.delivery import Delivery, error_of, error_text
 from amqpscope.track.amqp10.link import Link
@@ -151,8 +152,8 @@ class ConnectionTracker:
             codes = {f.code for f in frame.findings}
             if "tcp.gap" in codes:
                 self._bytes_lost(frame)
-            if "amqp10.bad-field" in codes:  # compute only with values of their fields' types
-                frame = replace(frame, fields=well_typed(name, frame.fields))
+            if not codes.isdisjoint(TYPE_DAMAGE):  # compute only with values of their fields' types
+                frame = replace(frame, fields=typed_fields(frame))
         state = self.state[side]
         nxt = CONNECTION_TRANSITIONS[state].get(name)
         if nxt is None:
@@ -867,6 +868,7 @@ class ConnectionTracker:
         self._forget(session, delivery)
         link.settled += 1
         link.latency.add(ts - delivery.ts)
+        link.latency_series.add(ts, ts - delivery.ts)
 
     def _forget(self, session: Session, delivery: Delivery, left: bool = False) -> None:
         """Drop a delivery from the unsettled maps (settled, aborted, or replaced)."""

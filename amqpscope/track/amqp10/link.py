@@ -27,7 +27,7 @@ from amqpscope.track.amqp10.rules import (
     serial_add,
     serial_diff,
 )
-from amqpscope.track.stats import Episodes, Latency, Level, Rate
+from amqpscope.track.stats import Durations, Episodes, Latency, Level, Rate
 
 
 class Credit:
@@ -239,6 +239,7 @@ class Link:
         "handle",
         "inferred",
         "latency",
+        "latency_series",
         "left",
         "name",
         "no_credit_run",
@@ -284,6 +285,7 @@ class Link:
         self.credit_series = Level()
         self.unsettled_series = Level()
         self.delivery_series = Rate()
+        self.latency_series = Durations()  # settle latency, by when the delivery settled
 
     def role_of(self, side: str) -> str | None:
         if self.sender is None:
@@ -345,6 +347,7 @@ class Link:
                 "link-credit": self.credit_series.to_json(),
                 "unsettled": self.unsettled_series.to_json(),
                 "deliveries": self.delivery_series.to_json(),
+                "settle-latency": self.latency_series.to_json(),
             },
         }
 

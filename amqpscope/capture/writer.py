@@ -1,0 +1,130 @@
+"""Writing packets out (`read -w`): pcap or pcapng, as Wireshark and amqpscope read them.
+
+The only writer of capture files, so it lives with the readers. A pcapng input stays pcapng: its
+interfaces (link type, snap length, name, timestamp resolution) and its Decryption Secrets
+Blocks (TLS key logs) are written before the first packet that needs them, so a TLS cut still
+decrypts. A pcap input is written as pcap (with its link type, snap length and timestamp
+resolution) unless the name asks for pcapng. Packets are written as they come: nothing is kept.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import IO, Any, Final
+
+from amqpscope.capture.packet import RawPacket
+
+PCAP_MAGIC_US: Final = 0xA1B2C3D4
+PCAP_MAGIC_NS: Final = 0xA1B23C4D
+SHB: Final = 0x0A0D0D0A
+IDB: Final = 0x00000001
+EPB: Final = 0x00000006
+DSB: Final = 0x0000000A
+BYTE_ORDER: Final = 0x1A2B3C4D
+DSB_TLS_KEYLOG: Final = 0x544C534B
+OPT_END: Final = 0
+OPT_NAME: Final = 2
+OPT_TSRESOL: Final = 9
+
+
+def format_for(name: str, input_format: str) -> str:
+    """The format a cut is written in: pcapng when the input is pcapng (its interfaces and
+    secrets go with it) or the name ends in .pcapng; else pcap."""
+    if input_format == "pcapng" or name.lower().endswith((".pcapng", ".ntar")):
+        return "pcapng"
+    return "pcap"
+
+
+def _pad(data: bytes) -> bytes:
+    return data + b"\0" * (-len(data) % 4)
+
+
+def _option(code: int, value: bytes) -> bytes:
+    return struct.pack("<HH", code, len(value)) + _pad(value)
+
+
+def _block(kind: int, body: bytes) -> bytes:
+    length = 12 + len(body)
+    return struct.pack("<II", kind, length) + body + struct.pack("<I", length)
+
+
+class CaptureWriter:
+    """Writes `RawPacket`s of `source` (an open `CaptureReader`: its format, interfaces and
+    secrets) to `out`, a binary file, in `fmt` ("pcap" or "pcapng")."""
+
+    def __init__(self, out: IO[bytes], source: Any, fmt: str) -> None:
+        self.out = out
+        self.source = source
+        self.format = fmt
+        self.started = False
+        self.interfaces_written = 0  # pcapng: IDBs written, in the input's order
+        self.secrets_written = 0  # pcapng: DSBs written
+        self.packets = 0
+        self.units = 10**9 if getattr(source, "nanosecond", False) else 10**6
+
+    def _start(self) -> None:
+        self.started = True
+        if self.format == "pcapng":
+            body = struct.pack("<IHHq", BYTE_ORDER, 1, 0, -1)
+            self.out.write(_block(SHB, body))
+            return
+        interfaces = self.source.interfaces
+        linktype = interfaces[0].linktype if interfaces else 1
+        snaplen = self.source.snaplen or 262144
+        magic = PCAP_MAGIC_NS if self.units == 10**9 else PCAP_MAGIC_US
+        self.out.write(struct.pack("<IHHiIII", magic, 2, 4, 0, 0, snaplen, linktype))
+
+    def _catch_up(self) -> None:
+        """pcapng: the interfaces and secrets the input has described by now, not yet written."""
+        interfaces = self.source.interfaces
+        while self.interfaces_written < len(interfaces):
+            iface = interfaces[self.interfaces_written]
+            options = b""
+            if iface.name:
+                options += _option(OPT_NAME, iface.name.encode())
+            resolution = iface.ts_resolution
+            exponent = len(str(resolution)) - 1
+            if resolution == 10**exponent and exponent != 6:
+                options += _option(OPT_TSRESOL, bytes([exponent]))
+            if options:
+                options += _option(OPT_END, b"")
+            body = struct.pack("<HHI", iface.linktype, 0, iface.snaplen) + options
+            self.out.write(_block(IDB, body))
+            self.interfaces_written += 1
+        secrets = self.source.secrets
+        while self.secrets_written < len(secrets):
+            secret = secrets[self.secrets_written]
+            body = struct.pack("<II", DSB_TLS_KEYLOG, len(secret)) + _pad(secret)
+            self.out.write(_block(DSB, body))
+            self.secrets_written += 1
+
+    def write(self, packet: RawPacket) -> None:
+        if not self.started:
+            self._start()
+        self.packets += 1
+        data = packet.data
+        if self.format == "pcap":
+            units = round(packet.ts * self.units)
+            seconds, fraction = divmod(units, self.units)
+            self.out.write(struct.pack("<IIII", seconds, fraction, len(data), packet.wirelen))
+            self.out.write(data)
+            return
+        self._catch_up()
+        iface = self.source.interfaces[packet.interface]
+        resolution = iface.ts_resolution
+        exponent = len(str(resolution)) - 1
+        if resolution != 10**exponent:
+            resolution = 10**6  # a power-of-two resolution is written in microseconds
+        stamp = round(packet.ts * resolution)  # the offset is in `ts` already; none is written
+        head = struct.pack(
+            "<IIIII", packet.interface, stamp >> 32, stamp & 0xFFFFFFFF, len(data), packet.wirelen
+        )
+        self.out.write(_block(EPB, head + _pad(data)))
+
+    def close(self) -> None:
+        """Finish the file: an input with no packet to write still makes a readable file."""
+        if not self.started:
+            self._start()
+        if self.format == "pcapng":
+            self._catch_up()
+        self.out.flush()

@@ -1,0 +1,158 @@
+"""What a command reads: a capture or a frame-trace log, told apart by content, in one place.
+
+`read`, `summary` and `export` take either. The first bytes decide (a pcap or pcapng magic,
+gzip'd or not, is a capture; anything else a text log), then the log's format is detected from
+its first lines unless `--format` forces one. Either way the command gets frame records and the
+findings no frame carries.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from amqpscope.capture.files import CaptureError, CaptureReader
+from amqpscope.capture.textlog import LogFile, head_of, is_capture, open_stream
+from amqpscope.findings import Finding, finding
+
+if TYPE_CHECKING:
+    from amqpscope.codec.frames import Frame
+    from amqpscope.dissect import Dissector
+    from amqpscope.logs.reader import LogReader
+
+#: the names --format takes: logs.formats.NAMES, spelled out so that the CLI starts without
+#: importing the grammars (tests/test_logs_pyamqp.py checks they agree)
+FORMAT_NAMES = ("proton", "rhea", "pyamqp", "proton-j", "amqpnetlite", "router")
+
+
+def format_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(FORMAT_NAMES),
+        default=None,
+        help="FILE is a frame-trace log of this format (default: told from its content).",
+    )(fn)
+
+
+class Input:
+    """An open capture (`capture`) or log (`log`, its format `fmt`); `frames()` reads it once."""
+
+    def __init__(
+        self,
+        path: str,
+        capture: CaptureReader | None = None,
+        log: LogFile | None = None,
+        fmt: str = "",
+        lines: Iterable[str] = (),
+    ) -> None:
+        self.path = path
+        self.capture = capture
+        self.log = log
+        self.fmt = fmt
+        self.lines = lines  # the log's lines (those detection looked at first)
+        self.dissector: Dissector | None = None
+        self.reader: LogReader | None = None
+
+    def frames(
+        self,
+        show_secrets: bool = False,
+        redact_bodies: bool = False,
+        messages: bool = True,
+        keylog: Any = None,
+        wrap: Callable[[Any], Any] | None = None,
+        carriers: bool = False,
+    ) -> Iterator[Frame]:
+        """The records, from the capture (`wrap` around its packets: a progress bar; `carriers`:
+        which packets carried each frame, for -V, -x and -w) or log."""
+        if self.capture is not None:
+            from amqpscope.dissect import Dissector
+
+            dissector = self.dissector = Dissector(
+                show_secrets=show_secrets,
+                redact_bodies=redact_bodies,
+                messages=messages,
+                carriers=carriers,
+            )
+            dissector.context.keylog = keylog
+            return dissector.run(wrap(self.capture) if wrap else self.capture)
+        return self._log_frames(show_secrets, messages)
+
+    def _log_frames(self, show_secrets: bool, messages: bool) -> Iterator[Frame]:
+        from amqpscope.logs.reader import LogReader
+
+        reader = self.reader = LogReader(
+            self.path, self.fmt, show_secrets=show_secrets, messages=messages
+        )
+        feed = reader.feed
+        for number, line in enumerate(self.lines, 1):
+            yield from feed(line, number)
+        yield from reader.flush()
+        reader.finish()
+
+    @property
+    def file(self) -> CaptureReader | LogFile:
+        """The open file, for a progress bar (its path and position)."""
+        found = self.capture if self.capture is not None else self.log
+        assert found is not None
+        return found
+
+    @property
+    def findings(self) -> list[Finding]:
+        """What no frame carries: the file's and the reading's (complete once read)."""
+        if self.capture is not None:
+            return self.capture.findings + (self.dissector.findings if self.dissector else [])
+        out = self.reader.findings if self.reader is not None else []
+        out = out + (self.log.findings if self.log is not None else [])
+        if self.reader is not None and self.reader.skipped:
+            what = f"{self.path}: {self.reader.skipped} of {self.reader.lines} lines are no "
+            out.append(finding("log.skipped-lines", what + f"{self.fmt} frame (skipped)"))
+        return out
+
+
+def _text(head: bytes) -> bool:
+    """Whether the first bytes read as text (UTF-8 without NULs, a cut character allowed)."""
+    if not head or b"\0" in head:
+        return False
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start >= len(head) - 3  # a character cut by the peek's end
+    return True
+
+
+@contextlib.contextmanager
+def open_input(path: str, fmt: str | None = None) -> Iterator[Input]:
+    """The capture or log at `path` (`-`: standard input), open. CaptureError when it cannot be
+    read, or is text in no format amqpscope reads; bytes that are no text are left to the
+    capture reader, whose errors say what they are."""
+    stream = open_stream(path)
+    try:
+        head, compressed = head_of(stream)
+        if fmt is None and (is_capture(head) or not _text(head)):
+            with CaptureReader(path, stream) as capture:
+                yield Input(path, capture=capture)
+            return
+        with LogFile(path, stream, compressed) as log:
+            lines: Iterator[str] = iter(log)
+            if fmt is None:
+                from amqpscope.logs.detect import SAMPLE, detect
+
+                first = list(itertools.islice(lines, SAMPLE))
+                fmt = detect(first)
+                if fmt is None:
+                    names = ", ".join(FORMAT_NAMES)
+                    inner = " (after gunzip)" if compressed else ""
+                    raise CaptureError(
+                        f"{path}: not a pcap or pcapng file, nor a frame-trace log amqpscope "
+                        f"reads{inner} (log formats: {names}; --format forces one)"
+                    )
+                lines = itertools.chain(first, lines)
+            yield Input(path, log=log, fmt=fmt, lines=lines)
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            stream.close()

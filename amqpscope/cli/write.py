@@ -1,0 +1,94 @@
+"""`read -w OUT`: the packets that carried the selected frames, written as a capture.
+
+Wires the pass: the capture's packets go to the dissector (which notes which packets carried
+each frame) and to the cut (`amqpscope.cut`, which decides what to keep), the selection (-Y,
+--conn, --errors...) chooses frames, and the writer (`capture.writer`) writes what the cut hands
+back, as it comes. One pass; memory bounded by the cut's window, whatever the capture's size.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator
+from typing import IO, Any
+
+from amqpscope.capture.files import open_capture
+from amqpscope.capture.packet import SYN, RawPacket
+from amqpscope.capture.pipe import STDIN
+from amqpscope.capture.writer import CaptureWriter, format_for
+from amqpscope.cli.common import fail, load_keylog
+from amqpscope.cut import Cut
+from amqpscope.dissect import Dissector
+from amqpscope.track.tracker import Tracker
+
+
+def same_file(out: str, source: str) -> bool:
+    """Whether writing `out` would overwrite the capture being read."""
+    if out == "-" or source == STDIN or not os.path.exists(out):
+        return False
+    try:
+        return os.path.samefile(out, source)
+    except OSError:
+        return False
+
+
+def write_cut(
+    file: str,
+    out: str,
+    accepts: Callable[[Any, float | None], bool],
+    whole: frozenset[int],
+    show_secrets: bool,
+    keylog: str | None,
+    count: int | None,
+) -> None:
+    """Read `file`, write the cut to `out` ("-": standard output); say on stderr what it holds."""
+    if same_file(out, file):
+        fail(f"-w {out}: that is the capture being read; write the cut elsewhere", 2)
+    dissector = Dissector(show_secrets=show_secrets, carriers=True)
+    tracker = Tracker()
+    cut = Cut(whole)
+    with open_capture(file) as capture:
+        dissector.context.keylog = load_keylog(keylog)
+        dissector.take_secrets(capture.secrets)
+        sink: IO[bytes]
+        try:
+            sink = sys.stdout.buffer if out == "-" else open(out, "wb")  # noqa: SIM115
+        except OSError as exc:
+            fail(f"-w {out}: {exc.strerror or exc}", 1)
+        writer = CaptureWriter(sink, capture, format_for(out, capture.format))
+        selected = 0
+        first_ts: float | None = None
+
+        def packets() -> Iterator[RawPacket]:
+            for raw in capture:
+                yield raw  # the dissector takes it, and hands on the frames it completed
+                segment = dissector.segment
+                conn = dissector.conn_of(segment) if segment is not None else None
+                cut.packet(raw, conn, segment is not None and bool(segment.flags & SYN))
+                for ready in cut.take():
+                    writer.write(ready)
+
+        try:
+            for frame in dissector.run(packets()):
+                tracker.feed(frame)
+                if first_ts is None:
+                    first_ts = frame.ts
+                chosen = (count is None or selected < count) and accepts(frame, first_ts)
+                connection = dissector.connections.get(frame.conn)
+                layered = connection is not None and bool(connection.codec.layers)
+                cut.frame(frame, chosen, layered)
+                selected += chosen
+            cut.finish()
+            for ready in cut.take():
+                writer.write(ready)
+            writer.close()
+        finally:
+            if sink is not sys.stdout.buffer:
+                sink.close()
+    where = "standard output" if out == "-" else out
+    lost = f"; {cut.lost} packets of longer frames were no longer held" if cut.lost else ""
+    print(
+        f"{writer.packets} packets carrying {selected} frames written to {where}{lost}",
+        file=sys.stderr,
+    )

@@ -1,0 +1,34 @@
+"""The log formats amqpscope reads: one grammar module each, named as `--format` names them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final, NamedTuple
+
+from amqpscope.logs import amqpnetlite, proton, protonj, pyamqp, rhea
+from amqpscope.logs.lines import Logged
+
+
+class Format(NamedTuple):
+    name: str
+    looks_like: Callable[[str], bool]  # cheap: might this line be one of this format's frames
+    parse: Callable[[str], Logged | None]
+    #: makes a per-reader object whose `complete(logged)` puts back what the protocol pins
+    #: down and the format leaves out (rhea's dropped zeros); None when nothing is left out
+    completions: Callable[[], Any] | None = None
+
+
+FORMATS: Final[dict[str, Format]] = {
+    f.name: f
+    for f in (
+        Format(proton.NAME, proton.looks_like, proton.parse),
+        Format(rhea.NAME, rhea.looks_like, rhea.parse, rhea.Completions),
+        Format(pyamqp.NAME, pyamqp.looks_like, pyamqp.parse),
+        Format(protonj.NAME, protonj.looks_like, protonj.parse),
+        Format(amqpnetlite.NAME, amqpnetlite.looks_like, amqpnetlite.parse),
+        # a router's log is Proton's text behind its own prefix: the same grammar
+        Format("router", proton.looks_like, proton.parse),
+    )
+}
+#: every name `--format` accepts, including formats whose grammar is still to come
+NAMES: Final = tuple(FORMATS)

@@ -1,0 +1,270 @@
+"""proton-j's frame trace (`PN_TRACE_FRM=true`; qpid-jms, ActiveMQ Artemis, Azure's Java SDK).
+
+Written from proton-j's own code (read with the `search` tool): `TransportImpl.log` prints
+`[<identityHashCode>:<channel>] -> <body>` (or `<-`), then for a transfer ` (<length>) "..."`
+(`StringUtils.toQuotedString`, cut at a limit); the body is the performative's `toString()`
+(`codec/transport/Open.java`, `Attach.java`, ..., `messaging/Source.java`, `Accepted.java`):
+`Attach{name='x', handle=0, role=SENDER, sndSettleMode=MIXED, ..., source=Source{address='q',
+durable=NONE, ...}, ...}` with camelCase field names, strings in single quotes (not escaped),
+symbols and numbers bare, enums by name (`SENDER`, `MIXED`, `UNSETTLED_STATE`, `SESSION_END`),
+`null` for absent fields, capabilities as `[a, b]` (`Arrays.asList`) and maps as Java's
+`{key=value, ...}`. SASL frames are logged the same way (`SaslInit{mechanism=PLAIN, ...}`).
+
+Limits the text imposes: a map's values are Java's `toString()` (a string and a symbol look
+alike; text stays text), binary is shown as `"..."` only where the field is binary, and a
+delivery tag is `Binary` printed the same way.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final
+
+from amqpscope.codec.amqp10 import spec
+from amqpscope.logs.lines import EMPTY, FRAME, HEADER, Logged, timestamp
+from amqpscope.logs.proton_values import (
+    Array,
+    Binary,
+    Described,
+    Fields,
+    LogLineEnded,
+    LogSyntaxError,
+    Map,
+    Symbol,
+    unquote,
+)
+
+NAME: Final = "proton-j"
+
+_LINE: Final = re.compile(r"\[(?P<conn>\d+):(?P<ch>\d+)\] (?P<dir>->|<-) (?P<rest>.*)$", re.ASCII)
+_BODY: Final = re.compile(r"([A-Z][A-Za-z]*)\{")
+_PAYLOAD: Final = re.compile(r"\s*\((\d+)\) \"(.*)\"(\(\d+\))?\s*$", re.DOTALL)
+_NUMBER: Final = re.compile(r"-?\d+(?:\.\d+(?:[eE][+-]?\d+)?)?")
+_WORD: Final = re.compile(r"[^,}\]=\s][^,}\]=]*")
+#: where a map's bare value ends: before `, key=` or the map's `}` (Java's toString does not
+#: quote a map's strings, so a comma inside one is read on until a next key follows)
+#: a quote that ends a string: before the next field (`, name=`), the end of the object or list
+#: (toString does not escape a quote inside a string)
+_STRING_END: Final = re.compile(r"'(?=\s*(?:\}|\]|$|, [A-Za-z]+=|, '))")
+_MAP_VALUE_END: Final = re.compile(r", (?=[^,={}\[\]'\s][^,={}\[\]']*=)|\}")
+#: toString class names -> spec composite names
+_CLASSES: Final = {
+    "Open": "open",
+    "Begin": "begin",
+    "Attach": "attach",
+    "Flow": "flow",
+    "Transfer": "transfer",
+    "Disposition": "disposition",
+    "Detach": "detach",
+    "End": "end",
+    "Close": "close",
+    "SaslMechanisms": "sasl-mechanisms",
+    "SaslInit": "sasl-init",
+    "SaslChallenge": "sasl-challenge",
+    "SaslResponse": "sasl-response",
+    "SaslOutcome": "sasl-outcome",
+    "Source": "source",
+    "Target": "target",
+    "Coordinator": "coordinator",
+    "Error": "error",
+    "ErrorCondition": "error",
+    "Accepted": "accepted",
+    "Rejected": "rejected",
+    "Released": "released",
+    "Modified": "modified",
+    "Received": "received",
+    "Declared": "declared",
+    "TransactionalState": "transactional-state",
+}
+_COMPOSITES: Final = {c.name: (code, c) for code, c in spec.COMPOSITES.items()}
+_CAMEL: Final = re.compile(r"(?<!^)(?=[A-Z])")
+_HEADERS: Final = {"AMQP": "AMQP", "SASL": "SASL", "TLS": "TLS"}
+
+
+def looks_like(line: str) -> bool:
+    m = _LINE.search(line)
+    return m is not None and _BODY.match(m.group("rest")) is not None
+
+
+def _hyphenated(camel: str) -> str:
+    """`idleTimeOut` -> `idle-time-out`, as the spec names the field."""
+    return _CAMEL.sub("-", camel).lower()
+
+
+def _primitive(type_name: str) -> str:
+    for _ in range(16):
+        restricted = spec.RESTRICTED.get(type_name)
+        if restricted is None:
+            break
+        type_name = restricted.source
+    return type_name
+
+
+def parse(line: str) -> Logged | None:
+    if "] ->" not in line and "] <-" not in line:
+        return None
+    m = _LINE.search(line)
+    if m is None:
+        return None
+    conn, direction, channel = m.group("conn"), m.group("dir"), int(m.group("ch"))
+    ts = timestamp(line[: m.start()])
+    rest = m.group("rest").rstrip()
+    for word, protocol in _HEADERS.items():
+        if rest.startswith(word) and not rest.startswith(word + "{"):
+            return Logged(conn, direction, HEADER, protocol=protocol, ts=ts)
+    if rest in ("Empty Frame", "null", ""):
+        return Logged(conn, direction, EMPTY, channel=channel, ts=ts)
+    if _BODY.match(rest) is None:
+        return None
+    reader = _Reader(rest)
+    value, pos = reader.composite(0)
+    payload: bytes | None = None
+    size = 0
+    tail = rest[pos:]
+    if tail.strip():
+        pm = _PAYLOAD.match(tail)
+        if pm is None:
+            raise LogSyntaxError(m.start("rest") + pos, "text after the frame body")
+        size = int(pm.group(1))
+        raw = unquote(pm.group(2))
+        payload = raw if len(raw) == size and not pm.group(3) else None
+    return Logged(
+        conn,
+        direction,
+        FRAME,
+        channel=channel,
+        value=value,
+        payload=payload,
+        payload_size=size,
+        ts=ts,
+    )
+
+
+class _Reader:
+    """`Name{field=value, ...}` as proton-j's toString writes it, typed by the spec."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.depth = 0
+
+    def composite(self, pos: int) -> tuple[Described, int]:
+        text = self.text
+        m = _BODY.match(text, pos)
+        if m is None or m.group(1) not in _CLASSES:
+            raise LogSyntaxError(pos, "a known Name{ expected")
+        self.depth += 1
+        if self.depth > 32:
+            raise LogSyntaxError(pos, "nested too deep")
+        code, composite = _COMPOSITES[_CLASSES[m.group(1)]]
+        by_name = {f.name: f for f in composite.fields}
+        fields = Fields()
+        pos = m.end()
+        while True:
+            while text.startswith((" ", ","), pos):
+                pos += 1
+            if text.startswith("}", pos):
+                self.depth -= 1
+                order = [f.name for f in composite.fields]
+                fields.sort(key=lambda item: order.index(item[0]))
+                return Described(code, composite.name, fields), pos + 1
+            eq = text.find("=", pos)
+            if eq < 0:
+                raise LogSyntaxError(pos, "field=value expected")
+            name = _hyphenated(text[pos:eq].strip())
+            field = by_name.get(name)
+            if field is None:
+                raise LogSyntaxError(pos, f"no field {name!r} in {composite.name}")
+            value, pos = self.value(eq + 1, field)
+            if value is not None:
+                fields.append((name, value))
+
+    def value(self, pos: int, field: spec.Field | None, map_value: bool = False) -> tuple[Any, int]:
+        text = self.text
+        base = _primitive(field.type) if field is not None else ""
+        if text.startswith("null", pos) and text[pos + 4 : pos + 5] in (",", "}", "]", ""):
+            return None, pos + 4
+        m = _BODY.match(text, pos)
+        if m is not None and m.group(1) in _CLASSES:
+            return self.composite(pos)
+        if text.startswith("'", pos):  # a string, not escaped: it ends where a field can
+            close = _STRING_END.search(text, pos + 1)
+            if close is None:
+                raise LogLineEnded(pos, "quote not closed")
+            end = close.start()
+            raw = text[pos + 1 : end]
+            return (Symbol(raw) if base == "symbol" else raw), end + 1
+        if text.startswith('"', pos):  # Binary.toString / StringUtils.toQuotedString
+            end = text.find('"', pos + 1)
+            while end >= 0 and text[end + 1 : end + 2] not in (",", "}", "]", ""):
+                end = text.find('"', end + 1)
+            if end < 0:
+                raise LogLineEnded(pos, "quote not closed")
+            return Binary(unquote(text[pos + 1 : end])), end + 1
+        if text.startswith("[", pos):
+            items, pos = self.sequence(pos + 1, "]", field)
+            if field is not None and field.multiple and base == "symbol":
+                return Array("symbol", [Symbol(str(i)) for i in items]), pos
+            return items, pos
+        if text.startswith("{", pos):
+            items, pos = self.sequence(pos + 1, "}", None, pairs=True)
+            symbol_keys = field is not None and field.type in ("fields", "annotations")
+            return Map([(Symbol(str(k)) if symbol_keys else k, v) for k, v in items]), pos
+        if map_value:
+            stop = _MAP_VALUE_END.search(text, pos)
+            end = stop.start() if stop is not None else len(text)
+            return self.scalar(text[pos:end].strip(), None, ""), end
+        word = _WORD.match(text, pos)
+        if word is None:
+            raise LogSyntaxError(pos, "a value expected")
+        token = word.group().strip()
+        end = word.end()
+        return self.scalar(token, field, base), end
+
+    def sequence(
+        self, pos: int, close: str, field: spec.Field | None, pairs: bool = False
+    ) -> tuple[list[Any], int]:
+        text = self.text
+        items: list[Any] = []
+        self.depth += 1
+        while True:
+            while text.startswith((" ", ","), pos):
+                pos += 1
+            if text.startswith(close, pos):
+                self.depth -= 1
+                return items, pos + 1
+            if pos >= len(text):
+                raise LogSyntaxError(pos, f"{close!r} expected")
+            if pairs:
+                key, pos = self.value(pos, None)
+                if not text.startswith("=", pos):
+                    raise LogSyntaxError(pos, "'=' expected in a map")
+                value, pos = self.value(pos + 1, None, map_value=True)
+                items.append((key, value))
+            else:
+                element = spec.Field("", field.type, None, False, False, None) if field else None
+                value, pos = self.value(pos, element)
+                items.append(value)
+
+    @staticmethod
+    def scalar(token: str, field: spec.Field | None, base: str) -> Any:
+        """A bare token: a number, a boolean, an enum's name or a symbol, by the field."""
+        if token in ("true", "false"):
+            return token == "true"
+        if field is not None:
+            restricted = spec.RESTRICTED.get(field.type)
+            if restricted is not None and restricted.choices and token.isupper():
+                choice = token.lower().replace("_", "-")
+                wire = dict(restricted.choices).get(choice)
+                if wire is not None:
+                    if base == "boolean":
+                        return wire == "true"
+                    if base == "symbol":
+                        return Symbol(wire)
+                    return int(wire)
+        if _NUMBER.fullmatch(token):
+            return float(token) if "." in token else int(token)
+        if base == "symbol" or field is None:
+            return Symbol(token) if base == "symbol" else token
+        if base in ("string", "*"):
+            return token
+        raise LogSyntaxError(0, f"{token!r} is no {base}")

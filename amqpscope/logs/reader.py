@@ -1,0 +1,354 @@
+"""Log lines in, frame records out: the log source's front door (sans-IO).
+
+A grammar (`proton.py`, ...) reads one line into a `Logged`; this module keeps what spans lines
+and makes the frame records the trackers take:
+
+- connections: by the logger's name for them (`[0x55d2...]`, `[C3]`), numbered 1, 2, ... in
+  order of appearance. A name seen again after that connection's end of stream (Proton reuses
+  freed addresses) is a new connection.
+- direction: `->` was sent by the logger. The logger is the client unless the connection's
+  first logged line is one it received (the listening side reads the header first) or it
+  sends `sasl-mechanisms`, which only a server does.
+- fields and messages: a 1.0 frame is encoded back into bytes and decoded by
+  `codec.amqp10.Decoder` (one per direction), so names and value shapes are the capture's.
+- `ts` from the line's timestamp (0.0, shown as null, when it has none); `source` is the file
+  and line number.
+
+Damage never raises: a line that looks like a frame and does not parse is a `log.bad-line`
+finding with its line number; the last line cut short is `log.cut-line`; lines that are no
+frame are counted (`skipped`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import Final
+
+from amqpscope.codec import detect
+from amqpscope.codec import frames as k
+from amqpscope.codec.amqp10.decoder import Decoder
+from amqpscope.codec.amqp10.frames import BODIES, TYPE_SASL, make_frame
+from amqpscope.findings import Finding, finding
+from amqpscope.logs import proton
+from amqpscope.logs.amqp10_encode import TYPE_AMQP, encode, frame_bytes
+from amqpscope.logs.formats import FORMATS
+from amqpscope.logs.lines import ACCEPTED, EMPTY, EOS, HEADER, SENT, Logged
+from amqpscope.logs.proton_values import Described, LogLineEnded, LogSyntaxError
+
+#: protocol header bytes of the pseudo frames
+_HEADER_BYTES: Final = {
+    "AMQP": b"AMQP\x00\x01\x00\x00",
+    "SASL": b"AMQP\x03\x01\x00\x00",
+    "TLS": b"AMQP\x02\x01\x00\x00",
+}
+_SASL_CODES: Final = frozenset(BODIES[TYPE_SASL])
+_SASL_NAMES: Final = frozenset(BODIES[TYPE_SASL].values())
+#: a line longer than this is not read (a log line is a frame; a frame is far shorter)
+MAX_LINE: Final = 16 * 1024 * 1024
+#: lines one logged frame may be wrapped over
+MAX_WRAPPED: Final = 16
+#: connections followed at once; past it the oldest is forgotten (memory stays bounded)
+MAX_CONNECTIONS: Final = 10_000
+
+
+class _Connection:
+    """One logged connection: its number, the logger's role, a decoder per direction."""
+
+    __slots__ = ("client", "conn", "decoders", "ended", "label")
+    # `ended`: the directions whose end of stream the log showed (Proton logs `-> EOS` when
+    # its output closes and `<- EOS` when its input does; the connection is over with both)
+
+    def __init__(
+        self, conn: int, label: str, client: bool, show_secrets: bool, messages: bool
+    ) -> None:
+        self.conn = conn
+        self.label = label
+        self.client = client  # the logger is the client
+        self.decoders = {
+            "c2s": Decoder(show_secrets=show_secrets, messages=messages),
+            "s2c": Decoder(show_secrets=show_secrets, messages=messages),
+        }
+        self.ended: set[str] = set()
+
+    def direction(self, arrow: str) -> str:
+        return "c2s" if (arrow == SENT) == self.client else "s2c"
+
+
+class LogReader:
+    """Feed lines (with their line numbers), get frame records; `findings` holds what no frame
+    carries, `skipped` counts lines that are no frame."""
+
+    def __init__(
+        self,
+        name: str,
+        fmt: str = proton.NAME,
+        show_secrets: bool = False,
+        messages: bool = True,
+    ) -> None:
+        self.name = name
+        self.fmt = fmt
+        self.parse: Callable[[str], Logged | None] = FORMATS[fmt].parse
+        make = FORMATS[fmt].completions
+        self.completions = make() if make is not None else None
+        self.show_secrets = show_secrets
+        self.messages = messages
+        self.connections: dict[str, _Connection] = {}
+        self.count = 0  # connections so far
+        self.number = 0  # frames so far
+        self.findings: list[Finding] = []
+        self.skipped = 0
+        #: a frame's text that ended unfinished: (text, its first line, lines joined so far,
+        #: what it reads as alone: a transfer whose payload the line cut, else None)
+        self.pending: tuple[str, int, int, Logged | None] | None = None
+        self.ends = 0  # end-of-stream and accepted-connection lines: logged, but no frame
+        self.lines = 0
+
+    def feed(self, line: str, number: int) -> list[k.Frame]:
+        """The records line `number` (1-based) holds: none, or one. A frame whose text ends
+        unfinished waits for the next line (a logger or terminal that wraps long lines):
+        joined without the next line's indentation when it has some (a logger's), else as it
+        is (a hard wrap), it is one record on its first line; if neither reads, or the next
+        line is a frame of its own, the first line is a finding and this line is read on its
+        own. (A hard wrap just before a space inside a string loses that space: the text
+        cannot say.)"""
+        self.lines += 1
+        pending = self.pending
+        if pending is not None:
+            self.pending = None
+            text, first, count, alone = pending
+            going_on: tuple[str, int, int, Logged | None] | None = None
+            # an indented continuation is most likely a logger's indentation, else a hard wrap
+            kept, stripped = text + line, text + line.lstrip()
+            order = (stripped, kept) if line[:1] in (" ", "\t") else (kept, stripped)
+            for joined in () if self._frame_alone(line) else order:
+                try:
+                    logged = self.parse(joined)
+                except (LogSyntaxError, ValueError, KeyError, IndexError, TypeError) as why:
+                    ended = isinstance(why, LogLineEnded) or (
+                        isinstance(why, LogSyntaxError) and _may_go_on(joined)
+                    )
+                    if ended and going_on is None and count < MAX_WRAPPED:
+                        going_on = (joined.rstrip("\r\n"), first, count + 1, alone)
+                    continue
+                if logged is None:
+                    continue
+                if _payload_cut(logged) and count < MAX_WRAPPED and line.endswith("\n"):
+                    self.pending = (joined.rstrip("\r\n"), first, count + 1, logged)
+                    return []
+                return self._emit(logged, joined, first)
+            if going_on is not None and line.endswith("\n"):
+                self.pending = going_on
+                return []
+            if alone is not None:  # the payload was cut, not wrapped: the frame as it read
+                return self._emit(alone, text, first) + self._line(line, number)
+            what = f"{self.name}:{first}: a frame's text that ends unfinished"
+            self.findings.append(finding("log.bad-line", what))
+        return self._line(line, number)
+
+    def _frame_alone(self, line: str) -> bool:
+        """Whether `line` is a frame of its own (then it goes on nothing before it)."""
+        try:
+            return self.parse(line) is not None
+        except (LogSyntaxError, ValueError, KeyError, IndexError, TypeError):
+            return False
+
+    def _line(self, line: str, number: int) -> list[k.Frame]:
+        cut = not line.endswith("\n")
+        try:
+            if len(line) > MAX_LINE:
+                raise LogSyntaxError(MAX_LINE, f"line of {len(line)} characters")
+            logged = self.parse(line)
+        except LogLineEnded as why:
+            if not cut:  # may go on in the next line
+                self.pending = (line.rstrip("\r\n"), number, 1, None)
+                return []
+            self.findings.append(finding("log.cut-line", f"{self.name}:{number}: {why}"))
+            return []
+        except (LogSyntaxError, ValueError, KeyError, IndexError, TypeError) as why:
+            if not cut and isinstance(why, LogSyntaxError) and _may_go_on(line):
+                self.pending = (line.rstrip("\r\n"), number, 1, None)  # a token cut by a wrap
+                return []
+            code = "log.cut-line" if cut and line.strip() else "log.bad-line"
+            self.findings.append(finding(code, f"{self.name}:{number}: {why}"))
+            return []
+        if logged is not None and not cut and _payload_cut(logged):
+            self.pending = (line.rstrip("\r\n"), number, 1, logged)  # wrapped, or cut short
+            return []
+        if logged is None:
+            if cut and line.strip():  # the last line, unterminated: cut while it was written
+                what = f"{self.name}:{number}: no frame in the log's unterminated last line"
+                self.findings.append(finding("log.cut-line", what))
+            else:
+                self.skipped += 1
+            return []
+        return self._emit(logged, line, number)
+
+    def _emit(self, logged: Logged, line: str, number: int) -> list[k.Frame]:
+        """The record of what line `number` logged (none for an end of stream)."""
+        try:
+            frame = self._record(logged)
+        except (LogSyntaxError, ValueError, KeyError, IndexError, TypeError) as why:
+            cut = not line.endswith("\n") and line.strip()
+            code = "log.cut-line" if cut else "log.bad-line"
+            self.findings.append(finding(code, f"{self.name}:{number}: {why}"))
+            return []
+        if frame is None:
+            return []
+        self.number += 1
+        frame.number = self.number
+        frame.source = {"file": self.name, "line": number}
+        return [frame]
+
+    def flush(self) -> list[k.Frame]:
+        """The input ended: a frame still waiting for the rest of its text is read as it is
+        (a transfer whose payload was cut) or is a finding. Call before `finish`."""
+        if self.pending is None:
+            return []
+        text, first, _, alone = self.pending
+        self.pending = None
+        if alone is not None:
+            return self._emit(alone, text, first)
+        what = f"{self.name}:{first}: the log ends inside this frame"
+        self.findings.append(finding("log.cut-line", what))
+        return []
+
+    def finish(self) -> list[Finding]:
+        """The log ended: deliveries left incomplete, as the capture's end reports them."""
+        self.flush()
+        for connection in self.connections.values():
+            self._forget(connection)
+        self.connections.clear()
+        return self.findings
+
+    def _connection(self, logged: Logged) -> _Connection:
+        connection = self.connections.get(logged.conn)
+        if connection is None or (len(connection.ended) == 2 and logged.kind != EOS):
+            client = logged.direction == SENT
+            connection = self._open(logged.conn, client)
+        return connection
+
+    def _open(self, label: str, client: bool) -> _Connection:
+        """A new connection under the logger's `label` (a reused label starts a new one)."""
+        old = self.connections.pop(label, None)
+        if old is not None:
+            self._forget(old)
+        while len(self.connections) >= MAX_CONNECTIONS:  # a router's log of days: the oldest
+            self._forget(self.connections.pop(next(iter(self.connections))))
+        self.count += 1
+        connection = _Connection(self.count, label, client, self.show_secrets, self.messages)
+        self.connections[label] = connection
+        return connection
+
+    def _forget(self, connection: _Connection) -> None:
+        """A connection no line will name again: its deliveries left incomplete are findings."""
+        for decoder in connection.decoders.values():
+            self.findings.extend(decoder.end())
+
+    def _record(self, logged: Logged) -> k.Frame | None:
+        if logged.kind == ACCEPTED:  # a new connection, the logger its server
+            self._open(logged.conn, client=False)
+            self.ends += 1
+            return None
+        connection = self._connection(logged)
+        if logged.kind == EOS:
+            connection.ended.add(logged.direction)
+            self.ends += 1
+            return None
+        direction = connection.direction(logged.direction)
+        if logged.kind == HEADER:
+            frame = _header(_HEADER_BYTES[logged.protocol])
+        elif logged.kind == EMPTY:
+            frame = k.Frame(logged.version, k.HEARTBEAT, k.HEARTBEAT, logged.channel, b"")
+        else:
+            frame = self._frame(connection, logged, direction)
+        frame.direction = direction
+        frame.conn = connection.conn
+        frame.ts = logged.ts
+        # the log names one end, the logger's (`0x55d2...`, `C3`); the other is its peer
+        sender, receiver = (
+            (connection.label, "peer") if logged.direction == SENT else ("peer", connection.label)
+        )
+        frame.src, frame.dst = sender, receiver
+        return frame
+
+    def _frame(self, connection: _Connection, logged: Logged, direction: str) -> k.Frame:
+        if self.completions is not None:
+            self.completions.complete(logged)
+        value = logged.value
+        if not isinstance(value, Described):
+            raise LogSyntaxError(0, "a frame body is a described value")
+        sasl = value.descriptor in _SASL_CODES or value.name in _SASL_NAMES
+        offers = sasl and value.name == "sasl-mechanisms" and logged.direction == SENT
+        if offers and connection.client:
+            connection.client = False  # only a server offers mechanisms
+            direction = connection.direction(logged.direction)
+        body = encode(value)
+        payload = logged.payload or b""
+        data = frame_bytes(logged.channel or 0, TYPE_SASL if sasl else TYPE_AMQP, body, payload)
+        frame = make_frame(data)
+        connection.decoders[direction].decode(frame)
+        frame.data = b""
+        if logged.channel is None and frame.kind != k.SASL:
+            frame.channel = None  # the log does not show it (pyamqp)
+        for name in logged.lossy:
+            # a value the log shows without what it takes to read it: left out, not guessed
+            # (the decoder put a field's spec default in its place: out with it too)
+            frame.fields.pop(name, None)
+            what = f"{value.name} {name}: the log does not show it, so it is left out"
+            frame.findings.append(finding("log.not-shown", what))
+        if logged.payload is None and logged.payload_size:
+            frame.findings.append(
+                finding(
+                    "log.truncated-payload",
+                    f"the log shows {logged.payload_size} payload bytes cut short",
+                )
+            )
+        return frame
+
+
+def _payload_cut(logged: Logged) -> bool:
+    """A transfer whose payload the line shows shorter than its size (wrapped, or cut)."""
+    return logged.payload is None and logged.payload_size > 0
+
+
+def _may_go_on(text: str) -> bool:
+    """Whether text that did not read has more brackets open than closed (or an odd number of
+    quotes): a frame a wrap cut, worth joining with the next line (the join must read)."""
+    opened = text.count("[") + text.count("{") + text.count("(")
+    closed = text.count("]") + text.count("}") + text.count(")")
+    return opened > closed or text.count('"') % 2 == 1
+
+
+def _header(raw: bytes) -> k.Frame:
+    """A protocol header record as the codec makes one from the same 8 bytes."""
+    header = detect.PROTOCOL_HEADERS.get(raw[4:8])
+    version = header.version if header else "unknown"
+    frame = k.Frame(version, k.PROTOCOL_HEADER, k.PROTOCOL_HEADER, None, b"")
+    frame.fields = {
+        "protocol": detect.header_name(raw),
+        "protocol-id": raw[4],
+        "major": raw[5],
+        "minor": raw[6],
+        "revision": raw[7],
+    }
+    return frame
+
+
+def records_from_log(
+    lines: Iterable[str],
+    name: str,
+    fmt: str = proton.NAME,
+    show_secrets: bool = False,
+    messages: bool = True,
+    findings: list[Finding] | None = None,
+) -> Iterator[k.Frame]:
+    """Frame records from the text lines of a log (each with its newline), sans-IO: the lines
+    may come from a file, a pipe or a Spark partition. Findings no frame carries go to
+    `findings` when given."""
+    reader = LogReader(name, fmt, show_secrets=show_secrets, messages=messages)
+    for number, line in enumerate(lines, 1):
+        yield from reader.feed(line, number)
+    yield from reader.flush()
+    reader.finish()
+    if findings is not None:
+        findings.extend(reader.findings)

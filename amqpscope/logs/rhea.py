@@ -1,0 +1,294 @@
+"""rhea's frame trace (`DEBUG=rhea:frames`), Node.js's AMQP 1.0 library.
+
+Written from rhea's own code (read with the `search` tool and in the npm package):
+
+- `lib/transport.js` logs through `lib/log.js` (the `debug` package, logger `rhea:frames`):
+  a header as `[connection-1] -> { protocol_id: 3, major: 1, minor: 0, revision: 0 }` (Node's
+  `%o`), a frame as `[connection-1]:0 -> open#10 {...} <payload>` (the performative's
+  constructor prints `name#code` in hex, `%j` its JSON), an empty frame as `-> empty`. The
+  `debug` package puts an ISO time before each line when stderr is not a terminal.
+- the JSON is `toJSON` of `lib/types.js`'s composite: **only fields that are truthy**, by rhea's
+  names (`container_id`, `link_credit`); a Buffer as `{"type":"Buffer","data":[...]}`; a nested
+  described value (source, target, error, a delivery state) as the bare list of its fields.
+- the payload is Node's inspect of a Buffer: `<Buffer 00 53 70 ... 13 more bytes>`, cut after
+  50 bytes.
+
+What this gives, and what it cannot (the log's limits, not guesses):
+- a mandatory field missing from the JSON was sent falsy (toJSON drops 0 and false): it is
+  read as 0 or false; an optional field missing is absent (it may have been 0).
+- a nested value's type is the field's (source, target, error); a delivery state's is not in
+  the log at all (`[]` is accepted and released alike), so `state` is left out, with a finding.
+- a payload of at most 50 bytes is whole and decoded; a longer one is cut: no message.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Final
+
+from amqpscope.codec.amqp10 import spec
+from amqpscope.logs.lines import EMPTY, FRAME, HEADER, Logged, timestamp
+from amqpscope.logs.proton_values import (
+    Array,
+    Binary,
+    Described,
+    Fields,
+    LogLineEnded,
+    LogSyntaxError,
+    Map,
+    Symbol,
+)
+
+NAME: Final = "rhea"
+
+_LINE: Final = re.compile(
+    r"rhea:frames \[(?P<conn>[^\]]+)\](?::(?P<ch>\d+))? (?P<dir>->|<-) (?P<rest>.*)$", re.ASCII
+)
+_HEADER: Final = re.compile(
+    r"\{ protocol_id: (\d+), major: (\d+), minor: (\d+), revision: (\d+) \}"
+)
+_PERFORMATIVE: Final = re.compile(r"([a-z_]+)#([0-9a-f]+) ")
+_BUFFER: Final = re.compile(r"<Buffer((?: [0-9a-f]{2})*)(?: \.\.\. (\d+) more bytes?)?>")
+_PROTOCOLS: Final = {0: "AMQP", 2: "TLS", 3: "SASL"}
+_DECODER: Final = json.JSONDecoder()
+#: composite name -> (descriptor code, composite)
+_COMPOSITES: Final = {c.name: (code, c) for code, c in spec.COMPOSITES.items()}
+#: a field's type -> the composite a bare list in that field is (source, target, error)
+_NESTED: Final = {"source": "source", "target": "target", "error": "error"}
+#: the flow fields before `handle`, in spec order
+_BEFORE_HANDLE: Final = frozenset(
+    ("next-incoming-id", "incoming-window", "next-outgoing-id", "outgoing-window")
+)
+
+
+def looks_like(line: str) -> bool:
+    return "rhea:frames [" in line and _LINE.search(line) is not None
+
+
+def _primitive(type_name: str) -> str:
+    for _ in range(16):
+        restricted = spec.RESTRICTED.get(type_name)
+        if restricted is None:
+            break
+        type_name = restricted.source
+    return type_name
+
+
+def parse(line: str) -> Logged | None:
+    if "rhea:frames" not in line:
+        return None
+    m = _LINE.search(line)
+    if m is None:
+        return None
+    conn, direction = m.group("conn"), m.group("dir")
+    channel = int(m.group("ch")) if m.group("ch") is not None else None
+    ts = timestamp(line[: m.start()])
+    rest = m.group("rest").rstrip()
+    header = _HEADER.fullmatch(rest)
+    if header is not None:
+        protocol = _PROTOCOLS.get(int(header.group(1)))
+        if protocol is None:
+            raise LogSyntaxError(m.start("rest"), f"protocol id {header.group(1)}")
+        return Logged(conn, direction, HEADER, protocol=protocol, ts=ts)
+    if rest == "empty":
+        return Logged(conn, direction, EMPTY, channel=channel or 0, ts=ts)
+    pm = _PERFORMATIVE.match(rest)
+    if pm is None:
+        if rest.startswith("peek_size") or channel is None:
+            return None  # rhea's own notes (peek_size ...), no frame
+        raise LogSyntaxError(m.start("rest"), "performative#code expected")
+    name = pm.group(1).replace("_", "-")
+    code = int(pm.group(2), 16)
+    found = spec.COMPOSITES.get(code)
+    if found is None or found.name != name:
+        raise LogSyntaxError(m.start("rest"), f"unknown performative {pm.group()!r}")
+    try:
+        body, end = _DECODER.raw_decode(rest, pm.end())
+    except json.JSONDecodeError as exc:
+        ended = exc.pos >= len(rest) - 1 or exc.msg.startswith("Unterminated")
+        error = LogLineEnded if ended else LogSyntaxError
+        raise error(m.start("rest") + exc.pos, f"JSON: {exc.msg}") from None
+    if not isinstance(body, dict):
+        raise LogSyntaxError(m.start("rest") + pm.end(), "a JSON object expected")
+    value, lossy = _composite(code, body)
+    payload: bytes | None = None
+    size = 0
+    tail = rest[end:].strip()
+    if tail:
+        bm = _BUFFER.fullmatch(tail)
+        if bm is None:
+            raise LogSyntaxError(m.start("rest") + end, "text after the performative")
+        shown = bytes.fromhex(bm.group(1).replace(" ", ""))
+        more = int(bm.group(2) or 0)
+        size = len(shown) + more
+        payload = None if more else shown
+    logged = Logged(
+        conn,
+        direction,
+        FRAME,
+        channel=channel or 0,
+        value=value,
+        payload=payload,
+        payload_size=size,
+        ts=ts,
+    )
+    logged.lossy = lossy
+    return logged
+
+
+def _composite(code: int, body: dict[str, Any]) -> tuple[Described, list[str]]:
+    """A performative from its JSON: fields by spec name, typed by the spec; and the fields the
+    log cannot show (a described value of no known type, a default the log cannot tell from 0)."""
+    composite = spec.COMPOSITES[code]
+    fields = Fields()
+    lossy: list[str] = []
+    for field in composite.fields:
+        raw = body.get(field.name.replace("-", "_"))
+        if raw is None or raw is False or raw == 0:
+            if field.mandatory:  # sent, but falsy: toJSON left it out
+                base = _primitive(field.type)
+                if base == "boolean":
+                    fields.append((field.name, False))
+                elif base in ("ubyte", "ushort", "uint", "ulong"):
+                    fields.append((field.name, 0))
+            elif _truthy_default(field) and _falsy_choice(field):
+                lossy.append(field.name)  # 0 (left out) or absent (the default): unknown
+            continue
+        value = _value(raw, field, lossy, field.name)
+        if value is not _LOST:
+            fields.append((field.name, value))
+    return Described(code, composite.name, fields), lossy
+
+
+def _truthy_default(field: spec.Field) -> bool:
+    """Whether the field's spec default is a value toJSON would print (so a field left out
+    was not the default, or was: the log cannot say)."""
+    default = field.default
+    if default is None:
+        return False
+    restricted = spec.RESTRICTED.get(field.type)
+    if restricted is not None:
+        default = dict(restricted.choices).get(default, default)
+    return default not in ("0", "false")
+
+
+def _falsy_choice(field: spec.Field) -> bool:
+    """Whether the field can hold a value toJSON leaves out (0, false) other than its default."""
+    return _primitive(field.type) in ("boolean", "ubyte", "ushort", "uint", "ulong")
+
+
+_LOST: Final = object()
+
+
+def _nested(name: str, items: list[Any], lossy: list[str], where: str) -> Described:
+    code, composite = _COMPOSITES[name]
+    fields = Fields()
+    for field, raw in zip(composite.fields, items, strict=False):
+        if raw is None:
+            continue
+        value = _value(raw, field, lossy, f"{where}.{field.name}")
+        if value is not _LOST:
+            fields.append((field.name, value))
+    return Described(code, composite.name, fields)
+
+
+def _value(raw: Any, field: spec.Field, lossy: list[str], where: str) -> Any:
+    """A JSON value typed by its field; _LOST (and `where` in `lossy`) for a described value
+    whose type the log does not show."""
+    wanted = field.requires if field.type == "*" else field.type
+    if wanted in _NESTED and isinstance(raw, list):
+        return _nested(_NESTED[wanted], raw, lossy, where)
+    base = _primitive(field.type)
+    if (field.type == "*" or base in _COMPOSITES) and isinstance(raw, list):
+        lossy.append(where)  # a described list, its descriptor not printed
+        return _LOST
+    if field.multiple:
+        items = raw if isinstance(raw, list) else [raw]
+        if base == "symbol":
+            return Array("symbol", [Symbol(str(i)) for i in items])
+        return [_untyped(i) for i in items]
+    if base == "symbol":
+        return Symbol(str(raw))
+    if base == "binary":
+        return _binary(raw)
+    if base in ("map", "fields"):
+        return _map(raw, symbol_keys=base == "fields" or field.type == "fields")
+    return _untyped(raw)
+
+
+def _binary(raw: Any) -> Any:
+    if isinstance(raw, dict) and raw.get("type") == "Buffer":
+        return Binary(bytes(raw.get("data", ())))
+    return _untyped(raw)
+
+
+def _map(raw: Any, symbol_keys: bool) -> Any:
+    if not isinstance(raw, dict):
+        return _untyped(raw)
+    return Map([(Symbol(k) if symbol_keys else k, _untyped(v)) for k, v in raw.items()])
+
+
+def _untyped(raw: Any) -> Any:
+    if isinstance(raw, dict):
+        if raw.get("type") == "Buffer" and "data" in raw:
+            return Binary(bytes(raw["data"]))
+        return Map([(k, _untyped(v)) for k, v in raw.items()])
+    if isinstance(raw, list):
+        return [_untyped(v) for v in raw]
+    return raw
+
+
+class Completions:
+    """Numbers rhea left out that the protocol pins down, put back (per reader, in log order).
+
+    toJSON drops a 0, so a field missing from a rhea frame was 0 or not sent. Where the
+    protocol says it must have been sent, it was 0; nothing else is filled:
+    - a `begin` answering the other side's unanswered begin on channel 0 carries
+      `remote-channel` (it is how it answers), so the missing value was 0;
+    - the first transfer of a delivery carries `delivery-id`, so on a transfer that starts one
+      (no transfer with `more` before it on that link) the missing value was 0;
+    - a `flow` with `link-credit` or `delivery-count` is about a link, so it carries `handle`.
+    """
+
+    def __init__(self) -> None:
+        self.unanswered: dict[tuple[str, str], list[int]] = {}  # (conn, arrow) -> channels
+        self.more: set[tuple[str, str, int, int]] = set()  # links with a delivery in progress
+
+    def complete(self, logged: Logged) -> None:
+        value = logged.value
+        if not isinstance(value, Described) or not isinstance(value.value, Fields):
+            return
+        fields = value.value
+        present = {name for name, _ in fields}
+        channel = logged.channel or 0
+        if value.name == "begin":
+            other = (logged.conn, "<-" if logged.direction == "->" else "->")
+            waiting = self.unanswered.get(other, [])
+            if "remote-channel" not in present and 0 in waiting:
+                fields.insert(0, ("remote-channel", 0))
+                present.add("remote-channel")
+            if "remote-channel" in present:
+                answered = next(v for n, v in fields if n == "remote-channel")
+                if answered in waiting:
+                    waiting.remove(answered)
+            else:
+                self.unanswered.setdefault((logged.conn, logged.direction), []).append(channel)
+        elif value.name == "transfer":
+            handle = next((v for n, v in fields if n == "handle"), 0)
+            key = (logged.conn, logged.direction, channel, handle)
+            if "delivery-id" not in present and key not in self.more:
+                fields.insert(1, ("delivery-id", 0))
+            more = next((v for n, v in fields if n == "more"), False)
+            aborted = next((v for n, v in fields if n == "aborted"), False)
+            if more and not aborted:
+                self.more.add(key)
+            else:
+                self.more.discard(key)
+        elif (
+            value.name == "flow"
+            and "handle" not in present
+            and present & {"link-credit", "delivery-count"}
+        ):
+            at = sum(1 for n, _ in fields if n in _BEFORE_HANDLE)
+            fields.insert(at, ("handle", 0))

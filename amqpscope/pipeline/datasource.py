@@ -1,0 +1,349 @@
+"""`spark.read.format("amqp")` and `spark.readStream.format("amqp")`: the tables of `amqpscope
+spark` as DataFrames, with pyspark's Python Data Source API (`pyspark.sql.datasource`).
+
+    from amqpscope.pipeline.datasource import AmqpDataSource
+    spark.dataSource.register(AmqpDataSource)
+    frames = spark.read.format("amqp").option("table", "frames").load("ring/cap-*.pcap")
+
+The rows are made by the code `amqpscope spark` runs (`rows.decode_file` for a file,
+`rows.decode_group` for a connection stitched across rotated files), with the same columns
+(`tables.COLUMNS`) and the same values, timestamps included. What differs is the planning: the
+partitions must be known before any task runs, so each file is first scanned for the connections
+at its edges (`plan.scan`, TCP only, on the driver's planning worker), and the stitched
+connections are planned from that (`plan.tasks`). A single file needs no scan.
+
+Options: `table` (frames, connections, links, channels, deliveries, findings; default frames),
+`keylog` (a TLS key log file, read where the plan is made), `redactBodies`, `showSecrets`
+(`true`/`false`), `maxGap` (seconds between the parts of one connection, default 3600),
+`pushFilters` (filters on the file skip files: `AmqpFilteringReader`); for a
+stream also `settleSeconds` (the newest file counts as complete once unchanged this long,
+default 120; any file is once a newer one exists) and `maxFilesPerTrigger`.
+
+Importing this module needs pyspark; `amqpscope.pipeline.spark.session` registers the source on
+the sessions it makes (`register`). A task decodes a capture file (`rows.decode_file`): another
+input kind (a trace log) is another task kind here and another decode in `rows`, planned alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    InputPartition,
+)
+from pyspark.sql.types import StructType
+
+from amqpscope.pipeline import plan, rows
+from amqpscope.pipeline.stitch import MAX_GAP
+from amqpscope.pipeline.tables import TABLES, ddl, index
+
+#: rows per Arrow batch handed to Spark
+BATCH = 8192
+#: tables none of whose columns comes from a message's sections: read with messages followed
+#: and counted, not decoded (as `summary` reads them; ~3 times faster on the bundled captures).
+#: Not `connections`: damage inside a message is a finding, and its row counts findings.
+#: (Python data sources are not told which columns a query selects: the table is the pruning.)
+BODY_FREE = frozenset(("links", "channels"))
+SETTLE = 120.0
+
+
+class AmqpDataSource(DataSource):
+    """Capture files as one of the pipeline's tables (option `table`)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "amqp"
+
+    def schema(self) -> str:
+        return ddl(_table(self.options))
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        if _flag(self.options, "pushFilters"):
+            return AmqpFilteringReader(self.options)
+        return AmqpReader(self.options)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return AmqpStreamReader(self.options)
+
+
+def register(spark: Any) -> None:
+    """Make `format("amqp")` known to `spark` (a SparkSession)."""
+    spark.dataSource.register(AmqpDataSource)
+
+
+def _table(options: Any) -> str:
+    table = str(options.get("table", "frames")).lower()
+    if table not in TABLES:
+        raise ValueError(f"amqp: option table: {table!r} is not one of {', '.join(TABLES)}")
+    return table
+
+
+def _flag(options: Any, name: str) -> bool:
+    value = str(options.get(name, "false")).strip().lower()
+    if value not in ("true", "false", "1", "0", "yes", "no"):
+        raise ValueError(f"amqp: option {name}: {value!r} is not true or false")
+    return value in ("true", "1", "yes")
+
+
+def _number(options: Any, name: str, default: float) -> float:
+    value = options.get(name)
+    if value is None:
+        return default
+    try:
+        return float(value)
+    except ValueError:
+        raise ValueError(f"amqp: option {name}: {value!r} is not a number") from None
+
+
+def _paths(options: Any) -> list[str]:
+    """What `load(...)` was given: one path, or a list (Spark passes it as JSON in `paths`)."""
+    given: list[str] = []
+    if options.get("paths"):
+        value = options["paths"]
+        given += json.loads(value) if value.startswith("[") else [value]
+    if options.get("path"):
+        given.append(options["path"])
+    if not given:
+        raise ValueError("amqp: no input: load(PATH) with capture files, folders or globs")
+    return [p[len("file://") :] if p.startswith("file://") else p for p in given]
+
+
+def decoder_options(options: Any, table: str = "frames") -> dict[str, Any]:
+    """The `Dissector` keywords of the source's options (as the CLI's flags give them), for
+    reading `table`."""
+    from amqpscope.pipeline.spark import PipelineError, dissector_options
+
+    try:
+        out = dissector_options(
+            _flag(options, "showSecrets"), _flag(options, "redactBodies"), options.get("keylog")
+        )
+    except PipelineError as exc:
+        raise ValueError(f"amqp: option {str(exc).lstrip('-')}") from None
+    if table in BODY_FREE:
+        out["messages"] = False
+    return out
+
+
+class AmqpReader(DataSourceReader):
+    """A batch read: one partition per file (its own decode) and per stitched connection."""
+
+    def __init__(self, options: Any) -> None:
+        self.table = _table(options)
+        self.inputs = _paths(options)
+        self.max_gap = _number(options, "maxGap", MAX_GAP)
+        self.options = decoder_options(options, self.table)
+
+    def partitions(self) -> Sequence[InputPartition]:
+        from amqpscope.pipeline.spark import list_inputs
+
+        local, remote = list_inputs(self.inputs)
+        if remote:
+            raise ValueError(f"amqp: {remote[0]}: only local paths (or file://) are read")
+        if len(local) == 1:  # nothing to stitch
+            tasks: list[plan.Task] = [plan.FileTask(local[0], local[0])]
+        else:
+            tasks = plan.tasks([plan.scan(path) for path in local], self.max_gap)
+        return [InputPartition(task) for task in tasks if self.wanted(task)]
+
+    def wanted(self, task: plan.Task) -> bool:
+        """Whether `task` may make rows the query keeps (all of them, but with pushed filters)."""
+        return True
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        return read_task(partition.value, self.table, self.options)
+
+
+#: the columns whose pushed filters skip files: every row of a file's task has its `capture`;
+#: a stitched connection's rows each have one of its parts'
+_FILE_COLUMNS = {("capture",): lambda path: path, ("capture_file",): os.path.basename}
+
+
+class AmqpFilteringReader(AmqpReader):
+    """An `AmqpReader` that takes filters on `capture` and `capture_file` (=, IN, LIKE 'a%',
+    '%a', '%a%') to leave out the files no row of which they keep. Spark still applies every
+    filter to the rows (all are handed back): the plan is made over all the files first, so a
+    connection stitched across files stays one. Chosen with `option("pushFilters", "true")`
+    since Spark fails a reader with `pushFilters` unless `spark.sql.python.filterPushdown.enabled`
+    is set (`pipeline.spark.session` sets it)."""
+
+    def __init__(self, options: Any) -> None:
+        super().__init__(options)
+        self.filters: list[Any] = []
+
+    def pushFilters(self, filters: list[Any]) -> Iterator[Any]:
+        from pyspark.sql.datasource import (
+            EqualTo,
+            In,
+            StringContains,
+            StringEndsWith,
+            StringStartsWith,
+        )
+
+        kinds = (EqualTo, In, StringStartsWith, StringEndsWith, StringContains)
+        for found in filters:
+            if isinstance(found, kinds) and found.attribute in _FILE_COLUMNS:
+                self.filters.append(found)
+            yield found
+
+    def wanted(self, task: plan.Task) -> bool:
+        if isinstance(task, plan.GroupTask):
+            files = [part.edge.capture for part in task.parts]
+        else:
+            files = [task.capture]
+        return all(any(_keeps(f, path) for path in files) for f in self.filters)
+
+
+def _keeps(found: Any, path: str) -> bool:
+    value = _FILE_COLUMNS[found.attribute](path)
+    kind = type(found).__name__
+    if kind == "EqualTo":
+        return bool(value == found.value)
+    if kind == "In":
+        return value in found.value
+    if kind == "StringStartsWith":
+        return bool(value.startswith(found.value))
+    if kind == "StringEndsWith":
+        return bool(value.endswith(found.value))
+    return found.value in value  # StringContains
+
+
+def read_task(task: plan.Task, table: str, options: dict[str, Any]) -> Iterator[Any]:
+    """The rows of `table` that one task makes, as Arrow batches."""
+    from amqpscope.pipeline.store import layout
+
+    shape = layout(table)
+    pending: list[tuple[Any, ...]] = []
+    for values in _rows(task, table, options):
+        pending.extend(values)
+        if len(pending) >= BATCH:
+            yield shape.whole(pending)
+            pending = []
+    if pending:
+        yield shape.whole(pending)
+
+
+def _rows(task: plan.Task, table: str, options: dict[str, Any]) -> Iterator[list[tuple[Any, ...]]]:
+    if isinstance(task, plan.GroupTask):
+        loaded = [(part.edge, plan.part_packets(part)) for part in task.parts]
+        for kind, value in rows.decode_group(loaded, options):
+            if kind == table:
+                yield value
+        return
+    at = index(table)["conn_key"]
+    without = {rows.file_key(task.capture, conn) for conn in task.without}
+    only = None if task.only is None else {rows.file_key(task.capture, c) for c in task.only}
+    for kind, value in rows.decode_file(task.capture, task.path, options=options):
+        if kind != table:
+            continue
+        if only is not None:
+            value = [r for r in value if r[at] in only]
+        elif without:
+            value = [r for r in value if r[at] not in without]
+        if value:
+            yield value
+
+
+def _starts_like_capture(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return rows.looks_like_capture(f.read(4))
+    except OSError:
+        return False
+
+
+class AmqpStreamReader(DataSourceStreamReader):
+    """A folder that a rotating capture (`tcpdump -G/-C`, dumpcap's ring buffer) fills.
+
+    The offset is the last file taken (in the order of its name, numbers as numbers) and the
+    carried chains (`plan.Carry`): connections open at the end of the newest file, which a later
+    file may continue. Both are checkpointed by Spark with the offset, so a restarted query plans
+    the same batches again: no frame lost, none repeated. A file is taken once a newer one exists,
+    or when it has not changed for `settleSeconds`."""
+
+    def __init__(self, options: Any) -> None:
+        self.table = _table(options)
+        folders = _paths(options)
+        if len(folders) != 1 or not os.path.isdir(folders[0]):
+            raise ValueError("amqp: a stream reads one folder: readStream.load(FOLDER)")
+        self.folder = os.path.abspath(folders[0])
+        self.max_gap = _number(options, "maxGap", MAX_GAP)
+        self.settle = _number(options, "settleSeconds", SETTLE)
+        most = options.get("maxFilesPerTrigger")
+        self.most = int(most) if most else None
+        self.options = decoder_options(options, self.table)
+        self._scans: dict[tuple[str, int, int], plan.Scan] = {}
+
+    def initialOffset(self) -> dict[str, Any]:
+        return {"last": None, "carry": plan.Carry().to_json()}
+
+    def _after(self, last: str | None) -> list[str]:
+        """The complete files after `last`, in order."""
+        import time
+
+        found = sorted(plan.folder_files(self.folder), key=lambda f: plan.natural(f[0]))
+        if last is not None:
+            key = plan.natural(last)
+            found = [f for f in found if plan.natural(f[0]) > key]
+        # as a batch read walks a folder: what does not start like a capture is not one (one
+        # that does is read in full, so a damaged one is still a finding, not skipped); a file
+        # too new to have its header yet is taken in a later batch
+        found = [f for f in found if _starts_like_capture(f[0])]
+        if found and time.time() - found[-1][1] < self.settle:
+            found = found[:-1]  # the newest may still be written
+        return [path for path, _ in found]
+
+    def _between(self, begin: str | None, last: str) -> list[str]:
+        """The files after `begin` up to `last`, in order (what a planned batch took)."""
+        key = plan.natural(last)
+        after = None if begin is None else plan.natural(begin)
+        found = [path for path, _ in plan.folder_files(self.folder)]
+        taken = [p for p in found if (after is None or plan.natural(p) > after)]
+        taken = [p for p in taken if plan.natural(p) <= key and _starts_like_capture(p)]
+        return sorted(taken, key=plan.natural)
+
+    def _scan(self, path: str) -> plan.Scan:
+        try:
+            stat = os.stat(path)
+            key = (path, stat.st_size, stat.st_mtime_ns)
+        except OSError:
+            return plan.scan(path)
+        found = self._scans.get(key)
+        if found is None:
+            found = self._scans[key] = plan.scan(path)
+        return found
+
+    def _plan(self, start: dict[str, Any], files: list[str]) -> tuple[list[plan.Task], Any]:
+        scans = [self._scan(path) for path in files]
+        return plan.stream_tasks(plan.Carry.from_json(start.get("carry")), scans, self.max_gap)
+
+    def latestOffset(self, start: dict[str, Any], limit: Any = None) -> dict[str, Any]:
+        files = self._after(start.get("last"))
+        if self.most:
+            files = files[: self.most]
+        if not files:
+            return start
+        _, carry = self._plan(start, files)
+        return {"last": files[-1], "carry": carry.to_json()}
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        last = end.get("last")
+        if last is None or last == start.get("last"):
+            return []
+        files = self._between(start.get("last"), last)
+        tasks, _ = self._plan(start, files)
+        return [InputPartition(task) for task in tasks]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        return read_task(partition.value, self.table, self.options)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """Nothing to release: the files stay where the capture wrote them."""
+
+
+__all__ = ["AmqpDataSource", "AmqpFilteringReader", "AmqpReader", "AmqpStreamReader", "register"]

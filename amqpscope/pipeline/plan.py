@@ -1,0 +1,338 @@
+"""Which decode tasks a set of capture files needs, known before any file is decoded.
+
+The `amqp` data source (`datasource.py`) plans its partitions on the driver, before it can run a
+task: it cannot decode every file first and stitch afterwards as `amqpscope spark` does. So each
+file is *scanned*: link layer and TCP reassembly only (the `SegmentDecoder` and `TcpReassembler`
+the `Dissector` runs, so connection ids are the ones the file's own decode gives), no AMQP. The
+scan finds the file's edge connections (`stitch.Edge`: open at the file's start or end, with
+their TCP sequence numbers); `stitch.groups` chains them as the job does; the plan is then
+
+- a `FileTask` per file: its own decode (`rows.decode_file`), minus the rows of the connections
+  that a `GroupTask` decodes;
+- a `GroupTask` per stitched connection: its parts' packets, decoded and tracked once
+  (`rows.decode_group`).
+
+A scan cannot see AMQP: a connection that opened in the file counts as AMQP when either side's
+first bytes are the AMQP protocol header (the job's decode also counts AMQP found inside TLS with
+its key, or by a mid-stream guess); one that started before the file may be (as in the job).
+
+`Carry` keeps, between the batches of a stream, the chains whose last part was open at the end of
+the newest file: what a later file may continue.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from amqpscope.capture.files import CaptureError, open_capture
+from amqpscope.capture.linklayer import SegmentDecoder
+from amqpscope.capture.packet import RawPacket
+from amqpscope.dissect import endpoint_text
+from amqpscope.pipeline.rows import _pair, _sequence
+from amqpscope.pipeline.stitch import MAX_GAP, Edge, groups
+from amqpscope.stream.events import StreamClose, StreamData, StreamOpen
+from amqpscope.stream.tcp import TcpReassembler
+
+#: the AMQP protocol header's first bytes (either version's)
+PROTOCOL_HEADER = b"AMQP"
+
+
+@dataclass(slots=True)
+class Part:
+    """One connection's packets in one file: packets `start` <= number < `end` between its
+    endpoints (the next connection on the same endpoints starts at `end`)."""
+
+    edge: Edge
+    path: str  # where the file is read (the capture's local path)
+    start: int
+    end: int
+
+    def to_json(self) -> dict[str, Any]:
+        e = self.edge
+        return {
+            "capture": e.capture,
+            "path": self.path,
+            "conn": e.conn,
+            "client": e.client,
+            "server": e.server,
+            "first_ts": e.first_ts,
+            "last_ts": e.last_ts,
+            "head_open": e.head_open,
+            "tail_open": e.tail_open,
+            "amqp": e.amqp,
+            "order": e.order,
+            "seqs": e.seqs,
+            "start": self.start,
+            "end": self.end,
+        }
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> Part:
+        edge = Edge(
+            value["capture"],
+            value["order"],
+            value["conn"],
+            value["client"],
+            value["server"],
+            value["first_ts"],
+            value["last_ts"],
+            value["head_open"],
+            value["tail_open"],
+            amqp=value["amqp"],
+            seqs={k: list(v) for k, v in value["seqs"].items()},
+        )
+        return cls(edge, value["path"], value["start"], value["end"])
+
+
+@dataclass(slots=True)
+class Scan:
+    """What one file's scan found: its first packet's time and its edge connections."""
+
+    capture: str
+    path: str
+    first_ts: float | None
+    parts: list[Part] = field(default_factory=list)
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class FileTask:
+    """A file's own decode; rows of the connections in `without` are left out, or with `only`
+    set, only theirs are kept."""
+
+    capture: str
+    path: str
+    without: frozenset[int] = frozenset()
+    only: frozenset[int] | None = None
+
+
+@dataclass(slots=True)
+class GroupTask:
+    """One connection stitched from its parts in several files."""
+
+    parts: list[Part]
+
+
+Task = FileTask | GroupTask
+
+
+def scan(capture: str, path: str | None = None) -> Scan:
+    """Scan one capture file for its edge connections (an unreadable file: `error` set; its
+    decode task says so as a finding)."""
+    local = path or capture
+    try:
+        reader = open_capture(local)
+    except (CaptureError, OSError) as exc:
+        return Scan(capture, local, None, error=str(exc))
+    segments = SegmentDecoder()
+    tcp = TcpReassembler()
+    # conn -> [client, server, role_from, first packet, first ts, last ts, closed, amqp, Edge]
+    # (the Edge only gathers the TCP sequence numbers, `rows._sequence`'s way, until `_parts`)
+    conns: dict[int, list[Any]] = {}
+    latest: dict[tuple[str, str], int] = {}  # endpoint pair -> its newest connection
+    first_ts: float | None = None
+    with contextlib.suppress(CaptureError), reader:
+        for packet in reader:
+            if first_ts is None:
+                first_ts = packet.ts
+            segment = segments.decode(packet)
+            if segment is None:
+                continue
+            for event in tcp.feed(segment):
+                _note(conns, latest, event)
+            src = endpoint_text(segment.src)
+            conn = latest.get(_pair(src, endpoint_text(segment.dst)))
+            if conn is not None:
+                _sequence(conns[conn][8], src, segment.seq, segment.payload, segment.flags)
+        segments.flush()
+        for event in tcp.flush():
+            _note(conns, latest, event)
+    return Scan(capture, local, first_ts, _parts(capture, local, conns))
+
+
+def _note(conns: dict[int, list[Any]], latest: dict[tuple[str, str], int], event: Any) -> None:
+    if isinstance(event, StreamOpen):
+        client, server = endpoint_text(event.client), endpoint_text(event.server)
+        conns[event.conn] = [
+            client, server, event.role_from, event.packet, event.ts, event.ts, "", False,
+            Edge("", 0, event.conn, client, server, event.ts, event.ts, False, False),
+        ]  # fmt: skip
+        latest[_pair(client, server)] = event.conn
+    elif isinstance(event, StreamData):
+        conn = conns[event.conn]
+        conn[5] = event.ts
+        if not conn[7] and event.data[:4] == PROTOCOL_HEADER:
+            conn[7] = True
+    elif isinstance(event, StreamClose):
+        conn = conns[event.conn]
+        if not conn[6]:
+            conn[6] = event.how
+
+
+def _parts(capture: str, path: str, conns: dict[int, list[Any]]) -> list[Part]:
+    """The edge connections, as `rows._edges` keeps them: AMQP ones open at either edge, and any
+    open at the start."""
+    by_pair: dict[tuple[str, str], list[int]] = {}
+    for conn, info in conns.items():
+        by_pair.setdefault(_pair(info[0], info[1]), []).append(conn)
+    out: list[Part] = []
+    for ids in by_pair.values():
+        ids.sort(key=lambda c: conns[c][3])
+        for i, conn in enumerate(ids):
+            client, server, role_from, first_packet, first, last, closed, amqp, seen = conns[conn]
+            head_open = role_from != "syn"
+            tail_open = (closed or "eof") == "eof"
+            if not (head_open or (tail_open and amqp)):
+                continue
+            end = conns[ids[i + 1]][3] if i + 1 < len(ids) else 1 << 62
+            edge = Edge(capture, 0, conn, client, server, first, last, head_open, tail_open,
+                        amqp=amqp or head_open, seqs=seen.seqs)  # fmt: skip
+            out.append(Part(edge, path, first_packet, end))
+    out.sort(key=lambda part: part.edge.conn)
+    return out
+
+
+def in_time_order(scans: Iterable[Scan]) -> list[Scan]:
+    """Files by their first packet's time (unreadable and empty ones last), then by name."""
+    return sorted(scans, key=lambda s: (s.first_ts is None, s.first_ts or 0.0, s.capture))
+
+
+def tasks(scans: list[Scan], max_gap: float = MAX_GAP) -> list[Task]:
+    """The decode tasks of a batch read of these files (stitched as `amqpscope spark` does)."""
+    ordered = in_time_order(scans)
+    parts: list[Part] = []
+    for order, found in enumerate(ordered):
+        for part in found.parts:
+            part.edge.order = order
+            parts.append(part)
+    chains = _chains(parts, max_gap)
+    stitched: dict[str, set[int]] = {}
+    for chain in chains:
+        for part in chain:
+            stitched.setdefault(part.edge.capture, set()).add(part.edge.conn)
+    out: list[Task] = [
+        FileTask(s.capture, s.path, frozenset(stitched.get(s.capture, ()))) for s in ordered
+    ]
+    out += [GroupTask(chain) for chain in chains]
+    return out
+
+
+def _chains(parts: list[Part], max_gap: float) -> list[list[Part]]:
+    by_edge = {id(part.edge): part for part in parts}
+    return [[by_edge[id(e)] for e in g] for g in groups([p.edge for p in parts], max_gap)]
+
+
+# -- a stream: files one batch at a time, the open connections carried -------------------------
+@dataclass(slots=True)
+class Carry:
+    """Chains that the next file may continue (each ends with a part open at its file's end),
+    and how many files came before (the next file's order)."""
+
+    chains: list[list[Part]] = field(default_factory=list)
+    files: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"files": self.files, "chains": [[p.to_json() for p in c] for c in self.chains]}
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any] | None) -> Carry:
+        if not value:
+            return cls()
+        chains = [[Part.from_json(p) for p in chain] for chain in value.get("chains") or []]
+        return cls(chains, int(value.get("files") or 0))
+
+
+def stream_tasks(
+    carry: Carry, scans: list[Scan], max_gap: float = MAX_GAP, max_parts: int = 256
+) -> tuple[list[Task], Carry]:
+    """The tasks of one stream batch (`scans`: the files new since `carry`, in arrival order)
+    and what it carries on. A chain is carried while its last part is open at its file's end and
+    no more than `max_gap` seconds older than the newest file's start (the timeout for a
+    connection that never reappears), and has fewer than `max_parts` parts; a chain that stops
+    is decoded now (one part alone: its file's rows for it, from that file decoded again)."""
+    parts: list[Part] = [p for chain in carry.chains for p in chain]
+    for i, found in enumerate(scans):
+        for part in found.parts:
+            part.edge.order = carry.files + i
+            parts.append(part)
+    newest = max((s.first_ts for s in scans if s.first_ts is not None), default=None)
+    last = carry.files + len(scans) - 1
+    chains = _chains(parts, max_gap)
+    chained = {id(p) for chain in chains for p in chain}
+    # a lone part may still be continued: a chain of one
+    chains += [[p] for p in parts if id(p) not in chained]
+    chains.sort(key=lambda c: (c[0].edge.order, c[0].edge.conn))
+    held: list[list[Part]] = []
+    done: list[list[Part]] = []
+    for chain in chains:
+        tail = chain[-1].edge
+        open_end = tail.tail_open and tail.amqp and len(chain) < max_parts
+        fresh = newest is None or newest - tail.last_ts <= max_gap
+        # a file newer than the tail's that did not continue it: carried only within max_gap
+        if open_end and (tail.order == last or fresh):
+            held.append(chain)
+        elif len(chain) > 1 or chain[0].edge.order < carry.files:
+            done.append(chain)
+        # else: a lone part of a new file that stops here: its file's own decode has its rows
+    leave_out: dict[str, set[int]] = {}
+    for chain in held + [c for c in done if len(c) > 1]:
+        for part in chain:
+            leave_out.setdefault(part.edge.capture, set()).add(part.edge.conn)
+    out: list[Task] = [
+        FileTask(s.capture, s.path, frozenset(leave_out.get(s.capture, ()))) for s in scans
+    ]
+    for chain in done:
+        if len(chain) > 1:
+            out.append(GroupTask(chain))
+        else:  # carried alone, never continued: as its own file's decode has it
+            part = chain[0]
+            out.append(FileTask(part.edge.capture, part.path, only=frozenset((part.edge.conn,))))
+    return out, Carry(held, carry.files + len(scans))
+
+
+def part_packets(part: Part) -> list[RawPacket]:
+    """A part's packets, read again from its file (link layer only, as `rows._edges` keeps
+    them: IP fragments are not kept)."""
+    pair = _pair(part.edge.client, part.edge.server)
+    out: list[RawPacket] = []
+    decoder = SegmentDecoder()
+    with contextlib.suppress(CaptureError, OSError), open_capture(part.path) as reader:
+        for packet in reader:
+            if not part.start <= packet.number < part.end:
+                continue
+            segment = decoder.decode(packet)
+            if segment is None:
+                continue
+            if _pair(endpoint_text(segment.src), endpoint_text(segment.dst)) == pair:
+                out.append(packet)
+    return out
+
+
+# -- the files of a folder, in the order a rotation writes them ---------------------------------
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural(name: str) -> tuple[Any, ...]:
+    """A file name's sort key with its numbers compared as numbers (`cap.pcap2` before
+    `cap.pcap10`; tcpdump `-G` names with `%s` or a date sort as written)."""
+    return tuple(int(p) if p.isdigit() else p for p in _DIGITS.split(name))
+
+
+def folder_files(folder: str) -> Iterator[tuple[str, float]]:
+    """`(path, mtime)` of the visible files directly in `folder` (a writer's temporary names
+    start with `.` or `_`, as Spark's own file sources skip them)."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        if entry.name.startswith((".", "_")):
+            continue
+        with contextlib.suppress(OSError):
+            if entry.is_file():
+                yield os.path.abspath(entry.path), entry.stat().st_mtime

@@ -1,0 +1,542 @@
+"""The report's data: frames and tracked state in, one JSON-ready dict out (sans-IO).
+
+`ReportBuilder.add` takes each frame after the tracker has seen it (so the findings it raised
+ride it); `build` takes the finished tracker and returns what the page draws: capture facts,
+connections with their peers, diagnoses, one compact row per frame (its timeline text), a detail
+tree per kept frame, the links' and channels' table rows, and the series to plot.
+
+Bounds: a report of any capture stays under 5 MB, BokehJS's 1.4 included. Frames get a row (the
+diagram and the frame list) until the rows hold `ROW_BYTES` of JSON or `MAX_ROWS` rows; the first
+frames keep a detail tree until the trees hold `DETAIL_BYTES`, and frames with a finding or an
+error keep one within `EVIDENCE_BYTES` more, so evidence links land. Diagnoses, connections and
+links or channels are listed up to `MAX_LISTED` each. Past every bound things are counted, and
+the page says how many were left out (ask for a time range with --from/--to, or --conn).
+
+Every captured string is passed through `safe` (control and direction-override characters as
+visible escapes) before it reaches the page; the page only ever sets text, never markup.
+
+A frame's detail is its `read -V` tree (`tree`, given by the caller, which has the dissector's
+layers) with its decoded 0-9-1 message and its findings; a log's frames, which have no bytes,
+show their record (`detail_tree`). The overview lists `diagnose`'s Diagnosis dicts when the
+caller passes them to `build`, else the findings (`diagnoses_from`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from typing import Any, Final
+
+from amqpscope.codec.amqp10.tree import DeliveryStarts
+from amqpscope.codec.frames import TRANSPORT, Frame
+from amqpscope.filter import is_error
+from amqpscope.findings import Finding
+from amqpscope.render.lines import highlights, safe, transport_name
+from amqpscope.render.tree import NO_BYTES
+from amqpscope.track.tracker import Tracker
+
+#: frames with a row in the diagram and the frame list, and the JSON bytes their rows may take
+MAX_ROWS: Final = 20_000
+ROW_BYTES: Final = 1_500_000
+#: frames with a detail tree kept (the first ones), and the JSON bytes their trees may take
+MAX_DETAILS: Final = 1_000
+DETAIL_BYTES: Final = 1_000_000
+#: the JSON bytes of trees kept past those for frames with a finding or an error
+EVIDENCE_BYTES: Final = 250_000
+#: diagnoses, connections, and links or channels listed (each)
+MAX_LISTED: Final = 1_000
+#: frames with findings whose time is kept for the diagnoses' start
+MAX_FINDING_TIMES: Final = 10_000
+#: links and channels whose series and histograms are kept for plots (all keep a table row)
+MAX_PLOTTED: Final = 24
+#: points of one session-window series; later changes are counted, not kept
+MAX_WINDOW_POINTS: Final = 2_000
+#: bars of a latency histogram
+HISTOGRAM_BINS: Final = 20
+#: a string value in a detail tree is cut to this many characters (the JSON export keeps all)
+MAX_DETAIL_TEXT: Final = 2_000
+
+# bits of a row's flags
+ERROR: Final = 1
+FINDING: Final = 2
+MATCH: Final = 4  # the display filter accepts the frame (all frames when there is none)
+CONTENT: Final = 8  # a body piece the diagram folds into the frame before it
+TRANSPORT_END: Final = 16
+
+CONTENT_NAMES: Final = ("content-header", "content-body")
+
+
+def clean(value: Any) -> Any:
+    """`value` with every string (keys too) made safe to show; lists and dicts copied."""
+    if isinstance(value, str):
+        return safe(value)
+    if isinstance(value, dict):
+        return {safe(str(k)): clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [clean(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
+def _folded(frame: Frame) -> bool:
+    """A frame the diagram folds into the one before: 0-9-1 content, a 1.0 transfer's
+    continuation (a later piece of a multi-frame delivery)."""
+    if frame.name in CONTENT_NAMES:
+        return True
+    return frame.name == "transfer" and frame.fields.get("delivery-id") is None
+
+
+class ReportBuilder:
+    """Collects what the page needs, frame by frame, within its bounds."""
+
+    def __init__(
+        self,
+        accepts: Callable[[Frame], bool] | None = None,
+        max_rows: int = MAX_ROWS,
+        max_details: int = MAX_DETAILS,
+        keeps: Callable[[Frame, float], bool] | None = None,
+        tree: Callable[[Frame, bool], list[dict[str, Any]]] | None = None,
+        redact_bodies: bool = False,
+    ) -> None:
+        """`accepts`: the display filter (-Y), which marks the frames the list shows when asked;
+        `keeps`: the scope (--conn, --from, --to, ...), outside which frames get no row or
+        detail (they are still tracked and plotted); `tree`: a captured frame's `-V` tree as
+        `Node.to_json` dicts, given whether it continues a 1.0 delivery (without it, or for a
+        frame with no bytes, the detail is the frame's record); `redact_bodies`: message
+        sections in a tree keep their size, never their value."""
+        self.accepts = accepts
+        self.keeps = keeps
+        self.tree = tree
+        self.redact_bodies = redact_bodies
+        self.starts = DeliveryStarts()  # fed every frame: which transfers continue a delivery
+        self.out_of_scope = 0
+        self.max_rows = max_rows
+        self.max_details = max_details
+        self.first_ts: float | None = None
+        self.last_ts = 0.0
+        self.frames = 0
+        self.rows: list[list[Any]] = []
+        self.rows_left_out = 0
+        self.matched = 0
+        self.details: dict[int, list[list[Any]]] = {}
+        self.row_bytes = 0
+        self.finding_times: dict[int, float] = {}  # frame -> its time, for findings' start
+        self.detail_bytes = 0
+        self.evidence_bytes = 0
+        self.details_left_out = 0
+        #: (conn, channel, dir) -> [[t, incoming-window], ...] from begin and flow frames
+        self.windows: dict[tuple[int, int, str], list[list[float]]] = {}
+        self.windows_left_out = 0
+        #: (conn, dir) -> a 1.0 open's fields: the peers' container ids and properties (the
+        #: summary keeps no properties)
+        self.opens: dict[tuple[int, str], dict[str, Any]] = {}
+
+    def add(self, frame: Frame) -> None:
+        if self.first_ts is None:
+            self.first_ts = frame.ts
+        self.last_ts = max(self.last_ts, frame.ts)
+        self.frames += 1
+        continues = self.starts.continues(frame) if self.tree is not None else False
+        if self.keeps is not None and not self.keeps(frame, self.first_ts):
+            self.out_of_scope += 1
+            return
+        t = round(frame.ts - self.first_ts, 6)
+        error = is_error(frame)
+        flags = (ERROR if error else 0) | (FINDING if frame.findings else 0)
+        if self.accepts is None or self.accepts(frame):
+            flags |= MATCH
+            self.matched += 1
+        if frame.kind == TRANSPORT:
+            flags |= TRANSPORT_END
+        elif _folded(frame):
+            flags |= CONTENT
+        if frame.version == "1.0" and frame.name in ("begin", "flow"):
+            self._window(frame, t)
+        elif frame.version == "1.0" and frame.name == "open":
+            self.opens[(frame.conn, frame.direction)] = frame.fields
+        if frame.findings and len(self.finding_times) < MAX_FINDING_TIMES:
+            self.finding_times[frame.number] = t
+        if len(self.rows) < self.max_rows and self.row_bytes < ROW_BYTES:
+            row = self._row(frame, t, flags)
+            self.row_bytes += _size(row)
+            self.rows.append(row)
+        else:
+            self.rows_left_out += 1
+        if len(self.details) < self.max_details and self.detail_bytes < DETAIL_BYTES:
+            tree = compact_tree(self._detail(frame, continues))
+            self.detail_bytes += _size(tree)
+            self.details[frame.number] = tree
+        elif error and self.evidence_bytes < EVIDENCE_BYTES:  # evidence links must land
+            tree = compact_tree(self._detail(frame, continues))
+            self.evidence_bytes += _size(tree)
+            self.details[frame.number] = tree
+        else:
+            self.details_left_out += 1
+
+    def _detail(self, frame: Frame, continues: bool) -> list[dict[str, Any]]:
+        if self.tree is None:
+            return detail_tree(frame)
+        nodes = self.tree(frame, continues)
+        if self.redact_bodies:
+            nodes = [_without_bodies(node) for node in nodes]
+        # the record's, not the bytes': the message as decoded (bodies already dropped by the
+        # dissector with --redact-bodies) and what the trackers said of the frame
+        if frame.message is not None and frame.version != "1.0":  # 1.0's tree shows sections
+            nodes.append(_node("message", frame.message))
+        if frame.findings:
+            nodes.append(_node("findings", [f.to_json() for f in frame.findings]))
+        return nodes
+
+    def _row(self, frame: Frame, t: float, flags: int) -> list[Any]:
+        name = transport_name(frame) if frame.kind == TRANSPORT else frame.name
+        return [
+            frame.number,
+            t,
+            frame.conn,
+            frame.direction,
+            frame.channel,
+            safe(name),
+            highlights(frame),
+            flags,
+            [safe(f.code) for f in frame.findings],
+        ]
+
+    def _window(self, frame: Frame, t: float) -> None:
+        window = frame.fields.get("incoming-window")
+        if not isinstance(window, int) or frame.channel is None:
+            return
+        points = self.windows.setdefault((frame.conn, frame.channel, frame.direction), [])
+        if points and points[-1][1] == window:
+            return
+        if len(points) < MAX_WINDOW_POINTS:
+            points.append([t, window])
+        else:
+            self.windows_left_out += 1
+
+    def build(
+        self,
+        tracker: Tracker,
+        facts: dict[str, Any],
+        findings: list[Finding] | None = None,
+        diagnoses: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        """The page's data. `facts`: what the caller knows of the input (file name, packets,
+        options); `findings`: those no frame carries (capture, TCP, connections left open);
+        `diagnoses`: `Diagnosis.to_json()` dicts, or None for the tracker's findings instead."""
+        summary = tracker.summary()
+        origin = self.first_ts or 0.0
+        loose = [f.to_json() for f in findings or []]
+        found = summary.get("findings", [])
+        if diagnoses is None:
+            diagnoses = diagnoses_from(found + loose, self.finding_times)
+        connections = summary["connections"]
+        units = [u for conn in tracker.connections.values() for u in _units(conn, origin)]
+        return clean(
+            {
+                "format": 1,
+                "facts": {
+                    **facts,
+                    "frames": self.frames,
+                    "duration": round(self.last_ts - origin, 6) if self.frames else 0.0,
+                    "start": round(origin, 6),
+                    "rows-left-out": self.rows_left_out,
+                    "out-of-scope": self.out_of_scope,
+                    "details-left-out": self.details_left_out,
+                    "matched": self.matched,
+                    "windows-left-out": self.windows_left_out,
+                    "diagnoses-left-out": max(len(diagnoses) - MAX_LISTED, 0),
+                    "connections-left-out": max(len(connections) - MAX_LISTED, 0),
+                    "units-left-out": max(len(units) - MAX_LISTED, 0),
+                },
+                "diagnoses": diagnoses[:MAX_LISTED],
+                "connections": [
+                    _connection(
+                        c, self.opens.get((c["id"], "c2s")), self.opens.get((c["id"], "s2c"))
+                    )
+                    for c in connections[:MAX_LISTED]
+                ],
+                "undecoded": summary.get("undecoded", [])[:MAX_LISTED],
+                "units": _plotted(units[:MAX_LISTED]),
+                "columns": {
+                    "link": [name for name, _ in LINK_COLUMNS],
+                    "channel": [name for name, _ in CHANNEL_COLUMNS],
+                },
+                "windows": [
+                    {"conn": c, "channel": ch, "dir": d, "points": points}
+                    for (c, ch, d), points in sorted(self.windows.items())
+                ],
+                "rows": self.rows,
+                "details": {str(n): tree for n, tree in self.details.items()},
+            }
+        )
+
+
+#: the tables' columns: (heading, path into a link's or channel's summary; "*" joins a list)
+LINK_COLUMNS: Final = (
+    ("handle", "handle"),
+    ("name", "name"),
+    ("role", "role"),
+    ("source", "source"),
+    ("target", "target"),
+    ("state", "state"),
+    ("deliveries", "deliveries"),
+    ("settled", "settled"),
+    ("unsettled", "unsettled"),
+    ("link-credit", "credit.link-credit"),
+    ("settle p50 ms", "latency.p50"),
+    ("settle p99 ms", "latency.p99"),
+)
+CHANNEL_COLUMNS: Final = (
+    ("channel", "channel"),
+    ("use", "use"),
+    ("state", "state"),
+    ("publishes", "publishes"),
+    ("deliveries", "deliveries"),
+    ("acks", "acks"),
+    ("nacks", "nacks"),
+    ("rejects", "rejects"),
+    ("unacked", "unacked"),
+    ("max unacked", "max-unacked"),
+    ("prefetch", "prefetch.count"),
+    ("consumer queues", "consumers.*.queue"),
+    ("ack p50 ms", "ack-latency-ms.p50"),
+    ("confirm p50 ms", "confirms.latency-ms.p50"),
+)
+
+
+def _at(value: Any, path: list[str]) -> Any:
+    for i, step in enumerate(path):
+        if step == "*":
+            items = value if isinstance(value, list) else []
+            found = [_at(item, path[i + 1 :]) for item in items]
+            return ", ".join(str(v) for v in found if v is not None) or None
+        if not isinstance(value, dict):
+            return None
+        value = value.get(step)
+    return value
+
+
+def _cells(row: dict[str, Any], columns: tuple[tuple[str, str], ...]) -> list[Any]:
+    """A link's or channel's table row: the values `columns` name, in order."""
+    return [_at(row, path.split(".")) for _, path in columns]
+
+
+def _size(value: Any) -> int:
+    """About the bytes `value` takes in the page's JSON (before escaping)."""
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str))
+
+
+def _plotted(units: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Series and histograms for the first MAX_PLOTTED units that have any; the rest keep their
+    table rows, marked `plotted` false."""
+    kept = 0
+    for unit in units:
+        has = any(unit["series"].values()) or any(unit["histograms"].values())
+        if has and kept < MAX_PLOTTED:
+            kept += 1
+            unit["plotted"] = True
+            continue
+        unit["plotted"] = False if has else None  # None: nothing to plot
+        unit["series"], unit["histograms"] = {}, {}
+    return units
+
+
+def _peer(product: Any, open_fields: Any) -> str:
+    """A peer in a few words: 0-9-1's product and version, 1.0's container id."""
+    if isinstance(product, dict):
+        words = [str(product.get(k)) for k in ("product", "version") if product.get(k)]
+        platform = product.get("platform")
+        return " ".join(words) + (f" ({platform})" if platform else "")
+    if isinstance(open_fields, dict):
+        properties = open_fields.get("properties")
+        words = []
+        if isinstance(properties, dict):
+            words = [str(properties[k]) for k in ("product", "version") if properties.get(k)]
+            if properties.get("platform"):
+                words.append(f"({properties['platform']})")
+        container = open_fields.get("container-id")
+        if container:
+            words.append(f"container {container}")
+        return " ".join(words)
+    return ""
+
+
+def _connection(
+    summary: dict[str, Any], client_open: Any = None, server_open: Any = None
+) -> dict[str, Any]:
+    """A connection's overview line: its ends, version, state and peers."""
+    opened = summary.get("open") or {}
+    return {
+        "id": summary["id"],
+        "version": summary["version"],
+        "client": summary["client"],
+        "server": summary["server"],
+        "state": summary.get("state"),
+        "transport": summary.get("transport"),
+        "client-peer": _peer(summary.get("client-product"), client_open or opened.get("client")),
+        "server-peer": _peer(summary.get("server-product"), server_open or opened.get("server")),
+        "user": summary.get("user"),
+        "vhost": summary.get("vhost"),
+        "close": summary.get("close"),
+    }
+
+
+def _histogram(samples: list[float]) -> dict[str, Any] | None:
+    """Samples in seconds → HISTOGRAM_BINS equal bars in milliseconds over [min, max]."""
+    if not samples:
+        return None
+    ms = [s * 1000.0 for s in samples]
+    low, high = min(ms), max(ms)
+    if high == low:  # one value: one bar, a tenth of it wide (a microsecond at least)
+        return {"low": round(low, 3), "width": max(round(low / 10, 3), 0.001), "counts": [len(ms)]}
+    width = (high - low) / HISTOGRAM_BINS
+    counts = [0] * HISTOGRAM_BINS
+    for value in ms:
+        counts[min(int((value - low) / width), HISTOGRAM_BINS - 1)] += 1
+    return {"low": round(low, 3), "width": round(width, 6), "counts": counts}
+
+
+def _series(series: dict[str, Any] | None, origin: float) -> dict[str, Any] | None:
+    """A tracker series (`track/stats.py`) with its start relative to the capture's first frame."""
+    if not series:
+        return None
+    return {**series, "start": round(series["start"] - origin, 6)}
+
+
+def _units(conn: Any, origin: float) -> list[dict[str, Any]]:
+    """The links (1.0) or channels (0-9-1) of a connection tracker: their summary rows, their
+    series and a histogram of their latency samples (settle, ack, confirm)."""
+    out: list[dict[str, Any]] = []
+    if conn.version == "1.0":
+        for session in conn.sessions:
+            for link in session.links:
+                row = link.summary()
+                series = row.pop("series", {})
+                out.append(
+                    {
+                        "conn": conn.conn,
+                        "kind": "link",
+                        "label": f"c{conn.conn} h{row.get('handle')} {row.get('name')}",
+                        "cells": _cells(row, LINK_COLUMNS),
+                        "series": {k: _series(v, origin) for k, v in series.items()},
+                        "histograms": {"settle latency": _histogram(link.latency.samples)},
+                    }
+                )
+        return out
+    listed = list(conn.epochs) + [e for e in conn.channels.values() if not e.listed]
+    for epoch in listed:
+        row = epoch.to_json()
+        series = row.pop("series", {})
+        out.append(
+            {
+                "conn": conn.conn,
+                "kind": "channel",
+                "label": f"c{conn.conn} ch{row.get('channel')}"
+                + (f" (use {row['use']})" if row.get("use", 1) != 1 else ""),
+                "cells": _cells(row, CHANNEL_COLUMNS),
+                "series": {k: _series(v, origin) for k, v in series.items()},
+                "histograms": {
+                    "ack latency": _histogram(epoch.ack_latency.samples),
+                    "confirm latency": _histogram(epoch.confirm_latency.samples),
+                },
+            }
+        )
+    return out
+
+
+# ---- the seams: where diagnose (issue 21) and the -V tree (issue 23) plug in ----
+
+
+def diagnoses_from(
+    findings: list[dict[str, Any]], times: dict[int, float] | None = None
+) -> list[dict[str, Any]]:
+    """Until `diagnose` lands: each finding as a diagnosis-shaped dict ({code, severity, title,
+    explanation, conn, start, duration, evidence}), errors first; `start` is its frame's time
+    from the first frame (`times`), when known. With `diagnose`, the caller passes
+    `[d.to_json() for d in diagnose(...)]` to `ReportBuilder.build(diagnoses=...)` instead."""
+    times = times or {}
+    rank = {"error": 0, "warning": 1, "info": 2}
+    out = [
+        {
+            "code": f["code"],
+            "severity": f["severity"],
+            "title": f["message"],
+            "explanation": "",
+            "conn": f.get("conn"),
+            "start": times.get(f["frame"]) if f.get("frame") is not None else None,
+            "duration": None,
+            "evidence": [f["frame"]] if f.get("frame") is not None else [],
+        }
+        for f in findings
+    ]
+    out.sort(key=lambda d: (rank.get(d["severity"], 3), d["evidence"][:1] or [math.inf]))
+    return out
+
+
+def _node(name: str, value: Any) -> dict[str, Any]:
+    """A detail-tree node as the `-V` tree has them: {name, value, type, children}."""
+    if isinstance(value, dict):
+        return {
+            "name": name,
+            "type": "map",
+            "value": f"{len(value)} entries",
+            "children": [_node(str(k), v) for k, v in value.items()],
+        }
+    if isinstance(value, list):
+        return {
+            "name": name,
+            "type": "list",
+            "value": f"{len(value)} items",
+            "children": [_node(f"[{i}]", v) for i, v in enumerate(value)],
+        }
+    kind = "null" if value is None else type(value).__name__
+    text = "null" if value is None else str(value).lower() if isinstance(value, bool) else value
+    if isinstance(text, str) and len(text) > MAX_DETAIL_TEXT:
+        text = text[: MAX_DETAIL_TEXT - 1] + "…"
+    return {"name": name, "type": kind, "value": text}
+
+
+def compact_tree(nodes: list[dict[str, Any]]) -> list[list[Any]]:
+    """Tree nodes as the page keeps them, a third of the size: [name, value, type, children,
+    offset, length], trailing empty places left off."""
+    out = []
+    for node in nodes:
+        children = node.get("children")
+        kind = node.get("type")
+        bytes_of = kind not in NO_BYTES  # a record's or layer's node has no place in the frame
+        item = [
+            node.get("name"),
+            node.get("value"),
+            kind,
+            compact_tree(children) if children else None,
+            node.get("offset") if bytes_of else None,
+            node.get("length") if bytes_of else None,
+        ]
+        while item and item[-1] is None:
+            item.pop()
+        out.append(item)
+    return out
+
+
+#: the 1.0 message sections that hold the body (the -V tree names them so)
+BODY_SECTIONS: Final = frozenset(("data", "amqp-sequence", "amqp-value"))
+
+
+def _without_bodies(node: dict[str, Any]) -> dict[str, Any]:
+    """A tree node with every body section's value and children dropped (--redact-bodies)."""
+    if node.get("name") in BODY_SECTIONS:
+        return {**node, "value": f"<redacted, {node.get('length')} bytes>", "children": []}
+    children = node.get("children")
+    if not children:
+        return node
+    return {**node, "children": [_without_bodies(c) for c in children]}
+
+
+def detail_tree(frame: Frame) -> list[dict[str, Any]]:
+    """A frame's detail as tree nodes. Until the `-V` tree lands, the frame's `--json` record;
+    at merge, this returns the `-V` tree's nodes ({name, value, type, offset, length,
+    children}) for the frame, which the page draws the same way."""
+    record = frame.to_json()
+    return [_node(key, value) for key, value in record.items()]

@@ -1,0 +1,88 @@
+"""Size and time of `amqpscope report` on big captures made at run time (never committed).
+
+Three shapes of about 100,000 frames (`synth.py`): one long 0-9-1 connection (publish, consume
+with prefetch 5, ack each), one long AMQP 1.0 connection (send, receive, settle), and 610 copies
+of captures/091-qos-prefetch.pcap (short connections). For each: frames, the page's size (the
+issue's bound is 5 MB), wall time and peak memory of the whole process (GNU time when
+installed), and how many frames got a row and a detail tree.
+
+    python3 bench/report.py [--messages-091 N] [--messages-10 N] [--copies N] [--keep DIR]
+
+No target is asserted here: the README quotes the numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+import synth  # noqa: E402  (a sibling script, not a package)
+
+GNU_TIME = "/usr/bin/time" if Path("/usr/bin/time").exists() else None
+DATA = re.compile(rb'id="report-data">(.*?)</script>', re.S)
+
+
+def run(capture: Path, page: Path) -> tuple[float, float | None]:
+    """(wall seconds, peak RSS in MB or None) of `amqpscope report capture -o page`."""
+    cmd = [sys.executable, "-m", "amqpscope.cli", "report", str(capture), "-o", str(page)]
+    if GNU_TIME:
+        cmd = [GNU_TIME, "-f", "%M", *cmd]
+    start = time.perf_counter()
+    result = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - start
+    if result.returncode != 0:
+        raise SystemExit(f"{capture.name}: {result.stderr.strip()}")
+    peak = float(result.stderr.strip().splitlines()[-1]) / 1024 if GNU_TIME else None
+    return wall, peak
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages-091", type=int, default=20_000)
+    parser.add_argument("--messages-10", type=int, default=50_000)
+    parser.add_argument("--copies", type=int, default=610)
+    parser.add_argument("--keep", type=Path, help="Keep the captures and pages here.")
+    args = parser.parse_args()
+    where = args.keep or Path(tempfile.mkdtemp(prefix="amqpscope-report-bench-"))
+    where.mkdir(parents=True, exist_ok=True)
+    try:
+        captures = {
+            "0-9-1, one connection": where / "one-091.pcap",
+            "1.0, one connection": where / "one-10.pcap",
+            f"0-9-1, {args.copies} connections": where / "many-091.pcap",
+        }
+        paths = list(captures.values())
+        synth.build_091(paths[0], args.messages_091)
+        synth.build_10(paths[1], args.messages_10)
+        synth.multiply(ROOT / "captures" / "091-qos-prefetch.pcap", paths[2], args.copies)
+        heads = ("frames", 8), ("rows", 7), ("trees", 6), ("MB", 6), ("s", 6), ("peak MB", 8)
+        print(f"{'capture':28} " + " ".join(f"{h:>{w}}" for h, w in heads))
+        for name, capture in captures.items():
+            page = capture.with_suffix(".html")
+            wall, peak = run(capture, page)
+            body = page.read_bytes()
+            match = DATA.search(body)
+            data = json.loads(match.group(1)) if match else {}
+            facts = data.get("facts", {})
+            print(
+                f"{name:28} {facts.get('frames', 0):>8} {len(data.get('rows', [])):>7}"
+                f" {len(data.get('details', {})):>6} {len(body) / 1e6:>6.2f} {wall:>6.1f}"
+                f" {peak if peak is not None else float('nan'):>8.0f}"
+            )
+    finally:
+        if args.keep is None:
+            shutil.rmtree(where, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,278 @@
+"""Frame-trace logs recorded side by side with a capture of the same run.
+
+Why: `amqpscope/logs/` reads the logs people attach to bug reports; its tests compare a real
+log's records with the capture of the same conversation, frame for frame. Each scenario runs
+the client library in a process of its own with its frame tracing switched on (Proton reads
+`PN_TRACE_FRM` when it starts, so it must be in that process's environment), its stderr
+written to NAME.log beside NAME.pcap; the ground truth is what the client counted.
+
+The client side runs this file as a script: `python3 logs.py proton-broker ADDRESS` prints its
+counts as one JSON line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from proton import Message
+from proton.handlers import MessagingHandler
+from proton.reactor import Container
+
+#: the port record.py already tells tshark is AMQP (10-peer-to-peer); the broker lock keeps
+#: the two recordings apart
+PROTON_P2P_PORT = 5673
+#: rhea, from npm, installed where the recorder keeps it (not in the repository)
+RHEA = "rhea@3.0.5"
+NODE_DIR = Path(tempfile.gettempdir()) / "amqpscope-node"
+
+
+def _node_modules() -> Path:
+    """A folder with rhea installed (npm, once); RuntimeError when node or npm is missing."""
+    for tool in ("node", "npm"):
+        if shutil.which(tool) is None:
+            raise RuntimeError(f"{tool} is not on PATH (rhea scenarios need Node.js and npm)")
+    if not (NODE_DIR / "node_modules" / "rhea" / "package.json").exists():
+        NODE_DIR.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(NODE_DIR), RHEA],
+            check=True,
+            timeout=300,
+            stdout=subprocess.DEVNULL,
+        )
+    return NODE_DIR / "node_modules"
+
+
+def _rhea(ctx: Any, address: str) -> dict[str, Any]:
+    """rhea with DEBUG=rhea:frames: its stderr is the log, its stdout its counts."""
+    modules = _node_modules()
+    log_path = Path(ctx.capture.path).parent / f"{ctx.name}.log"
+    script = Path(__file__).resolve().parent / "rhea_client.js"
+    # not a terminal, so debug prefixes each line with an ISO time (node's `debug` package)
+    env = dict(os.environ, DEBUG="rhea:frames", NODE_PATH=str(modules), DEBUG_COLORS="no")
+    with open(log_path, "wb") as log:
+        done = subprocess.run(
+            ["node", str(script), address],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            timeout=60,
+            check=False,
+        )
+    lines = done.stdout.decode().strip().splitlines()
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"rhea client exited with {done.returncode}")
+    counts: dict[str, Any] = json.loads(lines[-1])
+    counts["log"] = log_path.name
+    counts["log_lines"] = len(log_path.read_bytes().splitlines())
+    versions = json.loads((modules / "rhea" / "package.json").read_text())
+    counts["rhea"] = versions["version"]
+    return counts
+
+
+def _client(ctx: Any, kind: str, *args: str) -> dict[str, Any]:
+    """Run the traced client for `kind`; its stderr is the log, its stdout its counts."""
+    log_path = Path(ctx.capture.path).parent / f"{ctx.name}.log"
+    env = dict(os.environ, PN_TRACE_FRM="1")
+    with open(log_path, "wb") as log:
+        done = subprocess.run(
+            [sys.executable, str(Path(__file__).resolve()), kind, *args],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            timeout=60,
+            check=False,
+        )
+    if done.returncode != 0:
+        raise RuntimeError(f"{kind} client exited with {done.returncode}")
+    counts: dict[str, Any] = json.loads(done.stdout.decode().strip().splitlines()[-1])
+    counts["log"] = log_path.name
+    counts["log_lines"] = len(log_path.read_bytes().splitlines())
+    return counts
+
+
+def _register() -> None:
+    import record  # captures/record.py, which loads this module
+
+    @record.scenario(
+        "log-proton-broker",
+        "1.0",
+        "python-qpid-proton with PN_TRACE_FRM=1 against RabbitMQ's AMQP 1.0 plugin, SASL PLAIN: "
+        "a sender sends 6 messages (all accepted), then a receiver takes them back, accepting "
+        "5 and rejecting the last; the trace is log-proton-broker.log.",
+        setup=(("q", {}),),
+        queues=(),
+    )
+    def s_log_proton_broker(ctx: Any) -> dict[str, Any]:
+        return _client(ctx, "proton-broker", f"/amq/queue/{ctx.q()}")
+
+    @record.scenario(
+        "log-proton-p2p",
+        "1.0",
+        "No broker: one python-qpid-proton process with PN_TRACE_FRM=1 listens on "
+        f"127.0.0.1:{PROTON_P2P_PORT} and connects to itself (SASL ANONYMOUS), sends 8 messages "
+        "that the listener settles cycling accepted, rejected, released, modified; the trace "
+        "(both ends, two transports) is log-proton-p2p.log.",
+        port=PROTON_P2P_PORT,
+        capture=record.CaptureSpec(bpf=f"tcp port {PROTON_P2P_PORT}"),
+        queues=(),
+        needs_broker=False,
+    )
+    def s_log_proton_p2p(ctx: Any) -> dict[str, Any]:
+        return _client(ctx, "proton-p2p")
+
+    @record.scenario(
+        "log-rhea-broker",
+        "1.0",
+        f"rhea ({RHEA}, from npm) with DEBUG=rhea:frames against RabbitMQ's AMQP 1.0 plugin, "
+        "SASL PLAIN: a sender sends 6 messages (all accepted), then a receiver takes them back, "
+        "accepting 5 and rejecting the last; the trace is log-rhea-broker.log.",
+        setup=(("q", {}),),
+        queues=(),
+    )
+    def s_log_rhea_broker(ctx: Any) -> dict[str, Any]:
+        return _rhea(ctx, f"/amq/queue/{ctx.q()}")
+
+
+class BrokerRoundTrip(MessagingHandler):  # type: ignore[misc]
+    """Send N, then receive N back; the last one received is rejected."""
+
+    def __init__(self, address: str, count: int = 6) -> None:
+        super().__init__(auto_accept=False)
+        self.address = address
+        self.count = count
+        self.n: dict[str, Any] = {"transfers_sent": 0, "transfers_received": 0}
+        self.outcomes: dict[str, int] = {}
+        self.given: dict[str, int] = {}
+
+    def on_start(self, event: Any) -> None:
+        self.conn = event.container.connect(
+            "amqp://guest:guest@127.0.0.1:5672",
+            allowed_mechs="PLAIN",
+            allow_insecure_mechs=True,
+            reconnect=False,
+        )
+        event.container.create_sender(self.conn, self.address)
+        self.timer = event.container.schedule(20, self)
+
+    def on_timer_task(self, event: Any) -> None:
+        self.n["failure"] = "timed out"
+        self.conn.close()
+
+    def on_sendable(self, event: Any) -> None:
+        while event.sender.credit and self.n["transfers_sent"] < self.count:
+            i = self.n["transfers_sent"]
+            event.sender.send(Message(id=f"l{i}", body=f"log message {i}", properties={"i": i}))
+            self.n["transfers_sent"] += 1
+
+    def on_settled(self, event: Any) -> None:
+        state = {36: "accepted", 37: "rejected", 38: "released", 39: "modified"}.get(
+            event.delivery.remote_state, str(event.delivery.remote_state)
+        )
+        self.outcomes[state] = self.outcomes.get(state, 0) + 1
+        if sum(self.outcomes.values()) == self.count:
+            event.link.close()
+            event.container.create_receiver(self.conn, self.address)
+
+    def on_message(self, event: Any) -> None:
+        self.n["transfers_received"] += 1
+        if self.n["transfers_received"] == self.count:
+            self.reject(event.delivery)
+            self.given["rejected"] = self.given.get("rejected", 0) + 1
+            event.receiver.close()
+            self.conn.close()
+            self.timer.cancel()
+        else:
+            self.accept(event.delivery)
+            self.given["accepted"] = self.given.get("accepted", 0) + 1
+
+    def result(self) -> dict[str, Any]:
+        return {**self.n, "sender_outcomes": self.outcomes, "receiver_outcomes": self.given}
+
+
+class PeerToPeer(MessagingHandler):  # type: ignore[misc]
+    """Listener and client in one process; the listener cycles the four outcomes."""
+
+    OUTCOMES = ("accepted", "rejected", "released", "modified")
+
+    def __init__(self, count: int = 8) -> None:
+        super().__init__(auto_accept=False)
+        self.count = count
+        self.n: dict[str, Any] = {"transfers_sent": 0, "listener_received": 0}
+        self.outcomes: dict[str, int] = {}
+        self.given: dict[str, int] = {}
+
+    def on_start(self, event: Any) -> None:
+        url = f"127.0.0.1:{PROTON_P2P_PORT}"
+        self.acceptor = event.container.listen(url)
+        self.conn = event.container.connect(url, reconnect=False)
+        event.container.create_sender(self.conn, "amqpscope/log-p2p")
+        self.timer = event.container.schedule(20, self)
+
+    def on_timer_task(self, event: Any) -> None:
+        self.n["failure"] = "timed out"
+        self.conn.close()
+        self.acceptor.close()
+
+    def on_sendable(self, event: Any) -> None:
+        if event.connection != self.conn:
+            return
+        while event.sender.credit and self.n["transfers_sent"] < self.count:
+            i = self.n["transfers_sent"]
+            event.sender.send(Message(id=f"p{i}", body=f"p2p message {i}"))
+            self.n["transfers_sent"] += 1
+
+    def on_message(self, event: Any) -> None:
+        i = self.n["listener_received"]
+        self.n["listener_received"] += 1
+        outcome = self.OUTCOMES[i % 4]
+        self.given[outcome] = self.given.get(outcome, 0) + 1
+        if outcome == "accepted":
+            self.accept(event.delivery)
+        elif outcome == "rejected":
+            self.reject(event.delivery)
+        elif outcome == "released":
+            self.release(event.delivery, delivered=False)
+        else:
+            self.release(event.delivery, delivered=True)
+
+    def on_settled(self, event: Any) -> None:
+        if event.connection != self.conn:
+            return
+        state = {36: "accepted", 37: "rejected", 38: "released", 39: "modified"}.get(
+            event.delivery.remote_state, str(event.delivery.remote_state)
+        )
+        self.outcomes[state] = self.outcomes.get(state, 0) + 1
+        if sum(self.outcomes.values()) == self.count:
+            self.conn.close()
+
+    def on_connection_closed(self, event: Any) -> None:
+        if event.connection != self.conn:
+            self.acceptor.close()
+            self.timer.cancel()
+
+    def result(self) -> dict[str, Any]:
+        return {**self.n, "sender_outcomes": self.outcomes, "listener_outcomes": self.given}
+
+
+def _run_client(argv: list[str]) -> int:
+    kind = argv[0]
+    handler: BrokerRoundTrip | PeerToPeer
+    handler = BrokerRoundTrip(argv[1]) if kind == "proton-broker" else PeerToPeer()
+    container = Container(handler)
+    container.container_id = f"amqpscope-log-{kind}"
+    container.run()
+    print(json.dumps(handler.result()))
+    return 0 if "failure" not in handler.n else 1
+
+
+if __name__ == "__main__":
+    sys.exit(_run_client(sys.argv[1:]))
+else:
+    _register()

@@ -1,0 +1,134 @@
+"""proton-j's frame trace, written from its `toString()` code (no JVM here).
+
+The frames are the captured ones of real runs (decoded by the codec); `java()` prints each as
+proton-j's `TransportImpl.log` and the performatives' `toString()` would (camelCase names,
+enum names, quoted strings, bare symbols, Java maps); amqpscope must read back the same fields.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from amqpscope.capture.files import open_capture
+from amqpscope.codec.amqp10 import spec
+from amqpscope.codec.frames import Frame
+from amqpscope.dissect import Dissector
+from amqpscope.logs.detect import detect
+from amqpscope.logs.reader import LogReader
+
+CAPTURES = Path(__file__).resolve().parent.parent / "captures"
+BY_NAME = {c.name: c for c in spec.COMPOSITES.values()}
+CLASS = {"error": "Error"}
+CHOICES = {name for r in spec.RESTRICTED.values() if r.choices for name, _ in r.choices}
+
+
+def camel(name: str) -> str:
+    head, *rest = name.split("-")
+    return head + "".join(part.capitalize() for part in rest)
+
+
+def java_class(name: str) -> str:
+    return CLASS.get(name, "".join(part.capitalize() for part in name.split("-")))
+
+
+def quote(raw: bytes) -> str:
+    return "".join(chr(b) if 32 <= b < 127 and b != 0x5C else f"\\x{b:02x}" for b in raw)
+
+
+def java(value: Any, field: spec.Field | None) -> str:
+    """A decoded JSON value as proton-j's toString prints the Java object."""
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return "true" if value else "false"
+    if isinstance(value, dict) and "type" in value and value["type"] in BY_NAME:
+        composite = BY_NAME[value["type"]]
+        inner = ", ".join(f"{camel(f.name)}={java(value.get(f.name), f)}" for f in composite.fields)
+        return f"{java_class(composite.name)}{{{inner}}}"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}={java(v, None)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(java(v, None) for v in value) + "]"
+    if field is None:
+        return str(value)
+    base = field.type
+    while base in spec.RESTRICTED:
+        base = spec.RESTRICTED[base].source
+    if field.type in spec.RESTRICTED and value in CHOICES and isinstance(value, str):
+        choice = dict(spec.RESTRICTED[field.type].choices)
+        if value in choice and base != "symbol":
+            return value.upper().replace("-", "_")
+    if base == "binary":
+        return f'"{quote(bytes.fromhex(value))}"'
+    if base == "string" or (base == "*" and isinstance(value, str)):  # an address is a String
+        return f"'{value}'"
+    return str(value)
+
+
+def line(frame: Frame, arrow: str) -> str:
+    if frame.kind == "protocol-header":  # TransportImpl.log(event, headerDescription)
+        body = "SASL" if frame.fields["protocol-id"] == 3 else "AMQP"
+    else:
+        body = java(frame.fields | {"type": frame.name}, None)
+    payload = ""
+    if frame.name == "transfer":
+        raw = frame.data[frame.data[4] * 4 :]
+        # the performative's own bytes are not in the log: only the payload after it
+        payload_at = len(raw) - (frame.message or {}).get("size", 0)
+        rest = raw[payload_at:]
+        payload = f' ({len(rest)}) "{quote(rest)}"'
+    prefix = "2026-01-31 12:00:00,250 TRACE [o.a.q.p.e.i.TransportImpl]"
+    return f"{prefix} [1830712962:{frame.channel or 0}] {arrow} {body}{payload}\n"
+
+
+def captured(name: str) -> list[Frame]:
+    """The frames to print; not SASL's init and response, whose bytes the codec's JSON shows
+    decoded (user, password), not as the binary proton-j would print."""
+    with open_capture(str(CAPTURES / f"{name}.pcap")) as capture:
+        return [
+            f
+            for f in Dissector().run(capture)
+            if f.kind in ("performative", "sasl", "protocol-header")
+            and f.name not in ("sasl-init", "sasl-response")
+        ]
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["log-proton-broker", "log-rhea-broker", "10-peer-to-peer", "10-transaction", "10-bad-address"],
+)
+def test_captured_frames_as_proton_j_prints_them(name: str) -> None:
+    wire = captured(name)
+    lines = [line(f, "->" if f.direction == "c2s" else "<-") for f in wire]
+    assert detect(lines) == "proton-j"
+    reader = LogReader("java.log", "proton-j", show_secrets=True)
+    records = [r for n, text in enumerate(lines, 1) for r in reader.feed(text, n)]
+    assert reader.findings == [], reader.findings[:3]
+    assert len(records) == len(wire)
+    for record, frame in zip(records, wire, strict=True):
+        assert (record.name, record.channel, record.direction) == (
+            frame.name,
+            frame.channel,
+            frame.direction,
+        )
+        assert record.fields == frame.fields, (record.source, record.fields, frame.fields)
+        if frame.message is not None and "body" in frame.message:
+            assert record.message == frame.message
+
+
+def test_quotes_inside_strings_and_enum_names() -> None:
+    text = (
+        "[42:1] <- Detach{handle=3, closed=true, error=Error{condition=amqp:not-found, "
+        "description='no queue 'q', sorry', info={queue=q}}}\n"
+    )
+    (record,) = LogReader("d.log", "proton-j").feed(text, 1)
+    assert record.fields["error"] == {
+        "type": "error",
+        "condition": "amqp:not-found",
+        "description": "no queue 'q', sorry",
+        "info": {"queue": "q"},
+    }
+    assert record.channel == 1 and record.fields["handle"] == 3

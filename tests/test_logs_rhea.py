@@ -1,0 +1,133 @@
+"""rhea's frame trace (`DEBUG=rhea:frames`) against the capture of the same run.
+
+rhea prints only what is truthy (its `toJSON`), nested described values as bare lists, and
+payloads cut after 50 bytes, so a rhea log shows less than the wire. The rule tested: every
+field a record has equals the captured frame's; a captured field the record lacks was falsy
+(what rhea leaves out) or is named by a `log.not-shown` finding on the record.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import hypothesis.strategies as st
+from hypothesis import given, settings
+
+from amqpscope.capture.files import open_capture
+from amqpscope.codec.frames import TRANSPORT, Frame
+from amqpscope.dissect import Dissector
+from amqpscope.findings import Finding
+from amqpscope.logs.detect import detect
+from amqpscope.logs.reader import LogReader, records_from_log
+from amqpscope.track.tracker import Tracker
+
+CAPTURES = Path(__file__).resolve().parent.parent / "captures"
+NAME = "log-rhea-broker"
+
+
+def captured() -> list[Frame]:
+    with open_capture(str(CAPTURES / f"{NAME}.pcap")) as capture:
+        return [f for f in Dissector().run(capture) if f.kind != TRANSPORT]
+
+
+def logged() -> tuple[list[Frame], list[Finding]]:
+    found: list[Finding] = []
+    with open(CAPTURES / f"{NAME}.log", encoding="utf-8") as log:
+        frames = list(records_from_log(log, f"{NAME}.log", fmt="rhea", findings=found))
+    return frames, found
+
+
+def falsy(value: Any) -> bool:
+    return value in (0, False, None, "", [], {})
+
+
+def test_detected_by_content() -> None:
+    lines = (CAPTURES / f"{NAME}.log").read_text().splitlines(keepends=True)
+    assert detect(lines) == "rhea"
+    assert detect((CAPTURES / "log-proton-broker.log").read_text().splitlines()) == "proton"
+
+
+def test_frame_for_frame_what_rhea_shows() -> None:
+    wire = captured()
+    frames, found = logged()
+    assert found == []
+    assert len({f.conn for f in frames}) == 1
+    compared = 0
+    for direction in ("c2s", "s2c"):
+        mine = [f for f in frames if f.direction == direction]
+        theirs = [f for f in wire if f.direction == direction]
+        # rhea stops logging when its client exits: RabbitMQ's late detach after close is
+        # on the wire only
+        assert len(mine) <= len(theirs) and len(theirs) - len(mine) <= 1
+        for log_frame, wire_frame in zip(mine, theirs, strict=False):
+            assert (log_frame.name, log_frame.kind, log_frame.channel) == (
+                wire_frame.name,
+                wire_frame.kind,
+                wire_frame.channel,
+            )
+            not_shown = {
+                f.message.split(": ")[0].split(" ", 1)[1]
+                for f in log_frame.findings
+                if f.code == "log.not-shown"
+            }
+            for key, value in log_frame.fields.items():
+                if key in not_shown:
+                    continue
+                expected = wire_frame.fields.get(key)
+                if isinstance(value, dict) and isinstance(expected, dict):  # source, target
+                    nested = {k for k in not_shown if k.startswith(f"{key}.")}
+                    for inner, inner_value in expected.items():
+                        if f"{key}.{inner}" in nested:
+                            continue
+                        assert value.get(inner) == inner_value or (
+                            inner not in value and falsy(inner_value)
+                        ), (log_frame.source, key, inner)
+                    continue
+                assert value == expected, (log_frame.source, key)
+            for key, value in wire_frame.fields.items():
+                if key not in log_frame.fields:
+                    assert falsy(value) or key in not_shown, (log_frame.source, key, value)
+            compared += 1
+    assert compared == len(frames)
+    states = [f for f in frames if f.name == "disposition"]
+    assert states and all(any(x.code == "log.not-shown" for x in f.findings) for f in states), (
+        "a disposition's outcome type is not in rhea's log"
+    )
+
+
+def test_summary_links_and_deliveries() -> None:
+    """Links and delivery counts agree with the capture and with what rhea counted; outcomes
+    are not in rhea's log (the finding says so), so none are claimed."""
+    truth = json.loads((CAPTURES / f"{NAME}.json").read_text())["expect"]
+    frames, _ = logged()
+    tracker = Tracker()
+    for frame in frames:
+        tracker.feed(frame)
+    tracker.finish()
+    links = [
+        link for c in tracker.summary()["connections"] for s in c["sessions"] for link in s["links"]
+    ]
+    by_role = {link["role"]: link for link in links}
+    assert by_role["sender"]["deliveries"] == truth["transfers_sent"]
+    assert by_role["receiver"]["deliveries"] == truth["transfers_received"]
+    assert by_role["sender"]["target"] == by_role["receiver"]["source"]
+    for link in links:
+        assert not any(link["outcomes"].values())
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from((CAPTURES / f"{NAME}.log").read_text().splitlines(keepends=True)),
+    st.integers(0, 300),
+    st.integers(0, 30),
+    st.text(max_size=6),
+)
+def test_mangled_lines_never_raise(line: str, at: int, cut: int, junk: str) -> None:
+    reader = LogReader("mangled.log", fmt="rhea")
+    frames = reader.feed(line[:at] + junk + line[at + cut :], 3)
+    frames += reader.flush()  # a line whose text ends unfinished waits for the next: none comes
+    reader.finish()
+    of_lines = [f for f in reader.findings if f.code.startswith("log.")]
+    assert len(frames) + len(of_lines) + reader.skipped + reader.ends == 1

@@ -1,0 +1,337 @@
+"""The `amqp` data source (`spark.read.format("amqp")`, `spark.readStream.format("amqp")`) on
+local[2]: its rows against the Parquet tables `amqpscope spark` writes for the same files (which
+tests/test_spark.py holds to `read --json` and `summary --json`), on every bundled capture and on
+rotated files that cut a connection in two; the stream fed those files one at a time, with a
+restart from its checkpoint between them, against the batch read of them all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from amqpscope.pipeline import tables
+from tests.test_spark import CAPTURES, SPLIT, decode, needs_java, packets_of, write_pcap
+
+pytest.importorskip("pyspark.sql.datasource")
+
+
+@pytest.fixture(scope="module")
+def spark() -> Any:
+    from amqpscope.pipeline import spark as job
+
+    session = job.session("local[2]", app="amqpscope-datasource-tests")
+    yield session
+    session.stop()
+
+
+def plain(value: Any) -> Any:
+    """A row's value with Spark's `Row`s as dicts and JSON texts parsed (key order aside)."""
+    if hasattr(value, "asDict"):
+        return {k: plain(v) for k, v in value.asDict().items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+def canonical(rows: list[Any], table: str) -> list[str]:
+    out = []
+    for row in rows:
+        values = plain(row)
+        for name in ("fields", "message", "summary", "layers"):
+            if isinstance(values.get(name), str) and (name != "message" or table == "frames"):
+                values[name] = json.loads(values[name])
+        out.append(json.dumps(values, sort_keys=True, default=str))
+    return sorted(out)
+
+
+def source(spark: Any, table: str, paths: Any, **options: str) -> list[Any]:
+    reader = spark.read.format("amqp").option("table", table)
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader.load(paths).collect()
+
+
+def parquet(spark: Any, out: Path, table: str) -> list[Any]:
+    names = [name for name, _ in tables.COLUMNS[table]]
+    frame = spark.read.schema(tables.struct_type(table)).parquet(str(out / table))
+    return frame.select(*names).collect()
+
+
+@pytest.fixture(scope="module")
+def job_tables(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from amqpscope.pipeline import spark as job
+
+    target = tmp_path_factory.mktemp("tables")
+    job.run([str(CAPTURES)], str(target), spark=spark)
+    return target
+
+
+@needs_java
+@pytest.mark.parametrize("table", tables.TABLES)
+def test_every_table_of_every_capture_equals_the_jobs(
+    spark: Any, job_tables: Path, table: str
+) -> None:
+    mine = source(spark, table, str(CAPTURES))
+    theirs = parquet(spark, job_tables, table)
+    assert mine and len(mine) == len(theirs)
+    assert canonical(mine, table) == canonical(theirs, table)
+
+
+@needs_java
+def test_the_schema_is_the_tables(spark: Any) -> None:
+    for table in tables.TABLES:
+        got = spark.read.format("amqp").option("table", table).load(str(SPLIT)).schema
+        assert got == tables.struct_type(table), table
+
+
+@needs_java
+def test_frames_of_one_file_are_what_read_json_prints(spark: Any) -> None:
+    sample = CAPTURES / "10-outcomes.pcap"
+    rows = sorted(source(spark, "frames", str(sample)), key=lambda r: r["frame"])
+    frames, _ = decode(sample)
+    assert len(rows) == len(frames)
+    for row, frame in zip(rows, frames, strict=True):
+        record = frame.to_json()
+        for key in ("frame", "packet", "ts", "conn", "src", "dst", "version", "channel", "kind"):
+            assert row[key] == record[key], key
+        assert json.loads(row["fields"]) == record["fields"]
+        assert row["time"].timestamp() == pytest.approx(record["ts"], abs=1e-6)
+
+
+def rotated(folder: Path) -> tuple[Path, Path]:
+    """Two rotated files: one connection cut across them, a whole one in the first, one cut at
+    the end of the second with no continuation."""
+    folder.mkdir()
+    split, whole = packets_of(SPLIT.name), packets_of("091-tx.pcap")
+    cut = packets_of("091-get.pcap")
+    half = len(split) // 2
+    first, second = folder / "cap-1.pcap", folder / "cap-2.pcap"
+    write_pcap(first, split[:half] + whole)
+    write_pcap(second, split[half:] + cut[: len(cut) // 2])
+    return first, second
+
+
+@needs_java
+def test_rotated_files_are_stitched_as_the_job_stitches_them(spark: Any, tmp_path: Path) -> None:
+    from amqpscope.pipeline import spark as job
+
+    first, second = rotated(tmp_path / "ring")
+    job.run([str(tmp_path / "ring")], str(tmp_path / "out"), spark=spark)
+    for table in tables.TABLES:
+        mine = source(spark, table, str(tmp_path / "ring" / "cap-*.pcap"))
+        assert canonical(mine, table) == canonical(parquet(spark, tmp_path / "out", table), table)
+    conns = {r["conn_key"]: r for r in source(spark, "connections", [str(first), str(second)])}
+    _, whole = decode(SPLIT)
+    assert json.loads(conns[f"{first}#1"]["summary"]) == whole["connections"][0]
+    assert conns[f"{first}#1"]["files"] == [str(first), str(second)]
+
+
+@needs_java
+def test_options_secrets_bodies_and_bad_values(spark: Any) -> None:
+    plain_login = CAPTURES / "10-sasl-plain.pcap"
+    hidden = " ".join(r["fields"] for r in source(spark, "frames", str(plain_login)))
+    shown = " ".join(
+        r["fields"] for r in source(spark, "frames", str(plain_login), showSecrets="true")
+    )
+    assert "<redacted>" in hidden and "<redacted>" not in shown
+    tls = CAPTURES / "10-tls.pcap"
+    unread = source(spark, "connections", str(tls))
+    read = source(spark, "connections", str(tls), keylog=str(CAPTURES / "10-tls.keys"))
+    assert [r["version"] for r in unread] == [None] and read[0]["version"] == "1.0"
+    with pytest.raises(Exception, match="option table"):
+        source(spark, "nope", str(tls))
+
+
+# -- the stream ----------------------------------------------------------------------------------
+def stream_rows(spark: Any, folder: Path, checkpoint: Path, table: str, name: str) -> None:
+    """Run the stream over what `folder` holds now, into a Parquet sink; stops when caught up."""
+    query = (
+        spark.readStream.format("amqp")
+        .option("table", table)
+        .option("settleSeconds", "0")
+        .option("maxGap", "60")
+        .load(str(folder))
+        .writeStream.format("parquet")
+        .option("path", str(checkpoint.parent / f"sink-{name}"))
+        .option("checkpointLocation", str(checkpoint))
+        .queryName(name)
+        .start()
+    )
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+
+
+def arrive(source_file: Path, folder: Path) -> None:
+    """A file appears as a rotation makes it: written aside, then renamed into the folder."""
+    hidden = folder / f".{source_file.name}"
+    shutil.copyfile(source_file, hidden)
+    os.replace(hidden, folder / source_file.name)
+
+
+@needs_java
+@pytest.mark.parametrize("table", ["frames", "connections"])
+def test_a_stream_fed_file_by_file_and_restarted_gives_the_batch_rows(
+    spark: Any, tmp_path: Path, table: str
+) -> None:
+    first, second = rotated(tmp_path / "ring")
+    # the third file is a capture of its own, far later than the cut connection's end: the
+    # connection cut at the end of the second file times out instead of waiting for ever
+    third = tmp_path / "ring" / "cap-3.pcap"
+    late = packets_of("10-outcomes.pcap")
+    shift = max(0, int(packets_of("091-get.pcap")[-1][1].sec) + 3600 - int(late[0][1].sec))
+    write_pcap(third, [(data, meta._replace(sec=meta.sec + shift)) for data, meta in late])
+    batch = canonical(source(spark, table, str(tmp_path / "ring")), table)
+
+    live = tmp_path / "live"
+    live.mkdir()
+    checkpoint = tmp_path / "checkpoint"
+    name = f"amqp_{table}"
+    for path in (first, second):
+        arrive(path, live)
+        stream_rows(spark, live, checkpoint, table, name)  # a new query each time: a restart
+    arrive(third, live)
+    stream_rows(spark, live, checkpoint, table, name)
+    sink = spark.read.schema(tables.struct_type(table)).parquet(str(tmp_path / f"sink-{name}"))
+    names = [n for n, _ in tables.COLUMNS[table]]
+    got = canonical(sink.select(*names).collect(), table)
+    # the same files, read from two folders
+    batch = [text.replace(str(tmp_path / "ring"), "DIR") for text in batch]
+    got = [text.replace(str(live), "DIR") for text in got]
+    assert len(got) > 1 and Counter(got) == Counter(batch)
+
+
+def test_a_stream_plan_carries_open_connections_and_times_them_out(tmp_path: Path) -> None:
+    """Pure planning (no Spark): a connection open at the end of the newest file is carried, not
+    decoded; the next file continues it; a carried connection no file continues within
+    `max_gap` is decoded alone."""
+    from amqpscope.pipeline import plan
+
+    first, second = rotated(tmp_path / "ring")
+    tasks, carry = plan.stream_tasks(plan.Carry(), [plan.scan(str(first))])
+    assert [type(t).__name__ for t in tasks] == ["FileTask"]
+    assert tasks[0].without == {1} and [len(c) for c in carry.chains] == [1]
+    carry = plan.Carry.from_json(json.loads(json.dumps(carry.to_json())))  # as Spark keeps it
+    tasks, carry = plan.stream_tasks(carry, [plan.scan(str(second))])
+    groups = [t for t in tasks if isinstance(t, plan.GroupTask)]
+    assert len(groups) == 1
+    assert [p.edge.capture for p in groups[0].parts] == [str(first), str(second)]
+    lone = list(carry.chains)
+    assert len(lone) == 1 and lone[0][0].edge.capture == str(second)
+    later = time.time()  # a file hours on: the carried connection never came back
+    scan = plan.Scan(str(tmp_path / "later.pcap"), str(tmp_path / "later.pcap"), later)
+    tasks, carry = plan.stream_tasks(carry, [scan], max_gap=60)
+    assert not carry.chains
+    alone = [t for t in tasks if isinstance(t, plan.FileTask) and t.only]
+    conn = lone[0][0].edge.conn
+    assert [(t.capture, set(t.only or ())) for t in alone] == [(str(second), {conn})]
+
+
+@needs_java
+def test_pushed_filters_on_the_file_leave_other_files_out(spark: Any, tmp_path: Path) -> None:
+    """With `pushFilters` (and the session's `spark.sql.python.filterPushdown.enabled`, which
+    `pipeline.spark.session` sets), a filter on `capture_file` plans no task for the files it
+    cannot keep, a stitched connection's task kept when one of its parts is in a kept file; the
+    rows are those of the same filter without pushdown."""
+    rotated(tmp_path / "ring")
+    shutil.copy(CAPTURES / "091-tx.pcap", tmp_path / "ring" / "other.pcap")
+    ring = str(tmp_path / "ring")
+    keep = "capture_file = 'cap-2.pcap' or capture_file = 'other.pcap'"
+    one = "capture_file in ('cap-2.pcap')"
+    plain_read = spark.read.format("amqp").option("table", "frames").load(ring)
+    pushed = spark.read.format("amqp").option("table", "frames").option("pushFilters", "true")
+    assert plain_read.where(one).rdd.getNumPartitions() == 4  # three files, one stitched
+    assert pushed.load(ring).where(one).rdd.getNumPartitions() == 2  # cap-2, the stitched one
+    for where in (one, keep, "capture_file like 'cap-%'"):
+        mine = pushed.load(ring).where(where).collect()
+        assert canonical(mine, "frames") == canonical(plain_read.where(where).collect(), "frames")
+    stitched = pushed.load(ring).where("capture_file = 'cap-2.pcap' and stitched").collect()
+    assert stitched and {r["capture_file"] for r in stitched} == {"cap-2.pcap"}
+
+
+def test_a_stream_takes_captures_in_name_order_and_waits_for_the_newest(tmp_path: Path) -> None:
+    """Files in the order a rotation names them (numbers as numbers), what is not a capture
+    left alone, and the newest file taken only once it has settled (no JVM needed: the offsets
+    are the reader's own)."""
+    from amqpscope.pipeline.datasource import AmqpStreamReader
+
+    folder = tmp_path / "caps"
+    folder.mkdir()
+    for name in ("cap.pcap2", "cap.pcap10", "cap.pcap9"):
+        shutil.copy(CAPTURES / "091-tx.pcap", folder / name)
+    (folder / "notes.txt").write_text("not a capture")
+    (folder / ".cap.pcap11").write_bytes((CAPTURES / "091-tx.pcap").read_bytes())  # half written
+    waiting = AmqpStreamReader({"path": str(folder), "settleSeconds": "3600"})
+    start = waiting.initialOffset()
+    end = waiting.latestOffset(start, None)
+    assert end["last"] == str(folder / "cap.pcap9")  # cap.pcap10, the newest, still written
+    settled = AmqpStreamReader({"path": str(folder), "settleSeconds": "0"})
+    end = settled.latestOffset(start, None)
+    assert end["last"] == str(folder / "cap.pcap10")
+    taken = [p.value.capture for p in settled.partitions(start, end)]
+    assert taken == [str(folder / n) for n in ("cap.pcap2", "cap.pcap9", "cap.pcap10")]
+    assert settled.latestOffset(end, None) == end  # nothing new
+    assert settled.partitions(end, end) == []
+    one = AmqpStreamReader({"path": str(folder), "settleSeconds": "0", "maxFilesPerTrigger": "1"})
+    first = one.latestOffset(start, None)
+    assert first["last"] == str(folder / "cap.pcap2")
+    assert one.latestOffset(first, None)["last"] == str(folder / "cap.pcap9")
+
+
+@needs_java
+def test_a_session_of_its_own_finds_the_source_with_no_register_call(tmp_path: Path) -> None:
+    """Spark's own lookup of `pyspark_*` modules finds `pyspark_amqpscope.DefaultSource`: a
+    plain SparkSession, made without amqpscope's help, reads `format("amqp")`."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from pyspark.sql import SparkSession\n"
+        "spark = (SparkSession.builder.master('local[1]').config('spark.ui.enabled', 'false')"
+        ".getOrCreate())\n"
+        "print('rows', spark.read.format('amqp').option('table', 'connections')"
+        ".load(sys.argv[1]).count())\n"
+        "spark.stop()\n"
+    )
+    root = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": root, "PYSPARK_PYTHON": sys.executable}
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(SPLIT)],
+        capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    _, summary = decode(SPLIT)
+    assert f"rows {len(summary['connections'])}" in done.stdout.splitlines()
+
+
+@needs_java
+def test_the_job_takes_a_keylog_as_the_data_source_does(spark: Any, tmp_path: Path) -> None:
+    """`amqpscope spark --keylog` decrypts as `keylog` does for the source: one reading of the
+    key log (`spark.dissector_options`) for both; a key log that cannot be read is one line."""
+    from click.testing import CliRunner
+
+    from amqpscope import cli
+    from amqpscope.pipeline import spark as job
+
+    tls, keys = CAPTURES / "10-tls.pcap", CAPTURES / "10-tls.keys"
+    job.run([str(tls)], str(tmp_path / "out"), spark=spark, keylog=str(keys))
+    rows = parquet(spark, tmp_path / "out", "connections")
+    assert [r["version"] for r in rows] == ["1.0"]
+    same = source(spark, "connections", str(tls), keylog=str(keys))
+    assert canonical(same, "connections") == canonical(rows, "connections")
+    result = CliRunner().invoke(
+        cli.main, ["spark", str(tls), "--out", str(tmp_path / "x"), "--keylog", str(tmp_path)]
+    )
+    assert result.exit_code == 2 and "--keylog" in result.output  # a folder: click says so
+    with pytest.raises(job.PipelineError, match="--keylog"):
+        job.dissector_options(keylog=str(tmp_path / "missing.keys"))

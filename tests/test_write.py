@@ -1,0 +1,143 @@
+"""`read -w`: the cut holds the selected frames' packets and their connections' handshakes, and
+nothing else; tshark and amqpscope read it back; pcapng keeps its interfaces and TLS secrets;
+the input is never overwritten; memory is bounded by the cut's window."""
+
+from __future__ import annotations
+
+import struct
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from amqpscope.capture.files import open_capture
+from amqpscope.cli import main
+from amqpscope.cut import Cut
+from amqpscope.dissect import Dissector
+from tests.oracle import TSHARK, tshark_frames
+
+CAPTURES = Path(__file__).resolve().parent.parent / "captures"
+
+
+def cut(tmp_path: Path, name: str, *args: str, out: str = "cut.pcap") -> Path:
+    target = tmp_path / out
+    result = CliRunner().invoke(
+        main, ["read", str(CAPTURES / name), *args, "-w", str(target)], catch_exceptions=False
+    )
+    assert result.exit_code == 0, result.output
+    assert "written to" in result.stderr
+    return target
+
+
+def dissect(path: Path) -> list:
+    with open_capture(str(path)) as capture:
+        return [f for f in Dissector().run(capture) if f.kind != "transport"]
+
+
+def packets(path: Path) -> list[bytes]:
+    with open_capture(str(path)) as capture:
+        return [p.data for p in capture]
+
+
+def test_conn_alone_cuts_one_connection_whole(tmp_path: Path) -> None:
+    """091-rpc.pcap holds two connections (an RPC server and its client): --conn 2 -w writes
+    every packet of the second and none of the first; both readers read it back."""
+    out = cut(tmp_path, "091-rpc.pcap", "--conn", "2")
+    source = dissect(CAPTURES / "091-rpc.pcap")
+    mine = [(f.name, f.data) for f in source if f.conn == 2]
+    back = dissect(out)
+    assert {f.conn for f in back} == {1}  # the only connection of the cut
+    assert [(f.name, f.data) for f in back] == mine
+    assert not [f for f in back if f.findings]  # read from its SYN: no gap, no resync
+    cut_packets = packets(out)
+    assert set(cut_packets) <= set(packets(CAPTURES / "091-rpc.pcap"))
+    if TSHARK:
+        theirs = tshark_frames(str(out))
+        assert len(theirs) >= len(mine) - 1  # all but the client's header (test_vs_tshark)
+        assert subprocess.run(["tshark", "-r", str(out)], capture_output=True).returncode == 0
+
+
+def test_a_filter_cuts_its_frames_and_their_connections_opening(tmp_path: Path) -> None:
+    out = cut(tmp_path, "091-rpc.pcap", "-Y", 'name == "basic.publish"')
+    source = dissect(CAPTURES / "091-rpc.pcap")
+    back = dissect(out)
+    chosen = Counter(f.data for f in source if f.name == "basic.publish")
+    assert Counter(f.data for f in back if f.name == "basic.publish") == chosen
+    opening = {"protocol-header", "connection.start", "connection.start-ok", "connection.tune"}
+    opening |= {"connection.tune-ok", "connection.open", "connection.open-ok"}
+    # nothing else, but frames that shared a packet with a chosen one
+    shared = {p for f in source if f.name == "basic.publish" for p in [f.packet]}
+    others = [f for f in back if f.name != "basic.publish" and f.name not in opening]
+    by_data = {f.data: f for f in source}
+    assert all(by_data[f.data].packet in shared for f in others)
+    assert {f.name for f in back} >= opening
+
+
+def test_pcapng_keeps_its_interfaces_and_secrets_and_still_decrypts(tmp_path: Path) -> None:
+    name = "091-tls13-embedded.pcapng"
+    out = cut(tmp_path, name, "-Y", 'name == "basic.publish"', out="cut.out")
+    raw = out.read_bytes()
+    assert raw[:4] == b"\x0a\x0d\x0d\x0a"  # a pcapng Section Header Block
+    with open_capture(str(out)) as capture:
+        list(capture)
+        with open_capture(str(CAPTURES / name)) as source:
+            list(source)
+            assert capture.secrets == source.secrets and capture.secrets
+            assert [(i.linktype, i.ts_resolution) for i in capture.interfaces] == [
+                (i.linktype, i.ts_resolution) for i in source.interfaces
+            ]
+    back = dissect(out)  # decrypted with the secrets the cut carries, no key log given
+    assert [f.name for f in back].count("basic.publish") == [
+        f.name for f in dissect(CAPTURES / name)
+    ].count("basic.publish")
+    if TSHARK:
+        names = [n for _, n in tshark_frames(str(out))]
+        assert "basic.publish" in names
+
+
+def test_the_input_is_never_overwritten_and_dash_is_stdout(tmp_path: Path) -> None:
+    copy = tmp_path / "in.pcap"
+    copy.write_bytes((CAPTURES / "091-get.pcap").read_bytes())
+    before = copy.read_bytes()
+    result = CliRunner().invoke(main, ["read", str(copy), "-w", str(copy)])
+    assert result.exit_code == 2 and "capture being read" in result.stderr
+    assert copy.read_bytes() == before
+    done = subprocess.run(
+        [sys.executable, "-m", "amqpscope.cli", "read", str(copy), "--conn", "1", "-w", "-"],
+        capture_output=True,
+        timeout=120,
+    )
+    assert done.returncode == 0
+    assert struct.unpack("<I", done.stdout[:4])[0] == 0xA1B2C3D4  # pcap, as the input
+    back = tmp_path / "back.pcap"
+    back.write_bytes(done.stdout)
+    assert packets(back) == packets(copy)  # the one connection: every packet, same bytes
+
+
+@pytest.mark.parametrize("window", [16 * 1024, 256 * 1024])
+def test_the_window_bounds_memory_and_counts_what_it_lost(window: int) -> None:
+    """The 300 KB message is sent in 4 KB frames: a window smaller than a frame's packets
+    loses some of them (counted, never silently), one large enough loses none; the window
+    never holds more than its size plus one packet."""
+    biggest = max(len(p) for p in packets(CAPTURES / "10-large-message.pcap"))
+    holder = Cut(window=window)
+    dissector = Dissector(carriers=True)
+    peak = 0
+    with open_capture(str(CAPTURES / "10-large-message.pcap")) as capture:
+        for raw in capture:
+            frames = dissector.feed(raw)
+            for frame in frames:
+                holder.frame(frame, frame.name == "transfer")
+            segment = dissector.segment
+            conn = dissector.conn_of(segment) if segment is not None else None
+            holder.packet(raw, conn, False)
+            peak = max(peak, holder.window_bytes)
+            holder.take()
+    assert peak <= window + biggest
+    if window < biggest:
+        assert holder.lost > 0
+    else:
+        assert holder.lost == 0
