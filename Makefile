@@ -3,11 +3,13 @@ PYTHON  ?= python3
 PIP     ?= $(PYTHON) -m pip
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PKGS := tshark tcpdump rabbitmq-server tmux chromium
+# what the compiled build (mypyc) needs: a C compiler and the Python headers
+BUILD_PKGS := gcc python3-dev
 DEMO_CAPTURE ?= captures/091-ack-nack-reject.pcap
 export DEBIAN_FRONTEND := noninteractive
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test install system-deps broker lint unit captures bench compiled fuzz clean
+.PHONY: demo test install dev build-deps system-deps broker lint unit captures bench compiled fuzz clean
 
 demo: install
 	@echo "== amqpscope read $(DEMO_CAPTURE)"
@@ -16,8 +18,25 @@ demo: install
 test: install system-deps broker lint
 	$(PYTHON) -m pytest -q
 
-install:
+# the default build: the hot path compiled with mypyc (tools/mypyc_hook.py), or pure Python with
+# one line saying why where no C compiler works; tests still run the working tree's code
+# (tests/conftest.py). Then says which build it installed.
+install: build-deps
+	$(PIP) install -q '.[dev,spark,connect,report,tui]'
+	@cd / && $(PYTHON) -m amqpscope.cli --version
+
+# for developers: the editable install, pure Python, so that what you edit is what runs
+dev:
 	$(PIP) install -q -e '.[dev,spark,connect,report,tui]'
+
+# the compiler and headers, from apt, when this Python finds none (else the pure build installs)
+build-deps:
+	@$(PYTHON) -c 'import os, shlex, shutil, sys, sysconfig; \
+	cc = shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")[0]; \
+	h = os.path.join(sysconfig.get_paths()["include"], "Python.h"); \
+	sys.exit(0 if shutil.which(cc) and os.path.exists(h) else 1)' \
+	|| $(MAKE) --no-print-directory system-deps APT_PKGS="$(BUILD_PKGS)" \
+	|| echo "amqpscope: could not install $(BUILD_PKGS): the pure-Python build will be installed"
 
 system-deps:
 	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -54,8 +73,9 @@ fuzz: install
 	$(PYTHON) tools/fuzz.py --seconds $(FUZZ_SECONDS) --seed $(FUZZ_SEED) --start $(FUZZ_START) \
 	  --keep tests/regressions --every 10000
 
-# the hot path compiled with mypyc, in build/compiled (the editable install stays pure Python)
-compiled: install
+# the compiled build of the working tree in a virtualenv of its own, build/compiled (for the tests
+# and `make dev` setups; `make install` already installs it as the default)
+compiled: build-deps
 	$(PYTHON) tools/compiled.py
 
 clean:

@@ -26,6 +26,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from amqpscope.codec.frames import is_error
 from amqpscope.codec.typed import typed_fields
 from amqpscope.track.amqp091.rules import name as text_key
 
@@ -308,20 +309,6 @@ class Selection:
         if self.errors and not is_error(frame):
             return False
         return self.predicate is None or self.predicate(frame.to_json())
-
-
-def is_error(frame: Any) -> bool:
-    """A frame worth `--errors`: it has findings, or it carries an error (a 1.0 `error` field,
-    a 0-9-1 reply code of 300 or more, a failed SASL outcome)."""
-    if frame.findings:
-        return True
-    fields = frame.fields
-    if fields.get("error"):
-        return True
-    code = fields.get("reply-code")
-    if isinstance(code, int) and code >= 300:
-        return True
-    return frame.name == "sasl-outcome" and fields.get("code") not in (None, 0, "ok")
 
 
 class LinkScope:

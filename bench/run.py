@@ -5,45 +5,118 @@ The captures are synthesised here at run time (never committed) from recorded co
 and one long AMQP 1.0 connection that sends and receives `--messages-10` messages (two transfers
 each). On each capture, side by side:
 
-    amqpscope read --json FILE    against   tshark -r FILE -T json -J amqp    (full decode)
-    amqpscope summary FILE        against   tshark -r FILE -Y amqp            (one line a frame)
+    amqpscope read --json FILE     against   tshark -r FILE -T json -J amqp   (full decode)
+    amqpscope summary FILE         against   tshark -r FILE -Y amqp           (one line a frame)
+    amqpscope read FILE, piped     against   tshark -r FILE -Y amqp           (the timeline)
+    amqpscope read FILE, terminal  against   tshark -r FILE -Y amqp           (rich, colour, cut
+                                                                              to the pty's width)
 
 with wall time (median of `--repeat` runs) and peak memory (the child's maximum RSS). The last
 column checks that `summary` streams: its peak memory on a capture of half the length.
 
-Each amqpscope command runs in both builds: `pure` (this interpreter's amqpscope, as the editable
-install has it) and `compiled` (the hot path compiled with mypyc, built by `tools/compiled.py`
-into build/compiled unless it is current).
+What runs is the build a user has (`--builds installed`, the default): this interpreter's
+installed amqpscope (`make install`: compiled with mypyc where a C compiler was found), run from
+outside the source tree with no PYTHONPATH; the table names which build that is. `pure` runs
+the working tree's sources, `compiled` the working tree compiled by `tools/compiled.py` (into
+build/compiled unless it is current).
 
     python3 bench/run.py [--messages-091 N] [--messages-10 N] [--repeat K] [--keep DIR]
-                         [--builds pure,compiled]
+                         [--builds installed,pure,compiled] [--width COLUMNS]
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import os
 import platform
 import shutil
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
+import termios
+import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "tools"))
+sys.path.insert(0, str(ROOT / "tools"))
 import compiled  # noqa: E402  (tools/compiled.py)
 import synth  # noqa: E402  (a sibling script, not a package)
 
 GNU_TIME = shutil.which("time") if Path("/usr/bin/time").exists() else None
 
 
-def measure(cmd: list[str], repeat: int) -> tuple[float, float, float]:
-    """(median wall seconds, median CPU seconds, peak RSS in MB of the largest run) of `cmd`.
+@dataclass(frozen=True)
+class Build:
+    """One amqpscope to time: the command that starts it and the environment it runs in."""
+
+    name: str
+    command: list[str]
+    env: dict[str, str]
+
+    def label(self) -> str:
+        """The table's build column: which build `installed` turned out to be."""
+        if self.name != "installed":
+            return self.name
+        return f"installed ({'compiled' if 'compiled' in self.version() else 'pure'})"
+
+    def version(self) -> str:
+        said = subprocess.run(
+            [*self.command, "--version"], capture_output=True, text=True, env=self.env, cwd="/"
+        )
+        return said.stdout.strip() or said.stderr.strip()
+
+
+def _without_pythonpath(**extra: str) -> dict[str, str]:
+    env = {**os.environ, **extra}
+    env.pop("PYTHONPATH", None)
+    return env
+
+
+def make_build(name: str) -> Build:
+    """`installed`: this interpreter's amqpscope as installed (not this tree's sources);
+    `pure`: this tree's sources; `compiled`: this tree compiled by tools/compiled.py."""
+    if name == "installed":
+        return Build(name, [sys.executable, "-m", "amqpscope.cli"], _without_pythonpath())
+    if name == "pure":
+        env = _without_pythonpath(PYTHONPATH=str(ROOT))
+        return Build(name, [sys.executable, "-m", "amqpscope.cli"], env)
+    if name == "compiled":
+        try:
+            return Build(name, [str(compiled.install())], _without_pythonpath())
+        except compiled.BuildError as exc:
+            raise SystemExit(f"run.py: the compiled build failed: {exc}") from None
+    raise SystemExit(f"run.py: --builds: {name!r} is not installed, pure or compiled")
+
+
+def _drain(fd: int) -> None:
+    """Read a pty's output until its last writer is gone, as a terminal would."""
+    try:
+        while os.read(fd, 1 << 16):
+            pass
+    except OSError:  # EIO: the child closed the pty
+        pass
+
+
+def _terminal(width: int) -> tuple[int, int]:
+    """A pty of `width` columns: (the side the child writes to, the side read here)."""
+    reader, writer = os.openpty()
+    fcntl.ioctl(writer, termios.TIOCSWINSZ, struct.pack("HHHH", 50, width, 0, 0))
+    return writer, reader
+
+
+def measure(
+    cmd: list[str], repeat: int, env: dict[str, str] | None = None, width: int = 0
+) -> tuple[float, float, float]:
+    """(median wall seconds, median CPU seconds, peak RSS in MB of the largest run) of `cmd`,
+    its output to /dev/null (piped: not a terminal), or to a terminal `width` columns wide.
 
     The peak comes from GNU time (`time -f %M`) when installed: a child of this process would
     inherit this process's own high-water mark through fork and exec, which would hide a
@@ -52,9 +125,26 @@ def measure(cmd: list[str], repeat: int) -> tuple[float, float, float]:
     for _ in range(repeat):
         with tempfile.NamedTemporaryFile("r") as report:
             wrapped = [GNU_TIME, "-f", "%U %S %M", "-o", report.name, *cmd] if GNU_TIME else cmd
+            drain = None
+            if width:
+                stdout, reader = _terminal(width)
+                drain = threading.Thread(target=_drain, args=(reader,), daemon=True)
+                env = {**(env or os.environ), "TERM": "xterm-256color"}
+                env.pop("NO_COLOR", None)
+                env.pop("COLUMNS", None)
+            else:
+                stdout = subprocess.DEVNULL
             start = time.perf_counter()
-            child = subprocess.Popen(wrapped, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            child = subprocess.Popen(
+                wrapped, stdout=stdout, stderr=subprocess.DEVNULL, env=env, cwd="/"
+            )
+            if drain is not None:
+                os.close(stdout)
+                drain.start()
             _, status, usage = os.wait4(child.pid, 0)
+            if drain is not None:
+                drain.join()
+                os.close(reader)
             walls.append(time.perf_counter() - start)
             if os.waitstatus_to_exitcode(status) != 0:
                 raise SystemExit(
@@ -87,6 +177,15 @@ def tshark_version(tshark: str) -> str:
     return out.splitlines()[0] if out else "tshark"
 
 
+#: (run name, what the row says, tshark's run it is compared with)
+COMMANDS = (
+    ("read", "`read --json` vs `-T json -J amqp`", "tshark-json"),
+    ("summary", "`summary` vs `-Y amqp`", "tshark-line"),
+    ("timeline", "`read` piped vs `-Y amqp`", "tshark-line"),
+    ("terminal", "`read` on a terminal vs `-Y amqp`", "tshark-line"),
+)
+
+
 def bench(
     label: str,
     build: Callable[[Path, int], int],
@@ -94,32 +193,36 @@ def bench(
     tmp: Path,
     repeat: int,
     tshark: str | None,
-    builds: dict[str, list[str]],
+    builds: list[Build],
+    width: int,
 ) -> list[str]:
     """Build the capture for one version, run every command on it; the table's rows."""
     big, half = tmp / f"{label}.pcap", tmp / f"{label}-half.pcap"
     packets = build(big, messages)
     build(half, messages // 2)
-    runs: dict[str, list[str]] = {}
-    for name, me in builds.items():
-        runs[f"read {name}"] = [*me, "read", "--json", str(big)]
-        runs[f"summary {name}"] = [*me, "summary", str(big)]
-        runs[f"summary-half {name}"] = [*me, "summary", str(half)]
+    got: dict[str, tuple[float, float, float]] = {}
+    # interleaved: each amqpscope run next to tshark's, so that a change in the machine's load
+    # moves both sides of a ratio
     if tshark:
-        runs["tshark-json"] = [tshark, "-r", str(big), "-T", "json", "-J", "amqp"]
-        runs["tshark-line"] = [tshark, "-r", str(big), "-Y", "amqp"]
-    got = {name: measure(cmd, repeat) for name, cmd in runs.items()}
+        tshark_env = _without_pythonpath()
+        got["tshark-json"] = measure(
+            [tshark, "-r", str(big), "-T", "json", "-J", "amqp"], repeat, tshark_env
+        )
+        got["tshark-line"] = measure([tshark, "-r", str(big), "-Y", "amqp"], repeat, tshark_env)
+    for me in builds:
+        run = me.command
+        got[f"read {me.name}"] = measure([*run, "read", "--json", str(big)], repeat, me.env)
+        got[f"summary {me.name}"] = measure([*run, "summary", str(big)], repeat, me.env)
+        got[f"summary-half {me.name}"] = measure([*run, "summary", str(half)], repeat, me.env)
+        got[f"timeline {me.name}"] = measure([*run, "read", str(big)], repeat, me.env)
+        got[f"terminal {me.name}"] = measure([*run, "read", str(big)], repeat, me.env, width)
     size = big.stat().st_size / 1e6
     print(f"{label}: {messages} messages, {packets} packets, {size:.1f} MB", file=sys.stderr)
     rows = []
-    for command, theirs, what in (
-        ("read", "tshark-json", "`read --json` vs `-T json -J amqp`"),
-        ("summary", "tshark-line", "`summary` vs `-Y amqp`"),
-    ):
-        for name in builds:
-            ours = f"{command} {name}"
-            wall, cpu, peak = got[ours]
-            row = f"| {label} | {what} | {name} | {wall:.2f} s ({cpu:.2f}) | {peak:.0f} MB |"
+    for command, what, theirs in COMMANDS:
+        for me in builds:
+            wall, cpu, peak = got[f"{command} {me.name}"]
+            row = f"| {label} | {what} | {me.label()} | {wall:.2f} s ({cpu:.2f}) | {peak:.0f} MB |"
             if theirs in got:
                 t_wall, t_cpu, t_peak = got[theirs]
                 row += (
@@ -128,7 +231,8 @@ def bench(
                 )
             else:
                 row += " - | - | - | - |"
-            row += f" {got[f'summary-half {name}'][2]:.0f} MB |" if command == "summary" else " |"
+            half_peak = got[f"summary-half {me.name}"][2]
+            row += f" {half_peak:.0f} MB |" if command == "summary" else " |"
             rows.append(row)
     return rows
 
@@ -141,24 +245,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-tshark", action="store_true", help="time amqpscope only")
     parser.add_argument("--keep", type=Path, metavar="DIR", help="keep the captures in DIR")
     parser.add_argument(
-        "--builds", default="pure,compiled", help="amqpscope builds to time: pure, compiled"
+        "--builds",
+        default="installed",
+        help="amqpscope builds to time: installed (the default), pure, compiled",
+    )
+    parser.add_argument(
+        "--width", type=int, default=160, metavar="COLUMNS", help="the terminal's width"
     )
     args = parser.parse_args(argv)
     tshark = None if args.no_tshark else shutil.which("tshark")
-    builds: dict[str, list[str]] = {}
-    for name in args.builds.split(","):
-        if name == "pure":
-            builds[name] = [sys.executable, "-m", "amqpscope.cli"]
-        elif name == "compiled":
-            try:
-                builds[name] = [str(compiled.install())]
-            except compiled.BuildError as exc:
-                raise SystemExit(f"run.py: the compiled build failed: {exc}") from None
-        else:
-            parser.error(f"--builds: {name!r} is not pure or compiled")
+    builds = [make_build(name) for name in args.builds.split(",")]
     print(f"machine: {machine()}")
+    for me in builds:
+        print(f"{me.name}: {me.version()} ({' '.join(me.command)})")
     if tshark:
         print(f"against: {tshark_version(tshark)}")
+    print(f"terminal: a pty of {args.width} columns")
     print()
     print(
         "| capture | amqpscope vs tshark | build | amqpscope s (CPU s) | peak | tshark s (CPU s)"
@@ -173,7 +275,8 @@ def main(argv: list[str] | None = None) -> int:
             ("1.0", synth.build_10, args.messages_10),
         ):
             if messages > 0:
-                for row in bench(label, build, messages, tmp, args.repeat, tshark, builds):
+                rows = bench(label, build, messages, tmp, args.repeat, tshark, builds, args.width)
+                for row in rows:
                     print(row, flush=True)
     return 0
 

@@ -139,7 +139,7 @@ def test_run_prints_the_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert run.main(args) == 0
     out = capsys.readouterr().out.splitlines()
     rows = [line for line in out if line.startswith(("| 0-9-1 |", "| 1.0 |"))]
-    assert len(rows) == 4, out
+    assert len(rows) == 8, out  # read --json, summary, the timeline piped and on a terminal
     for row in rows:
         cells = [c.strip() for c in row.strip("|").split("|")]
         assert cells[2] == "pure"

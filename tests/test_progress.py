@@ -81,3 +81,26 @@ def test_a_narrow_terminal_gets_a_line_that_fits() -> None:
     bar.tick()
     line = stream.getvalue()[len(ERASE) :]
     assert len(line) <= 79  # StringIO has no terminal: 80 columns, never the last one
+
+
+def test_lines_held_in_a_block_go_out_before_the_bar_draws() -> None:
+    """The timeline writes its lines in blocks: what it holds must be on the terminal before the
+    bar draws under it, or the last lines would show only when the file ends."""
+    from rich.console import Console
+
+    from amqpscope.render.timeline import Timeline
+    from tests.test_timeline_plain import CAPTURES, frames_of
+
+    bar, stream, clock, _ = make()
+    console = Console(file=stream, force_terminal=True, width=100, color_system="256")
+    timeline = Timeline(console)
+    bar.before_draw = timeline.write_pending
+    frames = frames_of(CAPTURES[0])[:3]
+    for frame in frames:
+        bar.wrote()
+        timeline.frame(frame)
+    assert stream.getvalue().count("\n") == 0  # held
+    clock.now += progress.DELAY
+    bar.tick()
+    text = stream.getvalue()
+    assert text.count("\n") >= len(frames) and text.rindex("\n") < text.rindex(ERASE)

@@ -32,7 +32,9 @@ def build_wheel(target: Path) -> Path:
     command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(target)]
     if importlib.util.find_spec("hatchling") is not None:
         command.append("--no-build-isolation")
-    subprocess.run([*command, str(ROOT)], check=True, capture_output=True, timeout=300)
+    # pure Python: --py-files ships a zip, and a zip cannot hold importable extension modules
+    env = {**os.environ, "AMQPSCOPE_BUILD": "pure"}
+    subprocess.run([*command, str(ROOT)], check=True, capture_output=True, timeout=300, env=env)
     (wheel,) = target.glob("amqpscope-*.whl")
     return wheel
 

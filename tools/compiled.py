@@ -84,7 +84,7 @@ def install(target: Path = DEFAULT) -> Path:
     wheels = target / "wheel"
     for old in wheels.glob("*.whl"):
         old.unlink()
-    env = {**os.environ, "HATCH_BUILD_HOOK_ENABLE_CUSTOM": "1"}
+    env = {**os.environ, "AMQPSCOPE_BUILD": "compiled"}  # a failed compile is an error here
     pip = [sys.executable, "-m", "pip"]
     _run(
         [*pip, "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(ROOT)],
@@ -93,7 +93,10 @@ def install(target: Path = DEFAULT) -> Path:
     (wheel,) = wheels.glob("*.whl")
     venv_pip = [str(target / "bin" / "python"), "-m", "pip"]
     _run([*venv_pip, "install", "-q", "--no-deps", "--force-reinstall", str(wheel)])
-    version = subprocess.run([str(script), "--version"], capture_output=True, text=True, cwd="/")
+    env.pop("PYTHONPATH", None)  # the build's own amqpscope, not a source tree's
+    version = subprocess.run(
+        [str(script), "--version"], capture_output=True, text=True, cwd="/", env=env
+    )
     if "compiled" not in version.stdout:
         raise BuildError(f"{script} --version says {version.stdout.strip()!r}, not compiled")
     stamp.write_text(key)

@@ -1,9 +1,16 @@
-"""Hatch build hook: compile the hot modules with mypyc into the wheel, when asked.
+"""Hatch build hook: compile the hot modules with mypyc into the wheel, wherever it can.
 
-`make compiled` (or `HATCH_BUILD_HOOK_ENABLE_CUSTOM=1 pip wheel .`) turns it on; otherwise, and
-always for the editable install, amqpscope is pure Python. The modules compiled are the files
-`[tool.mypy] files` lists in pyproject.toml: one list, so what mypy checks in `make lint` is what
-mypyc compiles (mypyc enforces annotations at run time; mypy proves them first).
+Every wheel build (`pip install .`, `pip install` of the sdist, `python -m build`, `make
+install`) compiles when a C compiler and the Python headers are found; elsewhere the wheel is the
+pure-Python build, and the build says so in one line (on stderr: `pip install -v` shows it) and
+in the wheel's `amqpscope/_build.txt`, which `amqpscope --version` reads. The editable install
+(`make dev`) is always pure: what developers edit is what runs. The modules compiled are the
+files `[tool.mypy] files` lists in pyproject.toml: one list, so what mypy checks in `make lint`
+is what mypyc compiles (mypyc enforces annotations at run time; mypy proves them first).
+
+AMQPSCOPE_BUILD=pure skips the compiler; AMQPSCOPE_BUILD=compiled makes a failed compile an
+error instead of a fallback (`tools/compiled.py`, the tests). Without it, a compiler that is
+found but fails falls back to pure Python too, with the compiler's last line.
 
 The build runs in a temporary copy of the package, never in the source tree: an extension module
 left beside its .py file would shadow every later edit of an editable install.
@@ -12,6 +19,7 @@ left beside its .py file would shadow every later edit of an editable install.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -33,6 +41,43 @@ setup(
 )
 """
 
+#: the smallest extension source: compiles only where the compiler and Python.h both work
+PROBE = "#include <Python.h>\nint amqpscope_probe(void) { return Py_IsInitialized(); }\n"
+
+
+def compiler_problem(work: Path) -> str | None:
+    """Why no extension can be compiled here (no compiler, no Python headers), or None.
+
+    Uses the compiler setuptools' build_ext would use: $CC, else the one Python was built with."""
+    command = shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")
+    if not command or shutil.which(command[0]) is None:
+        return f"no C compiler ({command[0] if command else 'cc'}) found"
+    include = sysconfig.get_paths()["include"]
+    if not (Path(include) / "Python.h").exists():
+        return f"no Python headers (Python.h) in {include}"
+    source = work / "probe.c"
+    source.write_text(PROBE)
+    try:
+        result = subprocess.run(
+            [*command, "-c", str(source), "-I", include, "-o", str(work / "probe.o")],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=120,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"the C compiler ({command[0]}) cannot run: {exc}"
+    if result.returncode:
+        said = result.stdout.strip().splitlines()
+        return f"the C compiler ({command[0]}) fails" + (f": {said[-1]}" if said else "")
+    return None
+
+
+def _last_error(output: str) -> str:
+    lines = [line for line in output.splitlines() if line.strip()]
+    errors = [line for line in lines if "error" in line.lower()]
+    return (errors or lines or ["no output"])[-1].strip()
+
 
 class MypycHook(BuildHookInterface):
     PLUGIN_NAME = "custom"
@@ -40,11 +85,41 @@ class MypycHook(BuildHookInterface):
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
         if self.target_name != "wheel" or version == "editable":
             return
+        wanted = os.environ.get("AMQPSCOPE_BUILD", "")
+        self._work = Path(tempfile.mkdtemp(prefix="amqpscope-mypyc-"))
+        if wanted == "pure":
+            self._pure(build_data, "AMQPSCOPE_BUILD=pure")
+            return
+        problem = compiler_problem(self._work)
+        if problem:
+            if wanted == "compiled":
+                raise RuntimeError(f"AMQPSCOPE_BUILD=compiled, but {problem}")
+            self._pure(build_data, problem)
+            return
+        output = self._compile()
+        if output is not None:
+            if wanted == "compiled":
+                raise RuntimeError(f"mypyc failed:\n{output[-6000:]}")
+            self._pure(build_data, f"mypyc failed: {_last_error(output)}")
+            return
+        suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+        # the package's modules, and the one library they share at the top level
+        built_files = [
+            *(self._work / "amqpscope").rglob(f"*{suffix}"),
+            *self._work.glob(f"*{suffix}"),
+        ]
+        for built in built_files:
+            build_data["force_include"][str(built)] = str(built.relative_to(self._work))
+        self._note(build_data, "compiled with mypyc")
+        build_data["pure_python"] = False
+        build_data["infer_tag"] = True
+
+    def _compile(self) -> str | None:
+        """Compile the copy in the work folder; None when it worked, else the build's output."""
         root = Path(self.root)
         with open(root / "pyproject.toml", "rb") as f:
             files = list(tomllib.load(f)["tool"]["mypy"]["files"])
         args = ["--config-file", str(root / "pyproject.toml")]  # mypy's settings, as in lint
-        self._work = Path(tempfile.mkdtemp(prefix="amqpscope-mypyc-"))
         shutil.copytree(
             root / "amqpscope",
             self._work / "amqpscope",
@@ -59,18 +134,17 @@ class MypycHook(BuildHookInterface):
             stderr=subprocess.STDOUT,
             text=True,
         )
-        if result.returncode:
-            raise RuntimeError(f"mypyc failed:\n{result.stdout[-6000:]}")
-        suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-        # the package's modules, and the one library they share at the top level
-        built_files = [
-            *(self._work / "amqpscope").rglob(f"*{suffix}"),
-            *self._work.glob(f"*{suffix}"),
-        ]
-        for built in built_files:
-            build_data["force_include"][str(built)] = str(built.relative_to(self._work))
-        build_data["pure_python"] = False
-        build_data["infer_tag"] = True
+        return result.stdout if result.returncode else None
+
+    def _pure(self, build_data: dict[str, Any], why: str) -> None:
+        print(f"amqpscope: {why}: building the pure-Python amqpscope (slower)", file=sys.stderr)
+        self._note(build_data, f"pure Python: {why}")
+
+    def _note(self, build_data: dict[str, Any], text: str) -> None:
+        """What the wheel holds, in the wheel, for `amqpscope --version` to say."""
+        note = self._work / "_build.txt"
+        note.write_text(text + "\n")
+        build_data["force_include"][str(note)] = "amqpscope/_build.txt"
 
     def finalize(self, version: str, build_data: dict[str, Any], artifact_path: str) -> None:
         work = getattr(self, "_work", None)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import click
 
-from amqpscope import __version__, build
+from amqpscope import __version__, build_text
 from amqpscope.capture.files import CaptureError, CaptureReader
 from amqpscope.capture.secrets import KeyLogFiles
 from amqpscope.findings import Finding
@@ -31,11 +31,7 @@ MAX_STDERR_FINDINGS = 20
 PIPED_WIDTH = 10_000
 
 
-_VERSION = (
-    "%(prog)s %(version)s ("
-    + ("compiled with mypyc" if build() == "compiled" else "pure Python")
-    + ")"
-)
+_VERSION = "%(prog)s %(version)s (" + build_text().replace("%", "%%") + ")"
 
 
 def steady_gc() -> None:

@@ -194,7 +194,11 @@ def read(
             )
         else:
             timeline = Timeline(
-                make_console(color, width), collapse, body, fit=True if width else None
+                make_console(color, width),
+                collapse,
+                body,
+                fit=True if width else None,
+                flush=not lines.chunk,  # from a pipe, each line as its frame arrives
             )
     shown = 0
     ended: list[Finding] = []
@@ -220,6 +224,13 @@ def read(
             # every frame, each written: the loop below, compiled (render.lines), which
             # leaves it none but its end
             ndjson_all(frames, tracker, lines.emit, lines.chunk)
+        elif timeline is not None and not choosy and count is None:
+            # the timeline of every frame: its loop compiled too (render.timeline)
+            from amqpscope.render.timeline import timeline_all
+
+            if bar is not None:
+                bar.before_draw = timeline.write_pending
+            timeline_all(frames, tracker, timeline, bar.wrote if bar is not None else None)
         try:
             for frame in frames:
                 tracker.feed(frame)  # state findings ride the frame that raised them
@@ -255,6 +266,8 @@ def read(
         except BaseException:  # interrupted: the lines made so far go out, whole
             with contextlib.suppress(Exception):
                 lines.flush()
+                if timeline is not None:
+                    timeline.write_pending()
             raise
         if bar is not None:
             bar.clear()

@@ -135,3 +135,19 @@ class Frame:
         if self.message is not None:
             out["message"] = self.message
         return out
+
+
+def is_error(frame: Any) -> bool:
+    """A frame worth `--errors` (red on the timeline): it has findings, or it carries an error
+    (a 1.0 `error` field, a 0-9-1 reply code of 300 or more, a failed SASL outcome). Here, not in
+    filter.py, to be compiled with the timeline that asks it of every frame; `Any`, as -Y's
+    callers may hand any record with the frame's attributes."""
+    if frame.findings:
+        return True
+    fields = frame.fields
+    if fields.get("error"):
+        return True
+    code = fields.get("reply-code")
+    if isinstance(code, int) and code >= 300:
+        return True
+    return frame.name == "sasl-outcome" and fields.get("code") not in (None, 0, "ok")

@@ -33,7 +33,10 @@ def _escape(match: re.Match[str]) -> str:
 
 
 def safe(text: str) -> str:
-    """`text` with every character a terminal could act on written as a visible escape."""
+    """`text` with every character a terminal could act on written as a visible escape.
+    (Every such character is one `str.isprintable` refuses: most text needs no regex.)"""
+    if text.isprintable():
+        return text
     return _UNSAFE.sub(_escape, text) if _UNSAFE.search(text) else text
 
 

@@ -44,6 +44,8 @@ class ProgressBar:
         self.drawn = 0.0
         self.shown = False
         self.fill, self.empty = _glyphs(stream)
+        #: called before the bar draws: output held in blocks (the timeline's) goes out first
+        self.before_draw: Callable[[], None] | None = None
 
     def wrap(self, items: Iterable[T]) -> Iterator[T]:
         """`items`, looking at the clock every `EVERY` of them."""
@@ -64,6 +66,8 @@ class ProgressBar:
         if total <= 0:
             return
         self.drawn = now
+        if self.before_draw is not None:
+            self.before_draw()
         self._draw(min(done, total), total, now - self.started)
 
     def wrote(self) -> None:

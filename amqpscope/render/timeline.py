@@ -19,18 +19,25 @@ took five times the CPU through rich). rich changes such a line only where it ho
 (expanded to its tab stop), a line break or BEL, BS, VT, FF or CR (dropped); `safe` escapes all
 of them in captured text, and a line that holds one anyway goes to rich.
 `tests/test_timeline_plain.py` holds the two sinks to the same bytes, rich the oracle.
+
+On a terminal the same holds for colour: rich wraps each run of a line that its styles split
+(at every start and end of a styled piece or an outcome word) in SGR codes, and cuts a line
+wider than the terminal to one cell short of it plus "…". For lines of one-cell characters with
+nothing rich would change, in the colours rich has for the standard named colours, the ANSI sink
+(`_ansi`) writes those bytes itself, in blocks; any other line, or console, is rich's to print.
+`tests/test_timeline_ansi.py` holds it to rich's bytes.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Final
 
-from amqpscope.codec.frames import TRANSPORT, Frame
-from amqpscope.filter import is_error
+from amqpscope.codec.frames import TRANSPORT, Frame, is_error
 from amqpscope.render.lines import ARROWS, highlights, safe, transport_name
+from amqpscope.track.tracker import Tracker
 
 if TYPE_CHECKING:  # rich is imported when a line needs it: a piped timeline seldom does
     from rich.console import Console
@@ -55,6 +62,7 @@ STYLES = {
     "time": "dim",
     "transport": "cyan",
 }
+TIME_STYLE: Final = STYLES["time"]
 #: how a legend names a connection whose first record is a layer under AMQP
 LAYER_NAMES = {"tls": "TLS", "websocket": "WebSocket"}
 #: shortest run of like frames that --collapse folds into one line
@@ -70,7 +78,19 @@ DETAIL, ERROR_DETAIL = "detail", "error detail"
 OUTCOMES = ("accepted", "rejected", "released", "modified", "received", "declared")
 #: what rich changes in a line printed uncut (`soft_wrap`): tabs, line breaks, the controls it
 #: drops (rich.control.STRIP_CONTROL_CODES)
-RICH_CHANGES = re.compile("[\t\n\x07\x08\x0b\x0c\r]")
+RICH_CHANGES: Final = re.compile("[\t\n\x07\x08\x0b\x0c\r]")
+#: a line the ANSI sink may write: printable ASCII, and the one-cell characters lines hold
+#: (arrows, the ellipsis, the times sign of --collapse, the return sign of bodies)
+ONE_CELL: Final = re.compile("[ -~→←…×⏎·]*")  # noqa: RUF001
+#: SGR codes of the colours STYLES names (rich writes bold 1, dim 2, then the colour)
+SGR_COLOURS: Final = {"red": "31", "green": "32", "yellow": "33", "magenta": "35", "cyan": "36"}
+#: a style as the ANSI sink combines them: (bold, dim, colour code or "")
+AnsiStyle = tuple[bool, bool, str]
+#: the console's colour systems whose codes for the standard named colours are SGR 30-37
+ANSI_SYSTEMS: Final = ("standard", "256", "truecolor")
+#: lines the plain sink joins into one write when it need not flush each (a piped `read` of a
+#: file): one write per line through the text layer was a tenth of the compiled timeline
+PENDING_LINES: Final = 256
 
 
 def body_text(frame: Frame, limit: int) -> str | None:
@@ -142,6 +162,13 @@ class Timeline:
         self.out = None if fit else out  # a line to cut is rich's to print
         self._write = self.out.write if self.out is not None else None
         self._flush_each = flush
+        self._pending: list[str] = []  # lines not yet written, unless `flush`
+        # the ANSI sink, decided when the console is first needed: None undecided, False rich
+        self._ansi_ok: bool | None = None
+        self._colours = True  # SGR codes written at all (not --color never)
+        self._no_colour = False  # NO_COLOR: attributes without colours, as rich does
+        self._styles: dict[str, AnsiStyle] = {}
+        self._width = 0  # the console's width, asked at the start of each block of lines
         self.collapse = collapse
         self.body = body
         self.legend = legend
@@ -184,8 +211,21 @@ class Timeline:
 
     def finish(self) -> None:
         self._flush()
+        self.write_pending()
         if self.out is not None:
             self.out.flush()
+
+    def write_pending(self) -> None:
+        """Hand the lines made so far to `out` or the console's file (before rich prints, at the
+        end, before a progress bar draws, and when interrupted: every line made goes out)."""
+        if self._pending:
+            text = "".join(self._pending)
+            self._pending.clear()
+            if self._write is not None:
+                self._write(text)
+            else:
+                self.console.file.write(text)
+                self.console.file.flush()
 
     # -- the lines, as pieces ------------------------------------------------------------------
     def _flush(self) -> None:
@@ -228,17 +268,128 @@ class Timeline:
     def _emit(self, pieces: list[Piece]) -> None:
         if self._write is not None:
             line = "".join([text for text, _ in pieces])
-            if RICH_CHANGES.search(line) is None:  # rich would write it as it is
-                self._write(line + "\n")
+            # rich would write it as it is (what it changes, str.isprintable refuses too)
+            if line.isprintable() or RICH_CHANGES.search(line) is None:
                 if self._flush_each:
+                    self._write(line + "\n")
                     self.out.flush()  # type: ignore[union-attr]
+                    return
+                pending = self._pending
+                pending.append(line + "\n")
+                if len(pending) >= PENDING_LINES:
+                    self.write_pending()
                 return
+            self.write_pending()  # rich writes to `out` too: what came before goes first
+        elif self.fit and self._ansi_ready():
+            if not self._pending:  # rich asks the terminal's size for every line (25 µs):
+                self._width = self.console.width  # here once a block, so a resize shows
+            written = self._ansi(pieces, self._width)
+            if written is not None:
+                self._pending.append(written)
+                if self._flush_each or len(self._pending) >= PENDING_LINES:
+                    self.write_pending()
+                return
+            self.write_pending()
         line_text = rich_text(pieces)
         if self.fit:
             line_text.truncate(self.console.width, overflow="ellipsis")
             self.console.print(line_text, no_wrap=True, crop=True)
         else:
             self.console.print(line_text, soft_wrap=True)
+
+    def _ansi_ready(self) -> bool:
+        """Whether the ANSI sink may write for this console (decided once)."""
+        if self._ansi_ok is None:
+            console = self.console
+            system = console.color_system
+            self._ansi_ok = (system is None or system in ANSI_SYSTEMS) and not (
+                console.legacy_windows or console.record
+            )
+            self._colours = system is not None
+            self._no_colour = bool(console.no_color)
+        return self._ansi_ok
+
+    def _style(self, name: str) -> AnsiStyle:
+        """A STYLES value (or outcome's) as (bold, dim, colour code)."""
+        style = self._styles.get(name)
+        if style is None:
+            words = name.split()
+            colour = ""
+            for word in words:
+                colour = SGR_COLOURS.get(word, colour)
+            style = ("bold" in words, "dim" in words, "" if self._no_colour else colour)
+            self._styles[name] = style
+        return style
+
+    def _ansi(self, pieces: list[Piece], width: int) -> str | None:
+        """The line as rich prints it on this terminal (styled, cut to `width` with "…"), or
+        None when rich must (a character rich changes, or not one cell wide)."""
+        plain = "".join([text for text, _ in pieces])
+        if ONE_CELL.fullmatch(plain) is None:
+            return None
+        # spans as rich_text makes them, in its order: later ones win a colour
+        spans: list[tuple[int, int, AnsiStyle]] = []
+        at = 0
+        for text, style in pieces:
+            size = len(text)
+            if style in (DETAIL, ERROR_DETAIL):
+                for word in OUTCOMES:
+                    found = text.find(word)
+                    while found >= 0:
+                        spans.append(
+                            (at + found, at + found + len(word), self._style(STYLES[word]))
+                        )
+                        found = text.find(word, found + len(word))
+                if style == ERROR_DETAIL and size:
+                    spans.append((at, at + size, self._style(STYLES["error"])))
+            elif style and size:
+                spans.append((at, at + size, self._style(style)))
+            at += size
+        if len(plain) > width:  # rich's truncate: one cell short, an ellipsis, spans trimmed
+            plain = plain[: width - 1] + "…"
+            spans = [(a, min(b, width), st) for a, b, st in spans if a < width]
+        if not spans or not self._colours:
+            return plain + "\n"
+        cuts = {0, len(plain)}
+        for start, end, _ in spans:
+            cuts.add(start)
+            cuts.add(end)
+        edges = sorted(cuts)
+        out: list[str] = []
+        for i in range(len(edges) - 1):
+            start, end = edges[i], edges[i + 1]
+            bold = dim = False
+            colour = ""
+            for a, b, st in spans:  # in the order added: a later colour wins
+                if a <= start and end <= b:
+                    bold = bold or st[0]
+                    dim = dim or st[1]
+                    colour = st[2] or colour
+            codes = [c for c, on in (("1", bold), ("2", dim), (colour, bool(colour))) if on]
+            text = plain[start:end]
+            out.append(f"\x1b[{';'.join(codes)}m{text}\x1b[0m" if codes else text)
+        out.append("\n")
+        return "".join(out)
+
+
+def timeline_all(
+    frames: Iterable[Frame],
+    tracker: Tracker,
+    timeline: Timeline,
+    wrote: Callable[[], None] | None = None,
+) -> None:
+    """`read` with nothing to select or count: each frame goes to the tracker (whose findings
+    ride it), then to the timeline (`wrote` first: the progress bar's). The per-frame loop
+    lives here, not in the CLI, so that the compiled build runs it as C (as `lines.ndjson_all`
+    does for `read --json`); interrupted, the lines made so far are written."""
+    try:
+        for frame in frames:
+            tracker.feed(frame)
+            if wrote is not None:
+                wrote()
+            timeline.frame(frame)
+    finally:
+        timeline.write_pending()
 
 
 def rich_text(pieces: list[Piece]) -> Text:
@@ -271,19 +422,20 @@ def legend_text(frame: Frame) -> str:
 
 def prefix_pieces(frame: Frame, number: str, t0: float) -> list[Piece]:
     """The start of a frame's line: its number, time from `t0`, connection, arrow, channel."""
-    channel = "" if frame.channel is None else f"ch{frame.channel}"
+    channel = "" if frame.channel is None else "ch" + str(frame.channel)
     arrow = ARROWS.get(frame.direction, "-")
     if frame.kind == TRANSPORT and not frame.fields.get("by"):
         arrow = "-"  # an idle end: nobody sent anything
     source = frame.source
     if source is not None and not frame.ts:  # a log line without a time: its number
-        when = f"{'L' + str(source.get('line', '')):>10}"
+        when = ("L" + str(source.get("line", ""))).rjust(10)
     else:
-        when = f"{frame.ts - t0:10.6f}"
+        when = "%10.6f" % (frame.ts - t0)
+    # str methods and %: compiled, f-strings with a format spec go through format()
     return [
-        (f"{number:>7} ", ""),
-        (when, STYLES["time"]),
-        (f" c{frame.conn} {arrow} {channel:<5} ", ""),
+        (number.rjust(7) + " ", ""),
+        (when, TIME_STYLE),
+        (" c" + str(frame.conn) + " " + arrow + " " + channel.ljust(5) + " ", ""),
     ]
 
 

@@ -1,0 +1,113 @@
+"""What a user installs is the compiled build; where no C compiler works, the pure one, saying so.
+
+Installed as a user would, into throwaway virtualenvs (they see this interpreter's packages for
+the dependencies, and nothing of this tree: PYTHONPATH is dropped): the sdist built from this
+tree, made into a wheel by pip in an isolated build environment (what `python -m build` does), and
+`make install`, the README's install. The compiled build must then say so in `--version`, load
+its hot path from extension modules, and print what the working tree prints; with a compiler
+that does not exist, the pure build must install and the build say why in one line.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import installed_env
+
+ROOT = Path(__file__).resolve().parent.parent
+CAPTURE = ROOT / "captures" / "091-ack-nack-reject.pcap"
+WHERE = "import amqpscope.stream.tcp as m; print(m.__file__)"
+
+
+def run(cmd: list[str], cwd: Path = Path("/"), **extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        cmd, capture_output=True, text=True, cwd=cwd, env=installed_env(**extra), timeout=1200
+    )
+
+
+def make_venv(where: Path) -> Path:
+    venv.create(where, system_site_packages=True, with_pip=True)
+    return where / "bin"
+
+
+@pytest.fixture(scope="module")
+def sdist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("sdist")
+    hatchling = [sys.executable, "-m", "hatchling", "build", "-t", "sdist", "-d", str(out)]
+    built = run(hatchling, cwd=ROOT)
+    assert built.returncode == 0, built.stderr[-3000:]
+    (path,) = out.glob("amqpscope-*.tar.gz")
+    return path
+
+
+def timeline(cmd: list[str], **extra: str) -> str:
+    shown = run([*cmd, "read", str(CAPTURE), "--width", "160"], **extra)
+    assert shown.returncode == 0, shown.stderr[-3000:]
+    return shown.stdout
+
+
+def assert_compiled(bin_dir: Path) -> None:
+    version = run([str(bin_dir / "amqpscope"), "--version"])
+    assert version.stdout.strip() == "amqpscope 0.1.0 (compiled with mypyc)", version
+    where = run([str(bin_dir / "python"), "-c", WHERE]).stdout.strip()
+    assert where.startswith(str(bin_dir.parent)) and where.endswith(".so"), where
+    ours = subprocess.run(
+        [sys.executable, "-m", "amqpscope.cli", "read", str(CAPTURE), "--width", "160"],
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert timeline([str(bin_dir / "amqpscope")]) == ours and ours.count("\n") > 20
+
+
+def test_the_wheel_built_from_the_sdist_is_the_compiled_build(sdist: Path, tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    built = run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(wheels), str(sdist)])
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    (wheel,) = wheels.glob("*.whl")
+    assert not wheel.name.endswith("-none-any.whl"), wheel.name  # a platform wheel
+    bin_dir = make_venv(tmp_path / "venv")
+    installed = run(
+        [str(bin_dir / "python"), "-m", "pip", "install", "-q", "--no-deps", str(wheel)]
+    )
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    assert_compiled(bin_dir)
+
+
+def test_without_a_c_compiler_the_pure_build_installs_and_says_why(
+    sdist: Path, tmp_path: Path
+) -> None:
+    bin_dir = make_venv(tmp_path / "venv")
+    pip = [str(bin_dir / "python"), "-m", "pip", "install", "-v", "--no-deps", str(sdist)]
+    installed = run(pip, CC="amqpscope-no-such-cc")
+    assert installed.returncode == 0, installed.stdout[-3000:] + installed.stderr[-3000:]
+    said = (installed.stdout + installed.stderr).splitlines()
+    why = "no C compiler (amqpscope-no-such-cc) found"
+    lines = [line.strip() for line in said if line.strip().startswith("amqpscope: ")]
+    assert lines == [f"amqpscope: {why}: building the pure-Python amqpscope (slower)"], lines
+    version = run([str(bin_dir / "amqpscope"), "--version"])
+    assert version.stdout.strip() == f"amqpscope 0.1.0 (pure Python: {why})", version
+    where = run([str(bin_dir / "python"), "-c", WHERE]).stdout.strip()
+    assert where.startswith(str(bin_dir.parent)) and where.endswith("tcp.py"), where
+    ours = subprocess.run(
+        [sys.executable, "-m", "amqpscope.cli", "read", str(CAPTURE), "--width", "160"],
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert timeline([str(bin_dir / "amqpscope")]) == ours
+
+
+def test_make_install_installs_the_compiled_build(tmp_path: Path) -> None:
+    """The README's install (`make demo` and `make test` run `make install`), into a virtualenv:
+    it ends by saying which build it installed."""
+    bin_dir = make_venv(tmp_path / "venv")
+    made = run(
+        ["make", "--no-print-directory", "-C", str(ROOT), "install", f"PYTHON={bin_dir / 'python'}"]
+    )
+    assert made.returncode == 0, made.stdout[-3000:] + made.stderr[-3000:]
+    assert made.stdout.strip().splitlines()[-1] == "amqpscope 0.1.0 (compiled with mypyc)"
+    assert_compiled(bin_dir)
