@@ -101,13 +101,13 @@ def test_without_a_c_compiler_the_pure_build_installs_and_says_why(
     assert timeline([str(bin_dir / "amqpscope")]) == ours
 
 
-def test_make_install_installs_the_compiled_build(tmp_path: Path) -> None:
-    """The README's install (`make demo` and `make test` run `make install`), into a virtualenv:
-    it ends by saying which build it installed."""
-    bin_dir = make_venv(tmp_path / "venv")
-    made = run(
-        ["make", "--no-print-directory", "-C", str(ROOT), "install", f"PYTHON={bin_dir / 'python'}"]
-    )
-    assert made.returncode == 0, made.stdout[-3000:] + made.stderr[-3000:]
-    assert made.stdout.strip().splitlines()[-1] == "amqpscope 0.1.0 (compiled with mypyc)"
-    assert_compiled(bin_dir)
+def test_make_install_installed_the_compiled_build() -> None:
+    """The README's install (`make demo` and `make test` run `make install`, which `make test`
+    ran before this suite): this interpreter's installed amqpscope is the compiled build, read
+    from outside the tree. Building it once more here would only repeat that install."""
+    where = run([sys.executable, "-c", WHERE]).stdout.strip()
+    if where.startswith(str(ROOT)):
+        pytest.skip(reason="an editable install (make dev): the working tree, pure Python")
+    version = run([sys.executable, "-m", "amqpscope.cli", "--version"])
+    assert version.stdout.strip() == "amqpscope 0.1.0 (compiled with mypyc)", version
+    assert where.endswith(".so"), where
