@@ -40,7 +40,7 @@ from proton import (
 from amqpscope.codec.amqp10 import spec
 from amqpscope.codec.amqp10.decoder import Decoder
 from amqpscope.codec.amqp10.frames import BODIES, TYPE_SASL, make_frame
-from amqpscope.logs.amqp10_encode import frame_bytes
+from amqpscope.logs.amqp10_encode import frame_bytes, primitive
 from amqpscope.logs.reader import LogReader
 
 SASL_CODES = set(BODIES[TYPE_SASL])
@@ -85,15 +85,6 @@ UNTYPED = st.recursive(
     ),
     max_leaves=6,
 )
-
-
-def primitive(type_name: str) -> str:
-    for _ in range(16):
-        restricted = spec.RESTRICTED.get(type_name)
-        if restricted is None:
-            break
-        type_name = restricted.source
-    return type_name
 
 
 @st.composite

@@ -22,6 +22,7 @@ import re
 from typing import Any, Final
 
 from amqpscope.codec.amqp10 import spec
+from amqpscope.logs.amqp10_encode import primitive
 from amqpscope.logs.lines import FRAME, HEADER, RECEIVED, SENT, Logged, timestamp
 from amqpscope.logs.proton_values import Array, Binary, Described, Fields, LogSyntaxError, Symbol
 
@@ -42,15 +43,6 @@ _TYPE_NAME: Final = re.compile(r"(?:Amqp|System)(?:\.[A-Za-z`0-9\[\], ]+)+")
 
 def looks_like(line: str) -> bool:
     return ("SEND " in line or "RECV " in line) and _LINE.search(line) is not None
-
-
-def _primitive(type_name: str) -> str:
-    for _ in range(16):
-        restricted = spec.RESTRICTED.get(type_name)
-        if restricted is None:
-            break
-        type_name = restricted.source
-    return type_name
 
 
 def parse(line: str) -> Logged | None:
@@ -132,7 +124,7 @@ class _Reader:
         return self.scalar(token, field, where), end
 
     def scalar(self, token: str, field: spec.Field, where: str) -> Any:
-        base = _primitive(field.type)
+        base = primitive(field.type)
         if _TYPE_NAME.fullmatch(token):  # a map: its type name, not its content
             self.lossy.append(where)
             return _LOST

@@ -21,6 +21,7 @@ import re
 from typing import Any, Final
 
 from amqpscope.codec.amqp10 import spec
+from amqpscope.logs.amqp10_encode import primitive
 from amqpscope.logs.lines import EMPTY, FRAME, HEADER, Logged, timestamp
 from amqpscope.logs.proton_values import (
     Array,
@@ -89,15 +90,6 @@ def looks_like(line: str) -> bool:
 def _hyphenated(camel: str) -> str:
     """`idleTimeOut` -> `idle-time-out`, as the spec names the field."""
     return _CAMEL.sub("-", camel).lower()
-
-
-def _primitive(type_name: str) -> str:
-    for _ in range(16):
-        restricted = spec.RESTRICTED.get(type_name)
-        if restricted is None:
-            break
-        type_name = restricted.source
-    return type_name
 
 
 def parse(line: str) -> Logged | None:
@@ -180,7 +172,7 @@ class _Reader:
 
     def value(self, pos: int, field: spec.Field | None, map_value: bool = False) -> tuple[Any, int]:
         text = self.text
-        base = _primitive(field.type) if field is not None else ""
+        base = primitive(field.type) if field is not None else ""
         if text.startswith("null", pos) and text[pos + 4 : pos + 5] in (",", "}", "]", ""):
             return None, pos + 4
         m = _BODY.match(text, pos)

@@ -29,6 +29,7 @@ import re
 from typing import Any, Final
 
 from amqpscope.codec.amqp10 import spec
+from amqpscope.logs.amqp10_encode import primitive
 from amqpscope.logs.lines import EMPTY, FRAME, HEADER, Logged, timestamp
 from amqpscope.logs.proton_values import (
     Array,
@@ -82,15 +83,6 @@ def looks_like(line: str) -> bool:
         return False
     m = _LINE.search(line)
     return m is not None and m.group("call").split("(", 1)[0] in (*_FRAMES, "Header")
-
-
-def _primitive(type_name: str) -> str:
-    for _ in range(16):
-        restricted = spec.RESTRICTED.get(type_name)
-        if restricted is None:
-            break
-        type_name = restricted.source
-    return type_name
 
 
 def parse(line: str) -> Logged | None:
@@ -175,7 +167,7 @@ def _literal(node: ast.AST) -> Any:
 def _value(node: ast.AST, field: spec.Field, lossy: list[str], where: str) -> Any:
     """The value of `node` for `field` (its type decides bytes, nested lists, widths)."""
     wanted = field.requires if field.type == "*" else field.type
-    base = _primitive(field.type)
+    base = primitive(field.type)
     if isinstance(node, ast.Call):
         return _call(node, lossy, where)
     if isinstance(node, ast.Dict) and len(node.keys) == 1:
@@ -201,7 +193,7 @@ def _value(node: ast.AST, field: spec.Field, lossy: list[str], where: str) -> An
 
 
 def _typed(raw: Any, field: spec.Field) -> Any:
-    base = _primitive(field.type)
+    base = primitive(field.type)
     if field.multiple and raw is not None:
         items = raw if isinstance(raw, list) else [raw]
         if base == "symbol":

@@ -28,6 +28,7 @@ import re
 from typing import Any, Final
 
 from amqpscope.codec.amqp10 import spec
+from amqpscope.logs.amqp10_encode import primitive
 from amqpscope.logs.lines import EMPTY, FRAME, HEADER, Logged, timestamp
 from amqpscope.logs.proton_values import (
     Array,
@@ -64,15 +65,6 @@ _BEFORE_HANDLE: Final = frozenset(
 
 def looks_like(line: str) -> bool:
     return "rhea:frames [" in line and _LINE.search(line) is not None
-
-
-def _primitive(type_name: str) -> str:
-    for _ in range(16):
-        restricted = spec.RESTRICTED.get(type_name)
-        if restricted is None:
-            break
-        type_name = restricted.source
-    return type_name
 
 
 def parse(line: str) -> Logged | None:
@@ -147,7 +139,7 @@ def _composite(code: int, body: dict[str, Any]) -> tuple[Described, list[str]]:
         raw = body.get(field.name.replace("-", "_"))
         if raw is None or raw is False or raw == 0:
             if field.mandatory:  # sent, but falsy: toJSON left it out
-                base = _primitive(field.type)
+                base = primitive(field.type)
                 if base == "boolean":
                     fields.append((field.name, False))
                 elif base in ("ubyte", "ushort", "uint", "ulong"):
@@ -175,7 +167,7 @@ def _truthy_default(field: spec.Field) -> bool:
 
 def _falsy_choice(field: spec.Field) -> bool:
     """Whether the field can hold a value toJSON leaves out (0, false) other than its default."""
-    return _primitive(field.type) in ("boolean", "ubyte", "ushort", "uint", "ulong")
+    return primitive(field.type) in ("boolean", "ubyte", "ushort", "uint", "ulong")
 
 
 _LOST: Final = object()
@@ -199,7 +191,7 @@ def _value(raw: Any, field: spec.Field, lossy: list[str], where: str) -> Any:
     wanted = field.requires if field.type == "*" else field.type
     if wanted in _NESTED and isinstance(raw, list):
         return _nested(_NESTED[wanted], raw, lossy, where)
-    base = _primitive(field.type)
+    base = primitive(field.type)
     if (field.type == "*" or base in _COMPOSITES) and isinstance(raw, list):
         lossy.append(where)  # a described list, its descriptor not printed
         return _LOST
