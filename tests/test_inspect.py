@@ -233,3 +233,22 @@ def test_redact_bodies_keeps_every_body_out_of_the_tree_and_the_bytes(name: str)
         assert text not in shown and text not in tree, text
     plain = run(path, "-V", "-x")  # the same look without the option shows them
     assert any(text in plain for text in bodies)
+
+
+@pytest.mark.parametrize("option", ["-V", "-x"])
+def test_piped_each_frame_line_comes_before_its_detail(option: str) -> None:
+    """Piped, the timeline holds its lines in a buffer and the compiled every-frame loop skips
+    the detail: each frame's line must still come first, then its tree or bytes, for every
+    frame."""
+    out = run(str(CAPTURES / "10-send-receive.pcap"), option).splitlines()
+    lines = [i for i, text in enumerate(out) if re.match(r"^ +\d+ +\d+\.\d{6} c\d", text)]
+    records = read_records("10-send-receive.pcap")
+    assert len(lines) == len(records)
+    details = [i for i, text in enumerate(out) if text.startswith("    ") and i not in lines]
+    for at, after, record in zip(lines, [*lines[1:], len(out)], records, strict=True):
+        if record.get("size"):  # the TCP end's record has no bytes to dump
+            assert any(at < i < after for i in details), out[at]
+
+
+def read_records(name: str) -> list[dict[str, object]]:
+    return [json.loads(line) for line in run(str(CAPTURES / name), "--json").splitlines()]

@@ -66,6 +66,7 @@ class Inspect:
             frame.carriers,
             bodies,
         )
+        timeline.write_pending()  # the frame's own line, held in the timeline's buffer
         if timeline.out is not None:
             timeline.out.write("".join(t + "\n" for t in texts))
             return

@@ -219,12 +219,12 @@ def read(
             inspect = Inspect(source.dissector, tree, dump, show_secrets, timeline, redact_bodies)
             if timeline is not None:
                 timeline.collapse = False  # each frame is shown with its detail
-        quick = timeline is None and not choosy and count is None and lines.chunk
-        if quick and not inspect and not wanted:
-            # every frame, each written: the loop below, compiled (render.lines), which
-            # leaves it none but its end
-            ndjson_all(frames, tracker, lines.emit, lines.chunk)
-        elif timeline is not None and not choosy and count is None:
+        # every frame shown, as its line alone: the loop below, compiled, leaving it none but
+        # its end (-V/-x, --frames, --around, -c and the selections need the loop's checks)
+        every = not choosy and count is None and inspect is None and not wanted
+        if every and timeline is None and lines.chunk:
+            ndjson_all(frames, tracker, lines.emit, lines.chunk)  # render.lines
+        elif every and timeline is not None:
             # the timeline of every frame: its loop compiled too (render.timeline)
             from amqpscope.render.timeline import timeline_all
 
