@@ -35,6 +35,26 @@ def make(code: str, title: str, explanation: str, **where: Any) -> Diagnosis:
     return Diagnosis(code, severity, title, explanation, **where)
 
 
+def per_finding(
+    conn: int, ev: Evidence, finding: str, code: str, title: str, advice: str
+) -> list[Diagnosis]:
+    """One diagnosis `code` for each `finding` the tracker placed on connection `conn`'s frames:
+    `title` (its `{channel}` the frame's), then the finding's words and `advice`, the frame as
+    evidence."""
+    return [
+        make(
+            code,
+            title.format(channel=placed.frame.channel),
+            f"{placed.finding.message}. {advice}",
+            conn=conn,
+            channel=placed.frame.channel,
+            start=placed.frame.ts,
+            evidence=[placed.frame.number],
+        )
+        for placed in ev.found(conn, finding)
+    ]
+
+
 def reply_cause(code: Any, text: Any) -> tuple[str, str, str]:
     """(reply name, cause, what to check) of a reply code and text, from the tables."""
     name = REPLY_CODES.get(code, ("UNKNOWN", ""))[0] if isinstance(code, int) else "UNKNOWN"
@@ -354,21 +374,16 @@ def closes(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
 
 
 def publishers(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
-    out = []
-    for placed in ev.found(conn.conn, "amqp091.publish-nacked"):
-        out.append(
-            make(
-                "publish.nacked",
-                f"The broker nacked publishes on channel {placed.frame.channel}",
-                f"{placed.finding.message}. A nack means the broker could not take"
-                " responsibility for the message (an internal error, or a queue's overflow"
-                " policy reject-publish); check the queue's length limits and the broker log.",
-                conn=conn.conn,
-                channel=placed.frame.channel,
-                start=placed.frame.ts,
-                evidence=[placed.frame.number],
-            )
-        )
+    out = per_finding(
+        conn.conn,
+        ev,
+        "amqp091.publish-nacked",
+        "publish.nacked",
+        "The broker nacked publishes on channel {channel}",
+        "A nack means the broker could not take responsibility for the message (an internal"
+        " error, or a queue's overflow policy reject-publish); check the queue's length limits"
+        " and the broker log.",
+    )
     for epoch in _epochs(conn):
         for entry in epoch.returned:
             returned = ev.on_frame(conn.conn, entry.get("frame"))

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Final
 
 from amqpscope.diagnose import causes
-from amqpscope.diagnose.amqp091 import make
+from amqpscope.diagnose.amqp091 import make, per_finding
 from amqpscope.diagnose.evidence import Evidence, Placed, Seen
 from amqpscope.diagnose.model import Diagnosis
 from amqpscope.findings import INFO
@@ -196,39 +196,30 @@ def errors(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
                 evidence=[*init[-1:], placed.frame.number],
             )
         )
-    for placed in ev.found(conn.conn, "amqp10.rejected"):
-        out.append(
-            make(
-                "delivery.rejected",
-                f"A delivery was rejected on channel {placed.frame.channel}",
-                f"{placed.finding.message}. The receiver refused the message with an error;"
-                " it is not redelivered. Check the message against the receiver's checks.",
-                conn=conn.conn,
-                channel=placed.frame.channel,
-                start=placed.frame.ts,
-                evidence=[placed.frame.number],
-            )
+    out.extend(
+        per_finding(
+            conn.conn,
+            ev,
+            "amqp10.rejected",
+            "delivery.rejected",
+            "A delivery was rejected on channel {channel}",
+            "The receiver refused the message with an error; it is not redelivered. Check the"
+            " message against the receiver's checks.",
         )
+    )
     return out
 
 
 def left_at_end(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
-    out = []
-    for placed in ev.found(conn.conn, "amqp10.unsettled-at-end"):
-        out.append(
-            make(
-                "delivery.unsettled-at-end",
-                f"Deliveries left unsettled on channel {placed.frame.channel}",
-                f"{placed.finding.message}. Unsettled deliveries of a link that ends are"
-                " sent again on the next link (duplicates) unless resumed; check that the"
-                " receiver settles every delivery before detaching.",
-                conn=conn.conn,
-                channel=placed.frame.channel,
-                start=placed.frame.ts,
-                evidence=[placed.frame.number],
-            )
-        )
-    return out
+    return per_finding(
+        conn.conn,
+        ev,
+        "amqp10.unsettled-at-end",
+        "delivery.unsettled-at-end",
+        "Deliveries left unsettled on channel {channel}",
+        "Unsettled deliveries of a link that ends are sent again on the next link (duplicates)"
+        " unless resumed; check that the receiver settles every delivery before detaching.",
+    )
 
 
 def liveness(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
