@@ -326,6 +326,14 @@ class ConnectionTracker:
             if handler is not None:
                 handler(epoch, frame, out)
             elif name.startswith("channel.") and name != "channel.flow-ok":
+                if not epoch.from_start:
+                    # adopted mid-stream (a capture started late, a log showing one side): the
+                    # frame that explains this one may simply not be in the input
+                    if name == "channel.close-ok":
+                        epoch.state = rules.CH_CLOSED
+                        epoch.end(frame.ts, "closed", out)
+                        self._ended(epoch)
+                    return
                 self.unexpected += 1
                 out.append(
                     finding(
