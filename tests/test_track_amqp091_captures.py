@@ -48,6 +48,8 @@ FINDINGS = {
     "091-refused-login": ["amqp091.login-refused"],
     "091-rpc": ["amqp091.prefetch-saturated"],  # the server's prefetch of 1, full per request
     "mid-stream": ["amqp091.mid-stream"],
+    # captures/scenarios/logs.py: basic.qos prefetch_count=2, both delivered at once
+    "log-pika-broker": ["amqp091.prefetch-saturated"],
     # captures/scenarios/diagnose.py
     "091-blocked-publisher": ["amqp091.blocked"],  # the memory alarm
     "091-stalled-consumer": ["amqp091.prefetch-saturated"],  # first at tag 5, the stall at 8
