@@ -336,3 +336,21 @@ def test_content_headers_whose_flags_promise_more_than_is_there(tmp_path: Path) 
     (conn,) = json.loads(run("summary", "--json", str(path)).stdout)["connections"]
     (channel,) = [c for c in conn["channels"] if c.get("publishes")]
     assert channel["publishes"] == 10 and channel["deliveries"] == 10
+
+
+def test_a_frame_with_other_fields_keeps_everything_else() -> None:
+    """The tracker's well-typed copy of a frame: every attribute but `fields` the same, those
+    `Frame.__init__` does not take included (a new one made `dataclasses.replace` raise)."""
+    import dataclasses
+
+    from amqpscope.codec.frames import Frame
+
+    frame = Frame("1.0", "performative", "transfer", 0, b"\\x00" * 8, fields={"handle": {}})
+    for n, field in enumerate(dataclasses.fields(Frame)):
+        if field.name not in ("fields", "data"):
+            setattr(frame, field.name, getattr(frame, field.name) or n + 1)
+    copy = frame.with_fields({})
+    assert copy.fields == {} and frame.fields == {"handle": {}}
+    for field in dataclasses.fields(Frame):
+        if field.name != "fields":
+            assert getattr(copy, field.name) == getattr(frame, field.name), field.name

@@ -88,6 +88,31 @@ class Frame:
         self.source = source
         self.carriers = carriers
 
+    def with_fields(self, fields: dict[str, Any]) -> Frame:
+        """This frame with other `fields` (a tracker's well-typed view, `codec.typed`): every
+        attribute kept, those `__init__` does not take too (`dataclasses.replace` would pass
+        them to it, and fail)."""
+        out = Frame(
+            self.version,
+            self.kind,
+            self.name,
+            self.channel,
+            self.data,
+            self.direction,
+            self.packet,
+            self.ts,
+            self.number,
+            self.conn,
+            self.src,
+            self.dst,
+            fields,
+            self.findings,
+            self.message,
+            self.source,
+        )
+        out.carriers = self.carriers
+        return out
+
     @property
     def size(self) -> int:
         return len(self.data)

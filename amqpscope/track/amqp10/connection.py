@@ -9,7 +9,6 @@ per-frame lists that grow.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any, Final
 
 from amqpscope.codec.amqp10.composites import TYPE_DAMAGE
@@ -153,7 +152,7 @@ class ConnectionTracker:
             if "tcp.gap" in codes:
                 self._bytes_lost(frame)
             if not codes.isdisjoint(TYPE_DAMAGE):  # compute only with values of their fields' types
-                frame = replace(frame, fields=typed_fields(frame))
+                frame = frame.with_fields(typed_fields(frame))
         state = self.state[side]
         nxt = CONNECTION_TRANSITIONS[state].get(name)
         if nxt is None:
