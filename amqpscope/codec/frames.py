@@ -89,10 +89,9 @@ class Frame:
         self.carriers = carriers
 
     def with_fields(self, fields: dict[str, Any]) -> Frame:
-        """This frame with other `fields` (a tracker's well-typed view, `codec.typed`): every
-        attribute kept, those `__init__` does not take too (`dataclasses.replace` would pass
-        them to it, and fail)."""
-        out = Frame(
+        """This frame with other `fields` (a tracker's well-typed view, `codec.typed`), every
+        other attribute kept: a direct call, cheaper than `dataclasses.replace`."""
+        return Frame(
             self.version,
             self.kind,
             self.name,
@@ -109,9 +108,8 @@ class Frame:
             self.findings,
             self.message,
             self.source,
+            self.carriers,
         )
-        out.carriers = self.carriers
-        return out
 
     @property
     def size(self) -> int:
