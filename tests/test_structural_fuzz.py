@@ -121,7 +121,16 @@ def test_kept_failures_from_the_command_line(path: Path) -> None:
     with open_capture(path) as capture:
         frames = sum(1 for _ in Dissector().run(capture))
     runner = CliRunner()
-    for command in (["read", "--json"], ["read", "--color", "never"], ["summary"], ["export"]):
+    commands = (
+        ["read", "--json"],
+        ["read", "--color", "never"],
+        ["read", "-V", "-x"],
+        ["summary"],
+        ["export"],
+        ["diagnose"],
+        ["diagnose", "--json"],
+    )
+    for command in commands:
         result = runner.invoke(main, [*command, str(path)], catch_exceptions=False)
         assert result.exit_code == 0 and "internal error" not in result.stderr, result.stderr
         if command == ["read", "--json"]:

@@ -760,15 +760,19 @@ def run_one(
     rich: bool = True,
 ) -> int:
     """The pipeline of `read --json`, `read` (timeline), `read --link` / `--queue` (`links`,
-    `queues`), the Spark delivery rows and `summary` over one capture file, in this process;
-    returns how many frames it read. Any exception is the caller's failure. The timeline and
-    the summary are drawn as piped output is (plain text); with `rich` also as a terminal's
-    (rich's styled lines and tables: most of the time a run takes)."""
+    `queues`), the Spark delivery rows, `summary` and `diagnose` over one capture file, in this
+    process; returns how many frames it read. Any exception is the caller's failure. The
+    timeline and the summary are drawn as piped output is (plain text); with `rich` also as a
+    terminal's (rich's styled lines and tables: most of the time a run takes), and each frame's
+    `read -V -x` detail (the slow tree decoder) and the diagnose report too."""
     from rich.console import Console
 
     from amqpscope.capture.files import CaptureError
+    from amqpscope.cli.inspect import Inspect
+    from amqpscope.diagnose import Diagnoser
     from amqpscope.filter import LinkScope, QueueScope
     from amqpscope.pipeline.deliveries import DeliveryLog
+    from amqpscope.render.diagnoses import write_diagnoses
     from amqpscope.render.lines import frame_ndjson
     from amqpscope.render.summary import print_summary, summary_text
     from amqpscope.render.timeline import Timeline
@@ -779,6 +783,7 @@ def run_one(
     if keylog is not None:
         dissector.context.keylog = load_keylog(keylog)
     tracker = Tracker()
+    diagnoser = Diagnoser()
     scopes = (LinkScope(links), QueueScope(queues))
     deliveries = DeliveryLog()
     console = Console(file=sink, width=120, color_system=None)
@@ -786,13 +791,19 @@ def run_one(
         timeline = Timeline(console, False, True, fit=True)
     else:  # as `read | ...` draws it
         timeline = Timeline(lambda: console, False, True, out=sink)
+    inspect = Inspect(dissector, True, True, False, timeline) if rich else None
     frames = 0
     try:
         with open_capture(path) as capture:
             for frame in dissector.run(capture):
                 tracker.feed(frame)
+                diagnoser.feed(frame)
                 ndjson.write(frame_ndjson(frame))
                 timeline.frame(frame)
+                if inspect is not None:  # read -V -x, and its JSON
+                    continues = inspect.starts.continues(frame)
+                    inspect.show(frame, continues)
+                    inspect.ndjson(frame, continues)
                 for scope in scopes:
                     scope.accepts(frame)
                 deliveries.feed(frame)
@@ -807,6 +818,10 @@ def run_one(
     summary_text(summary, 100, "utf-8")
     if rich and frames < 2000:  # rich's tables are slow; the text form covers the same fields
         print_summary(summary, Console(file=sink, width=100, color_system=None))
+    found = diagnoser.diagnoses(tracker)
+    json.dumps({"diagnoses": [d.to_json() for d in found]}, ensure_ascii=False)
+    if rich:
+        write_diagnoses(found, {}, None, sink, lambda: Timeline(console, False, False, fit=True))
     return frames
 
 
