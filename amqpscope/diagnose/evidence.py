@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from amqpscope.codec.frames import TRANSPORT, Frame
+from amqpscope.codec.typed import typed_fields
 from amqpscope.findings import Finding
 
 #: frames remembered per connection, to name what came just before a finding
@@ -42,7 +43,10 @@ class Seen:
 
     @classmethod
     def of(cls, frame: Frame) -> Seen:
-        return cls(frame.number, frame.ts, frame.direction, frame.channel, frame.name, frame.fields)
+        """What the rules may read of `frame`: its fields of the types the spec allows (a map
+        where a handle belongs is left out, `codec.typed`), as the trackers see them."""
+        fields = typed_fields(frame)
+        return cls(frame.number, frame.ts, frame.direction, frame.channel, frame.name, fields)
 
 
 @dataclass(slots=True)
@@ -89,13 +93,13 @@ class Evidence:
         recent.append(seen)
         self.last_sent[key] = seen
         name = frame.name
-        if name == "flow" and "handle" in frame.fields:
-            flow_key = (conn, frame.direction, frame.channel, frame.fields.get("handle"))
+        if name == "flow" and "handle" in seen.fields:
+            flow_key = (conn, frame.direction, frame.channel, seen.fields.get("handle"))
             flows = self.flows.get(flow_key)
             if flows is None:
                 flows = self.flows[flow_key] = deque(maxlen=FLOWS)
             flows.append(seen)
-        elif name in ("basic.deliver", "basic.get-ok") and frame.fields.get("redelivered"):
+        elif name in ("basic.deliver", "basic.get-ok") and seen.fields.get("redelivered"):
             kept = self.redelivered.setdefault(conn, [])
             if len(kept) < MAX_REDELIVERED:
                 kept.append(seen)

@@ -16,6 +16,7 @@ from amqpscope.codec.amqp10 import composites, frames, spec, types
 from amqpscope.codec.amqp10.decoder import OPEN_MECHANISMS
 from amqpscope.codec.amqp10.message import BODY_SECTIONS
 from amqpscope.codec.tree import Node
+from amqpscope.codec.typed import typed_fields
 
 #: descriptor symbol -> code, for composites and restricted described types alike
 _CODES: Final[dict[str, int]] = {
@@ -205,7 +206,7 @@ class DeliveryStarts:
         """Whether `frame` continues a delivery an earlier transfer of its link began."""
         if frame.version != "1.0" or frame.name != "transfer":
             return False
-        fields = frame.fields
+        fields = typed_fields(frame)  # a handle of the wrong type is no key (codec.typed)
         key = (frame.conn, frame.direction, frame.channel, fields.get("handle"))
         continued = key in self.open
         if fields.get("more") is True and fields.get("aborted") is not True:
