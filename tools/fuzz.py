@@ -791,7 +791,10 @@ def run_one(
         timeline = Timeline(console, False, True, fit=True)
     else:  # as `read | ...` draws it
         timeline = Timeline(lambda: console, False, True, out=sink)
-    inspect = Inspect(dissector, True, True, False, timeline) if rich else None
+    inspect = None
+    if rich:  # the tree and dump as piped (rich only prints their lines: the timeline has it)
+        plain = Timeline(lambda: console, False, True, out=io.StringIO())
+        inspect = Inspect(dissector, True, True, False, plain)
     frames = 0
     try:
         with open_capture(path) as capture:
