@@ -31,6 +31,9 @@ def run(cmd: list[str], cwd: Path = Path("/"), **extra: str) -> subprocess.Compl
 
 
 def make_venv(where: Path) -> Path:
+    """A virtualenv that sees this interpreter's packages (the dependencies), so installs into
+    it take --force-reinstall: the amqpscope `make install` put there is the same version, and
+    pip would otherwise call it satisfied and install nothing."""
     venv.create(where, system_site_packages=True, with_pip=True)
     return where / "bin"
 
@@ -72,7 +75,16 @@ def test_the_wheel_built_from_the_sdist_is_the_compiled_build(sdist: Path, tmp_p
     assert not wheel.name.endswith("-none-any.whl"), wheel.name  # a platform wheel
     bin_dir = make_venv(tmp_path / "venv")
     installed = run(
-        [str(bin_dir / "python"), "-m", "pip", "install", "-q", "--no-deps", str(wheel)]
+        [
+            str(bin_dir / "python"),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--force-reinstall",
+            str(wheel),
+        ]
     )
     assert installed.returncode == 0, installed.stderr[-3000:]
     assert_compiled(bin_dir)
@@ -82,7 +94,16 @@ def test_without_a_c_compiler_the_pure_build_installs_and_says_why(
     sdist: Path, tmp_path: Path
 ) -> None:
     bin_dir = make_venv(tmp_path / "venv")
-    pip = [str(bin_dir / "python"), "-m", "pip", "install", "-v", "--no-deps", str(sdist)]
+    pip = [
+        str(bin_dir / "python"),
+        "-m",
+        "pip",
+        "install",
+        "-v",
+        "--no-deps",
+        "--force-reinstall",
+        str(sdist),
+    ]
     installed = run(pip, CC="amqpscope-no-such-cc")
     assert installed.returncode == 0, installed.stdout[-3000:] + installed.stderr[-3000:]
     said = (installed.stdout + installed.stderr).splitlines()
