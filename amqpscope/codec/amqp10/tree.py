@@ -262,7 +262,7 @@ def _open_mechanism(init: Node) -> None:
     """A mechanism whose initial response is no secret (ANONYMOUS's trace text): shown, as the
     frame record shows it."""
     mechanism = next((c.value for c in init.children if c.name == "mechanism"), None)
-    if mechanism in OPEN_MECHANISMS:
+    if isinstance(mechanism, str) and mechanism in OPEN_MECHANISMS:  # a list is no mechanism
         for child in init.children:
             child.secret = False
 
