@@ -283,7 +283,9 @@ def well_typed(name: str, fields: dict[str, Any]) -> dict[str, Any]:
     frame keeps what was on the wire; the decoder's own bookkeeping, the trackers and everything
     after them compute with this."""
     expected = FIELD_TYPES.get(name)
-    if not expected:
+    if expected is None:  # no composite the spec knows (an unknown descriptor): nothing typed
+        return {}
+    if not expected:  # one without fields (accepted, released): only its type
         return fields
     out = {}
     for key, value in fields.items():
