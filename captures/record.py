@@ -3060,7 +3060,17 @@ def s_hostile_names(ctx: Ctx) -> dict[str, Any]:
         raise RuntimeError("basic.get did not return the message")
     n.inc("get_ok")
     n["body"] = got.decode()
-    missing = ctx.q("missing" + HOSTILE)
+    missing_then_delete(ctx, conn, ch, n, q, HOSTILE)
+    return n
+
+
+def missing_then_delete(
+    ctx: Ctx, conn: pika.BlockingConnection, ch: Any, n: Counts, q: str, name: str
+) -> None:
+    """The end of a hostile-names scenario: a passive declare of a missing queue named with
+    `name` (channel 1 is closed with 404, whose reply text repeats it), `q` deleted on a
+    second channel, the connection closed."""
+    missing = ctx.q("missing" + name)
     n["missing_queue"] = missing
     try:
         ch.queue_declare(missing, passive=True)
@@ -3075,7 +3085,6 @@ def s_hostile_names(ctx: Ctx) -> dict[str, Any]:
     ch2.queue_delete(q)
     n.inc("queue_deletes")
     close_091(conn, n)
-    return n
 
 
 #: the consumer killed by 091-killed-consumer: a process of its own, so SIGKILL ends it the way

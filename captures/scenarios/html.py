@@ -48,19 +48,5 @@ def s_html_names(ctx: record.Ctx) -> dict[str, Any]:
     n.inc("get_ok")
     n["body"] = got.decode()
     n["app_id"] = props.app_id
-    missing = ctx.q("missing" + HTML_HOSTILE)
-    n["missing_queue"] = missing
-    try:
-        ch.queue_declare(missing, passive=True)
-        n.inc("queue_declares")
-    except pika.exceptions.ChannelClosedByBroker as err:
-        n.inc("queue_declares")
-        n.add("channel_errors", {"channel": 1, "code": err.reply_code, "text": err.reply_text})
-    else:
-        raise RuntimeError("a passive declare of a missing queue succeeded")
-    ch2 = conn.channel()
-    n.inc("channels")
-    ch2.queue_delete(q)
-    n.inc("queue_deletes")
-    record.close_091(conn, n)
+    record.missing_then_delete(ctx, conn, ch, n, q, HTML_HOSTILE)
     return n
