@@ -114,3 +114,32 @@ def test_safe_escapes_every_character_a_terminal_acts_on(code: int) -> None:
 def test_safe_leaves_printable_text_alone() -> None:
     text = "queue ünïcødé → 日本語 [bold]x[/] \\x1b"
     assert safe(text) == text
+
+
+def test_summary_tables_show_markup_as_text_on_any_console() -> None:
+    """The summary's tables hold captured strings as text, not markup, even on a console that
+    reads markup (rich's default, as a program using `print_summary` may make): a name holding
+    `[/]` once raised MarkupError (found by the fuzzer), and `[bold red]` was swallowed."""
+    import io
+
+    from rich.console import Console
+
+    from amqpscope.capture.files import open_capture
+    from amqpscope.dissect import Dissector
+    from amqpscope.render.summary import print_summary
+    from amqpscope.track.tracker import Tracker
+
+    tracker = Tracker()
+    with open_capture(CAPTURE) as capture:
+        for frame in Dissector().run(capture):
+            tracker.feed(frame)
+    tracker.finish()
+    summary = tracker.summary()
+    sink = io.StringIO()
+    print_summary(summary, Console(file=sink, width=400, color_system=None))
+    assert "[bold red]x[/]" in sink.getvalue()
+    # a name that closes a tag it never opened
+    text = json.dumps(summary).replace("[bold red]x[/]", "x[/]")
+    sink = io.StringIO()
+    print_summary(json.loads(text), Console(file=sink, width=400, color_system=None))
+    assert "x[/]" in sink.getvalue()

@@ -294,6 +294,7 @@ def _columns(
     sparks: Sequence[tuple[str, list[str]]] = (),
 ) -> Table:
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
     for i in keep:
@@ -311,8 +312,8 @@ def _columns(
         )
     for name, _ in sparks:
         table.add_column(name, no_wrap=True, min_width=sparkline.WIDTH, style="cyan")
-    for n, cell in enumerate(cells):
-        table.add_row(*(cell[i] for i in keep), *(line[n] for _, line in sparks))
+    for n, cell in enumerate(cells):  # Text: captured strings are never markup, on any console
+        table.add_row(*(Text(cell[i]) for i in keep), *(line[n] for _, line in sparks))
     return table
 
 
@@ -481,6 +482,7 @@ def print_summary(result: dict[str, Any], console: Console | None = None) -> Non
     journeys = result.get("journeys") or []
     if journeys:
         from rich.table import Table
+        from rich.text import Text
 
         headers, lines = _journey_table(journeys)
         table = Table(title="message journeys", title_justify="left", show_edge=False)
@@ -488,7 +490,7 @@ def print_summary(result: dict[str, Any], console: Console | None = None) -> Non
             table.add_column(key, overflow="ellipsis", no_wrap=True, max_width=40)
         table.add_column(headers[-1])
         for cells in lines:
-            table.add_row(*cells)
+            table.add_row(*(Text(cell) for cell in cells))
         console.print(table)
     if result.get("rpc"):
         line([(f"request/reply pairs: {len(result['rpc'])}", "bold")])
