@@ -236,7 +236,9 @@ def _get(fields: dict[str, Any], path: tuple[str, ...]) -> Any:
 def _text(value: Any) -> str:
     if isinstance(value, str):
         text = value.replace("\n", " ")
-    elif isinstance(value, int):  # no line break, nothing to escape
+    # an int's digits hold no line break and nothing to escape; not a bool's word, which
+    # compiled code that narrowed the value to int would print as 0 (hence not isinstance)
+    elif type(value) is int:
         text = str(value)
         return text if len(text) <= MAX_VALUE else text[: MAX_VALUE - 1] + "…"
     elif isinstance(value, list):
