@@ -4,8 +4,9 @@ mypyc turns annotations into checks at run time and classes into C structs: a wr
 or a dynamic trick that the interpreter forgives becomes a TypeError or AttributeError only in
 the compiled build. So both builds run the CLI over every bundled capture, every damaged
 capture (`tools/damage.py`) and every mutation of one (`test_mutation.mutations`), with
-`read --json`, `summary --json` and the terminal timeline, and everything they write (stdout,
-stderr, exit status) must be the same, byte for byte.
+`read --json`, `summary --json` and the terminal timeline (uncoloured, and coloured as the ANSI
+sink writes it), and everything they write (stdout, stderr, exit status) must be the same, byte
+for byte.
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ out = {"build": build()}
 runner = CliRunner()
 for path in sys.argv[1:]:
     for args in (["read", "--json", path], ["summary", "--json", path],
-                 ["read", path, "--width", "160", "--color", "never"]):
+                 ["read", path, "--width", "160", "--color", "never"],
+                 ["read", path, "--width", "100", "--color", "always"]):
         result = runner.invoke(main, args)
         out[" ".join(args)] = [result.exit_code, result.stdout, result.stderr]
 print(json.dumps(out))
@@ -119,7 +121,7 @@ def test_both_builds_say_the_same(script: Path, damaged: list[str], mutated: lis
     pure = dump(sys.executable, paths)
     fast = dump(str(script.parent / "python"), paths)
     assert (pure.pop("build"), fast.pop("build")) == ("pure", "compiled")
-    assert pure.keys() == fast.keys() and len(pure) == 3 * len(paths)
+    assert pure.keys() == fast.keys() and len(pure) == 4 * len(paths)
     differ = [key for key in pure if pure[key] != fast[key]]
     assert not differ, f"{len(differ)} differ, first: {differ[0]}: {fast[differ[0]][2][-2000:]}"
     # the runs did work: frames decoded, findings reported on the damaged captures

@@ -103,3 +103,26 @@ def test_summary_tables_carry_the_scenarios_numbers() -> None:
         outcomes.get(k, 0) for k in ("accepted", "rejected", "released", "modified")
     ]
     assert cells[2:7] == [str(n) for n in wanted]
+
+
+def test_seconds_say_what_percent_formatting_says() -> None:
+    """The time column is made from integers where that is sure to match "%10.6f" (`seconds`):
+    at capture resolutions (microseconds, nanoseconds, from a late start), near rounding ties,
+    at the edges of its range and on any double at all, it says what % says."""
+    import random
+    import struct
+
+    from amqpscope.render.timeline import seconds
+
+    draw = random.Random(24)
+    values = [0.0, -0.0, 5e-7, 4.9999999e-7, 1.5e-6, 2.5e-6, 0.1234565, 999999.9999995, 1e6]
+    values += [float("inf"), float("-inf"), float("nan"), -1.5, 1e300]
+    for _ in range(20_000):
+        t0 = draw.randint(1_600_000_000_000_000, 1_800_000_000_000_000) / 1e6
+        values.append(t0 + draw.randint(0, 10**11) / 1e6 - t0)
+        values.append(t0 + draw.randint(0, 10**12) / 1e9 - t0)
+        values.append(draw.randint(0, 10**12) / 1e6 + 5e-7)  # a tie, as near as a double gets
+        values.append(draw.uniform(0, 2e6))
+        values.append(struct.unpack("<d", draw.randbytes(8))[0])
+    wrong = [x for x in values if seconds(x) != "%10.6f" % x]  # noqa: UP031 (what it replaces)
+    assert not wrong, wrong[:5]

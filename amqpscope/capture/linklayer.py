@@ -51,14 +51,10 @@ _IP6_EXT: Final = frozenset((0, 43, 60, 135, 139, 140, 253, 254))
 _IP6_FRAG: Final = 44
 _IP6_AH: Final = 51
 
-#: vihl, total length, id, flags+offset, protocol, source, destination
-_S_IP4: Final = struct.Struct("!BxHHHxB2x4s4s")
 #: version/class byte, payload length, next header, source, destination
 _S_IP6: Final = struct.Struct("!B3xHBx16s16s")
 #: next header, flags+offset, identification (after the reserved byte)
 _S_IP6_FRAG: Final = struct.Struct("!BxHI")
-#: source port, destination port, seq, ack, data offset byte, flags byte
-_S_TCP: Final = struct.Struct("!HHIIBB")
 
 _MAX_IPV4_DATAGRAM: Final = 65535 - 20
 #: fragments kept per datagram (real ones have a few dozen; each arrival may sort them all)
@@ -284,14 +280,22 @@ class SegmentDecoder:
     def _ipv4(self, pkt: RawPacket, data: bytes, off: int) -> Segment | None:
         if len(data) - off < 20:
             return self._malformed(pkt, f"IPv4 header truncated ({len(data) - off} bytes)")
-        vihl, tlen, ident, frag, proto, src, dst = _S_IP4.unpack_from(data, off)
+        # version and header length, total length, id, flags+offset, protocol, source and
+        # destination: read byte by byte (natively, compiled), not by a struct making a tuple
+        vihl = data[off]
         hlen = (vihl & 15) << 2
         if vihl >> 4 != 4 or hlen < 20:
             return self._malformed(pkt, f"bad IPv4 version/header length byte {vihl:#04x}")
         if off + hlen > len(data):
             return self._malformed(pkt, f"IPv4 options truncated (header length {hlen})")
+        proto = data[off + 9]
         if proto != _TCP:
             return None
+        tlen = data[off + 2] << 8 | data[off + 3]
+        ident = data[off + 4] << 8 | data[off + 5]
+        frag = data[off + 6] << 8 | data[off + 7]
+        src = data[off + 12 : off + 16]
+        dst = data[off + 16 : off + 20]
         short = 0
         if tlen == 0:  # segmentation offload: the NIC fills the length in later
             end = len(data)
@@ -486,8 +490,14 @@ class SegmentDecoder:
     ) -> Segment | None:
         if end - off < 20:
             return self._malformed(pkt, f"TCP header truncated ({max(end - off, 0)} bytes)")
-        sport, dport, seq, ack, doff, flags = _S_TCP.unpack_from(data, off)
-        hlen = (doff >> 4) << 2
+        # source and destination port, seq, ack, data offset, flags: read byte by byte
+        # (natively, compiled), not by a struct, whose call makes a tuple of six
+        sport = data[off] << 8 | data[off + 1]
+        dport = data[off + 2] << 8 | data[off + 3]
+        seq = data[off + 4] << 24 | data[off + 5] << 16 | data[off + 6] << 8 | data[off + 7]
+        ack = data[off + 8] << 24 | data[off + 9] << 16 | data[off + 10] << 8 | data[off + 11]
+        hlen = (data[off + 12] >> 4) << 2
+        flags = data[off + 13]
         if hlen < 20 or off + hlen > end:
             return self._malformed(pkt, f"bad TCP header length {hlen} ({end - off} bytes left)")
         addr = self._addr

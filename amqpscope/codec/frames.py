@@ -165,12 +165,18 @@ def is_error(frame: Any) -> bool:
     (a 1.0 `error` field, a 0-9-1 reply code of 300 or more, a failed SASL outcome). Here, not in
     filter.py, to be compiled with the timeline that asks it of every frame; `Any`, as -Y's
     callers may hand any record with the frame's attributes."""
-    if frame.findings:
+    if isinstance(frame, Frame):  # its attributes read natively, compiled
+        return error_in(frame.findings, frame.fields, frame.name)
+    return error_in(frame.findings, frame.fields, frame.name)
+
+
+def error_in(findings: list[Finding], fields: dict[str, Any], name: str) -> bool:
+    """`is_error` of a frame's findings, fields and name."""
+    if findings:
         return True
-    fields = frame.fields
     if fields.get("error"):
         return True
     code = fields.get("reply-code")
     if isinstance(code, int) and code >= 300:
         return True
-    return frame.name == "sasl-outcome" and fields.get("code") not in (None, 0, "ok")
+    return name == "sasl-outcome" and fields.get("code") not in (None, 0, "ok")

@@ -200,9 +200,33 @@ _MISSING: Final = object()
 REDACTED: Final = "<redacted>"  # a secret the decoder hid: not worth a word on the line
 
 
-def _get(fields: dict[str, Any], path: str) -> Any:
+#: a highlight as `highlights` reads it, made once from `HIGHLIGHTS` (not parsed per frame):
+#: (how, label or the word when true, the word when false, the path's steps)
+Rule = tuple[int, str, str, tuple[str, ...]]
+_TEXT: Final = 0  # label then value
+_WORD: Final = 1  # "!yes|no"
+_RANGE: Final = 2  # ".."
+
+
+def _rule(label: str, path: str) -> Rule:
+    steps = tuple(path.split("."))
+    if label.startswith("!"):
+        yes, _, no = label[1:].partition("|")
+        return (_WORD, yes, no, steps)
+    return (_RANGE if label == ".." else _TEXT, label, "", steps)
+
+
+RULES: Final[dict[str, dict[str, tuple[Rule, ...]]]] = {
+    table: {
+        name: tuple([_rule(label, path) for label, path in rules]) for name, rules in by.items()
+    }
+    for table, by in HIGHLIGHTS.items()
+}
+
+
+def _get(fields: dict[str, Any], path: tuple[str, ...]) -> Any:
     value: Any = fields
-    for step in path.split("."):
+    for step in path:
         if not isinstance(value, dict) or step not in value:
             return _MISSING
         value = value[step]
@@ -210,7 +234,14 @@ def _get(fields: dict[str, Any], path: str) -> Any:
 
 
 def _text(value: Any) -> str:
-    if isinstance(value, list):
+    if isinstance(value, str):
+        text = value.replace("\n", " ")
+    # an int's digits hold no line break and nothing to escape; not a bool's word, which
+    # compiled code that narrowed the value to int would print as 0 (hence not isinstance)
+    elif type(value) is int:
+        text = str(value)
+        return text if len(text) <= MAX_VALUE else text[: MAX_VALUE - 1] + "…"
+    elif isinstance(value, list):
         text = ",".join(_text(v) for v in value)
     elif isinstance(value, dict):
         text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
@@ -240,24 +271,27 @@ def highlights(frame: Frame) -> str:
     if frame.kind == TRANSPORT:
         return transport_detail(frame.fields)
     if frame.kind == "layer":
-        table = HIGHLIGHTS["layer"]
+        table = RULES["layer"]
     else:
-        table = HIGHLIGHTS["1.0" if frame.version == "1.0" else "0-9-1"]
+        table = RULES["1.0" if frame.version == "1.0" else "0-9-1"]
+    rules = table.get(frame.name)
+    if rules is None:
+        return ""
+    fields = frame.fields
     out: list[str] = []
-    for label, path in table.get(frame.name, ()):
-        value = _get(frame.fields, path)
+    for how, label, no, path in rules:
+        value = fields.get(path[0], _MISSING) if len(path) == 1 else _get(fields, path)
         if value is _MISSING or value is None or value == "" or value == REDACTED:
             continue
-        if label.startswith("!"):
-            yes, _, no = label[1:].partition("|")
-            word = yes if value else no
+        if how == _WORD:
+            word = label if value else no
             if word:
                 out.append(word)
-        elif label == "..":
+        elif how == _RANGE:
             if out and out[-1] != str(value):
                 out[-1] = f"{out[-1]}..{value}"
         else:
-            text = f"{label}{_text(value)}"
+            text = label + _text(value)
             if out and text.startswith(out[-1]):  # "PRECONDITION_FAILED - ..." says it already
                 out[-1] = text
             else:

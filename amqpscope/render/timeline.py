@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Final
 
-from amqpscope.codec.frames import TRANSPORT, Frame, is_error
+from amqpscope.codec.frames import TRANSPORT, Frame, error_in
 from amqpscope.render.lines import ARROWS, highlights, safe, transport_name
 from amqpscope.track.tracker import Tracker
 
@@ -168,6 +168,7 @@ class Timeline:
         self._colours = True  # SGR codes written at all (not --color never)
         self._no_colour = False  # NO_COLOR: attributes without colours, as rich does
         self._styles: dict[str, AnsiStyle] = {}
+        self._sgrs: dict[str, str] = {}  # a style's SGR code, as `_sgr` writes it
         self._width = 0  # the console's width, asked at the start of each block of lines
         self.collapse = collapse
         self.body = body
@@ -201,7 +202,8 @@ class Timeline:
                 return
             if key != run_key:
                 self._flush()
-            if frame.findings or is_error(frame) or frame.kind in ("protocol-header", TRANSPORT):
+            error = error_in(frame.findings, frame.fields, frame.name)
+            if error or frame.kind in ("protocol-header", TRANSPORT):
                 self._flush()
                 self._print(frame)
                 return
@@ -275,8 +277,9 @@ class Timeline:
                     self.out.flush()  # type: ignore[union-attr]
                     return
                 pending = self._pending
-                pending.append(line + "\n")
-                if len(pending) >= PENDING_LINES:
+                pending.append(line)
+                pending.append("\n")  # not `line + "\n"`: a copy of the line less
+                if len(pending) >= 2 * PENDING_LINES:
                     self.write_pending()
                 return
             self.write_pending()  # rich writes to `out` too: what came before goes first
@@ -321,12 +324,51 @@ class Timeline:
             self._styles[name] = style
         return style
 
+    def _sgr(self, name: str) -> str:
+        """A STYLES value's SGR code as rich opens a run in it ("" for none)."""
+        code = self._sgrs.get(name)
+        if code is None:
+            bold, dim, colour = self._style(name)
+            codes = [c for c, on in (("1", bold), ("2", dim), (colour, bool(colour))) if on]
+            code = f"\x1b[{';'.join(codes)}m" if codes else ""
+            self._sgrs[name] = code
+        return code
+
     def _ansi(self, pieces: list[Piece], width: int) -> str | None:
         """The line as rich prints it on this terminal (styled, cut to `width` with "…"), or
-        None when rich must (a character rich changes, or not one cell wide)."""
+        None when rich must (a character rich changes, or not one cell wide).
+
+        Most lines are uncut pieces that do not overlap (no outcome word in a detail, no
+        error's detail): each styled piece is then a run of its own, written in its style's
+        code without computing spans (`_spans`)."""
         plain = "".join([text for text, _ in pieces])
         if ONE_CELL.fullmatch(plain) is None:
             return None
+        if len(plain) > width:
+            return self._spans(pieces, plain, width)
+        if not self._colours:
+            return plain + "\n"
+        out: list[str] = []
+        for text, style in pieces:
+            if not text:
+                continue
+            if style == DETAIL:
+                for word in OUTCOMES:
+                    if word in text:
+                        return self._spans(pieces, plain, width)
+                out.append(text)
+            elif style == ERROR_DETAIL:
+                return self._spans(pieces, plain, width)
+            elif style:
+                code = self._sgr(style)
+                out.append(code + text + "\x1b[0m" if code else text)
+            else:
+                out.append(text)
+        out.append("\n")
+        return "".join(out)
+
+    def _spans(self, pieces: list[Piece], plain: str, width: int) -> str:
+        """`_ansi` of any line: rich's spans, cut to `width`, each run in the styles over it."""
         # spans as rich_text makes them, in its order: later ones win a colour
         spans: list[tuple[int, int, AnsiStyle]] = []
         at = 0
@@ -420,9 +462,29 @@ def legend_text(frame: Frame) -> str:
     return f"c{frame.conn}  {client} → {server}  {speaks}"
 
 
+#: the piece of a line after its time (" c1 → ch1   "), by (connection, arrow, channel): the same
+#: for most frames of a connection, made once; forgotten whole when it holds `MIDDLES_KEPT`
+_MIDDLES: Final[dict[tuple[int, str, int | None], str]] = {}
+MIDDLES_KEPT: Final = 4096
+
+
+def seconds(x: float) -> str:
+    """`"%10.6f" % x`, made from integers where that is sure to say the same (most times: float
+    formatting was a third of a line's prefix). `x` in microseconds, rounded, is the number
+    printed unless `x * 1e6` lies within a thousandth of a rounding tie: its float error, under
+    1e12 (x under 1e6 seconds), is below 3e-4."""
+    if x > 0.0 and x < 1e6:
+        micro = x * 1e6 + 0.5
+        n = int(micro)
+        off = micro - n
+        if 0.001 < off < 0.999:
+            whole = n // 1_000_000
+            return (str(whole) + "." + str(n - whole * 1_000_000 + 1_000_000)[1:]).rjust(10)
+    return "%10.6f" % x  # noqa: UP031 (compiled, % is a C call; format() is not)
+
+
 def prefix_pieces(frame: Frame, number: str, t0: float) -> list[Piece]:
     """The start of a frame's line: its number, time from `t0`, connection, arrow, channel."""
-    channel = "" if frame.channel is None else "ch" + str(frame.channel)
     arrow = ARROWS.get(frame.direction, "-")
     if frame.kind == TRANSPORT and not frame.fields.get("by"):
         arrow = "-"  # an idle end: nobody sent anything
@@ -430,13 +492,17 @@ def prefix_pieces(frame: Frame, number: str, t0: float) -> list[Piece]:
     if source is not None and not frame.ts:  # a log line without a time: its number
         when = ("L" + str(source.get("line", ""))).rjust(10)
     else:
-        when = "%10.6f" % (frame.ts - t0)
-    # str methods and %: compiled, f-strings with a format spec go through format()
-    return [
-        (number.rjust(7) + " ", ""),
-        (when, TIME_STYLE),
-        (" c" + str(frame.conn) + " " + arrow + " " + channel.ljust(5) + " ", ""),
-    ]
+        when = seconds(frame.ts - t0)
+    key = (frame.conn, arrow, frame.channel)
+    middle = _MIDDLES.get(key)
+    if middle is None:
+        channel = "" if frame.channel is None else "ch" + str(frame.channel)
+        # str methods and %: compiled, f-strings with a format spec go through format()
+        middle = " c" + str(frame.conn) + " " + arrow + " " + channel.ljust(5) + " "
+        if len(_MIDDLES) >= MIDDLES_KEPT:
+            _MIDDLES.clear()
+        _MIDDLES[key] = middle
+    return [(number.rjust(7) + " ", ""), (when, TIME_STYLE), (middle, "")]
 
 
 def name_piece(frame: Frame, error: bool) -> Piece:
@@ -459,7 +525,7 @@ def name_piece(frame: Frame, error: bool) -> Piece:
 def frame_pieces(frame: Frame, t0: float, body: bool = False) -> list[Piece]:
     """One frame's line of the timeline, as pieces: what `read` prints and the TUI's frame list
     draws (times count from `t0`, the first frame's)."""
-    error = is_error(frame)
+    error = error_in(frame.findings, frame.fields, frame.name)
     line = prefix_pieces(frame, str(frame.number), t0)
     line.append(name_piece(frame, error))
     if frame.kind == "protocol-header":

@@ -28,13 +28,13 @@ KINDS: Final = {
 }
 #: KINDS by frame type, as a tuple of the 256 types ("" for none): no dict lookup per frame
 KIND_OF: Final = tuple(KINDS.get(ftype, "") for ftype in range(256))
-#: the method tables by the frame's class and method ids read as one number (class-id << 16 |
-#: method-id): `make_frame` names a method with no tuple made and hashed. Bound here as Final:
-#: compiled, a Final name is read directly, any other module-level name (or another module's
-#: attribute) by a dictionary lookup per use
-METHOD_IDS: Final = struct.Struct(">I")
-METHODS_091_BY_ID: Final = {c << 16 | m: method for (c, m), method in spec.METHODS.items()}
-METHODS_08_BY_ID: Final = {c << 16 | m: method for (c, m), method in spec08.METHODS.items()}
+#: the methods' names by the frame's class and method ids read as one number (class-id << 16 |
+#: method-id): `make_frame` names a method with no tuple made and hashed, and no attribute of a
+#: Method (a NamedTuple, read by getattr when compiled). Bound here as Final: compiled, a Final
+#: name is read directly, any other module-level name (or another module's attribute) by a
+#: dictionary lookup per use
+NAMES_091_BY_ID: Final = {c << 16 | m: method.name for (c, m), method in spec.METHODS.items()}
+NAMES_08_BY_ID: Final = {c << 16 | m: method.name for (c, m), method in spec08.METHODS.items()}
 #: largest frame believed while hunting for a boundary (RabbitMQ's default frame_max is 128 KiB;
 #: peers may negotiate more, which is fine once framing is locked)
 HUNT_MAX_FRAME: Final = 4 * 1024 * 1024
@@ -103,18 +103,30 @@ def frame_length(buf: bytes | bytearray | memoryview, off: int, checked: bool = 
 
 def make_frame(data: bytes, version: str) -> k.Frame:
     """Name the complete frame `data` (header to frame-end) and note what is wrong with it."""
-    ftype, channel, size = FRAME_HEADER.unpack_from(data)
-    if data[-1] == FRAME_END:  # the common case, first and without a findings list
+    n = len(data)
+    if n > HEADER_SIZE and data[n - 1] == FRAME_END:
+        # the common case, first and without a findings list; the header read byte by byte
+        # (natively, compiled), not by struct
+        ftype = data[0]
+        channel = data[1] << 8 | data[2]
         if ftype == TYPE_METHOD:
-            if size >= 4:
-                methods = METHODS_08_BY_ID if version == "0-8" else METHODS_091_BY_ID
-                method = methods.get(METHOD_IDS.unpack_from(data, HEADER_SIZE)[0])
-                if method is not None:
-                    return k.Frame(version, k.METHOD, method.name, channel, data)
+            size = data[3] << 24 | data[4] << 16 | data[5] << 8 | data[6]
+            if size >= 4 and n >= HEADER_SIZE + 4:
+                ids = data[7] << 24 | data[8] << 16 | data[9] << 8 | data[10]
+                names = NAMES_08_BY_ID if version == "0-8" else NAMES_091_BY_ID
+                name = names.get(ids)
+                if name is not None:
+                    return k.Frame(version, k.METHOD, name, channel, data)
         else:
             kind = KIND_OF[ftype]
             if kind:
                 return k.Frame(version, kind, kind, channel, data)
+    return _checked_frame(data, version)
+
+
+def _checked_frame(data: bytes, version: str) -> k.Frame:
+    """`make_frame` of a frame that is not the common case: its findings."""
+    ftype, channel, size = FRAME_HEADER.unpack_from(data)
     findings: list[Finding] = []
     kind = KINDS.get(ftype)
     if data[-1] != FRAME_END:

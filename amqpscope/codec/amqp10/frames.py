@@ -89,7 +89,11 @@ def frame_length(buf: bytes | bytearray | memoryview, off: int) -> int:
     splitting a stream known to be 1.0; -1 if the size or data offset cannot be right."""
     if len(buf) - off < HEADER_SIZE:
         return 0
-    size, doff = _SIZE_DOFF.unpack_from(buf, off)
+    if isinstance(buf, bytes):  # the usual case: read byte by byte, natively when compiled
+        size = buf[off] << 24 | buf[off + 1] << 16 | buf[off + 2] << 8 | buf[off + 3]
+        doff = buf[off + 4]
+    else:
+        size, doff = _SIZE_DOFF.unpack_from(buf, off)
     if size < HEADER_SIZE or doff < 2 or doff * 4 > size:
         return -1
     return size
