@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import json
-import re
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from PIL import Image
 
 from amqpscope.cli import main
 from tests import browser
+from tests.test_report import data_of
 
 pytestmark = pytest.mark.skipif(not browser.available(), reason="needs Debian's chromium")
 
@@ -93,9 +93,7 @@ def test_page_draws_without_errors_or_requests(
     tmp_path: Path, chromium: browser.Chromium, capture: str
 ) -> None:
     page_file = make(tmp_path, CAPTURES / capture)
-    data = json.loads(
-        re.search(rb'id="report-data">(.*?)</script>', page_file.read_bytes(), re.S).group(1)  # type: ignore[union-attr]
-    )
+    data = data_of(page_file.read_bytes())
     page = opened(chromium, page_file)
     assert page.console_errors == []
     assert foreign(page, page_file) == []
@@ -228,7 +226,7 @@ def test_hostile_strings_are_inert(tmp_path: Path, chromium: browser.Chromium) -
     assert "\u202e" not in listed
     drawn = page.eval("document.getElementById('sequence').textContent")
     assert "q=amqpscope.091-html-names.<script>window.pwned=1</script><im…" in drawn
-    rows = page.eval("JSON.parse(document.getElementById('report-data').textContent).rows")
+    rows = page.eval("window.amqpscopeReport.rows()")
     shown = {}
     for name in ("queue.declare", "content-header", "channel.close"):
         number = next(r[0] for r in rows if r[5] == name)
