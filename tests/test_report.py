@@ -414,3 +414,37 @@ def test_a_frame_trace_log(tmp_path: Path) -> None:
         assert tree["name"][1] == record["name"] and "source" in tree
     links = [u for u in data["units"] if u["kind"] == "link"]
     assert sorted(cell(data, u, "deliveries") for u in links) == [6, 6]
+
+
+def test_a_page_over_its_budget_leaves_out_messages_then_fields_then_rows() -> None:
+    """page.packed_frames within a smaller and smaller budget: the records lose their messages,
+    then their fields, then the last rows go; the facts say which, and what is left is the
+    capture's start, whole."""
+    from amqpscope.capture.files import open_capture
+    from amqpscope.dissect import Dissector
+    from amqpscope.render.html import report_data
+    from amqpscope.render.html.page import packed_frames
+
+    def data() -> dict:
+        with open_capture(str(CAPTURES / "10-send-receive.pcap")) as capture:
+            return report_data(Dissector().run(capture), {"file": "x"})
+
+    whole = len(packed_frames(data(), 10**9))
+    seen = []
+    for budget in (whole, whole - 1, whole // 2, whole // 3, whole // 6):
+        made = data()
+        block = packed_frames(made, budget)
+        assert len(block) <= budget
+        frames = unpack(block)
+        facts = made["facts"]
+        seen.append(facts["records"])
+        records = frames["records"]
+        assert len(records) == len(frames["rows"]) == facts["frames"] - facts["rows-left-out"]
+        assert [r["frame"] for r in records] == list(range(1, len(records) + 1))
+        if facts["records"] != "whole":
+            assert not any("message" in r for r in records)
+        if facts["records"] == "frame keys only":
+            assert not any("fields" in r for r in records)
+    assert seen[0] == "whole" and seen[1] != "whole"
+    assert seen[-1] == "frame keys only"
+    assert made["facts"]["rows-left-out"] > 0

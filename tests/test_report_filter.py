@@ -32,7 +32,6 @@ SOURCES = [
     "091-channel-errors.pcap",
     "091-html-names.pcap",
     "10-send-receive.pcap",
-    "10-bad-address.pcap",
     "log-proton-broker.log",
 ]
 
@@ -346,6 +345,67 @@ def generated(records: list[dict[str, Any]], seed: str) -> list[str]:
     return out
 
 
+#: pieces of filters, well and badly formed, for random ones
+PIECES = [
+    "name",
+    "fields.handle",
+    "fields.reply-code",
+    "findings",
+    "frame",
+    "x[0]",
+    "a.b-c",
+    "==",
+    "!=",
+    "<",
+    ">=",
+    "contains",
+    "matches",
+    "and",
+    "or",
+    "not",
+    "&&",
+    "||",
+    "!",
+    "(",
+    ")",
+    "[",
+    "]",
+    ".",
+    "1",
+    "-2",
+    "3.5",
+    "1e3",
+    '"x"',
+    "'y'",
+    '"a\\"b"',
+    "true",
+    "null",
+    "false",
+    "=",
+    "-",
+    "@",
+    "'",
+    '"',
+    "\u00e9",
+    "\u202e",
+    " ",
+    "\t",
+    "1x",
+    "_",
+    "$v",
+]
+
+
+def random_filters(seed: str, count: int) -> list[str]:
+    """Sequences of pieces: mostly errors, some valid, each error's column somewhere else."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        pieces = [rng.choice(PIECES) for _ in range(rng.randrange(1, 8))]
+        out.append("".join(p + rng.choice(["", " ", " "]) for p in pieces))
+    return out
+
+
 def python(expression: str, records: list[dict[str, Any]]) -> list[int] | str:
     try:
         predicate = compile_filter(expression)
@@ -405,7 +465,7 @@ def test_same_frames_and_errors_as_the_command_line(
     page = opened(chromium, make(tmp_path, source))
     # the page holds every frame's record, as read --json has it
     assert json.loads(page.eval(RECORDS_AS_JSON)) == records
-    expressions = FILTERS + generated(records, source)
+    expressions = FILTERS + generated(records, source) + random_filters(source, 300)
     fields = ["name", "src", "fields.reply-text", "message.body.text", "fields.address"]
     expressions += [
         f"{fields[i % len(fields)]} matches {literal(p)}" for i, p in enumerate(PATTERNS)

@@ -201,7 +201,7 @@ class ReportBuilder:
             frame.direction,
             frame.channel,
             safe(name),
-            highlights(frame),
+            safe(highlights(frame)),
             flags,
             [safe(f.code) for f in frame.findings],
             self._link(frame),
@@ -285,10 +285,10 @@ class ReportBuilder:
                     {"conn": c, "channel": ch, "dir": d, "points": points}
                     for (c, ch, d), points in sorted(self.windows.items())
                 ],
-                "rows": self.rows,
                 "details": {str(n): tree for n, tree in self.details.items()},
             }
         )
+        data["rows"] = self.rows  # made safe as each was made (`_row`): not walked again
         data["records"] = self.records  # raw: the page's -Y sees what read -Y sees (pack.py)
         return data
 

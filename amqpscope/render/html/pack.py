@@ -35,9 +35,10 @@ LEVEL: Final = 6
 
 def tagged(value: Any) -> Any:
     """`value` as JSON can carry it to the page (see the module's docstring)."""
-    if isinstance(value, bool) or value is None or isinstance(value, str):
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
         return value
-    if isinstance(value, int):
+    if kind is int:
         return value if -SAFE < value < SAFE else {TAG: ["i", str(value)]}
     if isinstance(value, float):
         return value if math.isfinite(value) else {TAG: ["f", repr(value)]}
@@ -66,7 +67,7 @@ def _leaf(values: list[Any]) -> dict[str, Any]:
                 out.append(m - prev)
                 prev = m
             return {"u": out}
-    return {"v": [tagged(v) for v in values]}
+    return {"v": [v if type(v) is str else tagged(v) for v in values]}
 
 
 class Shredder:
@@ -94,7 +95,11 @@ class Shredder:
                 kid = children.get(key)
                 if kid is None:
                     kid = children[key] = Shredder()
-                kid.add(child)
+                if type(child) is dict and child:
+                    kid.add(child)
+                else:  # most values: no call
+                    kid.shape_of.append(-1)
+                    kid.others.append(child)
         else:
             self.shape_of.append(-1)
             self.others.append(value)
