@@ -9,6 +9,6 @@ from pathlib import Path
 CAPTURES = Path(__file__).resolve().parent.parent / "captures"
 sys.path.insert(0, str(CAPTURES.parent / "bench"))
 
-from synth import multiply  # noqa: E402
+from synth import build_091, multiply  # noqa: E402
 
-__all__ = ["CAPTURES", "multiply"]
+__all__ = ["CAPTURES", "build_091", "multiply"]

@@ -28,12 +28,16 @@ from amqpscope.render.html.model import (
     clean,
     compact_tree,
 )
+from amqpscope.render.html.pack import unpack
 from amqpscope.render.html.page import data_json
 from tests.test_secrets import LOGINS, forms
 
 ROOT = Path(__file__).resolve().parent.parent
 CAPTURES = ROOT / "captures"
 DATA_BLOCK = re.compile(rb'<script type="application/json" id="report-data">(.*?)</script>', re.S)
+FRAMES_BLOCK = re.compile(
+    rb'<script type="application/octet-stream" id="report-frames">(.*?)</script>'
+)
 
 
 def make(tmp_path: Path, capture: str, *args: str) -> bytes:
@@ -46,9 +50,11 @@ def make(tmp_path: Path, capture: str, *args: str) -> bytes:
 
 
 def data_of(page: bytes) -> dict:
+    """The page's data, its frames' block unpacked into it (rows, records, details)."""
     match = DATA_BLOCK.search(page)
-    assert match, "no data block"
-    return json.loads(match.group(1))
+    frames = FRAMES_BLOCK.search(page)
+    assert match and frames, "no data block"
+    return {**json.loads(match.group(1)), **unpack(frames.group(1).decode())}
 
 
 def cell(data: dict, unit: dict, column: str) -> object:
@@ -228,21 +234,26 @@ def test_the_diagnoses_are_diagnose_s(tmp_path: Path) -> None:
 def test_no_password_unless_asked(tmp_path: Path, capture: str) -> None:
     password, user = LOGINS[capture]
     page = make(tmp_path, capture).decode()
-    for form in forms(password, user):
-        assert form not in page, form
     data = data_of(page.encode())
+    unpacked = json.dumps(data, ensure_ascii=False)  # the frames' records and trees too
+    for form in forms(password, user):
+        assert form not in page and form not in unpacked, form
     values = json.dumps(data["details"])
     assert "<redacted>" in values.replace("\\u003c", "<").replace("\\u003e", ">")
-    shown = make(tmp_path, capture, "--show-secrets").decode()
+    assert "<redacted>" in json.dumps(data["records"])
+    shown = json.dumps(data_of(make(tmp_path, capture, "--show-secrets")), ensure_ascii=False)
     assert password in shown or password.encode().hex() in shown
 
 
 def test_redact_bodies_keeps_no_payload(tmp_path: Path) -> None:
     truth = json.loads((CAPTURES / "091-hostile-names.json").read_text())["expect"]
     body_start = truth["body"].split("\x1b")[0].strip()  # "body"
-    kept = make(tmp_path, "091-publish-consume.pcap")
-    redacted = make(tmp_path, "091-publish-consume.pcap", "--redact-bodies")
-    assert data_of(redacted)["facts"]["redact-bodies"] is True
+    kept_page = make(tmp_path, "091-publish-consume.pcap")
+    redacted_page = make(tmp_path, "091-publish-consume.pcap", "--redact-bodies")
+    assert data_of(redacted_page)["facts"]["redact-bodies"] is True
+    # the page and its frames' block unpacked (rows, records, trees)
+    kept = kept_page + json.dumps(data_of(kept_page)).encode()
+    redacted = redacted_page + json.dumps(data_of(redacted_page)).encode()
     texts = [r for r in read_json("091-publish-consume.pcap") if r.get("message")]
     bodies = [m["message"]["body"].get("text") for m in texts if "text" in m["message"]["body"]]
     assert bodies and body_start
@@ -252,17 +263,24 @@ def test_redact_bodies_keeps_no_payload(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("capture", ["091-hostile-names.pcap", "091-html-names.pcap"])
 def test_hostile_strings_are_escaped_text(tmp_path: Path, capture: str) -> None:
-    """Control and direction-override characters become visible escapes; nothing in the data
-    block can end it or open markup."""
+    """Control and direction-override characters become visible escapes in all the page
+    shows; nothing in the data block can end it or open markup, the frames' block is base64.
+    The records alone keep them raw (the page's -Y must see what read -Y sees); they are
+    never shown."""
     page = make(tmp_path, capture)
     block = DATA_BLOCK.search(page)
-    assert block
+    frames = FRAMES_BLOCK.search(page)
+    assert block and frames
     raw = block.group(1)
     assert b"<" not in raw and b">" not in raw and b"&" not in raw
+    assert re.fullmatch(rb"[A-Za-z0-9+/=]*", frames.group(1))
     assert not re.search(rb"[\x00-\x08\x0b-\x1f\x7f]", page)
-    text = json.dumps(data_of(page), ensure_ascii=False)
-    assert "\u202e" not in text and "\x1b" not in text  # the characters never reach the page
-    assert "\\\\u202e" in text  # their visible escapes do
+    data = data_of(page)
+    records = data.pop("records")
+    text = json.dumps(data, ensure_ascii=False)
+    assert "\u202e" not in text and "\x1b" not in text  # the characters are never shown
+    assert "\\\\u202e" in text  # their visible escapes are
+    assert "\u202e" in json.dumps(records, ensure_ascii=False)
 
 
 def test_data_block_escapes_markup() -> None:
@@ -281,6 +299,8 @@ def test_page_fetches_nothing_and_runs_only_its_own_scripts(tmp_path: Path) -> N
     # the data (never run), BokehJS, the page's script: each listed by hash in the CSP
     assert re.findall(r"^<script[^>]*>", page, re.M) == [
         '<script type="application/json" id="report-data">',
+        '<script type="application/octet-stream" id="report-frames">',
+        "<script>",
         "<script>",
         "<script>",
     ]
@@ -340,8 +360,9 @@ def test_bad_input_is_one_line(tmp_path: Path, args: list[str], code: int, messa
 
 
 def test_a_100k_frame_capture_stays_under_5_mb(tmp_path: Path) -> None:
-    """610 copies of a recorded connection (made at run time): 100,040 frames. The page keeps
-    MAX_ROWS rows, says how many it left out, and stays under 5 MB."""
+    """610 copies of a recorded connection (made at run time): 100,040 frames. Every one has
+    its row and its whole record in the page (the list pages through them, the filter sees
+    them all), and the page stays under 5 MB."""
     from tests.bigcapture import multiply
 
     big = tmp_path / "big.pcap"
@@ -353,7 +374,9 @@ def test_a_100k_frame_capture_stays_under_5_mb(tmp_path: Path) -> None:
     assert len(page) < 5_000_000
     data = data_of(page)
     assert data["facts"]["frames"] == 610 * 164
-    assert data["facts"]["rows-left-out"] == data["facts"]["frames"] - len(data["rows"]) > 0
+    assert data["facts"]["rows-left-out"] == 0 and data["facts"]["records"] == "whole"
+    assert [r[0] for r in data["rows"]] == list(range(1, 610 * 164 + 1))
+    assert [r["frame"] for r in data["records"]] == list(range(1, 610 * 164 + 1))
     assert len(data["connections"]) == 610 and len(data["units"]) == 610
     assert sum(1 for u in data["units"] if u["plotted"]) == 24
 
@@ -391,3 +414,37 @@ def test_a_frame_trace_log(tmp_path: Path) -> None:
         assert tree["name"][1] == record["name"] and "source" in tree
     links = [u for u in data["units"] if u["kind"] == "link"]
     assert sorted(cell(data, u, "deliveries") for u in links) == [6, 6]
+
+
+def test_a_page_over_its_budget_leaves_out_messages_then_fields_then_rows() -> None:
+    """page.packed_frames within a smaller and smaller budget: the records lose their messages,
+    then their fields, then the last rows go; the facts say which, and what is left is the
+    capture's start, whole."""
+    from amqpscope.capture.files import open_capture
+    from amqpscope.dissect import Dissector
+    from amqpscope.render.html import report_data
+    from amqpscope.render.html.page import packed_frames
+
+    def data() -> dict:
+        with open_capture(str(CAPTURES / "10-send-receive.pcap")) as capture:
+            return report_data(Dissector().run(capture), {"file": "x"})
+
+    whole = len(packed_frames(data(), 10**9))
+    seen = []
+    for budget in (whole, whole - 1, whole // 2, whole // 3, whole // 6):
+        made = data()
+        block = packed_frames(made, budget)
+        assert len(block) <= budget
+        frames = unpack(block)
+        facts = made["facts"]
+        seen.append(facts["records"])
+        records = frames["records"]
+        assert len(records) == len(frames["rows"]) == facts["frames"] - facts["rows-left-out"]
+        assert [r["frame"] for r in records] == list(range(1, len(records) + 1))
+        if facts["records"] != "whole":
+            assert not any("message" in r for r in records)
+        if facts["records"] == "frame keys only":
+            assert not any("fields" in r for r in records)
+    assert seen[0] == "whole" and seen[1] != "whole"
+    assert seen[-1] == "frame keys only"
+    assert made["facts"]["rows-left-out"] > 0

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import json
-import re
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from PIL import Image
 
 from amqpscope.cli import main
 from tests import browser
+from tests.test_report import data_of
 
 pytestmark = pytest.mark.skipif(not browser.available(), reason="needs Debian's chromium")
 
@@ -93,9 +93,7 @@ def test_page_draws_without_errors_or_requests(
     tmp_path: Path, chromium: browser.Chromium, capture: str
 ) -> None:
     page_file = make(tmp_path, CAPTURES / capture)
-    data = json.loads(
-        re.search(rb'id="report-data">(.*?)</script>', page_file.read_bytes(), re.S).group(1)  # type: ignore[union-attr]
-    )
+    data = data_of(page_file.read_bytes())
     page = opened(chromium, page_file)
     assert page.console_errors == []
     assert foreign(page, page_file) == []
@@ -182,7 +180,18 @@ def test_evidence_and_keyboard_reach_frames(tmp_path: Path, chromium: browser.Ch
 def test_lanes_and_errors_survive_greyscale(tmp_path: Path, chromium: browser.Chromium) -> None:
     """Colour is never the only mark: each lane has its own dash pattern, an error arrow a
     heavier line and a mark in its label, a severity its word."""
-    page = opened(chromium, make(tmp_path, CAPTURES / "091-channel-errors.pcap"))
+    capture = CAPTURES / "091-channel-errors.pcap"
+    page = opened(chromium, make(tmp_path, capture))
+    # 0-9-1: a lane per channel, channel 0 the connection's
+    result = CliRunner().invoke(main, ["read", "--json", str(capture)])
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    wanted = {r["frame"]: expected_lane(r, {}) for r in records}
+    drawn = page.eval(
+        "[...document.querySelectorAll('#sequence g.arrow')]"
+        ".map(g => [+g.dataset.frame, g.dataset.lane])"
+    )
+    assert drawn and all(wanted[frame] == lane for frame, lane in drawn)
+    assert len({lane for _, lane in drawn}) >= 3
     lanes = page.eval(
         "[...document.querySelectorAll('#diagram-legend line')]"
         ".map(l => l.getAttribute('stroke-dasharray'))"
@@ -228,7 +237,7 @@ def test_hostile_strings_are_inert(tmp_path: Path, chromium: browser.Chromium) -
     assert "\u202e" not in listed
     drawn = page.eval("document.getElementById('sequence').textContent")
     assert "q=amqpscope.091-html-names.<script>window.pwned=1</script><im…" in drawn
-    rows = page.eval("JSON.parse(document.getElementById('report-data').textContent).rows")
+    rows = page.eval("window.amqpscopeReport.rows()")
     shown = {}
     for name in ("queue.declare", "content-header", "channel.close"):
         number = next(r[0] for r in rows if r[5] == name)
@@ -320,4 +329,90 @@ def test_zoom_to_a_time_range(tmp_path: Path, chromium: browser.Chromium) -> Non
     assert from_plots and all(1.0 <= t <= 1.1 for t in from_plots)
     page.click("#diagram-reset")
     assert page.eval("document.querySelectorAll('#sequence g.arrow').length") == every
+    assert page.console_errors == []
+
+
+def expected_lane(record: dict, links: dict) -> str:
+    """A frame's lane as the issue asks, from its record: 1.0 connection frames their own,
+    then a link's frames (by the name its attach gave the handle, either way) its own, the
+    rest its session's; 0-9-1 its channel (channel 0 the connection's)."""
+    channel, fields = record["channel"], record["fields"]
+    if record["version"] != "1.0":
+        return "connection" if channel in (None, 0) else f"channel {channel}"
+    if channel is None or record["name"] in ("open", "close", "empty", "heartbeat"):
+        return "connection"
+    handle = fields.get("handle")
+    if isinstance(handle, int) and not isinstance(handle, bool):
+        key = (channel, record["dir"], handle)
+        if record["name"] == "attach":
+            links[key] = fields["name"]
+        return f"session {channel}, link {links.get(key, f'handle {handle}')}"
+    return f"session {channel}"
+
+
+def test_links_have_lanes_of_their_own(tmp_path: Path, chromium: browser.Chromium) -> None:
+    """Each arrow sits in its lane (a 1.0 link, session or the connection): a track of its own
+    between the lifelines, the arrow's mark on it (0-9-1 channels: the greyscale test)."""
+    capture = "10-credit-starved.pcap"
+    result = CliRunner().invoke(main, ["read", "--json", str(CAPTURES / capture)])
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    page = opened(chromium, make(tmp_path, CAPTURES / capture))
+    first = records[0]["conn"]
+    links: dict = {}
+    wanted = {r["frame"]: expected_lane(r, links) for r in records if r["conn"] == first}
+    arrows = page.eval(
+        "[...document.querySelectorAll('#sequence g.arrow')].map(g => [+g.dataset.frame,"
+        " g.dataset.lane, +(g.querySelector('.lane-mark').getAttribute('cx')"
+        " || +g.querySelector('.lane-mark').getAttribute('x') + 4)])"
+    )
+    tracks = dict(
+        page.eval(
+            "[...document.querySelectorAll('#sequence g.track')].map(t => [t.dataset.lane,"
+            " +t.querySelector('line').getAttribute('x1')])"
+        )
+    )
+    assert arrows and all(lane == wanted[frame] for frame, lane, _ in arrows)
+    assert all(x == tracks[lane] for _, lane, x in arrows)  # on its own track
+    assert len(set(tracks.values())) == len(tracks) == len(set(wanted.values()))
+    assert {lane.split(",")[-1].split()[0] for lane in tracks} == {"link", "session", "connection"}
+    assert sum(1 for lane in tracks if ", link " in lane) == 2
+    legend = page.eval(
+        "[...document.querySelectorAll('#diagram-legend .lane')].map(l => l.dataset.lane)"
+    )
+    assert legend == list(tracks)
+    assert page.console_errors == []
+
+
+def test_every_frame_of_a_long_capture_is_reachable(
+    tmp_path: Path, chromium: browser.Chromium
+) -> None:
+    """A recorded connection made long (bench/synth.py): 3,000 messages, past the old cut of
+    20,000 frames. Each has its row: the list's last page ends on the last frame, going to a
+    frame past 20,000 shows it in the list, the diagram and the detail, and the filter box
+    works over all of them (the same frames as read -Y)."""
+    from tests.bigcapture import build_091
+
+    big = tmp_path / "long.pcap"
+    build_091(big, 3_000)
+    page = opened(chromium, make(tmp_path, big))
+    total = page.eval("window.amqpscopeReport.rows().length")
+    facts = page.eval("JSON.parse(document.getElementById('report-data').textContent).facts")
+    assert total == facts["frames"] > 20_000 and facts["rows-left-out"] == 0
+    page.click("#frames-last")
+    last = page.eval(
+        "[...document.querySelectorAll('#frames tbody tr')].map(r => +r.dataset.frame)"
+    )
+    assert last[-1] == total and len(last) == (total % 200 or 200)
+    page.eval("document.getElementById('frames-go').value = '20500'")
+    page.eval("document.getElementById('frames-go').focus()")
+    page.key("Enter", "Enter", 13)
+    page.wait("document.getElementById('detail').dataset.frame === '20500'", "frame 20500")
+    assert page.eval("document.querySelector('#frames tr.chosen').dataset.frame") == "20500"
+    assert page.eval("document.querySelector('#sequence g.selected') !== null")
+    expression = 'frame > 20000 and name == "basic.ack" or fields.delivery-tag == 3'
+    result = CliRunner().invoke(main, ["read", "--json", "-Y", expression, str(big)])
+    wanted = [json.loads(line)["frame"] for line in result.stdout.splitlines()]
+    assert wanted and max(wanted) > 20_000
+    page.eval(f"window.amqpscopeReport.applyFilter({json.dumps(expression)})")
+    assert page.eval("window.amqpscopeReport.shownFrames()") == wanted
     assert page.console_errors == []

@@ -1,6 +1,7 @@
 """Make docs/report.png, the README's picture of a report: `amqpscope report` of a bundled
 capture, opened in Debian's Chromium by the tests' driver (tests/browser.py), an arrow clicked,
-the diagram and its frame's detail taken, then a plot, stacked and reduced to a small palette.
+the diagram and its frame's detail taken, then a plot, then the frame list with a display filter
+typed into its box, stacked and reduced to a small palette.
 
     python3 tools/report_screenshot.py [CAPTURE] [-o docs/report.png]
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import subprocess
 import sys
 import tempfile
@@ -22,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 from tests import browser  # noqa: E402
 
 WIDTH = 1400
+FILTER = 'name == "flow" and fields.link-credit == 0 or findings'
 
 
 def region(page: browser.Page, selector: str, height: int) -> Image.Image:
@@ -35,8 +38,9 @@ def region(page: browser.Page, selector: str, height: int) -> Image.Image:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("capture", nargs="?", default=str(ROOT / "captures/091-qos-prefetch.pcap"))
+    parser.add_argument("capture", nargs="?", default=str(ROOT / "captures/10-credit-starved.pcap"))
     parser.add_argument("-o", "--output", default=str(ROOT / "docs/report.png"))
+    parser.add_argument("-Y", "--filter", default=FILTER, help="Typed into the filter box.")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as where:
         page_file = Path(where) / "report.html"
@@ -52,10 +56,13 @@ def main() -> None:
             page.eval("document.querySelectorAll('#sequence g.arrow')[14].scrollIntoView()")
             page.click("#sequence g.arrow:nth-of-type(16) line.shaft")
             page.eval("document.getElementById('diagram-svg').scrollTop = 280")
+            page.eval(f"document.getElementById('frames-filter').value = {json.dumps(args.filter)}")
+            page.click("#frames-filter-apply")
             parts = [
                 region(page, "#overview", 430),
                 region(page, "#diagram", 760),
                 region(page, "#plot-area", 300),
+                region(page, "#frame-list", 330),
             ]
             if page.console_errors:
                 raise SystemExit(f"console errors: {page.console_errors}")

@@ -125,7 +125,7 @@ def report(
         data = report_data(
             tracked(frames),
             facts,
-            accepts=(lambda frame: predicate(frame.to_json())) if predicate else None,
+            accepts=predicate,
             loose=lambda: source.findings,
             keeps=scope.accepts if scoped else None,
             diagnose=lambda tracker: [d.to_json() for d in diagnoser.diagnoses(tracker)],

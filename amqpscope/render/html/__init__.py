@@ -15,7 +15,7 @@ from amqpscope.track.tracker import Tracker
 def report_data(
     frames: Iterable[Frame],
     facts: dict[str, Any],
-    accepts: Callable[[Frame], bool] | None = None,
+    accepts: Callable[[dict[str, Any]], bool] | None = None,
     loose: Callable[[], list[Finding]] | None = None,
     tracker: Tracker | None = None,
     keeps: Callable[[Frame, float], bool] | None = None,

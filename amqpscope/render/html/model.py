@@ -5,15 +5,19 @@ ride it); `build` takes the finished tracker and returns what the page draws: ca
 connections with their peers, diagnoses, one compact row per frame (its timeline text), a detail
 tree per kept frame, the links' and channels' table rows, and the series to plot.
 
-Bounds: a report of any capture stays under 5 MB, BokehJS's 1.4 included. Frames get a row (the
-diagram and the frame list) until the rows hold `ROW_BYTES` of JSON or `MAX_ROWS` rows; the first
-frames keep a detail tree until the trees hold `DETAIL_BYTES`, and frames with a finding or an
-error keep one within `EVIDENCE_BYTES` more, so evidence links land. Diagnoses, connections and
-links or channels are listed up to `MAX_LISTED` each. Past every bound things are counted, and
-the page says how many were left out (ask for a time range with --from/--to, or --conn).
+Bounds: a report of any capture stays under 5 MB, BokehJS's 1.4 included. Every frame in scope
+gets a row (the diagram and the frame list, both paged) and its record (`Frame.to_json()`, raw,
+for the page's own `-Y`), up to `MAX_ROWS` (memory); page.py packs them (pack.py) and, past its
+byte budget, leaves out the records' messages, then their fields, then rows, and says so. The
+first frames keep a detail tree until the trees hold `DETAIL_BYTES`, and frames with a finding
+or an error keep one within `EVIDENCE_BYTES` more, so evidence links land. Diagnoses,
+connections and links or channels are listed up to `MAX_LISTED` each. Past every bound things
+are counted, and the page says how many were left out (ask for a time range with --from/--to,
+or --conn).
 
-Every captured string is passed through `safe` (control and direction-override characters as
-visible escapes) before it reaches the page; the page only ever sets text, never markup.
+Every captured string shown is passed through `safe` (control and direction-override characters
+as visible escapes) before it reaches the page; the page only ever sets text, never markup. The
+records alone stay raw: the page's filter must see what `read -Y` sees, and never shows them.
 
 A frame's detail is its `read -V` tree (`tree`, given by the caller, which has the dissector's
 layers) with its decoded 0-9-1 message and its findings; a log's frames, which have no bytes,
@@ -32,13 +36,13 @@ from amqpscope.codec.amqp10.tree import DeliveryStarts
 from amqpscope.codec.frames import TRANSPORT, Frame
 from amqpscope.filter import is_error
 from amqpscope.findings import Finding
+from amqpscope.render.html.pack import Shredder
 from amqpscope.render.lines import highlights, safe, transport_name
 from amqpscope.render.tree import NO_BYTES
 from amqpscope.track.tracker import Tracker
 
-#: frames with a row in the diagram and the frame list, and the JSON bytes their rows may take
-MAX_ROWS: Final = 20_000
-ROW_BYTES: Final = 1_500_000
+#: frames with a row (and a record) in the diagram and the frame list: what memory allows
+MAX_ROWS: Final = 200_000
 #: frames with a detail tree kept (the first ones), and the JSON bytes their trees may take
 MAX_DETAILS: Final = 1_000
 DETAIL_BYTES: Final = 1_000_000
@@ -93,13 +97,14 @@ class ReportBuilder:
 
     def __init__(
         self,
-        accepts: Callable[[Frame], bool] | None = None,
+        accepts: Callable[[dict[str, Any]], bool] | None = None,
         max_rows: int = MAX_ROWS,
         max_details: int = MAX_DETAILS,
         keeps: Callable[[Frame, float], bool] | None = None,
         tree: Callable[[Frame, bool], list[dict[str, Any]]] | None = None,
     ) -> None:
-        """`accepts`: the display filter (-Y), which marks the frames the list shows when asked;
+        """`accepts`: the display filter (-Y) over a frame's record, which marks the frames the
+        list shows at first;
         `keeps`: the scope (--conn, --from, --to, ...), outside which frames get no row or
         detail (they are still tracked and plotted); `tree`: a captured frame's `-V` tree as
         `Node.to_json` dicts, given whether it continues a 1.0 delivery (without it, or for a
@@ -116,10 +121,12 @@ class ReportBuilder:
         self.last_ts = 0.0
         self.frames = 0
         self.rows: list[list[Any]] = []
+        self.records = Shredder()  # as columns at once: the frames need not stay in memory
+        #: (conn, channel, dir, handle) -> the name of the 1.0 link its attach gave it
+        self.links: dict[tuple[int, Any, str, Any], str] = {}
         self.rows_left_out = 0
         self.matched = 0
         self.details: dict[int, list[list[Any]]] = {}
-        self.row_bytes = 0
         self.finding_times: dict[int, float] = {}  # frame -> its time, for findings' start
         self.detail_bytes = 0
         self.evidence_bytes = 0
@@ -143,7 +150,8 @@ class ReportBuilder:
         t = round(frame.ts - self.first_ts, 6)
         error = is_error(frame)
         flags = (ERROR if error else 0) | (FINDING if frame.findings else 0)
-        if self.accepts is None or self.accepts(frame):
+        record = frame.to_json() if self.accepts or len(self.rows) < self.max_rows else None
+        if self.accepts is None or self.accepts(record):
             flags |= MATCH
             self.matched += 1
         if frame.kind == TRANSPORT:
@@ -156,10 +164,9 @@ class ReportBuilder:
             self.opens[(frame.conn, frame.direction)] = frame.fields
         if frame.findings and len(self.finding_times) < MAX_FINDING_TIMES:
             self.finding_times[frame.number] = t
-        if len(self.rows) < self.max_rows and self.row_bytes < ROW_BYTES:
-            row = self._row(frame, t, flags)
-            self.row_bytes += _size(row)
-            self.rows.append(row)
+        if len(self.rows) < self.max_rows:
+            self.rows.append(self._row(frame, t, flags))
+            self.records.add(record)
         else:
             self.rows_left_out += 1
         if len(self.details) < self.max_details and self.detail_bytes < DETAIL_BYTES:
@@ -194,10 +201,25 @@ class ReportBuilder:
             frame.direction,
             frame.channel,
             safe(name),
-            highlights(frame),
+            safe(highlights(frame)),
             flags,
             [safe(f.code) for f in frame.findings],
+            self._link(frame),
         ]
+
+    def _link(self, frame: Frame) -> str | None:
+        """The 1.0 link a frame belongs to, by the name its attach gave it (a lane of its own
+        in the diagram); None for session and connection frames, and for 0-9-1."""
+        if frame.version != "1.0" or frame.kind == TRANSPORT:
+            return None
+        handle = frame.fields.get("handle")
+        if not isinstance(handle, int) or isinstance(handle, bool):
+            return None
+        key = (frame.conn, frame.channel, frame.direction, handle)
+        if frame.name == "attach":
+            name = frame.fields.get("name")
+            self.links[key] = safe(name if isinstance(name, str) else f"handle {handle}")
+        return self.links.get(key, f"handle {handle}")
 
     def _window(self, frame: Frame, t: float) -> None:
         window = frame.fields.get("incoming-window")
@@ -229,9 +251,9 @@ class ReportBuilder:
             diagnoses = diagnoses_from(found + loose, self.finding_times)
         connections = summary["connections"]
         units = [u for conn in tracker.connections.values() for u in _units(conn, origin)]
-        return clean(
+        data = clean(
             {
-                "format": 1,
+                "format": 2,
                 "facts": {
                     **facts,
                     "frames": self.frames,
@@ -263,10 +285,12 @@ class ReportBuilder:
                     {"conn": c, "channel": ch, "dir": d, "points": points}
                     for (c, ch, d), points in sorted(self.windows.items())
                 ],
-                "rows": self.rows,
                 "details": {str(n): tree for n, tree in self.details.items()},
             }
         )
+        data["rows"] = self.rows  # made safe as each was made (`_row`): not walked again
+        data["records"] = self.records  # raw: the page's -Y sees what read -Y sees (pack.py)
+        return data
 
 
 #: the tables' columns: (heading, path into a link's or channel's summary; "*" joins a list)
