@@ -47,6 +47,10 @@ _COMPARISONS = ("==", "!=", "<", ">", "<=", ">=", "contains", "matches")
 _KEYWORDS = {"and", "or", "not", "true", "false", "null", "contains", "matches"}
 
 
+#: how deep `(` and `not` may nest (the page's port of this parser, render/html/filter.js, too)
+MAX_NESTING = 100
+
+
 class FilterError(ValueError):
     """A filter that does not parse: `column` is 1-based, for pointing at the problem."""
 
@@ -73,6 +77,12 @@ class _Parser:
             pos = match.end()
         self.tokens.append(("end", "", len(text) + 1))
         self.index = 0
+        self.depth = 0  # of `(` and `not`: the parser recurses, so it is bounded
+
+    def nest(self, col: int) -> None:
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise FilterError(f"nested too deeply (more than {MAX_NESTING} levels)", col)
 
     def peek(self) -> tuple[str, str, int]:
         return self.tokens[self.index]
@@ -115,19 +125,21 @@ class _Parser:
 
     def not_expr(self) -> Predicate:
         if self.is_word("not", "!"):
-            self.take()
+            self.nest(self.take()[2])
             inner = self.not_expr()
+            self.depth -= 1
             return lambda r: not inner(r)
         return self.primary()
 
     def primary(self) -> Predicate:
         kind, value, col = self.peek()
         if kind == "op" and value == "(":
-            self.take()
+            self.nest(self.take()[2])
             inner = self.or_expr()
             kind, value, col = self.take()
             if value != ")":
                 raise FilterError("expected ')'", col)
+            self.depth -= 1
             return inner
         if kind != "word" or value in _KEYWORDS:
             what = "the end" if kind == "end" else repr(value)
@@ -202,8 +214,10 @@ def _comparison(path: tuple[str | int, ...], op: str, expected: Any, col: int) -
             raise FilterError("'matches' needs a quoted regular expression", col)
         try:
             pattern = re.compile(expected)
-        except re.error as exc:
+        except (re.error, OverflowError) as exc:  # OverflowError: a repeat count past 2**32-1
             raise FilterError(f"bad regular expression: {exc}", col) from None
+        except RecursionError:
+            raise FilterError("bad regular expression: nested too deeply", col) from None
 
         def matches(r: Record) -> bool:
             value = _lookup(r, path)

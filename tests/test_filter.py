@@ -87,3 +87,31 @@ def test_any_text_compiles_or_fails_cleanly(text: str) -> None:
     else:
         assert predicate(TRANSFER) in (True, False)
         assert predicate({}) in (True, False)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("(" * 3000 + "frame" + ")" * 3000, "nested too deeply (more than 100 levels)"),
+        ("not " * 101 + "frame", "nested too deeply (more than 100 levels)"),
+        (
+            'name matches "a{4294967296}"',
+            "bad regular expression: the repetition number is too large",
+        ),
+        (
+            'name matches "' + "(" * 5000 + ")" * 5000 + '"',
+            "bad regular expression: nested too deeply",
+        ),
+    ],
+)
+def test_what_python_cannot_compile_is_a_filter_error(text: str, message: str) -> None:
+    """Deep nesting once raised RecursionError and a huge repeat count OverflowError: both ended
+    `read -Y` in "internal error"."""
+    with pytest.raises(FilterError) as caught:
+        compile_filter(text)
+    assert str(caught.value.args[0]) == message or message in str(caught.value)
+
+
+def test_a_hundred_levels_still_parse() -> None:
+    predicate = compile_filter("(" * 50 + "not " * 50 + "frame" + ")" * 50)
+    assert predicate({"frame": 1}) is True

@@ -167,6 +167,13 @@ FILTERS = [
     "name == 'a\"b' ==",
     'name == "a\'b" ==',
     "name == 'a\\\\' ==",
+    # nesting is bounded (the parsers recurse): 100 levels parse, 101 are an error
+    "(" * 100 + "frame" + ")" * 100,
+    "(" * 101 + "frame" + ")" * 101,
+    "not " * 101 + "frame",
+    "(" * 3000 + "frame",
+    'name matches "a{4294967296}"',
+    'name matches "a{1,4294967295}"',
 ]
 
 #: patterns for `matches`: Python's syntax, valid (what they match) and not (what re says)

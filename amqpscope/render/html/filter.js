@@ -91,7 +91,12 @@ var amqpscopeFilter = (function () {
     return tokens;
   }
 
-  function Parser(text) { this.tokens = tokenize(text); this.index = 0; }
+  var MAX_NESTING = 100;  // filter.py's MAX_NESTING
+  function Parser(text) { this.tokens = tokenize(text); this.index = 0; this.depth = 0; }
+  Parser.prototype.nest = function (col) {
+    this.depth += 1;
+    if (this.depth > MAX_NESTING) throw new FilterError("nested too deeply (more than " + MAX_NESTING + " levels)", col);
+  };
   Parser.prototype.peek = function () { return this.tokens[this.index]; };
   Parser.prototype.take = function () { return this.tokens[this.index++]; };
   Parser.prototype.isWord = function (words) {
@@ -118,8 +123,9 @@ var amqpscopeFilter = (function () {
   };
   Parser.prototype.notExpr = function () {
     if (this.isWord(["not", "!"])) {
-      this.take();
+      this.nest(this.take()[2]);
       var inner = this.notExpr();
+      this.depth -= 1;
       return function (r) { return !inner(r); };
     }
     return this.primary();
@@ -127,10 +133,11 @@ var amqpscopeFilter = (function () {
   Parser.prototype.primary = function () {
     var t = this.peek();
     if (t[0] === "op" && t[1] === "(") {
-      this.take();
+      this.nest(this.take()[2]);
       var inner = this.orExpr();
       t = this.take();
       if (t[1] !== ")") throw new FilterError("expected ')'", t[2]);
+      this.depth -= 1;
       return inner;
     }
     if (t[0] !== "word" || KEYWORDS.indexOf(t[1]) >= 0) {
@@ -539,10 +546,10 @@ var amqpscopeFilter = (function () {
           if (source.match(",")) { while (inSet(source.next, DIGITS)) hi += source.get(); }
           else hi = lo;
           if (!source.match("}")) { data.push(["LITERAL", 123]); source.seek(here); continue; }
-          if (lo) { min = Number(lo); if (min >= MAXREPEAT) throw source.error("the repetition number is too large"); }
+          if (lo) { min = Number(lo); if (min >= MAXREPEAT) throw new RegexError("the repetition number is too large"); }
           if (hi) {
             max = Number(hi);
-            if (max >= MAXREPEAT) throw source.error("the repetition number is too large");
+            if (max >= MAXREPEAT) throw new RegexError("the repetition number is too large");
             if (max < min) throw source.error("min repeat greater than max repeat", source.tell() - here);
           }
         }
