@@ -209,10 +209,35 @@ def test_rejections_and_redeliveries_counted_as_the_client_saw_them() -> None:
         truth = expect(stem)["rejection_conditions"]
         assert len(of_code(f"{stem}.pcap", "delivery.rejected")) == len(truth)
     (redelivered,) = of_code("091-ack-nack-reject.pcap", "delivery.redelivered")
-    count = expect("091-ack-nack-reject")["redeliveries"]
-    assert redelivered["title"].startswith(f"{count} deliveries")
-    (frame,) = evidence("091-ack-nack-reject.pcap", redelivered)
-    assert frame["name"] == "basic.deliver" and frame["fields"]["redelivered"] is True
+    truth = expect("091-ack-nack-reject")
+    assert redelivered["title"].startswith(f"{truth['redeliveries']} deliveries")
+    earlier, again = evidence("091-ack-nack-reject.pcap", redelivered)  # both deliveries
+    assert again["name"] == "basic.deliver" and again["fields"]["redelivered"] is True
+    assert earlier["name"] == "basic.deliver" and earlier["fields"]["redelivered"] is False
+    tags = {d["delivery_tag"]: d["body"] for d in truth["delivery_log"]}
+    assert tags[earlier["fields"]["delivery-tag"]] == tags[again["fields"]["delivery-tag"]]
+    assert (
+        f"Frame {again['frame']} delivers again the message of frame {earlier['frame']}"
+        in (redelivered["explanation"])
+    )
+
+
+def test_10_released_message_sent_again_cites_both_transfers() -> None:
+    name = "10-outcomes.pcap"
+    truth = expect("10-outcomes")
+    (redelivered,) = of_code(name, "delivery.redelivered")
+    assert redelivered["severity"] == "info"
+    assert redelivered["title"].startswith(f"{truth['redeliveries']} deliveries")
+    earlier, again = evidence(name, redelivered)
+    assert earlier["name"] == again["name"] == "transfer" and again["dir"] == "s2c"
+    ids = [d["id"] for d in truth["deliveries"]]
+    (back,) = [d["id"] for d in truth["deliveries"] if d["redelivery"]]
+    # the n-th transfer the client received is the n-th delivery it logged
+    received = [
+        f for f in frames_of(name).values() if f["name"] == "transfer" and f["dir"] == "s2c"
+    ]
+    order = [f["frame"] for f in received]
+    assert ids[order.index(again["frame"])] == ids[order.index(earlier["frame"])] == back
 
 
 def test_broker_sending_without_credit_is_the_brokers_violation() -> None:

@@ -196,3 +196,14 @@ def test_damaged_records_raise_nothing() -> None:
             matcher.feed(record | {"fields": {"consumer-tag": value, "queue": value}})
     whole = {"first": 0, "last": 4_000_000_000, "role": "receiver"}
     matcher.feed(ten(2, "c2s", "disposition", 0, whole))  # a range not walked
+
+
+def test_a_forgotten_connection_still_holds_the_earlier_delivery() -> None:
+    matcher = Redeliveries(keep=False)
+    for record in deliver(1, 1, "a", props={"message-id": "m"}):
+        matcher.feed(record)
+    matcher.forget(1)  # its channel closed, the connection ended (live capture)
+    found = [matcher.feed(r | {"conn": 2}) for r in deliver(9, 1, "a", True, {"message-id": "m"})]
+    link = found[-1]
+    assert link is not None and (link.earlier, link.earlier_conn, link.conn) == (1, 1, 2)
+    assert matcher.links == {}  # kept by the caller

@@ -14,6 +14,7 @@ from amqpscope.codec.amqp091.spec import REPLY_CODES
 from amqpscope.diagnose import causes
 from amqpscope.diagnose.evidence import Evidence, Placed, Seen
 from amqpscope.diagnose.model import Diagnosis
+from amqpscope.diagnose.redelivery import Redelivery
 from amqpscope.findings import INFO
 from amqpscope.track.amqp091.channel import ChannelEpoch
 from amqpscope.track.amqp091.connection import ConnectionTracker
@@ -262,24 +263,54 @@ def left_at_end(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
     return out
 
 
+def linked(links: list[Redelivery], conn: int) -> tuple[str, list[int]]:
+    """What a redelivery diagnosis says of each redelivery's earlier delivery, and both frames
+    as evidence."""
+    said = []
+    for link in links[:LISTED]:
+        if not link.earlier:
+            said.append(f"frame {link.frame}: its earlier delivery is not in the capture")
+            continue
+        where = f", connection {link.earlier_conn}" if link.earlier_conn != conn else ""
+        said.append(
+            f"frame {link.frame} delivers again the message of frame {link.earlier}"
+            f" ({causes.MATCHED.get(link.how, link.how)}{where})"
+        )
+    more = f"; {len(links) - LISTED} more" if len(links) > LISTED else ""
+    words = (" " + "; ".join(said)[:1].upper() + "; ".join(said)[1:] + more + ".") if said else ""
+    return words, [n for link in links for n in (link.earlier, link.frame)]
+
+
+def redelivered(
+    conn: int, count: int, pairs: list[tuple[Redelivery, Seen]], flagged: list[Seen], why: str
+) -> Diagnosis:
+    """The one `delivery.redelivered` of a connection: `count` redeliveries, each one linked
+    (`pairs`: the link and the frame that completed it) citing its earlier delivery's frame
+    and its own; `flagged`, the marked ones, cited too."""
+    words, frames = linked([link for link, _seen in pairs], conn)
+    seen = min([s for _link, s in pairs] + flagged, key=lambda s: s.number, default=None)
+    return make(
+        "delivery.redelivered",
+        f"{count} deliveries were redelivered",
+        f"{why} Expect duplicates; handlers should be idempotent.{words}",
+        conn=conn,
+        channel=seen.channel if seen else None,
+        queue=pairs[0][0].queue if pairs else None,
+        start=seen.ts if seen else None,
+        evidence=frames + [s.number for s in flagged],
+    )
+
+
 def redeliveries(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
     count = sum(epoch.redelivered for epoch in _epochs(conn))
     if not count:
         return []
-    seen = ev.redelivered.get(conn.conn, [])
-    return [
-        make(
-            "delivery.redelivered",
-            f"{count} deliveries were redelivered",
-            "The broker marked these deliveries redelivered: an earlier delivery of the same"
-            " message was not acked (a consumer closed, died or requeued it). Expect"
-            " duplicates; handlers should be idempotent.",
-            conn=conn.conn,
-            channel=seen[0].channel if seen else None,
-            start=seen[0].ts if seen else None,
-            evidence=[s.number for s in seen],
-        )
-    ]
+    why = (
+        "The broker marked these deliveries redelivered: an earlier delivery of the same"
+        " message was not acked (a consumer closed, died or requeued it)."
+    )
+    links = ev.relinked.get(conn.conn, [])
+    return [redelivered(conn.conn, count, links, ev.redelivered.get(conn.conn, []), why)]
 
 
 def _named(placed: Placed | None, method: Any, channel: int | None) -> Seen | None:

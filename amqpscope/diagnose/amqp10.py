@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Final
 
 from amqpscope.diagnose import causes
-from amqpscope.diagnose.amqp091 import make, per_finding
+from amqpscope.diagnose.amqp091 import make, per_finding, redelivered
 from amqpscope.diagnose.evidence import Evidence, Placed, Seen
 from amqpscope.diagnose.model import Diagnosis
 from amqpscope.findings import INFO
@@ -222,6 +222,18 @@ def left_at_end(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
     )
 
 
+def redeliveries(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
+    count = ev.redeliveries.get(conn.conn, 0)
+    if not count:
+        return []
+    why = (
+        "These transfers carry messages delivered before: the sender marked them (header"
+        " delivery-count above 0, or first-acquirer false), or sent again a message whose"
+        " earlier delivery was released, modified or left unsettled when its link ended."
+    )
+    return [redelivered(conn.conn, count, ev.relinked.get(conn.conn, []), [], why)]
+
+
 def liveness(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
     out = []
     for placed in ev.found(conn.conn, "amqp10.heartbeat-late"):
@@ -292,6 +304,7 @@ RULES: Final[tuple[Callable[[ConnectionTracker, Evidence], list[Diagnosis]], ...
     credit,
     errors,
     left_at_end,
+    redeliveries,
     liveness,
     violations,
 )

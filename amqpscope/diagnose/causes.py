@@ -38,6 +38,13 @@ CODES: Final[dict[str, tuple[str, str]]] = {
     "spec.violation": (WARNING, "a frame that breaks a rule of the protocol"),
 }
 
+#: how a redelivery was matched to its earlier delivery (`redelivery`), in words
+MATCHED: Final[dict[str, str]] = {
+    "message-id": "the same message-id and queue",
+    "correlation-id": "the same correlation-id and queue",
+    "body": "the same body from the same queue; equal bodies may be different messages",
+}
+
 #: a stall shorter than this is normal flow control, not a diagnosis (seconds)
 STALL_SECONDS: Final = 1.0
 #: silence beyond this many negotiated heartbeat intervals is a missed heartbeat (0-9-1 says a

@@ -26,8 +26,6 @@ are forgotten first.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -86,7 +84,7 @@ class _Seen:
 
     __slots__ = ("conn", "digest", "frame", "handle", "state")
 
-    def __init__(self, frame: int, conn: int, digest: str | None, handle: object) -> None:
+    def __init__(self, frame: int, conn: int, digest: int | None, handle: object) -> None:
         self.frame = frame
         self.conn = conn
         self.digest = digest
@@ -105,31 +103,29 @@ def _text(value: Any) -> str | None:
     return f"{type(value).__name__}:{value}"
 
 
-def body_digest(message: Mapping[str, Any]) -> str | None:
+def body_digest(message: Mapping[str, Any]) -> int | None:
     """A digest of a message's body as the frame carries it (None when it is not there:
-    redacted, too large to keep, or not decoded)."""
+    redacted, too large to keep, or not decoded). Python's hash of the bytes or of the rendered
+    body's text: fast, 64 bits, and compared only within one process."""
     body = message.get("body")
     if isinstance(body, dict):
         if body.get("redacted") or body.get("truncated"):
             return None
         raw = body.get("raw")
-        if isinstance(raw, (bytes, bytearray, memoryview)):
-            data = bytes(raw)
-        else:
-            data = json.dumps(body, sort_keys=True, default=repr).encode()
-    elif "hex" in message and isinstance(message["hex"], str):  # 1.0, not the standard format
-        data = message["hex"].encode()
-    elif body is None:
-        return None
-    else:
-        data = json.dumps(body, sort_keys=True, default=repr).encode()
-    return hashlib.blake2b(data, digest_size=12).hexdigest()
+        if isinstance(raw, (bytes, bytearray)):
+            return hash(bytes(raw))
+        return hash(repr(body))
+    if isinstance(message.get("hex"), str):  # 1.0, not the standard message format
+        return hash(message["hex"])
+    return None if body is None else hash(repr(body))
 
 
 class Redeliveries:
-    """Feed frames in capture order; `links` maps each redelivery's frame to its `Redelivery`."""
+    """Feed frames in capture order; `links` maps each redelivery's frame to its `Redelivery`
+    (unless `keep` is false: a caller that takes each from `feed`'s return keeps its own)."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep: bool = True) -> None:
+        self.keep = keep
         self.links: dict[int, Redelivery] = {}
         self._index: OrderedDict[tuple, _Seen] = OrderedDict()
         # 0-9-1: where a delivery's message comes from
@@ -145,6 +141,7 @@ class Redeliveries:
         self._first: dict[tuple[int, str, int, int], int] = {}  # delivery-id -> first frame
         self._open: dict[tuple[int, str, int], dict[int, _Seen]] = {}
         self._opened = 0
+        self._back = False  # some 1.0 delivery came back (released, modified, detached...)
 
     # -- input ---------------------------------------------------------------------------------
     def feed(self, record: Mapping[str, Any]) -> Redelivery | None:
@@ -192,6 +189,26 @@ class Redeliveries:
             return self._frame10(number, conn, direction, channel, name, fields, message)
         return self._frame091(number, conn, direction, channel, name, fields, message)
 
+    def forget(self, conn: int) -> None:
+        """A connection ended and was forgotten (live capture): its channels and links go; its
+        deliveries stay, as the earlier deliveries of redeliveries on other connections."""
+        tables: tuple[dict[Any, Any], ...] = (
+            self._consume,
+            self._tags,
+            self._get,
+            self._method,
+            self._address,
+            self._names,
+            self._handles,
+            self._peer,
+            self._first,
+        )
+        for table in tables:
+            for key in [k for k in table if k[0] == conn]:
+                del table[key]
+        for key in [k for k in self._open if k[0] == conn]:
+            self._returned(self._open.pop(key), "ended")
+
     # -- 0-9-1 ---------------------------------------------------------------------------------
     def _frame091(
         self,
@@ -236,8 +253,9 @@ class Redeliveries:
         props = properties if isinstance(properties, Mapping) else {}
         scope = (direction, source)
         seen = _Seen(start, conn, body_digest(message), None)
-        found = self._match(scope, props, seen, any_state=True) if redelivered else None
-        self._remember(scope, props, seen)
+        keys = self._keys(scope, props, seen.digest)
+        found = self._match(keys, seen, any_state=True) if redelivered else None
+        self._remember(keys, seen)
         if not redelivered:
             return None
         return self._link(seen, found, "redelivered", source)
@@ -318,10 +336,12 @@ class Redeliveries:
         properties = message.get("properties")
         props = properties if isinstance(properties, Mapping) else {}
         seen = _Seen(start, conn, body_digest(message), handle)
-        found = self._match(scope, props, seen, any_state=bool(why))
+        keys = self._keys(scope, props, seen.digest)
+        # unmarked, it can only be a message that came back; none has yet on a happy path
+        found = self._match(keys, seen, any_state=bool(why)) if why or self._back else None
         if found is not None and not why:
             why = found[0].state
-        self._remember(scope, props, seen)
+        self._remember(keys, seen)
         if fields.get("settled") is True:
             seen.state = "settled"
         elif self._opened < MAX_OPEN:
@@ -357,6 +377,7 @@ class Redeliveries:
                 continue
             if isinstance(kind, str):
                 seen.state = kind
+                self._back = self._back or kind in RETURNED
             if settled or kind in RETURNED:
                 del deliveries[(first + offset) % SERIAL]
                 self._opened -= 1
@@ -387,11 +408,12 @@ class Redeliveries:
     def _returned(self, deliveries: dict[int, _Seen], state: str) -> None:
         for seen in deliveries.values():
             seen.state = state
+            self._back = True
         self._opened -= len(deliveries)
 
     # -- matching ------------------------------------------------------------------------------
-    def _keys(self, scope: tuple, props: Mapping[str, Any], digest: str | None) -> list[tuple]:
-        keys = []
+    def _keys(self, scope: tuple, props: Mapping[str, Any], digest: int | None) -> list[tuple]:
+        keys: list[tuple] = []
         for how in (MESSAGE_ID, CORRELATION_ID):
             value = _text(props.get(how))
             if value is not None:
@@ -401,10 +423,8 @@ class Redeliveries:
             keys.append((BODY, scope, digest))
         return keys
 
-    def _match(
-        self, scope: tuple, props: Mapping[str, Any], seen: _Seen, any_state: bool
-    ) -> tuple[_Seen, str] | None:
-        for key in self._keys(scope, props, seen.digest):
+    def _match(self, keys: list[tuple], seen: _Seen, any_state: bool) -> tuple[_Seen, str] | None:
+        for key in keys:
             earlier = self._index.get(key)
             if earlier is None:
                 continue
@@ -415,9 +435,9 @@ class Redeliveries:
                 return earlier, key[0]
         return None
 
-    def _remember(self, scope: tuple, props: Mapping[str, Any], seen: _Seen) -> None:
+    def _remember(self, keys: list[tuple], seen: _Seen) -> None:
         index = self._index
-        for key in self._keys(scope, props, seen.digest):
+        for key in keys:
             index[key] = seen
             index.move_to_end(key)
         while len(index) > MAX_KEYS:
@@ -436,10 +456,11 @@ class Redeliveries:
             earlier.conn if earlier is not None else 0,
             queue,
         )
-        links = self.links
-        links[seen.frame] = link
-        if len(links) > MAX_KEYS:
-            del links[next(iter(links))]
+        if self.keep:
+            links = self.links
+            links[seen.frame] = link
+            if len(links) > MAX_KEYS:
+                del links[next(iter(links))]
         return link
 
 
