@@ -434,6 +434,11 @@ def test_091_redeliveries_linked_across_connections_to_the_first_consumer() -> N
     )
     assert close_to(unacked["duration"], truth["oldest_unacked_seconds"])
     (redelivered,) = of_code(name, "delivery.redelivered")
+    # the channel's end, and each unacked delivery with the redelivery that brought it back
+    (end,) = set(unacked["evidence"]) - set(redelivered["evidence"])
+    assert frames_of(name)[end]["name"] == "channel.close-ok"
+    assert set(unacked["evidence"]) == {end, *redelivered["evidence"]}
+    assert "(connection 2) delivers again the message of frame" in unacked["explanation"]
     assert redelivered["title"].startswith(f"{truth['redeliveries']} deliveries")
     pairs = said_pairs(redelivered)
     assert len(pairs) == len(again)
@@ -456,12 +461,14 @@ def test_10_redeliveries_linked_to_the_receiver_that_left_them_unsettled() -> No
     log = truth["deliveries"]
     held = [d for d in log if d["receiver"] == "A"]
     (unsettled,) = of_code(name, "delivery.unsettled-at-end")
-    *transfers, detach = evidence(name, unsettled)
-    assert detach["name"] == "detach"  # the broker's, which completes the detach
-    assert [t["name"] for t in transfers] == ["transfer"] * len(held)
+    (redelivered,) = of_code(name, "delivery.redelivered")
+    # the held transfers, the detach, and where they came back (the redeliveries' own pairs)
+    (detach,) = set(unsettled["evidence"]) - set(redelivered["evidence"])
+    assert frames_of(name)[detach]["name"] == "detach"  # the broker's, completing it
+    assert set(unsettled["evidence"]) == {detach, *redelivered["evidence"]}
+    assert "They came back as duplicates" in unsettled["explanation"]
     assert unsettled["link"] == "amqpscope-first"
     assert close_to(unsettled["duration"], truth["first_detached"]["at"] - held[0]["at"])
-    (redelivered,) = of_code(name, "delivery.redelivered")
     assert redelivered["title"].startswith(f"{truth['redeliveries']} deliveries")
     again = [d for d in log if d["receiver"] == "B"]
     pairs = said_pairs(redelivered)

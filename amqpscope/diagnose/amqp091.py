@@ -214,8 +214,9 @@ def left_at_end(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
         why = ENDED.get(epoch.ended or "", "the end")
         evidence = [end.number] if end is not None else []
         if epoch.unacked:
-            ages = [end_ts - delivered for _tag, delivered in epoch.left_unacked]
-            tags = ", ".join(str(tag) for tag, _ts in epoch.left_unacked[:LISTED])
+            ages = [end_ts - delivered for _tag, delivered, _frame in epoch.left_unacked]
+            tags = ", ".join(str(tag) for tag, _ts, _frame in epoch.left_unacked[:LISTED])
+            returned, again = came_back(ev, conn.conn, [f for _t, _ts, f in epoch.left_unacked])
             more = " ..." if epoch.unacked > LISTED else ""
             oldest = max(ages) if ages else 0.0
             back = "the broker requeues them and delivers them again (duplicates)"
@@ -229,13 +230,13 @@ def left_at_end(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
                     f"Delivery tags {tags}{more} were never acked, nacked or rejected before"
                     f" {why}; {back}. Their ages at the end: "
                     + ", ".join(f"{age:.1f} s" for age in ages[:LISTED])
-                    + ". Check that every delivery is acked, also on error paths.",
+                    + f".{returned} Check that every delivery is acked, also on error paths.",
                     conn=conn.conn,
                     channel=epoch.number,
                     queue=queue_of(epoch),
                     start=end_ts - oldest,
                     duration=oldest,
-                    evidence=evidence,
+                    evidence=evidence + again,
                     ongoing=epoch.ended == "capture",
                 )
             )
@@ -279,6 +280,29 @@ def linked(links: list[Redelivery], conn: int) -> tuple[str, list[int]]:
     more = f"; {len(links) - LISTED} more" if len(links) > LISTED else ""
     words = (" " + "; ".join(said)[:1].upper() + "; ".join(said)[1:] + more + ".") if said else ""
     return words, [n for link in links for n in (link.earlier, link.frame)]
+
+
+def came_back(ev: Evidence, conn: int, frames: list[int]) -> tuple[str, list[int]]:
+    """Where deliveries left unsettled (their first frames, on connection `conn`) were
+    delivered again later in the capture, in words, and each pair of frames as evidence."""
+    wanted = set(frames)
+    back = sorted(
+        (link for pairs in ev.relinked.values() for link, _seen in pairs) if wanted else (),
+        key=lambda link: link.frame,
+    )
+    back = [link for link in back if link.earlier in wanted and link.earlier_conn == conn]
+    if not back:
+        return "", []
+    said = "; ".join(
+        f"frame {link.frame}"
+        + (f" (connection {link.conn})" if link.conn != conn else "")
+        + f" delivers again the message of frame {link.earlier}"
+        for link in back[:LISTED]
+    )
+    more = f"; {len(back) - LISTED} more" if len(back) > LISTED else ""
+    return f" They came back as duplicates: {said}{more}.", [
+        n for link in back for n in (link.earlier, link.frame)
+    ]
 
 
 def redelivered(

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Final
 
 from amqpscope.diagnose import causes
-from amqpscope.diagnose.amqp091 import LISTED, make, per_finding, redelivered
+from amqpscope.diagnose.amqp091 import LISTED, came_back, make, per_finding, redelivered
 from amqpscope.diagnose.evidence import Evidence, Placed, Seen
 from amqpscope.diagnose.model import Diagnosis
 from amqpscope.findings import INFO
@@ -221,6 +221,7 @@ def left_at_end(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
         end = placed.frame
         oldest = max((end.ts - ts for _id, ts, _frame in left), default=0.0)
         ages = ", ".join(f"{end.ts - ts:.1f} s" for _id, ts, _frame in left[:LISTED])
+        back, again = came_back(ev, conn.conn, [frame for _id, _ts, frame in left])
         out.append(
             make(
                 "delivery.unsettled-at-end",
@@ -228,6 +229,7 @@ def left_at_end(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
                 + (f" (oldest {oldest:.1f} s)" if left else ""),
                 f"{placed.finding.message}."
                 + (f" Their ages at the end: {ages}." if left else "")
+                + back
                 + " Unsettled deliveries of a link that ends are sent again on the next link"
                 " (duplicates) unless resumed; check that the receiver settles every delivery"
                 " before detaching.",
@@ -237,7 +239,7 @@ def left_at_end(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
                 queue=_address(link) if link is not None else None,
                 start=end.ts - oldest,
                 duration=oldest,
-                evidence=[frame for _id, _ts, frame in left[:LISTED]] + [end.number],
+                evidence=[frame for _id, _ts, frame in left[:LISTED]] + [end.number] + again,
             )
         )
     return out

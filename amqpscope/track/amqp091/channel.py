@@ -144,7 +144,7 @@ class ChannelEpoch:
         self.unacked = 0
         self.returns = 0
         self.discarded = 0
-        # deliveries awaiting the client's settlement: tag -> (ts, consumer tag or None)
+        # deliveries awaiting the client's settlement: tag -> (ts, consumer or None, frame)
         self.outstanding = Outstanding()
         self.max_unacked = 0
         self.ack_latency = Latency()
@@ -179,9 +179,9 @@ class ChannelEpoch:
         #: the epoch ended at its limit), unacked, limit, the last settle frame before the start
         self.stalls: list[tuple[float, int, float, int, int, int, int]] = []
         self.last_settle_frame = 0
-        #: at the end: (tag, delivered at) of unacked deliveries, (seq, published at, frame,
+        #: at the end: (tag, delivered at, frame) of unacked deliveries, (seq, published at, frame,
         #: routing key) of unconfirmed publishes, the oldest first, MAX_LEFT of each
-        self.left_unacked: list[tuple[int, float]] = []
+        self.left_unacked: list[tuple[int, float, int]] = []
         self.left_unconfirmed: list[tuple[int, float, int, str]] = []
         # publisher confirms
         self.confirm_seq = 0
@@ -420,7 +420,7 @@ class ChannelEpoch:
         if no_ack:
             return
         outstanding = self.outstanding
-        outstanding.give(fields.get("delivery-tag", 0), (frame.ts, consumer))
+        outstanding.give(fields.get("delivery-tag", 0), (frame.ts, consumer, frame.number))
         unacked = len(outstanding)
         self.unacked_series.set(frame.ts, unacked)
         if unacked > self.max_unacked:
@@ -499,7 +499,7 @@ class ChannelEpoch:
             add = self.ack_latency.add
             add_series = self.ack_latency_series.add
             at_limit = self.at_limit
-            for delivered, consumer in settled:
+            for delivered, consumer, _frame in settled:
                 add(ts - delivered)
                 add_series(ts, ts - delivered)
                 if consumer is not None:
@@ -635,7 +635,9 @@ class ChannelEpoch:
             return
         self.ended = why
         tags = self.outstanding.tags
-        self.left_unacked = [(tag, note[0]) for tag, note in islice(tags.items(), MAX_LEFT)]
+        self.left_unacked = [
+            (tag, note[0], note[2]) for tag, note in islice(tags.items(), MAX_LEFT)
+        ]
         self.left_unconfirmed = [
             (seq, note[0], note[1], note[2])
             for seq, note in islice(self.unconfirmed.tags.items(), MAX_LEFT)
