@@ -468,6 +468,9 @@ class Scenario:
     needs_broker: bool = True
     timeout: float = 60.0
     post: Callable[[Path, Path, str], None] | None = None  # (capture, out dir, name) once final
+    #: run once the capture stopped, whatever happened (e.g. lift a broker alarm the scenario
+    #: left on so that nothing after the client's end reaches the capture)
+    cleanup: Callable[[Ctx], None] | None = None
 
 
 SCENARIOS: dict[str, Scenario] = {}
@@ -3185,6 +3188,8 @@ def run_child(name: str, out: Path, result: Path) -> int:
         stats = ctx.capture.stop()
     finally:
         ctx.capture.kill()
+        if sc.cleanup is not None:
+            sc.cleanup(ctx)
         if sc.needs_broker:
             with contextlib.suppress(Exception):
                 broker_housekeeping(ctx, sc, declare=False)

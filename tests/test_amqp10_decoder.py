@@ -373,13 +373,16 @@ def test_decoded_fields_match_what_the_clients_counted(name: str) -> None:
     if isinstance(expect.get("deliveries"), list) and "sender_outcomes" in expect:
         got = [
             (
-                m["properties"]["message-id"],
+                m["properties"].get("message-id"),
                 m["header"].get("delivery-count", 0),
                 m["header"].get("first-acquirer", False),
             )
             for m in messages_of(frames, S2C)
         ]
-        wanted = [(d["id"], d["delivery_count"], d["first_acquirer"]) for d in expect["deliveries"]]
+        wanted = [
+            (d.get("id", d.get("message_id")), d["delivery_count"], d["first_acquirer"])
+            for d in expect["deliveries"]
+        ]
         assert got == wanted
     if "addresses" in expect:
         sources = [x["source"]["address"] for x in all_of(C2S, "attach")]

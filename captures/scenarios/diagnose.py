@@ -104,7 +104,7 @@ def s_blocked_publisher(ctx: record.Ctx) -> dict[str, Any]:
     events: dict[str, Any] = {}
 
     def on_blocked(_conn: Any, method: Any) -> None:
-        events["blocked"] = time.time()
+        events["at"] = time.time()
         events["reason"] = method.method.reason
 
     def on_unblocked(_conn: Any, _method: Any) -> None:
@@ -359,3 +359,376 @@ def s_bad_acks(ctx: record.Ctx) -> dict[str, Any]:
     n.inc("queue_deletes")
     record.close_091(conn, n)
     return n
+
+
+#: publisher confirms: how many publishes a queue limited to MAX_LENGTH is sent, how long the
+#: alarm that delays one confirm lasts, and how long a blocked publisher waits before it gives up
+PUBLISHES = 5
+MAX_LENGTH = 2
+SLOW_CONFIRM_SECONDS = 1.5
+GIVE_UP_SECONDS = 2.0
+
+
+def _confirmed_publish(ch: Any, n: record.Counts, q: str, seq: int) -> dict[str, Any]:
+    """One publish in confirm mode, pika waiting for its confirm: what the client saw of it
+    (its sequence number, the outcome, when it was sent and answered by the client's clock)."""
+    import pika
+
+    sent = time.time()
+    try:
+        record.publish_plain(ch, n, q, f"payment {seq}".encode(), message_id=f"p{seq}")
+        outcome = "acked"
+    except pika.exceptions.NackError:
+        n.inc("publishes")  # sent (publish_plain counts only what returned)
+        outcome = "nacked"
+    answered = time.time()
+    n.inc(f"confirms_{outcome}")
+    return {
+        "seq": seq,
+        "routing_key": q,
+        "outcome": outcome,
+        "sent": sent,
+        "answered": answered,
+        "seconds": round(answered - sent, 6),
+    }
+
+
+def _block(conn: Any, n: record.Counts, q: str, blocked: dict[str, Any]) -> None:
+    """Raise a memory alarm and get this connection blocked: RabbitMQ blocks a connection (and
+    sends connection.blocked) when it publishes during an alarm, so a channel without confirms
+    publishes once; from then on the broker reads nothing more from the connection."""
+    record.run_cmd(["rabbitmqctl", "set_vm_memory_high_watermark", "0.0001"])
+    trigger = conn.channel()
+    n.inc("channels")
+    record.publish_plain(trigger, n, q, b"during the alarm")
+    record.pump(conn, lambda: "at" in blocked)
+
+
+@record.scenario(
+    "091-nacked-publish",
+    "0-9-1",
+    f"A queue declared with x-max-length={MAX_LENGTH} and x-overflow=reject-publish; a"
+    f" publisher in confirm mode publishes {PUBLISHES} messages one by one, waiting for each"
+    f" confirm: the broker acks the first {MAX_LENGTH} and nacks the rest (basic.nack).",
+)
+def s_nacked_publish(ctx: record.Ctx) -> dict[str, Any]:
+    """Publisher confirms nacked by the broker, each as pika reported it."""
+    n = record.Counts()
+    conn = record.connect_091(ctx, n)
+    ch = conn.channel()
+    n.inc("channels")
+    q = ctx.q()
+    arguments = {"x-max-length": MAX_LENGTH, "x-overflow": "reject-publish"}
+    ch.queue_declare(q, arguments=arguments)
+    n.inc("queue_declares")
+    n["queue_arguments"] = arguments
+    ch.confirm_delivery()
+    n.inc("confirm_selects")
+    n["confirms"] = [_confirmed_publish(ch, n, q, seq) for seq in range(1, PUBLISHES + 1)]
+    n["nacked_seqs"] = [c["seq"] for c in n["confirms"] if c["outcome"] == "nacked"]
+    ch.queue_delete(q)
+    n.inc("queue_deletes")
+    record.close_091(conn, n)
+    return n
+
+
+@record.scenario(
+    "091-slow-confirm",
+    "0-9-1",
+    f"A publisher in confirm mode publishes 10 messages, each confirmed at once; then a memory"
+    " alarm (set_vm_memory_high_watermark 0.0001) is raised and a publish on a second channel"
+    " (no confirms) gets the connection blocked; it publishes one more on the first, and the"
+    f" alarm is lifted by a rabbitmqctl started {SLOW_CONFIRM_SECONDS} s later (it takes seconds"
+    " more): that confirm comes late; 10 more publishes are confirmed at once.",
+)
+def s_slow_confirm(ctx: record.Ctx) -> dict[str, Any]:
+    """A confirm-latency outlier: one confirm held back by a short resource alarm."""
+    import threading
+
+    n = record.Counts()
+    conn, ch, q = record.channel_with_queue(ctx, n)
+    blocked: dict[str, float] = {}
+    conn.add_on_connection_blocked_callback(lambda *_: blocked.setdefault("at", time.time()))
+    ch.confirm_delivery()
+    n.inc("confirm_selects")
+    confirms = [_confirmed_publish(ch, n, q, seq) for seq in range(1, 11)]
+    original = _watermark()
+    lifted: dict[str, float] = {}
+
+    def lift() -> None:
+        record.run_cmd(["rabbitmqctl", "set_vm_memory_high_watermark", original])
+        lifted["at"] = time.time()
+
+    timer = threading.Timer(SLOW_CONFIRM_SECONDS, lift)
+    try:
+        _block(conn, n, q, blocked)
+        timer.start()
+        confirms.append(_confirmed_publish(ch, n, q, 11))  # answered once the alarm is lifted
+    finally:
+        if timer.is_alive():
+            timer.join()
+        if "at" not in lifted:
+            timer.cancel()
+            lift()
+    confirms += [_confirmed_publish(ch, n, q, seq) for seq in range(12, 22)]
+    slow = confirms[10]
+    n["confirms"] = confirms
+    n["slow_confirm"] = slow
+    n["alarm"] = {"blocked_at": blocked["at"], "lifted_at": lifted["at"]}
+    n["watermark_restored"] = original
+    ch.queue_delete(q)
+    n.inc("queue_deletes")
+    record.close_091(conn, n)
+    return n
+
+
+#: the broker's relative watermark before 091-unconfirmed-publish set its alarm, for its cleanup
+_LEFT_ON: dict[str, str] = {}
+
+
+def _lift_left_alarm(_ctx: record.Ctx) -> None:
+    if "watermark" in _LEFT_ON:
+        record.run_cmd(["rabbitmqctl", "set_vm_memory_high_watermark", _LEFT_ON.pop("watermark")])
+
+
+@record.scenario(
+    "091-unconfirmed-publish",
+    "0-9-1",
+    "A publisher in confirm mode publishes 2 messages, both confirmed; a memory alarm"
+    " (set_vm_memory_high_watermark 0.0001) is raised and a publish on a second channel (no"
+    " confirms) gets its connection blocked; it publishes 3 more in confirm mode, which"
+    " the broker does not read while blocked; pika's blocked_connection_timeout of"
+    f" {GIVE_UP_SECONDS} s expires and it drops the TCP connection without connection.close."
+    " The alarm is lifted only after the capture stopped, so no late confirm is recorded.",
+    cleanup=_lift_left_alarm,
+    timeout=90.0,
+)
+def s_unconfirmed_publish(ctx: record.Ctx) -> dict[str, Any]:
+    """Publishes never confirmed: the publisher gave up on a blocked broker."""
+    import pika
+
+    n = record.Counts()
+    params = record.pika_params(name=f"amqpscope {ctx.name}")
+    params.blocked_connection_timeout = GIVE_UP_SECONDS
+    conn = pika.BlockingConnection(params)
+    n.inc("connections")
+    ch = conn.channel()
+    n.inc("channels")
+    q = ctx.q()
+    ch.queue_declare(q)
+    n.inc("queue_declares")
+    events: dict[str, Any] = {}
+
+    def on_blocked(_conn: Any, method: Any) -> None:
+        events["at"] = time.time()
+        events["reason"] = method.method.reason
+
+    conn.add_on_connection_blocked_callback(on_blocked)
+    ch.confirm_delivery()
+    n.inc("confirm_selects")
+    confirms = [_confirmed_publish(ch, n, q, seq) for seq in (1, 2)]
+    _LEFT_ON["watermark"] = _watermark()
+    _block(conn, n, q, events)
+    pending = []
+    for seq in (3, 4):  # sent without waiting (pika's channel under the blocking one)
+        pending.append({"seq": seq, "routing_key": q, "sent": time.time()})
+        ch._impl.basic_publish("", q, f"payment {seq}".encode(), pika.BasicProperties())
+        n.inc("publishes")
+    conn.process_data_events(time_limit=0)
+    pending.append({"seq": 5, "routing_key": q, "sent": time.time()})
+    try:
+        record.publish_plain(ch, n, q, b"payment 5")  # waits for a confirm that never comes
+    except (pika.exceptions.ConnectionBlockedTimeout, pika.exceptions.StreamLostError) as exc:
+        gave_up = time.time()
+        n.inc("publishes")
+        events["error"] = type(exc).__name__
+    else:
+        raise RuntimeError("the blocked publish was confirmed")
+    n["confirms"] = confirms
+    n["unconfirmed"] = pending
+    n["gave_up"] = {
+        "at": gave_up,
+        "error": events["error"],
+        "oldest_seconds": round(gave_up - pending[0]["sent"], 6),
+    }
+    n["blocked"] = {"reason": events["reason"], "at": events["at"]}
+    n["connection_closes"] = 0
+    return n
+
+
+#: the messages the redelivery scenarios put on their queue: (message-id or None, body); one
+#: without an id, so that a redelivery is also linked by its body
+REDELIVERED = (("r0", "refund 0"), ("r1", "refund 1"), (None, "refund 2"))
+HOLD_SECONDS = 1.0
+
+
+@record.scenario(
+    "091-redelivered",
+    "0-9-1",
+    "3 messages published (two with a message-id, one without); consumer A (prefetch 3) gets"
+    f" all three, holds them unacked for {HOLD_SECONDS} s, cancels and closes its channel; the"
+    " broker requeues them and consumer B, on a second connection, gets them again"
+    " (redelivered) and acks them.",
+)
+def s_redelivered(ctx: record.Ctx) -> dict[str, Any]:
+    """0-9-1 redelivery after a consumer's channel closed with unacked messages."""
+    n = record.Counts()
+    conn, ch, q = record.channel_with_queue(ctx, n)
+    for message_id, body in REDELIVERED:
+        props = {"message_id": message_id} if message_id else {}
+        record.publish_plain(ch, n, q, body.encode(), **props)
+    first = conn.channel()
+    n.inc("channels")
+    first.basic_qos(prefetch_count=len(REDELIVERED))
+    got: list[dict[str, Any]] = []
+
+    def on_first(_chan: Any, method: Any, props: Any, body: bytes) -> None:
+        got.append(
+            {
+                "consumer": "A",
+                "delivery_tag": method.delivery_tag,
+                "redelivered": method.redelivered,
+                "message_id": props.message_id,
+                "body": body.decode(),
+                "at": time.time(),
+            }
+        )
+        n.inc("deliveries")
+
+    tag_a = first.basic_consume(q, on_first)
+    n.inc("consumers")
+    record.pump(conn, lambda: len(got) == len(REDELIVERED))
+    time.sleep(HOLD_SECONDS)  # nothing acked; the frames wait in the socket
+    first.basic_cancel(tag_a)  # a consumer shutting down: cancel, then close the channel
+    n.inc("cancels")
+    closed = time.time()
+    first.close()  # the broker requeues the three unacked messages
+    n["channel_a"] = {"number": first.channel_number, "closed": closed}
+    n["unacked_when_closed"] = len(got)
+    n["oldest_unacked_seconds"] = round(closed - got[0]["at"], 6)
+    second_conn = record.connect_091(ctx, n, name=f"amqpscope {ctx.name} B")
+    second = second_conn.channel()
+    n.inc("channels")
+    again: list[dict[str, Any]] = []
+
+    def on_second(chan: Any, method: Any, props: Any, body: bytes) -> None:
+        again.append(
+            {
+                "consumer": "B",
+                "delivery_tag": method.delivery_tag,
+                "redelivered": method.redelivered,
+                "message_id": props.message_id,
+                "body": body.decode(),
+                "at": time.time(),
+            }
+        )
+        n.inc("deliveries")
+        chan.basic_ack(method.delivery_tag)
+        n.inc("acks")
+
+    tag = second.basic_consume(q, on_second)
+    n.inc("consumers")
+    record.pump(second_conn, lambda: len(again) == len(REDELIVERED))
+    second.basic_cancel(tag)
+    n.inc("cancels")
+    n["deliveries_log"] = got + again
+    n["redeliveries"] = sum(1 for d in again if d["redelivered"])
+    second.queue_delete(q)
+    n.inc("queue_deletes")
+    record.close_091(second_conn, n)
+    record.close_091(conn, n)
+    return n
+
+
+class DetachedUnsettled(record.ProtonClient):
+    """3 messages sent to a queue; receiver A, on a session of its own, takes them (credit 3),
+    settles none, and after HOLD_SECONDS detaches and ends its session; receiver B, on the
+    first session, gets them again, noting the header RabbitMQ gives each, and accepts them.
+    (RabbitMQ 3.10 requeues a detached link's unsettled messages only when its session ends: a
+    second receiver on the same session got nothing for 19 s after the detach.)"""
+
+    def __init__(self, ctx: record.Ctx) -> None:
+        super().__init__(ctx, prefetch=0)
+        self.sent = 0
+        self.first: Any = None
+        self.first_session: Any = None
+        self.second: Any = None
+        self.log: list[dict[str, Any]] = []
+
+    def begin(self) -> None:
+        self.conn = self.connect()
+        self.sender = self.container.create_sender(self.conn, record.queue_address(self.ctx))
+
+    def on_sendable(self, event: Any) -> None:
+        from proton import Message
+
+        while event.sender.credit and self.sent < len(REDELIVERED):
+            message_id, body = REDELIVERED[self.sent]
+            event.sender.send(Message(id=message_id, body=body, content_type="text/plain"))
+            self.sent += 1
+            self.n.inc("transfers_sent")
+
+    def on_accepted(self, event: Any) -> None:
+        super().on_accepted(event)
+        if self.n["sender_outcomes"]["accepted"] == len(REDELIVERED):
+            self.first_session = self.conn.session()
+            self.first_session.open()
+            self.first = self.container.create_receiver(
+                self.first_session, record.queue_address(self.ctx), name="amqpscope-first"
+            )
+
+    def on_link_opened(self, event: Any) -> None:
+        if event.link.is_receiver:
+            event.receiver.flow(len(REDELIVERED))
+            self.n.add("credit_granted", len(REDELIVERED))
+
+    def on_message(self, event: Any) -> None:
+        message = event.message
+        which = "A" if event.receiver.name == "amqpscope-first" else "B"
+        self.n.inc("transfers_received")
+        self.log.append(
+            {
+                "receiver": which,
+                "link": event.receiver.name,
+                "message_id": message.id,
+                "body": message.body,
+                "delivery_count": message.delivery_count,
+                "first_acquirer": message.first_acquirer,
+                "at": time.time(),
+            }
+        )
+        if which == "A":
+            if sum(1 for d in self.log if d["receiver"] == "A") == len(REDELIVERED):
+                self.later(HOLD_SECONDS, self.detach_first)
+            return  # never settled
+        self.settle_with(event.delivery, "accepted")
+        if sum(1 for d in self.log if d["receiver"] == "B") == len(REDELIVERED):
+            self.n["deliveries"] = self.log
+            self.n["redeliveries"] = sum(
+                1 for d in self.log if d["receiver"] == "B" and not d["first_acquirer"]
+            )
+            self.shutdown()
+
+    def detach_first(self) -> None:
+        self.n["first_detached"] = {"at": time.time(), "unsettled": len(REDELIVERED)}
+        self.first.close()  # detach closed=true with its 3 deliveries unsettled
+        self.first_session.close()  # end: RabbitMQ requeues them now
+        self.second = self.container.create_receiver(
+            self.conn, record.queue_address(self.ctx), name="amqpscope-second"
+        )
+
+
+@record.scenario(
+    "10-redelivered",
+    "1.0",
+    "3 messages sent to a queue and accepted (two with a message-id, one without); receiver"
+    " 'amqpscope-first', on a second session, takes all three with credit 3, settles none,"
+    f" and after {HOLD_SECONDS} s detaches and ends its session (RabbitMQ requeues them only"
+    " then); receiver 'amqpscope-second', on the first session, gets them again (RabbitMQ"
+    " marks them first-acquirer false) and accepts them.",
+    setup=(("q", {}),),
+    queues=(),
+)
+def s10_redelivered(ctx: record.Ctx) -> dict[str, Any]:
+    """1.0 redelivery: a receiver left its deliveries unsettled, a second one gets them."""
+    return DetachedUnsettled(ctx).run()

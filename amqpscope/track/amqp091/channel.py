@@ -12,6 +12,7 @@ publishes, in-flight gets and consumes) plus fixed caps on what the summary list
 from __future__ import annotations
 
 from collections import deque
+from heapq import heappush, heapreplace
 from itertools import islice
 from typing import Any, Final
 
@@ -39,6 +40,8 @@ MAX_STALLS: Final = 64
 STALL_LISTED_SECONDS: Final = 0.25
 #: deliveries and publishes left outstanding at the end that are listed with their ages
 MAX_LEFT: Final = 32
+#: the slowest confirms kept per epoch with their frames (`diagnose` picks the outliers)
+MAX_SLOW: Final = 8
 #: a client's settling method -> its count in `settle_frames` (the name without "basic.")
 SETTLE_COUNTS: Final = {name: name[6:] for name in ("basic.ack", "basic.nack", "basic.reject")}
 
@@ -141,7 +144,7 @@ class ChannelEpoch:
         self.unacked = 0
         self.returns = 0
         self.discarded = 0
-        # deliveries awaiting the client's settlement: tag -> (ts, consumer tag or None)
+        # deliveries awaiting the client's settlement: tag -> (ts, consumer or None, frame)
         self.outstanding = Outstanding()
         self.max_unacked = 0
         self.ack_latency = Latency()
@@ -176,16 +179,21 @@ class ChannelEpoch:
         #: the epoch ended at its limit), unacked, limit, the last settle frame before the start
         self.stalls: list[tuple[float, int, float, int, int, int, int]] = []
         self.last_settle_frame = 0
-        #: at the end: (tag, delivered at) of unacked deliveries, (seq, published at, frame,
+        #: at the end: (tag, delivered at, frame) of unacked deliveries, (seq, published at, frame,
         #: routing key) of unconfirmed publishes, the oldest first, MAX_LEFT of each
-        self.left_unacked: list[tuple[int, float]] = []
+        self.left_unacked: list[tuple[int, float, int]] = []
         self.left_unconfirmed: list[tuple[int, float, int, str]] = []
         # publisher confirms
         self.confirm_seq = 0
-        self.unconfirmed = Outstanding()  # seq -> (ts, frame, routing key)
+        self.unconfirmed = Outstanding()  # seq -> (ts, frame, routing key, seq)
         self.confirmed = 0
         self.confirm_nacked = 0
         self.confirm_latency = Latency()
+        #: the slowest confirms, a min-heap of (latency, seq, published at, publish frame,
+        #: confirm frame, routing key); the nacked publishes, (seq, published at, publish frame,
+        #: nack frame, nacked at, routing key), MAX_LEFT of them
+        self.slow_confirms: list[tuple[float, int, float, int, int, str]] = []
+        self.nacked: list[tuple[int, float, int, int, float, str]] = []
         self.mandatory: deque[tuple[str, str, int, int]] = deque(maxlen=MAX_MANDATORY)
         self.returned: list[dict[str, Any]] = []
         self.s2c_content = ""  # the s2c content method whose header/body frames come next
@@ -218,7 +226,7 @@ class ChannelEpoch:
         if rules.CONFIRM in self.modes:
             self.confirm_seq += 1
             key = rules.name(fields.get("routing-key"))
-            self.unconfirmed.give(self.confirm_seq, (frame.ts, frame.number, key))
+            self.unconfirmed.give(self.confirm_seq, (frame.ts, frame.number, key, self.confirm_seq))
         if rules.TX in self.modes:
             self.tx_current["publishes"] += 1
         if fields.get("mandatory"):
@@ -256,10 +264,21 @@ class ChannelEpoch:
             ts = frame.ts
             add = self.confirm_latency.add
             add_series = self.confirm_latency_series.add
+            slow = self.slow_confirms
+            floor = slow[0][0] if len(slow) >= MAX_SLOW else -1.0
             for note in settled:
-                sent = note[0]  # (published at, frame, routing key)
+                sent = note[0]  # (published at, frame, routing key, seq)
                 add(ts - sent)
                 add_series(ts, ts - sent)
+                if ts - sent > floor:
+                    entry = (ts - sent, note[3], sent, note[1], frame.number, note[2])
+                    if len(slow) < MAX_SLOW:
+                        heappush(slow, entry)
+                    else:
+                        heapreplace(slow, entry)
+                    floor = slow[0][0] if len(slow) >= MAX_SLOW else -1.0
+                if nack and len(self.nacked) < MAX_LEFT:
+                    self.nacked.append((note[3], sent, note[1], frame.number, ts, note[2]))
         if nack:
             self.confirm_nacked += count
             out.append(
@@ -401,7 +420,7 @@ class ChannelEpoch:
         if no_ack:
             return
         outstanding = self.outstanding
-        outstanding.give(fields.get("delivery-tag", 0), (frame.ts, consumer))
+        outstanding.give(fields.get("delivery-tag", 0), (frame.ts, consumer, frame.number))
         unacked = len(outstanding)
         self.unacked_series.set(frame.ts, unacked)
         if unacked > self.max_unacked:
@@ -480,7 +499,7 @@ class ChannelEpoch:
             add = self.ack_latency.add
             add_series = self.ack_latency_series.add
             at_limit = self.at_limit
-            for delivered, consumer in settled:
+            for delivered, consumer, _frame in settled:
                 add(ts - delivered)
                 add_series(ts, ts - delivered)
                 if consumer is not None:
@@ -616,7 +635,9 @@ class ChannelEpoch:
             return
         self.ended = why
         tags = self.outstanding.tags
-        self.left_unacked = [(tag, note[0]) for tag, note in islice(tags.items(), MAX_LEFT)]
+        self.left_unacked = [
+            (tag, note[0], note[2]) for tag, note in islice(tags.items(), MAX_LEFT)
+        ]
         self.left_unconfirmed = [
             (seq, note[0], note[1], note[2])
             for seq, note in islice(self.unconfirmed.tags.items(), MAX_LEFT)

@@ -415,6 +415,7 @@ class ConnectionTracker:
                 )
             )
         self._end_channels(frame.ts, "transport", out)
+        self._unblock(frame.ts, None)  # blocked until the TCP end, not its last frame
         return out
 
     def finish(self) -> list[Finding]:
