@@ -12,10 +12,12 @@ port 5672' --json` runs alongside (its NDJSON read and counted here, in big chun
 * the decoder's lag (the capture record's `max_lag`, and the status lines on stderr);
 * RSS of the amqpscope process over time (memory flat: the last third against the first).
 
-With `--baseline`, `tcpdump -w /dev/null` alone under the same load first, for its drops.
+With `--pause S`, a third of the way in amqpscope is stopped (SIGSTOP) for S seconds while tcpdump
+spools on, and the time it takes to decode the backlog gives its speed flat out (the load alone
+may not reach it). With `--baseline`, `tcpdump -w /dev/null` alone under the same load first.
 
     python3 bench/live.py [--seconds S] [--build installed|pure|compiled] [--baseline]
-                          [--interval S] [--spool-size MB]
+                          [--interval S] [--spool-size MB] [--pause S]
 
 Needs root (capture on lo) and the broker on 127.0.0.1:5672; takes the broker lock.
 """
@@ -132,12 +134,41 @@ class Counter:
         return json.loads(lines[-1]) if lines else {}
 
 
+def catch_up(
+    proc: subprocess.Popen[bytes], counter: Counter, err: Path, pause: float, rate: float
+) -> str:
+    """Stop amqpscope (SIGSTOP; tcpdump, a process of its own, goes on spooling) for `pause`
+    seconds, then time how fast it decodes the backlog: the decoder's speed flat out."""
+    said = err.read_text(errors="replace").count("caught up")
+    os.kill(proc.pid, signal.SIGSTOP)
+    time.sleep(pause)
+    lines, cpu, t = counter.lines, cpu_seconds(proc.pid), time.monotonic()
+    os.kill(proc.pid, signal.SIGCONT)
+    end, seen = t, lines
+    while err.read_text(errors="replace").count("caught up") == said:
+        if time.monotonic() - t > 600 or proc.poll() is not None:
+            break
+        time.sleep(0.25)
+        if counter.lines - seen < 2 * rate * 0.25:
+            break
+        end, seen = time.monotonic(), counter.lines
+    frames, seconds = seen - lines, max(end - t, 1e-3)
+    used = cpu_seconds(proc.pid) - cpu
+    lags = re.findall(r"is ([\d.]+ s \([^)]*\)) behind", err.read_text(errors="replace"))
+    return (
+        f"paused {pause:.0f} s: the backlog ({lags[-1] if lags else '?'} behind) decoded in "
+        f"{seconds:.1f} s: {frames:,} frames = {frames / seconds:,.0f} frames/s, "
+        f"{frames / used if used else 0:,.0f} per CPU second"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seconds", type=float, default=600)
     ap.add_argument("--build", default="installed", choices=("installed", "pure", "compiled"))
     ap.add_argument("--interval", type=float, default=10.0, help="seconds between samples")
     ap.add_argument("--spool-size", type=int, default=256, help="MB")
+    ap.add_argument("--pause", type=float, default=0, help="stop amqpscope S s: its catch-up")
     ap.add_argument("--baseline", action="store_true", help="tcpdump -w /dev/null alone first")
     args = ap.parse_args(argv)
     build = run.make_build(args.build)
@@ -173,11 +204,14 @@ def measure(build: run.Build, args: argparse.Namespace) -> int:
         samples: list[tuple[float, float]] = []
         last_t, last_lines, last_cpu = start, counter.lines, cpu0
         used = (0.0, 0)
+        caught: list[str] = []
+        samples_lines = counter.lines
         while client.poll() is None:
             time.sleep(min(args.interval, max(start + args.seconds + 5 - time.monotonic(), 0.5)))
             now, lines, cpu = time.monotonic(), counter.lines, cpu_seconds(proc.pid)
             rss = rss_mb(proc.pid)
-            lags = re.findall(r"is ([\d.]+) s \(", err_path.read_text(errors="replace"))
+            said = re.findall(r"is ([\d.]+) s \(|(caught up)", err_path.read_text(errors="replace"))
+            lags = [lag for lag, up in said if not up] if said and not said[-1][1] else []
             per_cpu = (lines - last_lines) / (cpu - last_cpu) if cpu > last_cpu else 0
             print(
                 f"  {now - start:5.0f} {(lines - last_lines) / (now - last_t):10,.0f} "
@@ -187,6 +221,12 @@ def measure(build: run.Build, args: argparse.Namespace) -> int:
             samples.append((now - start, rss))
             last_t, last_lines, last_cpu = now, lines, cpu
             used = (cpu - cpu0, lines)
+            if args.pause and not caught and now - start >= args.seconds / 3:
+                rate = (lines - samples_lines) / (now - start)
+                caught.append(catch_up(proc, counter, err_path, args.pause, rate))
+                print(f"  {caught[0]}", flush=True)
+                last_t, last_lines = time.monotonic(), counter.lines
+                last_cpu = cpu_seconds(proc.pid)
         sent, got = client.communicate()[0].split()
         elapsed = time.monotonic() - start
         time.sleep(2)

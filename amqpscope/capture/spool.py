@@ -248,20 +248,27 @@ class Spool:
     # -- the reader ------------------------------------------------------------------------------
 
     def packets(self, poll: float) -> Iterator[RawPacket | None]:
-        """Packets as the tool writes them; None when none came for `poll` seconds; ends once
-        the tool has exited and everything it wrote was read."""
+        """Packets as the tool writes them; None on catching up with the tool and then every
+        `poll` seconds without a packet; ends once the tool has exited and everything it wrote
+        was read."""
         quiet_since = time.monotonic()
+        busy = False  # packets came since the last None
         while True:
             alive = self.running()
             got = self._read()
             if got:
                 yield from got
-                quiet_since = time.monotonic()
+                busy = True
                 continue
             if self._advance():
                 continue
             if not alive:
                 return
+            if busy:  # caught up with the tool: a None at once, for the caller to flush
+                busy = False
+                quiet_since = time.monotonic()
+                yield None
+                continue
             time.sleep(FOLLOW_SLEEP)
             now = time.monotonic()
             if now - quiet_since >= poll:

@@ -24,6 +24,9 @@ from amqpscope.cli.common import (
 from amqpscope.filter import FilterError, Selection
 from amqpscope.render.lines import frame_ndjson, safe
 
+#: --json: written at least this often (seconds) while packets keep coming
+FLUSH_EVERY = 0.1
+
 
 class Behind:
     """The status line while the decoder is behind the capture: on stderr, every few seconds
@@ -223,8 +226,6 @@ def live(
                 shown += 1
                 if count is not None and shown >= count:
                     return True
-            if frames and timeline is None:
-                lines.flush()
             return False
 
         def noticed(now: float) -> None:
@@ -232,6 +233,7 @@ def live(
             if watch is None:
                 return
             for event, diagnosis in watch.check(pipeline.tracker, now):
+                lines.flush()  # the frames before it first
                 if as_json:
                     record = {"diagnosis": event, **diagnosis.to_json()}
                     out.write(json.dumps(record, ensure_ascii=False) + "\n")
@@ -244,6 +246,7 @@ def live(
         tick_every = 0.25 if watch is not None else 1.0  # a stall shows within a quarter second
         last_tick = time.monotonic()
         full = False
+        flushed = time.monotonic()
         for pkt in capture.packets():
             if pkt is not None:
                 frames = pipeline.feed(pkt)
@@ -253,6 +256,10 @@ def live(
                 if frames:
                     noticed(frames[-1].ts)
             now = time.monotonic()
+            # NDJSON in big writes while packets pour in; at once when the capture pauses
+            if pkt is None or now - flushed >= FLUSH_EVERY:
+                lines.flush()
+                flushed = now
             if deadline is not None and now >= deadline:
                 capture.stop()
             if now - last_tick >= tick_every:
