@@ -20,6 +20,10 @@ CODES: Final[dict[str, tuple[str, str]]] = {
     "capture.truncated": (WARNING, "the capture file ends inside a packet record"),
     "capture.damaged": (ERROR, "a capture record could not be read"),
     "capture.snaplen": (WARNING, "a packet was cut short by the capture's snap length"),
+    "capture.spool-overrun": (
+        WARNING,
+        "live: the decoder fell so far behind that captured packets were discarded unread",
+    ),
     "link.unsupported": (INFO, "a link layer type amqpscope does not decode"),
     "link.malformed": (WARNING, "a link, IP or TCP header is malformed or truncated"),
     "ip.fragment-incomplete": (WARNING, "an IP datagram's fragments never all arrived"),

@@ -110,6 +110,13 @@ class LivePipeline:
         taken = d.segments.findings + d.findings
         d.segments.findings.clear()
         d.findings.clear()
+        self.add_findings(taken)
+
+    def add_findings(self, taken: list[Finding]) -> None:
+        """Keep findings up to `KEEP_FINDINGS` (the rest are counted): the dissector's, and the
+        capture's own (a full spool)."""
+        if not taken:
+            return
         room = KEEP_FINDINGS - len(self.findings)
         self.findings.extend(taken[: max(room, 0)])
         self.findings_dropped += max(len(taken) - max(room, 0), 0)

@@ -75,9 +75,9 @@ class Build:
 
 
 def _without_pythonpath(**extra: str) -> dict[str, str]:
-    env = {**os.environ, **extra}
+    env = dict(os.environ)
     env.pop("PYTHONPATH", None)
-    return env
+    return {**env, **extra}  # `pure` sets PYTHONPATH itself
 
 
 def make_build(name: str) -> Build:

@@ -335,9 +335,18 @@ class LiveProcess:
                 self.proc.wait(10)
         return self.proc.returncode
 
-    def frames(self) -> list[dict[str, Any]]:
+    def records(self) -> list[dict[str, Any]]:
         with self.out.open() as fh:
             return [json.loads(line) for line in fh]
+
+    def frames(self) -> list[dict[str, Any]]:
+        return [r for r in self.records() if "frame" in r]
+
+    def stats(self) -> dict[str, Any]:
+        """The last record: the capture's statistics."""
+        last = self.records()[-1]
+        assert set(last) == {"capture"}, last
+        return last["capture"]
 
 
 def drops(stderr: str) -> tuple[int, int, int]:
@@ -453,16 +462,31 @@ def soak_load(seconds: float, rate: float, name: str) -> dict[str, Any]:
     return {"published": sent, "delivered": got[0], "seconds": elapsed}
 
 
-SOAK_SECONDS = float(os.environ.get("AMQPSCOPE_SOAK_SECONDS", "30"))
-SOAK_RATE = float(os.environ.get("AMQPSCOPE_SOAK_RATE", "1500"))  # messages/s, 6 frames each
+SOAK_SECONDS = float(os.environ.get("AMQPSCOPE_SOAK_SECONDS", "15"))
+SOAK_RATE = float(os.environ.get("AMQPSCOPE_SOAK_RATE", "2000"))  # messages/s, 6 frames each
+
+
+def tshark_packets(path: Path) -> int:
+    done = subprocess.run(
+        ["tshark", "-r", str(path), "-T", "fields", "-e", "frame.number"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return len(done.stdout.splitlines())
 
 
 @pytest.mark.broker
-def test_soak_keeps_up_without_drops_and_with_flat_memory(tmp_path: Path) -> None:
+@pytest.mark.tshark
+def test_soak_decodes_every_packet_captured_with_flat_memory(tmp_path: Path) -> None:
+    """Load for a while: every packet tcpdump says it captured is decoded (the spool lets the
+    decoder fall behind without the capture losing any), as many as tshark reads from -w;
+    memory flat; how far behind the decoder was is reported. Kernel drops are not asserted:
+    on a loaded machine they are the machine's (bench/live.py measures them)."""
     name = f"amqpscope-soak-{os.getpid()}"
-    proc = LiveProcess(
-        tmp_path, "lo", "-f", "tcp port 5672", "--json", "--duration", str(SOAK_SECONDS + 20)
-    )
+    written = tmp_path / "soak.pcap"
+    proc = LiveProcess(tmp_path, "lo", "-f", "tcp port 5672", "--json", "-w", str(written))
     rss: list[tuple[float, int]] = []
     try:
         import threading
@@ -476,23 +500,27 @@ def test_soak_keeps_up_without_drops_and_with_flat_memory(tmp_path: Path) -> Non
         while worker.is_alive():
             rss.append((time.monotonic() - start, proc.rss_kib()))
             worker.join(1.0)
-        code = proc.stop(signal.SIGTERM)
+        code = proc.stop(signal.SIGTERM)  # the tool stops; what it spooled is still decoded
     finally:
         proc.stop(signal.SIGKILL)
     assert code == 0, proc.stderr()
-    _, kernel, backend = drops(proc.stderr())
-    assert kernel == 0 and backend == 0, proc.stderr()
-    assert result["published"] == result["delivered"] > SOAK_SECONDS * SOAK_RATE * 0.8
+    assert "Traceback" not in proc.stderr()
+    stats = proc.stats()
+    print(f"soak capture: {stats}")
+    assert stats["tool_captured"] == stats["decoded"] == stats["captured"] > 0, stats
+    assert stats["amqpscope_drops"] == 0 and stats["spool"]["discarded_bytes"] == 0, stats
+    assert set(stats["max_lag"]) == {"bytes", "packets", "seconds"}
+    assert "the decoder was at most" in proc.stderr()
+    assert tshark_packets(written) == stats["decoded"]
+    assert result["published"] == result["delivered"] > SOAK_SECONDS * SOAK_RATE * 0.5
     # this test's connection: the one whose start-ok carries its connection name
     frames: Counter[tuple[str, str]] = Counter()
     ours = None
-    with proc.out.open() as fh:
-        for line in fh:
-            f = json.loads(line)
-            if f["name"] == "connection.start-ok" and name in json.dumps(f["fields"]):
-                ours = f["conn"]
-            if f["conn"] == ours:
-                frames[(f["name"], f["dir"])] += 1
+    for f in proc.frames():
+        if f["name"] == "connection.start-ok" and name in json.dumps(f["fields"]):
+            ours = f["conn"]
+        if f["conn"] == ours:
+            frames[(f["name"], f["dir"])] += 1
     assert frames[("basic.publish", "c2s")] == result["published"]
     assert frames[("basic.deliver", "s2c")] == result["delivered"]
     total = sum(frames.values())
@@ -500,10 +528,10 @@ def test_soak_keeps_up_without_drops_and_with_flat_memory(tmp_path: Path) -> Non
     late = max(k for t, k in rss)
     report = (
         f"soak: {total} frames in {result['seconds']:.1f} s = {total / result['seconds']:.0f} "
-        f"frames/s, RSS {early} KiB at {SOAK_SECONDS / 3:.0f} s, {late} KiB at the end"
+        f"frames/s, RSS {early} KiB at {SOAK_SECONDS / 3:.0f} s, {late} KiB at the end, "
+        f"kernel drops {stats['kernel_drops']}, decoder behind by at most {stats['max_lag']}"
     )
     print(report)
-    (tmp_path / "soak.txt").write_text(report)
     assert late - early < 8 * 1024, report
 
 

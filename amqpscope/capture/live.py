@@ -27,7 +27,6 @@ keeps the decoding state bounded over hours.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import os
 import re
@@ -45,6 +44,18 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from amqpscope.capture.packet import RawPacket
+from amqpscope.capture.spool import (
+    FILES,
+    SPOOL_MB,
+    Lag,
+    PcapStream,
+    Spool,
+    make_directory,
+)
+from amqpscope.capture.spool import (
+    PcapStreamError as PcapStreamError,  # re-exported: the parser was here
+)
+from amqpscope.findings import Finding
 
 BACKENDS = ("tcpdump", "dumpcap", "scapy", "pyshark")
 #: what is captured when no -f is given: AMQP is found on any TCP port
@@ -57,10 +68,6 @@ QUEUE_BYTES = 128 * 1024 * 1024
 #: largest packet the scapy backend reads (lo's MTU is 64 KiB; GRO/TSO can make bigger ones)
 RECV_SIZE = 262_144
 
-#: the pipe from tcpdump/dumpcap (F_SETPIPE_SZ; 1 MiB when the system allows no more)
-PIPE_BYTES = 16 * 1024 * 1024
-
-_F_SETPIPE_SZ = 1031
 _SETCAP = "setcap cap_net_raw,cap_net_admin=eip"
 _SOL_PACKET = 263
 _PACKET_STATISTICS = 6
@@ -219,78 +226,7 @@ def classify_stderr(tool: str, iface: str, text: str, program: str) -> LiveError
     return LiveError(f"{tool} failed: {last}")
 
 
-# -- the pcap stream -----------------------------------------------------------------------------
-
-_PCAP_MAGICS = {
-    b"\xa1\xb2\xc3\xd4": (">", 1_000_000),
-    b"\xd4\xc3\xb2\xa1": ("<", 1_000_000),
-    b"\xa1\xb2\x3c\x4d": (">", 1_000_000_000),
-    b"\x4d\x3c\xb2\xa1": ("<", 1_000_000_000),
-}
-#: a record claiming more than this is damage, not a packet
-MAX_RECORD = 16 * 1024 * 1024
-
-
-class PcapStreamError(Exception):
-    pass
-
-
-class PcapStream:
-    """Incremental pcap parser (sans-IO): bytes as they come in, whole packets out.
-
-    `feed(data)` returns the packets completed by `data` (number 0: the caller numbers them).
-    Microsecond and nanosecond pcap, either byte order; the timestamp is computed exactly as the
-    file reader does, so a packet read live and read back from the file has the same `ts`.
-    """
-
-    def __init__(self) -> None:
-        self._buf = bytearray()
-        self.linktype: int | None = None
-        self.snaplen = 0
-        self.units = 1_000_000
-        self._rec: struct.Struct | None = None
-
-    def feed(self, data: bytes) -> list[RawPacket]:
-        buf = self._buf
-        buf += data
-        off = 0
-        if self._rec is None:
-            if len(buf) < 24:
-                return []
-            magic = bytes(buf[:4])
-            if magic not in _PCAP_MAGICS:
-                if magic == b"\x0a\x0d\x0d\x0a":
-                    raise PcapStreamError("a pcapng stream, not pcap")
-                raise PcapStreamError(f"not a pcap stream (starts {magic.hex()})")
-            endian, self.units = _PCAP_MAGICS[magic]
-            self.snaplen, linktype = struct.unpack_from(endian + "II", buf, 16)
-            self.linktype = linktype & 0x03FFFFFF
-            self._rec = struct.Struct(endian + "IIII")
-            off = 24
-        rec = self._rec
-        linktype = self.linktype
-        units = self.units
-        out: list[RawPacket] = []
-        end = len(buf)
-        while end - off >= 16:
-            sec, frac, caplen, wirelen = rec.unpack_from(buf, off)
-            if caplen > MAX_RECORD:
-                raise PcapStreamError(f"a record of {caplen} bytes: the stream is damaged")
-            if end - off - 16 < caplen:
-                break
-            start = off + 16
-            off = start + caplen
-            out.append(
-                RawPacket(0, (sec * units + frac) / units, linktype, bytes(buf[start:off]), wirelen)
-            )
-        if off:
-            del buf[:off]
-        return out
-
-    @property
-    def pending(self) -> int:
-        """Bytes of an incomplete record (a stream that ends here was cut)."""
-        return len(self._buf)
+# -- the pcap stream (its parser is the spool's: `capture.spool.PcapStream`) ---------------------
 
 
 def pcap_header(linktype: int, snaplen: int = 262144) -> bytes:
@@ -399,50 +335,38 @@ class Backend:
         """Release everything (idempotent); kernel drops are known after it."""
 
 
-class PipeBackend(Backend):
-    """tcpdump or dumpcap writing pcap to a pipe; its own session, so Ctrl-C reaches us only."""
+class ToolBackend(Backend):
+    """tcpdump or dumpcap writing pcap files into the spool directory (`capture.spool`), in its
+    own session (so Ctrl-C reaches us only), killed with us if we die (PR_SET_PDEATHSIG)."""
 
-    def __init__(self, iface: str, bpf: str, tool: str) -> None:
+    def __init__(self, iface: str, bpf: str, tool: str, directory: str, file_bytes: int) -> None:
         super().__init__(iface, bpf)
         self.name = tool
         self.program = shutil.which(tool) or tool
+        self.directory = directory
+        self.file_bytes = file_bytes
         self.proc: subprocess.Popen[bytes] | None = None
         self.lines: list[str] = []
         self._ready = threading.Event()
         self._reader: threading.Thread | None = None
-        self.parser = PcapStream()
         self.listening = False  # the tool said it is capturing
+        self.captured: int | None = None  # the packets the tool says it captured (at exit)
 
     def command(self) -> list[str]:
+        path = os.path.join(self.directory, "spool.pcap")
         if self.name == "tcpdump":
             return [
-                self.program,
-                "-i",
-                self.iface,
-                "-n",
-                "-s",
-                "0",
-                "-U",
-                "--immediate-mode",
-                "-B",
-                str(RING_KIB),
-                "-w",
-                "-",
-                self.bpf,
+                *(self.program, "-i", self.iface, "-n", "-s", "0", "-U", "--immediate-mode"),
+                *("-B", str(RING_KIB)),
+                # a new file every C MB (never a ring: the spool's keeper bounds it, counting
+                # what it discards); no change of user, which could not write the spool
+                *("-C", str(max(self.file_bytes // 1_000_000, 1)), "-Z", _user()),
+                *("-w", path, self.bpf),
             ]
         return [
-            self.program,
-            "-i",
-            self.iface,
-            "-P",
-            "-s",
-            "262144",
-            "-B",
-            str(max(RING_KIB // 1024, 1)),
-            "-f",
-            self.bpf,
-            "-w",
-            "-",
+            *(self.program, "-i", self.iface, "-P", "-q", "-s", "262144"),
+            *("-B", str(max(RING_KIB // 1024, 1)), "-f", self.bpf),
+            *("-b", f"filesize:{max(self.file_bytes // 1000, 1)}", "-w", path),
         ]
 
     def _read_stderr(self) -> None:
@@ -460,16 +384,15 @@ class PipeBackend(Backend):
             self.proc = subprocess.Popen(
                 self.command(),
                 stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
-                bufsize=0,
+                preexec_fn=_die_with_parent(),
             )
         except OSError as exc:
             raise LiveError(f"cannot run {self.name}: {exc}") from None
         self._reader = threading.Thread(target=self._read_stderr, daemon=True)
         self._reader.start()
-        self._widen_pipe()
         if not self._ready.wait(15):
             self.close()
             raise LiveError(f"{self.name} did not start capturing within 15 s")
@@ -479,17 +402,6 @@ class PipeBackend(Backend):
             self.close()
             raise classify_stderr(self.name, self.iface, "\n".join(self.lines), self.program)
 
-    def _widen_pipe(self) -> None:
-        """A wide pipe lets the tool write on while the decoder holds the GIL (fewer drops)."""
-        assert self.proc is not None and self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
-        for size in (PIPE_BYTES, 1 << 20):
-            try:
-                fcntl.fcntl(fd, _F_SETPIPE_SZ, size)
-                return
-            except OSError:
-                continue
-
     def _alive_after_ready(self) -> bool:
         # dumpcap prints "Capturing on" before it checks the filter: give it a moment to fail
         assert self.proc is not None
@@ -498,30 +410,15 @@ class PipeBackend(Backend):
                 self.proc.wait(0.3)
         return self.proc.poll() is None
 
-    def run(self, emit: Callable[[RawPacket], None], write: Callable[[bytes], None]) -> None:
-        assert self.proc is not None and self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
-        feed = self.parser.feed
-        try:
-            while True:
-                chunk = os.read(fd, 1 << 18)
-                if not chunk:
-                    break
-                write(chunk)
-                for pkt in feed(chunk):
-                    emit(pkt)
-        except PcapStreamError as exc:
-            self.error = f"{self.name}'s output: {exc}"
-        except OSError as exc:
-            self.error = f"reading from {self.name}: {exc}"
-        if self.parser.pending and self.error is None:
-            self.error = f"{self.name}'s output ended inside a packet"
+    def running(self) -> bool:
+        proc = self.proc
+        return proc is not None and proc.poll() is None
 
     def stop(self) -> None:
         proc = self.proc
         if proc is not None and proc.poll() is None:
             with contextlib.suppress(OSError):
-                proc.send_signal(signal.SIGINT)  # flushes its buffer, prints its statistics
+                proc.send_signal(signal.SIGINT)  # flushes its file, prints its statistics
 
     def close(self) -> None:
         proc = self.proc
@@ -536,12 +433,16 @@ class PipeBackend(Backend):
                 proc.wait(5)
         if self._reader is not None:
             self._reader.join(5)
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                with contextlib.suppress(OSError):
-                    stream.close()
+        if proc.stderr is not None:
+            with contextlib.suppress(OSError):
+                proc.stderr.close()
         self.proc = None
-        self.kernel_drops = self._drops("\n".join(self.lines))
+        text = "\n".join(self.lines)
+        self.kernel_drops = self._drops(text)
+        m = re.search(r"(\d+) packets? captured", text) or re.search(
+            r"Packets captured: (\d+)", text
+        )
+        self.captured = int(m.group(1)) if m else None
 
     def _drops(self, text: str) -> int | None:
         if self.name == "tcpdump":
@@ -552,6 +453,31 @@ class PipeBackend(Backend):
             return None
         m = re.search(r"received/dropped on interface '[^']*': \d+/(\d+)", text)
         return int(m.group(1)) if m else None
+
+
+def _user() -> str:
+    """This process's user name (tcpdump -Z: keep writing as who we are)."""
+    import pwd
+
+    try:
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        return "root"
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """A preexec_fn asking Linux to end the child with SIGTERM when we die (even by SIGKILL)."""
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+    def preexec() -> None:
+        prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+    return preexec
 
 
 class ScapyBackend(Backend):
@@ -703,9 +629,9 @@ class PysharkBackend(Backend):
                     os.kill(proc.pid, signal.SIGTERM)
 
 
-def make_backend(name: str, iface: str, bpf: str) -> Backend:
+def make_backend(name: str, iface: str, bpf: str, directory: str = "", size: int = 0) -> Backend:
     if name in ("tcpdump", "dumpcap"):
-        return PipeBackend(iface, bpf, name)
+        return ToolBackend(iface, bpf, name, directory, max(size // FILES, 1_000_000))
     if name == "scapy":
         return ScapyBackend(iface, bpf)
     if name == "pyshark":
@@ -713,27 +639,55 @@ def make_backend(name: str, iface: str, bpf: str) -> Backend:
     raise LiveError(f"unknown backend {name!r}", 2)
 
 
-# -- the capture: backend thread, queue, -w --------------------------------------------------------
+# -- the capture: the tool and its spool, or a backend thread and a queue; -w ----------------------
 
 
 @dataclass
 class CaptureStats:
     captured: int = 0
     kernel_drops: int | None = None
-    backend_drops: int = 0
+    backend_drops: int = 0  # not decoded: the queue was full, or discarded from a full spool
     queue_high_water: int = 0
     written: int = 0  # bytes written to -w
+    tool_captured: int | None = None  # what tcpdump/dumpcap said it captured, at its exit
+    decoded: int = 0  # packets handed to the decoder
+    spool_bytes: int = 0  # the spool's bound (0: no spool)
+    lag: Lag | None = None  # the decoder at most this far behind (with a spool)
+    discarded_bytes: int = 0
 
     def line(self) -> str:
         kernel = "unknown" if self.kernel_drops is None else str(self.kernel_drops)
-        return (
+        why = "spool full" if self.spool_bytes else "decoder behind"
+        text = (
             f"{self.captured} packets captured, {kernel} dropped by the kernel, "
-            f"{self.backend_drops} dropped by amqpscope (decoder behind)"
+            f"{self.backend_drops} dropped by amqpscope ({why})"
         )
+        if self.lag is not None:
+            text += f"; the decoder was at most {self.lag.text()} behind"
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "captured": self.captured,
+            "decoded": self.decoded,
+            "kernel_drops": self.kernel_drops,
+            "amqpscope_drops": self.backend_drops,
+        }
+        if self.tool_captured is not None:
+            out["tool_captured"] = self.tool_captured
+        if self.spool_bytes:
+            out["spool"] = {"bytes": self.spool_bytes, "discarded_bytes": self.discarded_bytes}
+        if self.lag is not None:
+            out["max_lag"] = self.lag.to_json()
+        if self.written:
+            out["written_bytes"] = self.written
+        return out
 
 
 class LiveCapture:
-    """One capture: a backend in its own thread, packets through a bounded queue, -w on the side.
+    """One capture. tcpdump and dumpcap write into a bounded spool of files (`capture.spool`)
+    that `packets()` reads behind them, so decoding never holds capture back; scapy and pyshark
+    run in a thread of their own and hand packets over through a bounded queue. -w on the side.
 
     `start()` raises LiveError when the capture cannot begin; `packets()` yields packets, or None
     when none came for `poll` seconds (a chance for housekeeping), and ends once `stop()` was
@@ -747,6 +701,8 @@ class LiveCapture:
         backend: str | None = None,
         write: str | None = None,
         queue: PacketQueue | None = None,
+        spool_bytes: int = SPOOL_MB * 1_000_000,
+        spool_dir: str | None = None,
     ) -> None:
         self.iface = iface
         self.bpf = bpf
@@ -755,14 +711,25 @@ class LiveCapture:
         self.queue = queue or PacketQueue()
         self.backend: Backend | None = None
         self.stats = CaptureStats()
+        self.spool_bytes = spool_bytes
+        self.spool_parent = spool_dir
+        self.directory: str | None = None
+        self.spool: Spool | None = None
         self._thread: threading.Thread | None = None
         self._out: IO[bytes] | None = None
         self._stopping = threading.Event()
         self._lock = threading.Lock()
 
+    @property
+    def spooled(self) -> bool:
+        return self.backend_name in ("tcpdump", "dumpcap")
+
     def start(self) -> None:
         check_interface(self.iface, self.backend_name)
         check_filter(self.bpf, interface_linktype(self.iface))
+        if self.spooled:
+            self._start_spooled()
+            return
         if self.write_path is not None:
             try:
                 self._out = open(self.write_path, "wb")  # noqa: SIM115 (closed in close())
@@ -779,8 +746,47 @@ class LiveCapture:
         self._thread.start()
         backend.wait_ready(15)
 
+    def _start_spooled(self) -> None:
+        try:
+            self.directory = make_directory(self.spool_parent)
+        except OSError as exc:
+            where = self.spool_parent or "the temporary directory"
+            raise LiveError(f"cannot make the spool in {where}: {exc.strerror or exc}") from None
+        try:
+            backend = make_backend(
+                self.backend_name, self.iface, self.bpf, self.directory, self.spool_bytes
+            )
+            assert isinstance(backend, ToolBackend)
+            try:
+                spool = Spool(
+                    self.directory, self.spool_bytes, backend.running, PcapStream, self.write_path
+                )
+            except OSError as exc:
+                raise LiveError(f"cannot write {self.write_path}: {exc.strerror or exc}") from None
+            self.spool = spool
+            backend.start()
+            self.backend = backend
+        except BaseException:
+            self._remove_spool()
+            raise
+
     def describe(self) -> str:
-        return f"capturing on {self.iface} with {self.backend_name} (filter: {self.bpf})"
+        text = f"capturing on {self.iface} with {self.backend_name} (filter: {self.bpf})"
+        if self.spool is not None:
+            text += f" into a spool of {self.spool_bytes / 1e6:.0f} MB in {self.directory}"
+        return text
+
+    def lag(self) -> Lag | None:
+        """How far the decoder is behind the capture (None: no spool)."""
+        return self.spool.lag() if self.spool is not None else None
+
+    def take_findings(self) -> list[Finding]:
+        """Findings of the capture itself (a full spool) since the last call."""
+        if self.spool is None or not self.spool.findings:
+            return []
+        taken = list(self.spool.findings)
+        del self.spool.findings[: len(taken)]
+        return taken
 
     # capture thread
     def _run(self) -> None:
@@ -819,13 +825,24 @@ class LiveCapture:
 
     @property
     def error(self) -> str | None:
+        if self.spool is not None and self.spool.error:
+            return self.spool.error
         return self.backend.error if self.backend is not None else None
 
     def packets(self, poll: float = 0.2) -> Iterator[RawPacket | None]:
+        if self.spool is not None:
+            decoded = 0
+            for pkt in self.spool.packets(poll):
+                if pkt is not None:
+                    decoded += 1
+                    self.stats.decoded = decoded
+                yield pkt
+            return
         queue = self.queue
         while True:
             pkt = queue.get(poll)
             if pkt is not None:
+                self.stats.decoded += 1
                 yield pkt
             elif queue.closed and not len(queue):
                 return
@@ -833,7 +850,8 @@ class LiveCapture:
                 yield None
 
     def close(self) -> CaptureStats:
-        """Stop and release everything (idempotent); the statistics are final after it."""
+        """Stop and release everything (idempotent; the spool and the tool are gone after it);
+        the statistics are final after it."""
         with self._lock:
             self._stopping.set()
             backend = self.backend
@@ -844,17 +862,35 @@ class LiveCapture:
                 self._thread.join(10)
                 self._thread = None
             self._close_out()
+            stats = self.stats
             if backend is not None:
-                self.stats.kernel_drops = backend.kernel_drops
-            self.stats.backend_drops = self.queue.dropped
-            self.stats.queue_high_water = self.queue.high_water
-            return self.stats
+                stats.kernel_drops = backend.kernel_drops
+            spool = self.spool
+            if spool is not None:
+                spool.finish()
+                stats.captured = spool.number
+                stats.backend_drops = spool.discarded_packets
+                stats.discarded_bytes = spool.discarded_bytes
+                stats.written = spool.written
+                stats.spool_bytes = self.spool_bytes
+                stats.lag = spool.max_lag
+                if isinstance(backend, ToolBackend):
+                    stats.tool_captured = backend.captured
+            else:
+                stats.backend_drops = self.queue.dropped
+                stats.queue_high_water = self.queue.high_water
+            self._remove_spool()
+            return stats
+
+    def _remove_spool(self) -> None:
+        if self.spool is not None:
+            self.spool.finish()
+        if self.directory is not None:
+            shutil.rmtree(self.directory, ignore_errors=True)
+            self.directory = None
 
     def _close_out(self) -> None:
         if self._out is not None:
             with contextlib.suppress(OSError):
                 self._out.close()
             self._out = None
-
-
-# -- bounded decoding state ----------------------------------------------------------------------

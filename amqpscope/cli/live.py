@@ -24,6 +24,35 @@ from amqpscope.cli.common import (
 from amqpscope.filter import FilterError, Selection
 from amqpscope.render.lines import frame_ndjson, safe
 
+#: --json: written at least this often (seconds) while packets keep coming
+FLUSH_EVERY = 0.1
+
+
+class Behind:
+    """The status line while the decoder is behind the capture: on stderr, every few seconds
+    while it is more than a second behind, and once when it has caught up."""
+
+    EVERY = 5.0
+    BEHIND = 1.0
+
+    def __init__(self, capture: Any) -> None:
+        self.capture = capture
+        self.said = 0.0
+        self.behind = False
+
+    def check(self, now: float) -> None:
+        lag = self.capture.lag()
+        if lag is None:
+            return
+        if lag.seconds >= self.BEHIND:
+            if not self.behind or now - self.said >= self.EVERY:
+                click.echo(f"amqpscope: the decoder is {lag.text()} behind the capture", err=True)
+                self.said = now
+            self.behind = True
+        elif self.behind and lag.seconds < self.BEHIND / 2:
+            click.echo("amqpscope: the decoder has caught up with the capture", err=True)
+            self.behind = False
+
 
 @main.command()
 @click.argument("iface", metavar="IFACE", shell_complete=complete_iface)
@@ -46,6 +75,21 @@ from amqpscope.render.lines import frame_ndjson, safe
     "--backend",
     type=click.Choice(["tcpdump", "dumpcap", "scapy", "pyshark"]),
     help="How to capture (default: tcpdump, else dumpcap, else scapy; pyshark is slow).",
+)
+@click.option(
+    "--spool-size",
+    type=click.IntRange(min=8),
+    default=256,
+    show_default=True,
+    metavar="MB",
+    help="tcpdump/dumpcap write to a spool of files the decoder reads behind them; past MB "
+    "unread, the oldest are discarded (and reported).",
+)
+@click.option(
+    "--spool-dir",
+    type=click.Path(file_okay=False, path_type=str),
+    metavar="DIR",
+    help="Where the spool goes (default: the temporary directory, $TMPDIR).",
 )
 @click.option(
     "--duration",
@@ -76,6 +120,8 @@ def live(
     bpf: str,
     write: str | None,
     backend: str | None,
+    spool_size: int,
+    spool_dir: str | None,
     duration: float | None,
     with_summary: bool,
     with_diagnose: bool,
@@ -102,7 +148,8 @@ def live(
       amqpscope live eth0 --json -w session.pcap --duration 60
       amqpscope live lo --errors --summary
       amqpscope live lo -f 'tcp port 5672' --diagnose --errors
-    Needs root or CAP_NET_RAW. Kernel and amqpscope drops are reported on stderr at the end.
+    Needs root or CAP_NET_RAW. Kernel and amqpscope drops are reported on stderr at the end
+    (with --json also as a last {"capture": ...} record), and how far behind the decoder was.
     """
     import signal
     import time
@@ -115,7 +162,9 @@ def live(
     except FilterError as exc:
         fail(f"-Y: {exc}", 2)
     try:
-        capture = LiveCapture(iface, bpf, backend, write)
+        capture = LiveCapture(
+            iface, bpf, backend, write, spool_bytes=spool_size * 1_000_000, spool_dir=spool_dir
+        )
         capture.start()
     except LiveError as exc:
         fail(str(exc), exc.code)
@@ -177,8 +226,6 @@ def live(
                 shown += 1
                 if count is not None and shown >= count:
                     return True
-            if frames and timeline is None:
-                lines.flush()
             return False
 
         def noticed(now: float) -> None:
@@ -186,6 +233,7 @@ def live(
             if watch is None:
                 return
             for event, diagnosis in watch.check(pipeline.tracker, now):
+                lines.flush()  # the frames before it first
                 if as_json:
                     record = {"diagnosis": event, **diagnosis.to_json()}
                     out.write(json.dumps(record, ensure_ascii=False) + "\n")
@@ -193,10 +241,12 @@ def live(
                     out.write(f"DIAGNOSIS {event}: {safe(diagnosis.title)}\n")
                 out.flush()
 
+        behind = Behind(capture)
         deadline = time.monotonic() + duration if duration else None
         tick_every = 0.25 if watch is not None else 1.0  # a stall shows within a quarter second
         last_tick = time.monotonic()
         full = False
+        flushed = time.monotonic()
         for pkt in capture.packets():
             if pkt is not None:
                 frames = pipeline.feed(pkt)
@@ -206,16 +256,23 @@ def live(
                 if frames:
                     noticed(frames[-1].ts)
             now = time.monotonic()
+            # NDJSON in big writes while packets pour in; at once when the capture pauses
+            if pkt is None or now - flushed >= FLUSH_EVERY:
+                lines.flush()
+                flushed = now
             if deadline is not None and now >= deadline:
                 capture.stop()
             if now - last_tick >= tick_every:
                 last_tick = now
+                behind.check(now)
+                pipeline.add_findings(capture.take_findings())
                 wall = time.time()
                 if show(pipeline.tick(wall)):
                     full = True
                     break
                 noticed(wall)
         capture.stop()
+        pipeline.add_findings(capture.take_findings())
         frames = pipeline.finish()
         if not full:
             show(frames)
@@ -245,6 +302,10 @@ def live(
         stats = capture.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+    pipeline.add_findings(capture.take_findings())
+    if as_json:
+        out.write(json.dumps({"capture": stats.to_json()}) + "\n")
+        out.flush()
     report_findings(pipeline.findings)
     if pipeline.findings_dropped:
         click.echo(f"amqpscope: ... and {pipeline.findings_dropped} findings not kept", err=True)

@@ -1,0 +1,264 @@
+"""Live capture under load: does `amqpscope live lo` keep up, and lose nothing?
+
+A pika client (a process of its own) publishes to an exclusive queue and gets and acks every
+message back, as fast as the local RabbitMQ allows, for `--seconds`; `amqpscope live lo -f 'tcp
+port 5672' --json` runs alongside (its NDJSON read and counted here, in big chunks). Reported:
+
+* the kernel's drops as the capture tool counts them, and what amqpscope discarded from a full
+  spool (both should be 0), and the tool's packet count against the packets decoded;
+* frames decoded a second, over the run and per interval; and the decoder's cost in CPU (the
+  amqpscope process alone, not tcpdump): frames per CPU second is how fast it decodes flat out,
+  the capacity the load did not reach;
+* the decoder's lag (the capture record's `max_lag`, and the status lines on stderr);
+* RSS of the amqpscope process over time (memory flat: the last third against the first).
+
+With `--pause S`, a third of the way in amqpscope is stopped (SIGSTOP) for S seconds while tcpdump
+spools on, and the time it takes to decode the backlog gives its speed flat out (the load alone
+may not reach it). With `--baseline`, `tcpdump -w /dev/null` alone under the same load first.
+
+    python3 bench/live.py [--seconds S] [--build installed|pure|compiled] [--baseline]
+                          [--interval S] [--spool-size MB] [--pause S]
+
+Needs root (capture on lo) and the broker on 127.0.0.1:5672; takes the broker lock.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import platform
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import run  # noqa: E402  (bench/run.py: the builds)
+
+LOCK = "/tmp/amqpscope-broker.lock"
+
+LOAD = r"""
+import sys, time, pika
+seconds = float(sys.argv[1])
+conn = pika.BlockingConnection(pika.ConnectionParameters(
+    "127.0.0.1", 5672, client_properties={"connection_name": "amqpscope-bench-live"}))
+ch = conn.channel()
+q = ch.queue_declare("", exclusive=True).method.queue
+body = b"bench " * 20
+end = time.monotonic() + seconds
+sent = got = 0
+while time.monotonic() < end:
+    for _ in range(50):
+        ch.basic_publish("", q, body)
+    sent += 50
+    for _ in range(50):
+        method, _props, _body = ch.basic_get(q)
+        if method is None:
+            break
+        ch.basic_ack(method.delivery_tag)
+        got += 1
+while got < sent:
+    method, _props, _body = ch.basic_get(q)
+    if method is None:
+        break
+    ch.basic_ack(method.delivery_tag)
+    got += 1
+conn.close()
+print(sent, got)
+"""
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of one process (not its children)."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def load(seconds: float) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", LOAD, str(seconds)], stdout=subprocess.PIPE, text=True
+    )
+
+
+def baseline(seconds: float) -> str:
+    """tcpdump alone, writing nowhere, under the same load: its own drop count."""
+    tool = subprocess.Popen(
+        [
+            *("tcpdump", "-i", "lo", "-n", "-s", "0", "-U", "--immediate-mode", "-B", "65536"),
+            *("-w", "/dev/null", "tcp port 5672"),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(1)
+    client = load(seconds)
+    client.wait()
+    tool.send_signal(signal.SIGINT)
+    _, err = tool.communicate(timeout=30)
+    stats = " ".join(ln for ln in err.splitlines() if "packets" in ln)
+    return f"tcpdump -w /dev/null alone: {stats}"
+
+
+class Counter:
+    """Counts the NDJSON lines of amqpscope's stdout as they come; keeps the last record."""
+
+    def __init__(self, stream: int) -> None:
+        self.stream = stream
+        self.lines = 0
+        self.tail = b""
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self) -> None:
+        while chunk := os.read(self.stream, 1 << 20):
+            self.lines += chunk.count(b"\n")
+            self.tail = (self.tail + chunk)[-65536:]
+
+    def last(self) -> dict[str, object]:
+        lines = self.tail.strip().splitlines()
+        return json.loads(lines[-1]) if lines else {}
+
+
+def catch_up(
+    proc: subprocess.Popen[bytes], counter: Counter, err: Path, pause: float, rate: float
+) -> str:
+    """Stop amqpscope (SIGSTOP; tcpdump, a process of its own, goes on spooling) for `pause`
+    seconds, then time how fast it decodes the backlog: the decoder's speed flat out."""
+    said = err.read_text(errors="replace").count("caught up")
+    os.kill(proc.pid, signal.SIGSTOP)
+    time.sleep(pause)
+    lines, cpu, t = counter.lines, cpu_seconds(proc.pid), time.monotonic()
+    os.kill(proc.pid, signal.SIGCONT)
+    end, seen = t, lines
+    while err.read_text(errors="replace").count("caught up") == said:
+        if time.monotonic() - t > 600 or proc.poll() is not None:
+            break
+        time.sleep(0.25)
+        if counter.lines - seen < 2 * rate * 0.25:
+            break
+        end, seen = time.monotonic(), counter.lines
+    frames, seconds = seen - lines, max(end - t, 1e-3)
+    used = cpu_seconds(proc.pid) - cpu
+    lags = re.findall(r"is ([\d.]+ s \([^)]*\)) behind", err.read_text(errors="replace"))
+    return (
+        f"paused {pause:.0f} s: the backlog ({lags[-1] if lags else '?'} behind) decoded in "
+        f"{seconds:.1f} s: {frames:,} frames = {frames / seconds:,.0f} frames/s, "
+        f"{frames / used if used else 0:,.0f} per CPU second"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seconds", type=float, default=600)
+    ap.add_argument("--build", default="installed", choices=("installed", "pure", "compiled"))
+    ap.add_argument("--interval", type=float, default=10.0, help="seconds between samples")
+    ap.add_argument("--spool-size", type=int, default=256, help="MB")
+    ap.add_argument("--pause", type=float, default=0, help="stop amqpscope S s: its catch-up")
+    ap.add_argument("--baseline", action="store_true", help="tcpdump -w /dev/null alone first")
+    args = ap.parse_args(argv)
+    build = run.make_build(args.build)
+    with open(LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        print(f"# bench/live.py: {args.seconds:.0f} s, {build.label()} ({build.version()})")
+        print(f"# {run.machine()}, {platform.python_implementation()} {platform.python_version()}")
+        print(f"# load average at the start: {os.getloadavg()[0]:.1f}")
+        if args.baseline:
+            print("#", baseline(min(args.seconds, 60)), flush=True)
+        return measure(build, args)
+
+
+def measure(build: run.Build, args: argparse.Namespace) -> int:
+    cmd = [*build.command, "live", "lo", "-f", "tcp port 5672", "--json"]
+    cmd += ["--spool-size", str(args.spool_size)]
+    err_path = Path(f"/tmp/amqpscope-bench-live-{os.getpid()}.err")
+    with err_path.open("wb") as err:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, env=build.env, cwd="/")
+    assert proc.stdout is not None
+    counter = Counter(proc.stdout.fileno())
+    try:
+        deadline = time.monotonic() + 30
+        while "capturing on" not in err_path.read_text(errors="replace"):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"live did not start: {err_path.read_text()}")
+            time.sleep(0.05)
+        time.sleep(0.5)
+        client = load(args.seconds)
+        start = time.monotonic()
+        cpu0 = cpu_seconds(proc.pid)
+        print("#   t s   frames/s   frames/CPU-s   RSS MB   lag s")
+        samples: list[tuple[float, float]] = []
+        last_t, last_lines, last_cpu = start, counter.lines, cpu0
+        used = (0.0, 0)
+        caught: list[str] = []
+        samples_lines = counter.lines
+        while client.poll() is None:
+            time.sleep(min(args.interval, max(start + args.seconds + 5 - time.monotonic(), 0.5)))
+            now, lines, cpu = time.monotonic(), counter.lines, cpu_seconds(proc.pid)
+            rss = rss_mb(proc.pid)
+            said = re.findall(r"is ([\d.]+) s \(|(caught up)", err_path.read_text(errors="replace"))
+            lags = [lag for lag, up in said if not up] if said and not said[-1][1] else []
+            per_cpu = (lines - last_lines) / (cpu - last_cpu) if cpu > last_cpu else 0
+            print(
+                f"  {now - start:5.0f} {(lines - last_lines) / (now - last_t):10,.0f} "
+                f"{per_cpu:14,.0f} {rss:8.1f}   {lags[-1] if lags else '<1'}",
+                flush=True,
+            )
+            samples.append((now - start, rss))
+            last_t, last_lines, last_cpu = now, lines, cpu
+            used = (cpu - cpu0, lines)
+            if args.pause and not caught and now - start >= args.seconds / 3:
+                rate = (lines - samples_lines) / (now - start)
+                caught.append(catch_up(proc, counter, err_path, args.pause, rate))
+                print(f"  {caught[0]}", flush=True)
+                last_t, last_lines = time.monotonic(), counter.lines
+                last_cpu = cpu_seconds(proc.pid)
+        sent, got = client.communicate()[0].split()
+        elapsed = time.monotonic() - start
+        time.sleep(2)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(120)
+        counter.thread.join(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    stderr = err_path.read_text(errors="replace")
+    err_path.unlink()
+    stats = counter.last().get("capture", {})
+    assert isinstance(stats, dict), stats
+    frames = counter.lines - 1
+    third = [r for t, r in samples if t <= args.seconds / 3] or [samples[0][1]]
+    print(f"messages published {sent}, got and acked {got} in {elapsed:.1f} s")
+    print(f"capture: {json.dumps(stats)}")
+    print(
+        f"frames decoded {frames:,} = {frames / elapsed:,.0f}/s; "
+        f"packets {stats.get('decoded', 0):,} = {int(stats.get('decoded', 0)) / elapsed:,.0f}/s"
+    )
+    if used[0]:
+        print(f"decoder CPU {used[0]:.1f} s: {used[1] / used[0]:,.0f} frames per CPU second")
+    print(
+        f"RSS {max(third):.1f} MB in the first third, {max(r for _, r in samples):.1f} MB "
+        f"at most, {samples[-1][1]:.1f} MB at the end"
+    )
+    print("stderr:", *[ln for ln in stderr.splitlines() if ln.startswith("amqpscope")], sep="\n  ")
+    lost = stats.get("kernel_drops") or 0, stats.get("amqpscope_drops") or 0
+    return 0 if lost == (0, 0) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
