@@ -152,6 +152,70 @@ def test_filter_counts_what_the_client_sent_and_received() -> None:
     asyncio.run(run())
 
 
+def test_n_and_n_step_through_the_filters_matches() -> None:
+    """n / N go to the next / previous frame the filter accepts, among every frame once Esc
+    left the filter (or from a follow, which shows every frame to reach it); e / E step
+    through the frames with findings. The matches are read -Y's."""
+
+    async def run() -> None:
+        async with opened("091-publish-consume.pcap") as pilot:
+            app = pilot.app
+            path = CAPTURES / "091-publish-consume.pcap"
+            delivers = [r["frame"] for r in read_json(path, "-Y", 'name == "basic.deliver"')]
+            assert len(delivers) >= 5
+
+            def at() -> int:
+                index = app.frames.selected()
+                assert index is not None
+                return int(app.store.record(index)["frame"])
+
+            async def press(*keys: str) -> None:
+                await pilot.press(*keys)
+                await app.workers.wait_for_complete()
+                await pilot.pause()
+
+            await press("n")  # no filter yet: said, not moved
+            assert at() == 1
+            assert "no filter" in " ".join(str(n.message) for n in app._notifications)
+            await filter_with(pilot, 'name == "basic.deliver"')
+            await press("escape")
+            assert app.frames.view.everything and at() == delivers[0]  # kept where it was
+            await press("home", "n")
+            assert at() == delivers[0]
+            await press("n", "n")
+            assert at() == delivers[2]
+            await press("N")
+            assert at() == delivers[1]
+            await press("end", "N")
+            assert at() == delivers[-1]
+            await press("n")  # none after the last: the cursor stays
+            assert at() == delivers[-1]
+            # from a follow: the next deliver is not in it, so every frame shows again
+            assert app.jump(delivers[1])
+            await press("f")
+            assert not app.frames.view.everything and at() == delivers[1]
+            await press("n")
+            assert app.frames.view.everything and at() == delivers[2]
+        async with opened("091-channel-errors.pcap") as pilot:
+            app = pilot.app
+            flagged = [
+                r["frame"]
+                for r in read_json(CAPTURES / "091-channel-errors.pcap")
+                if r.get("findings")
+            ]
+            assert len(flagged) >= 2
+            await pilot.press("e")
+            await pilot.pause()
+            index = app.frames.selected()
+            assert index is not None and app.store.record(index)["frame"] == flagged[0]
+            await pilot.press("e", "E")
+            await pilot.pause()
+            index = app.frames.selected()
+            assert index is not None and app.store.record(index)["frame"] == flagged[0]
+
+    asyncio.run(run())
+
+
 def test_selecting_a_link_scopes_the_list_to_it() -> None:
     async def run() -> None:
         async with opened("10-outcomes.pcap") as pilot:

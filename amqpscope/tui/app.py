@@ -75,8 +75,10 @@ class AmqpScope(App[int]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "filter", "Filter"),
         Binding("escape", "clear", "All frames", show=False),
-        Binding("n", "flagged(1)", "Next finding", show=False),
-        Binding("N", "flagged(-1)", "Prev finding", show=False),
+        Binding("n", "match(1)", "Next match", show=False),
+        Binding("N", "match(-1)", "Prev match", show=False),
+        Binding("e", "flagged(1)", "Next finding", show=False),
+        Binding("E", "flagged(-1)", "Prev finding", show=False),
         Binding("g", "goto", "Go to"),
         Binding("d", "diagnoses", "Diagnoses"),
         Binding("f", "follow", "Follow"),
@@ -109,6 +111,8 @@ class AmqpScope(App[int]):
         self._bytes: tuple[bytes, int] = (b"", 0)  # the selected frame's bytes kept, its size
         self._hidden: list[tuple[int, int]] = []  # its secrets' bytes, blanked in the dump
         self.show_secrets = show_secrets
+        #: the last filter applied, which n / N search in whatever the list shows
+        self.search: View | None = None
 
     def _handle_exception(self, error: Exception) -> None:
         """Textual restores the terminal and prints a traceback; the CLI's promise is one line
@@ -161,8 +165,12 @@ class AmqpScope(App[int]):
             self.loading.done = True
 
     def _catch_up(self) -> None:
-        """In the loader's thread, after each batch: the filtered view tests the new frames."""
-        self.frames.view.catch_up(self.store)
+        """In the loader's thread, after each batch: the filtered view tests the new frames
+        (and the filter n / N search in, when the list shows something else)."""
+        shown, search = self.frames.view, self.search
+        shown.catch_up(self.store)
+        if search is not None and search is not shown:
+            search.catch_up(self.store)
 
     def on_unmount(self) -> None:
         self.loading.stop()
@@ -194,6 +202,8 @@ class AmqpScope(App[int]):
         parts = [f"{total:,} frames"]
         if not frames.view.everything:
             parts.append(f"{frames.rows:,} shown: {frames.view.label}")
+        if self.search is not None and self.search is not frames.view:
+            parts.append(f"n/N: {self.search.label}")
         if not loading.done:
             read, size = loading.position
             parts.append(f"reading {100 * read // size}%" if size else "reading…")
@@ -260,9 +270,8 @@ class AmqpScope(App[int]):
         """Show the frames `text` accepts; False (and the error shown) when it does not parse."""
         text = text.strip()
         if not text:
-            self.say("")
-            self.filter_row.remove_class("open")
-            self._show(View())
+            self.search = None
+            self._all()
             return True
         try:
             predicate = compile_filter(text)
@@ -272,7 +281,8 @@ class AmqpScope(App[int]):
             self.filter_row.add_class("open")
             return False
         self.say("")
-        self._filter(View(text, predicate))
+        self.search = View(text, predicate)
+        self._filter(self.search)
         return True
 
     def say(self, text: str) -> None:
@@ -292,8 +302,13 @@ class AmqpScope(App[int]):
         self._status()
 
     def action_clear(self) -> None:
-        self.filter_input.value = ""
-        self.apply_filter("")
+        """Every frame again; the filter stays what n / N search for (and / edits)."""
+        self._all()
+
+    def _all(self) -> None:
+        self.say("")
+        self.filter_row.remove_class("open")
+        self._show(View())
 
     # -- moving about --------------------------------------------------------------------------
     def jump(self, number: int) -> bool:
@@ -304,14 +319,50 @@ class AmqpScope(App[int]):
             return False
         frames = self.frames
         row = frames.view.row_of(index)
-        if row is None:
-            self.filter_input.value = ""
+        if row is None:  # the filter's text stays in the bar: what n / N search for
+            self.say("")
+            self.filter_row.remove_class("open")
             frames.show(View(), keep=index)
         else:
             frames.go(row)
         frames.focus()
         self._status()
         return True
+
+    def action_match(self, step: int) -> None:
+        """The next (step 1) or previous (-1) frame the filter accepts, from the cursor; every
+        frame is shown when the list hides it (a follow, or Esc)."""
+        if self.search is None:
+            self.notify("no filter to match: / sets one", markup=False)
+            return
+        self._match(self.search, step)
+
+    @work(thread=True, exclusive=True, group="search")
+    def _match(self, search: View, step: int) -> None:
+        # a filter cut short (a follow cancelled its worker) is tested to the end first
+        if search.catch_up(self.store, lambda: get_current_worker().is_cancelled):
+            self.call_from_thread(self._matched, search, step)
+
+    def _matched(self, search: View, step: int) -> None:
+        frames, rows = self.frames, search.rows
+        assert rows is not None
+        here = frames.selected()
+        if step > 0:
+            at = 0 if here is None else bisect_right(rows, here)
+            index = rows[at] if at < len(rows) else None
+        else:
+            at = len(rows) if here is None else bisect_left(rows, here)
+            index = rows[at - 1] if at > 0 else None
+        if index is None:
+            self.notify(f"no more frames matching {safe(search.label)} this way", markup=False)
+            return
+        row = frames.view.row_of(index)
+        if row is None:
+            self.jump(self.store.numbers[index])
+        else:
+            frames.go(row)
+            frames.focus()
+            self._status()
 
     def action_flagged(self, step: int) -> None:
         """The next (step 1) or previous (-1) frame with a finding that the list shows."""
@@ -394,7 +445,6 @@ class AmqpScope(App[int]):
         self.call_from_thread(self._followed, View(label, fixed=rows), label)
 
     def _followed(self, view: View, label: str) -> None:
-        self.filter_input.value = ""
         self.say(label)
         self.filter_row.add_class("open")
         self._show(view)
