@@ -405,6 +405,17 @@ def test_diagnoses_jump_to_their_evidence() -> None:
     asyncio.run(run())
 
 
+async def write_from(pilot: Pilot[Any], path: Path) -> None:
+    """`w`, the file's name typed, Enter: the shown frames' cut written to `path`."""
+    app = pilot.app
+    await pilot.press("w")
+    await pilot.pause()
+    app.screen.query_one("#answer", Input).value = str(path)
+    await pilot.press("enter")
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
 def test_write_a_cut_that_amqpscope_and_tshark_read_back(tmp_path: Path) -> None:
     cut = tmp_path / "cut.pcap"
 
@@ -412,13 +423,7 @@ def test_write_a_cut_that_amqpscope_and_tshark_read_back(tmp_path: Path) -> None
         async with opened("091-rpc.pcap") as pilot:
             app = pilot.app
             await filter_with(pilot, "conn == 2")
-            await pilot.press("w")
-            await pilot.pause()
-            answer = app.screen.query_one("#answer", Input)
-            answer.value = str(cut)
-            await pilot.press("enter")
-            await app.workers.wait_for_complete()
-            await pilot.pause()
+            await write_from(pilot, cut)
             return shown(app)
 
     kept = asyncio.run(run())
@@ -443,6 +448,66 @@ def test_write_a_cut_that_amqpscope_and_tshark_read_back(tmp_path: Path) -> None
         ]
         methods = [r for r in kept if r["kind"] not in ("transport", "protocol-header")]
         assert theirs == whole and len(theirs) == len(methods)
+
+
+def frames_of(path: Path) -> list[Any]:
+    from amqpscope.capture.files import open_capture
+    from amqpscope.dissect import Dissector
+
+    with open_capture(str(path)) as capture:
+        return list(Dissector(carriers=True).run(capture))
+
+
+def read_w(tmp_path: Path, capture: str, expression: str, out: str) -> bytes:
+    target = tmp_path / out
+    command = [sys.executable, "-m", "amqpscope.cli", "read", str(CAPTURES / capture)]
+    subprocess.run(
+        [*command, "-Y", expression, "-w", str(target)],
+        capture_output=True,
+        check=True,
+        cwd=ROOT,
+    )
+    return target.read_bytes()
+
+
+def test_w_writes_what_read_w_writes_a_frame_of_two_packets_whole(tmp_path: Path) -> None:
+    """Frame 51 of 091-large-body (a 4,088-byte body) came in two packets: the TUI's cut holds
+    both, and the connection's handshake and opening, so amqpscope and tshark read the frame
+    back whole; byte for byte what `read -Y 'frame == 51' -w` writes. A pcapng cut carries its
+    TLS secrets as read -w's does."""
+    cut = tmp_path / "tui.pcap"
+    tls_cut = tmp_path / "tui.pcapng"
+
+    async def run() -> None:
+        async with opened("091-large-body.pcap") as pilot:
+            await filter_with(pilot, "frame == 51")
+            await write_from(pilot, cut)
+            await write_from(pilot, tmp_path / "no" / "such.pcap")  # said in one line
+            said = [str(n.message) for n in pilot.app._notifications]
+            assert "not written: No such file or directory" in said
+            assert not (tmp_path / "no").exists()
+        async with opened("091-tls13-embedded.pcapng") as pilot:
+            await filter_with(pilot, 'name == "basic.publish"')
+            await write_from(pilot, tls_cut)
+
+    asyncio.run(run())
+    assert cut.read_bytes() == read_w(tmp_path, "091-large-body.pcap", "frame == 51", "r.pcap")
+    (original,) = [f for f in frames_of(CAPTURES / "091-large-body.pcap") if f.number == 51]
+    assert len({packet for packet, *_ in original.carriers}) == 2
+    back = frames_of(cut)
+    (again,) = [f for f in back if f.data == original.data]  # the whole frame, once
+    assert again.name == "content-body" and len(again.data) == 4096
+    if TSHARK is not None:  # tshark reassembles it too: 44 to 50 end in the first of the two
+        # packets, 51 (begun there) to 58 in the second
+        theirs = [number for number, name in tshark_frames(str(cut)) if name == "content-body"]
+        assert len(theirs) == len([f for f in back if f.name == "content-body"]) == 15
+        assert theirs.count(theirs[-1]) == 8
+    expression = 'name == "basic.publish"'
+    assert tls_cut.read_bytes() == read_w(
+        tmp_path, "091-tls13-embedded.pcapng", expression, "r.pcapng"
+    )
+    publishes = read_json(CAPTURES / "091-tls13-embedded.pcapng", "-Y", expression)
+    assert publishes and len(read_json(tls_cut, "-Y", expression)) == len(publishes)
 
 
 def test_hostile_names_cannot_drive_the_terminal() -> None:

@@ -88,7 +88,10 @@ def tui(
         keys = load_keylog(keylog)
         loader: Any = partial(load_file, path=file, show_secrets=show_secrets, keylog=keys, fmt=fmt)
         cut_from = None if is_log else file  # a log has no packets to write
-        _run(AmqpScope(loader, capture_path=cut_from, title=file, show_secrets=show_secrets))
+        app = AmqpScope(
+            loader, capture_path=cut_from, title=file, show_secrets=show_secrets, keylog=keylog
+        )
+        _run(app)
         return
     assert iface is not None
     _live(iface, bpf, backend)

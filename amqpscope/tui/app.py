@@ -95,6 +95,7 @@ class AmqpScope(App[int]):
         title: str = "",
         on_exit: Callable[[], None] | None = None,
         show_secrets: bool = False,
+        keylog: str | None = None,
     ) -> None:
         super().__init__()
         self.loading = Loading()
@@ -111,6 +112,7 @@ class AmqpScope(App[int]):
         self._bytes: tuple[bytes, int] = (b"", 0)  # the selected frame's bytes kept, its size
         self._hidden: list[tuple[int, int]] = []  # its secrets' bytes, blanked in the dump
         self.show_secrets = show_secrets
+        self.keylog = keylog  # --keylog's path: `w`'s pass decrypts with it as the loader did
         #: the last filter applied, which n / N search in whatever the list shows
         self.search: View | None = None
 
@@ -467,16 +469,23 @@ class AmqpScope(App[int]):
     def _write(self, path: str) -> None:
         store, view = self.store, self.frames.view
         count = view.count(store)
-        packets = sorted({store.record(view.index(row)).get("packet", 0) for row in range(count)})
-        packets = [p for p in packets if p]
+        if not count:
+            self.call_from_thread(self.notify, "no frames shown: nothing to write", markup=False)
+            return
+        places = {store.place(view.index(row)) for row in range(count)}
         try:
             assert self.capture_path is not None
-            written = seams.write_cut(self.capture_path, packets, path)
+            packets, frames, lost = seams.write_cut(
+                self.capture_path, places, path, self.show_secrets, self.keylog
+            )
         except Exception as exc:  # the writer's error, said in one line
-            message = f"not written: {exc}"
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            message = f"not written: {reason}"
             self.call_from_thread(self.notify, safe(message), severity="error", markup=False)
             return
-        message = f"wrote {written} packets ({count} frames) to {path}"
+        message = f"wrote {packets} packets carrying {frames} frames to {path}"
+        if lost:
+            message += f"; {lost} packets of longer frames were no longer held"
         self.call_from_thread(self.notify, safe(message), markup=False)
 
     # -- the detail ----------------------------------------------------------------------------

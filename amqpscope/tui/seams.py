@@ -7,7 +7,7 @@ the lead can wire the real one in at merge without touching the app.
 - `hex_lines`: the -x bytes: a hex/ASCII dump of the bytes the record keeps, a secret's bytes
   blanked (`**`) as `read -x` blanks them.
 - `diagnoses`: `Diagnosis.to_json()` list (issue 21). Until it lands, the trackers' findings.
-- `write_cut`: `read -w` (issue 23). Until it lands, `capture.cut.write_packets`.
+- `write_cut`: `read -w`'s pass (`cli.write.write_packets`, the cut of `amqpscope.cut`).
 """
 
 from __future__ import annotations
@@ -158,8 +158,42 @@ def diagnoses(summary: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def write_cut(source: str, packets: list[int], out: str) -> int:
-    """Write the packets numbered `packets` of capture `source` to `out`; how many."""
-    from amqpscope.capture.cut import write_packets
+def write_cut(
+    source: str,
+    places: set[tuple[int, int]],
+    out: str,
+    show_secrets: bool = False,
+    keylog: str | None = None,
+) -> tuple[int, int, int]:
+    """Write the cut of capture `source` holding the frames at `places` (`FrameStore.place`)
+    to `out`, as `read -w` writes it (the frames' packets, however many carried each, their
+    connections' handshakes, a pcapng's secrets); (packets, frames, packets lost)."""
+    import os
 
-    return write_packets(source, packets, out)
+    from amqpscope.capture.files import open_capture
+    from amqpscope.capture.writer import format_for
+    from amqpscope.cli.common import load_keylog
+    from amqpscope.cli.write import same_file, write_packets
+
+    if same_file(out, source):
+        raise ValueError(f"{out} is the capture being read; write the cut elsewhere")
+    last = [-1, 0]  # the packet of the frame before, and how many completed in it
+
+    def accepts(frame: Any, _first: float | None) -> bool:
+        packet = frame.packet or 0
+        last[1] = last[1] + 1 if packet == last[0] else 0
+        last[0] = packet
+        return (packet, last[1]) in places
+
+    part = f"{out}.part"  # a cut that fails part way leaves no file behind
+    try:
+        with open_capture(source) as capture, open(part, "wb") as sink:
+            fmt = format_for(out, capture.format)
+            written = write_packets(
+                capture, sink, fmt, accepts, show_secrets=show_secrets, keylog=load_keylog(keylog)
+            )
+        os.replace(part, out)
+    finally:
+        if os.path.exists(part):
+            os.unlink(part)
+    return written.packets, written.frames, written.lost
