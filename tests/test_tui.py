@@ -299,6 +299,45 @@ def test_secrets_stay_hidden_in_the_tree_and_the_bytes() -> None:
     assert "guest" in "".join(line[58:74] for line in dump.splitlines())
 
 
+def labels_of(tree: Tree[Any]) -> list[str]:
+    labels, stack = [], [tree.root]
+    while stack:
+        node = stack.pop()
+        labels.append(str(node.label))
+        stack.extend(node.children)
+    return labels
+
+
+def test_redact_bodies_drops_them_from_rows_tree_and_bytes() -> None:
+    """`tui --redact-bodies` as `read --redact-bodies -V -x`: a body's size, never its bytes
+    (the store keeps them for the tree's offsets; the panes blank them)."""
+
+    async def run() -> None:
+        path = str(CAPTURES / "091-publish-consume.pcap")
+        loader = partial(load_file, path=path, redact_bodies=True)
+        app = AmqpScope(loader, capture_path=path, redact_bodies=True)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await loaded(pilot)
+            await filter_with(pilot, 'name == "content-body"')
+            await pilot.press("down")
+            await pilot.pause()
+            index = app.frames.selected()
+            assert index is not None
+            body = b"091-publish-consume message "
+            assert body in app.store.data[index]
+            row = row_text(app, 1)
+            assert "body=<redacted, 29 bytes>" in row and "message" not in row
+            labels = labels_of(app.detail)
+            assert any(label.startswith('payload: "<redacted, 29 bytes>"') for label in labels)
+            dump = str(app.bytes_pane.render())
+            ascii_column = "".join(line[58:74] for line in dump.splitlines())
+            assert "*" * 16 in ascii_column and "message" not in ascii_column
+            assert body.hex(" ")[:14] not in dump.replace("\n", " ")
+            assert "consume message" not in app.store.records[index].decode()
+
+    asyncio.run(run())
+
+
 def test_a_field_under_the_cursor_is_highlighted_in_the_bytes() -> None:
     async def run() -> None:
         async with opened("091-publish-consume.pcap") as pilot:
@@ -458,9 +497,10 @@ def frames_of(path: Path) -> list[Any]:
         return list(Dissector(carriers=True).run(capture))
 
 
-def read_w(tmp_path: Path, capture: str, expression: str, out: str) -> bytes:
+def read_w(tmp_path: Path, capture: str, expression: str, out: str, *more: str) -> bytes:
+    """What `read CAPTURE -Y EXPRESSION -w OUT [MORE]` writes."""
     target = tmp_path / out
-    command = [sys.executable, "-m", "amqpscope.cli", "read", str(CAPTURES / capture)]
+    command = [sys.executable, "-m", "amqpscope.cli", "read", str(CAPTURES / capture), *more]
     subprocess.run(
         [*command, "-Y", expression, "-w", str(target)],
         capture_output=True,

@@ -96,6 +96,7 @@ class AmqpScope(App[int]):
         on_exit: Callable[[], None] | None = None,
         show_secrets: bool = False,
         keylog: str | None = None,
+        redact_bodies: bool = False,
     ) -> None:
         super().__init__()
         self.loading = Loading()
@@ -113,6 +114,7 @@ class AmqpScope(App[int]):
         self._hidden: list[tuple[int, int]] = []  # its secrets' bytes, blanked in the dump
         self.show_secrets = show_secrets
         self.keylog = keylog  # --keylog's path: `w`'s pass decrypts with it as the loader did
+        self.redact_bodies = redact_bodies  # the bodies' bytes blanked, their fields dropped
         #: the last filter applied, which n / N search in whatever the list shows
         self.search: View | None = None
 
@@ -493,7 +495,7 @@ class AmqpScope(App[int]):
         record = self.store.record(event.index)
         data = self.store.data[event.index]
         self._status()
-        root, hidden = seams.detail_tree(record, data, self.show_secrets)
+        root, hidden = seams.detail_tree(record, data, self.show_secrets, self.redact_bodies)
         tree = self.detail
         tree.clear()
         tree.root.set_label(Text(seams.node_text(root)))

@@ -52,11 +52,13 @@ def _node(name: str, value: Any) -> DetailNode:
 
 
 def detail_tree(
-    record: dict[str, Any], data: bytes, show_secrets: bool = False
+    record: dict[str, Any], data: bytes, show_secrets: bool = False, redact_bodies: bool = False
 ) -> tuple[DetailNode, list[tuple[int, int]]]:
-    """The frame's detail tree, and the (offset, length) of its secrets' bytes to blank."""
+    """The frame's detail tree, and the (offset, length) of the bytes to blank: its secrets',
+    and with `redact_bodies` its message bodies' (as `read -V -x --redact-bodies`)."""
     if data and len(data) == record.get("size"):  # whole bytes: the -V tree of issue 23
         from amqpscope.codec.tree import frame_tree
+        from amqpscope.codec.tree import redact_bodies as drop_bodies
         from amqpscope.tui.store import frame_from_record
 
         try:
@@ -64,6 +66,7 @@ def detail_tree(
         except Exception:  # a tree that cannot be made: the record's fields still can
             nodes = []
         if nodes:
+            bodies = drop_bodies(nodes) if redact_bodies else []
             root = _node(f"frame {record.get('frame')}: {record.get('name')}", None)
             root["value"] = f"{len(data)} bytes"
             root["children"] = [n.to_json(show_secrets) for n in nodes]
@@ -71,7 +74,7 @@ def detail_tree(
                 if record.get(key):
                     root["children"].append(_node(key, record[key]))
             hidden = [] if show_secrets else [r for n in nodes for r in n.secrets()]
-            return _fill(root), hidden
+            return _fill(root), hidden + bodies
     return json_tree(record, data), []
 
 
