@@ -11,6 +11,7 @@ must give no warning or error diagnosis.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from functools import cache
 from pathlib import Path
@@ -50,6 +51,16 @@ WARNED: dict[str, dict[str, int]] = {
     "091-missed-heartbeats": {"liveness.heartbeat-missed": 1, "liveness.dropped": 1},
     "10-credit-starved": {"credit.starved": 1},
     "091-bad-acks": {"close.channel": 3, "spec.violation": 3},
+    "091-nacked-publish": {"publish.nacked": 1},  # x-overflow=reject-publish
+    "091-slow-confirm": {"publish.confirm-slow": 1, "publish.blocked": 1},  # a short alarm
+    # blocked, the publisher gave up and dropped the connection
+    "091-unconfirmed-publish": {
+        "publish.unconfirmed": 1,
+        "publish.blocked": 1,
+        "liveness.dropped": 1,
+    },
+    "091-redelivered": {"delivery.unacked-at-end": 1},  # consumer A's channel closed
+    "10-redelivered": {"delivery.unsettled-at-end": 1},  # receiver A detached
 }
 #: a duration measured by the client agrees with the capture's within this fraction
 WITHIN = 0.10
@@ -209,10 +220,35 @@ def test_rejections_and_redeliveries_counted_as_the_client_saw_them() -> None:
         truth = expect(stem)["rejection_conditions"]
         assert len(of_code(f"{stem}.pcap", "delivery.rejected")) == len(truth)
     (redelivered,) = of_code("091-ack-nack-reject.pcap", "delivery.redelivered")
-    count = expect("091-ack-nack-reject")["redeliveries"]
-    assert redelivered["title"].startswith(f"{count} deliveries")
-    (frame,) = evidence("091-ack-nack-reject.pcap", redelivered)
-    assert frame["name"] == "basic.deliver" and frame["fields"]["redelivered"] is True
+    truth = expect("091-ack-nack-reject")
+    assert redelivered["title"].startswith(f"{truth['redeliveries']} deliveries")
+    earlier, again = evidence("091-ack-nack-reject.pcap", redelivered)  # both deliveries
+    assert again["name"] == "basic.deliver" and again["fields"]["redelivered"] is True
+    assert earlier["name"] == "basic.deliver" and earlier["fields"]["redelivered"] is False
+    tags = {d["delivery_tag"]: d["body"] for d in truth["delivery_log"]}
+    assert tags[earlier["fields"]["delivery-tag"]] == tags[again["fields"]["delivery-tag"]]
+    assert (
+        f"Frame {again['frame']} delivers again the message of frame {earlier['frame']}"
+        in (redelivered["explanation"])
+    )
+
+
+def test_10_released_message_sent_again_cites_both_transfers() -> None:
+    name = "10-outcomes.pcap"
+    truth = expect("10-outcomes")
+    (redelivered,) = of_code(name, "delivery.redelivered")
+    assert redelivered["severity"] == "info"
+    assert redelivered["title"].startswith(f"{truth['redeliveries']} deliveries")
+    earlier, again = evidence(name, redelivered)
+    assert earlier["name"] == again["name"] == "transfer" and again["dir"] == "s2c"
+    ids = [d["id"] for d in truth["deliveries"]]
+    (back,) = [d["id"] for d in truth["deliveries"] if d["redelivery"]]
+    # the n-th transfer the client received is the n-th delivery it logged
+    received = [
+        f for f in frames_of(name).values() if f["name"] == "transfer" and f["dir"] == "s2c"
+    ]
+    order = [f["frame"] for f in received]
+    assert ids[order.index(again["frame"])] == ids[order.index(earlier["frame"])] == back
 
 
 def test_broker_sending_without_credit_is_the_brokers_violation() -> None:
@@ -313,3 +349,139 @@ def test_unknown_delivery_tags_each_traced_to_how_the_client_got_it_wrong() -> N
         assert close["fields"]["reply-text"] == error["text"]
         (words,) = [w for key, w in ACK_CAUSES.items() if key in error["trigger"]]
         assert words in diagnosis["explanation"]
+
+
+def test_nacked_publishes_each_with_its_publish_and_nack() -> None:
+    name = "091-nacked-publish.pcap"
+    truth = expect("091-nacked-publish")
+    nacked = [c for c in truth["confirms"] if c["outcome"] == "nacked"]
+    (diagnosis,) = of_code(name, "publish.nacked")
+    assert diagnosis["title"].startswith(f"The broker nacked {len(nacked)} publishes")
+    frames = evidence(name, diagnosis)
+    assert len(frames) == 2 * len(nacked)
+    for (publish, nack), confirm in zip(
+        zip(frames[::2], frames[1::2], strict=True), nacked, strict=True
+    ):
+        assert publish["name"] == "basic.publish" and publish["dir"] == "c2s"
+        assert publish["fields"]["routing-key"] == confirm["routing_key"]
+        assert nack["name"] == "basic.nack" and nack["fields"]["delivery-tag"] == confirm["seq"]
+        assert f"seq {confirm['seq']} " in diagnosis["explanation"]
+    assert "reject-publish" in diagnosis["explanation"]
+
+
+def test_confirm_held_back_by_an_alarm_is_an_outlier() -> None:
+    name = "091-slow-confirm.pcap"
+    truth = expect("091-slow-confirm")
+    slow = truth["slow_confirm"]
+    fast = [c["seconds"] for c in truth["confirms"] if c["seq"] != slow["seq"]]
+    assert slow["seconds"] > 10 * max(fast)  # the client's own view: one outlier
+    (diagnosis,) = of_code(name, "publish.confirm-slow")
+    assert close_to(diagnosis["duration"], slow["seconds"])
+    assert abs(diagnosis["start"] - slow["sent"]) < 0.1
+    publish, ack = evidence(name, diagnosis)
+    assert publish["name"] == "basic.publish" and publish["dir"] == "c2s"
+    assert ack["name"] == "basic.ack" and ack["dir"] == "s2c"
+    assert ack["fields"]["delivery-tag"] == slow["seq"]
+    assert diagnosis["title"].startswith("1 publisher confirms on channel 1 took up to")
+    assert "10 times the median" in diagnosis["explanation"]  # the threshold, in words
+    (blocked,) = of_code(name, "publish.blocked")
+    assert blocked["start"] <= diagnosis["start"] + diagnosis["duration"]
+
+
+def test_publisher_that_gave_up_left_its_publishes_unconfirmed() -> None:
+    name = "091-unconfirmed-publish.pcap"
+    truth = expect("091-unconfirmed-publish")
+    pending = truth["unconfirmed"]
+    (diagnosis,) = of_code(name, "publish.unconfirmed")
+    assert diagnosis["title"].startswith(f"{len(pending)} publishes on channel 1 never confirmed")
+    assert close_to(diagnosis["duration"], truth["gave_up"]["oldest_seconds"])
+    assert abs(diagnosis["start"] - pending[0]["sent"]) < 0.1
+    *publishes, end = evidence(name, diagnosis)
+    assert [p["name"] for p in publishes] == ["basic.publish"] * len(pending)
+    assert all(
+        p["fields"]["routing-key"] == e["routing_key"]
+        for p, e in zip(publishes, pending, strict=True)
+    )
+    assert end["kind"] == "transport" and end["fields"]["by"] == "client"
+    for entry in pending:
+        assert f"seq {entry['seq']} " in diagnosis["explanation"]
+    (blocked,) = of_code(name, "publish.blocked")
+    assert blocked["ongoing"] and truth["blocked"]["reason"] in blocked["title"]
+
+
+#: how a redelivery diagnosis says which frame delivers again which frame's message, and how
+SAID = re.compile(r"frame (\d+) delivers again the message of frame (\d+) \(([^)]*)\)", re.I)
+
+
+def said_pairs(diagnosis: dict[str, Any]) -> list[tuple[int, int, str]]:
+    """(redelivery, earlier delivery, how matched) as the explanation says them."""
+    return [(int(a), int(b), how) for a, b, how in SAID.findall(diagnosis["explanation"])]
+
+
+def test_091_redeliveries_linked_across_connections_to_the_first_consumer() -> None:
+    name = "091-redelivered.pcap"
+    truth = expect("091-redelivered")
+    log = truth["deliveries_log"]
+    first = {d["delivery_tag"]: d for d in log if d["consumer"] == "A"}
+    again = {d["delivery_tag"]: d for d in log if d["consumer"] == "B"}
+    (unacked,) = of_code(name, "delivery.unacked-at-end")
+    assert unacked["title"].startswith(
+        f"{truth['unacked_when_closed']} deliveries on channel {truth['channel_a']['number']}"
+        " never acked when its channel closed"
+    )
+    assert close_to(unacked["duration"], truth["oldest_unacked_seconds"])
+    (redelivered,) = of_code(name, "delivery.redelivered")
+    assert redelivered["title"].startswith(f"{truth['redeliveries']} deliveries")
+    pairs = said_pairs(redelivered)
+    assert len(pairs) == len(again)
+    assert redelivered["evidence"] == sorted(n for pair in pairs for n in pair[:2])
+    frames = frames_of(name)
+    for number, before, how in pairs:
+        earlier, later = frames[before], frames[number]
+        assert earlier["name"] == later["name"] == "basic.deliver"
+        assert earlier["conn"] != later["conn"] and later["fields"]["redelivered"] is True
+        assert f"connection {earlier['conn']}" in how
+        was, now = first[earlier["fields"]["delivery-tag"]], again[later["fields"]["delivery-tag"]]
+        assert was["body"] == now["body"]
+        assert how.startswith("the same message-id" if now["message_id"] else "the same body")
+    assert "the same body from the same queue" in redelivered["explanation"]
+
+
+def test_10_redeliveries_linked_to_the_receiver_that_left_them_unsettled() -> None:
+    name = "10-redelivered.pcap"
+    truth = expect("10-redelivered")
+    log = truth["deliveries"]
+    held = [d for d in log if d["receiver"] == "A"]
+    (unsettled,) = of_code(name, "delivery.unsettled-at-end")
+    *transfers, detach = evidence(name, unsettled)
+    assert detach["name"] == "detach" and detach["dir"] == "c2s"
+    assert [t["name"] for t in transfers] == ["transfer"] * len(held)
+    assert unsettled["link"] == "amqpscope-first"
+    assert close_to(unsettled["duration"], truth["first_detached"]["at"] - held[0]["at"])
+    (redelivered,) = of_code(name, "delivery.redelivered")
+    assert redelivered["title"].startswith(f"{truth['redeliveries']} deliveries")
+    again = [d for d in log if d["receiver"] == "B"]
+    pairs = said_pairs(redelivered)
+    assert len(pairs) == len(again) == truth["redeliveries"]
+    assert redelivered["evidence"] == sorted(n for pair in pairs for n in pair[:2])
+    frames = frames_of(name)
+    links = {}
+    for record in frames.values():
+        if record["name"] == "attach" and record["dir"] == "s2c":
+            links[(record["conn"], record["channel"], record["fields"]["handle"])] = record
+    for number, before, how in pairs:
+        earlier, later = frames[before], frames[number]
+        assert earlier["name"] == later["name"] == "transfer" and earlier["dir"] == "s2c"
+        first = links[(earlier["conn"], earlier["channel"], earlier["fields"]["handle"])]
+        second = links[(later["conn"], later["channel"], later["fields"]["handle"])]
+        assert first["fields"]["name"] == "amqpscope-first"
+        assert second["fields"]["name"] == "amqpscope-second"
+        was, now = earlier["message"], later["message"]
+        assert was["body"] == now["body"]
+        assert was["header"].get("first-acquirer") is True
+        assert now["header"].get("first-acquirer") is False
+        wanted = "the same message-id" if now["properties"].get("message-id") else "the same body"
+        assert how.startswith(wanted)
+    redelivered_bodies = [str(frames[number]["message"]["body"]["value"]) for number, *_ in pairs]
+    bodies = sorted(str(d["body"]) for d in again)
+    assert sorted(redelivered_bodies) == bodies

@@ -128,3 +128,11 @@ def test_hostile_names_reach_the_terminal_escaped() -> None:
         assert b"\x1b" not in result.stdout and b"\x07" not in result.stdout
         assert "\u202e".encode() not in result.stdout
         assert b"\\x1b" in result.stdout or b"\\u202e" in result.stdout  # shown, not acted on
+
+
+def test_the_schema_lists_every_diagnosis_code() -> None:
+    from amqpscope import schema
+    from amqpscope.diagnose.causes import CODES
+
+    item = schema.load("diagnose")["$defs"]["diagnosis"]["properties"]
+    assert item["code"]["enum"] == sorted(CODES)

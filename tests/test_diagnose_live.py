@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import fcntl
 import json
+import os
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,14 +28,68 @@ PREFETCH = 2
 STALL = 3.0
 
 
+LOCK = "/tmp/amqpscope-broker.lock"
+
+
+def _ancestors() -> set[int]:
+    """This process and every process above it."""
+    out, pid = set(), os.getpid()
+    while pid > 1 and pid not in out:
+        out.add(pid)
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                pid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return out
+
+
+def held_above(path: str) -> bool:
+    """True when a process above this one holds the flock on `path` (`flock LOCK pytest ...`):
+    taking it again here, on another open file, would wait for ever."""
+    inode = os.stat(path).st_ino
+    try:
+        with open("/proc/locks") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return False
+    ancestors = _ancestors()
+    for line in lines:
+        cols = line.split()
+        if "->" in cols or len(cols) < 6 or cols[1] != "FLOCK":
+            continue  # a waiter, or another kind of lock
+        if cols[5].rsplit(":", 1)[-1] == str(inode) and int(cols[4]) in ancestors:
+            return True
+    return False
+
+
 @pytest.fixture
 def broker_lock() -> Iterator[None]:
-    with open("/tmp/amqpscope-broker.lock", "a") as lock:
+    with open(LOCK, "a") as lock:
+        if held_above(LOCK):  # run under `flock LOCK pytest ...`: already ours
+            yield
+            return
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def test_the_lock_held_by_a_parent_is_seen() -> None:
+    """`flock LOCK sh -c 'pytest'`: the fixture must not wait for its own caller's lock (it did,
+    and a run of the live tests under the lock hung for ever)."""
+    probe = f"import sys; sys.path.insert(0, {str(Path(__file__).parent.parent)!r});" + (
+        f" from tests.test_diagnose_live import held_above; print(held_above({LOCK!r}))"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        private = str(Path(tmp) / "lock")
+        Path(private).touch()
+        inner = [sys.executable, "-c", probe.replace(repr(LOCK), repr(private))]
+        held = subprocess.run(["flock", private, *inner], capture_output=True, text=True)
+        free = subprocess.run(inner, capture_output=True, text=True)
+    assert held.stdout.strip() == "True", held.stderr
+    assert free.stdout.strip() == "False", free.stderr
 
 
 def stalls(proc: LiveProcess) -> list[dict[str, Any]]:

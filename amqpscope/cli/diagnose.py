@@ -109,7 +109,8 @@ def diagnose(
     steady_gc()
     with open_input(file, fmt) as source, progress(source.file, not as_json) as bar:
         wrap = bar.wrap if bar is not None and source.capture is not None else None
-        for frame in source.frames(messages=False, keylog=load_keylog(keylog), wrap=wrap):
+        # messages decoded: a redelivery is linked to its earlier delivery by message-id or body
+        for frame in source.frames(keylog=load_keylog(keylog), wrap=wrap):
             tracker.feed(frame)
             diagnoser.feed(frame)
         tracker.finish()

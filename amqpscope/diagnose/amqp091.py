@@ -14,6 +14,7 @@ from amqpscope.codec.amqp091.spec import REPLY_CODES
 from amqpscope.diagnose import causes
 from amqpscope.diagnose.evidence import Evidence, Placed, Seen
 from amqpscope.diagnose.model import Diagnosis
+from amqpscope.diagnose.redelivery import Redelivery
 from amqpscope.findings import INFO
 from amqpscope.track.amqp091.channel import ChannelEpoch
 from amqpscope.track.amqp091.connection import ConnectionTracker
@@ -262,24 +263,54 @@ def left_at_end(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
     return out
 
 
+def linked(links: list[Redelivery], conn: int) -> tuple[str, list[int]]:
+    """What a redelivery diagnosis says of each redelivery's earlier delivery, and both frames
+    as evidence."""
+    said = []
+    for link in links[:LISTED]:
+        if not link.earlier:
+            said.append(f"frame {link.frame}: its earlier delivery is not in the capture")
+            continue
+        where = f", connection {link.earlier_conn}" if link.earlier_conn != conn else ""
+        said.append(
+            f"frame {link.frame} delivers again the message of frame {link.earlier}"
+            f" ({causes.MATCHED.get(link.how, link.how)}{where})"
+        )
+    more = f"; {len(links) - LISTED} more" if len(links) > LISTED else ""
+    words = (" " + "; ".join(said)[:1].upper() + "; ".join(said)[1:] + more + ".") if said else ""
+    return words, [n for link in links for n in (link.earlier, link.frame)]
+
+
+def redelivered(
+    conn: int, count: int, pairs: list[tuple[Redelivery, Seen]], flagged: list[Seen], why: str
+) -> Diagnosis:
+    """The one `delivery.redelivered` of a connection: `count` redeliveries, each one linked
+    (`pairs`: the link and the frame that completed it) citing its earlier delivery's frame
+    and its own; `flagged`, the marked ones, cited too."""
+    words, frames = linked([link for link, _seen in pairs], conn)
+    seen = min([s for _link, s in pairs] + flagged, key=lambda s: s.number, default=None)
+    return make(
+        "delivery.redelivered",
+        f"{count} deliveries were redelivered",
+        f"{why} Expect duplicates; handlers should be idempotent.{words}",
+        conn=conn,
+        channel=seen.channel if seen else None,
+        queue=pairs[0][0].queue if pairs else None,
+        start=seen.ts if seen else None,
+        evidence=frames + [s.number for s in flagged],
+    )
+
+
 def redeliveries(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
     count = sum(epoch.redelivered for epoch in _epochs(conn))
     if not count:
         return []
-    seen = ev.redelivered.get(conn.conn, [])
-    return [
-        make(
-            "delivery.redelivered",
-            f"{count} deliveries were redelivered",
-            "The broker marked these deliveries redelivered: an earlier delivery of the same"
-            " message was not acked (a consumer closed, died or requeued it). Expect"
-            " duplicates; handlers should be idempotent.",
-            conn=conn.conn,
-            channel=seen[0].channel if seen else None,
-            start=seen[0].ts if seen else None,
-            evidence=[s.number for s in seen],
-        )
-    ]
+    why = (
+        "The broker marked these deliveries redelivered: an earlier delivery of the same"
+        " message was not acked (a consumer closed, died or requeued it)."
+    )
+    links = ev.relinked.get(conn.conn, [])
+    return [redelivered(conn.conn, count, links, ev.redelivered.get(conn.conn, []), why)]
 
 
 def _named(placed: Placed | None, method: Any, channel: int | None) -> Seen | None:
@@ -373,17 +404,77 @@ def closes(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
     return out
 
 
-def publishers(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
-    out = per_finding(
-        conn.conn,
-        ev,
-        "amqp091.publish-nacked",
-        "publish.nacked",
-        "The broker nacked publishes on channel {channel}",
-        "A nack means the broker could not take responsibility for the message (an internal"
-        " error, or a queue's overflow policy reject-publish); check the queue's length limits"
-        " and the broker log.",
+def _listed(entries: list[tuple[int, str]], total: int) -> str:
+    """'seq 3 ('key'), seq 4 ('key') ...' of (seq, routing key) pairs."""
+    more = " ..." if total > min(len(entries), LISTED) else ""
+    return ", ".join(f"seq {seq} ({key!r})" for seq, key in entries[:LISTED]) + more
+
+
+def nacked(conn: ConnectionTracker, epoch: ChannelEpoch) -> list[Diagnosis]:
+    """The publishes the broker nacked on a channel: each publish and its nack as evidence."""
+    if not epoch.confirm_nacked:
+        return []
+    entries = epoch.nacked
+    listed = _listed([(e[0], e[5]) for e in entries], epoch.confirm_nacked)
+    what = "publishes from before the capture"
+    return [
+        make(
+            "publish.nacked",
+            f"The broker nacked {epoch.confirm_nacked} publishes on channel {epoch.number}",
+            f"The broker answered these publishes with basic.nack: {listed or what}. A nack"
+            " means it could not take responsibility for the message: a"
+            " queue's overflow policy reject-publish (x-max-length or x-max-length-bytes"
+            " reached), or an internal error. Check the queue's length limits and the broker"
+            " log; the publisher must publish the message again or give it up.",
+            conn=conn.conn,
+            channel=epoch.number,
+            start=entries[0][4] if entries else None,
+            evidence=[n for e in entries for n in (e[2], e[3])],
+        )
+    ]
+
+
+def slow_confirms(conn: ConnectionTracker, epoch: ChannelEpoch) -> list[Diagnosis]:
+    """Confirms far slower than the channel's median (`causes.CONFIRM_SLOW_*`)."""
+    latency = epoch.confirm_latency.to_json()
+    if not latency or not epoch.slow_confirms:
+        return []
+    median = float(latency["p50"]) / 1000.0
+    threshold = max(causes.CONFIRM_SLOW_SECONDS, causes.CONFIRM_SLOW_FACTOR * median)
+    slow = sorted((e for e in epoch.slow_confirms if e[0] >= threshold), key=lambda e: e[1])
+    if not slow:
+        return []
+    worst = max(slow)
+    listed = ", ".join(
+        f"seq {seq} ({key!r}) {seconds:.3f} s (frames {published}, {confirmed})"
+        for seconds, seq, _ts, published, confirmed, key in slow[:LISTED]
     )
+    return [
+        make(
+            "publish.confirm-slow",
+            f"{len(slow)} publisher confirms on channel {epoch.number} took up to"
+            f" {worst[0]:.1f} s (median {median * 1000:.1f} ms)",
+            f"Of {latency['count']} confirms on the channel these took at least"
+            f" {causes.CONFIRM_SLOW_FACTOR:g} times the median latency and"
+            f" {causes.CONFIRM_SLOW_SECONDS:g} s or more: {listed}. A publisher waiting for"
+            " its confirms stalls that long: the broker was slow to take the message (a"
+            " resource alarm, a queue writing to disk, a quorum queue waiting for its"
+            " replicas, or a busy node). Check the broker's alarms and the queue's type and"
+            " length at that time.",
+            conn=conn.conn,
+            channel=epoch.number,
+            start=worst[2],
+            duration=worst[0],
+            evidence=[n for e in slow[:LISTED] for n in (e[3], e[4])],
+        )
+    ]
+
+
+def publishers(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
+    out = []
+    for epoch in _epochs(conn):
+        out += nacked(conn, epoch)
+        out += slow_confirms(conn, epoch)
     for epoch in _epochs(conn):
         for entry in epoch.returned:
             returned = ev.on_frame(conn.conn, entry.get("frame"))

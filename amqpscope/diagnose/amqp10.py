@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Final
 
 from amqpscope.diagnose import causes
-from amqpscope.diagnose.amqp091 import make, per_finding
+from amqpscope.diagnose.amqp091 import LISTED, make, per_finding, redelivered
 from amqpscope.diagnose.evidence import Evidence, Placed, Seen
 from amqpscope.diagnose.model import Diagnosis
 from amqpscope.findings import INFO
@@ -211,15 +211,48 @@ def errors(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
 
 
 def left_at_end(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
-    return per_finding(
-        conn.conn,
-        ev,
-        "amqp10.unsettled-at-end",
-        "delivery.unsettled-at-end",
-        "Deliveries left unsettled on channel {channel}",
-        "Unsettled deliveries of a link that ends are sent again on the next link (duplicates)"
-        " unless resumed; check that the receiver settles every delivery before detaching.",
+    """Each link that ended with deliveries unsettled: their transfers (the oldest first)
+    and the frame that ended the link, the oldest's age as the duration."""
+    out = []
+    links = [link for _session, link in _links(conn) if link.left_unsettled]
+    for placed in ev.found(conn.conn, "amqp10.unsettled-at-end"):
+        link = next((k for k in links if k.label() in placed.finding.message), None)
+        left = link.left_unsettled if link is not None else []
+        end = placed.frame
+        oldest = max((end.ts - ts for _id, ts, _frame in left), default=0.0)
+        ages = ", ".join(f"{end.ts - ts:.1f} s" for _id, ts, _frame in left[:LISTED])
+        out.append(
+            make(
+                "delivery.unsettled-at-end",
+                f"Deliveries left unsettled on channel {end.channel}"
+                + (f" (oldest {oldest:.1f} s)" if left else ""),
+                f"{placed.finding.message}."
+                + (f" Their ages at the end: {ages}." if left else "")
+                + " Unsettled deliveries of a link that ends are sent again on the next link"
+                " (duplicates) unless resumed; check that the receiver settles every delivery"
+                " before detaching.",
+                conn=conn.conn,
+                channel=end.channel,
+                link=link.name if link is not None else None,
+                queue=_address(link) if link is not None else None,
+                start=end.ts - oldest,
+                duration=oldest,
+                evidence=[frame for _id, _ts, frame in left[:LISTED]] + [end.number],
+            )
+        )
+    return out
+
+
+def redeliveries(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
+    count = ev.redeliveries.get(conn.conn, 0)
+    if not count:
+        return []
+    why = (
+        "These transfers carry messages delivered before: the sender marked them (header"
+        " delivery-count above 0, or first-acquirer false), or sent again a message whose"
+        " earlier delivery was released, modified or left unsettled when its link ended."
     )
+    return [redelivered(conn.conn, count, ev.relinked.get(conn.conn, []), [], why)]
 
 
 def liveness(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
@@ -292,6 +325,7 @@ RULES: Final[tuple[Callable[[ConnectionTracker, Evidence], list[Diagnosis]], ...
     credit,
     errors,
     left_at_end,
+    redeliveries,
     liveness,
     violations,
 )

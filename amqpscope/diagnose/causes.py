@@ -28,6 +28,7 @@ CODES: Final[dict[str, tuple[str, str]]] = {
     "auth.refused": (ERROR, "the broker refused the login"),
     "publish.unconfirmed": (WARNING, "confirm-mode publishes never confirmed"),
     "publish.nacked": (WARNING, "publishes the broker nacked"),
+    "publish.confirm-slow": (WARNING, "publisher confirms far slower than the channel's usual"),
     "publish.returned": (WARNING, "mandatory publishes the broker returned unroutable"),
     "publish.blocked": (WARNING, "the broker blocked the connection's publishers"),
     "credit.starved": (WARNING, "a 1.0 sender with messages waited with no credit"),
@@ -38,8 +39,19 @@ CODES: Final[dict[str, tuple[str, str]]] = {
     "spec.violation": (WARNING, "a frame that breaks a rule of the protocol"),
 }
 
+#: how a redelivery was matched to its earlier delivery (`redelivery`), in words
+MATCHED: Final[dict[str, str]] = {
+    "message-id": "the same message-id and queue",
+    "correlation-id": "the same correlation-id and queue",
+    "body": "the same body from the same queue; equal bodies may be different messages",
+}
+
 #: a stall shorter than this is normal flow control, not a diagnosis (seconds)
 STALL_SECONDS: Final = 1.0
+#: a publisher confirm is an outlier when it took CONFIRM_SLOW_FACTOR times the channel's
+#: median confirm latency and at least CONFIRM_SLOW_SECONDS (below that no publisher notices)
+CONFIRM_SLOW_FACTOR: Final = 10.0
+CONFIRM_SLOW_SECONDS: Final = 0.5
 #: silence beyond this many negotiated heartbeat intervals is a missed heartbeat (0-9-1 says a
 #: peer may close after two)
 HEARTBEAT_INTERVALS: Final = 2

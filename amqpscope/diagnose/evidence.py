@@ -4,8 +4,9 @@ The trackers keep state; a diagnosis also names frames (the declare a close refe
 frame before a silence, the flows of a starved link). `Evidence` is fed every frame after the
 tracker has placed its findings on it, and keeps only: the findings with their frame's time and
 the few frames of the same channel just before, the last frame each direction sent, the last
-flows of each 1.0 link, redelivered deliveries, and each connection's TCP end. Everything is
-capped, so a live capture that runs for hours stays small.
+flows of each 1.0 link, redelivered deliveries (each linked to the earlier delivery of the same
+message by `redelivery.Redeliveries`), and each connection's TCP end. Everything is capped, so
+a live capture that runs for hours stays small.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Final
 
 from amqpscope.codec.frames import TRANSPORT, Frame
 from amqpscope.codec.typed import typed_fields
+from amqpscope.diagnose.redelivery import Redeliveries, Redelivery
 from amqpscope.findings import Finding
 
 #: frames remembered per connection, to name what came just before a finding
@@ -68,6 +70,10 @@ class Evidence:
         self.ends: dict[int, Seen] = {}  # conn -> its TCP end (a transport record)
         self.flows: dict[tuple[int, str, int | None, object], deque[Seen]] = {}
         self.redelivered: dict[int, list[Seen]] = {}
+        self.matcher = Redeliveries()
+        # conn -> its redeliveries (with the frame that completed each) and how many
+        self.relinked: dict[int, list[tuple[Redelivery, Seen]]] = {}
+        self.redeliveries: dict[int, int] = {}
         self.first_ts: float | None = None
         self.last_ts = 0.0
 
@@ -92,6 +98,12 @@ class Evidence:
             self._place(frame, seen, previous, recent)
         recent.append(seen)
         self.last_sent[key] = seen
+        link = self.matcher.feed_frame(frame, seen.fields)
+        if link is not None:
+            self.redeliveries[conn] = self.redeliveries.get(conn, 0) + 1
+            links = self.relinked.setdefault(conn, [])
+            if len(links) < MAX_REDELIVERED:
+                links.append((link, seen))
         name = frame.name
         if name == "flow" and "handle" in seen.fields:
             flow_key = (conn, frame.direction, frame.channel, seen.fields.get("handle"))
@@ -130,6 +142,9 @@ class Evidence:
         self.recent.pop(conn, None)
         self.ends.pop(conn, None)
         self.redelivered.pop(conn, None)
+        self.relinked.pop(conn, None)
+        self.redeliveries.pop(conn, None)
+        self.matcher.forget(conn)
         self.kept -= len(self.placed.pop(conn, ()))
         for key in [k for k in self.last_sent if k[0] == conn]:
             del self.last_sent[key]

@@ -12,6 +12,7 @@ publishes, in-flight gets and consumes) plus fixed caps on what the summary list
 from __future__ import annotations
 
 from collections import deque
+from heapq import heappush, heapreplace
 from itertools import islice
 from typing import Any, Final
 
@@ -39,6 +40,8 @@ MAX_STALLS: Final = 64
 STALL_LISTED_SECONDS: Final = 0.25
 #: deliveries and publishes left outstanding at the end that are listed with their ages
 MAX_LEFT: Final = 32
+#: the slowest confirms kept per epoch with their frames (`diagnose` picks the outliers)
+MAX_SLOW: Final = 8
 #: a client's settling method -> its count in `settle_frames` (the name without "basic.")
 SETTLE_COUNTS: Final = {name: name[6:] for name in ("basic.ack", "basic.nack", "basic.reject")}
 
@@ -182,10 +185,15 @@ class ChannelEpoch:
         self.left_unconfirmed: list[tuple[int, float, int, str]] = []
         # publisher confirms
         self.confirm_seq = 0
-        self.unconfirmed = Outstanding()  # seq -> (ts, frame, routing key)
+        self.unconfirmed = Outstanding()  # seq -> (ts, frame, routing key, seq)
         self.confirmed = 0
         self.confirm_nacked = 0
         self.confirm_latency = Latency()
+        #: the slowest confirms, a min-heap of (latency, seq, published at, publish frame,
+        #: confirm frame, routing key); the nacked publishes, (seq, published at, publish frame,
+        #: nack frame, nacked at, routing key), MAX_LEFT of them
+        self.slow_confirms: list[tuple[float, int, float, int, int, str]] = []
+        self.nacked: list[tuple[int, float, int, int, float, str]] = []
         self.mandatory: deque[tuple[str, str, int, int]] = deque(maxlen=MAX_MANDATORY)
         self.returned: list[dict[str, Any]] = []
         self.s2c_content = ""  # the s2c content method whose header/body frames come next
@@ -218,7 +226,7 @@ class ChannelEpoch:
         if rules.CONFIRM in self.modes:
             self.confirm_seq += 1
             key = rules.name(fields.get("routing-key"))
-            self.unconfirmed.give(self.confirm_seq, (frame.ts, frame.number, key))
+            self.unconfirmed.give(self.confirm_seq, (frame.ts, frame.number, key, self.confirm_seq))
         if rules.TX in self.modes:
             self.tx_current["publishes"] += 1
         if fields.get("mandatory"):
@@ -256,10 +264,21 @@ class ChannelEpoch:
             ts = frame.ts
             add = self.confirm_latency.add
             add_series = self.confirm_latency_series.add
+            slow = self.slow_confirms
+            floor = slow[0][0] if len(slow) >= MAX_SLOW else -1.0
             for note in settled:
-                sent = note[0]  # (published at, frame, routing key)
+                sent = note[0]  # (published at, frame, routing key, seq)
                 add(ts - sent)
                 add_series(ts, ts - sent)
+                if ts - sent > floor:
+                    entry = (ts - sent, note[3], sent, note[1], frame.number, note[2])
+                    if len(slow) < MAX_SLOW:
+                        heappush(slow, entry)
+                    else:
+                        heapreplace(slow, entry)
+                    floor = slow[0][0] if len(slow) >= MAX_SLOW else -1.0
+                if nack and len(self.nacked) < MAX_LEFT:
+                    self.nacked.append((note[3], sent, note[1], frame.number, ts, note[2]))
         if nack:
             self.confirm_nacked += count
             out.append(

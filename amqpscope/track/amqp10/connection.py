@@ -9,6 +9,7 @@ per-frame lists that grow.
 
 from __future__ import annotations
 
+from itertools import islice
 from typing import Any, Final
 
 from amqpscope.codec.amqp10.composites import TYPE_DAMAGE
@@ -16,7 +17,7 @@ from amqpscope.codec.frames import Frame
 from amqpscope.codec.typed import typed_fields
 from amqpscope.findings import Finding, finding
 from amqpscope.track.amqp10.delivery import Delivery, error_of, error_text
-from amqpscope.track.amqp10.link import Link
+from amqpscope.track.amqp10.link import LEFT_LISTED, Link
 from amqpscope.track.amqp10.rules import (
     ATTACHED,
     BACKLOG,
@@ -572,6 +573,8 @@ class ConnectionTracker:
             del session.by_name[key]
         left = len(link.unsettled)
         if left:
+            listed = islice(link.unsettled.values(), LEFT_LISTED - len(link.left_unsettled))
+            link.left_unsettled += [(d.id, d.ts, d.frame) for d in listed]
             for delivery in link.unsettled.values():
                 session.half[delivery.sender].deliveries.pop(delivery.id, None)
             link.unsettled.clear()

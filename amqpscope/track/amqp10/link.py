@@ -16,7 +16,7 @@ right with no special case: the receiver's delivery-count in its flow lags the s
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from amqpscope.track.amqp10.delivery import Delivery
 from amqpscope.track.amqp10.rules import (
@@ -221,6 +221,10 @@ class Credit:
         }
 
 
+#: deliveries left unsettled at a link's end that are listed with their frames and times
+LEFT_LISTED: Final = 32
+
+
 class Link:
     """One link: both ends' attaches paired by name, its credit, its deliveries' tallies."""
 
@@ -241,6 +245,7 @@ class Link:
         "latency",
         "latency_series",
         "left",
+        "left_unsettled",
         "name",
         "no_credit_run",
         "outcomes",
@@ -269,6 +274,8 @@ class Link:
         self.resumed = 0
         self.resume_unsettled = 0  # entries in an attach's unsettled map
         self.left = 0  # deliveries still unsettled when the link ended
+        #: (delivery-id, first transfer's time, its frame) of the first LEFT_LISTED of them
+        self.left_unsettled: list[tuple[int, float, int]] = []
         self.unsettled: dict[str, Delivery] = {}  # delivery-tag -> unsettled delivery
         self.outcomes = dict.fromkeys(OUTCOMES, 0)
         self.states: dict[str, int] = {}  # non-terminal and transactional states seen
