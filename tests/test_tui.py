@@ -399,12 +399,71 @@ def test_follow_a_1_0_delivery_from_its_disposition() -> None:
             records = shown(app)
             transfers = [r for r in records if r["name"] == "transfer"]
             dispositions = [r for r in records if r["name"] == "disposition"]
-            assert [t["fields"]["delivery-id"] for t in transfers] == [2]
-            assert dispositions and all(
-                d["fields"]["first"] <= 2 <= d["fields"].get("last", d["fields"]["first"])
-                for d in dispositions
+            # and its redelivery, id 6: the same message (f links redeliveries)
+            assert [t["fields"]["delivery-id"] for t in transfers] == [2, 6]
+            assert len(dispositions) == 2 and all(
+                d["fields"]["first"] <= key <= d["fields"].get("last", d["fields"]["first"])
+                for d, key in zip(dispositions, (2, 6), strict=True)
             )
             assert all(d["dir"] == "c2s" for d in dispositions)
+
+    asyncio.run(run())
+
+
+def test_follow_links_a_redelivery_and_its_earlier_delivery() -> None:
+    """f on a redelivery follows the earlier delivery of the same message too (and f on the
+    earlier one its redelivery): the deliveries the clients logged as one message."""
+
+    async def followed(app: AmqpScope, pilot: Pilot[Any], number: int) -> list[dict[str, Any]]:
+        assert app.jump(number)
+        await pilot.press("f")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        return shown(app)
+
+    async def run() -> None:
+        async with opened("091-ack-nack-reject.pcap") as pilot:
+            app = pilot.app
+            log = truth("091-ack-nack-reject")["delivery_log"]
+            (again,) = [d for d in log if d["redelivered"]]
+            (first,) = [d for d in log if d["body"] == again["body"] and not d["redelivered"]]
+            tags = {first["delivery_tag"], again["delivery_tag"]}
+            delivers = [r for r in shown(app) if r["name"] == "basic.deliver"]
+            by_tag = {r["fields"]["delivery-tag"]: r["frame"] for r in delivers}
+            pair = (by_tag[again["delivery_tag"]], by_tag[first["delivery_tag"]])
+            for start, other in (pair, pair[::-1]):
+                records = await followed(app, pilot, start)
+                names = [(r["name"], r["fields"].get("delivery-tag")) for r in records]
+                assert names == [
+                    ("basic.deliver", first["delivery_tag"]),
+                    ("content-header", None),
+                    ("content-body", None),
+                    ("basic.nack", first["delivery_tag"]),  # requeued: hence delivered again
+                    ("basic.deliver", again["delivery_tag"]),
+                    ("content-header", None),
+                    ("content-body", None),
+                    ("basic.ack", again["delivery_tag"]),
+                ]
+                assert {r["fields"].get("delivery-tag") for r in records} - {None} == tags
+                assert app.frames.view.label.endswith(f"delivered at frame {other}")
+        async with opened("10-outcomes.pcap") as pilot:
+            app = pilot.app
+            log = truth("10-outcomes")["deliveries"]
+            (again,) = [d for d in log if d["redelivery"]]
+            received = [r for r in shown(app) if r["name"] == "transfer" and r["dir"] == "s2c"]
+            assert len(received) == len(log)
+            firsts: dict[str, int] = {}  # each message-id's first delivery
+            for r in received:
+                firsts.setdefault(r["message"]["properties"]["message-id"], r["frame"])
+            records = await followed(app, pilot, received[-1]["frame"])
+            transfers = [r for r in records if r["name"] == "transfer"]
+            assert [r["message"]["properties"]["message-id"] for r in transfers] == [
+                again["id"],
+                again["id"],
+            ]
+            assert transfers[0]["frame"] == firsts[again["id"]] < received[-1]["frame"]
+            outcomes = [r["fields"]["state"]["type"] for r in records if r["name"] == "disposition"]
+            assert outcomes == ["released", "accepted"]  # why it came back, then its end
 
     asyncio.run(run())
 

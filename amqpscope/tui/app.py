@@ -23,10 +23,11 @@ from textual.widgets import Footer, Input, Static, Tree
 from textual.widgets.tree import TreeNode
 from textual.worker import get_current_worker
 
+from amqpscope.diagnose.redelivery import Redeliveries
 from amqpscope.filter import FilterError, compile_filter
 from amqpscope.render.lines import safe
 from amqpscope.tui import seams
-from amqpscope.tui.follow import delivery_of, follow, peer_channels
+from amqpscope.tui.follow import delivery_of, follow, peer_channels, same_message
 from amqpscope.tui.framelist import FrameList
 from amqpscope.tui.loader import Loading
 from amqpscope.tui.scopes import Node, build_tree, mark_findings, walk
@@ -115,6 +116,10 @@ class AmqpScope(App[int]):
         self.show_secrets = show_secrets
         self.keylog = keylog  # --keylog's path: `w`'s pass decrypts with it as the loader did
         self.redact_bodies = redact_bodies  # the bodies' bytes blanked, their fields dropped
+        #: redeliveries linked to their earlier deliveries, fed the store's records up to
+        #: `_linked` when `f` first needs them (and the new ones on each `f` after)
+        self.redeliveries = Redeliveries()
+        self._linked = 0
         #: the last filter applied, which n / N search in whatever the list shows
         self.search: View | None = None
 
@@ -441,12 +446,41 @@ class AmqpScope(App[int]):
 
     @work(thread=True, exclusive=True, group="filter")
     def _follow(self, delivery: Any, index: int, peers: Any) -> None:
-        store = self.store
-        conns, end = store.conns, len(store)
-        records = ((i, store.record(i)) for i in range(end) if conns[i] == delivery.conn)
-        rows = follow(delivery, index, records, peers)
+        store, worker = self.store, get_current_worker()
+        end = len(store)
+        rows = self._delivery(delivery, index, peers, end)
         label = delivery.label()
-        self.call_from_thread(self._followed, View(label, fixed=rows), label)
+        if rows and self._link(end, lambda: worker.is_cancelled):
+            first = store.numbers[rows[0]]  # the deliver, get-ok or first transfer
+            others = [n for n in same_message(first, self.redeliveries.links) if n != first]
+            for number in others:  # the same message's other deliveries, each followed
+                at = store.index_of(number)
+                found = None if at is None else delivery_of(store.record(at), peers)
+                if at is not None and found is not None:
+                    rows = sorted({*rows, *self._delivery(found, at, peers, end)})
+            if others:
+                where = ", ".join(str(n) for n in others)
+                frames = "frame" if len(others) == 1 else "frames"
+                label += f" + the same message delivered at {frames} {where}"
+        if not worker.is_cancelled:
+            self.call_from_thread(self._followed, View(label, fixed=rows), label)
+
+    def _delivery(self, delivery: Any, index: int, peers: Any, end: int) -> list[int]:
+        """The store indexes of the frames of `delivery`, which holds index `index`."""
+        store, conns = self.store, self.store.conns
+        records = ((i, store.record(i)) for i in range(end) if conns[i] == delivery.conn)
+        return follow(delivery, index, records, peers)
+
+    def _link(self, end: int, cancelled: Callable[[], bool]) -> bool:
+        """Feed the redelivery links the records up to `end`; False when cancelled part way
+        (what was fed stays fed)."""
+        store, feed = self.store, self.redeliveries.feed
+        while self._linked < end:
+            if (self._linked & 0x3FFF) == 0 and cancelled():
+                return False
+            feed(store.record(self._linked))
+            self._linked += 1
+        return True
 
     def _followed(self, view: View, label: str) -> None:
         self.say(label)

@@ -24,7 +24,8 @@ amqpscope tui — keys (the mouse works too: click a row, a node, scroll)
   g        go to frame number
   d        diagnoses; Enter jumps to the evidence frame
   f        follow the delivery of the selected frame (transfer, disposition,
-           deliver, content, ack / nack / reject)
+           deliver, content, ack / nack / reject) and the same message's
+           other deliveries (a redelivery and the delivery before it)
   w        write the shown frames' packets to a pcap file
   Tab      move between the tree, the frame list and the detail
   ↑ ↓ PgUp PgDn Home End   move in the frame list
