@@ -69,7 +69,8 @@ def tui(
     Examples:
       amqpscope tui capture.pcap
       sudo amqpscope tui --live lo -f 'tcp port 5672'
-    Keys: / filter (-Y language), f follow a delivery, d diagnoses, g go to, w write, ? help.
+    Keys: / filter (-Y language), n/N next/previous match, f follow a delivery, d diagnoses,
+    g go to, w write (as read -w), ? help.
     """
     if (file is None) == (iface is None):
         fail("tui takes a capture FILE or --live IFACE (one of them)", 2)
