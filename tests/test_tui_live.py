@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -26,6 +28,7 @@ from amqpscope.tui.loader import load_live
 from tests.test_tui import CAPTURES, filter_with, read_w, shown, truth, write_from
 
 MESSAGES = 30
+FILTER = 'name == "content-body"'
 
 
 def publish_slowly(
@@ -64,11 +67,12 @@ def test_live_frames_appear_while_a_client_runs(tmp_path: Path) -> None:
         )
         async with app.run_test(size=(160, 48)) as pilot:
             await pilot.pause(0.5)
+            # the filter first: a key takes seconds on a loaded machine, the client 1.5 s
+            await filter_with(pilot, f'fields.routing-key == "{queue}"')
             client = threading.Thread(target=publish_slowly, args=(queue, started, done))
             client.start()
             try:
                 assert started.wait(20)
-                await filter_with(pilot, f'fields.routing-key == "{queue}"')
                 deadline = time.monotonic() + 30
                 while not done.is_set() and time.monotonic() < deadline:
                     await pilot.pause(0.2)
@@ -97,10 +101,11 @@ def test_live_frames_appear_while_a_client_runs(tmp_path: Path) -> None:
 @pytest.mark.broker
 def test_live_redact_bodies(tmp_path: Path) -> None:
     """`tui --live --redact-bodies`: the bodies pika sends are on the wire (the spool holds
-    them) but in no row, record, tree or bytes pane; their sizes are."""
+    them) but in no row, record, tree or bytes pane; their sizes are. `w` cuts the spool as
+    `read -Y -w` does (the frames found again by packet, not by number)."""
     queue = f"amqpscope.tui-redact.{uuid.uuid4().hex[:8]}"
     secret = f"do-not-show-{uuid.uuid4().hex[:8]}"
-    spool = tmp_path / "spool.pcap"
+    spool, cut = tmp_path / "spool.pcap", tmp_path / "tui.pcap"
     capture = LiveCapture("lo", "tcp port 5672", None, str(spool))
     capture.start()
     started, done = threading.Event(), threading.Event()
@@ -117,7 +122,7 @@ def test_live_redact_bodies(tmp_path: Path) -> None:
             finally:
                 client.join(30)
             await pilot.pause(1.0)  # the last batch
-            await filter_with(pilot, 'name == "content-body"')
+            await filter_with(pilot, FILTER)
             bodies = shown(app)
             assert len(bodies) == MESSAGES
             sizes = [len(f"{secret} {i}") for i in range(MESSAGES)]
@@ -132,6 +137,7 @@ def test_live_redact_bodies(tmp_path: Path) -> None:
             assert f"&lt;redacted,&#160;{sizes[1]}&#160;bytes&gt;" in screen
             assert secret not in screen and "do-not" not in screen
             assert "do-not" not in str(app.bytes_pane.render())
+            await write_from(pilot, cut)  # w: a second pass over the spool, as read -w's
             assert not app.loading.error
 
     try:
@@ -139,6 +145,9 @@ def test_live_redact_bodies(tmp_path: Path) -> None:
     finally:
         capture.close()
     assert secret.encode() in spool.read_bytes()  # it was there to hide
+    command = [sys.executable, "-m", "amqpscope.cli", "read", str(spool), "-Y", FILTER]
+    subprocess.run([*command, "-w", str(tmp_path / "read.pcap")], check=True, timeout=120)
+    assert cut.read_bytes() == (tmp_path / "read.pcap").read_bytes()
 
 
 class Replay:
