@@ -154,3 +154,14 @@ def test_overlong_line_is_a_finding(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[:300]
     assert done.stdout.count(b"\n") == len(records(str(LOG)))
     assert b"log.bad-line" in done.stderr and b"huge.log:6:" in done.stderr
+
+
+def test_redact_bodies_drops_a_logs_bodies_as_a_captures() -> None:
+    """--redact-bodies on a frame-trace log (read, and so tui FILE): each body its size only, as
+    the same run's capture gives it (the log reader's decoders kept them before)."""
+    logged = [r for r in records("--redact-bodies", str(LOG)) if r.get("message")]
+    captured = [r for r in records("--redact-bodies", str(PCAP)) if r.get("message")]
+    assert logged and len(logged) == len(captured)
+    assert [r["message"]["body"] for r in logged] == [r["message"]["body"] for r in captured]
+    assert all(r["message"]["body"].get("redacted") for r in logged)
+    assert "log message" not in json.dumps(logged)

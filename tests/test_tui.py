@@ -152,6 +152,70 @@ def test_filter_counts_what_the_client_sent_and_received() -> None:
     asyncio.run(run())
 
 
+def test_n_and_n_step_through_the_filters_matches() -> None:
+    """n / N go to the next / previous frame the filter accepts, among every frame once Esc
+    left the filter (or from a follow, which shows every frame to reach it); e / E step
+    through the frames with findings. The matches are read -Y's."""
+
+    async def run() -> None:
+        async with opened("091-publish-consume.pcap") as pilot:
+            app = pilot.app
+            path = CAPTURES / "091-publish-consume.pcap"
+            delivers = [r["frame"] for r in read_json(path, "-Y", 'name == "basic.deliver"')]
+            assert len(delivers) >= 5
+
+            def at() -> int:
+                index = app.frames.selected()
+                assert index is not None
+                return int(app.store.record(index)["frame"])
+
+            async def press(*keys: str) -> None:
+                await pilot.press(*keys)
+                await app.workers.wait_for_complete()
+                await pilot.pause()
+
+            await press("n")  # no filter yet: said, not moved
+            assert at() == 1
+            assert "no filter" in " ".join(str(n.message) for n in app._notifications)
+            await filter_with(pilot, 'name == "basic.deliver"')
+            await press("escape")
+            assert app.frames.view.everything and at() == delivers[0]  # kept where it was
+            await press("home", "n")
+            assert at() == delivers[0]
+            await press("n", "n")
+            assert at() == delivers[2]
+            await press("N")
+            assert at() == delivers[1]
+            await press("end", "N")
+            assert at() == delivers[-1]
+            await press("n")  # none after the last: the cursor stays
+            assert at() == delivers[-1]
+            # from a follow: the next deliver is not in it, so every frame shows again
+            assert app.jump(delivers[1])
+            await press("f")
+            assert not app.frames.view.everything and at() == delivers[1]
+            await press("n")
+            assert app.frames.view.everything and at() == delivers[2]
+        async with opened("091-channel-errors.pcap") as pilot:
+            app = pilot.app
+            flagged = [
+                r["frame"]
+                for r in read_json(CAPTURES / "091-channel-errors.pcap")
+                if r.get("findings")
+            ]
+            assert len(flagged) >= 2
+            await pilot.press("e")
+            await pilot.pause()
+            index = app.frames.selected()
+            assert index is not None and app.store.record(index)["frame"] == flagged[0]
+            await pilot.press("e", "E")
+            await pilot.pause()
+            index = app.frames.selected()
+            assert index is not None and app.store.record(index)["frame"] == flagged[0]
+
+    asyncio.run(run())
+
+
 def test_selecting_a_link_scopes_the_list_to_it() -> None:
     async def run() -> None:
         async with opened("10-outcomes.pcap") as pilot:
@@ -235,6 +299,45 @@ def test_secrets_stay_hidden_in_the_tree_and_the_bytes() -> None:
     assert "guest" in "".join(line[58:74] for line in dump.splitlines())
 
 
+def labels_of(tree: Tree[Any]) -> list[str]:
+    labels, stack = [], [tree.root]
+    while stack:
+        node = stack.pop()
+        labels.append(str(node.label))
+        stack.extend(node.children)
+    return labels
+
+
+def test_redact_bodies_drops_them_from_rows_tree_and_bytes() -> None:
+    """`tui --redact-bodies` as `read --redact-bodies -V -x`: a body's size, never its bytes
+    (the store keeps them for the tree's offsets; the panes blank them)."""
+
+    async def run() -> None:
+        path = str(CAPTURES / "091-publish-consume.pcap")
+        loader = partial(load_file, path=path, redact_bodies=True)
+        app = AmqpScope(loader, capture_path=path, redact_bodies=True)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await loaded(pilot)
+            await filter_with(pilot, 'name == "content-body"')
+            await pilot.press("down")
+            await pilot.pause()
+            index = app.frames.selected()
+            assert index is not None
+            body = b"091-publish-consume message "
+            assert body in app.store.data[index]
+            row = row_text(app, 1)
+            assert "body=<redacted, 29 bytes>" in row and "message" not in row
+            labels = labels_of(app.detail)
+            assert any(label.startswith('payload: "<redacted, 29 bytes>"') for label in labels)
+            dump = str(app.bytes_pane.render())
+            ascii_column = "".join(line[58:74] for line in dump.splitlines())
+            assert "*" * 16 in ascii_column and "message" not in ascii_column
+            assert body.hex(" ")[:14] not in dump.replace("\n", " ")
+            assert "consume message" not in app.store.records[index].decode()
+
+    asyncio.run(run())
+
+
 def test_a_field_under_the_cursor_is_highlighted_in_the_bytes() -> None:
     async def run() -> None:
         async with opened("091-publish-consume.pcap") as pilot:
@@ -296,12 +399,71 @@ def test_follow_a_1_0_delivery_from_its_disposition() -> None:
             records = shown(app)
             transfers = [r for r in records if r["name"] == "transfer"]
             dispositions = [r for r in records if r["name"] == "disposition"]
-            assert [t["fields"]["delivery-id"] for t in transfers] == [2]
-            assert dispositions and all(
-                d["fields"]["first"] <= 2 <= d["fields"].get("last", d["fields"]["first"])
-                for d in dispositions
+            # and its redelivery, id 6: the same message (f links redeliveries)
+            assert [t["fields"]["delivery-id"] for t in transfers] == [2, 6]
+            assert len(dispositions) == 2 and all(
+                d["fields"]["first"] <= key <= d["fields"].get("last", d["fields"]["first"])
+                for d, key in zip(dispositions, (2, 6), strict=True)
             )
             assert all(d["dir"] == "c2s" for d in dispositions)
+
+    asyncio.run(run())
+
+
+def test_follow_links_a_redelivery_and_its_earlier_delivery() -> None:
+    """f on a redelivery follows the earlier delivery of the same message too (and f on the
+    earlier one its redelivery): the deliveries the clients logged as one message."""
+
+    async def followed(app: AmqpScope, pilot: Pilot[Any], number: int) -> list[dict[str, Any]]:
+        assert app.jump(number)
+        await pilot.press("f")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        return shown(app)
+
+    async def run() -> None:
+        async with opened("091-ack-nack-reject.pcap") as pilot:
+            app = pilot.app
+            log = truth("091-ack-nack-reject")["delivery_log"]
+            (again,) = [d for d in log if d["redelivered"]]
+            (first,) = [d for d in log if d["body"] == again["body"] and not d["redelivered"]]
+            tags = {first["delivery_tag"], again["delivery_tag"]}
+            delivers = [r for r in shown(app) if r["name"] == "basic.deliver"]
+            by_tag = {r["fields"]["delivery-tag"]: r["frame"] for r in delivers}
+            pair = (by_tag[again["delivery_tag"]], by_tag[first["delivery_tag"]])
+            for start, other in (pair, pair[::-1]):
+                records = await followed(app, pilot, start)
+                names = [(r["name"], r["fields"].get("delivery-tag")) for r in records]
+                assert names == [
+                    ("basic.deliver", first["delivery_tag"]),
+                    ("content-header", None),
+                    ("content-body", None),
+                    ("basic.nack", first["delivery_tag"]),  # requeued: hence delivered again
+                    ("basic.deliver", again["delivery_tag"]),
+                    ("content-header", None),
+                    ("content-body", None),
+                    ("basic.ack", again["delivery_tag"]),
+                ]
+                assert {r["fields"].get("delivery-tag") for r in records} - {None} == tags
+                assert app.frames.view.label.endswith(f"delivered at frame {other}")
+        async with opened("10-outcomes.pcap") as pilot:
+            app = pilot.app
+            log = truth("10-outcomes")["deliveries"]
+            (again,) = [d for d in log if d["redelivery"]]
+            received = [r for r in shown(app) if r["name"] == "transfer" and r["dir"] == "s2c"]
+            assert len(received) == len(log)
+            firsts: dict[str, int] = {}  # each message-id's first delivery
+            for r in received:
+                firsts.setdefault(r["message"]["properties"]["message-id"], r["frame"])
+            records = await followed(app, pilot, received[-1]["frame"])
+            transfers = [r for r in records if r["name"] == "transfer"]
+            assert [r["message"]["properties"]["message-id"] for r in transfers] == [
+                again["id"],
+                again["id"],
+            ]
+            assert transfers[0]["frame"] == firsts[again["id"]] < received[-1]["frame"]
+            outcomes = [r["fields"]["state"]["type"] for r in records if r["name"] == "disposition"]
+            assert outcomes == ["released", "accepted"]  # why it came back, then its end
 
     asyncio.run(run())
 
@@ -341,6 +503,17 @@ def test_diagnoses_jump_to_their_evidence() -> None:
     asyncio.run(run())
 
 
+async def write_from(pilot: Pilot[Any], path: Path) -> None:
+    """`w`, the file's name typed, Enter: the shown frames' cut written to `path`."""
+    app = pilot.app
+    await pilot.press("w")
+    await pilot.pause()
+    app.screen.query_one("#answer", Input).value = str(path)
+    await pilot.press("enter")
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
 def test_write_a_cut_that_amqpscope_and_tshark_read_back(tmp_path: Path) -> None:
     cut = tmp_path / "cut.pcap"
 
@@ -348,13 +521,7 @@ def test_write_a_cut_that_amqpscope_and_tshark_read_back(tmp_path: Path) -> None
         async with opened("091-rpc.pcap") as pilot:
             app = pilot.app
             await filter_with(pilot, "conn == 2")
-            await pilot.press("w")
-            await pilot.pause()
-            answer = app.screen.query_one("#answer", Input)
-            answer.value = str(cut)
-            await pilot.press("enter")
-            await app.workers.wait_for_complete()
-            await pilot.pause()
+            await write_from(pilot, cut)
             return shown(app)
 
     kept = asyncio.run(run())
@@ -379,6 +546,67 @@ def test_write_a_cut_that_amqpscope_and_tshark_read_back(tmp_path: Path) -> None
         ]
         methods = [r for r in kept if r["kind"] not in ("transport", "protocol-header")]
         assert theirs == whole and len(theirs) == len(methods)
+
+
+def frames_of(path: Path) -> list[Any]:
+    from amqpscope.capture.files import open_capture
+    from amqpscope.dissect import Dissector
+
+    with open_capture(str(path)) as capture:
+        return list(Dissector(carriers=True).run(capture))
+
+
+def read_w(tmp_path: Path, capture: str, expression: str, out: str, *more: str) -> bytes:
+    """What `read CAPTURE -Y EXPRESSION -w OUT [MORE]` writes."""
+    target = tmp_path / out
+    command = [sys.executable, "-m", "amqpscope.cli", "read", str(CAPTURES / capture), *more]
+    subprocess.run(
+        [*command, "-Y", expression, "-w", str(target)],
+        capture_output=True,
+        check=True,
+        cwd=ROOT,
+    )
+    return target.read_bytes()
+
+
+def test_w_writes_what_read_w_writes_a_frame_of_two_packets_whole(tmp_path: Path) -> None:
+    """Frame 51 of 091-large-body (a 4,088-byte body) came in two packets: the TUI's cut holds
+    both, and the connection's handshake and opening, so amqpscope and tshark read the frame
+    back whole; byte for byte what `read -Y 'frame == 51' -w` writes. A pcapng cut carries its
+    TLS secrets as read -w's does."""
+    cut = tmp_path / "tui.pcap"
+    tls_cut = tmp_path / "tui.pcapng"
+
+    async def run() -> None:
+        async with opened("091-large-body.pcap") as pilot:
+            await filter_with(pilot, "frame == 51")
+            await write_from(pilot, cut)
+            await write_from(pilot, tmp_path / "no" / "such.pcap")  # said in one line
+            said = [str(n.message) for n in pilot.app._notifications]
+            assert "not written: No such file or directory" in said
+            assert not (tmp_path / "no").exists()
+        async with opened("091-tls13-embedded.pcapng") as pilot:
+            await filter_with(pilot, 'name == "basic.publish"')
+            await write_from(pilot, tls_cut)
+
+    asyncio.run(run())
+    assert cut.read_bytes() == read_w(tmp_path, "091-large-body.pcap", "frame == 51", "r.pcap")
+    (original,) = [f for f in frames_of(CAPTURES / "091-large-body.pcap") if f.number == 51]
+    assert len({packet for packet, *_ in original.carriers}) == 2
+    back = frames_of(cut)
+    (again,) = [f for f in back if f.data == original.data]  # the whole frame, once
+    assert again.name == "content-body" and len(again.data) == 4096
+    if TSHARK is not None:  # tshark reassembles it too: 44 to 50 end in the first of the two
+        # packets, 51 (begun there) to 58 in the second
+        theirs = [number for number, name in tshark_frames(str(cut)) if name == "content-body"]
+        assert len(theirs) == len([f for f in back if f.name == "content-body"]) == 15
+        assert theirs.count(theirs[-1]) == 8
+    expression = 'name == "basic.publish"'
+    assert tls_cut.read_bytes() == read_w(
+        tmp_path, "091-tls13-embedded.pcapng", expression, "r.pcapng"
+    )
+    publishes = read_json(CAPTURES / "091-tls13-embedded.pcapng", "-Y", expression)
+    assert publishes and len(read_json(tls_cut, "-Y", expression)) == len(publishes)
 
 
 def test_hostile_names_cannot_drive_the_terminal() -> None:

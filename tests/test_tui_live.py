@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import subprocess
+import sys
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 
@@ -16,15 +19,21 @@ import pytest
 
 pytest.importorskip("textual")
 
+from amqpscope.capture.files import open_capture
 from amqpscope.capture.live import LiveCapture
+from amqpscope.capture.packet import RawPacket
+from amqpscope.cli.common import load_keylog
 from amqpscope.tui.app import AmqpScope
 from amqpscope.tui.loader import load_live
-from tests.test_tui import filter_with, shown
+from tests.test_tui import CAPTURES, filter_with, read_w, shown, truth, write_from
 
 MESSAGES = 30
+FILTER = 'name == "content-body"'
 
 
-def publish_slowly(queue: str, started: threading.Event, done: threading.Event) -> None:
+def publish_slowly(
+    queue: str, started: threading.Event, done: threading.Event, body: str = "tui live"
+) -> None:
     """Declare `queue`, publish MESSAGES to it one every 50 ms, delete it (pika)."""
     import pika
 
@@ -34,7 +43,7 @@ def publish_slowly(queue: str, started: threading.Event, done: threading.Event) 
         channel.queue_declare(queue, auto_delete=False)
         started.set()
         for i in range(MESSAGES):
-            channel.basic_publish("", queue, f"tui live {i}".encode())
+            channel.basic_publish("", queue, f"{body} {i}".encode())
             conn.process_data_events(0.05)
         channel.queue_delete(queue)
     finally:
@@ -58,11 +67,12 @@ def test_live_frames_appear_while_a_client_runs(tmp_path: Path) -> None:
         )
         async with app.run_test(size=(160, 48)) as pilot:
             await pilot.pause(0.5)
+            # the filter first: a key takes seconds on a loaded machine, the client 1.5 s
+            await filter_with(pilot, f'fields.routing-key == "{queue}"')
             client = threading.Thread(target=publish_slowly, args=(queue, started, done))
             client.start()
             try:
                 assert started.wait(20)
-                await filter_with(pilot, f'fields.routing-key == "{queue}"')
                 deadline = time.monotonic() + 30
                 while not done.is_set() and time.monotonic() < deadline:
                     await pilot.pause(0.2)
@@ -86,3 +96,97 @@ def test_live_frames_appear_while_a_client_runs(tmp_path: Path) -> None:
     # frames were on the screen before the client finished, and more came after
     grown = [n for n in seen_while_running if n]
     assert grown and grown[0] < MESSAGES
+
+
+@pytest.mark.broker
+def test_live_redact_bodies(tmp_path: Path) -> None:
+    """`tui --live --redact-bodies`: the bodies pika sends are on the wire (the spool holds
+    them) but in no row, record, tree or bytes pane; their sizes are. `w` cuts the spool as
+    `read -Y -w` does (the frames found again by packet, not by number)."""
+    queue = f"amqpscope.tui-redact.{uuid.uuid4().hex[:8]}"
+    secret = f"do-not-show-{uuid.uuid4().hex[:8]}"
+    spool, cut = tmp_path / "spool.pcap", tmp_path / "tui.pcap"
+    capture = LiveCapture("lo", "tcp port 5672", None, str(spool))
+    capture.start()
+    started, done = threading.Event(), threading.Event()
+
+    async def run() -> None:
+        loader = partial(load_live, capture=capture, redact_bodies=True)
+        app = AmqpScope(loader, capture_path=str(spool), on_exit=capture.stop, redact_bodies=True)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await pilot.pause(0.5)
+            client = threading.Thread(target=publish_slowly, args=(queue, started, done, secret))
+            client.start()
+            try:
+                assert started.wait(20) and done.wait(30)
+            finally:
+                client.join(30)
+            await pilot.pause(1.0)  # the last batch
+            await filter_with(pilot, FILTER)
+            bodies = shown(app)
+            assert len(bodies) == MESSAGES
+            sizes = [len(f"{secret} {i}") for i in range(MESSAGES)]
+            assert [r["message"]["body"] for r in bodies] == [
+                {"size": size, "redacted": True} for size in sizes
+            ]
+            assert not any(secret.encode() in record for record in app.store.records)
+            app.frames.focus()
+            await pilot.press("down")
+            await pilot.pause()
+            screen = app.export_screenshot()
+            assert f"&lt;redacted,&#160;{sizes[1]}&#160;bytes&gt;" in screen
+            assert secret not in screen and "do-not" not in screen
+            assert "do-not" not in str(app.bytes_pane.render())
+            await write_from(pilot, cut)  # w: a second pass over the spool, as read -w's
+            assert not app.loading.error
+
+    try:
+        asyncio.run(run())
+    finally:
+        capture.close()
+    assert secret.encode() in spool.read_bytes()  # it was there to hide
+    command = [sys.executable, "-m", "amqpscope.cli", "read", str(spool), "-Y", FILTER]
+    subprocess.run([*command, "-w", str(tmp_path / "read.pcap")], check=True, timeout=120)
+    assert cut.read_bytes() == (tmp_path / "read.pcap").read_bytes()
+
+
+class Replay:
+    """A recorded capture's packets, handed to `load_live` as a `LiveCapture` hands them (the
+    TLS key log's use does not need the broker's TLS listener)."""
+
+    error = None
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def packets(self) -> Iterator[RawPacket | None]:
+        with open_capture(str(self.path)) as capture:
+            yield from capture
+
+    def stop(self) -> None:
+        pass
+
+
+def test_live_keylog_decrypts_and_w_cuts_with_it(tmp_path: Path) -> None:
+    """`tui --live --keylog`: TLS frames decrypted as they arrive, and `w` cuts the spool with
+    the key log, as `read --keylog -Y -w` does."""
+    capture, keys = CAPTURES / "091-tls12.pcap", CAPTURES / "091-tls12.keys"
+    expression = 'name == "basic.publish"'
+    cut = tmp_path / "tui.pcap"
+
+    async def run() -> int:
+        loader = partial(load_live, capture=Replay(capture), keylog=load_keylog(str(keys)))
+        app = AmqpScope(loader, capture_path=str(capture), keylog=str(keys))
+        async with app.run_test(size=(160, 48)) as pilot:
+            for _ in range(100):
+                await pilot.pause(0.05)
+                if app.loading.done:
+                    break
+            await filter_with(pilot, expression)
+            await write_from(pilot, cut)
+            return len(shown(app))
+
+    assert asyncio.run(run()) == truth("091-tls12")["publishes"]
+    assert cut.read_bytes() == read_w(
+        tmp_path, capture.name, expression, "read.pcap", "--keylog", str(keys)
+    )

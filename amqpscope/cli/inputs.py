@@ -92,13 +92,19 @@ class Input:
                 return dissector.run(self.capture)
             dissector.take_secrets(self.capture.secrets)  # which the wrapper hides from run
             return dissector.run(wrap(self.capture))
-        return self._log_frames(show_secrets, messages)
+        return self._log_frames(show_secrets, messages, redact_bodies)
 
-    def _log_frames(self, show_secrets: bool, messages: bool) -> Iterator[Frame]:
+    def _log_frames(
+        self, show_secrets: bool, messages: bool, redact_bodies: bool = False
+    ) -> Iterator[Frame]:
         from amqpscope.logs.reader import LogReader
 
         reader = self.reader = LogReader(
-            self.path, self.fmt, show_secrets=show_secrets, messages=messages
+            self.path,
+            self.fmt,
+            show_secrets=show_secrets,
+            messages=messages,
+            redact_bodies=redact_bodies,
         )
         feed = reader.feed
         for number, line in enumerate(self.lines, 1):

@@ -17,6 +17,7 @@ from amqpscope.cli.common import (
     keylog_option,
     load_keylog,
     main,
+    redact_bodies_option,
     steady_gc,
 )
 from amqpscope.cli.inputs import format_option, open_input
@@ -47,6 +48,7 @@ NO_TEXTUAL = "tui needs Textual: pip install 'amqpscope[tui]'"
     help="With --live: how to capture (as `live` chooses by default).",
 )
 @click.option("--show-secrets", is_flag=True, help="Show credentials instead of redacting.")
+@redact_bodies_option
 @keylog_option
 @format_option
 @guarded
@@ -56,6 +58,7 @@ def tui(
     bpf: str,
     backend: str | None,
     show_secrets: bool,
+    redact_bodies: bool,
     keylog: str | None,
     fmt: str | None = None,
 ) -> None:
@@ -66,7 +69,8 @@ def tui(
     Examples:
       amqpscope tui capture.pcap
       sudo amqpscope tui --live lo -f 'tcp port 5672'
-    Keys: / filter (-Y language), f follow a delivery, d diagnoses, g go to, w write, ? help.
+    Keys: / filter (-Y language), n/N next/previous match, f follow a delivery, d diagnoses,
+    g go to, w write (as read -w), ? help.
     """
     if (file is None) == (iface is None):
         fail("tui takes a capture FILE or --live IFACE (one of them)", 2)
@@ -86,16 +90,39 @@ def tui(
         fail(problem, 2)
     if file is not None:
         keys = load_keylog(keylog)
-        loader: Any = partial(load_file, path=file, show_secrets=show_secrets, keylog=keys, fmt=fmt)
+        loader: Any = partial(
+            load_file,
+            path=file,
+            show_secrets=show_secrets,
+            keylog=keys,
+            fmt=fmt,
+            redact_bodies=redact_bodies,
+        )
         cut_from = None if is_log else file  # a log has no packets to write
-        _run(AmqpScope(loader, capture_path=cut_from, title=file, show_secrets=show_secrets))
+        app = AmqpScope(
+            loader,
+            capture_path=cut_from,
+            title=file,
+            show_secrets=show_secrets,
+            keylog=keylog,
+            redact_bodies=redact_bodies,
+        )
+        _run(app)
         return
     assert iface is not None
-    _live(iface, bpf, backend)
+    _live(iface, bpf, backend, show_secrets, redact_bodies, keylog)
 
 
-def _live(iface: str, bpf: str, backend: str | None) -> None:
-    """Capture on `iface` into a temporary pcap (what `w` cuts from) while the app reads it."""
+def _live(
+    iface: str,
+    bpf: str,
+    backend: str | None,
+    show_secrets: bool,
+    redact_bodies: bool,
+    keylog: str | None,
+) -> None:
+    """Capture on `iface` into a temporary pcap (what `w` cuts from) while the app reads it,
+    decoded as a file is (--keylog re-read as a client appends to it)."""
     from amqpscope.capture.live import LiveCapture, LiveError
     from amqpscope.tui.app import AmqpScope
     from amqpscope.tui.loader import load_live
@@ -109,11 +136,21 @@ def _live(iface: str, bpf: str, backend: str | None) -> None:
         except LiveError as exc:
             fail(str(exc), exc.code)
         try:
+            loader = partial(
+                load_live,
+                capture=capture,
+                show_secrets=show_secrets,
+                redact_bodies=redact_bodies,
+                keylog=load_keylog(keylog),
+            )
             app = AmqpScope(
-                partial(load_live, capture=capture),
+                loader,
                 capture_path=spool,
                 title=f"live {iface} {bpf}",
                 on_exit=capture.stop,
+                show_secrets=show_secrets,
+                keylog=keylog,
+                redact_bodies=redact_bodies,
             )
             _run(app)
         finally:

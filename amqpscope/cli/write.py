@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import IO, Any
 
 from amqpscope.capture.files import open_capture
@@ -33,6 +34,62 @@ def same_file(out: str, source: str) -> bool:
         return False
 
 
+@dataclass(frozen=True)
+class Written:
+    """What a cut holds: packets written, frames selected, packets of long frames lost."""
+
+    packets: int
+    frames: int
+    lost: int
+
+
+def write_packets(
+    capture: Any,
+    sink: IO[bytes],
+    fmt: str,
+    accepts: Callable[[Any, float | None], bool],
+    whole: frozenset[int] = frozenset(),
+    show_secrets: bool = False,
+    keylog: Any = None,
+    count: int | None = None,
+) -> Written:
+    """The pass: read the open `capture`, write the cut of the frames `accepts` to `sink` in
+    `fmt` ("pcap", "pcapng"); `keylog` a loaded key log (`load_keylog`). Raises what reading
+    or writing raises; the TUI's `w` calls it too."""
+    dissector = Dissector(show_secrets=show_secrets, carriers=True)
+    tracker = Tracker()
+    cut = Cut(whole)
+    dissector.context.keylog = keylog
+    dissector.take_secrets(capture.secrets)
+    writer = CaptureWriter(sink, capture, fmt)
+    selected = 0
+    first_ts: float | None = None
+
+    def packets() -> Iterator[RawPacket]:
+        for raw in capture:
+            yield raw  # the dissector takes it, and hands on the frames it completed
+            segment = dissector.segment
+            conn = dissector.conn_of(segment) if segment is not None else None
+            cut.packet(raw, conn, segment is not None and bool(segment.flags & SYN))
+            for ready in cut.take():
+                writer.write(ready)
+
+    for frame in dissector.run(packets()):
+        tracker.feed(frame)
+        if first_ts is None:
+            first_ts = frame.ts
+        chosen = (count is None or selected < count) and accepts(frame, first_ts)
+        connection = dissector.connections.get(frame.conn)
+        layered = connection is not None and bool(connection.codec.layers)
+        cut.frame(frame, chosen, layered)
+        selected += chosen
+    cut.finish()
+    for ready in cut.take():
+        writer.write(ready)
+    writer.close()
+    return Written(writer.packets, selected, cut.lost)
+
+
 def write_cut(
     file: str,
     out: str,
@@ -45,50 +102,23 @@ def write_cut(
     """Read `file`, write the cut to `out` ("-": standard output); say on stderr what it holds."""
     if same_file(out, file):
         fail(f"-w {out}: that is the capture being read; write the cut elsewhere", 2)
-    dissector = Dissector(show_secrets=show_secrets, carriers=True)
-    tracker = Tracker()
-    cut = Cut(whole)
     with open_capture(file) as capture:
-        dissector.context.keylog = load_keylog(keylog)
-        dissector.take_secrets(capture.secrets)
         sink: IO[bytes]
         try:
             sink = sys.stdout.buffer if out == "-" else open(out, "wb")  # noqa: SIM115
         except OSError as exc:
             fail(f"-w {out}: {exc.strerror or exc}", 1)
-        writer = CaptureWriter(sink, capture, format_for(out, capture.format))
-        selected = 0
-        first_ts: float | None = None
-
-        def packets() -> Iterator[RawPacket]:
-            for raw in capture:
-                yield raw  # the dissector takes it, and hands on the frames it completed
-                segment = dissector.segment
-                conn = dissector.conn_of(segment) if segment is not None else None
-                cut.packet(raw, conn, segment is not None and bool(segment.flags & SYN))
-                for ready in cut.take():
-                    writer.write(ready)
-
         try:
-            for frame in dissector.run(packets()):
-                tracker.feed(frame)
-                if first_ts is None:
-                    first_ts = frame.ts
-                chosen = (count is None or selected < count) and accepts(frame, first_ts)
-                connection = dissector.connections.get(frame.conn)
-                layered = connection is not None and bool(connection.codec.layers)
-                cut.frame(frame, chosen, layered)
-                selected += chosen
-            cut.finish()
-            for ready in cut.take():
-                writer.write(ready)
-            writer.close()
+            fmt = format_for(out, capture.format)
+            written = write_packets(
+                capture, sink, fmt, accepts, whole, show_secrets, load_keylog(keylog), count
+            )
         finally:
             if sink is not sys.stdout.buffer:
                 sink.close()
     where = "standard output" if out == "-" else out
-    lost = f"; {cut.lost} packets of longer frames were no longer held" if cut.lost else ""
+    lost = f"; {written.lost} packets of longer frames were no longer held" if written.lost else ""
     print(
-        f"{writer.packets} packets carrying {selected} frames written to {where}{lost}",
+        f"{written.packets} packets carrying {written.frames} frames written to {where}{lost}",
         file=sys.stderr,
     )

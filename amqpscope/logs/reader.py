@@ -68,15 +68,23 @@ class _Connection:
         show_secrets: bool,
         messages: bool,
         version: str = "1.0",
+        redact_bodies: bool = False,
     ) -> None:
         self.conn = conn
         self.label = label
         self.client = client  # the logger is the client
         self.decoders: dict[str, Decoder | decoder091.Decoder] = {
             way: (
-                decoder091.Decoder(version, show_secrets=show_secrets, messages=messages)
+                decoder091.Decoder(
+                    version,
+                    show_secrets=show_secrets,
+                    redact_bodies=redact_bodies,
+                    messages=messages,
+                )
                 if version != "1.0"
-                else Decoder(show_secrets=show_secrets, messages=messages)
+                else Decoder(
+                    show_secrets=show_secrets, messages=messages, redact_bodies=redact_bodies
+                )
             )
             for way in ("c2s", "s2c")
         }
@@ -96,6 +104,7 @@ class LogReader:
         fmt: str = proton.NAME,
         show_secrets: bool = False,
         messages: bool = True,
+        redact_bodies: bool = False,
     ) -> None:
         self.name = name
         self.fmt = fmt
@@ -104,6 +113,7 @@ class LogReader:
         self.completions = make() if make is not None else None
         self.show_secrets = show_secrets
         self.messages = messages
+        self.redact_bodies = redact_bodies  # bodies counted, never kept (--redact-bodies)
         self.connections: dict[str, _Connection] = {}
         self.count = 0  # connections so far
         self.number = 0  # frames so far
@@ -250,7 +260,7 @@ class LogReader:
             self._forget(self.connections.pop(next(iter(self.connections))))
         self.count += 1
         connection = _Connection(
-            self.count, label, client, self.show_secrets, self.messages, version
+            self.count, label, client, self.show_secrets, self.messages, version, self.redact_bodies
         )
         self.connections[label] = connection
         return connection

@@ -23,10 +23,11 @@ from textual.widgets import Footer, Input, Static, Tree
 from textual.widgets.tree import TreeNode
 from textual.worker import get_current_worker
 
+from amqpscope.diagnose.redelivery import Redeliveries
 from amqpscope.filter import FilterError, compile_filter
 from amqpscope.render.lines import safe
 from amqpscope.tui import seams
-from amqpscope.tui.follow import delivery_of, follow, peer_channels
+from amqpscope.tui.follow import delivery_of, follow, peer_channels, same_message
 from amqpscope.tui.framelist import FrameList
 from amqpscope.tui.loader import Loading
 from amqpscope.tui.scopes import Node, build_tree, mark_findings, walk
@@ -75,8 +76,10 @@ class AmqpScope(App[int]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "filter", "Filter"),
         Binding("escape", "clear", "All frames", show=False),
-        Binding("n", "flagged(1)", "Next finding", show=False),
-        Binding("N", "flagged(-1)", "Prev finding", show=False),
+        Binding("n", "match(1)", "Next match", show=False),
+        Binding("N", "match(-1)", "Prev match", show=False),
+        Binding("e", "flagged(1)", "Next finding", show=False),
+        Binding("E", "flagged(-1)", "Prev finding", show=False),
         Binding("g", "goto", "Go to"),
         Binding("d", "diagnoses", "Diagnoses"),
         Binding("f", "follow", "Follow"),
@@ -93,6 +96,8 @@ class AmqpScope(App[int]):
         title: str = "",
         on_exit: Callable[[], None] | None = None,
         show_secrets: bool = False,
+        keylog: str | None = None,
+        redact_bodies: bool = False,
     ) -> None:
         super().__init__()
         self.loading = Loading()
@@ -109,6 +114,14 @@ class AmqpScope(App[int]):
         self._bytes: tuple[bytes, int] = (b"", 0)  # the selected frame's bytes kept, its size
         self._hidden: list[tuple[int, int]] = []  # its secrets' bytes, blanked in the dump
         self.show_secrets = show_secrets
+        self.keylog = keylog  # --keylog's path: `w`'s pass decrypts with it as the loader did
+        self.redact_bodies = redact_bodies  # the bodies' bytes blanked, their fields dropped
+        #: redeliveries linked to their earlier deliveries, fed the store's records up to
+        #: `_linked` when `f` first needs them (and the new ones on each `f` after)
+        self.redeliveries = Redeliveries()
+        self._linked = 0
+        #: the last filter applied, which n / N search in whatever the list shows
+        self.search: View | None = None
 
     def _handle_exception(self, error: Exception) -> None:
         """Textual restores the terminal and prints a traceback; the CLI's promise is one line
@@ -161,8 +174,12 @@ class AmqpScope(App[int]):
             self.loading.done = True
 
     def _catch_up(self) -> None:
-        """In the loader's thread, after each batch: the filtered view tests the new frames."""
-        self.frames.view.catch_up(self.store)
+        """In the loader's thread, after each batch: the filtered view tests the new frames
+        (and the filter n / N search in, when the list shows something else)."""
+        shown, search = self.frames.view, self.search
+        shown.catch_up(self.store)
+        if search is not None and search is not shown:
+            search.catch_up(self.store)
 
     def on_unmount(self) -> None:
         self.loading.stop()
@@ -194,6 +211,8 @@ class AmqpScope(App[int]):
         parts = [f"{total:,} frames"]
         if not frames.view.everything:
             parts.append(f"{frames.rows:,} shown: {frames.view.label}")
+        if self.search is not None and self.search is not frames.view:
+            parts.append(f"n/N: {self.search.label}")
         if not loading.done:
             read, size = loading.position
             parts.append(f"reading {100 * read // size}%" if size else "reading…")
@@ -260,9 +279,8 @@ class AmqpScope(App[int]):
         """Show the frames `text` accepts; False (and the error shown) when it does not parse."""
         text = text.strip()
         if not text:
-            self.say("")
-            self.filter_row.remove_class("open")
-            self._show(View())
+            self.search = None
+            self._all()
             return True
         try:
             predicate = compile_filter(text)
@@ -272,7 +290,8 @@ class AmqpScope(App[int]):
             self.filter_row.add_class("open")
             return False
         self.say("")
-        self._filter(View(text, predicate))
+        self.search = View(text, predicate)
+        self._filter(self.search)
         return True
 
     def say(self, text: str) -> None:
@@ -292,8 +311,13 @@ class AmqpScope(App[int]):
         self._status()
 
     def action_clear(self) -> None:
-        self.filter_input.value = ""
-        self.apply_filter("")
+        """Every frame again; the filter stays what n / N search for (and / edits)."""
+        self._all()
+
+    def _all(self) -> None:
+        self.say("")
+        self.filter_row.remove_class("open")
+        self._show(View())
 
     # -- moving about --------------------------------------------------------------------------
     def jump(self, number: int) -> bool:
@@ -304,14 +328,50 @@ class AmqpScope(App[int]):
             return False
         frames = self.frames
         row = frames.view.row_of(index)
-        if row is None:
-            self.filter_input.value = ""
+        if row is None:  # the filter's text stays in the bar: what n / N search for
+            self.say("")
+            self.filter_row.remove_class("open")
             frames.show(View(), keep=index)
         else:
             frames.go(row)
         frames.focus()
         self._status()
         return True
+
+    def action_match(self, step: int) -> None:
+        """The next (step 1) or previous (-1) frame the filter accepts, from the cursor; every
+        frame is shown when the list hides it (a follow, or Esc)."""
+        if self.search is None:
+            self.notify("no filter to match: / sets one", markup=False)
+            return
+        self._match(self.search, step)
+
+    @work(thread=True, exclusive=True, group="search")
+    def _match(self, search: View, step: int) -> None:
+        # a filter cut short (a follow cancelled its worker) is tested to the end first
+        if search.catch_up(self.store, lambda: get_current_worker().is_cancelled):
+            self.call_from_thread(self._matched, search, step)
+
+    def _matched(self, search: View, step: int) -> None:
+        frames, rows = self.frames, search.rows
+        assert rows is not None
+        here = frames.selected()
+        if step > 0:
+            at = 0 if here is None else bisect_right(rows, here)
+            index = rows[at] if at < len(rows) else None
+        else:
+            at = len(rows) if here is None else bisect_left(rows, here)
+            index = rows[at - 1] if at > 0 else None
+        if index is None:
+            self.notify(f"no more frames matching {safe(search.label)} this way", markup=False)
+            return
+        row = frames.view.row_of(index)
+        if row is None:
+            self.jump(self.store.numbers[index])
+        else:
+            frames.go(row)
+            frames.focus()
+            self._status()
 
     def action_flagged(self, step: int) -> None:
         """The next (step 1) or previous (-1) frame with a finding that the list shows."""
@@ -386,15 +446,43 @@ class AmqpScope(App[int]):
 
     @work(thread=True, exclusive=True, group="filter")
     def _follow(self, delivery: Any, index: int, peers: Any) -> None:
-        store = self.store
-        conns, end = store.conns, len(store)
-        records = ((i, store.record(i)) for i in range(end) if conns[i] == delivery.conn)
-        rows = follow(delivery, index, records, peers)
+        store, worker = self.store, get_current_worker()
+        end = len(store)
+        rows = self._delivery(delivery, index, peers, end)
         label = delivery.label()
-        self.call_from_thread(self._followed, View(label, fixed=rows), label)
+        if rows and self._link(end, lambda: worker.is_cancelled):
+            first = store.numbers[rows[0]]  # the deliver, get-ok or first transfer
+            others = [n for n in same_message(first, self.redeliveries.links) if n != first]
+            for number in others:  # the same message's other deliveries, each followed
+                at = store.index_of(number)
+                found = None if at is None else delivery_of(store.record(at), peers)
+                if at is not None and found is not None:
+                    rows = sorted({*rows, *self._delivery(found, at, peers, end)})
+            if others:
+                where = ", ".join(str(n) for n in others)
+                frames = "frame" if len(others) == 1 else "frames"
+                label += f" + the same message delivered at {frames} {where}"
+        if not worker.is_cancelled:
+            self.call_from_thread(self._followed, View(label, fixed=rows), label)
+
+    def _delivery(self, delivery: Any, index: int, peers: Any, end: int) -> list[int]:
+        """The store indexes of the frames of `delivery`, which holds index `index`."""
+        store, conns = self.store, self.store.conns
+        records = ((i, store.record(i)) for i in range(end) if conns[i] == delivery.conn)
+        return follow(delivery, index, records, peers)
+
+    def _link(self, end: int, cancelled: Callable[[], bool]) -> bool:
+        """Feed the redelivery links the records up to `end`; False when cancelled part way
+        (what was fed stays fed)."""
+        store, feed = self.store, self.redeliveries.feed
+        while self._linked < end:
+            if (self._linked & 0x3FFF) == 0 and cancelled():
+                return False
+            feed(store.record(self._linked))
+            self._linked += 1
+        return True
 
     def _followed(self, view: View, label: str) -> None:
-        self.filter_input.value = ""
         self.say(label)
         self.filter_row.add_class("open")
         self._show(view)
@@ -417,16 +505,23 @@ class AmqpScope(App[int]):
     def _write(self, path: str) -> None:
         store, view = self.store, self.frames.view
         count = view.count(store)
-        packets = sorted({store.record(view.index(row)).get("packet", 0) for row in range(count)})
-        packets = [p for p in packets if p]
+        if not count:
+            self.call_from_thread(self.notify, "no frames shown: nothing to write", markup=False)
+            return
+        places = {store.place(view.index(row)) for row in range(count)}
         try:
             assert self.capture_path is not None
-            written = seams.write_cut(self.capture_path, packets, path)
+            packets, frames, lost = seams.write_cut(
+                self.capture_path, places, path, self.show_secrets, self.keylog
+            )
         except Exception as exc:  # the writer's error, said in one line
-            message = f"not written: {exc}"
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            message = f"not written: {reason}"
             self.call_from_thread(self.notify, safe(message), severity="error", markup=False)
             return
-        message = f"wrote {written} packets ({count} frames) to {path}"
+        message = f"wrote {packets} packets carrying {frames} frames to {path}"
+        if lost:
+            message += f"; {lost} packets of longer frames were no longer held"
         self.call_from_thread(self.notify, safe(message), markup=False)
 
     # -- the detail ----------------------------------------------------------------------------
@@ -434,7 +529,7 @@ class AmqpScope(App[int]):
         record = self.store.record(event.index)
         data = self.store.data[event.index]
         self._status()
-        root, hidden = seams.detail_tree(record, data, self.show_secrets)
+        root, hidden = seams.detail_tree(record, data, self.show_secrets, self.redact_bodies)
         tree = self.detail
         tree.clear()
         tree.root.set_label(Text(seams.node_text(root)))

@@ -9,11 +9,15 @@ delivery-tag T on a channel, its content header and bodies, and the ack, nack or
 settles it (by its tag, or `multiple` up to it). A tag or id is reused (channels reopen, ids
 wrap), so the frames are cut into one group per delivery and the group holding the chosen frame
 is the answer. Records in, frame indexes out: no terminal, no files.
+
+A redelivery is the same message delivered again: `same_message` walks the links the diagnose
+layer makes (`diagnose.redelivery`: each redelivery's frame to its earlier delivery's) both
+ways, so following any delivery of a message follows all of them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -170,3 +174,23 @@ def follow(
         if chosen in group:
             return group
     return []
+
+
+def same_message(first: int, links: Mapping[int, Any]) -> list[int]:
+    """The frame numbers of every delivery of the message delivered at frame `first` (a
+    delivery's first frame), in order: `links` maps a redelivery's frame to its `Redelivery`
+    (whose `earlier` is the frame of the delivery before it, 0 when not captured)."""
+    later: dict[int, list[int]] = {}
+    for frame, link in links.items():
+        if link.earlier:
+            later.setdefault(link.earlier, []).append(frame)
+    seen, todo = {first}, [first]
+    while todo:
+        frame = todo.pop()
+        link = links.get(frame)
+        near = [link.earlier] if link is not None and link.earlier else []
+        for other in near + later.get(frame, []):
+            if other not in seen:
+                seen.add(other)
+                todo.append(other)
+    return sorted(seen)

@@ -59,6 +59,7 @@ def load_file(
     show_secrets: bool = False,
     keylog: Any = None,
     fmt: str | None = None,
+    redact_bodies: bool = False,
 ) -> None:
     """Read the capture or frame-trace log at `path` (`fmt`: the log's format, else told from
     its content) into `loading` (run in a worker thread)."""
@@ -73,7 +74,7 @@ def load_file(
     next_summary = time.monotonic() + SUMMARY_SECONDS
     try:
         with open_input(path, fmt) as source:
-            for frame in source.frames(show_secrets, keylog=keylog):
+            for frame in source.frames(show_secrets, redact_bodies, keylog=keylog):
                 tracker.feed(frame)
                 diagnoser.feed(frame)
                 batch.append(frame)
@@ -103,13 +104,22 @@ def load_file(
         loading.done = True
 
 
-def load_live(loading: Loading, capture: Any, idle: float = 600.0) -> None:
-    """Decode a started `LiveCapture` into `loading` until it stops (run in a worker thread)."""
+def load_live(
+    loading: Loading,
+    capture: Any,
+    idle: float = 600.0,
+    show_secrets: bool = False,
+    redact_bodies: bool = False,
+    keylog: Any = None,
+) -> None:
+    """Decode a started `LiveCapture` into `loading` until it stops (run in a worker thread);
+    `keylog` a loaded key log (`load_keylog`, re-read as a client appends to it)."""
     from amqpscope.diagnose import Diagnoser
     from amqpscope.live_pipeline import LivePipeline
 
     diagnoser = Diagnoser()
-    pipeline = LivePipeline(idle=idle, diagnoser=diagnoser)
+    pipeline = LivePipeline(show_secrets, idle, redact_bodies=redact_bodies, diagnoser=diagnoser)
+    pipeline.dissector.context.keylog = keylog
     last_tick = time.monotonic()
     next_summary = last_tick
     next_batch = last_tick + LIVE_BATCH_SECONDS

@@ -17,13 +17,15 @@ from amqpscope.render.lines import safe
 HELP = """\
 amqpscope tui — keys (the mouse works too: click a row, a node, scroll)
 
-  /        display filter (read -Y's language); Enter applies, empty shows all
-  Esc      clear the filter or follow, back to every frame
-  n / N    next / previous frame with a finding
+  /        display filter (read -Y's language); Enter applies, empty clears it
+  Esc      every frame again (leaves a filter or a follow; n / N still search)
+  n / N    next / previous frame the filter accepts
+  e / E    next / previous frame with a finding
   g        go to frame number
   d        diagnoses; Enter jumps to the evidence frame
   f        follow the delivery of the selected frame (transfer, disposition,
-           deliver, content, ack / nack / reject)
+           deliver, content, ack / nack / reject) and the same message's
+           other deliveries (a redelivery and the delivery before it)
   w        write the shown frames' packets to a pcap file
   Tab      move between the tree, the frame list and the detail
   ↑ ↓ PgUp PgDn Home End   move in the frame list

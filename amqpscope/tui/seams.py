@@ -7,7 +7,7 @@ the lead can wire the real one in at merge without touching the app.
 - `hex_lines`: the -x bytes: a hex/ASCII dump of the bytes the record keeps, a secret's bytes
   blanked (`**`) as `read -x` blanks them.
 - `diagnoses`: `Diagnosis.to_json()` list (issue 21). Until it lands, the trackers' findings.
-- `write_cut`: `read -w` (issue 23). Until it lands, `capture.cut.write_packets`.
+- `write_cut`: `read -w`'s pass (`cli.write.write_packets`, the cut of `amqpscope.cut`).
 """
 
 from __future__ import annotations
@@ -52,11 +52,13 @@ def _node(name: str, value: Any) -> DetailNode:
 
 
 def detail_tree(
-    record: dict[str, Any], data: bytes, show_secrets: bool = False
+    record: dict[str, Any], data: bytes, show_secrets: bool = False, redact_bodies: bool = False
 ) -> tuple[DetailNode, list[tuple[int, int]]]:
-    """The frame's detail tree, and the (offset, length) of its secrets' bytes to blank."""
+    """The frame's detail tree, and the (offset, length) of the bytes to blank: its secrets',
+    and with `redact_bodies` its message bodies' (as `read -V -x --redact-bodies`)."""
     if data and len(data) == record.get("size"):  # whole bytes: the -V tree of issue 23
         from amqpscope.codec.tree import frame_tree
+        from amqpscope.codec.tree import redact_bodies as drop_bodies
         from amqpscope.tui.store import frame_from_record
 
         try:
@@ -64,6 +66,7 @@ def detail_tree(
         except Exception:  # a tree that cannot be made: the record's fields still can
             nodes = []
         if nodes:
+            bodies = drop_bodies(nodes) if redact_bodies else []
             root = _node(f"frame {record.get('frame')}: {record.get('name')}", None)
             root["value"] = f"{len(data)} bytes"
             root["children"] = [n.to_json(show_secrets) for n in nodes]
@@ -71,7 +74,7 @@ def detail_tree(
                 if record.get(key):
                     root["children"].append(_node(key, record[key]))
             hidden = [] if show_secrets else [r for n in nodes for r in n.secrets()]
-            return _fill(root), hidden
+            return _fill(root), hidden + bodies
     return json_tree(record, data), []
 
 
@@ -158,8 +161,42 @@ def diagnoses(summary: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def write_cut(source: str, packets: list[int], out: str) -> int:
-    """Write the packets numbered `packets` of capture `source` to `out`; how many."""
-    from amqpscope.capture.cut import write_packets
+def write_cut(
+    source: str,
+    places: set[tuple[int, int]],
+    out: str,
+    show_secrets: bool = False,
+    keylog: str | None = None,
+) -> tuple[int, int, int]:
+    """Write the cut of capture `source` holding the frames at `places` (`FrameStore.place`)
+    to `out`, as `read -w` writes it (the frames' packets, however many carried each, their
+    connections' handshakes, a pcapng's secrets); (packets, frames, packets lost)."""
+    import os
 
-    return write_packets(source, packets, out)
+    from amqpscope.capture.files import open_capture
+    from amqpscope.capture.writer import format_for
+    from amqpscope.cli.common import load_keylog
+    from amqpscope.cli.write import same_file, write_packets
+
+    if same_file(out, source):
+        raise ValueError(f"{out} is the capture being read; write the cut elsewhere")
+    last = [-1, 0]  # the packet of the frame before, and how many completed in it
+
+    def accepts(frame: Any, _first: float | None) -> bool:
+        packet = frame.packet or 0
+        last[1] = last[1] + 1 if packet == last[0] else 0
+        last[0] = packet
+        return (packet, last[1]) in places
+
+    part = f"{out}.part"  # a cut that fails part way leaves no file behind
+    try:
+        with open_capture(source) as capture, open(part, "wb") as sink:
+            fmt = format_for(out, capture.format)
+            written = write_packets(
+                capture, sink, fmt, accepts, show_secrets=show_secrets, keylog=load_keylog(keylog)
+            )
+        os.replace(part, out)
+    finally:
+        if os.path.exists(part):
+            os.unlink(part)
+    return written.packets, written.frames, written.lost

@@ -33,6 +33,7 @@ class FrameStore:
         self.data: list[bytes] = []
         self.numbers = array("q")
         self.conns = array("q")
+        self.packets = array("q")  # the packet each frame completed in (0: none)
         self.first_ts: float | None = None
         self.flagged = array("q")  # indexes of frames that carry findings
         self.lock = threading.Lock()  # appends in runs, so a reader sees whole frames
@@ -58,6 +59,7 @@ class FrameStore:
             self.records.extend(rows)
             self.data.extend([f.data[:KEEP_BYTES] for f in frames])
             self.conns.extend([f.conn for f in frames])
+            self.packets.extend([f.packet or 0 for f in frames])
             self.flagged.extend([base + i for i, f in enumerate(frames) if f.findings])
             self.numbers.extend([f.number for f in frames])  # last: len() counts whole frames
 
@@ -69,6 +71,16 @@ class FrameStore:
     def frame(self, index: int) -> Frame:
         """The frame rebuilt from its record, for the line renderer (bytes as kept)."""
         return frame_from_record(self.record(index), self.data[index])
+
+    def place(self, index: int) -> tuple[int, int]:
+        """Where the frame sits in the capture: (its packet, how many frames before it completed
+        in that packet). Unlike its number, a second pass over the capture file finds it there
+        even when live reading made frames the file does not hold (a connection gone idle)."""
+        packets = self.packets
+        packet, first = packets[index], index
+        while first > 0 and packets[first - 1] == packet:
+            first -= 1
+        return packet, index - first
 
     def index_of(self, number: int) -> int | None:
         """The index of frame `number`, or None when no frame has it."""
