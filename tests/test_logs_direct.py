@@ -311,8 +311,9 @@ def test_the_direct_path_reads_the_usual_frames() -> None:
     for line in lines:
         logged = reader.parse(line)
         if logged is not None and logged.kind == FRAME:
-            sasl = logged.value.name.startswith("sasl")
-            made += direct.performative(logged.value, sasl) is not None
+            value = logged.value if logged.made is None else logged.made.tree()
+            sasl = value.name.startswith("sasl")
+            made += direct.performative(value, sasl) is not None
     assert made >= 30
 
 
@@ -364,3 +365,74 @@ def test_what_cannot_be_packed_is_a_bad_line(line: str) -> None:
     reader = LogReader("x.log")
     assert reader.feed(line + "\n", 1) == []
     assert [f.code for f in reader.findings] == ["log.bad-line"]
+
+
+# -- the Proton grammar's cache of lines like lines read before ----------------------------------
+T = "[0x1]: AMQP:FRAME:0 -> "
+ALIKE = [
+    # the same shape, other values: the second and later lines come from the cache
+    [
+        T + f'@transfer(20) [handle=0x{h:x}, delivery-id=0x{i:x}, delivery-tag=b"{i}", '
+        f"message-format=0x0] (3) \\x00Sw"
+        for h, i in ((0, 0), (1, 7), (0, 0xFFFFFFFF))
+    ],
+    # a value too large for a uint, a negative one: not from the cache, reported as before
+    [
+        T + "@flow(19) [next-incoming-id=0x0, incoming-window=0x10, next-outgoing-id=0x0, "
+        f"outgoing-window=0x10, handle=0x0, link-credit={credit}]"
+        for credit in ("0x1", "0x100000000", "-1", "10", "0x2")
+    ],
+    # what looks like a field inside a string is no field
+    [
+        T + f'@attach(18) [name="x {name}=0x{n}, y", handle=0x1 , role=false]'
+        for name in ("handle", "delivery-count")
+        for n in (1, 2, 3)
+    ],
+    [
+        T + '@attach(18) [name="x handle=, y", handle=0x3, role=false]',
+        T + '@attach(18) [name="x handle=0x4, y", handle=, role=false]',
+    ],
+    [
+        T + '@detach(22) [handle=0x0, error=@error(29) [condition=:x, description="first=0x1]"]]',
+        T + '@detach(22) [handle=0x1, error=@error(29) [condition=:x, description="first=0x2]"]]',
+    ],
+    # a delivery tag that holds the payload's start, a quote, or a number; a tag as a number
+    [
+        T + '@transfer(20) [handle=0x0, delivery-id=0x1, delivery-tag=b"a"] (2) ab',
+        T + '@transfer(20) [handle=0x0, delivery-id=0x2, delivery-tag=b"] (1) x"] (2) ab',
+        T + '@transfer(20) [handle=0x0, delivery-id=0x3, delivery-tag=b"5"] (2) ab',
+        T + "@transfer(20) [handle=0x0, delivery-id=0x4, delivery-tag=0x5] (2) ab",
+        T + '@transfer(20) [handle=b"0", delivery-id=0x4, delivery-tag=b"5"] (2) ab',
+    ],
+    # role is a choice, settled a boolean: never blanked; state's fields nested
+    [
+        T + "@disposition(21) [role=true, first=0x0, last=0x3, settled=true, "
+        "state=@received(35) [section-number=0x1, section-offset=0x2]]",
+        T + "@disposition(21) [role=false, first=0x4, last=0x9, settled=true, "
+        "state=@received(35) [section-number=0x3, section-offset=0x4]]",
+    ],
+    # the old form's decimal numbers
+    [
+        "[0x2]:0 -> @flow(19) [next-incoming-id=5, incoming-window=2147483647, "
+        "next-outgoing-id=0, outgoing-window=1, link-credit=007]",
+        "[0x2]:0 -> @flow(19) [next-incoming-id=6, incoming-window=4294967296, "
+        "next-outgoing-id=0, outgoing-window=1, link-credit=8]",
+    ],
+]
+
+
+@pytest.mark.parametrize("lines", ALIKE, ids=range(len(ALIKE)))
+def test_lines_like_lines_read_before(lines: list[str]) -> None:
+    """Each line read twice, in order: the records and findings are the round trip's."""
+    text = [line + "\n" for line in lines]
+    same(text + text, "proton")
+
+
+@pytest.mark.parametrize("group", [0, 1, 5])
+def test_the_cache_is_used(group: int) -> None:
+    from amqpscope.logs import proton
+
+    lines = [line + "\n" for line in ALIKE[group]]
+    assert proton.parse(lines[0]) is not None
+    later = [proton.parse(line) for line in lines[1:]]
+    assert any(logged is not None and logged.made is not None for logged in later)

@@ -407,3 +407,15 @@ def _array(value: Array) -> list[Any]:
         ctor = item_ctor
         out.append(read)
     return out
+
+
+def plain_type(composite: str, field: str) -> str:
+    """The primitive of a composite's field when it reads as it is (no choices, not multiple,
+    nothing required of it), else "": what a grammar's cache may put in without reading."""
+    found = _BY_NAME.get(composite)
+    if found is None or field not in found.index:
+        return ""
+    at = found.index[field]
+    if not found.spec.plain[at]:
+        return ""
+    return _primitive(spec.COMPOSITES[found.code].fields[at].type)

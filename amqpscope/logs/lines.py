@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Callable
 from typing import Any, Final
 
 #: what a logged line is
@@ -31,6 +32,7 @@ class Logged:
         "direction",
         "kind",
         "lossy",
+        "made",
         "payload",
         "payload_size",
         "protocol",
@@ -63,6 +65,24 @@ class Logged:
         self.ts = ts  # epoch seconds from the line's timestamp, 0.0 when it has none
         self.version = version
         self.lossy: list[str] = []  # fields the logger printed without what they need to be read
+        #: the frame's fields already made (a grammar's cache of lines like this one); `value`
+        #: is None then, and `made.tree()` reads it when it is wanted after all
+        self.made: Made | None = None
+
+
+class Made:
+    """A logged performative's fields in the decoder's shapes (`direct.performative`), made
+    by a grammar that has read a line like this one before; `tree()` reads the value itself."""
+
+    __slots__ = ("fields", "name", "sasl", "tree")
+
+    def __init__(
+        self, name: str, sasl: bool, fields: dict[str, Any], tree: Callable[[], Any]
+    ) -> None:
+        self.name = name
+        self.sasl = sasl
+        self.fields = fields
+        self.tree = tree
 
 
 _CTIME: Final = re.compile(

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Iterable, Iterator
-from typing import Final
+from typing import Any, Final
 
 from amqpscope.codec import detect
 from amqpscope.codec import frames as k
@@ -308,19 +308,29 @@ class LogReader:
     def _frame(self, connection: _Connection, logged: Logged, direction: str) -> k.Frame:
         if self.completions is not None:
             self.completions.complete(logged)
+        early = logged.made
         value = logged.value
-        if not isinstance(value, Described):
-            raise LogSyntaxError(0, "a frame body is a described value")
-        sasl = value.descriptor in _SASL_CODES or value.name in _SASL_NAMES
-        offers = sasl and value.name == "sasl-mechanisms" and logged.direction == SENT
-        if offers and connection.client:
+        made: tuple[str, dict[str, Any]] | None = None
+        if early is not None and self.direct:  # made by the grammar (a line like one before)
+            sasl = early.sasl
+            made = early.name, early.fields
+            what = early.name
+        else:
+            if early is not None:
+                value = early.tree()
+            if not isinstance(value, Described):
+                raise LogSyntaxError(0, "a frame body is a described value")
+            sasl = value.descriptor in _SASL_CODES or value.name in _SASL_NAMES
+            what = str(value.name)
+        if sasl and what == "sasl-mechanisms" and logged.direction == SENT and connection.client:
             connection.client = False  # only a server offers mechanisms
             direction = connection.direction(logged.direction)
         if logged.channel is not None and logged.channel > 0xFFFF:
             raise LogSyntaxError(0, f"channel {logged.channel} is past 65535")
         payload = logged.payload or b""
         decoder = connection.decoders[direction]
-        made = direct.performative(value, sasl) if self.direct else None
+        if made is None and self.direct:
+            made = direct.performative(value, sasl)
         if (
             made is not None
             and (not payload or made[0] == "transfer")
@@ -329,8 +339,11 @@ class LogReader:
             name, fields = made
             kind = k.SASL if sasl else k.PERFORMATIVE
             frame = k.Frame("1.0", kind, name, None if sasl else logged.channel, b"")
-            decoder.decoded(frame, name, fields, payload, _Head(value).size)
+            head = _Head(value if early is None else early.tree).size
+            decoder.decoded(frame, name, fields, payload, head)
         else:  # the round trip: what the direct path does not read cleanly, findings and all
+            if value is None and early is not None:
+                value = early.tree()
             body = encode(value)
             ftype = TYPE_SASL if sasl else TYPE_AMQP
             frame = make_frame(frame_bytes(logged.channel or 0, ftype, body, payload))
@@ -342,8 +355,8 @@ class LogReader:
             # a value the log shows without what it takes to read it: left out, not guessed
             # (the decoder put a field's spec default in its place: out with it too)
             frame.fields.pop(name, None)
-            what = f"{value.name} {name}: the log does not show it, so it is left out"
-            frame.findings.append(finding("log.not-shown", what))
+            lost = f"{what} {name}: the log does not show it, so it is left out"
+            frame.findings.append(finding("log.not-shown", lost))
         if logged.payload is None and logged.payload_size:
             frame.findings.append(
                 finding(
@@ -370,15 +383,17 @@ class LogReader:
 
 class _Head:
     """The size of a logged frame's header and performative as the round trip encodes them:
-    where its payload would start, which a damaged message's findings name."""
+    where its payload would start, which a damaged message's findings name. `value`: the
+    performative's tree, or what reads it (a line the grammar made from its cache)."""
 
     __slots__ = ("value",)
 
-    def __init__(self, value: Described) -> None:
+    def __init__(self, value: Any) -> None:
         self.value = value
 
     def size(self) -> int:
-        return 8 + len(encode(self.value))
+        value = self.value
+        return 8 + len(encode(value() if callable(value) else value))
 
 
 def _payload_cut(logged: Logged) -> bool:
