@@ -91,17 +91,18 @@ def parse(line: str) -> Logged | None:
     conn, direction = m.group("conn"), m.group("dir")
     channel = int(m.group("ch")) if m.group("ch") else None
     ts = timestamp(line[: m.start()]) if m.start() > 0 else 0.0
-    body = rest.strip()
-    if body in _HEADERS:
-        return Logged(conn, direction, HEADER, protocol=_HEADERS[body], ts=ts)
-    if body == "EOS":
-        return Logged(conn, direction, EOS, ts=ts)
-    if body == "(EMPTY FRAME)":
-        return Logged(conn, direction, EMPTY, channel=channel or 0, ts=ts)
-    if not body.startswith("@"):
-        if m.group("layer") is None and not body.startswith(("[", "{")):
-            return None  # an arrow in some other text
-        raise LogSyntaxError(m.start("rest"), "a frame body starts with '@'")
+    if not rest.startswith("@"):  # a frame's body mostly follows the arrow at once
+        body = rest.strip()
+        if body in _HEADERS:
+            return Logged(conn, direction, HEADER, protocol=_HEADERS[body], ts=ts)
+        if body == "EOS":
+            return Logged(conn, direction, EOS, ts=ts)
+        if body == "(EMPTY FRAME)":
+            return Logged(conn, direction, EMPTY, channel=channel or 0, ts=ts)
+        if not body.startswith("@"):
+            if m.group("layer") is None and not body.startswith(("[", "{")):
+                return None  # an arrow in some other text
+            raise LogSyntaxError(m.start("rest"), "a frame body starts with '@'")
     old = m.group("layer") is None  # no `AMQP:FRAME:`: the old form
     channel = channel if channel is not None else 0
     made = _CACHE.made(rest, old)
@@ -130,9 +131,9 @@ def parse(line: str) -> Logged | None:
 def _payload(tail: str, at: int) -> tuple[bytes | None, int]:
     """A transfer's payload after its performative (`at`: where `tail` is in the line): its
     bytes when the line shows them whole (else None) and the size the line says."""
-    if not tail.strip():
+    if not tail or tail.isspace():
         return None, 0
-    if tail.strip() == "(EMPTY FRAME)":
+    if len(tail) < 64 and tail.strip() == "(EMPTY FRAME)":
         return None, 0
     pm = _PAYLOAD.match(tail)
     if pm is None:
