@@ -103,6 +103,10 @@ _TIMESTAMP: Final = re.compile(
 )
 
 
+#: the epoch second each minute of a timestamp starts at (-1.0: a date that does not exist)
+_MINUTES: Final[dict[tuple[str, ...], float]] = {}
+
+
 def timestamp(prefix: str) -> float:
     """Epoch seconds of the first date-and-time in `prefix` (ISO 8601, the
     `2024-01-31 12:00:00.123456 +0000` of routers and Python logging, or C's ctime
@@ -125,18 +129,27 @@ def timestamp(prefix: str) -> float:
         except ValueError:
             return 0.0
         return when.timestamp()
-    year, month, day, hour, minute, second = (int(m.group(i)) for i in range(1, 7))
+    key = m.group(1, 2, 3, 4, 5)
+    base = _MINUTES.get(key)
+    if base is None:  # a log's lines share their minutes: each one's start is made once
+        year, month, day, hour, minute = (int(part) for part in key)
+        try:
+            base = dt.datetime(year, month, day, hour, minute, tzinfo=dt.UTC).timestamp()
+        except ValueError:
+            base = -1.0  # no such date: no time
+        if len(_MINUTES) >= 100_000:
+            _MINUTES.clear()
+        _MINUTES[key] = base
+    second = int(m.group(6))
+    if base == -1.0 or second > 59:
+        return 0.0
     fraction = m.group(7)
     zone = m.group(8)
     offset = 0
     if zone and zone != "Z":
         digits = zone.replace(":", "")
         offset = (int(digits[1:3]) * 60 + int(digits[3:5])) * (1 if digits[0] == "+" else -1)
-    try:
-        when = dt.datetime(year, month, day, hour, minute, second, tzinfo=dt.UTC)
-    except ValueError:
-        return 0.0
-    seconds = when.timestamp() - offset * 60
+    seconds = base + second - offset * 60
     if fraction:
         seconds += int(fraction) / 10 ** len(fraction)
     return seconds
