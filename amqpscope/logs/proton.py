@@ -158,29 +158,10 @@ def _payload(tail: str, at: int) -> tuple[bytes | None, int]:
 # -- lines like lines read before ---------------------------------------------------------------
 #: the top-level fields whose values a trace's lines of one link tell apart (a uint each, or a
 #: delivery tag): a line is looked up with their values taken out
-_NAMES: Final = (
-    "handle",
-    "delivery-id",
-    "delivery-tag",
-    "first",
-    "last",
-    "next-incoming-id",
-    "incoming-window",
-    "next-outgoing-id",
-    "outgoing-window",
-    "delivery-count",
-    "link-credit",
-    "available",
-    "message-format",
-)
 _SLOT: Final = re.compile(
-    r"(?<=[\[ ])(" + "|".join(_NAMES) + r')=(0x[0-9a-fA-F]+|\d+|b"[^"\\]*")(?=[,\]])', re.ASCII
-)
-#: the same values as `_SLOT` finds, found from their `=` (a literal the regular expression
-#: engine looks for first): what a line is looked up by; `learn` checks both find the same
-_VALUE: Final = re.compile(
-    "=(?:" + "|".join(rf"(?<=[\[ ]{name}=)" for name in _NAMES) + ")"
-    r'(0x[0-9a-fA-F]+|\d+|b"[^"\\]*")(?=[,\]])',
+    r"(?<=[\[ ])(handle|delivery-id|delivery-tag|first|last|next-incoming-id|incoming-window|"
+    r"next-outgoing-id|outgoing-window|delivery-count|link-credit|available|message-format)"
+    r'=(0x[0-9a-fA-F]+|\d+|b"[^"\\]*")(?=[,\]])',
     re.ASCII,
 )
 #: where a transfer's performative ends and its payload begins
@@ -217,6 +198,12 @@ class _Tree:
         return Reader(self.text, 10 if self.old else 16).read(0)[0]
 
 
+def _key(old: bool, pieces: list[str]) -> str:
+    """A performative's text split by `_SLOT` (text, name, value, text, ...) as a key: the
+    text with a NUL where each value was, then the slots' names."""
+    return ("o" if old else "n") + "\x00".join(pieces[0::3]) + "\x01" + " ".join(pieces[1::3])
+
+
 class _Cache:
     """Lines of one link differ in a few numbers (handle, delivery id and tag, window and
     credit, first and last): a performative's text with those values taken out is the key to
@@ -245,21 +232,18 @@ class _Cache:
         """The fields of `rest` if a line like it was read before: (them, the payload's text,
         where it starts), None when the line must be read."""
         head, tail = self.split(rest)
-        if "\x00" in head:
+        pieces = _SLOT.split(head)
+        if len(pieces) == 1 or "\x00" in head:
             return None
-        entry = self.entries.get(("o" if old else "n") + _VALUE.sub("=\x00", head))
+        entry = self.entries.get(_key(old, pieces))
         if entry is None:
-            return None
-        values = _VALUE.findall(head)
-        slots = entry.slots
-        if len(values) != len(slots):
             return None
         fields = dict(entry.fields)
         for name in entry.nested:
             fields[name] = _copy(fields[name])
         binary = entry.binary
-        for i, name in enumerate(slots):
-            text = values[i]
+        for i, name in enumerate(entry.slots):
+            text = pieces[3 * i + 2]
             if binary[i]:
                 if text[0] != "b":
                     return None
@@ -281,12 +265,9 @@ class _Cache:
         pieces = _SLOT.split(head)
         if len(pieces) == 1 or "\x00" in head:
             return
-        key = ("o" if old else "n") + _VALUE.sub("=\x00", head)
+        key = _key(old, pieces)
         if key in self.entries:
             return
-        spans = [m.span(2) for m in _SLOT.finditer(head)]
-        if spans != [m.span(1) for m in _VALUE.finditer(head)]:
-            return  # (never seen: the two expressions find the same values)
         if len(self.entries) >= self.SIZE:
             self.entries.clear()
         self.entries[key] = _entry(pieces, old, value)
