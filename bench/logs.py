@@ -1,29 +1,44 @@
-"""Rate of reading frame-trace logs: log lines a second through `summary` and `read --json`.
+"""Rate of reading frame-trace logs: log lines a second, per format, in the default (mypyc
+compiled) build and the pure one.
 
-The log is made at run time (never committed) from the recorded Proton trace
-captures/log-proton-broker.log: its handshake and attach, then `--messages` transfers built on
-the trace's own transfer line (delivery ids and tags counted up, the payload as recorded), each
-answered by the broker's disposition as the trace has it, a flow every 1,000 to keep credit, and
-the trace's detach and close; plus `--noise` unrelated lines per frame line (a chatty
-application log around the trace). The tracker must find it clean, or the numbers would be of
-error paths.
+The logs are made at run time (never committed) from the recorded ones in captures/:
 
-    python3 bench/logs.py [--messages N] [--noise K] [--repeat R] [--keep DIR]
+- `proton`: captures/log-proton-broker.log's handshake and attach, then `--messages` transfers
+  built on the trace's own transfer line (delivery ids and tags counted up, the payload as
+  recorded), each answered by the broker's disposition as the trace has it, a flow every 1,000
+  to keep credit, and the trace's detach and close. The tracker must find it clean, or the
+  numbers would be of error paths.
+- `proton+noise`: the same with `--noise` unrelated lines per frame line (a chatty application
+  log around the trace).
+- `router`: the same frames behind a Qpid Dispatch router's prefix (`2024-01-31
+  12:00:00.123456 +0000 PROTOCOL (trace) [C1]:0 -> ...`): a timestamp to read on every line.
+- `rhea`: captures/log-rhea-broker.log's start, then `--messages` transfers and dispositions
+  as rhea prints them (JSON of the non-default fields), and its end.
+- `pika`: captures/log-pika-broker.log (a DEBUG log: most lines are pika's own chatter, few
+  are frames) repeated to about the same number of lines.
 
-Prints lines per second (median of R runs, whole process: start-up included) for `summary` and
-`read --json` of the plain log, and in-process (LogReader and Tracker, no start-up, no output).
-No target is asserted here: the README quotes the numbers.
+    python3 bench/logs.py [--messages N] [--noise K] [--repeat R] [--builds compiled,pure]
+                          [--keep DIR]
+
+Each build reads each log in a process of its own: CPU seconds (median of R runs; the machine
+is shared, so CPU, not wall time) of the LogReader alone and of LogReader and Tracker, no
+start-up, no output; then `amqpscope summary` and `read --json` of the Proton log as whole
+processes (start-up included). `compiled` is the default install (tools/compiled.py builds it
+into build/compiled, as `make install` would); `pure` is this tree's sources. No target is
+asserted here: the README quotes the numbers.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -66,60 +81,185 @@ def synthesize(path: Path, messages: int, noise: int = 0) -> int:
     return len(out)
 
 
-def run(cmd: list[str], repeat: int) -> float:
-    walls = []
+def router(source: Path, path: Path) -> int:
+    """The Proton log's frames as a Qpid Dispatch router logs them (`[C1]:0 -> ...`)."""
+    out = []
+    for i, line in enumerate(source.read_text().splitlines()):
+        m = re.match(r"\[[^\]]+\]: (?:AMQP|SASL):FRAME:(\d*) *(->|<-) (.*)$", line)
+        if m is None:
+            out.append(line)
+            continue
+        channel, arrow, text = m.groups()
+        minute, second, micro = i // 60_000_000 % 60, i // 1_000_000 % 60, i % 1_000_000
+        stamp = f"2024-01-31 12:{minute:02d}:{second:02d}.{micro:06d}"
+        body = f"[C1]:{channel} {arrow} {text}" if channel else f"[C1]:  {arrow} {text}"
+        out.append(f"{stamp} +0000 PROTOCOL (trace) {body}")
+    path.write_text("\n".join(out) + "\n")
+    return len(out)
+
+
+def rhea(path: Path, messages: int) -> int:
+    """rhea's `DEBUG=rhea:frames` trace of `messages` sent and accepted."""
+    lines = (ROOT / "captures" / "log-rhea-broker.log").read_text().splitlines()
+    first = next(i for i, line in enumerate(lines) if "transfer#14" in line)
+    head = lines[:first]
+    transfer = lines[first]
+    disposition = next(line for line in lines if "<- disposition#15" in line)
+    end = [line for line in lines if "detach#16" in line or "close#18" in line]
+    out = [*head]
+    for i in range(messages):
+        tag = ",".join(str(b) for b in str(i).encode())
+        fields = (
+            f'"delivery_id":{i},' if i else ""
+        ) + f'"delivery_tag":{{"type":"Buffer","data":[{tag}]}}'
+        out.append(
+            re.sub(r"transfer#14 \{.*?\}\} ", f"transfer#14 {{{fields}}} ", transfer, count=1)
+        )
+        state = f'"first":{i},' if i else ""
+        out.append(disposition.replace('{"role":true,', '{"role":true,' + state))
+    out.extend(end)
+    path.write_text("\n".join(out) + "\n")
+    return len(out)
+
+
+def pika(path: Path, lines: int) -> int:
+    """The recorded pika DEBUG log, repeated to about `lines` lines."""
+    text = (ROOT / "captures" / "log-pika-broker.log").read_text()
+    count = text.count("\n")
+    times = max(1, lines // count)
+    path.write_text(text * times)
+    return count * times
+
+
+#: run by each build's interpreter: the reader (and tracker) over one log, CPU seconds
+RUN = r"""
+import json, statistics, sys, time
+from amqpscope.logs import proton
+from amqpscope.logs.reader import LogReader
+from amqpscope.track.tracker import Tracker
+
+path, fmt, repeat = sys.argv[1], sys.argv[2], int(sys.argv[3])
+out = {}
+for track in (False, True):
+    took = []
     for _ in range(repeat):
-        start = time.perf_counter()
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        walls.append(time.perf_counter() - start)
-    return statistics.median(walls)
-
-
-def in_process(path: Path, repeat: int) -> float:
-    sys.path.insert(0, str(ROOT))
-    from amqpscope.logs.reader import LogReader
-    from amqpscope.track.tracker import Tracker
-
-    walls = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        reader, tracker = LogReader(path.name, messages=False), Tracker(journeys=False)
+        proton._CACHE.entries.clear()  # every run starts cold
+        start = time.process_time()
+        reader = LogReader(path, fmt, messages=False)
+        tracker = Tracker(journeys=False) if track else None
         with open(path, encoding="utf-8") as log:
             for number, line in enumerate(log, 1):
                 for frame in reader.feed(line, number):
-                    tracker.feed(frame)
+                    if tracker is not None:
+                        tracker.feed(frame)
         for frame in reader.flush():
-            tracker.feed(frame)
-        tracker.finish()
-        walls.append(time.perf_counter() - start)
-        assert not reader.findings, reader.findings[:3]
-        bad = [f for f in tracker.findings if f.severity != "info"]
-        assert not bad, bad[:3]
-    return statistics.median(walls)
+            if tracker is not None:
+                tracker.feed(frame)
+        reader.finish()
+        if tracker is not None:
+            tracker.finish()
+        took.append(time.process_time() - start)
+    out["tracker" if track else "reader"] = statistics.median(took)
+    out["frames"] = reader.number
+    out["findings"] = [f.code for f in reader.findings][:3]
+    if tracker is not None:
+        out["bad"] = [f.code for f in tracker.findings if f.severity != "info"][:3]
+print(json.dumps(out))
+"""
+
+
+def builds(names: list[str]) -> dict[str, tuple[list[str], dict[str, str]]]:
+    """Each build's interpreter and environment."""
+    out: dict[str, tuple[list[str], dict[str, str]]] = {}
+    for name in names:
+        if name == "pure":
+            out[name] = ([sys.executable], {**os.environ, "PYTHONPATH": str(ROOT)})
+        elif name == "compiled":
+            sys.path.insert(0, str(ROOT / "tools"))
+            import compiled
+
+            script = compiled.install()
+            env = dict(os.environ)
+            env.pop("PYTHONPATH", None)  # the build's own amqpscope, not this tree's
+            out[name] = ([str(script.parent / "python")], env)
+        else:
+            raise SystemExit(f"logs.py: no build {name!r} (compiled, pure)")
+    return out
+
+
+def child_cpu(cmd: list[str], env: dict[str, str], repeat: int) -> float:
+    """Median CPU seconds of a whole process (start-up included)."""
+    took = []
+    for _ in range(repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run(
+            cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd="/"
+        )
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        took.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+    return statistics.median(took)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=20_000)
-    parser.add_argument("--noise", type=int, default=0, help="unrelated lines per transfer")
+    parser.add_argument("--noise", type=int, default=4, help="unrelated lines per frame line")
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--keep", type=Path, help="write the log here and keep it")
+    parser.add_argument("--builds", default="compiled,pure")
+    parser.add_argument("--keep", type=Path, help="write the logs here and keep them")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.keep or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"proton-{args.messages}.log"
-        count = synthesize(path, args.messages, args.noise)
-        cli = [sys.executable, "-m", "amqpscope.cli"]
-        rows = [
-            ("in-process (LogReader + Tracker)", in_process(path, args.repeat)),
-            ("amqpscope summary", run([*cli, "summary", str(path)], args.repeat)),
-            ("amqpscope read --json", run([*cli, "read", str(path), "--json"], args.repeat)),
-        ]
-        print(f"log: {count:,} lines, {path.stat().st_size / 1e6:.1f} MB, {args.messages:,} msgs")
-        print(f"{'what':<36} {'seconds':>8} {'lines/s':>10}")
-        for what, seconds in rows:
-            print(f"{what:<36} {seconds:8.2f} {count / seconds:10,.0f}")
+        logs: list[tuple[str, str, Path, int]] = []
+        plain = folder / f"proton-{args.messages}.log"
+        logs.append(("proton", "proton", plain, synthesize(plain, args.messages)))
+        noisy = folder / f"proton-{args.messages}-noise{args.noise}.log"
+        count = synthesize(noisy, args.messages, args.noise)
+        logs.append((f"proton+noise ({args.noise}/frame)", "proton", noisy, count))
+        routed = folder / f"router-{args.messages}.log"
+        logs.append(("router", "router", routed, router(plain, routed)))
+        rhea_log = folder / f"rhea-{args.messages}.log"
+        logs.append(("rhea", "rhea", rhea_log, rhea(rhea_log, args.messages)))
+        pika_log = folder / "pika.log"
+        logs.append(("pika (DEBUG log)", "pika", pika_log, pika(pika_log, 2 * args.messages)))
+        print(f"{args.messages:,} messages; CPU seconds, median of {args.repeat}")
+        print(
+            f"| {'log':<24} | {'build':<8} | {'lines':>9} | {'frames':>7} "
+            f"| {'reader lines/s':>14} | {'+tracker lines/s':>16} |"
+        )
+        print(f"|{'-' * 26}|{'-' * 10}|{'-' * 11}|{'-' * 9}|{'-' * 16}|{'-' * 18}|")
+        interpreters = builds(args.builds.split(","))
+        for label, fmt, path, lines in logs:
+            for build, (python, env) in interpreters.items():
+                result = subprocess.run(
+                    [*python, "-c", RUN, str(path), fmt, str(args.repeat)],
+                    capture_output=True,
+                    text=True,
+                    env=env,
+                    cwd="/",
+                )
+                if result.returncode:
+                    raise SystemExit(f"logs.py: {build} on {label}: {result.stderr[-2000:]}")
+                said = json.loads(result.stdout)
+                if fmt == "proton" and (said["findings"] or said.get("bad")):
+                    raise SystemExit(f"logs.py: {label} is not clean: {said}")
+                print(
+                    f"| {label:<24} | {build:<8} | {lines:>9,} | {said['frames']:>7,} "
+                    f"| {lines / said['reader']:>14,.0f} | {lines / said['tracker']:>16,.0f} |"
+                )
+        print()
+        print(
+            f"| {'whole process (Proton log)':<34} | {'build':<8} | {'CPU s':>6} | {'lines/s':>9} |"
+        )
+        print(f"|{'-' * 36}|{'-' * 10}|{'-' * 8}|{'-' * 11}|")
+        lines = logs[0][3]
+        for build, (python, env) in interpreters.items():
+            cli = [*python, "-m", "amqpscope.cli"]
+            for what, extra in (("amqpscope summary", []), ("amqpscope read --json", ["--json"])):
+                verb = "summary" if what.endswith("summary") else "read"
+                seconds = child_cpu([*cli, verb, str(plain), *extra], env, args.repeat)
+                print(f"| {what:<34} | {build:<8} | {seconds:6.2f} | {lines / seconds:9,.0f} |")
     return 0
 
 

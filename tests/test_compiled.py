@@ -33,6 +33,8 @@ def env_for(python: str) -> dict[str, str] | None:
 
 
 CAPTURES = sorted(str(p) for p in (ROOT / "captures").glob("*.pcap*"))
+#: frame-trace logs (logs/: the reader and Proton grammar are compiled too)
+LOGS = sorted(str(p) for p in (ROOT / "captures").glob("log-*.log"))
 
 #: run by each build's interpreter: the CLI in-process over every capture, as JSON
 DUMP = r"""
@@ -84,6 +86,32 @@ def mutated(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     return paths
 
 
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """The recorded logs, each also damaged (lines cut short, wrapped, joined, the last one
+    unterminated), and lines at the edges of the direct path and of the Proton cache."""
+    from tests.test_logs_direct import ALIKE, EDGES
+
+    out = tmp_path_factory.mktemp("logs")
+    paths = list(LOGS)
+    for source in LOGS:
+        lines = Path(source).read_text().splitlines(keepends=True)
+        damaged = []
+        for i, line in enumerate(lines):
+            if i % 7 == 3:
+                line = line[: len(line) // 2] + "\n"  # cut short
+            elif i % 11 == 5:
+                line = line[: len(line) // 3] + "\n    " + line[len(line) // 3 :]  # wrapped
+            damaged.append(line)
+        path = out / f"damaged-{Path(source).name}"
+        path.write_text("".join(damaged).rstrip("\n")[:-5])
+        paths.append(str(path))
+    edges = out / "edges.log"
+    lines = [*EDGES, *(line for group in ALIKE for line in group)]
+    edges.write_text("".join(line + "\n" for line in lines + lines))
+    return [*paths, str(edges)]
+
+
 def dump(python: str, paths: list[str]) -> dict[str, Any]:
     result = subprocess.run(
         [python, "-c", DUMP, *paths],
@@ -116,8 +144,10 @@ def test_the_compiled_build_is_compiled(script: Path) -> None:
     assert where.stdout.strip().endswith(".so") and str(script.parent.parent) in where.stdout
 
 
-def test_both_builds_say_the_same(script: Path, damaged: list[str], mutated: list[str]) -> None:
-    paths = CAPTURES + damaged + mutated
+def test_both_builds_say_the_same(
+    script: Path, damaged: list[str], mutated: list[str], logs: list[str]
+) -> None:
+    paths = CAPTURES + damaged + mutated + logs
     pure = dump(sys.executable, paths)
     fast = dump(str(script.parent / "python"), paths)
     assert (pure.pop("build"), fast.pop("build")) == ("pure", "compiled")
@@ -127,6 +157,9 @@ def test_both_builds_say_the_same(script: Path, damaged: list[str], mutated: lis
     # the runs did work: frames decoded, findings reported on the damaged captures
     lines = sum(pure[f"read --json {p}"][1].count("\n") for p in CAPTURES)
     assert lines > 20 * len(CAPTURES)
+    assert all(pure[f"read --json {p}"][1].count("\n") > 3 for p in LOGS)
+    said = [pure[f"read --json {p}"][1] + pure[f"read --json {p}"][2] for p in logs]
+    assert sum(1 for text in said if "bad-line" in text or "cut-line" in text) > 2
     assert sum(1 for p in damaged if "amqpscope: " in pure[f"read --json {p}"][2]) > 5
 
 

@@ -381,11 +381,12 @@ def _value(text: str, kind: str, lossy: list[str], where: str) -> Any:
         if state not in _STATES:
             lossy.append(where)
             return _ABSENT
-        composite, fields = _STATES[state]
+        composite, spec_fields = _STATES[state]
         m = _STATE_PATTERNS[state].fullmatch(text)
         if m is None:
             raise LogSyntaxError(0, f"{where}: {state}{{...}} not as go-amqp prints it")
-        return Described(_CODES[composite], composite, _fields(m, fields, lossy, f"{where}."))
+        read = _fields(m, spec_fields, lossy, f"{where}.")
+        return Described(_CODES[composite], composite, read)
     raise LogSyntaxError(0, f"{where}: no reading for {kind}")
 
 

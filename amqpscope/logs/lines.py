@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Callable
 from typing import Any, Final
 
 #: what a logged line is
@@ -31,6 +32,7 @@ class Logged:
         "direction",
         "kind",
         "lossy",
+        "made",
         "payload",
         "payload_size",
         "protocol",
@@ -63,6 +65,24 @@ class Logged:
         self.ts = ts  # epoch seconds from the line's timestamp, 0.0 when it has none
         self.version = version
         self.lossy: list[str] = []  # fields the logger printed without what they need to be read
+        #: the frame's fields already made (a grammar's cache of lines like this one); `value`
+        #: is None then, and `made.tree()` reads it when it is wanted after all
+        self.made: Made | None = None
+
+
+class Made:
+    """A logged performative's fields in the decoder's shapes (`direct.performative`), made
+    by a grammar that has read a line like this one before; `tree()` reads the value itself."""
+
+    __slots__ = ("fields", "name", "sasl", "tree")
+
+    def __init__(
+        self, name: str, sasl: bool, fields: dict[str, Any], tree: Callable[[], Any]
+    ) -> None:
+        self.name = name
+        self.sasl = sasl
+        self.fields = fields
+        self.tree = tree
 
 
 _CTIME: Final = re.compile(
@@ -81,6 +101,10 @@ _TIMESTAMP: Final = re.compile(
     r"\s*(Z|[+-]\d\d:?\d\d)?",
     re.ASCII,
 )
+
+
+#: the epoch second each minute of a timestamp starts at (-1.0: a date that does not exist)
+_MINUTES: Final[dict[tuple[str, ...], float]] = {}
 
 
 def timestamp(prefix: str) -> float:
@@ -105,18 +129,27 @@ def timestamp(prefix: str) -> float:
         except ValueError:
             return 0.0
         return when.timestamp()
-    year, month, day, hour, minute, second = (int(m.group(i)) for i in range(1, 7))
+    key = m.group(1, 2, 3, 4, 5)
+    base = _MINUTES.get(key)
+    if base is None:  # a log's lines share their minutes: each one's start is made once
+        year, month, day, hour, minute = (int(part) for part in key)
+        try:
+            base = dt.datetime(year, month, day, hour, minute, tzinfo=dt.UTC).timestamp()
+        except ValueError:
+            base = -1.0  # no such date: no time
+        if len(_MINUTES) >= 100_000:
+            _MINUTES.clear()
+        _MINUTES[key] = base
+    second = int(m.group(6))
+    if base == -1.0 or second > 59:
+        return 0.0
     fraction = m.group(7)
     zone = m.group(8)
     offset = 0
     if zone and zone != "Z":
         digits = zone.replace(":", "")
         offset = (int(digits[1:3]) * 60 + int(digits[3:5])) * (1 if digits[0] == "+" else -1)
-    try:
-        when = dt.datetime(year, month, day, hour, minute, second, tzinfo=dt.UTC)
-    except ValueError:
-        return 0.0
-    seconds = when.timestamp() - offset * 60
+    seconds = base + second - offset * 60
     if fraction:
         seconds += int(fraction) / 10 ** len(fraction)
     return seconds

@@ -25,10 +25,23 @@ Anything before the `[conn]:` is prefix (a timestamp there becomes `ts`); a line
 from __future__ import annotations
 
 import re
-from typing import Final
+from typing import Any, Final
 
-from amqpscope.logs.lines import ACCEPTED, EMPTY, EOS, FRAME, HEADER, RECEIVED, Logged, timestamp
+from amqpscope.codec.amqp10.frames import BODIES, TYPE_SASL
+from amqpscope.logs import direct
+from amqpscope.logs.lines import (
+    ACCEPTED,
+    EMPTY,
+    EOS,
+    FRAME,
+    HEADER,
+    RECEIVED,
+    Logged,
+    Made,
+    timestamp,
+)
 from amqpscope.logs.proton_values import LogSyntaxError, Reader, unquote
+from amqpscope.logs.values import Described, Fields
 
 NAME: Final = "proton"
 
@@ -45,6 +58,8 @@ _PAYLOAD: Final = re.compile(r"\s*\((\d+)\) ?(.*)$", re.DOTALL)
 _TRUNCATED: Final = "... (truncated)"
 #: pseudo frames: headers and the end of stream
 _HEADERS: Final = {"AMQP": "AMQP", "SASL": "SASL", "AMQPS": "TLS", "TLS": "TLS"}
+_SASL_CODES: Final = frozenset(BODIES[TYPE_SASL])
+_SASL_NAMES: Final = frozenset(BODIES[TYPE_SASL].values())
 
 
 def looks_like(line: str) -> bool:
@@ -76,45 +91,240 @@ def parse(line: str) -> Logged | None:
     conn, direction = m.group("conn"), m.group("dir")
     channel = int(m.group("ch")) if m.group("ch") else None
     ts = timestamp(line[: m.start()]) if m.start() > 0 else 0.0
-    body = rest.strip()
-    if body in _HEADERS:
-        return Logged(conn, direction, HEADER, protocol=_HEADERS[body], ts=ts)
-    if body == "EOS":
-        return Logged(conn, direction, EOS, ts=ts)
-    if body == "(EMPTY FRAME)":
-        return Logged(conn, direction, EMPTY, channel=channel or 0, ts=ts)
-    if not body.startswith("@"):
-        if m.group("layer") is None and not body.startswith(("[", "{")):
-            return None  # an arrow in some other text
-        raise LogSyntaxError(m.start("rest"), "a frame body starts with '@'")
-    reader = Reader(rest, 16 if m.group("layer") else 10)  # no `AMQP:FRAME:`: the old form
-    value, pos = reader.read(0)
-    tail = rest[pos:]
-    payload: bytes | None = None
-    size = 0
-    if tail.strip():
-        if tail.strip() == "(EMPTY FRAME)":
-            tail = ""
-        else:
-            pm = _PAYLOAD.match(tail)
-            if pm is None:
-                raise LogSyntaxError(m.start("rest") + pos, "text after the frame body")
-            size = int(pm.group(1))
-            text = pm.group(2).rstrip()
-            cut = text.endswith(_TRUNCATED)
-            if cut:
-                text = text[: -len(_TRUNCATED)]
-            if len(text) >= 2 and text[0] == '"' and text[-1] == '"':
-                text = text[1:-1]  # the old form quotes the payload
-            raw = unquote(text)
-            payload = raw if not cut and len(raw) == size else None
+    if not rest.startswith("@"):  # a frame's body mostly follows the arrow at once
+        body = rest.strip()
+        if body in _HEADERS:
+            return Logged(conn, direction, HEADER, protocol=_HEADERS[body], ts=ts)
+        if body == "EOS":
+            return Logged(conn, direction, EOS, ts=ts)
+        if body == "(EMPTY FRAME)":
+            return Logged(conn, direction, EMPTY, channel=channel or 0, ts=ts)
+        if not body.startswith("@"):
+            if m.group("layer") is None and not body.startswith(("[", "{")):
+                return None  # an arrow in some other text
+            raise LogSyntaxError(m.start("rest"), "a frame body starts with '@'")
+    old = m.group("layer") is None  # no `AMQP:FRAME:`: the old form
+    channel = channel if channel is not None else 0
+    made = _CACHE.made(rest, old)
+    if made is not None:
+        payload, size = _payload(made[1], m.start("rest") + made[2])
+        logged = Logged(
+            conn, direction, FRAME, channel=channel, payload=payload, payload_size=size, ts=ts
+        )
+        logged.made = made[0]
+        return logged
+    value, pos = Reader(rest, 10 if old else 16).read(0)
+    payload, size = _payload(rest[pos:], m.start("rest") + pos)
+    _CACHE.learn(rest, old, value, pos)
     return Logged(
         conn,
         direction,
         FRAME,
-        channel=channel if channel is not None else 0,
+        channel=channel,
         value=value,
         payload=payload,
         payload_size=size,
         ts=ts,
     )
+
+
+def _payload(tail: str, at: int) -> tuple[bytes | None, int]:
+    """A transfer's payload after its performative (`at`: where `tail` is in the line): its
+    bytes when the line shows them whole (else None) and the size the line says."""
+    if not tail or tail.isspace():
+        return None, 0
+    if len(tail) < 64 and tail.strip() == "(EMPTY FRAME)":
+        return None, 0
+    close = tail.find(")", 2) if tail.startswith(" (") else -1
+    if close > 2 and tail[2:close].isascii() and tail[2:close].isdigit():
+        size = int(tail[2:close])  # the usual ` (34) ...`, read without `_PAYLOAD`
+        text = tail[close + 2 :] if tail.startswith(" ", close + 1) else tail[close + 1 :]
+    else:
+        pm = _PAYLOAD.match(tail)
+        if pm is None:
+            raise LogSyntaxError(at, "text after the frame body")
+        size = int(pm.group(1))
+        text = pm.group(2)
+    text = text.rstrip()
+    cut = text.endswith(_TRUNCATED)
+    if cut:
+        text = text[: -len(_TRUNCATED)]
+    if len(text) >= 2 and text[0] == '"' and text[-1] == '"':
+        text = text[1:-1]  # the old form quotes the payload
+    raw = unquote(text)
+    return (raw if not cut and len(raw) == size else None), size
+
+
+# -- lines like lines read before ---------------------------------------------------------------
+#: the top-level fields whose values a trace's lines of one link tell apart (a uint each, or a
+#: delivery tag): a line is looked up with their values taken out
+_SLOT: Final = re.compile(
+    r"(?<=[\[ ])(handle|delivery-id|delivery-tag|first|last|next-incoming-id|incoming-window|"
+    r"next-outgoing-id|outgoing-window|delivery-count|link-credit|available|message-format)"
+    r'=(0x[0-9a-fA-F]+|\d+|b"[^"\\]*")(?=[,\]])',
+    re.ASCII,
+)
+#: where a transfer's performative ends and its payload begins
+_PAYLOAD_START: Final = "] ("
+_UINT_MAX: Final = 0xFFFFFFFF
+
+
+class _Entry:
+    """What a line like one read before makes: its fields, the slots whose values each line
+    puts in (their names in the line's order; `binary`: which of them are delivery tags),
+    the fields holding a dict or list (copied for each record), and whether it is SASL."""
+
+    __slots__ = ("binary", "fields", "name", "nested", "sasl", "slots")
+
+    def __init__(self, name: str, sasl: bool, fields: dict[str, Any], slots: list[str]) -> None:
+        self.name = name
+        self.sasl = sasl
+        self.fields = fields
+        self.slots = slots
+        self.binary = [slot == "delivery-tag" for slot in slots]
+        self.nested = [k for k, v in fields.items() if type(v) is dict or type(v) is list]
+
+
+class _Tree:
+    """Reads a cached line's value after all (`Made.tree`), when the reader wants it."""
+
+    __slots__ = ("old", "text")
+
+    def __init__(self, text: str, old: bool) -> None:
+        self.text = text
+        self.old = old
+
+    def read(self) -> Any:
+        return Reader(self.text, 10 if self.old else 16).read(0)[0]
+
+
+def _key(old: bool, pieces: list[str]) -> str:
+    """A performative's text split by `_SLOT` (text, name, value, text, ...) as a key: the
+    text with a NUL where each value was, then the slots' names."""
+    return ("o" if old else "n") + "\x00".join(pieces[0::3]) + "\x01" + " ".join(pieces[1::3])
+
+
+class _Cache:
+    """Lines of one link differ in a few numbers (handle, delivery id and tag, window and
+    credit, first and last): a performative's text with those values taken out is the key to
+    the fields `direct.performative` made of the first line like it, and a line that finds
+    its key gets them with its own values put in, without being read.
+
+    A key is kept only when that is safe: each value taken out is a top-level field of the
+    performative (checked by reading the line again with other values in their places and
+    seeing those fields, and only those, change to them), a uint or a binary read as it is (no
+    choice: `direct.plain_type`), and the line reads cleanly by the direct path."""
+
+    __slots__ = ("entries",)
+
+    #: keys kept; past it the cache starts again (a log of ever new shapes gains nothing)
+    SIZE: Final = 4096
+
+    def __init__(self) -> None:
+        self.entries: dict[str, _Entry | None] = {}
+
+    @staticmethod
+    def split(rest: str) -> tuple[str, str]:
+        cut = rest.find(_PAYLOAD_START)
+        return (rest, "") if cut < 0 else (rest[: cut + 1], rest[cut + 1 :])
+
+    def made(self, rest: str, old: bool) -> tuple[Made, str, int] | None:
+        """The fields of `rest` if a line like it was read before: (them, the payload's text,
+        where it starts), None when the line must be read."""
+        head, tail = self.split(rest)
+        pieces = _SLOT.split(head)
+        if len(pieces) == 1 or "\x00" in head:
+            return None
+        entry = self.entries.get(_key(old, pieces))
+        if entry is None:
+            return None
+        fields = dict(entry.fields)
+        for name in entry.nested:
+            fields[name] = _copy(fields[name])
+        binary = entry.binary
+        for i, name in enumerate(entry.slots):
+            text = pieces[3 * i + 2]
+            if binary[i]:
+                if text[0] != "b":
+                    return None
+                fields[name] = unquote(text[2:-1]).hex()
+            else:
+                if text[0] == "b":
+                    return None
+                value = int(text, 16) if text.startswith("0x") else int(text)
+                if value > _UINT_MAX:
+                    return None  # not a uint: read, and reported, by the round trip
+                fields[name] = value
+        return Made(entry.name, entry.sasl, fields, _Tree(rest, old).read), tail, len(head)
+
+    def learn(self, rest: str, old: bool, value: Any, pos: int) -> None:
+        """Keep what `rest` (read as `value`, which ends at `pos`) makes, when that is safe."""
+        head, tail = self.split(rest)
+        if len(head) != pos and (tail or rest[pos:].strip()):
+            return  # the payload's start is not where the performative ends
+        pieces = _SLOT.split(head)
+        if len(pieces) == 1 or "\x00" in head:
+            return
+        key = _key(old, pieces)
+        if key in self.entries:
+            return
+        if len(self.entries) >= self.SIZE:
+            self.entries.clear()
+        self.entries[key] = _entry(pieces, old, value)
+
+
+def _entry(pieces: list[str], old: bool, value: Any) -> _Entry | None:
+    """The cache entry of a performative's text (split by `_SLOT`) read as `value`, or None
+    when its values cannot safely be put back (see `_Cache`)."""
+    if not isinstance(value, Described) or not isinstance(value.value, Fields):
+        return None
+    sasl = value.descriptor in _SASL_CODES or value.name in _SASL_NAMES
+    made = direct.performative(value, sasl)
+    if made is None or made[0] != value.name:
+        return None
+    name, fields = made
+    slots = pieces[1::3]
+    if len(set(slots)) != len(slots):
+        return None
+    # read again with other values in their places: exactly those fields must change to them
+    others: list[Any] = []
+    text = [pieces[0]]
+    for i, slot in enumerate(slots):
+        printed = pieces[3 * i + 2]
+        binary = printed[0] == "b"
+        if direct.plain_type(name, slot) != ("binary" if binary else "uint"):
+            return None
+        if binary:
+            other: Any = unquote(f"~{printed[2:-1]}~").hex()
+            text.append(f'{slot}=b"~{printed[2:-1]}~"')
+        else:
+            other = (int(printed, 0 if printed.startswith("0x") else 10) + 1) & _UINT_MAX
+            text.append(f"{slot}=0x{other:x}")
+        others.append(other)
+        text.append(pieces[3 * i + 3])
+    try:
+        again = Reader("".join(text), 10 if old else 16).read(0)[0]
+    except LogSyntaxError:
+        return None
+    remade = direct.performative(again, sasl) if isinstance(again, Described) else None
+    if remade is None or list(remade[1]) != list(fields):
+        return None
+    for slot, other in zip(slots, others, strict=True):
+        if remade[1].get(slot) != other or type(fields.get(slot)) is not type(other):
+            return None
+    for key, kept in fields.items():
+        if key not in slots and remade[1].get(key) != kept:
+            return None
+    return _Entry(name, sasl, fields, slots)
+
+
+def _copy(value: Any) -> Any:
+    """A fresh copy of a cached field's dict or list (no two records share one)."""
+    if type(value) is dict:
+        return {k: _copy(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_copy(v) for v in value]
+    return value
+
+
+_CACHE: Final = _Cache()

@@ -28,84 +28,20 @@ import codecs
 import re
 from typing import Any, Final
 
-
-class LogSyntaxError(ValueError):
-    """The text is not a value Proton prints; `pos` is where reading stopped."""
-
-    def __init__(self, pos: int, why: str) -> None:
-        super().__init__(f"{why} at column {pos + 1}")
-        self.pos = pos
-
-
-class LogLineEnded(LogSyntaxError):
-    """The value is not finished where the line ends: the line may go on in the next one (a
-    logger that wraps long lines)."""
-
-
-class Hex(int):
-    """An integer Proton printed in hex: an unsigned type (ubyte ... ulong)."""
-
-    __slots__ = ()
-
-
-class Symbol(str):
-    __slots__ = ()
-
-
-class Binary(bytes):
-    __slots__ = ()
-
-
-class Uuid(bytes):
-    __slots__ = ()
-
-
-class Decimal:
-    """A decimal32/64/128's bits as Proton printed them in hex; `width` in bits."""
-
-    __slots__ = ("bits", "width")
-
-    def __init__(self, bits: int, width: int) -> None:
-        self.bits = bits
-        self.width = width
-
-
-class Map:
-    """A map's (key, value) pairs in printed order (keys may be unhashable lists)."""
-
-    __slots__ = ("items",)
-
-    def __init__(self, items: list[tuple[Any, Any]]) -> None:
-        self.items = items
-
-
-class Array:
-    """An array: its element type as printed (`symbol`, `PN_SYMBOL`, `uint`) and elements."""
-
-    __slots__ = ("items", "type")
-
-    def __init__(self, type_name: str, items: list[Any]) -> None:
-        self.type = type_name
-        self.items = items
-
-
-class Described:
-    """A described value: the descriptor (an int code or a `Symbol`), the name Proton gave it,
-    and the value; a described list's elements are (field name or None, value) pairs."""
-
-    __slots__ = ("descriptor", "name", "value")
-
-    def __init__(self, descriptor: int | str, name: str | None, value: Any) -> None:
-        self.descriptor = descriptor
-        self.name = name
-        self.value = value
-
-
-class Fields(list):  # type: ignore[type-arg]
-    """The elements of a described list: (field name or None, value) pairs."""
-
-    __slots__ = ()
-
+# the tree's classes, which the grammars import from here too
+from amqpscope.logs.values import (
+    Array,
+    Binary,
+    Decimal,
+    Described,
+    Fields,
+    Hex,
+    LogLineEnded,
+    LogSyntaxError,
+    Map,
+    Symbol,
+    Uuid,
+)
 
 #: what may follow a closing quote (so a `"` inside a string is kept)
 _AFTER_VALUE: Final = re.compile(r"\s*(?:[,\]})=]|$)")
@@ -117,7 +53,6 @@ _NAME_EQ: Final = re.compile(r"([A-Za-z][A-Za-z0-9\-]*)=", re.ASCII)
 _DESC_NAME: Final = re.compile(r"([A-Za-z][A-Za-z0-9\-]*)\((\d+)\)\s*", re.ASCII)
 _BARE_SYMBOL: Final = re.compile(r"[A-Za-z][A-Za-z0-9\-]*", re.ASCII)
 _HEX_ESCAPE: Final = re.compile(r"\\x([0-9a-fA-F]{2})")
-_ONLY_HEX_ESCAPES: Final = re.compile(r"(?:[^\\]|\\x[0-9a-fA-F]{2})*", re.DOTALL)
 _SPACES: Final = re.compile(r" *")
 #: a field whose value is a plain number or boolean, followed by the end of the value
 _SIMPLE_FIELD: Final = re.compile(
@@ -130,7 +65,7 @@ def unquote(text: str) -> bytes:
     """`pn_quote_data`'s output back to bytes (`\\xNN` escapes, the rest ASCII)."""
     if "\\" not in text:
         return text.encode("latin-1", "replace")
-    if _ONLY_HEX_ESCAPES.fullmatch(text):  # every backslash starts \xNN: C does the work
+    if text.count("\\") == text.count("\\x"):  # each backslash starts \x: C does the work
         try:
             return codecs.escape_decode(text.encode("latin-1"))[0]  # type: ignore[attr-defined,no-any-return]
         except (UnicodeEncodeError, ValueError):

@@ -21,8 +21,9 @@ frame are counted (`skipped`).
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Iterable, Iterator
-from typing import Final
+from typing import Any, Final
 
 from amqpscope.codec import detect
 from amqpscope.codec import frames as k
@@ -31,7 +32,7 @@ from amqpscope.codec.amqp091 import frames as frames091
 from amqpscope.codec.amqp10.decoder import Decoder
 from amqpscope.codec.amqp10.frames import BODIES, TYPE_SASL, make_frame
 from amqpscope.findings import Finding, finding
-from amqpscope.logs import pika, proton
+from amqpscope.logs import direct, pika, proton
 from amqpscope.logs.amqp10_encode import TYPE_AMQP, encode, frame_bytes
 from amqpscope.logs.formats import FORMATS
 from amqpscope.logs.lines import ACCEPTED, EMPTY, EOS, HEADER, SENT, Logged
@@ -47,6 +48,17 @@ _SASL_CODES: Final = frozenset(BODIES[TYPE_SASL])
 _SASL_NAMES: Final = frozenset(BODIES[TYPE_SASL].values())
 #: a line longer than this is not read (a log line is a frame; a frame is far shorter)
 MAX_LINE: Final = 16 * 1024 * 1024
+#: what reading or encoding a logged frame raises on text no frame could be (the round trip
+#: packs what the log printed: `@<uint>[inf]` or a channel past 65535 is a bad line, not a crash)
+_ENCODING_ERRORS: Final = (
+    LogSyntaxError,
+    ValueError,
+    KeyError,
+    IndexError,
+    TypeError,
+    OverflowError,
+    struct.error,
+)
 #: lines one logged frame may be wrapped over
 MAX_WRAPPED: Final = 16
 #: connections followed at once; past it the oldest is forgotten (memory stays bounded)
@@ -105,8 +117,12 @@ class LogReader:
         show_secrets: bool = False,
         messages: bool = True,
         redact_bodies: bool = False,
+        direct_fields: bool = True,
     ) -> None:
         self.name = name
+        #: fields made straight in the decoder's shapes (`direct.py`); False: every frame by
+        #: the round trip through bytes (the reference `tests/test_logs_direct.py` holds it to)
+        self.direct = direct_fields
         self.fmt = fmt
         self.parse: Callable[[str], Logged | None] = FORMATS[fmt].parse
         make = FORMATS[fmt].completions
@@ -209,7 +225,7 @@ class LogReader:
         """The record of what line `number` logged (none for an end of stream)."""
         try:
             frame = self._record(logged)
-        except (LogSyntaxError, ValueError, KeyError, IndexError, TypeError) as why:
+        except _ENCODING_ERRORS as why:
             cut = not line.endswith("\n") and line.strip()
             code = "log.cut-line" if cut else "log.bad-line"
             self.findings.append(finding(code, f"{self.name}:{number}: {why}"))
@@ -302,28 +318,55 @@ class LogReader:
     def _frame(self, connection: _Connection, logged: Logged, direction: str) -> k.Frame:
         if self.completions is not None:
             self.completions.complete(logged)
+        early = logged.made
         value = logged.value
-        if not isinstance(value, Described):
-            raise LogSyntaxError(0, "a frame body is a described value")
-        sasl = value.descriptor in _SASL_CODES or value.name in _SASL_NAMES
-        offers = sasl and value.name == "sasl-mechanisms" and logged.direction == SENT
-        if offers and connection.client:
+        made: tuple[str, dict[str, Any]] | None = None
+        if early is not None and self.direct:  # made by the grammar (a line like one before)
+            sasl = early.sasl
+            made = early.name, early.fields
+            what = early.name
+        else:
+            if early is not None:
+                value = early.tree()
+            if not isinstance(value, Described):
+                raise LogSyntaxError(0, "a frame body is a described value")
+            sasl = value.descriptor in _SASL_CODES or value.name in _SASL_NAMES
+            what = str(value.name)
+        if sasl and what == "sasl-mechanisms" and logged.direction == SENT and connection.client:
             connection.client = False  # only a server offers mechanisms
             direction = connection.direction(logged.direction)
-        body = encode(value)
+        if logged.channel is not None and logged.channel > 0xFFFF:
+            raise LogSyntaxError(0, f"channel {logged.channel} is past 65535")
         payload = logged.payload or b""
-        data = frame_bytes(logged.channel or 0, TYPE_SASL if sasl else TYPE_AMQP, body, payload)
-        frame = make_frame(data)
-        connection.decoders[direction].decode(frame)
-        frame.data = b""
-        if logged.channel is None and frame.kind != k.SASL:
-            frame.channel = None  # the log does not show it (pyamqp)
+        decoder = connection.decoders[direction]
+        if made is None and self.direct:
+            made = direct.performative(value, sasl)
+        if (
+            made is not None
+            and (not payload or made[0] == "transfer")
+            and isinstance(decoder, Decoder)
+        ):
+            name, fields = made
+            kind = k.SASL if sasl else k.PERFORMATIVE
+            frame = k.Frame("1.0", kind, name, None if sasl else logged.channel, b"")
+            head = _Head(value if early is None else early.tree).size
+            decoder.decoded(frame, name, fields, payload, head)
+        else:  # the round trip: what the direct path does not read cleanly, findings and all
+            if value is None and early is not None:
+                value = early.tree()
+            body = encode(value)
+            ftype = TYPE_SASL if sasl else TYPE_AMQP
+            frame = make_frame(frame_bytes(logged.channel or 0, ftype, body, payload))
+            decoder.decode(frame)
+            frame.data = b""
+            if logged.channel is None and frame.kind != k.SASL:
+                frame.channel = None  # the log does not show it (pyamqp)
         for name in logged.lossy:
             # a value the log shows without what it takes to read it: left out, not guessed
             # (the decoder put a field's spec default in its place: out with it too)
             frame.fields.pop(name, None)
-            what = f"{value.name} {name}: the log does not show it, so it is left out"
-            frame.findings.append(finding("log.not-shown", what))
+            lost = f"{what} {name}: the log does not show it, so it is left out"
+            frame.findings.append(finding("log.not-shown", lost))
         if logged.payload is None and logged.payload_size:
             frame.findings.append(
                 finding(
@@ -346,6 +389,21 @@ class LogReader:
         for name in missing:
             frame.fields.pop(name, None)
         return frame
+
+
+class _Head:
+    """The size of a logged frame's header and performative as the round trip encodes them:
+    where its payload would start, which a damaged message's findings name. `value`: the
+    performative's tree, or what reads it (a line the grammar made from its cache)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def size(self) -> int:
+        value = self.value
+        return 8 + len(encode(value() if callable(value) else value))
 
 
 def _payload_cut(logged: Logged) -> bool:

@@ -23,6 +23,7 @@ It never raises: damage becomes findings on the frame.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final
 
 from amqpscope.codec.amqp10 import composites
@@ -108,6 +109,29 @@ class Decoder:
         if ctx.findings:
             frame.findings.extend(ctx.findings)
 
+    def decoded(
+        self,
+        frame: Frame,
+        name: str,
+        fields: dict[str, Any],
+        payload: bytes,
+        head: Callable[[], int],
+    ) -> None:
+        """What `decode` does after the composite, for a frame whose fields were made in the
+        wire's shapes without bytes (a log's, `logs/direct.py`: only fields that decode without
+        a finding). `payload`: the transfer's payload; `head()`: where it would start in the
+        frame's bytes, asked only when a message's findings name offsets."""
+        frame.fields = fields
+        notes: list[Finding] = []
+        if name == "transfer":
+            self._transfer(frame, fields, payload, 0, notes, head)
+        else:
+            after = _AFTER.get(name)
+            if after is not None:
+                after(self, frame, fields, payload, 0, notes)
+        if notes:
+            frame.findings.extend(notes)
+
     def end(self) -> list[Finding]:
         """The direction ended: findings for deliveries left incomplete."""
         out = [
@@ -128,7 +152,13 @@ class Decoder:
 
     # -- per performative ---------------------------------------------------------------------
     def _transfer(
-        self, frame: Frame, fields: dict, buf: bytes, pos: int, notes: list[Finding]
+        self,
+        frame: Frame,
+        fields: dict,
+        buf: bytes,
+        pos: int,
+        notes: list[Finding],
+        head: Callable[[], int] | None = None,
     ) -> None:
         handle = fields.get("handle")
         if type(handle) is not int:
@@ -169,7 +199,7 @@ class Decoder:
                         "transfers": 1,
                     }
                     fmt = fields.get("message-format")
-                    self._message(frame, fields, meta, fmt, buf, pos, end, notes)
+                    self._message(frame, fields, meta, fmt, buf, pos, end, notes, head)
                 return
             delivery = self.deliveries[key] = _Delivery(fields, frame)
         delivery.add(buf[pos:end])
@@ -215,24 +245,40 @@ class Decoder:
         start: int,
         end: int,
         notes: list[Finding],
+        head: Callable[[], int] | None = None,
     ) -> None:
-        """The delivery's message (`meta`: its id, tag and transfers) is `buf[start:end]`."""
+        """The delivery's message (`meta`: its id, tag and transfers) is `buf[start:end]`;
+        with `head`, `buf` is a logged transfer's payload, which `head()` bytes of frame header
+        and performative would precede (the offsets its findings name)."""
         if fmt not in (0, None):  # not the standard message format: bytes as they are
             if self.redact_bodies:
                 frame.message = meta | {"size": end - start, "redacted": True}
             else:
                 frame.message = meta | {"size": end - start, "hex": buf[start:end].hex()}
             return
+        link = self.links.get((frame.channel, fields["handle"]))
         message, found = decode_message(
             buf,
             start,
             end,
-            where="offset" if start else "payload offset",
-            link=self.links.get((frame.channel, fields["handle"])),
+            where="offset" if start or head is not None else "payload offset",
+            link=link,
             show_secrets=self.show_secrets,
             redact_bodies=self.redact_bodies,
-            into=meta,
+            into=meta if head is None else dict(meta),
         )
+        if found and head is not None:  # offsets as they would be in the frame's bytes
+            pad = head()
+            message, found = decode_message(
+                bytes(pad) + buf[start:end],
+                pad,
+                pad + end - start,
+                where="offset",
+                link=link,
+                show_secrets=self.show_secrets,
+                redact_bodies=self.redact_bodies,
+                into=meta,
+            )
         frame.message = message
         if found:
             notes.extend(found)
