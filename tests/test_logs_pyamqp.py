@@ -122,10 +122,19 @@ def _untyped_map(value: Any) -> bool:
     return isinstance(value, dict) and "type" not in value
 
 
+def _bare_described(value: Any) -> bool:
+    """A described type with no fields (e.g. a `declared` outcome in a source's
+    default-outcome), which pyamqp decodes as its empty list, descriptor lost."""
+    return isinstance(value, dict) and set(value) == {"type"}
+
+
 def _typed(value: Any) -> Any:
-    """`value` without its maps of untyped values, which pyamqp prints as bare bytes."""
+    """`value` without its maps of untyped values, which pyamqp prints as bare bytes, and
+    without described types it prints as their bare lists."""
     if isinstance(value, dict):
-        return {k: _typed(v) for k, v in value.items() if not _untyped_map(v)}
+        return {
+            k: _typed(v) for k, v in value.items() if not _untyped_map(v) and not _bare_described(v)
+        }
     return value
 
 
