@@ -335,3 +335,89 @@ def test_the_job_takes_a_keylog_as_the_data_source_does(spark: Any, tmp_path: Pa
     assert result.exit_code == 2 and "--keylog" in result.output  # a folder: click says so
     with pytest.raises(job.PipelineError, match="--keylog"):
         job.dissector_options(keylog=str(tmp_path / "missing.keys"))
+
+
+# -- trace logs ----------------------------------------------------------------------------------
+LOGS = sorted(CAPTURES.glob("log-*.log"))
+
+
+def cli_json(*args: str) -> list[Any]:
+    """What the CLI prints with --json (`read`: a record a line; `summary`: one document)."""
+    from click.testing import CliRunner
+
+    from amqpscope import cli
+
+    result = CliRunner().invoke(cli.main, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    if args[0] == "summary":
+        return [json.loads(result.stdout)]
+    return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="module")
+def log_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The recorded logs, one gzip'd, beside a text file and a log of something else (which a
+    folder's walk leaves out)."""
+    import gzip
+
+    folder = tmp_path_factory.mktemp("logs")
+    for path in LOGS:
+        if "rhea" in path.name:
+            (folder / f"{path.name}.gz").write_bytes(gzip.compress(path.read_bytes()))
+        else:
+            shutil.copy(path, folder / path.name)
+    (folder / "notes.txt").write_text("not a log\n")
+    (folder / "app.log").write_text("2026-11-26 INFO started\n" * 50)
+    return folder
+
+
+@needs_java
+def test_trace_logs_give_the_rows_read_and_summary_print(spark: Any, log_folder: Path) -> None:
+    """A folder of .log / .log.gz files: frames as `read --json` prints them (`line` for the
+    packet, no endpoints or size, `ts` null where the line had none), connections as `summary
+    --json` has them, the skipped lines a finding; `amqpscope spark` writes the same tables."""
+    from amqpscope.pipeline import spark as job
+
+    frames = source(spark, "frames", str(log_folder))
+    by_file: dict[str, list[Any]] = {}
+    for r in frames:
+        by_file.setdefault(r["capture_file"], []).append(r)
+    assert sorted(by_file) == sorted(
+        f"{p.name}.gz" if "rhea" in p.name else p.name for p in LOGS
+    )  # neither notes.txt nor app.log
+    conns = source(spark, "connections", str(log_folder))
+    found = source(spark, "findings", str(log_folder))
+    for name, got in by_file.items():
+        path = str(log_folder / name)
+        records = cli_json("read", path)
+        got.sort(key=lambda r: r["frame"])
+        assert len(got) == len(records), name
+        for row, record in zip(got, records, strict=True):
+            assert row["line"] == record["source"]["line"] and row["capture"] == path
+            assert row["packet"] is None and row["src"] is None and row["size"] is None
+            for key in ("frame", "ts", "conn", "dir", "version", "channel", "kind", "name"):
+                assert row[key] == record[key], (name, key)
+            assert json.loads(row["fields"]) == record["fields"]
+            assert (json.loads(row["message"]) if row["message"] else None) == record.get(
+                "message"
+            )
+            assert [f["code"] for f in row["findings"]] == [f["code"] for f in record["findings"]]
+            if record["ts"] is None:
+                assert row["time"] is None and row["date"] is None
+        (summary,) = cli_json("summary", path)
+        mine = sorted(
+            (json.loads(r["summary"]) for r in conns if r["capture"] == path),
+            key=lambda c: c["id"],
+        )
+        assert mine == summary["connections"], name
+        codes = Counter(f["code"] for f in found if f["capture"] == path)
+        expect = Counter(f["code"] for r in records for f in r["findings"])
+        expect.update(f["code"] for f in summary["findings"] if f.get("frame") is None)
+        if "pika" in name:  # the lines that are no frame, as read and summary say on stderr
+            expect["log.skipped-lines"] += 1
+        assert codes == expect, name
+    job.run([str(log_folder)], str(log_folder.parent / "log-tables"), spark=spark)
+    for table in tables.TABLES:
+        mine = source(spark, table, str(log_folder))
+        theirs = parquet(spark, log_folder.parent / "log-tables", table)
+        assert canonical(mine, table) == canonical(theirs, table), table

@@ -250,11 +250,17 @@ def _rows(task: plan.Task, table: str, options: dict[str, Any]) -> Iterator[list
 
 
 def _starts_like_capture(path: str) -> bool:
+    """A capture by its first bytes, or a trace log by its name and lines (as a batch read's
+    folder walk keeps them)."""
+    from amqpscope.pipeline.spark import _is_log
+
     try:
         with open(path, "rb") as f:
-            return rows.looks_like_capture(f.read(4))
+            if rows.looks_like_capture(f.read(4)):
+                return True
     except OSError:
         return False
+    return _is_log(path, os.path.basename(path))
 
 
 class AmqpStreamReader(DataSourceStreamReader):

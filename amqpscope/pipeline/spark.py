@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from amqpscope.capture.files import CaptureError
 from amqpscope.pipeline import rows, stitch, tasks
 from amqpscope.pipeline.store import Output, layout
 from amqpscope.pipeline.tables import TABLES
@@ -167,9 +168,20 @@ def _walk(folder: str) -> list[str]:
                     head = f.read(4)
             except OSError:
                 continue
-            if rows.looks_like_capture(head):
+            if rows.looks_like_capture(head) or _is_log(path, name):
                 out.append(os.path.abspath(path))
     return out
+
+
+def _is_log(path: str, name: str) -> bool:
+    """A folder's file named like a log (`rows.LOG_SUFFIXES`) whose lines are frames in a
+    format amqpscope reads: a folder's other logs and text files are left alone."""
+    if not rows.looks_like_log(name):
+        return False
+    try:
+        return rows.input_kind(path)[0] == "log"
+    except (CaptureError, OSError):
+        return False
 
 
 def session(master: str | None = None, app: str = "amqpscope") -> Any:
@@ -271,7 +283,7 @@ def _decode_remote(
         def items() -> Iterator[tuple[str, str | None, bytes | None]]:
             for row in inputs:
                 uri, data = row[0], bytes(row[1])
-                if uri in named or rows.looks_like_capture(data[:4]):
+                if uri in named or rows.looks_like_capture(data[:4]) or rows.looks_like_log(uri):
                     yield uri, None, data
 
         yield from tasks.decode_files(items(), out, run, options)
