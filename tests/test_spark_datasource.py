@@ -398,9 +398,7 @@ def test_trace_logs_give_the_rows_read_and_summary_print(spark: Any, log_folder:
             for key in ("frame", "ts", "conn", "dir", "version", "channel", "kind", "name"):
                 assert row[key] == record[key], (name, key)
             assert json.loads(row["fields"]) == record["fields"]
-            assert (json.loads(row["message"]) if row["message"] else None) == record.get(
-                "message"
-            )
+            assert (json.loads(row["message"]) if row["message"] else None) == record.get("message")
             assert [f["code"] for f in row["findings"]] == [f["code"] for f in record["findings"]]
             if record["ts"] is None:
                 assert row["time"] is None and row["date"] is None

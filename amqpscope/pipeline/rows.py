@@ -111,8 +111,6 @@ def day(ts: float | None) -> str | None:
     return text
 
 
-
-
 def _json(value: Any) -> bytes:
     """Compact JSON in UTF-8 (a string column takes the bytes as they are): orjson, ten times
     faster than `json`, falling back to it for what orjson refuses (an integer past 64 bits).
