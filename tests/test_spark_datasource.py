@@ -428,3 +428,49 @@ def test_trace_logs_give_the_rows_read_and_summary_print(spark: Any, log_folder:
         mine = source(spark, table, str(log_folder))
         theirs = parquet(spark, log_folder.parent / "log-tables", table)
         assert canonical(mine, table) == canonical(theirs, table), table
+
+
+# -- URIs ----------------------------------------------------------------------------------------
+@pytest.fixture()
+def http_folder(tmp_path: Path) -> Any:
+    """A real HTTP server (the standard library's) serving a folder, on a free port."""
+    import functools
+    import http.server
+    import threading
+
+    folder = tmp_path / "served"
+    folder.mkdir()
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield folder, f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+    server.server_close()
+
+
+@needs_java
+def test_http_uris_are_read_and_stitched_as_local_files(spark: Any, http_folder: Any) -> None:
+    """`load("http://...")`: the Python workers fetch each file (no JVM there); rotated files
+    are scanned and stitched as local ones are, and `amqpscope spark` of the same URIs (whose
+    Hadoop http filesystem Spark's binaryFile cannot list) writes the same tables. A URI that
+    cannot be fetched is a finding; a scheme the workers cannot read is one line."""
+    from amqpscope.pipeline import spark as job
+
+    folder, base = http_folder
+    first, second = rotated(folder / "ring")
+    urls = [f"{base}/ring/{p.name}" for p in (first, second)]
+    job.run(urls, str(folder.parent / "out"), spark=spark)
+    for table in tables.TABLES:
+        mine = source(spark, table, urls)
+        local = source(spark, table, [str(first), str(second)])
+        assert canonical(mine, table) == canonical(
+            parquet(spark, folder.parent / "out", table), table
+        )
+        here = [t.replace(str(folder), base) for t in canonical(local, table)]
+        assert canonical(mine, table) == sorted(here), table
+    conns = source(spark, "connections", urls)
+    assert [r["files"] for r in conns if r["stitched"]] == [urls]
+    missing = source(spark, "findings", [f"{base}/nope.pcap"])
+    assert [(r["code"], "404" in r["message"]) for r in missing] == [("capture.unreadable", True)]
+    with pytest.raises(Exception, match=r"amqp: viewfs://cluster/caps: .* not viewfs://"):
+        source(spark, "frames", "viewfs://cluster/caps")

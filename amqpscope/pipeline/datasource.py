@@ -140,15 +140,19 @@ class AmqpReader(DataSourceReader):
         self.options = decoder_options(options, self.table)
 
     def partitions(self) -> Sequence[InputPartition]:
-        from amqpscope.pipeline.spark import list_inputs
+        from amqpscope.pipeline.spark import PipelineError, list_inputs
 
-        local, remote = list_inputs(self.inputs)
-        if remote:
-            raise ValueError(f"amqp: {remote[0]}: only local paths (or file://) are read")
-        if len(local) == 1:  # nothing to stitch
-            tasks: list[plan.Task] = [plan.FileTask(local[0], local[0])]
+        try:
+            local, uris = list_inputs(self.inputs)
+        except PipelineError as exc:
+            raise ValueError(f"amqp: {exc}") from None
+        files = local + remote_files(uris)
+        if not files:
+            raise ValueError("amqp: no capture files or trace logs in " + " ".join(self.inputs))
+        if len(files) == 1:  # nothing to stitch
+            tasks: list[plan.Task] = [plan.FileTask(files[0], files[0])]
         else:
-            tasks = plan.tasks([plan.scan(path) for path in local], self.max_gap)
+            tasks = plan.tasks([plan.scan(path) for path in files], self.max_gap)
         return [InputPartition(task) for task in tasks if self.wanted(task)]
 
     def wanted(self, task: plan.Task) -> bool:
@@ -157,6 +161,19 @@ class AmqpReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         return read_task(partition.value, self.table, self.options)
+
+
+def remote_files(uris: list[str]) -> list[str]:
+    """The files behind URIs (`remote.list_files`): those named outright, and of a folder's or
+    a glob's those that start like a capture or are named like a log."""
+    from amqpscope.pipeline import remote
+
+    out: list[str] = []
+    for uri in uris:
+        for found, named in remote.list_files(uri):
+            if named or rows.looks_like_log(found) or rows.looks_like_capture(remote.head(found)):
+                out.append(found)
+    return list(dict.fromkeys(out))
 
 
 #: the columns whose pushed filters skip files: every row of a file's task has its `capture`;
@@ -238,6 +255,8 @@ def _rows(task: plan.Task, table: str, options: dict[str, Any]) -> Iterator[list
     at = index(table)["conn_key"]
     without = {rows.file_key(task.capture, conn) for conn in task.without}
     only = None if task.only is None else {rows.file_key(task.capture, c) for c in task.only}
+    # a URI's file is fetched there (`remote`); one that cannot be is a finding, as a local
+    # file that cannot be read
     for kind, value in rows.decode_file(task.capture, task.path, options=options):
         if kind != table:
             continue

@@ -125,8 +125,19 @@ def scan(capture: str, path: str | None = None) -> Scan:
     """Scan one capture file for its edge connections (an unreadable file: `error` set; its
     decode task says so as a finding)."""
     local = path or capture
+    from amqpscope.pipeline.remote import RemoteError, local_copy
+
     try:
-        reader = open_capture(local)
+        with local_copy(local) as here:
+            return _scan(capture, local, here)
+    except (RemoteError, OSError) as exc:
+        return Scan(capture, local, None, error=str(exc))
+
+
+def _scan(capture: str, local: str, here: str) -> Scan:
+    """`scan` of the file at `here` (`local` is where tasks will read it)."""
+    try:
+        reader = open_capture(here)
     except (CaptureError, OSError) as exc:
         return Scan(capture, local, None, error=str(exc))
     segments = SegmentDecoder()
@@ -301,7 +312,13 @@ def part_packets(part: Part) -> list[RawPacket]:
     pair = _pair(part.edge.client, part.edge.server)
     out: list[RawPacket] = []
     decoder = SegmentDecoder()
-    with contextlib.suppress(CaptureError, OSError), open_capture(part.path) as reader:
+    from amqpscope.pipeline.remote import RemoteError, local_copy
+
+    with (
+        contextlib.suppress(CaptureError, OSError, RemoteError),
+        local_copy(part.path) as here,
+        open_capture(here) as reader,
+    ):
         for packet in reader:
             if not part.start <= packet.number < part.end:
                 continue

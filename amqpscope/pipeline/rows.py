@@ -682,8 +682,23 @@ def decode_file(
     options: dict[str, Any] | None = None,
 ) -> Iterator[Record]:
     """Everything about one capture file: its rows, its edge connections with their packets, and
-    a "meta" record. `path` is a local file; `data` the file's bytes (from a Hadoop filesystem).
-    `options` are the `Dissector`'s (`show_secrets`, `redact_bodies`), as the CLI passes them."""
+    a "meta" record. `path` is a local file or a URI `remote` reads (fetched first); `data` the
+    file's bytes (from a Hadoop filesystem). `options` are the `Dissector`'s (`show_secrets`,
+    `redact_bodies`), as the CLI passes them."""
+    from amqpscope.pipeline import remote
+
+    if path is not None and remote.scheme(path) is not None:
+        with contextlib.ExitStack() as stack:
+            try:
+                here = stack.enter_context(remote.local_copy(path))
+            except (remote.RemoteError, OSError) as exc:
+                why = str(exc).removeprefix("amqp: ")
+                yield "findings", [row("findings", unreadable(capture, why))]
+                yield "meta", {"capture": capture, "first_ts": None, "packets": 0, "frames": 0,
+                               "error": why}  # fmt: skip
+                return
+            yield from decode_file(capture, here, options=options)
+        return
     if data is not None:
         with tempfile.NamedTemporaryFile(prefix="amqpscope-", suffix=".cap") as tmp:
             tmp.write(data)
@@ -705,7 +720,7 @@ def decode_file(
         reader = open_capture(local)
     except (CaptureError, OSError) as exc:
         meta["error"] = str(exc)
-        yield "findings", [row("findings", _unreadable(capture, str(exc)))]
+        yield "findings", [row("findings", unreadable(capture, str(exc)))]
         yield "meta", meta
         return
     place = Place(capture)
@@ -835,7 +850,7 @@ def _sequence(edge: Edge, sender: str, seq: int, payload: bytes, flags: int) -> 
         seen[1] = after
 
 
-def _unreadable(capture: str, why: str) -> dict[str, Any]:
+def unreadable(capture: str, why: str) -> dict[str, Any]:
     return {
         "capture": capture,
         "code": "capture.unreadable",

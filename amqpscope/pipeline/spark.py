@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from amqpscope.capture.files import CaptureError
+from amqpscope.pipeline import remote as remotes
 from amqpscope.pipeline import rows, stitch, tasks
 from amqpscope.pipeline.store import Output, layout
 from amqpscope.pipeline.tables import TABLES
@@ -171,6 +172,11 @@ def _walk(folder: str) -> list[str]:
             if rows.looks_like_capture(head) or _is_log(path, name):
                 out.append(os.path.abspath(path))
     return out
+
+
+def fetched_scheme(uri: str) -> bool:
+    """A URI the executors fetch themselves (`pipeline.remote`), not through Hadoop."""
+    return remotes.scheme(uri) in remotes.HTTP
 
 
 def _is_log(path: str, name: str) -> bool:
@@ -384,11 +390,19 @@ def _run(
 
     sc = _context(spark)
     started = time.perf_counter()  # the job, not the JVM's start
+    # http(s): Hadoop's filesystem for it cannot list, so binaryFile cannot read it; the
+    # executors fetch each named file with `pipeline.remote`, as the data source's do
+    fetch = [uri for uri in remote if fetched_scheme(uri)]
+    try:
+        fetched = [found for uri in fetch for found, _ in remotes.list_files(uri)]
+    except remotes.RemoteError as exc:
+        raise PipelineError(str(exc).removeprefix("amqp: ")) from None
+    remote = [uri for uri in remote if uri not in fetch]
     listed = hadoop_files(sc, remote) if remote else []
-    if not local and not listed:
+    if not local and not listed and not fetched:
         raise PipelineError("no capture files in " + " ".join(inputs))
     total = sum(os.path.getsize(p) for p in local) + sum(size for _, size, _ in listed)
-    files = len(local) + len(listed)
+    files = len(local) + len(listed) + len(fetched)
     # a task per file costs ~0.1 s: small files share tasks, big ones get one each
     slices = partitions or max(1, min(files, max(2 * sc.defaultParallelism, total // CHUNK)))
     say(f"{files} capture files ({total / 1e6:.1f} MB) on {sc.master}, {slices} decode tasks")
@@ -421,6 +435,14 @@ def _run(
         small += (
             content.select("path", "content")
             .rdd.mapPartitions(_decode_remote(named, out, run_id, options))
+            .collect()
+        )
+    if fetched:
+        small += (
+            sc.parallelize(fetched, max(1, min(len(fetched), slices)))
+            .mapPartitions(
+                lambda uris: tasks.decode_files(((u, u, None) for u in uris), out, run_id, options)
+            )
             .collect()
         )
     metas = [value for kind, value in small if kind == "meta"]
