@@ -474,3 +474,28 @@ def test_http_uris_are_read_and_stitched_as_local_files(spark: Any, http_folder:
     assert [(r["code"], "404" in r["message"]) for r in missing] == [("capture.unreadable", True)]
     with pytest.raises(Exception, match=r"amqp: viewfs://cluster/caps: .* not viewfs://"):
         source(spark, "frames", "viewfs://cluster/caps")
+
+
+@needs_java
+def test_a_schema_of_fewer_columns_reads_those_columns(spark: Any) -> None:
+    """`.schema(...)` naming some of a table's columns (Spark tells a Python source no query's
+    columns): those alone are built, in the schema's order, equal to the whole table's; a
+    frames projection with neither `message` nor `findings` reads without decoding messages."""
+    names = ["name", "time", "conn_key", "frame", "capture", "fields"]
+    kinds = dict(tables.COLUMNS["frames"])
+    ddl = ", ".join(f"{n} {kinds[n]}" for n in names)
+
+    def reader() -> Any:  # a new one each time: `.schema` sets it on the reader
+        return spark.read.format("amqp").option("table", "frames")
+
+    got = reader().schema(ddl).load(str(CAPTURES))
+    assert got.columns == names
+    whole = reader().load(str(CAPTURES)).select(*names)
+    assert sorted(map(repr, got.collect())) == sorted(map(repr, whole.collect()))
+    sample = str(CAPTURES / "10-outcomes.pcap")
+    one = reader().schema("time timestamp").load(sample).collect()
+    assert sorted(one) == sorted(reader().load(sample).select("time").collect())
+    with pytest.raises(Exception, match="amqp: schema: frames has no column 'nope'"):
+        reader().schema("nope string").load(str(SPLIT)).collect()
+    with pytest.raises(Exception, match=r"amqp: schema: frames\.name is string, not bigint"):
+        reader().schema("name long").load(str(SPLIT)).collect()
