@@ -19,9 +19,14 @@ Options: `table` (frames, connections, links, channels, deliveries, findings; de
 stream also `settleSeconds` (the newest file counts as complete once unchanged this long,
 default 120; any file is once a newer one exists) and `maxFilesPerTrigger`.
 
+Inputs: capture files and frame-trace logs (`rows.decode_file` tells them apart by content; a
+log is planned alone, never stitched), local or behind URIs (`remote`: listed in the planning
+worker, fetched where a task runs, since these Python workers have no JVM for Hadoop). A schema
+of fewer columns (`.schema(...)`) is the only column pruning a Python source can be told of:
+`projection`.
+
 Importing this module needs pyspark; `amqpscope.pipeline.spark.session` registers the source on
-the sessions it makes (`register`). A task decodes a capture file (`rows.decode_file`): another
-input kind (a trace log) is another task kind here and another decode in `rows`, planned alone.
+the sessions it makes (`register`).
 """
 
 from __future__ import annotations
@@ -150,8 +155,10 @@ def decoder_options(
     except PipelineError as exc:
         raise ValueError(f"amqp: option {str(exc).lstrip('-')}") from None
     if table in BODY_FREE or (
-        table == "frames" and columns is not None and not {"message", "findings"} & set(columns)
-    ):  # no column shows a message (nor damage found inside one)
+        table == "frames"
+        and columns is not None
+        and not {"message", "findings", "fields"} & set(columns)
+    ):  # no column shows a message (a body frame's fields, damage found inside one)
         out["messages"] = False
     return out
 
