@@ -30,13 +30,7 @@ from tests.test_spark_datasource import canonical
 
 ROOT = Path(__file__).resolve().parent.parent
 CAPTURES = ROOT / "captures"
-SAMPLE = (
-    "10-outcomes.pcap",
-    "091-channel-errors.pcap",
-    "10-sasl-plain.pcap",
-    "091-tx.pcap",
-    "log-rhea-broker.log",  # a trace log: read by the executors as a capture is
-)
+SAMPLE = ("10-outcomes.pcap", "091-channel-errors.pcap", "10-sasl-plain.pcap", "091-tx.pcap")
 
 pyspark = pytest.importorskip("pyspark.sql.datasource")
 SPARK_HOME = Path(pytest.importorskip("pyspark").__file__).parent

@@ -480,7 +480,8 @@ def test_http_uris_are_read_and_stitched_as_local_files(spark: Any, http_folder:
 def test_a_schema_of_fewer_columns_reads_those_columns(spark: Any) -> None:
     """`.schema(...)` naming some of a table's columns (Spark tells a Python source no query's
     columns): those alone are built, in the schema's order, equal to the whole table's; a
-    frames projection with none of `fields`, `message`, `findings` reads without decoding messages."""
+    frames projection with none of `fields`, `message`, `findings` reads without decoding
+    messages."""
     kinds = dict(tables.COLUMNS["frames"])
     files = [str(CAPTURES / n) for n in ("091-publish-consume.pcap", "10-outcomes.pcap")]
     files += [str(CAPTURES / "091-large-body.pcap"), str(CAPTURES / "log-proton-broker.log")]
