@@ -151,24 +151,27 @@ def test_options_secrets_bodies_and_bad_values(spark: Any) -> None:
 
 
 # -- the stream ----------------------------------------------------------------------------------
-def stream_rows(spark: Any, folder: Path, checkpoint: Path, table: str, name: str) -> None:
-    """Run the stream over what `folder` holds now, into a Parquet sink; stops when caught up."""
-    query = (
-        spark.readStream.format("amqp")
-        .option("table", table)
-        .option("settleSeconds", "0")
-        .option("maxGap", "60")
-        .load(str(folder))
-        .writeStream.format("parquet")
-        .option("path", str(checkpoint.parent / f"sink-{name}"))
-        .option("checkpointLocation", str(checkpoint))
-        .queryName(name)
-        .start()
-    )
-    try:
-        query.processAllAvailable()
-    finally:
-        query.stop()
+def stream_rows(spark: Any, folder: Path, checkpoints: Path, names: tuple[str, ...]) -> None:
+    """Run a stream of each table over what `folder` holds now, into a Parquet sink and a
+    checkpoint of its own; each stops when caught up (one after the other: the streaming source
+    runners of queries started at once timed out connecting to a loaded JVM)."""
+    for table in names:
+        query = (
+            spark.readStream.format("amqp")
+            .option("table", table)
+            .option("settleSeconds", "0")
+            .option("maxGap", "60")
+            .load(str(folder))
+            .writeStream.format("parquet")
+            .option("path", str(checkpoints / f"sink-{table}"))
+            .option("checkpointLocation", str(checkpoints / f"checkpoint-{table}"))
+            .queryName(f"amqp_{table}")
+            .start()
+        )
+        try:
+            query.processAllAvailable()
+        finally:
+            query.stop()
 
 
 def arrive(source_file: Path, folder: Path) -> None:
@@ -179,10 +182,12 @@ def arrive(source_file: Path, folder: Path) -> None:
 
 
 @needs_java
-@pytest.mark.parametrize("table", ["frames", "connections"])
 def test_a_stream_fed_file_by_file_and_restarted_gives_the_batch_rows(
-    spark: Any, tmp_path: Path, table: str
+    spark: Any, tmp_path: Path
 ) -> None:
+    """Every table: a stream fed the rotated files one at a time, restarted from its checkpoint
+    after each (the connection cut across the first two is carried over the restart), has the
+    rows of the batch read of all the files, none lost or repeated."""
     first, second = rotated(tmp_path / "ring")
     # the third file is a capture of its own, far later than the cut connection's end: the
     # connection cut at the end of the second file times out instead of waiting for ever
@@ -190,24 +195,28 @@ def test_a_stream_fed_file_by_file_and_restarted_gives_the_batch_rows(
     late = packets_of("10-outcomes.pcap")
     shift = max(0, int(packets_of("091-get.pcap")[-1][1].sec) + 3600 - int(late[0][1].sec))
     write_pcap(third, [(data, meta._replace(sec=meta.sec + shift)) for data, meta in late])
-    batch = canonical(source(spark, table, str(tmp_path / "ring")), table)
 
     live = tmp_path / "live"
     live.mkdir()
-    checkpoint = tmp_path / "checkpoint"
-    name = f"amqp_{table}"
+    checkpoints = tmp_path / "stream"
     for path in (first, second):
         arrive(path, live)
-        stream_rows(spark, live, checkpoint, table, name)  # a new query each time: a restart
+        stream_rows(spark, live, checkpoints, tables.TABLES)  # new queries each time: a restart
     arrive(third, live)
-    stream_rows(spark, live, checkpoint, table, name)
-    sink = spark.read.schema(tables.struct_type(table)).parquet(str(tmp_path / f"sink-{name}"))
-    names = [n for n, _ in tables.COLUMNS[table]]
-    got = canonical(sink.select(*names).collect(), table)
-    # the same files, read from two folders
-    batch = [text.replace(str(tmp_path / "ring"), "DIR") for text in batch]
-    got = [text.replace(str(live), "DIR") for text in got]
-    assert len(got) > 1 and Counter(got) == Counter(batch)
+    stream_rows(spark, live, checkpoints, tables.TABLES)
+    for table in tables.TABLES:
+        batch = canonical(source(spark, table, str(tmp_path / "ring")), table)
+        sink = spark.read.schema(tables.struct_type(table)).parquet(
+            str(checkpoints / f"sink-{table}")
+        )
+        got = canonical(sink.select(*[n for n, _ in tables.COLUMNS[table]]).collect(), table)
+        # the same files, read from two folders
+        batch = [text.replace(str(tmp_path / "ring"), "DIR") for text in batch]
+        got = [text.replace(str(live), "DIR") for text in got]
+        assert got and Counter(got) == Counter(batch), table
+        if table == "connections":  # the cut one, once, from both files
+            files = [json.loads(text)["files"] for text in got]
+            assert files.count(["DIR/cap-1.pcap", "DIR/cap-2.pcap"]) == 1
 
 
 def test_a_stream_plan_carries_open_connections_and_times_them_out(tmp_path: Path) -> None:
@@ -335,3 +344,163 @@ def test_the_job_takes_a_keylog_as_the_data_source_does(spark: Any, tmp_path: Pa
     assert result.exit_code == 2 and "--keylog" in result.output  # a folder: click says so
     with pytest.raises(job.PipelineError, match="--keylog"):
         job.dissector_options(keylog=str(tmp_path / "missing.keys"))
+
+
+# -- trace logs ----------------------------------------------------------------------------------
+LOGS = sorted(CAPTURES.glob("log-*.log"))
+
+
+def cli_json(*args: str) -> list[Any]:
+    """What the CLI prints with --json (`read`: a record a line; `summary`: one document)."""
+    from click.testing import CliRunner
+
+    from amqpscope import cli
+
+    result = CliRunner().invoke(cli.main, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    if args[0] == "summary":
+        return [json.loads(result.stdout)]
+    return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="module")
+def log_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The recorded logs, one gzip'd, beside a text file and a log of something else (which a
+    folder's walk leaves out)."""
+    import gzip
+
+    folder = tmp_path_factory.mktemp("logs")
+    for path in LOGS:
+        if "rhea" in path.name:
+            (folder / f"{path.name}.gz").write_bytes(gzip.compress(path.read_bytes()))
+        else:
+            shutil.copy(path, folder / path.name)
+    (folder / "notes.txt").write_text("not a log\n")
+    (folder / "app.log").write_text("2026-11-26 INFO started\n" * 50)
+    return folder
+
+
+@needs_java
+def test_trace_logs_give_the_rows_read_and_summary_print(spark: Any, log_folder: Path) -> None:
+    """A folder of .log / .log.gz files: frames as `read --json` prints them (`line` for the
+    packet, no endpoints or size, `ts` null where the line had none), connections as `summary
+    --json` has them, the skipped lines a finding; `amqpscope spark` writes the same tables."""
+    from amqpscope.pipeline import spark as job
+
+    frames = source(spark, "frames", str(log_folder))
+    by_file: dict[str, list[Any]] = {}
+    for r in frames:
+        by_file.setdefault(r["capture_file"], []).append(r)
+    assert sorted(by_file) == sorted(
+        f"{p.name}.gz" if "rhea" in p.name else p.name for p in LOGS
+    )  # neither notes.txt nor app.log
+    conns = source(spark, "connections", str(log_folder))
+    found = source(spark, "findings", str(log_folder))
+    for name, got in by_file.items():
+        path = str(log_folder / name)
+        records = cli_json("read", path)
+        got.sort(key=lambda r: r["frame"])
+        assert len(got) == len(records), name
+        for row, record in zip(got, records, strict=True):
+            assert row["line"] == record["source"]["line"] and row["capture"] == path
+            assert row["packet"] is None and row["src"] is None and row["size"] is None
+            for key in ("frame", "ts", "conn", "dir", "version", "channel", "kind", "name"):
+                assert row[key] == record[key], (name, key)
+            assert json.loads(row["fields"]) == record["fields"]
+            assert (json.loads(row["message"]) if row["message"] else None) == record.get("message")
+            assert [f["code"] for f in row["findings"]] == [f["code"] for f in record["findings"]]
+            if record["ts"] is None:
+                assert row["time"] is None and row["date"] is None
+        (summary,) = cli_json("summary", path)
+        mine = sorted(
+            (json.loads(r["summary"]) for r in conns if r["capture"] == path),
+            key=lambda c: c["id"],
+        )
+        assert mine == summary["connections"], name
+        codes = Counter(f["code"] for f in found if f["capture"] == path)
+        expect = Counter(f["code"] for r in records for f in r["findings"])
+        expect.update(f["code"] for f in summary["findings"] if f.get("frame") is None)
+        if "pika" in name:  # the lines that are no frame, as read and summary say on stderr
+            expect["log.skipped-lines"] += 1
+        assert codes == expect, name
+    job.run([str(log_folder)], str(log_folder.parent / "log-tables"), spark=spark)
+    for table in tables.TABLES:
+        mine = source(spark, table, str(log_folder))
+        theirs = parquet(spark, log_folder.parent / "log-tables", table)
+        assert canonical(mine, table) == canonical(theirs, table), table
+
+
+# -- URIs ----------------------------------------------------------------------------------------
+@pytest.fixture()
+def http_folder(tmp_path: Path) -> Any:
+    """A real HTTP server (the standard library's) serving a folder, on a free port."""
+    import functools
+    import http.server
+    import threading
+
+    folder = tmp_path / "served"
+    folder.mkdir()
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield folder, f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+    server.server_close()
+
+
+@needs_java
+def test_http_uris_are_read_and_stitched_as_local_files(spark: Any, http_folder: Any) -> None:
+    """`load("http://...")`: the Python workers fetch each file (no JVM there); rotated files
+    are scanned and stitched as local ones are, and `amqpscope spark` of the same URIs (whose
+    Hadoop http filesystem Spark's binaryFile cannot list) writes the same tables. A URI that
+    cannot be fetched is a finding; a scheme the workers cannot read is one line."""
+    from amqpscope.pipeline import spark as job
+
+    folder, base = http_folder
+    first, second = rotated(folder / "ring")
+    urls = [f"{base}/ring/{p.name}" for p in (first, second)]
+    job.run(urls, str(folder.parent / "out"), spark=spark)
+    for table in tables.TABLES:
+        mine = source(spark, table, urls)
+        local = source(spark, table, [str(first), str(second)])
+        assert canonical(mine, table) == canonical(
+            parquet(spark, folder.parent / "out", table), table
+        )
+        here = [t.replace(str(folder), base) for t in canonical(local, table)]
+        assert canonical(mine, table) == sorted(here), table
+    conns = source(spark, "connections", urls)
+    assert [r["files"] for r in conns if r["stitched"]] == [urls]
+    missing = source(spark, "findings", [f"{base}/nope.pcap"])
+    assert [(r["code"], "404" in r["message"]) for r in missing] == [("capture.unreadable", True)]
+    with pytest.raises(Exception, match=r"amqp: viewfs://cluster/caps: .* not viewfs://"):
+        source(spark, "frames", "viewfs://cluster/caps")
+
+
+@needs_java
+def test_a_schema_of_fewer_columns_reads_those_columns(spark: Any) -> None:
+    """`.schema(...)` naming some of a table's columns (Spark tells a Python source no query's
+    columns): those alone are built, in the schema's order, equal to the whole table's; a
+    frames projection with none of `fields`, `message`, `findings` reads without decoding
+    messages."""
+    kinds = dict(tables.COLUMNS["frames"])
+    files = [str(CAPTURES / n) for n in ("091-publish-consume.pcap", "10-outcomes.pcap")]
+    files += [str(CAPTURES / "091-large-body.pcap"), str(CAPTURES / "log-proton-broker.log")]
+
+    def reader() -> Any:  # a new one each time: `.schema` sets it on the reader
+        return spark.read.format("amqp").option("table", "frames")
+
+    for names in (
+        ["name", "time", "conn_key", "frame", "capture", "fields"],
+        ["dir", "size", "kind", "channel", "frame", "line", "conn_key"],  # messages not decoded
+    ):
+        got = reader().schema(", ".join(f"{n} {kinds[n]}" for n in names)).load(files)
+        assert got.columns == names
+        whole = reader().load(files).select(*names)
+        assert sorted(map(repr, got.collect())) == sorted(map(repr, whole.collect()))
+    sample = str(CAPTURES / "10-outcomes.pcap")
+    one = reader().schema("time timestamp").load(sample).collect()
+    assert sorted(one) == sorted(reader().load(sample).select("time").collect())
+    with pytest.raises(Exception, match="amqp: schema: frames has no column 'nope'"):
+        reader().schema("nope string").load(str(SPLIT)).collect()
+    with pytest.raises(Exception, match=r"amqp: schema: frames\.name is string, not bigint"):
+        reader().schema("name long").load(str(SPLIT)).collect()

@@ -17,7 +17,7 @@ import click
 
 from amqpscope.capture.files import CaptureError, CaptureReader
 from amqpscope.capture.textlog import LogFile, head_of, is_capture, open_stream
-from amqpscope.findings import Finding, finding
+from amqpscope.findings import Finding
 
 if TYPE_CHECKING:
     from amqpscope.codec.frames import Frame
@@ -126,10 +126,8 @@ class Input:
             return self.capture.findings + (self.dissector.findings if self.dissector else [])
         out = self.reader.findings if self.reader is not None else []
         out = out + (self.log.findings if self.log is not None else [])
-        if self.reader is not None and self.reader.skipped:
-            what = f"{self.path}: {self.reader.skipped} of {self.reader.lines} lines are no "
-            out.append(finding("log.skipped-lines", what + f"{self.fmt} frame (skipped)"))
-        return out
+        skipped = self.reader.skipped_finding() if self.reader is not None else None
+        return out if skipped is None else [*out, skipped]
 
 
 def _text(head: bytes) -> bool:

@@ -258,6 +258,14 @@ class LogReader:
         self.connections.clear()
         return self.findings
 
+    def skipped_finding(self) -> Finding | None:
+        """The lines that were no frame, counted as one finding (read, summary and the Spark
+        tables report it alike), or None."""
+        if not self.skipped:
+            return None
+        what = f"{self.name}: {self.skipped} of {self.lines} lines are no "
+        return finding("log.skipped-lines", what + f"{self.fmt} frame (skipped)")
+
     def _connection(self, logged: Logged) -> _Connection:
         connection = self.connections.get(logged.conn)
         if connection is None or (len(connection.ended) == 2 and logged.kind != EOS):

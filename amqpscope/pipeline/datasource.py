@@ -19,9 +19,14 @@ Options: `table` (frames, connections, links, channels, deliveries, findings; de
 stream also `settleSeconds` (the newest file counts as complete once unchanged this long,
 default 120; any file is once a newer one exists) and `maxFilesPerTrigger`.
 
+Inputs: capture files and frame-trace logs (`rows.decode_file` tells them apart by content; a
+log is planned alone, never stitched), local or behind URIs (`remote`: listed in the planning
+worker, fetched where a task runs, since these Python workers have no JVM for Hadoop). A schema
+of fewer columns (`.schema(...)`) is the only column pruning a Python source can be told of:
+`projection`.
+
 Importing this module needs pyspark; `amqpscope.pipeline.spark.session` registers the source on
-the sessions it makes (`register`). A task decodes a capture file (`rows.decode_file`): another
-input kind (a trace log) is another task kind here and another decode in `rows`, planned alone.
+the sessions it makes (`register`).
 """
 
 from __future__ import annotations
@@ -41,10 +46,10 @@ from pyspark.sql.types import StructType
 
 from amqpscope.pipeline import plan, rows
 from amqpscope.pipeline.stitch import MAX_GAP
-from amqpscope.pipeline.tables import TABLES, ddl, index
+from amqpscope.pipeline.tables import COLUMNS, TABLES, ddl, index
 
 #: rows per Arrow batch handed to Spark
-BATCH = 8192
+BATCH = int(os.environ.get("AMQPSCOPE_SOURCE_BATCH", "8192"))
 #: tables none of whose columns comes from a message's sections: read with messages followed
 #: and counted, not decoded (as `summary` reads them; ~3 times faster on the bundled captures).
 #: Not `connections`: damage inside a message is a finding, and its row counts findings.
@@ -65,11 +70,11 @@ class AmqpDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         if _flag(self.options, "pushFilters"):
-            return AmqpFilteringReader(self.options)
-        return AmqpReader(self.options)
+            return AmqpFilteringReader(self.options, projection(self.options, schema))
+        return AmqpReader(self.options, projection(self.options, schema))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return AmqpStreamReader(self.options)
+        return AmqpStreamReader(self.options, projection(self.options, schema))
 
 
 def register(spark: Any) -> None:
@@ -114,7 +119,31 @@ def _paths(options: Any) -> list[str]:
     return [p[len("file://") :] if p.startswith("file://") else p for p in given]
 
 
-def decoder_options(options: Any, table: str = "frames") -> dict[str, Any]:
+def projection(options: Any, schema: StructType) -> list[str] | None:
+    """The columns a schema given with `.schema(...)` selects (a subset of the table's, in any
+    order, each of its type), or None for the whole table. Spark tells a Python data source no
+    query's columns, so a schema of fewer columns is how a reader asks for fewer: only those
+    are built and handed to the JVM (taking rows from Arrow was a third of a query's CPU)."""
+    table = _table(options)
+    kinds = dict(COLUMNS[table])
+    names = [f.name for f in schema.fields]
+    if names == [name for name, _ in COLUMNS[table]]:
+        return None
+    for f in schema.fields:
+        if f.name not in kinds:
+            raise ValueError(f"amqp: schema: {table} has no column {f.name!r}")
+        # Spark's own names (`long` is `bigint`): parsing DDL here would need a JVM
+        kind = kinds[f.name].replace("long", "bigint")
+        if f.dataType.simpleString() != kind:
+            raise ValueError(
+                f"amqp: schema: {table}.{f.name} is {kind}, not {f.dataType.simpleString()}"
+            )
+    return names
+
+
+def decoder_options(
+    options: Any, table: str = "frames", columns: list[str] | None = None
+) -> dict[str, Any]:
     """The `Dissector` keywords of the source's options (as the CLI's flags give them), for
     reading `table`."""
     from amqpscope.pipeline.spark import PipelineError, dissector_options
@@ -125,7 +154,11 @@ def decoder_options(options: Any, table: str = "frames") -> dict[str, Any]:
         )
     except PipelineError as exc:
         raise ValueError(f"amqp: option {str(exc).lstrip('-')}") from None
-    if table in BODY_FREE:
+    if table in BODY_FREE or (
+        table == "frames"
+        and columns is not None
+        and not {"message", "findings", "fields"} & set(columns)
+    ):  # no column shows a message (a body frame's fields, damage found inside one)
         out["messages"] = False
     return out
 
@@ -133,22 +166,27 @@ def decoder_options(options: Any, table: str = "frames") -> dict[str, Any]:
 class AmqpReader(DataSourceReader):
     """A batch read: one partition per file (its own decode) and per stitched connection."""
 
-    def __init__(self, options: Any) -> None:
+    def __init__(self, options: Any, columns: list[str] | None = None) -> None:
         self.table = _table(options)
         self.inputs = _paths(options)
         self.max_gap = _number(options, "maxGap", MAX_GAP)
-        self.options = decoder_options(options, self.table)
+        self.columns = columns
+        self.options = decoder_options(options, self.table, columns)
 
     def partitions(self) -> Sequence[InputPartition]:
-        from amqpscope.pipeline.spark import list_inputs
+        from amqpscope.pipeline.spark import PipelineError, list_inputs
 
-        local, remote = list_inputs(self.inputs)
-        if remote:
-            raise ValueError(f"amqp: {remote[0]}: only local paths (or file://) are read")
-        if len(local) == 1:  # nothing to stitch
-            tasks: list[plan.Task] = [plan.FileTask(local[0], local[0])]
+        try:
+            local, uris = list_inputs(self.inputs)
+        except PipelineError as exc:
+            raise ValueError(f"amqp: {exc}") from None
+        files = local + remote_files(uris)
+        if not files:
+            raise ValueError("amqp: no capture files or trace logs in " + " ".join(self.inputs))
+        if len(files) == 1:  # nothing to stitch
+            tasks: list[plan.Task] = [plan.FileTask(files[0], files[0])]
         else:
-            tasks = plan.tasks([plan.scan(path) for path in local], self.max_gap)
+            tasks = plan.tasks([plan.scan(path) for path in files], self.max_gap)
         return [InputPartition(task) for task in tasks if self.wanted(task)]
 
     def wanted(self, task: plan.Task) -> bool:
@@ -156,7 +194,20 @@ class AmqpReader(DataSourceReader):
         return True
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        return read_task(partition.value, self.table, self.options)
+        return read_task(partition.value, self.table, self.options, self.columns)
+
+
+def remote_files(uris: list[str]) -> list[str]:
+    """The files behind URIs (`remote.list_files`): those named outright, and of a folder's or
+    a glob's those that start like a capture or are named like a log."""
+    from amqpscope.pipeline import remote
+
+    out: list[str] = []
+    for uri in uris:
+        for found, named in remote.list_files(uri):
+            if named or rows.looks_like_log(found) or rows.looks_like_capture(remote.head(found)):
+                out.append(found)
+    return list(dict.fromkeys(out))
 
 
 #: the columns whose pushed filters skip files: every row of a file's task has its `capture`;
@@ -172,8 +223,8 @@ class AmqpFilteringReader(AmqpReader):
     since Spark fails a reader with `pushFilters` unless `spark.sql.python.filterPushdown.enabled`
     is set (`pipeline.spark.session` sets it)."""
 
-    def __init__(self, options: Any) -> None:
-        super().__init__(options)
+    def __init__(self, options: Any, columns: list[str] | None = None) -> None:
+        super().__init__(options, columns)
         self.filters: list[Any] = []
 
     def pushFilters(self, filters: list[Any]) -> Iterator[Any]:
@@ -213,19 +264,22 @@ def _keeps(found: Any, path: str) -> bool:
     return found.value in value  # StringContains
 
 
-def read_task(task: plan.Task, table: str, options: dict[str, Any]) -> Iterator[Any]:
-    """The rows of `table` that one task makes, as Arrow batches."""
+def read_task(
+    task: plan.Task, table: str, options: dict[str, Any], columns: list[str] | None = None
+) -> Iterator[Any]:
+    """The rows of `table` that one task makes, as Arrow batches (of `columns` only, if set)."""
     from amqpscope.pipeline.store import layout
 
     shape = layout(table)
+    make = shape.whole if columns is None else shape.only(columns)
     pending: list[tuple[Any, ...]] = []
     for values in _rows(task, table, options):
         pending.extend(values)
         if len(pending) >= BATCH:
-            yield shape.whole(pending)
+            yield make(pending)
             pending = []
     if pending:
-        yield shape.whole(pending)
+        yield make(pending)
 
 
 def _rows(task: plan.Task, table: str, options: dict[str, Any]) -> Iterator[list[tuple[Any, ...]]]:
@@ -238,6 +292,8 @@ def _rows(task: plan.Task, table: str, options: dict[str, Any]) -> Iterator[list
     at = index(table)["conn_key"]
     without = {rows.file_key(task.capture, conn) for conn in task.without}
     only = None if task.only is None else {rows.file_key(task.capture, c) for c in task.only}
+    # a URI's file is fetched there (`remote`); one that cannot be is a finding, as a local
+    # file that cannot be read
     for kind, value in rows.decode_file(task.capture, task.path, options=options):
         if kind != table:
             continue
@@ -250,11 +306,17 @@ def _rows(task: plan.Task, table: str, options: dict[str, Any]) -> Iterator[list
 
 
 def _starts_like_capture(path: str) -> bool:
+    """A capture by its first bytes, or a trace log by its name and lines (as a batch read's
+    folder walk keeps them)."""
+    from amqpscope.pipeline.spark import _is_log
+
     try:
         with open(path, "rb") as f:
-            return rows.looks_like_capture(f.read(4))
+            if rows.looks_like_capture(f.read(4)):
+                return True
     except OSError:
         return False
+    return _is_log(path, os.path.basename(path))
 
 
 class AmqpStreamReader(DataSourceStreamReader):
@@ -266,8 +328,9 @@ class AmqpStreamReader(DataSourceStreamReader):
     the same batches again: no frame lost, none repeated. A file is taken once a newer one exists,
     or when it has not changed for `settleSeconds`."""
 
-    def __init__(self, options: Any) -> None:
+    def __init__(self, options: Any, columns: list[str] | None = None) -> None:
         self.table = _table(options)
+        self.columns = columns
         folders = _paths(options)
         if len(folders) != 1 or not os.path.isdir(folders[0]):
             raise ValueError("amqp: a stream reads one folder: readStream.load(FOLDER)")
@@ -276,7 +339,7 @@ class AmqpStreamReader(DataSourceStreamReader):
         self.settle = _number(options, "settleSeconds", SETTLE)
         most = options.get("maxFilesPerTrigger")
         self.most = int(most) if most else None
-        self.options = decoder_options(options, self.table)
+        self.options = decoder_options(options, self.table, columns)
         self._scans: dict[tuple[str, int, int], plan.Scan] = {}
 
     def initialOffset(self) -> dict[str, Any]:
@@ -340,7 +403,7 @@ class AmqpStreamReader(DataSourceStreamReader):
         return [InputPartition(task) for task in tasks]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        return read_task(partition.value, self.table, self.options)
+        return read_task(partition.value, self.table, self.options, self.columns)
 
     def commit(self, end: dict[str, Any]) -> None:
         """Nothing to release: the files stay where the capture wrote them."""

@@ -23,8 +23,11 @@ the newest file: what a later file may continue.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
 import re
+import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -121,12 +124,67 @@ class GroupTask:
 Task = FileTask | GroupTask
 
 
+#: where scans of local files are kept between queries (Spark plans each query in a new
+#: process: a session's later queries of the same files need not scan them again)
+SCANS = os.path.join(tempfile.gettempdir(), "amqpscope-scans")
+_SCAN_VERSION = 1
+
+
 def scan(capture: str, path: str | None = None) -> Scan:
     """Scan one capture file for its edge connections (an unreadable file: `error` set; its
-    decode task says so as a finding)."""
+    decode task says so as a finding). A local file's scan is kept in `SCANS`, keyed by its
+    path, size and modification time, and taken from there while the file is unchanged."""
     local = path or capture
+    key = _scan_key(capture, local)
+    if key is not None:
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            with open(os.path.join(SCANS, key), encoding="utf-8") as f:
+                kept = json.load(f)
+            return Scan(
+                capture, local, kept["first_ts"], [Part.from_json(p) for p in kept["parts"]]
+            )
+    found = _scan_file(capture, local)
+    if key is not None and found.error is None:
+        with contextlib.suppress(OSError):
+            os.makedirs(SCANS, exist_ok=True)
+            fd, aside = tempfile.mkstemp(dir=SCANS, prefix=".")
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                kept = {"first_ts": found.first_ts, "parts": [p.to_json() for p in found.parts]}
+                json.dump(kept, f)
+            os.replace(aside, os.path.join(SCANS, key))
+    return found
+
+
+def _scan_key(capture: str, local: str) -> str | None:
+    """The kept scan's name for a local file as it is now (None for a URI or no file)."""
+    from amqpscope.pipeline.remote import scheme
+
+    if scheme(local) is not None:
+        return None
     try:
-        reader = open_capture(local)
+        stat = os.stat(local)
+    except OSError:
+        return None
+    text = (
+        f"{_SCAN_VERSION}\0{capture}\0{os.path.abspath(local)}\0{stat.st_size}\0{stat.st_mtime_ns}"
+    )
+    return hashlib.sha1(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _scan_file(capture: str, local: str) -> Scan:
+    from amqpscope.pipeline.remote import RemoteError, local_copy
+
+    try:
+        with local_copy(local) as here:
+            return _scan(capture, local, here)
+    except (RemoteError, OSError) as exc:
+        return Scan(capture, local, None, error=str(exc))
+
+
+def _scan(capture: str, local: str, here: str) -> Scan:
+    """`scan` of the file at `here` (`local` is where tasks will read it)."""
+    try:
+        reader = open_capture(here)
     except (CaptureError, OSError) as exc:
         return Scan(capture, local, None, error=str(exc))
     segments = SegmentDecoder()
@@ -301,7 +359,13 @@ def part_packets(part: Part) -> list[RawPacket]:
     pair = _pair(part.edge.client, part.edge.server)
     out: list[RawPacket] = []
     decoder = SegmentDecoder()
-    with contextlib.suppress(CaptureError, OSError), open_capture(part.path) as reader:
+    from amqpscope.pipeline.remote import RemoteError, local_copy
+
+    with (
+        contextlib.suppress(CaptureError, OSError, RemoteError),
+        local_copy(part.path) as here,
+        open_capture(here) as reader,
+    ):
         for packet in reader:
             if not part.start <= packet.number < part.end:
                 continue

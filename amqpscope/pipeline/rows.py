@@ -59,7 +59,51 @@ def looks_like_capture(head: bytes) -> bool:
     return head[:4] in MAGICS or head[:2] == b"\x1f\x8b"
 
 
-def day(ts: float) -> str:
+#: names a folder's frame-trace logs have (a folder's other text files are left alone; a file
+#: named outright is read whatever its name)
+LOG_SUFFIXES = (".log", ".log.gz", ".trace", ".trace.gz")
+
+
+def looks_like_log(name: str) -> bool:
+    return name.lower().endswith(LOG_SUFFIXES)
+
+
+def input_kind(path: str) -> tuple[str, str | None]:
+    """What the file holds, told by content as the CLI tells it (`cli.inputs`): ("capture",
+    None), ("log", its format), or ("text", None) for text in no log format amqpscope reads.
+    A pcap or pcapng (gzip'd or not), or bytes that are no text, count as a capture (whose
+    reader says what is wrong with them). OSError or CaptureError when it cannot be read."""
+    from amqpscope.capture.textlog import LogFile, head_of, is_capture, open_stream
+
+    stream = open_stream(path)
+    try:
+        head, compressed = head_of(stream)
+        if is_capture(head) or not _text(head):
+            return "capture", None
+        from amqpscope.logs.detect import SAMPLE, detect
+
+        with LogFile(path, stream, compressed) as log:
+            fmt = detect(itertools.islice(iter(log), SAMPLE))
+        return ("log", fmt) if fmt is not None else ("text", None)
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            stream.close()
+
+
+def _text(head: bytes) -> bool:
+    """Whether the first bytes read as text (as `cli.inputs` tells them)."""
+    if not head or b"\0" in head:
+        return False
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start >= len(head) - 3  # a character cut by the peek's end
+    return True
+
+
+def day(ts: float | None) -> str | None:
+    if ts is None:
+        return None
     key = int(ts // 86400)
     text = _DAYS.get(key)
     if text is None:
@@ -102,6 +146,13 @@ class Place:
     conns: dict[str, int] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
     keys: dict[int, str] = field(default_factory=dict)  # conn -> key, made once
+    #: a trace log's decode: frames have a `source` line, and a time of 0.0 is none logged
+    logged: bool = False
+
+    def when(self, ts: float | None) -> float | None:
+        """A time as the rows have it: a log line without a timestamp has none (null, as
+        `read --json` prints it), not the epoch."""
+        return None if self.logged and not ts else ts
 
     @property
     def stitched(self) -> bool:
@@ -132,14 +183,14 @@ class Place:
 
 
 def decode(
-    packets: Iterable[RawPacket],
+    frames: Iterable[Frame],
     place: Place,
     capture_findings: Callable[[], list[Finding]],
-    dissector: Dissector,
+    dissector: Dissector | None,
 ) -> Iterator[Record]:
-    """Decode one packet stream into table rows: frames, settled deliveries and the frames'
-    findings as they come (a chunk at a time, so a worker's memory stays bounded), the rest at
-    the end."""
+    """Decode one stream of frame records (`dissector.run` of packets, or a log's records, with
+    no dissector) into table rows: frames, settled deliveries and the frames' findings as they
+    come (a chunk at a time, so a worker's memory stays bounded), the rest at the end."""
     tracker = Tracker(journeys=False)  # journeys and RPC pairs are not tables
     broken: str | None = None
     # conn -> [frames, first ts, last ts, its DeliveryLog, its key]
@@ -149,11 +200,11 @@ def decode(
     counted: dict[int | None, int] = {}  # findings per connection, for its row
     chunk: list[tuple[Any, ...]] = []
     held = 0  # bytes of the chunk's JSON texts
-    layers = _LayerFindings(dissector)
+    layers = _LayerFindings(dissector) if dissector is not None else None
     retired: set[int] = set()  # connections whose rows are out (their TCP ended)
     retired_rows: dict[str, list[tuple[Any, ...]]] = {}  # theirs, on the way out
     last_ts = 0.0
-    for frame in dissector.run(packets):
+    for frame in frames:
         if broken is None:
             try:
                 tracker.feed(frame)
@@ -231,7 +282,8 @@ def decode(
         if f.frame is None:
             when = spans.get(f.conn, [0, last_ts, last_ts])[2] if f.conn is not None else last_ts
             findings.append(_finding(f, place, "tracker", when, f.conn))
-    for f in [*capture_findings(), *dissector.findings]:
+    layer_findings = dissector.findings if dissector is not None else []
+    for f in [*capture_findings(), *layer_findings]:
         findings.append(_finding(f, place, "capture", last_ts, f.conn))
     for entry in findings[later:]:
         counted[entry["_conn"]] = counted.get(entry["_conn"], 0) + 1
@@ -291,7 +343,7 @@ def _retire(
     span: list[Any],
     place: Place,
     counted: dict[int | None, int],
-    layers: _LayerFindings,
+    layers: _LayerFindings | None,
 ) -> tuple[list[dict[str, Any]], list[Record]] | None:
     """A connection whose TCP ended, out of the tracker: its end's findings (as findings rows
     to be) and its `connections`, `links` and `channels` rows, a (table, row) each. None:
@@ -302,7 +354,7 @@ def _retire(
         return None
     ended = [_finding(f, place, "tracker", span[2], conn) for f in tracker.findings[before:]]
     del tracker.findings[before:]  # out with the connection, not again at the file's end
-    count = counted.pop(conn, 0) + len(ended) + layers.take(conn)
+    count = counted.pop(conn, 0) + len(ended) + (layers.take(conn) if layers else 0)
     return ended, list(_connection_rows(conn, summary, span, place, count))
 
 
@@ -314,6 +366,9 @@ def _deliveries(logged: list[dict[str, Any]], place: Place, conn: int) -> list[t
     out = []
     for values in logged:
         values["capture"] = capture
+        if place.logged:
+            values["ts"] = place.when(values["ts"])
+            values["settled_ts"] = place.when(values.get("settled_ts"))
         values["date"] = day(values["ts"])
         values["conn_key"] = key
         values["conn"] = number
@@ -356,6 +411,9 @@ def _frame_row(frame: Frame, place: Place, key: str | None) -> tuple[Any, ...]:
         base = _BASENAMES[capture] = os.path.basename(capture.rstrip("/")) or capture
     message = frame.message
     ts = frame.ts
+    source = frame.source
+    if source is not None:  # a log's: its line, no packet, endpoints or size; maybe no time
+        return _logged_row(frame, capture, base, key, findings or _NONE)
     date = _DAYS.get(int(ts // 86400))  # `day`, inlined: this runs once per frame
     return (
         capture,
@@ -365,6 +423,7 @@ def _frame_row(frame: Frame, place: Place, key: str | None) -> tuple[Any, ...]:
         place.packets is not None,
         frame.number,
         packet,
+        None,  # line: a log's
         frame.ts,
         None,  # time: made from ts when the rows are written (store.Layout)
         conn,
@@ -382,13 +441,48 @@ def _frame_row(frame: Frame, place: Place, key: str | None) -> tuple[Any, ...]:
     )
 
 
-def _finding(f: Finding, place: Place, origin: str, ts: float, conn: int | None) -> dict[str, Any]:
+def _logged_row(
+    frame: Frame, capture: str, base: str, key: str | None, findings: Any
+) -> tuple[Any, ...]:
+    """The `frames` row of a frame read from a log, as `read --json` prints it: `line` for
+    packet, no endpoints or size, `ts` null when the line had no timestamp."""
+    ts = frame.ts or None
+    message = frame.message
+    return (
+        capture,
+        base,
+        day(ts),
+        key,
+        False,
+        frame.number,
+        None,
+        (frame.source or {}).get("line"),
+        ts,
+        None,
+        frame.conn,
+        None,
+        None,
+        frame.direction,
+        frame.version,
+        frame.channel,
+        frame.kind,
+        frame.name,
+        None,
+        _json(frame.fields),
+        None if message is None else _json(message),
+        findings,
+    )
+
+
+def _finding(
+    f: Finding, place: Place, origin: str, ts: float | None, conn: int | None
+) -> dict[str, Any]:
     capture, packet = place.packet(f.packet)
     if place.stitched and f.packet is None:
         capture = place.files[-1] if place.files else place.capture
     return {
         "capture": capture,
-        "date": day(ts),
+        "date": day(place.when(ts)),
         "conn_key": place.key(conn),
         "conn": place.conn(capture, conn),
         "frame": f.frame,
@@ -455,9 +549,10 @@ def _connection_rows(
     sessions = summary.get("sessions") or []
     channels = summary.get("channels") or []
     links = [(s, link) for s in sessions if isinstance(s, dict) for link in (s.get("links") or [])]
+    first_ts, last_ts = place.when(span[1]), place.when(span[2])
     common = {
         "capture": place.capture,
-        "date": day(span[1]),
+        "date": day(first_ts),
         "conn_key": place.key(conn),
         "conn": place.conn(place.capture, conn),
     }
@@ -470,8 +565,8 @@ def _connection_rows(
                 "version": summary.get("version"),
                 "client": summary.get("client"),
                 "server": summary.get("server"),
-                "first_ts": span[1],
-                "last_ts": span[2],
+                "first_ts": first_ts,
+                "last_ts": last_ts,
                 "frames": span[0],
                 "stitched": place.stitched,
                 "files": place.files or [place.capture],
@@ -587,8 +682,23 @@ def decode_file(
     options: dict[str, Any] | None = None,
 ) -> Iterator[Record]:
     """Everything about one capture file: its rows, its edge connections with their packets, and
-    a "meta" record. `path` is a local file; `data` the file's bytes (from a Hadoop filesystem).
-    `options` are the `Dissector`'s (`show_secrets`, `redact_bodies`), as the CLI passes them."""
+    a "meta" record. `path` is a local file or a URI `remote` reads (fetched first); `data` the
+    file's bytes (from a Hadoop filesystem). `options` are the `Dissector`'s (`show_secrets`,
+    `redact_bodies`), as the CLI passes them."""
+    from amqpscope.pipeline import remote
+
+    if path is not None and remote.scheme(path) is not None:
+        with contextlib.ExitStack() as stack:
+            try:
+                here = stack.enter_context(remote.local_copy(path))
+            except (remote.RemoteError, OSError) as exc:
+                why = str(exc).removeprefix("amqp: ")
+                yield "findings", [row("findings", unreadable(capture, why))]
+                yield "meta", {"capture": capture, "first_ts": None, "packets": 0, "frames": 0,
+                               "error": why}  # fmt: skip
+                return
+            yield from decode_file(capture, here, options=options)
+        return
     if data is not None:
         with tempfile.NamedTemporaryFile(prefix="amqpscope-", suffix=".cap") as tmp:
             tmp.write(data)
@@ -599,10 +709,18 @@ def decode_file(
     meta: dict[str, Any] = {"capture": capture, "first_ts": None, "packets": 0, "frames": 0}
     try:
         meta["bytes"] = os.path.getsize(local)
+        kind, fmt = input_kind(local)
+        if kind == "text":
+            raise CaptureError(
+                f"{capture}: not a pcap or pcapng file, nor a frame-trace log amqpscope reads"
+            )
+        if fmt is not None:
+            yield from decode_log(capture, local, fmt, options, meta)
+            return
         reader = open_capture(local)
     except (CaptureError, OSError) as exc:
         meta["error"] = str(exc)
-        yield "findings", [row("findings", _unreadable(capture, str(exc)))]
+        yield "findings", [row("findings", unreadable(capture, str(exc)))]
         yield "meta", meta
         return
     place = Place(capture)
@@ -615,10 +733,51 @@ def decode_file(
         if first is not None:  # the first packet's time orders the files for stitching
             meta["first_ts"] = first.ts
             source = itertools.chain((first,), source)
-        yield from decode(source, place, lambda: reader.findings, dissector)
+        yield from decode(dissector.run(source), place, lambda: reader.findings, dissector)
     meta["packets"] = dissector.packets
     meta["frames"] = dissector.frames
     yield from _edges(capture, local, dissector)
+    yield "meta", meta
+
+
+def decode_log(
+    capture: str,
+    local: str,
+    fmt: str,
+    options: dict[str, Any] | None = None,
+    meta: dict[str, Any] | None = None,
+) -> Iterator[Record]:
+    """A frame-trace log's rows (`logs.reader.LogReader`, as `read`/`summary` of the log read
+    it). A log is never stitched: its connections are whole in it, so it has no edges."""
+    from amqpscope.capture.textlog import LogFile, head_of, open_stream
+    from amqpscope.logs.reader import LogReader
+
+    options = options or {}
+    meta = meta if meta is not None else {"capture": capture, "first_ts": None, "packets": 0}
+    reader = LogReader(
+        capture,
+        fmt,
+        show_secrets=bool(options.get("show_secrets")),
+        messages=options.get("messages", True),
+    )
+    stream = open_stream(local)
+    _, compressed = head_of(stream)
+    with LogFile(local, stream, compressed) as log:
+
+        def frames() -> Iterator[Frame]:
+            feed = reader.feed
+            for number, line in enumerate(log, 1):
+                yield from feed(line, number)
+            yield from reader.flush()
+            reader.finish()
+
+        def found() -> list[Finding]:
+            skipped = reader.skipped_finding()
+            return [*reader.findings, *log.findings, *([skipped] if skipped else [])]
+
+        yield from decode(frames(), Place(capture, logged=True), found, None)
+    meta["frames"] = reader.number
+    meta["log"] = fmt
     yield "meta", meta
 
 
@@ -691,7 +850,7 @@ def _sequence(edge: Edge, sender: str, seq: int, payload: bytes, flags: int) -> 
         seen[1] = after
 
 
-def _unreadable(capture: str, why: str) -> dict[str, Any]:
+def unreadable(capture: str, why: str) -> dict[str, Any]:
     return {
         "capture": capture,
         "code": "capture.unreadable",
@@ -720,4 +879,5 @@ def decode_group(
         {edge.capture: edge.conn for edge, _ in ordered},
         [edge.capture for edge, _ in ordered],
     )
-    yield from decode(packets, place, list, Dissector(**(options or {})))
+    dissector = Dissector(**(options or {}))
+    yield from decode(dissector.run(packets), place, list, dissector)

@@ -31,6 +31,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from amqpscope.capture.files import CaptureError
+from amqpscope.pipeline import remote as remotes
 from amqpscope.pipeline import rows, stitch, tasks
 from amqpscope.pipeline.store import Output, layout
 from amqpscope.pipeline.tables import TABLES
@@ -167,9 +169,25 @@ def _walk(folder: str) -> list[str]:
                     head = f.read(4)
             except OSError:
                 continue
-            if rows.looks_like_capture(head):
+            if rows.looks_like_capture(head) or _is_log(path, name):
                 out.append(os.path.abspath(path))
     return out
+
+
+def fetched_scheme(uri: str) -> bool:
+    """A URI the executors fetch themselves (`pipeline.remote`), not through Hadoop."""
+    return remotes.scheme(uri) in remotes.HTTP
+
+
+def _is_log(path: str, name: str) -> bool:
+    """A folder's file named like a log (`rows.LOG_SUFFIXES`) whose lines are frames in a
+    format amqpscope reads: a folder's other logs and text files are left alone."""
+    if not rows.looks_like_log(name):
+        return False
+    try:
+        return rows.input_kind(path)[0] == "log"
+    except (CaptureError, OSError):
+        return False
 
 
 def session(master: str | None = None, app: str = "amqpscope") -> Any:
@@ -271,7 +289,7 @@ def _decode_remote(
         def items() -> Iterator[tuple[str, str | None, bytes | None]]:
             for row in inputs:
                 uri, data = row[0], bytes(row[1])
-                if uri in named or rows.looks_like_capture(data[:4]):
+                if uri in named or rows.looks_like_capture(data[:4]) or rows.looks_like_log(uri):
                     yield uri, None, data
 
         yield from tasks.decode_files(items(), out, run, options)
@@ -372,11 +390,19 @@ def _run(
 
     sc = _context(spark)
     started = time.perf_counter()  # the job, not the JVM's start
+    # http(s): Hadoop's filesystem for it cannot list, so binaryFile cannot read it; the
+    # executors fetch each named file with `pipeline.remote`, as the data source's do
+    fetch = [uri for uri in remote if fetched_scheme(uri)]
+    try:
+        fetched = [found for uri in fetch for found, _ in remotes.list_files(uri)]
+    except remotes.RemoteError as exc:
+        raise PipelineError(str(exc).removeprefix("amqp: ")) from None
+    remote = [uri for uri in remote if uri not in fetch]
     listed = hadoop_files(sc, remote) if remote else []
-    if not local and not listed:
+    if not local and not listed and not fetched:
         raise PipelineError("no capture files in " + " ".join(inputs))
     total = sum(os.path.getsize(p) for p in local) + sum(size for _, size, _ in listed)
-    files = len(local) + len(listed)
+    files = len(local) + len(listed) + len(fetched)
     # a task per file costs ~0.1 s: small files share tasks, big ones get one each
     slices = partitions or max(1, min(files, max(2 * sc.defaultParallelism, total // CHUNK)))
     say(f"{files} capture files ({total / 1e6:.1f} MB) on {sc.master}, {slices} decode tasks")
@@ -409,6 +435,14 @@ def _run(
         small += (
             content.select("path", "content")
             .rdd.mapPartitions(_decode_remote(named, out, run_id, options))
+            .collect()
+        )
+    if fetched:
+        small += (
+            sc.parallelize(fetched, max(1, min(len(fetched), slices)))
+            .mapPartitions(
+                lambda uris: tasks.decode_files(((u, u, None) for u in uris), out, run_id, options)
+            )
             .collect()
         )
     metas = [value for kind, value in small if kind == "meta"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Callable
 from operator import itemgetter
 from typing import Any
 
@@ -175,6 +176,42 @@ class Layout:
             if seconds is not None:
                 arrays[at] = _timestamps(arrays[seconds].cast(pa.float64()), kind)
         return pa.RecordBatch.from_arrays(arrays, schema=self.whole_schema)
+
+    def only(self, names: list[str]) -> Callable[[list[tuple[Any, ...]]], Any]:
+        """What makes a batch of these columns alone (in this order) from whole rows: only
+        their values are read by Arrow (a timestamp's from its seconds column)."""
+        import pyarrow as pa
+
+        at = {name: i for i, (name, _) in enumerate(COLUMNS[self.table])}
+        kinds = dict(COLUMNS[self.table])
+        times = TIMES.get(self.table, {})
+        needed = list(dict.fromkeys(times.get(n, n) for n in names))  # seconds for a time
+        positions = [at[n] for n in needed]
+        row_type = pa.struct([pa.field(n, arrow_type(kinds[n])) for n in needed])
+        schema = pa.schema([pa.field(n, arrow_type(kinds[n])) for n in names])
+        pick = itemgetter(*positions)
+
+        def make(rows: list[tuple[Any, ...]]) -> Any:
+            try:
+                if len(positions) == 1:
+                    got = {needed[0]: pa.array(list(map(pick, rows)), type=row_type.field(0).type)}
+                else:
+                    whole = pa.array(list(map(pick, rows)), type=row_type)
+                    got = {n: whole.field(i) for i, n in enumerate(needed)}
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError):
+                got = {
+                    n: _column(list(map(itemgetter(at[n]), rows)), arrow_type(kinds[n]))
+                    for n in needed
+                }
+            arrays = [
+                _timestamps(got[times[n]].cast(pa.float64()), arrow_type(kinds[n]))
+                if n in times
+                else got[n]
+                for n in names
+            ]
+            return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+        return make
 
     def _by_column(self, rows: list[tuple[Any, ...]]) -> Any:
         import pyarrow as pa

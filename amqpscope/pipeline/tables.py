@@ -30,6 +30,7 @@ COLUMNS: dict[str, list[tuple[str, str]]] = {
         ("stitched", "boolean"),
         ("frame", "long"),
         ("packet", "long"),
+        ("line", "long"),  # a trace log's line (its frames have no packet)
         ("ts", "double"),
         ("time", "timestamp"),
         ("conn", "long"),
