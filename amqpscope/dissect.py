@@ -3,6 +3,10 @@
 capture (link layer → TCP segments) → stream (reassembly) → codec (framing, naming). The caller
 feeds packets from any source (file, interface, Spark partition) and gets frames back in the order
 of the packet that completes each one; findings that no frame carries collect in `findings`.
+
+With `retire=True` (the CLI's reads of a file) a connection whose TCP closed is forgotten when
+the next packet comes (its frames have all been handed out and handled by then): what the end
+of the capture reads of it is kept compact, its census kind and whether it was AMQP.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
+from typing import Any
 
 from amqpscope.capture.linklayer import SegmentDecoder
 from amqpscope.capture.packet import RawPacket, Segment
@@ -69,6 +74,7 @@ class Dissector:
         messages: bool = True,
         redact_bodies: bool = False,
         carriers: bool = False,
+        retire: bool = False,
     ) -> None:
         self.show_secrets = show_secrets  # decode credentials rather than redact them
         # note on each frame which packets carried its bytes (`Frame.carriers`: -x, -w)
@@ -88,8 +94,15 @@ class Dissector:
         self.packets = 0
         self.findings: list[Finding] = []
         self.segment: Segment | None = None  # the TCP segment of the packet fed last (-w)
+        # retirement (see the module's docstring)
+        self.retire = retire
+        self.ended: list[int] = []  # closed connections, forgotten at the next packet
+        self.retired_amqp = bytearray()  # conn id -> 1: a forgotten connection was AMQP
+        self.retired_kinds: dict[Any, int] = {}  # `census.kind` of forgotten ones -> count
 
     def feed(self, packet: RawPacket) -> list[Frame]:
+        if self.ended:
+            self.retire_ended()
         self.packets += 1
         segment = self.segment = self.segments.decode(packet)
         if segment is None:
@@ -104,6 +117,8 @@ class Dissector:
     def finish(self) -> list[Frame]:
         """End of input: flush reassembly and codecs; collect the findings nothing carried."""
         out: list[Frame] = []
+        if self.ended:
+            self.retire_ended()
         self.segments.flush()
         for event in self.tcp.flush():
             self._event(event, out)
@@ -124,7 +139,29 @@ class Dissector:
         if f.code == "tcp.gap" or f.conn is None:
             return False
         conn = self.connections.get(f.conn)
-        return conn is not None and conn.is_amqp
+        if conn is None:
+            amqp = self.retired_amqp
+            return 0 <= f.conn < len(amqp) and amqp[f.conn] == 1
+        return conn.is_amqp
+
+    def retire_ended(self) -> None:
+        """Forget the connections that closed (`retire`): each counted by its census kind, and
+        marked when it was AMQP (for `reported`)."""
+        from amqpscope.census import kind
+
+        ended, self.ended = self.ended, []
+        kinds = self.retired_kinds
+        for cid in ended:
+            conn = self.connections.pop(cid, None)
+            if conn is None:
+                continue
+            if conn.is_amqp:
+                amqp = self.retired_amqp
+                if len(amqp) <= cid:
+                    amqp.extend(bytes(cid + 1 - len(amqp) + len(amqp) // 2))
+                amqp[cid] = 1
+            key = kind(conn)
+            kinds[key] = kinds.get(key, 0) + 1
 
     def expire_idle(self, now: float, idle: float) -> list[Frame]:
         """For long captures: close connections without a packet for `idle` seconds before `now`
@@ -224,6 +261,8 @@ class Dissector:
                 self._carry(conn)
                 if event.how in TRANSPORT_EVENTS and conn.is_amqp:
                     self._number(conn, [self._transport(conn, event)], out)
+                if self.retire:
+                    self.ended.append(conn.conn)
 
     @staticmethod
     def _transport(conn: Connection, event: StreamClose) -> Frame:
