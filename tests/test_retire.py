@@ -138,3 +138,16 @@ def test_memory_per_ended_connection_is_bounded(many: Path, tmp_path: Path) -> N
     # 400 more connections: under 3 KB each (the capture-wide journeys remember publishes,
     # bounded); kept whole, each held about 20 KB
     assert large - small < (MANY - 200) * 3 * 1024, (small, large)
+
+
+def test_a_log_without_times_has_no_time_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Proton's PN_TRACE_FRM lines have no time: no latency column or sparkline of rates says
+    anything there. A log with times (rhea's DEBUG lines) keeps them."""
+    untimed = said(
+        ["summary", str(ROOT / "captures" / "log-proton-broker.log")], False, monkeypatch
+    )
+    timed = said(["summary", str(ROOT / "captures" / "log-rhea-broker.log")], False, monkeypatch)
+    for words in ("settle ms", "delivery rate", "unsettled peak", "█"):
+        assert words in timed[1]
+        assert words not in untimed[1]
+    assert "│    6 │   6 │   0 │  65536" in untimed[1]  # the counts are all there

@@ -81,8 +81,15 @@ def summary(
         wrap = bar.wrap if bar is not None and source.capture is not None else None
         # the summary needs no message decoded
         frames = source.frames(messages=False, keylog=load_keylog(keylog), wrap=wrap, retire=retire)
-        for frame in frames:
-            tracker.feed(frame)
+        untimed = False
+        if source.capture is not None:
+            for frame in frames:
+                tracker.feed(frame)
+        else:  # a log: its lines may have no time (Proton's PN_TRACE_FRM), then ts is 0.0
+            untimed = True
+            for frame in frames:
+                tracker.feed(frame)
+                untimed = untimed and not frame.ts
         tracker.finish()
         result = tracker.summary()
         # (order, summary) of the connections open at the end (all, when nothing was retired)
@@ -97,7 +104,7 @@ def summary(
         if bar is not None:
             bar.clear()
         try:
-            _write(result, live, digest, spool, as_json, show_all, others, color, width)
+            _write(result, live, digest, spool, as_json, show_all, others, color, width, untimed)
         finally:
             if spool is not None:
                 spool.close()
@@ -115,9 +122,10 @@ def _write(
     others: list[str],
     color: str,
     width: int | None,
+    untimed: bool = False,
 ) -> None:
     """The summary document as JSON or tables: every connection (the spooled and `live`), or
-    the digest of them."""
+    the digest of them; `untimed`: without times (the frames had none)."""
     if as_json:
         if spool is None or not spool.count:
             sys.stdout.write(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
@@ -133,7 +141,7 @@ def _write(
         if not show_all:
             many = digest
         else:
-            _write_every(result, live, spool, color, width)
+            _write_every(result, live, spool, color, width, untimed)
             return
     elif spool is not None and spool.count:
         result["connections"] = list(spool.summaries(live))
@@ -143,13 +151,13 @@ def _write(
     if width is not None and uncoloured(color):  # rich would style nothing
         replace_unencodable()
         encoding = (getattr(sys.stdout, "encoding", None) or "utf-8").lower()
-        text = summary_text(result, width, encoding, many)
+        text = summary_text(result, width, encoding, many, untimed)
     if others:  # instead of a bare "no findings": what the capture held
         sys.stdout.write("".join(line + "\n" for line in others))
     elif text is not None:
         sys.stdout.write(text)
     else:
-        print_summary(result, make_console(color, width), many)
+        print_summary(result, make_console(color, width), many, untimed)
 
 
 def _write_every(
@@ -158,6 +166,7 @@ def _write_every(
     spool: Spool | None,
     color: str,
     width: int | None,
+    untimed: bool,
 ) -> None:
     """--all of many connections: each written as it is read back, then the rest."""
     from amqpscope.render.summary import (
@@ -175,18 +184,18 @@ def _write_every(
         encoding = (getattr(sys.stdout, "encoding", None) or "utf-8").lower()
     console = None
     for conn in spool.summaries(live):
-        text = connection_text(conn, width or 0, encoding) if plain else None
+        text = connection_text(conn, width or 0, encoding, untimed) if plain else None
         if text is not None:
             sys.stdout.write(text)
             continue
         if console is None:
             sys.stdout.flush()
             console = make_console(color, width)
-        print_connection(conn, console)
+        print_connection(conn, console, untimed)
     result["connections"] = []
-    text = summary_text(result, width, encoding) if plain and width is not None else None
+    text = summary_text(result, width, encoding, untimed=untimed) if plain and width else None
     if text is not None:
         sys.stdout.write(text)
     else:
         sys.stdout.flush()
-        print_summary(result, console or make_console(color, width))
+        print_summary(result, console or make_console(color, width), untimed=untimed)

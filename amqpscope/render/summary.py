@@ -449,10 +449,14 @@ def _rich_line(pieces: Pieces) -> Text:
 
 
 def print_summary(
-    result: dict[str, Any], console: Console | None = None, digest: Digest | None = None
+    result: dict[str, Any],
+    console: Console | None = None,
+    digest: Digest | None = None,
+    untimed: bool = False,
 ) -> None:
     """Print the summary document as tables: every connection, or, given the `digest` of many,
-    their totals and the busiest and most troubled of them."""
+    their totals and the busiest and most troubled of them. `untimed`: the frames had no time
+    (a log without timestamps), so no column or sparkline of times and rates."""
     from rich.console import Console
 
     console = console or Console(markup=False, highlight=False)  # captured text is literal
@@ -462,14 +466,14 @@ def print_summary(
 
     if digest is None:
         for conn in result.get("connections", []):
-            print_connection(conn, console)
+            print_connection(conn, console, untimed)
     else:
         for pieces in digest.head():
             line(pieces)
         for heading, group in digest.groups():
             line(heading)
             for conn in group:
-                print_connection(conn, console)
+                print_connection(conn, console, untimed)
         line(digest.more())
         console.print()
     for conn in result.get("undecoded", []):
@@ -494,7 +498,7 @@ def print_summary(
         line(pieces)
 
 
-def print_connection(conn: Row, console: Console) -> None:
+def print_connection(conn: Row, console: Console, untimed: bool = False) -> None:
     """One connection's line and tables, and a blank line after them."""
 
     def line(pieces: Pieces) -> None:
@@ -505,10 +509,12 @@ def print_connection(conn: Row, console: Console) -> None:
         rows, ended = _links(conn)
         for text in ended:
             line([(text, "red")])
-        table = _table("links", LINK_COLUMNS, rows, console, LINK_SPARKS)
+        columns, sparks = _timed(LINK_COLUMNS, LINK_SPARKS, untimed)
+        table = _table("links", columns, rows, console, sparks)
     else:
         channels = conn.get("channels") or []
-        table = _table("channels", CHANNEL_COLUMNS, channels, console, CHANNEL_SPARKS)
+        columns, sparks = _timed(CHANNEL_COLUMNS, CHANNEL_SPARKS, untimed)
+        table = _table("channels", columns, channels, console, sparks)
     if table is not None:
         console.print(table)
     tx_columns, tx_rows, tx_counts = _transactions(conn)
@@ -518,6 +524,19 @@ def print_connection(conn: Row, console: Console) -> None:
         if tx_table is not None:
             console.print(tx_table)
     console.print()
+
+
+#: columns of times, meaningless where the frames had none (a log without timestamps)
+TIMED_COLUMNS = frozenset(("starved s", "settle ms", "ack ms"))
+
+
+def _timed(
+    columns: list[Column], sparks: list[Spark], untimed: bool
+) -> tuple[list[Column], list[Spark]]:
+    """The columns and sparklines to show: without those of times when `untimed`."""
+    if not untimed:
+        return columns, sparks
+    return [c for c in columns if c[0] not in TIMED_COLUMNS], []
 
 
 def _findings_lines(findings: list[dict[str, Any]], digest: Digest | None) -> list[Pieces]:
@@ -538,7 +557,11 @@ def _findings_lines(findings: list[dict[str, Any]], digest: Digest | None) -> li
 
 
 def summary_text(
-    result: dict[str, Any], width: int, encoding: str, digest: Digest | None = None
+    result: dict[str, Any],
+    width: int,
+    encoding: str,
+    digest: Digest | None = None,
+    untimed: bool = False,
 ) -> str | None:
     """The summary as `print_summary` prints it on a console of `width` columns that styles
     nothing (piped, or --color never) and writes `encoding`, when rich would print every line
@@ -561,7 +584,7 @@ def summary_text(
 
     if digest is None:
         for conn in result.get("connections", []):
-            if not _connection_text(conn, width, encoding, line, table):
+            if not _connection_text(conn, width, encoding, line, table, untimed):
                 return None
             out.append("")
     else:
@@ -571,7 +594,7 @@ def summary_text(
             if not line(heading):
                 return None
             for conn in group:
-                if not _connection_text(conn, width, encoding, line, table):
+                if not _connection_text(conn, width, encoding, line, table, untimed):
                     return None
                 out.append("")
         if not line(digest.more()):
@@ -596,7 +619,7 @@ def summary_text(
     return "\n".join(out) + "\n"
 
 
-def connection_text(conn: Row, width: int, encoding: str) -> str | None:
+def connection_text(conn: Row, width: int, encoding: str, untimed: bool = False) -> str | None:
     """One connection's lines as `print_connection` prints them uncoloured on `width` columns
     (a blank line after them), or None when rich must lay them out (see `summary_text`)."""
     if not encoding.startswith("utf"):
@@ -614,7 +637,7 @@ def connection_text(conn: Row, width: int, encoding: str) -> str | None:
         out.extend(lines)
         return True
 
-    if not _connection_text(conn, width, encoding, line, table):
+    if not _connection_text(conn, width, encoding, line, table, untimed):
         return None
     return "\n".join(out) + "\n\n"
 
@@ -625,6 +648,7 @@ def _connection_text(
     encoding: str,
     line: Callable[[Pieces], bool],
     table: Callable[[list[str] | None], bool],
+    untimed: bool = False,
 ) -> bool:
     """One connection's line and tables, given to `line` and `table`; False when rich must lay
     something out."""
@@ -634,10 +658,12 @@ def _connection_text(
         rows, ended = _links(conn)
         if not all(line([(text, "")]) for text in ended):
             return False
-        title, columns, sparks = "links", LINK_COLUMNS, LINK_SPARKS
+        title = "links"
+        columns, sparks = _timed(LINK_COLUMNS, LINK_SPARKS, untimed)
     else:
         rows = conn.get("channels") or []
-        title, columns, sparks = "channels", CHANNEL_COLUMNS, CHANNEL_SPARKS
+        title = "channels"
+        columns, sparks = _timed(CHANNEL_COLUMNS, CHANNEL_SPARKS, untimed)
     if rows:
         cells, keep = _cells(columns, rows)
         shown = [(n, s) for n, s in _spark_lines(rows, sparks, encoding) if any(s)]
