@@ -4,9 +4,10 @@ capture (link layer → TCP segments) → stream (reassembly) → codec (framing
 feeds packets from any source (file, interface, Spark partition) and gets frames back in the order
 of the packet that completes each one; findings that no frame carries collect in `findings`.
 
-With `retire=True` (the CLI's reads of a file) a connection whose TCP closed is forgotten when
-the next packet comes (its frames have all been handed out and handled by then): what the end
-of the capture reads of it is kept compact, its census kind and whether it was AMQP.
+With `retire=True` (the CLI's reads of a file, the Spark pipeline's) a connection whose TCP
+closed is forgotten when the next packet comes (its frames have all been handed out and handled
+by then): what the end of the capture reads of it is kept compact, its census kind and whether
+it was AMQP (and with `keep_ends`, its ends and span: `Ended`).
 """
 
 from __future__ import annotations
@@ -64,6 +65,22 @@ class Connection:
         return self.codec.version
 
 
+@dataclass(slots=True)
+class Ended:
+    """What a forgotten connection leaves when asked (`keep_ends`): its ends and its span, as
+    the Spark pipeline's edges read them (`pipeline.rows._edges`), a few hundred bytes."""
+
+    conn: int
+    client: str
+    server: str
+    role_from: str
+    first_packet: int
+    first_ts: float
+    last_ts: float
+    closed: str
+    is_amqp: bool
+
+
 class Dissector:
     """Feed raw packets, get frames. Holds the per-connection state of every layer."""
 
@@ -75,6 +92,7 @@ class Dissector:
         redact_bodies: bool = False,
         carriers: bool = False,
         retire: bool = False,
+        keep_ends: bool = False,
     ) -> None:
         self.show_secrets = show_secrets  # decode credentials rather than redact them
         # note on each frame which packets carried its bytes (`Frame.carriers`: -x, -w)
@@ -99,6 +117,8 @@ class Dissector:
         self.ended: list[int] = []  # closed connections, forgotten at the next packet
         self.retired_amqp = bytearray()  # conn id -> 1: a forgotten connection was AMQP
         self.retired_kinds: dict[Any, int] = {}  # `census.kind` of forgotten ones -> count
+        self.keep_ends = keep_ends
+        self.ends: list[Ended] = []  # forgotten connections' ends, with `keep_ends`
 
     def feed(self, packet: RawPacket) -> list[Frame]:
         if self.ended:
@@ -162,6 +182,20 @@ class Dissector:
                 amqp[cid] = 1
             key = kind(conn)
             kinds[key] = kinds.get(key, 0) + 1
+            if self.keep_ends:
+                self.ends.append(
+                    Ended(
+                        cid,
+                        conn.client,
+                        conn.server,
+                        conn.role_from,
+                        conn.first_packet,
+                        conn.first_ts,
+                        conn.last_ts,
+                        conn.closed,
+                        conn.is_amqp,
+                    )
+                )
 
     def expire_idle(self, now: float, idle: float) -> list[Frame]:
         """For long captures: close connections without a packet for `idle` seconds before `now`

@@ -151,3 +151,43 @@ def test_a_log_without_times_has_no_time_columns(monkeypatch: pytest.MonkeyPatch
         assert words in timed[1]
         assert words not in untimed[1]
     assert "│    6 │   6 │   0 │  65536" in untimed[1]  # the counts are all there
+
+
+def test_the_pipeline_forgets_ended_connections_but_not_its_edges(tmp_path: Path) -> None:
+    """The Spark pipeline's file decode (`rows.decode_file`) forgets each connection once its
+    TCP ended, keeping its ends (`Dissector(keep_ends=True)`): the edges (connections open at
+    the file's start or end, with their packets) and every row are the same as when the
+    dissector keeps them all, on a file cut through the middle of connections."""
+    import struct
+
+    from amqpscope.capture.files import open_capture
+    from amqpscope.pipeline import rows
+
+    whole, cut = tmp_path / "whole.pcap", tmp_path / "cut.pcap"
+    churn.synth.multiply(ROOT / "captures" / "091-qos-prefetch.pcap", whole, 12)
+    with open_capture(whole) as capture:
+        packets = list(capture)[700:1500]  # from inside one connection to inside another
+    with cut.open("wb") as out:
+        out.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, 1))
+        for p in packets:
+            sec = int(p.ts)
+            usec = round((p.ts - sec) * 1e6)
+            out.write(struct.pack("<IIII", sec, usec, len(p.data), p.wirelen) + p.data)
+    made = rows.Dissector
+
+    def decoded(keep: bool) -> list[tuple[str, str]]:
+        def dissector(**options: object) -> object:
+            if keep:
+                options.pop("retire", None)
+                options.pop("keep_ends", None)
+            return made(**options)  # type: ignore[arg-type]
+
+        rows.Dissector = dissector  # type: ignore[assignment,misc]
+        try:
+            return [(kind, repr(value)) for kind, value in rows.decode_file(str(cut))]
+        finally:
+            rows.Dissector = made  # type: ignore[misc]
+
+    forgetting = decoded(False)
+    assert [kind for kind, _ in forgetting].count("edge") == 2
+    assert forgetting == decoded(True)
