@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import pickle
-import tempfile
 from array import array
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
@@ -39,6 +38,8 @@ class Spool:
             self.sizes.extend([0] * grow)
         self.count += 1
         if self.file is None and self.held + len(data) > MEMORY:
+            import tempfile
+
             self.file = tempfile.TemporaryFile()  # noqa: SIM115 (closed in `close`)
             for chunk in self.memory:
                 self.file.write(chunk)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -26,9 +26,11 @@ from amqpscope.cli.common import (
     uncoloured,
 )
 from amqpscope.cli.inputs import format_option, open_input
-from amqpscope.cli.spool import Spool, write_json
-from amqpscope.render.digest import Digest
 from amqpscope.track.tracker import ConnTracker, Tracker
+
+if TYPE_CHECKING:
+    from amqpscope.cli.spool import Spool
+    from amqpscope.render.digest import Digest
 
 
 @main.command()
@@ -63,6 +65,9 @@ def summary(
       zcat capture.pcap.gz | amqpscope summary -
       amqpscope summary client.log        (a frame-trace log)
     """
+    from amqpscope.cli.spool import Spool
+    from amqpscope.render.digest import Digest
+
     retire = retiring()
     # every connection's summary goes by the digest (`summary` of many: totals, the busiest, the
     # most troubled); --json and --all list every one, spooled as their connections end
@@ -130,6 +135,8 @@ def _write(
         if spool is None or not spool.count:
             sys.stdout.write(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
         else:
+            from amqpscope.cli.spool import write_json
+
             write_json(sys.stdout, result, {"connections": spool.summaries(live)})
         return
     if width is None and not sys.stdout.isatty():
