@@ -88,6 +88,9 @@ def many(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_many_connections_say_the_same(many: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from amqpscope.cli import spool
+
+    monkeypatch.setattr(spool, "MEMORY", 1 << 16)  # the spool goes to its file early on
     commands = [["summary", "--json"], ["summary", "--all", *WIDE], ["diagnose", "--json"]]
     same([str(many)], commands, monkeypatch)
     _, text, _ = said(["summary", *WIDE, str(many)], False, monkeypatch)
