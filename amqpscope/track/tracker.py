@@ -191,10 +191,6 @@ class Tracker:
             if self.on_retire is not None:
                 self.on_retire(order, tracker, layers, raised)
 
-    def with_layers(self, conn: int, summary: dict[str, Any]) -> dict[str, Any]:
-        """A live connection's summary as `summary()` lists it (with its layers)."""
-        return self._with_layers(summary, self.layers.get(conn))
-
     def evict(self, conn: int) -> dict[str, Any] | None:
         """Forget a connection that has ended (live capture): finish it, keep its findings, and
         hand back its summary for the caller to keep or drop."""
