@@ -58,25 +58,39 @@ def kind_of(client_head: bytes, server_head: bytes, port: int) -> str:
     return "unknown"
 
 
-def census(connections: Any) -> dict[str, Any]:
+def kind(conn: Any) -> Kind | None:
+    """What one of the dissector's connections was (None: AMQP)."""
+    if conn.is_amqp:
+        return None
+    codec = conn.codec
+    port = _port(conn.server)
+    if codec.layers:  # TLS (or WebSocket) under which no AMQP was read
+        name = "TLS" if codec.layers[0].layer.name == "tls" else codec.layers[0].layer.name
+        return Kind(name, port)
+    head = codec.head
+    return Kind(kind_of(head.get("c2s", b""), head.get("s2c", b""), port), port)
+
+
+def census(connections: Any, retired: dict[Any, int] | None = None) -> dict[str, Any]:
     """The dissector's connections counted: how many, how many AMQP, and the others by
-    (protocol, server port), with whether TLS on an AMQP port went undecrypted."""
-    total = 0
-    amqp = 0
+    (protocol, server port), with whether TLS on an AMQP port went undecrypted. `retired`: the
+    kinds of those it forgot (`Dissector.retired_kinds`, None for AMQP), counted."""
     kinds: Counter[Kind] = Counter()
+    amqp = 0
+    total = 0
+    for key, count in (retired or {}).items():
+        total += count
+        if key is None:
+            amqp += count
+        else:
+            kinds[key] += count
     for conn in connections:
         total += 1
-        codec = conn.codec
-        if conn.is_amqp:
+        key = kind(conn)
+        if key is None:
             amqp += 1
-            continue
-        port = _port(conn.server)
-        if codec.layers:  # TLS (or WebSocket) under which no AMQP was read
-            name = "TLS" if codec.layers[0].layer.name == "tls" else codec.layers[0].layer.name
-            kinds[Kind(name, port)] += 1
-            continue
-        head = codec.head
-        kinds[Kind(kind_of(head.get("c2s", b""), head.get("s2c", b""), port), port)] += 1
+        else:
+            kinds[key] += 1
     others = [
         {"protocol": k.protocol, "port": k.port, "connections": n}
         for k, n in sorted(kinds.items(), key=lambda item: (-item[1], item[0]))

@@ -3,6 +3,11 @@
 capture (link layer → TCP segments) → stream (reassembly) → codec (framing, naming). The caller
 feeds packets from any source (file, interface, Spark partition) and gets frames back in the order
 of the packet that completes each one; findings that no frame carries collect in `findings`.
+
+With `retire=True` (the CLI's reads of a file, the Spark pipeline's) a connection whose TCP
+closed is forgotten when the next packet comes (its frames have all been handed out and handled
+by then): what the end of the capture reads of it is kept compact, its census kind and whether
+it was AMQP (and with `keep_ends`, its ends and span: `Ended`).
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
+from typing import Any
 
 from amqpscope.capture.linklayer import SegmentDecoder
 from amqpscope.capture.packet import RawPacket, Segment
@@ -59,6 +65,22 @@ class Connection:
         return self.codec.version
 
 
+@dataclass(slots=True)
+class Ended:
+    """What a forgotten connection leaves when asked (`keep_ends`): its ends and its span, as
+    the Spark pipeline's edges read them (`pipeline.rows._edges`), a few hundred bytes."""
+
+    conn: int
+    client: str
+    server: str
+    role_from: str
+    first_packet: int
+    first_ts: float
+    last_ts: float
+    closed: str
+    is_amqp: bool
+
+
 class Dissector:
     """Feed raw packets, get frames. Holds the per-connection state of every layer."""
 
@@ -69,6 +91,8 @@ class Dissector:
         messages: bool = True,
         redact_bodies: bool = False,
         carriers: bool = False,
+        retire: bool = False,
+        keep_ends: bool = False,
     ) -> None:
         self.show_secrets = show_secrets  # decode credentials rather than redact them
         # note on each frame which packets carried its bytes (`Frame.carriers`: -x, -w)
@@ -88,8 +112,17 @@ class Dissector:
         self.packets = 0
         self.findings: list[Finding] = []
         self.segment: Segment | None = None  # the TCP segment of the packet fed last (-w)
+        # retirement (see the module's docstring)
+        self.retire = retire
+        self.ended: list[int] = []  # closed connections, forgotten at the next packet
+        self.retired_amqp = bytearray()  # conn id -> 1: a forgotten connection was AMQP
+        self.retired_kinds: dict[Any, int] = {}  # `census.kind` of forgotten ones -> count
+        self.keep_ends = keep_ends
+        self.ends: list[Ended] = []  # forgotten connections' ends, with `keep_ends`
 
     def feed(self, packet: RawPacket) -> list[Frame]:
+        if self.ended:
+            self.retire_ended()
         self.packets += 1
         segment = self.segment = self.segments.decode(packet)
         if segment is None:
@@ -104,6 +137,8 @@ class Dissector:
     def finish(self) -> list[Frame]:
         """End of input: flush reassembly and codecs; collect the findings nothing carried."""
         out: list[Frame] = []
+        if self.ended:
+            self.retire_ended()
         self.segments.flush()
         for event in self.tcp.flush():
             self._event(event, out)
@@ -124,7 +159,43 @@ class Dissector:
         if f.code == "tcp.gap" or f.conn is None:
             return False
         conn = self.connections.get(f.conn)
-        return conn is not None and conn.is_amqp
+        if conn is None:
+            amqp = self.retired_amqp
+            return 0 <= f.conn < len(amqp) and amqp[f.conn] == 1
+        return conn.is_amqp
+
+    def retire_ended(self) -> None:
+        """Forget the connections that closed (`retire`): each counted by its census kind, and
+        marked when it was AMQP (for `reported`)."""
+        from amqpscope.census import kind
+
+        ended, self.ended = self.ended, []
+        kinds = self.retired_kinds
+        for cid in ended:
+            conn = self.connections.pop(cid, None)
+            if conn is None:
+                continue
+            if conn.is_amqp:
+                amqp = self.retired_amqp
+                if len(amqp) <= cid:
+                    amqp.extend(bytes(cid + 1 - len(amqp) + len(amqp) // 2))
+                amqp[cid] = 1
+            key = kind(conn)
+            kinds[key] = kinds.get(key, 0) + 1
+            if self.keep_ends:
+                self.ends.append(
+                    Ended(
+                        cid,
+                        conn.client,
+                        conn.server,
+                        conn.role_from,
+                        conn.first_packet,
+                        conn.first_ts,
+                        conn.last_ts,
+                        conn.closed,
+                        conn.is_amqp,
+                    )
+                )
 
     def expire_idle(self, now: float, idle: float) -> list[Frame]:
         """For long captures: close connections without a packet for `idle` seconds before `now`
@@ -224,6 +295,8 @@ class Dissector:
                 self._carry(conn)
                 if event.how in TRANSPORT_EVENTS and conn.is_amqp:
                     self._number(conn, [self._transport(conn, event)], out)
+                if self.retire:
+                    self.ended.append(conn.conn)
 
     @staticmethod
     def _transport(conn: Connection, event: StreamClose) -> Frame:

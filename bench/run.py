@@ -75,9 +75,11 @@ class Build:
 
 
 def _without_pythonpath(**extra: str) -> dict[str, str]:
+    """This environment without PYTHONPATH, then `extra` (`pure`'s own PYTHONPATH: popped
+    after it was set, `pure` ran the installed build)."""
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
-    return {**env, **extra}  # `pure` sets PYTHONPATH itself
+    return {**env, **extra}
 
 
 def make_build(name: str) -> Build:

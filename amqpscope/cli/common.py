@@ -43,6 +43,14 @@ def steady_gc() -> None:
     gc.set_threshold(50_000, 10, 10)
 
 
+def retiring() -> bool:
+    """Whether `read`, `summary` and `diagnose` forget each connection once its TCP ended,
+    keeping only what their output needs of it (`Tracker`, `Dissector`: a capture of 200,000
+    short connections is held a few at a time). AMQPSCOPE_KEEP_ENDED=1 keeps every one to the
+    end, as before: the outputs are the same, byte for byte (tests/test_retire.py)."""
+    return not os.environ.get("AMQPSCOPE_KEEP_ENDED")
+
+
 def fail(message: str, code: int = 1) -> None:
     with contextlib.suppress(OSError, ValueError):  # what was printed comes before why it ended
         sys.stdout.flush()
@@ -88,12 +96,12 @@ def report_findings(findings: list[Finding]) -> None:
 def no_amqp_lines(dissector: Any, name: str) -> list[str]:
     """When the capture held no AMQP connection: what it held instead, in words (else [])."""
     connections = dissector.connections.values()
-    if any(c.is_amqp for c in connections):
+    if None in dissector.retired_kinds or any(c.is_amqp for c in connections):
         return []
     from amqpscope.census import census
     from amqpscope.render.census import census_lines
 
-    return census_lines(census(connections), name)
+    return census_lines(census(connections, dissector.retired_kinds), name)
 
 
 class Lines:

@@ -19,12 +19,14 @@ from amqpscope.cli.common import (
     progress,
     replace_unencodable,
     report_findings,
+    retiring,
     steady_gc,
     uncoloured,
 )
 from amqpscope.cli.inputs import format_option, open_input
 from amqpscope.diagnose import Diagnoser, Diagnosis
-from amqpscope.track.tracker import Tracker
+from amqpscope.diagnose.model import ranked
+from amqpscope.track.tracker import ConnTracker, Tracker
 
 if TYPE_CHECKING:
     from amqpscope.codec.frames import Frame
@@ -61,15 +63,32 @@ def evidence_frames(
         return {}
     found: dict[int, Frame] = {}
     last = max(wanted)
-    tracker = Tracker(journeys=False)
+    retire = retiring()
+    tracker = Tracker(journeys=False, retire=retire)
     with open_input(file, fmt) as source:
-        for frame in source.frames(keylog=load_keylog(keylog)):
+        for frame in source.frames(keylog=load_keylog(keylog), retire=retire):
             tracker.feed(frame)
             if frame.number in wanted:
                 found[frame.number] = frame
             if frame.number >= last:
                 break
     return found
+
+
+def _diagnoses(
+    diagnoser: Diagnoser, tracker: Tracker, retired: list[tuple[int, list[Diagnosis]]]
+) -> list[Diagnosis]:
+    """`Diagnoser.diagnoses`, the retired connections' put back in the order of their first
+    frames (the ranking keeps that order among equals)."""
+    if not retired:
+        return diagnoser.diagnoses(tracker)
+    live = [
+        (tracker.order[conn], diagnoser.connection(t)) for conn, t in tracker.connections.items()
+    ]
+    out: list[Diagnosis] = list(diagnoser.kept)
+    for _, diagnosed in sorted(retired + live, key=lambda entry: entry[0]):
+        out.extend(diagnosed)
+    return ranked(out)
 
 
 @main.command()
@@ -104,20 +123,29 @@ def diagnose(
       amqpscope diagnose capture.pcap --json | jq '.diagnoses[] | .title'
       amqpscope read capture.pcap --around 48 --context 5     (look around a diagnosis's frame)
     """
-    tracker = Tracker()
     diagnoser = Diagnoser()
+    # connections whose TCP ended: diagnosed then, their state and evidence dropped; by order
+    retired: list[tuple[int, list[Diagnosis]]] = []
+
+    def retire(order: int, conn: ConnTracker, _layers: object, _found: int) -> None:
+        diagnosed = diagnoser.connection(conn)
+        if diagnosed:
+            retired.append((order, diagnosed))
+        diagnoser.evidence.forget(conn.conn)
+
+    tracker = Tracker(retire=retiring(), on_retire=retire)
     steady_gc()
     with open_input(file, fmt) as source, progress(source.file, not as_json) as bar:
         wrap = bar.wrap if bar is not None and source.capture is not None else None
         # messages decoded: a redelivery is linked to its earlier delivery by message-id or body
-        for frame in source.frames(keylog=load_keylog(keylog), wrap=wrap):
+        for frame in source.frames(keylog=load_keylog(keylog), wrap=wrap, retire=tracker.retire):
             tracker.feed(frame)
             diagnoser.feed(frame)
         tracker.finish()
         if bar is not None:
             bar.clear()
         first_ts = diagnoser.evidence.first_ts
-        found = selected(diagnoser.diagnoses(tracker), conns, start, stop, first_ts)
+        found = selected(_diagnoses(diagnoser, tracker, retired), conns, start, stop, first_ts)
         if as_json:
             document = {"diagnoses": [d.to_json() for d in found]}
             sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")

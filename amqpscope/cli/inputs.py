@@ -75,9 +75,11 @@ class Input:
         keylog: Any = None,
         wrap: Callable[[Any], Any] | None = None,
         carriers: bool = False,
+        retire: bool = False,
     ) -> Iterator[Frame]:
         """The records, from the capture (`wrap` around its packets: a progress bar; `carriers`:
-        which packets carried each frame, for -V, -x and -w) or log."""
+        which packets carried each frame, for -V, -x and -w; `retire`: connections forgotten
+        once closed, `Dissector`) or log."""
         if self.capture is not None:
             from amqpscope.dissect import Dissector
 
@@ -86,6 +88,7 @@ class Input:
                 redact_bodies=redact_bodies,
                 messages=messages,
                 carriers=carriers,
+                retire=retire,
             )
             dissector.context.keylog = keylog
             if wrap is None:

@@ -23,6 +23,7 @@ from amqpscope.cli.common import (
     progress,
     replace_unencodable,
     report_findings,
+    retiring,
     steady_gc,
     uncoloured,
 )
@@ -176,7 +177,8 @@ def read(
             accepts = chosen
         write_cut(file, out, accepts, whole, show_secrets, keylog, count)
         return
-    tracker = Tracker()
+    retire = retiring()  # each connection forgotten once its TCP ended
+    tracker = Tracker(retire=retire)
     lines = Lines(0 if file == STDIN else Lines.CHUNK)
     timeline = None
     if not as_json:
@@ -213,6 +215,7 @@ def read(
             keylog=load_keylog(keylog),
             wrap=bar.wrap if bar is not None and source.capture is not None else None,
             carriers=tree or dump,
+            retire=retire,
         )
         inspect = None
         if (tree or dump) and source.dissector is not None:

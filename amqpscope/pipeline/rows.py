@@ -724,7 +724,8 @@ def decode_file(
         yield "meta", meta
         return
     place = Place(capture)
-    dissector = Dissector(**(options or {}))
+    # each connection forgotten once its TCP ended, but for its ends (the edges read them)
+    dissector = Dissector(**(options or {}), retire=True, keep_ends=True)
     dissector.take_secrets(reader.secrets)  # a pcapng's TLS secrets (Decryption Secrets Blocks)
 
     with reader:
@@ -788,7 +789,10 @@ def _edges(capture: str, local: str, dissector: Dissector) -> Iterator[Record]:
     may only show once joined to the earlier part). IP fragments of their packets are not kept.
     """
     by_pair: dict[tuple[str, str], list[Any]] = {}
-    for conn in dissector.connections.values():
+    # the connections it still follows, and what those it forgot left (`keep_ends`)
+    followed: list[Any] = [*dissector.connections.values(), *dissector.ends]
+    followed.sort(key=lambda c: c.conn)  # in the order they began, as when none is forgotten
+    for conn in followed:
         by_pair.setdefault(_pair(conn.client, conn.server), []).append(conn)
     wanted: dict[tuple[str, str], list[tuple[int, int, Edge]]] = {}
     for pair, conns in by_pair.items():

@@ -26,6 +26,8 @@ if TYPE_CHECKING:  # rich is imported when it prints (`summary_text` needs none 
     from rich.table import Table
     from rich.text import Text
 
+    from amqpscope.render.digest import Digest
+
 Row = dict[str, Any]
 Column = tuple[str, Callable[[Row], Any]]
 
@@ -447,8 +449,15 @@ def _rich_line(pieces: Pieces) -> Text:
     return text
 
 
-def print_summary(result: dict[str, Any], console: Console | None = None) -> None:
-    """Print the summary document as tables."""
+def print_summary(
+    result: dict[str, Any],
+    console: Console | None = None,
+    digest: Digest | None = None,
+    untimed: bool = False,
+) -> None:
+    """Print the summary document as tables: every connection, or, given the `digest` of many,
+    their totals and the busiest and most troubled of them. `untimed`: the frames had no time
+    (a log without timestamps), so no column or sparkline of times and rates."""
     from rich.console import Console
 
     console = console or Console(markup=False, highlight=False)  # captured text is literal
@@ -456,24 +465,17 @@ def print_summary(result: dict[str, Any], console: Console | None = None) -> Non
     def line(pieces: Pieces) -> None:
         console.print(_rich_line(pieces), overflow="ellipsis", no_wrap=True, crop=True)
 
-    for conn in result.get("connections", []):
-        line(_connection_line(conn))
-        if conn.get("version") == "1.0":
-            rows, ended = _links(conn)
-            for text in ended:
-                line([(text, "red")])
-            table = _table("links", LINK_COLUMNS, rows, console, LINK_SPARKS)
-        else:
-            channels = conn.get("channels") or []
-            table = _table("channels", CHANNEL_COLUMNS, channels, console, CHANNEL_SPARKS)
-        if table is not None:
-            console.print(table)
-        tx_columns, tx_rows, tx_counts = _transactions(conn)
-        if tx_counts:
-            line([(tx_counts, "bold")])
-            tx_table = _table("transactions", tx_columns, tx_rows)
-            if tx_table is not None:
-                console.print(tx_table)
+    if digest is None:
+        for conn in result.get("connections", []):
+            print_connection(conn, console, untimed)
+    else:
+        for pieces in digest.head():
+            line(pieces)
+        for heading, group in digest.groups():
+            line(heading)
+            for conn in group:
+                print_connection(conn, console, untimed)
+        line(digest.more())
         console.print()
     for conn in result.get("undecoded", []):
         line(_undecoded_line(conn))
@@ -494,17 +496,75 @@ def print_summary(result: dict[str, Any], console: Console | None = None) -> Non
         console.print(table)
     if result.get("rpc"):
         line([(f"request/reply pairs: {len(result['rpc'])}", "bold")])
-    findings = result.get("findings", [])
+    for pieces in _findings_lines(result.get("findings", []), digest):
+        line(pieces)
+
+
+def print_connection(conn: Row, console: Console, untimed: bool = False) -> None:
+    """One connection's line and tables, and a blank line after them."""
+
+    def line(pieces: Pieces) -> None:
+        console.print(_rich_line(pieces), overflow="ellipsis", no_wrap=True, crop=True)
+
+    line(_connection_line(conn))
+    if conn.get("version") == "1.0":
+        rows, ended = _links(conn)
+        for text in ended:
+            line([(text, "red")])
+        columns, sparks = _timed(LINK_COLUMNS, LINK_SPARKS, untimed)
+        table = _table("links", columns, rows, console, sparks)
+    else:
+        channels = conn.get("channels") or []
+        columns, sparks = _timed(CHANNEL_COLUMNS, CHANNEL_SPARKS, untimed)
+        table = _table("channels", columns, channels, console, sparks)
+    if table is not None:
+        console.print(table)
+    tx_columns, tx_rows, tx_counts = _transactions(conn)
+    if tx_counts:
+        line([(tx_counts, "bold")])
+        tx_table = _table("transactions", tx_columns, tx_rows)
+        if tx_table is not None:
+            console.print(tx_table)
+    console.print()
+
+
+#: columns of times, meaningless where the frames had none (a log without timestamps)
+TIMED_COLUMNS = frozenset(("starved s", "settle ms", "ack ms"))
+
+
+def _timed(
+    columns: list[Column], sparks: list[Spark], untimed: bool
+) -> tuple[list[Column], list[Spark]]:
+    """The columns and sparklines to show: without those of times when `untimed`."""
+    if not untimed:
+        return columns, sparks
+    return [c for c in columns if c[0] not in TIMED_COLUMNS], []
+
+
+def _findings_lines(findings: list[dict[str, Any]], digest: Digest | None) -> list[Pieces]:
+    """The findings: every one, or with the digest of many connections, their count by code
+    and the first `Digest.FINDINGS` of them."""
     if not findings:
-        line([("no findings", "green")])
-        return
-    line([(f"findings ({len(findings)})", "bold")])
-    code_width = max(len(str(f.get("code"))) for f in findings)
-    for f in findings:
-        line(_finding_line(f, code_width))
+        return [[("no findings", "green")]]
+    out: list[Pieces] = [[(f"findings ({len(findings)})", "bold")]]
+    shown = findings
+    if digest is not None and len(findings) > digest.FINDINGS:
+        out.extend(digest.finding_counts(findings))
+        shown = findings[: digest.FINDINGS]
+    code_width = max(len(str(f.get("code"))) for f in shown)
+    out.extend(_finding_line(f, code_width) for f in shown)
+    if len(shown) < len(findings):
+        out.append([(f"  ... and {len(findings) - len(shown)} more (--all lists every one)", "")])
+    return out
 
 
-def summary_text(result: dict[str, Any], width: int, encoding: str) -> str | None:
+def summary_text(
+    result: dict[str, Any],
+    width: int,
+    encoding: str,
+    digest: Digest | None = None,
+    untimed: bool = False,
+) -> str | None:
     """The summary as `print_summary` prints it on a console of `width` columns that styles
     nothing (piped, or --color never) and writes `encoding`, when rich would print every line
     and table as it is, without cutting, wrapping or narrowing anything (with every sparkline)
@@ -524,46 +584,23 @@ def summary_text(result: dict[str, Any], width: int, encoding: str) -> str | Non
         out.extend(lines)
         return True
 
-    for conn in result.get("connections", []):
-        if not line(_connection_line(conn)):
+    if digest is None:
+        for conn in result.get("connections", []):
+            if not _connection_text(conn, width, encoding, line, table, untimed):
+                return None
+            out.append("")
+    else:
+        if not all(line(pieces) for pieces in digest.head()):
             return None
-        if conn.get("version") == "1.0":
-            rows, ended = _links(conn)
-            if not all(line([(text, "")]) for text in ended):
+        for heading, group in digest.groups():
+            if not line(heading):
                 return None
-            title, columns, sparks = "links", LINK_COLUMNS, LINK_SPARKS
-        else:
-            rows = conn.get("channels") or []
-            title, columns, sparks = "channels", CHANNEL_COLUMNS, CHANNEL_SPARKS
-        if rows:
-            cells, keep = _cells(columns, rows)
-            shown = [(n, s) for n, s in _spark_lines(rows, sparks, encoding) if any(s)]
-            heads = [
-                plain.Column(columns[i][0], _justify(columns[i][0]), *_limits(columns[i][0]))
-                for i in keep
-            ]
-            heads += [plain.Column(name, "left", sparkline.WIDTH, None) for name, _ in shown]
-            body = [
-                [cell[i] for i in keep] + [spark[n] for _, spark in shown]
-                for n, cell in enumerate(cells)
-            ]
-            if not table(plain.table(title, heads, body, width, pad_edge=False)):
-                return None
-        tx_columns, tx_rows, tx_counts = _transactions(conn)
-        if tx_counts:
-            if not line([(tx_counts, "")]):
-                return None
-            if tx_rows:
-                cells, keep = _cells(tx_columns, tx_rows)
-                heads = [
-                    plain.Column(
-                        tx_columns[i][0], _justify(tx_columns[i][0]), *_limits(tx_columns[i][0])
-                    )
-                    for i in keep
-                ]
-                body = [[cell[i] for i in keep] for cell in cells]
-                if not table(plain.table("transactions", heads, body, width, pad_edge=False)):
+            for conn in group:
+                if not _connection_text(conn, width, encoding, line, table, untimed):
                     return None
+                out.append("")
+        if not line(digest.more()):
+            return None
         out.append("")
     for conn in result.get("undecoded", []):
         if not line(_undecoded_line(conn)):
@@ -579,12 +616,83 @@ def summary_text(result: dict[str, Any], width: int, encoding: str) -> str | Non
             return None
     if result.get("rpc") and not line([(f"request/reply pairs: {len(result['rpc'])}", "")]):
         return None
-    findings = result.get("findings", [])
-    if not findings:
-        line([("no findings", "")])
-    else:
-        line([(f"findings ({len(findings)})", "")])
-        code_width = max(len(str(f.get("code"))) for f in findings)
-        if not all(line(_finding_line(f, code_width)) for f in findings):
-            return None
+    if not all(line(pieces) for pieces in _findings_lines(result.get("findings", []), digest)):
+        return None
     return "\n".join(out) + "\n"
+
+
+def connection_text(conn: Row, width: int, encoding: str, untimed: bool = False) -> str | None:
+    """One connection's lines as `print_connection` prints them uncoloured on `width` columns
+    (a blank line after them), or None when rich must lay them out (see `summary_text`)."""
+    if not encoding.startswith("utf"):
+        return None
+    out: list[str] = []
+
+    def line(pieces: Pieces) -> bool:
+        text = "".join(part for part, _ in pieces)
+        out.append(text)
+        return plain.fits(text, width)
+
+    def table(lines: list[str] | None) -> bool:
+        if lines is None:
+            return False
+        out.extend(lines)
+        return True
+
+    if not _connection_text(conn, width, encoding, line, table, untimed):
+        return None
+    return "\n".join(out) + "\n\n"
+
+
+def _connection_text(
+    conn: Row,
+    width: int,
+    encoding: str,
+    line: Callable[[Pieces], bool],
+    table: Callable[[list[str] | None], bool],
+    untimed: bool = False,
+) -> bool:
+    """One connection's line and tables, given to `line` and `table`; False when rich must lay
+    something out."""
+    if not line(_connection_line(conn)):
+        return False
+    if conn.get("version") == "1.0":
+        rows, ended = _links(conn)
+        if not all(line([(text, "")]) for text in ended):
+            return False
+        title = "links"
+        columns, sparks = _timed(LINK_COLUMNS, LINK_SPARKS, untimed)
+    else:
+        rows = conn.get("channels") or []
+        title = "channels"
+        columns, sparks = _timed(CHANNEL_COLUMNS, CHANNEL_SPARKS, untimed)
+    if rows:
+        cells, keep = _cells(columns, rows)
+        shown = [(n, s) for n, s in _spark_lines(rows, sparks, encoding) if any(s)]
+        heads = [
+            plain.Column(columns[i][0], _justify(columns[i][0]), *_limits(columns[i][0]))
+            for i in keep
+        ]
+        heads += [plain.Column(name, "left", sparkline.WIDTH, None) for name, _ in shown]
+        body = [
+            [cell[i] for i in keep] + [spark[n] for _, spark in shown]
+            for n, cell in enumerate(cells)
+        ]
+        if not table(plain.table(title, heads, body, width, pad_edge=False)):
+            return False
+    tx_columns, tx_rows, tx_counts = _transactions(conn)
+    if tx_counts:
+        if not line([(tx_counts, "")]):
+            return False
+        if tx_rows:
+            cells, keep = _cells(tx_columns, tx_rows)
+            heads = [
+                plain.Column(
+                    tx_columns[i][0], _justify(tx_columns[i][0]), *_limits(tx_columns[i][0])
+                )
+                for i in keep
+            ]
+            body = [[cell[i] for i in keep] for cell in cells]
+            if not table(plain.table("transactions", heads, body, width, pad_edge=False)):
+                return False
+    return True

@@ -7,11 +7,20 @@ raises are put on the frame that raised them, so the timeline shows them where t
 records (TLS, WebSocket under the AMQP) are kept here as the connection's `layers`; a connection
 that has layers but no AMQP frame (TLS without its key) is listed as `undecoded`, so a summary
 of an encrypted capture says what it holds instead of nothing.
+
+Retirement (`retire=True`, the CLI's reads of a file): a connection whose TCP ended (its
+`transport` record, its last frame) is finished and forgotten when the next frame comes (or at
+`finish`), once the caller has done with that record; `on_retire` gets its finished tracker
+first, to fold what the caller's output needs. What `finish` would have reported of it is
+kept, and reported in the order of the connections' first frames, so the findings come out as
+they do when every connection is kept to the end. A capture of 200,000 short connections is held
+a few connections at a time.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Final
 
@@ -34,6 +43,11 @@ LAYER_FACTS: Final = {
 #: connections whose layers are kept (live capture forgets them with the connection)
 MAX_LAYERED = 10_000
 
+ConnTracker = amqp10.ConnectionTracker | amqp091.ConnectionTracker
+#: what `Tracker.on_retire` is given: the connection's order (its first frame's, among tracked
+#: connections), its finished tracker, its layers' facts, and how many findings it raised
+Retire = Callable[[int, ConnTracker, dict[str, dict[str, Any]] | None, int], None]
+
 
 def _undecoded(
     conn: int, endpoints: tuple[str, str], layers: dict[str, dict[str, Any]]
@@ -52,7 +66,9 @@ class Tracker:
     """`journeys` False: no RPC pairs or message journeys across connections (the Spark tables
     have none, and matching them costs a few percent)."""
 
-    def __init__(self, journeys: bool = True) -> None:
+    def __init__(
+        self, journeys: bool = True, retire: bool = False, on_retire: Retire | None = None
+    ) -> None:
         self.connections: dict[int, amqp10.ConnectionTracker | amqp091.ConnectionTracker] = {}
         self.correlator: amqp091.Correlator | None = amqp091.Correlator() if journeys else None
         self.findings: list[Finding] = []
@@ -63,8 +79,20 @@ class Tracker:
         self.endpoints: dict[int, tuple[str, str]] = {}
         #: undecoded connections that ended and were evicted (live capture), the latest kept
         self.undecoded_closed: deque[dict[str, Any]] = deque(maxlen=MAX_LAYERED)
+        # retirement (see the module's docstring)
+        self.retire = retire
+        self.on_retire = on_retire
+        self.ended: list[int] = []  # connections whose TCP ended, retired at the next frame
+        self.order: dict[int, int] = {}  # conn -> its order among tracked connections
+        self.created = 0
+        self.raised_count: dict[int, int] = {}  # conn -> findings placed on its frames
+        self.retired = 0
+        #: (order, findings) of retired connections whose `finish` found something
+        self.retired_findings: list[tuple[int, list[Finding]]] = []
 
     def feed(self, frame: Frame) -> None:
+        if self.ended:
+            self.retire_ended()
         if frame.kind == LAYER_KIND:
             self._layer(frame)
             return
@@ -72,6 +100,8 @@ class Tracker:
         if frame.kind == TRANSPORT:  # the TCP end: no frame, and no connection of its own
             if tracker is not None:
                 self._place(frame, tracker.transport(frame))
+                if self.retire:
+                    self.ended.append(frame.conn)
             return
         if tracker is None:
             if frame.version not in TRACKED_VERSIONS:
@@ -80,6 +110,9 @@ class Tracker:
             kind = amqp10 if frame.version == "1.0" else amqp091
             tracker = kind.ConnectionTracker(frame.conn, client, server, frame.version)
             self.connections[frame.conn] = tracker
+            if self.retire:
+                self.order[frame.conn] = self.created
+            self.created += 1
         if isinstance(tracker, amqp091.ConnectionTracker):
             raised = self.raised  # one list for every frame: few frames raise anything
             tracker.feed(frame, raised)
@@ -117,11 +150,46 @@ class Tracker:
             placed = replace(found, conn=frame.conn, frame=frame.number, packet=frame.packet)
             frame.findings.append(placed)
             self._keep(placed)
+        if self.retire and raised:
+            count = self.raised_count
+            count[frame.conn] = count.get(frame.conn, 0) + len(raised)
 
     def finish(self) -> None:
+        if self.ended:
+            self.retire_ended()
+        retired = sorted(self.retired_findings, key=lambda entry: entry[0])
+        self.retired_findings = []
+        at = 0
         for conn, tracker in self.connections.items():
+            order = self.order.get(conn)
+            while order is not None and at < len(retired) and retired[at][0] < order:
+                for found in retired[at][1]:
+                    self._keep(found)
+                at += 1
             for found in tracker.finish():
                 self._keep(replace(found, conn=conn))
+        for _, findings in retired[at:]:
+            for found in findings:
+                self._keep(found)
+
+    def retire_ended(self) -> None:
+        """Finish and forget the connections whose TCP ended (after their last frame was
+        handled): `on_retire` folds each, its `finish` findings wait for `finish`."""
+        ended, self.ended = self.ended, []
+        for conn in ended:
+            tracker = self.connections.pop(conn, None)
+            if tracker is None:
+                continue
+            order = self.order.pop(conn)
+            layers = self.layers.pop(conn, None)
+            self.endpoints.pop(conn, None)
+            found = [replace(f, conn=conn) for f in tracker.finish()]
+            if found:
+                self.retired_findings.append((order, found))
+            raised = self.raised_count.pop(conn, 0) + len(found)
+            self.retired += 1
+            if self.on_retire is not None:
+                self.on_retire(order, tracker, layers, raised)
 
     def evict(self, conn: int) -> dict[str, Any] | None:
         """Forget a connection that has ended (live capture): finish it, keep its findings, and
@@ -139,6 +207,7 @@ class Tracker:
 
     @staticmethod
     def _with_layers(summary: dict[str, Any], layers: dict[str, dict] | None) -> dict[str, Any]:
+        """A connection's summary with its layers' facts (`layers`), as `summary` lists it."""
         if layers:
             summary["layers"] = list(layers.values())
         return summary
