@@ -25,6 +25,7 @@ from amqpscope.cli.common import (
 )
 from amqpscope.cli.inputs import format_option, open_input
 from amqpscope.diagnose import Diagnoser, Diagnosis
+from amqpscope.diagnose.causes import DUPLICATES_LATER
 from amqpscope.diagnose.model import ranked
 from amqpscope.track.tracker import ConnTracker, Tracker
 
@@ -127,8 +128,15 @@ def diagnose(
     # connections whose TCP ended: diagnosed then, their state and evidence dropped; by order
     retired: list[tuple[int, list[Diagnosis]]] = []
 
+    # those that ended with deliveries unacked or unsettled: diagnosed at the end, since the
+    # capture may show those messages delivered again later (on another connection)
+    waiting: list[tuple[int, ConnTracker]] = []
+
     def retire(order: int, conn: ConnTracker, _layers: object, _found: int) -> None:
         diagnosed = diagnoser.connection(conn)
+        if any(d.code in DUPLICATES_LATER for d in diagnosed):
+            waiting.append((order, conn))
+            return
         if diagnosed:
             retired.append((order, diagnosed))
         diagnoser.evidence.forget(conn.conn)
@@ -142,6 +150,7 @@ def diagnose(
             tracker.feed(frame)
             diagnoser.feed(frame)
         tracker.finish()
+        retired.extend((order, diagnoser.connection(conn)) for order, conn in waiting)
         if bar is not None:
             bar.clear()
         first_ts = diagnoser.evidence.first_ts

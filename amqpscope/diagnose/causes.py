@@ -289,3 +289,7 @@ VIOLATIONS: Final[dict[str, tuple[str, str]]] = {
 HARMLESS: Final[dict[str, frozenset[str]]] = {
     "amqp10.frame-after-close": frozenset(("detach", "end")),
 }
+
+#: diagnoses that cite where what a connection left unacked or unsettled was delivered again:
+#: a connection retired early (`diagnose` of many) is diagnosed with these at the capture's end
+DUPLICATES_LATER = frozenset({"delivery.unacked-at-end", "delivery.unsettled-at-end"})

@@ -30,6 +30,8 @@ MAX_CONNECTIONS: Final = 10_000
 #: flows remembered per 1.0 link end, redelivered deliveries per connection
 FLOWS: Final = 4
 MAX_REDELIVERED: Final = 16
+#: redeliveries kept after their connection was forgotten, for the diagnoses of the earlier ones
+MAX_KEPT_LINKS: Final = 100_000
 
 
 @dataclass(slots=True)
@@ -74,6 +76,7 @@ class Evidence:
         # conn -> its redeliveries (with the frame that completed each) and how many
         self.relinked: dict[int, list[tuple[Redelivery, Seen]]] = {}
         self.redeliveries: dict[int, int] = {}
+        self.kept_links = 0  # relinked entries kept of connections forgotten
         self.first_ts: float | None = None
         self.last_ts = 0.0
 
@@ -142,7 +145,13 @@ class Evidence:
         self.recent.pop(conn, None)
         self.ends.pop(conn, None)
         self.redelivered.pop(conn, None)
-        self.relinked.pop(conn, None)
+        links = self.relinked.pop(conn, None)
+        # redeliveries of what another connection left: that one's diagnosis may come later
+        # (`diagnose` of many connections diagnoses those with unacked deliveries at the end)
+        others = [(k, s) for k, s in links or () if k.earlier and k.earlier_conn != conn]
+        if others and self.kept_links + len(others) <= MAX_KEPT_LINKS:
+            self.relinked[conn] = others
+            self.kept_links += len(others)
         self.redeliveries.pop(conn, None)
         self.matcher.forget(conn)
         self.kept -= len(self.placed.pop(conn, ()))
