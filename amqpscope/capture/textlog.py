@@ -71,6 +71,18 @@ def is_capture(head: bytes) -> bool:
     return head[:4] in _CAPTURE_MAGICS
 
 
+def looks_like_text(head: bytes) -> bool:
+    """Whether a file's first bytes read as text (UTF-8 without NULs, a character cut by the
+    peek's end allowed): what is not is left to the capture readers."""
+    if not head or b"\0" in head:
+        return False
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start >= len(head) - 3
+    return True
+
+
 class LogFile:
     """A text log's lines (each with its newline; the last may lack one), from an open stream.
 

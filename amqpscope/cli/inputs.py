@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from amqpscope.capture.files import CaptureError, CaptureReader
-from amqpscope.capture.textlog import LogFile, head_of, is_capture, open_stream
+from amqpscope.capture.textlog import (
+    LogFile,
+    head_of,
+    is_capture,
+    looks_like_text,
+    open_stream,
+)
 from amqpscope.findings import Finding
 
 if TYPE_CHECKING:
@@ -133,17 +139,6 @@ class Input:
         return out if skipped is None else [*out, skipped]
 
 
-def _text(head: bytes) -> bool:
-    """Whether the first bytes read as text (UTF-8 without NULs, a cut character allowed)."""
-    if not head or b"\0" in head:
-        return False
-    try:
-        head.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return exc.start >= len(head) - 3  # a character cut by the peek's end
-    return True
-
-
 @contextlib.contextmanager
 def open_input(path: str, fmt: str | None = None) -> Iterator[Input]:
     """The capture or log at `path` (`-`: standard input), open. CaptureError when it cannot be
@@ -152,7 +147,7 @@ def open_input(path: str, fmt: str | None = None) -> Iterator[Input]:
     stream = open_stream(path)
     try:
         head, compressed = head_of(stream)
-        if fmt is None and (is_capture(head) or not _text(head)):
+        if fmt is None and (is_capture(head) or not looks_like_text(head)):
             with CaptureReader(path, stream) as capture:
                 yield Input(path, capture=capture)
             return

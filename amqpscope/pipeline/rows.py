@@ -73,12 +73,18 @@ def input_kind(path: str) -> tuple[str, str | None]:
     None), ("log", its format), or ("text", None) for text in no log format amqpscope reads.
     A pcap or pcapng (gzip'd or not), or bytes that are no text, count as a capture (whose
     reader says what is wrong with them). OSError or CaptureError when it cannot be read."""
-    from amqpscope.capture.textlog import LogFile, head_of, is_capture, open_stream
+    from amqpscope.capture.textlog import (
+        LogFile,
+        head_of,
+        is_capture,
+        looks_like_text,
+        open_stream,
+    )
 
     stream = open_stream(path)
     try:
         head, compressed = head_of(stream)
-        if is_capture(head) or not _text(head):
+        if is_capture(head) or not looks_like_text(head):
             return "capture", None
         from amqpscope.logs.detect import SAMPLE, detect
 
@@ -88,17 +94,6 @@ def input_kind(path: str) -> tuple[str, str | None]:
     finally:
         with contextlib.suppress(OSError, ValueError):
             stream.close()
-
-
-def _text(head: bytes) -> bool:
-    """Whether the first bytes read as text (as `cli.inputs` tells them)."""
-    if not head or b"\0" in head:
-        return False
-    try:
-        head.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return exc.start >= len(head) - 3  # a character cut by the peek's end
-    return True
 
 
 def day(ts: float | None) -> str | None:
