@@ -166,7 +166,7 @@ def test_no_progress_bar_when_piped_or_for_json(big_capture: Path) -> None:
     big = str(big_capture)
     command = " ; ".join(
         [
-            amqpscope_line("summary", big) + " | tail -n 1",  # stdout piped
+            amqpscope_line("summary", "--all", big) + " | tail -n 1",  # stdout piped
             amqpscope_line("read", "--json", "-Y", 'name == "no.such"', big),  # JSON
             amqpscope_line("export", big) + " > /dev/null",  # JSON to stdout (redirected)
         ]
