@@ -571,18 +571,8 @@ def summary_text(
     and every character takes one cell; otherwise None, and rich prints it."""
     if not encoding.startswith("utf"):  # rich draws ASCII boxes then
         return None
-    out: list[str] = []
-
-    def line(pieces: Pieces) -> bool:
-        text = "".join(part for part, _ in pieces)
-        out.append(text)
-        return plain.fits(text, width)
-
-    def table(lines: list[str] | None) -> bool:
-        if lines is None:
-            return False
-        out.extend(lines)
-        return True
+    sink = _PlainLines(width)
+    out, line, table = sink.out, sink.line, sink.table
 
     if digest is None:
         for conn in result.get("connections", []):
@@ -626,22 +616,30 @@ def connection_text(conn: Row, width: int, encoding: str, untimed: bool = False)
     (a blank line after them), or None when rich must lay them out (see `summary_text`)."""
     if not encoding.startswith("utf"):
         return None
-    out: list[str] = []
+    sink = _PlainLines(width)
+    if not _connection_text(conn, width, encoding, sink.line, sink.table, untimed):
+        return None
+    return "\n".join(sink.out) + "\n\n"
 
-    def line(pieces: Pieces) -> bool:
+
+class _PlainLines:
+    """The uncoloured summary's lines as they are made; `line` and `table` say whether rich
+    would print them as they are (else the caller leaves the layout to rich)."""
+
+    def __init__(self, width: int) -> None:
+        self.width = width
+        self.out: list[str] = []
+
+    def line(self, pieces: Pieces) -> bool:
         text = "".join(part for part, _ in pieces)
-        out.append(text)
-        return plain.fits(text, width)
+        self.out.append(text)
+        return plain.fits(text, self.width)
 
-    def table(lines: list[str] | None) -> bool:
+    def table(self, lines: list[str] | None) -> bool:
         if lines is None:
             return False
-        out.extend(lines)
+        self.out.extend(lines)
         return True
-
-    if not _connection_text(conn, width, encoding, line, table, untimed):
-        return None
-    return "\n".join(out) + "\n\n"
 
 
 def _connection_text(
