@@ -14,13 +14,16 @@ its own; one starts every `INTERVAL` seconds and lasts a few, so a handful overl
                            [--builds installed,pure,compiled] [--no-tshark]
 
 prints a table: per capture size and command, wall and CPU seconds, peak memory (GNU time's
-maximum RSS), and CPU microseconds per connection (linear time: the same at every size).
+maximum RSS), CPU microseconds per connection (linear time: the same at every size) and the
+machine's one-minute load average when the run began (the cores are shared: wall time is CPU
+time only on an idle machine).
 """
 
 from __future__ import annotations
 
 import argparse
 import heapq
+import os
 import shutil
 import struct
 import sys
@@ -237,8 +240,11 @@ def main(argv: list[str] | None = None) -> int:
     if tshark:
         print(f"against: {run.tshark_version(tshark)}")
     print()
-    print("| connections | packets | command | build | s (CPU s) | peak | CPU µs a connection |")
-    print("| ---: | ---: | --- | --- | ---: | ---: | ---: |")
+    print(
+        "| connections | packets | command | build | s (CPU s) | peak | CPU µs a connection"
+        " | load |"
+    )
+    print("| ---: | ---: | --- | --- | ---: | ---: | ---: | ---: |")
     with tempfile.TemporaryDirectory() as scratch:
         tmp = args.keep or Path(scratch)
         tmp.mkdir(parents=True, exist_ok=True)
@@ -249,19 +255,19 @@ def main(argv: list[str] | None = None) -> int:
                 build(part, size, args.publishes)
                 part.rename(path)
             packets = count_packets(path)
-            rows: list[tuple[str, str, tuple[float, float, float]]] = []
+            runs: list[tuple[str, str, list[str], dict[str, str]]] = []
             if tshark:
-                env = run._without_pythonpath()
                 cmd = [tshark, "-r", str(path), "-Y", "amqp"]
-                rows.append(("`tshark -Y amqp`", "tshark", run.measure(cmd, args.repeat, env)))
+                runs.append(("`tshark -Y amqp`", "tshark", cmd, run._without_pythonpath()))
             for label, command in COMMANDS[: args.commands]:
                 for me in builds:
-                    got = run.measure([*me.command, *command(path)], args.repeat, me.env)
-                    rows.append((label, me.label(), got))
-            for label, who, (wall, cpu, peak) in rows:
+                    runs.append((label, me.label(), [*me.command, *command(path)], me.env))
+            for label, who, cmd, env in runs:
+                load = os.getloadavg()[0]
+                wall, cpu, peak = run.measure(cmd, args.repeat, env)
                 print(
                     f"| {size:,} | {packets:,} | {label} | {who} | {wall:.1f} s ({cpu:.1f}) |"
-                    f" {peak:.0f} MB | {cpu / size * 1e6:.0f} |",
+                    f" {peak:.0f} MB | {cpu / size * 1e6:.0f} | {load:.1f} |",
                     flush=True,
                 )
     return 0

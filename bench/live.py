@@ -16,8 +16,14 @@ With `--pause S`, a third of the way in amqpscope is stopped (SIGSTOP) for S sec
 spools on, and the time it takes to decode the backlog gives its speed flat out (the load alone
 may not reach it). With `--baseline`, `tcpdump -w /dev/null` alone under the same load first.
 
+With `--stall S`, no amqpscope: tcpdump alone writes a file under the same load with each of
+`STALL_OPTIONS` in turn (`--rounds` times, alternating), stopped (SIGSTOP) for S seconds a third
+of the way in, as a loaded machine starves it: the kernel drops of each are what its ring could
+not hold (`capture/live.py`'s choice of options).
+
     python3 bench/live.py [--seconds S] [--build installed|pure|compiled] [--baseline]
                           [--interval S] [--spool-size MB] [--pause S]
+    python3 bench/live.py --stall S [--seconds S] [--rounds N]
 
 Needs root (capture on lo) and the broker on 127.0.0.1:5672; takes the broker lock.
 """
@@ -95,11 +101,55 @@ def load(seconds: float) -> subprocess.Popen[str]:
     )
 
 
+#: (name, tcpdump's options) compared by --stall: what `live` passed before, a ring four times
+#: as large, and what it passes now (libpcap's TPACKET_V3 blocks, not immediate mode's V2 slots)
+STALL_OPTIONS = (
+    ("--immediate-mode -B 65536", ["--immediate-mode", "-B", "65536"]),
+    ("--immediate-mode -B 262144", ["--immediate-mode", "-B", "262144"]),
+    ("-B 65536 (no --immediate-mode)", ["-B", "65536"]),
+)
+
+
+def stall(seconds: float, pause: float, rounds: int) -> None:
+    """tcpdump alone under the load, stopped `pause` s a third of the way in: its drops, with
+    each of STALL_OPTIONS in turn."""
+    out = Path(f"/tmp/amqpscope-bench-stall-{os.getpid()}.pcap")
+    print("| round | tcpdump options | load | messages | captured | kernel drops |")
+    print("| ---: | --- | ---: | ---: | ---: | ---: |")
+    for turn in range(rounds):
+        for name, options in STALL_OPTIONS:
+            command = ["tcpdump", "-i", "lo", "-n", "-s", "0", "-U", *options]
+            tool = subprocess.Popen(
+                [*command, "-w", str(out), "tcp port 5672"],
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            time.sleep(1)
+            client = load(seconds)
+            time.sleep(seconds / 3)
+            os.kill(tool.pid, signal.SIGSTOP)
+            time.sleep(pause)
+            os.kill(tool.pid, signal.SIGCONT)
+            sent = client.communicate()[0].split()[0]
+            time.sleep(1.5)  # a block not yet full is handed over after tcpdump's 1 s timeout
+            tool.send_signal(signal.SIGINT)
+            _, err = tool.communicate(timeout=30)
+            captured = re.search(r"(\d+) packets? captured", err)
+            dropped = re.search(r"(\d+) packets? dropped by kernel", err)
+            print(
+                f"| {turn + 1} | `{name}` | {os.getloadavg()[0]:.1f} | {int(sent):,} |"
+                f" {int(captured.group(1)) if captured else -1:,} |"
+                f" {int(dropped.group(1)) if dropped else -1:,} |",
+                flush=True,
+            )
+            out.unlink(missing_ok=True)
+
+
 def baseline(seconds: float) -> str:
     """tcpdump alone, writing nowhere, under the same load: its own drop count."""
     tool = subprocess.Popen(
         [
-            *("tcpdump", "-i", "lo", "-n", "-s", "0", "-U", "--immediate-mode", "-B", "65536"),
+            *("tcpdump", "-i", "lo", "-n", "-s", "0", "-U", "-B", "65536"),
             *("-w", "/dev/null", "tcp port 5672"),
         ],
         stderr=subprocess.PIPE,
@@ -170,6 +220,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--spool-size", type=int, default=256, help="MB")
     ap.add_argument("--pause", type=float, default=0, help="stop amqpscope S s: its catch-up")
     ap.add_argument("--baseline", action="store_true", help="tcpdump -w /dev/null alone first")
+    ap.add_argument("--stall", type=float, default=0, help="tcpdump alone, stopped S s: drops")
+    ap.add_argument("--rounds", type=int, default=2, help="--stall: turns of every option set")
     args = ap.parse_args(argv)
     build = run.make_build(args.build)
     with open(LOCK, "a") as lock:
@@ -177,6 +229,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"# bench/live.py: {args.seconds:.0f} s, {build.label()} ({build.version()})")
         print(f"# {run.machine()}, {platform.python_implementation()} {platform.python_version()}")
         print(f"# load average at the start: {os.getloadavg()[0]:.1f}")
+        if args.stall:
+            stall(args.seconds, args.stall, args.rounds)
+            return 0
         if args.baseline:
             print("#", baseline(min(args.seconds, 60)), flush=True)
         return measure(build, args)

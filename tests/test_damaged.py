@@ -23,6 +23,7 @@ from amqpscope.capture.files import open_capture
 from amqpscope.codec.frames import Frame
 from amqpscope.dissect import Dissector
 from amqpscope.findings import CODES, Finding
+from tests.oracle import TSHARK, tshark_frames, visible_to_wireshark
 
 ROOT = Path(__file__).resolve().parent.parent
 CAPTURES = ROOT / "captures"
@@ -168,3 +169,24 @@ def test_damaged_files_read_from_the_command_line(corpus: dict[str, Any]) -> Non
         unplaced = {c for c in case.findings if c.startswith(("capture.", "tcp.overlap"))}
         for code in unplaced:
             assert f": {code}: " in proc.stderr, (case.name, code, proc.stderr)
+
+
+@pytest.mark.parametrize("name", ["lost-segment", "snaplen-cut"])
+def test_frames_after_a_gap_name_the_packets_that_brought_them(
+    name: str, corpus: dict[str, Any]
+) -> None:
+    """However much later a hole is declared missing (the peer's ack), each frame after it
+    names the packet whose payload holds its last bytes, as Wireshark does."""
+    case = corpus["cases"][name]
+    frames, _ = dissect(corpus["dir"] / case.file)
+    _, packets = damage.read_pcap(corpus["dir"] / case.file)
+    (gap,) = [w for w in case.where if w.code == "tcp.gap"]
+    after = [f for f in frames if f.direction == gap.direction and f.packet >= gap.packet]
+    assert len(after) >= 3
+    for frame in frames:
+        assert frame.data[-16:] in packets[frame.packet - 1].payload, (frame.packet, frame.name)
+    if TSHARK is not None:
+        mine = [(f.packet, f.name) for f in visible_to_wireshark(frames)]
+        theirs = tshark_frames(str(corpus["dir"] / case.file))
+        assert theirs and set(theirs) <= set(mine)
+        assert set(mine) - set(theirs) <= {(p, "protocol-header") for p, _ in mine}

@@ -162,3 +162,65 @@ def test_a_killed_live_takes_its_tool_along_and_the_next_removes_its_spool(
     again.send_signal(signal.SIGINT)
     assert again.wait(20) == 0
     assert os.listdir(tmp_path) == []
+
+
+def _ping_pong(port: int, rounds: int) -> None:
+    """A TCP connection on lo whose client sends 40 bytes and waits for them back, `rounds`
+    times: two packets a round at least (nothing for TCP to coalesce)."""
+    import socket
+
+    server = socket.create_server(("127.0.0.1", port))
+    peer = socket.create_connection(("127.0.0.1", port))
+    conn, _ = server.accept()
+
+    def echo() -> None:
+        while data := conn.recv(65536):
+            conn.sendall(data)
+
+    echoer = threading.Thread(target=echo)
+    echoer.start()
+    for _ in range(rounds):
+        peer.sendall(b"x" * 40)
+        got = b""
+        while len(got) < 40:
+            got += peer.recv(40 - len(got))
+    peer.close()
+    echoer.join(30)
+    conn.close()
+    server.close()
+
+
+def test_tcpdump_holds_a_burst_while_starved_and_hands_over_the_last_packets(
+    tmp_path: Path,
+) -> None:
+    """tcpdump's ring (no --immediate-mode: packed TPACKET_V3 blocks) holds thousands of
+    packets while tcpdump gets no CPU (SIGSTOP); the immediate mode's ring, a 64 KiB slot a
+    packet on lo, held about a thousand. And the packets of the last moment before a stop are
+    handed over and spooled, not lost in a block not yet full."""
+    import signal
+    import socket
+
+    with socket.socket() as probe:  # a free port
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    capture = LiveCapture("lo", f"tcp port {port}", "tcpdump", spool_dir=str(tmp_path))
+    capture.start()
+    assert capture.backend is not None
+    command = capture.backend.command()  # type: ignore[attr-defined]
+    assert "--immediate-mode" not in command and "-B" in command
+    tool = capture.backend.proc  # type: ignore[attr-defined]
+    os.kill(tool.pid, signal.SIGSTOP)
+    try:
+        _ping_pong(port, 3_000)
+    finally:
+        os.kill(tool.pid, signal.SIGCONT)
+    time.sleep(0.5)
+    last = time.time()
+    _ping_pong(port, 1)  # the last moment: stopped at once
+    capture.stop()
+    got = [p for p in capture.packets(0.05) if p is not None]
+    stats = capture.close()
+    assert stats.kernel_drops == 0
+    assert len(got) == stats.decoded == stats.tool_captured
+    assert len(got) > 6_000  # enough to overflow the old ring
+    assert any(p.ts >= last and b"x" * 40 in p.data for p in got)  # the last round, spooled

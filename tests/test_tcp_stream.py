@@ -339,15 +339,15 @@ def test_lost_segment_peer_ack_beyond_hole_declares_gap():
         w.seg(C, S, 1001, 2001, ACK, b"a" * 10),  # 4
         # 1011..1020 lost from the capture
         w.seg(C, S, 1021, 2001, ACK, b"c" * 10),  # 5: buffered behind the hole
-        w.seg(S, C, 2001, 1031, ACK),  # 6: the server got it all
+        w.seg(S, C, 2001, 1031, ACK),  # 6: the server got it all: the hole is missing
         w.seg(C, S, 1031, 2001, ACK, b"d" * 10),  # 7: in order after the gap
     ]
     events, findings = run(segs)
     body = [e for e in events if isinstance(e, StreamData | StreamGap)]
-    assert body == [
+    assert body == [  # declared at 6; the bytes after the gap are those packet 5 brought
         StreamData(1, "c2s", b"a" * 10, 4, 4.0),
         StreamGap(1, "c2s", 10, 6, 6.0),
-        StreamData(1, "c2s", b"c" * 10, 6, 6.0),
+        StreamData(1, "c2s", b"c" * 10, 5, 5.0),
         StreamData(1, "c2s", b"d" * 10, 7, 7.0),
     ]
     assert codes(findings) == ["tcp.gap"] and findings[0].packet == 6
@@ -644,7 +644,10 @@ def test_buffer_cap_skips_hole():
     gap = next(e for e in events if isinstance(e, StreamGap))
     assert gap.packet == 8  # the 4th block (120 bytes > 100) pushed the buffer past the cap
     delivered = [e for e in events if isinstance(e, StreamData)]
-    assert [(len(e.data), e.packet) for e in delivered] == [(10, 4), (120, 8), (30, 9)]
+    # after the hole, each block as the packet that brought it
+    assert [(len(e.data), e.packet) for e in delivered] == [(10, 4)] + [
+        (30, n) for n in range(5, 10)
+    ]
     assert data(events) == b"a" * 10 + b"".join(bytes([66 + i]) * 30 for i in range(5))
     assert sorted(codes(findings)) == ["tcp.buffer-limit", "tcp.gap"]
     assert r._flows[(C, S)].buffered == 0  # everything after the hole was delivered

@@ -193,19 +193,14 @@ def after(a: int, b: int) -> bool:
     return 0 < (a - b) % (1 << 32) < 1 << 31
 
 
-def declared_at(packets: list[Packet], hole: int, c2s: bool) -> int:
-    """The 1-based number of the packet at which a hole at sequence number `hole` of one
-    direction is declared missing (amqpscope's rule (a), `stream/tcp.py`): once data after the
-    hole has arrived and the peer has acknowledged past the hole's start, whichever is later."""
-    data = next(
-        i for i, p in enumerate(packets) if p.c2s == c2s and p.payload and after(p.seq, hole)
+def first_after(packets: list[Packet], hole: int, c2s: bool) -> int:
+    """The 1-based number of the first packet of one direction with data after a hole at
+    sequence number `hole`: the gap is reported there and the frames after it ride the packets
+    that brought them (`stream/tcp.py`), as Wireshark numbers them, however much later the
+    hole is declared missing (once the peer has acknowledged past it)."""
+    return next(
+        i + 1 for i, p in enumerate(packets) if p.c2s == c2s and p.payload and after(p.seq, hole)
     )
-    acked = next(
-        i
-        for i, p in enumerate(packets)
-        if p.c2s != c2s and p.data[p.tcp + 13] & 0x10 and after(ack_of(p), hole)
-    )
-    return max(data, acked) + 1
 
 
 def quiet(packets: list[Packet], k: int) -> bool:
@@ -357,7 +352,7 @@ def snaplen_cut(src: Path) -> tuple[Case, bytes]:
     keep = 5  # less than any frame: the packet's frames are all lost
     cut = Packet(p.sec, p.usec, p.data[: p.payload_at + keep], p.wirelen)
     damaged = [*packets[:i], cut, *packets[i + 1 :]]
-    at = declared_at(damaged, (p.seq + keep) % (1 << 32), True)
+    at = first_after(damaged, (p.seq + keep) % (1 << 32), True)
     return Case(
         "snaplen-cut",
         P091,
@@ -378,7 +373,7 @@ def lost_segment(src: Path) -> tuple[Case, bytes]:
     header, packets = read_pcap(src / P10)
     i = middle_packet(packets, False, "1.0")
     kept = packets[:i] + packets[i + 1 :]
-    at = declared_at(kept, packets[i].seq, False)
+    at = first_after(kept, packets[i].seq, False)
     return Case(
         "lost-segment",
         P10,

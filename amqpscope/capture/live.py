@@ -8,10 +8,11 @@ backend can tell them.
 
 Backends (`--backend`, chosen automatically in this order when not given):
 
-* ``tcpdump``: ``tcpdump -w - -U --immediate-mode`` through a pipe; its pcap stream is parsed
-  incrementally (`PcapStream`). The fastest: libpcap's ring buffer and BPF in the kernel, no
-  per-packet Python beyond the parser. Kernel drops from tcpdump's statistics at exit.
-* ``dumpcap``: the same with ``dumpcap -P -w -`` (Wireshark's capture engine; pcap, not pcapng).
+* ``tcpdump``: ``tcpdump -U -B 65536 -C MB -w SPOOL`` into the spool (`capture.spool`), read
+  behind it. The fastest: libpcap's ring buffer and BPF in the kernel, no per-packet Python
+  beyond the parser. Kernel drops from tcpdump's statistics at exit. Not `--immediate-mode`: see
+  `TOOL_HANDOVER`.
+* ``dumpcap``: the same with ``dumpcap -P`` (Wireshark's capture engine; pcap, not pcapng).
 * ``scapy``: a PF_PACKET socket from scapy (`L2ListenSocket`) with the BPF filter attached in the
   kernel, read as raw bytes (no per-packet dissection). Kernel drops from PACKET_STATISTICS.
 * ``pyshark``: tshark through pyshark with the raw bytes of every packet (``include_raw``). Slow:
@@ -62,6 +63,14 @@ BACKENDS = ("tcpdump", "dumpcap", "scapy", "pyshark")
 DEFAULT_FILTER = "tcp"
 #: the capture tools' kernel buffer (libpcap -B), KiB: lo's 64 KiB packets fill small rings fast
 RING_KIB = 65536
+#: tcpdump runs without `--immediate-mode`, which makes libpcap use a TPACKET_V2 ring: a slot
+#: per packet, each as large as the interface's MTU (lo: 64 KiB), so 64 MiB held some hundreds
+#: of packets: tcpdump stopped 3 s under the bench's load (`bench/live.py --stall 3`) dropped
+#: 2,765-4,513 packets with it, 0-5,599 with it and -B 262144, 0 without it (three rounds
+#: each). Without it, TPACKET_V3 packs packets into blocks, but hands a block over only when it
+#: is full or after tcpdump's timeout (1 s): stopping waits this long before tcpdump's SIGINT,
+#: else a quiet link's last packets are lost (uncounted as drops)
+TOOL_HANDOVER = 1.25
 #: the queue between the capture thread and the decoder
 QUEUE_PACKETS = 100_000
 QUEUE_BYTES = 128 * 1024 * 1024
@@ -351,13 +360,15 @@ class ToolBackend(Backend):
         self._reader: threading.Thread | None = None
         self.listening = False  # the tool said it is capturing
         self.captured: int | None = None  # the packets the tool says it captured (at exit)
+        #: when the tool is to be interrupted, once asked to stop (`TOOL_HANDOVER`)
+        self.interrupt_at: float | None = None
+        self.interrupted = False
 
     def command(self) -> list[str]:
         path = os.path.join(self.directory, "spool.pcap")
         if self.name == "tcpdump":
             return [
-                *(self.program, "-i", self.iface, "-n", "-s", "0", "-U", "--immediate-mode"),
-                *("-B", str(RING_KIB)),
+                *(self.program, "-i", self.iface, "-n", "-s", "0", "-U", "-B", str(RING_KIB)),
                 # a new file every C MB (never a ring: the spool's keeper bounds it, counting
                 # what it discards); no change of user, which could not write the spool
                 *("-C", str(max(self.file_bytes // 1_000_000, 1)), "-Z", _user()),
@@ -411,14 +422,25 @@ class ToolBackend(Backend):
         return self.proc.poll() is None
 
     def running(self) -> bool:
+        """Whether the tool still runs (the spool's reader asks, often: it also interrupts
+        the tool once the stop's wait is over)."""
         proc = self.proc
-        return proc is not None and proc.poll() is None
-
-    def stop(self) -> None:
-        proc = self.proc
-        if proc is not None and proc.poll() is None:
+        if proc is None or proc.poll() is not None:
+            return False
+        at = self.interrupt_at
+        if at is not None and not self.interrupted and time.monotonic() >= at:
+            self.interrupted = True
             with contextlib.suppress(OSError):
                 proc.send_signal(signal.SIGINT)  # flushes its file, prints its statistics
+        return True
+
+    def stop(self) -> None:
+        """Interrupt the tool, tcpdump after `TOOL_HANDOVER` (its last block handed over);
+        safe from a signal handler: it only notes when."""
+        if self.interrupt_at is None:
+            wait = TOOL_HANDOVER if self.name == "tcpdump" and self.listening else 0.0
+            self.interrupt_at = time.monotonic() + wait
+        self.running()
 
     def close(self) -> None:
         proc = self.proc
@@ -426,6 +448,9 @@ class ToolBackend(Backend):
             return
         if proc.poll() is None:
             self.stop()
+            assert self.interrupt_at is not None
+            time.sleep(max(self.interrupt_at - time.monotonic(), 0.0))
+            self.running()
             try:
                 proc.wait(10)
             except subprocess.TimeoutExpired:

@@ -2,7 +2,8 @@
 
 `conn` numbers connections 1, 2, 3... in the order their first segment appears. `direction` is
 "c2s" (client to server) or "s2c". Every event names the packet that caused it, so a frame can be
-reported in the order of the packet that completed it.
+reported in the order of the packet that completed it; bytes after a hole declared missing name
+the packets that brought them (earlier than the one that settled the hole).
 """
 
 from __future__ import annotations

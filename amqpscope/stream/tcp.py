@@ -35,7 +35,10 @@ out-of-window garbage and is ignored; acks that far ahead are ignored too.
 Data. In-order bytes are delivered at once as `StreamData` (fast path). Bytes before the expected
 position are dropped (retransmissions, overlaps: the first copy wins). Bytes ahead of it are kept
 in a per-direction buffer of non-overlapping pieces until the hole fills; contiguous pieces are
-delivered as one `StreamData` whose packet/ts are those of the segment that filled the hole. A
+delivered as one `StreamData` whose packet/ts are those of the segment that filled the hole;
+when a hole is declared missing instead, the pieces after it keep the packet/ts that brought
+them (the latest so far along the stream: bytes are complete when their last piece came), so
+frames after a lost segment have the packets Wireshark gives them. A
 retransmission whose bytes differ from the copy kept is a `tcp.overlap-mismatch` finding, once per
 connection direction. It is compared with buffered data, and with delivered data the peer has not
 acknowledged yet (at most `HISTORY` bytes are remembered; acknowledged data is forgotten). A 1-byte
@@ -115,6 +118,7 @@ class _Half:
     __slots__ = (
         "acked",
         "buffered",
+        "came",
         "cid",
         "conn",
         "direction",
@@ -146,6 +150,7 @@ class _Half:
         self.acked = 0  # highest position the peer acknowledged (0: none seen)
         self.starts: list[int] = []  # sorted starts of buffered, non-overlapping pieces
         self.segs: dict[int, bytes] = {}  # start -> piece
+        self.came: dict[int, tuple[int, float]] = {}  # start -> (packet, ts) that brought it
         self.buffered = 0
         self.fin: int | None = None  # position of the FIN
         self.done = False  # every byte before the FIN delivered or declared missing
@@ -429,6 +434,7 @@ class TcpReassembler:
         for half in (conn.c2s, conn.s2c):  # drop buffers now, whoever still holds the objects
             half.starts = []
             half.segs = {}
+            half.came = {}
             half.hist = deque()
             half.fast = False
         if tombstone:
@@ -527,8 +533,8 @@ class TcpReassembler:
         if pos == nxt and not h.starts:
             self._deliver(h, payload, packet, ts, out)
         else:
-            self._insert(h, pos, payload, packet)
-            self._drain(h, packet, ts, out)
+            self._insert(h, pos, payload, packet, ts)
+            self._drain(h, out)
             if h.buffered > self.max_buffer or len(h.starts) > MAX_PIECES:
                 self._overflow(h, packet, ts, out)
             if h.acked > _pos(h) and h.starts:
@@ -578,6 +584,7 @@ class TcpReassembler:
         h.fast = False
         h.starts.clear()
         h.segs.clear()
+        h.came.clear()
         h.buffered = 0
         h.hist.clear()
         h.hist_len = 0
@@ -613,10 +620,11 @@ class TcpReassembler:
         if b"".join(pieces) != data[lo - pos : hi - pos]:
             self._mismatch(h, packet)
 
-    def _insert(self, h: _Half, pos: int, data: bytes, packet: int) -> None:
+    def _insert(self, h: _Half, pos: int, data: bytes, packet: int, ts: float) -> None:
         """Buffer `data` at `pos` (>= h.nxt), keeping pieces that are already there."""
         starts = h.starts
         segs = h.segs
+        came = h.came
         end = pos + len(data)
         i = bisect_right(starts, pos) - 1
         if i >= 0:
@@ -639,6 +647,7 @@ class TcpReassembler:
                     piece = data[: s - pos]
                     starts.insert(i, pos)
                     segs[pos] = piece
+                    came[pos] = (packet, ts)
                     h.buffered += len(piece)
                     i += 1
                     data = data[s - pos :]
@@ -656,26 +665,37 @@ class TcpReassembler:
             else:
                 starts.insert(i, pos)
                 segs[pos] = data
+                came[pos] = (packet, ts)
                 h.buffered += len(data)
                 return
 
-    def _drain(self, h: _Half, packet: int, ts: float, out: list[StreamEvent]) -> None:
-        """Deliver the buffered pieces that continue the stream, as one `StreamData`."""
+    def _drain(self, h: _Half, out: list[StreamEvent]) -> None:
+        """Deliver the buffered pieces that continue the stream: one `StreamData` for each
+        latest packet along them (after a segment that filled the hole, that segment's for
+        all; after a hole declared missing, the packets that brought them)."""
         starts = h.starts
         pos = h.nxt
         if not starts or starts[0] != pos:
             return
         segs = h.segs
-        pieces = []
+        came = h.came
+        runs: list[tuple[int, float, list[bytes]]] = []  # (packet, ts, pieces)
+        latest = -1
         i = 0
         while i < len(starts) and starts[i] == pos:
             d = segs.pop(pos)
-            pieces.append(d)
+            brought, at = came.pop(pos)
+            if brought > latest:
+                latest = brought
+                runs.append((brought, at, [d]))
+            else:
+                runs[-1][2].append(d)
             pos += len(d)
             i += 1
         del starts[:i]
         h.buffered -= pos - _pos(h)
-        self._deliver(h, pieces[0] if i == 1 else b"".join(pieces), packet, ts, out)
+        for brought, at, pieces in runs:
+            self._deliver(h, pieces[0] if len(pieces) == 1 else b"".join(pieces), brought, at, out)
 
     def _next_known(self, h: _Half) -> int | None:
         """The position of the next thing known after the hole: buffered data or the FIN."""
@@ -693,7 +713,7 @@ class TcpReassembler:
                 break
             if b > before:
                 self._gap(h, min(b, limit), packet, ts, out, "acknowledged by the peer")
-            self._drain(h, packet, ts, out)
+            self._drain(h, out)
             if h.nxt == before:
                 break
         self._refast(h)
@@ -714,7 +734,7 @@ class TcpReassembler:
         ):
             if h.starts[0] > _pos(h):
                 self._gap(h, h.starts[0], packet, ts, out, "reassembly buffer full")
-            self._drain(h, packet, ts, out)
+            self._drain(h, out)
 
     def _fin(self, h: _Half, seq: int, packet: int, ts: float, out: list[StreamEvent]) -> None:
         nxt = h.nxt
@@ -731,7 +751,9 @@ class TcpReassembler:
             h.fast = False
             starts = h.starts
             while starts and starts[-1] >= fin:  # data past the FIN is ignored
-                h.buffered -= len(h.segs.pop(starts.pop()))
+                last = starts.pop()
+                h.came.pop(last)
+                h.buffered -= len(h.segs.pop(last))
             if starts:
                 last = starts[-1]
                 d = h.segs[last]
@@ -754,7 +776,7 @@ class TcpReassembler:
                 break
             if b > before:
                 self._gap(h, b, packet, ts, out, "never retransmitted before the close")
-            self._drain(h, packet, ts, out)
+            self._drain(h, out)
             if h.nxt == before:
                 break
         nxt = _pos(h)

@@ -562,6 +562,19 @@ REDELIVERED = (("r0", "refund 0"), ("r1", "refund 1"), (None, "refund 2"))
 HOLD_SECONDS = 1.0
 
 
+def delivery_091(consumer: str, method: Any, props: Any, body: bytes) -> dict[str, Any]:
+    """What the redelivery scenario's ground truth notes of each delivery a consumer got
+    (pika's Basic.Deliver and properties), stamped with the callback's time."""
+    return {
+        "consumer": consumer,
+        "delivery_tag": method.delivery_tag,
+        "redelivered": method.redelivered,
+        "message_id": props.message_id,
+        "body": body.decode(),
+        "at": time.time(),
+    }
+
+
 @record.scenario(
     "091-redelivered",
     "0-9-1",
@@ -583,16 +596,7 @@ def s_redelivered(ctx: record.Ctx) -> dict[str, Any]:
     got: list[dict[str, Any]] = []
 
     def on_first(_chan: Any, method: Any, props: Any, body: bytes) -> None:
-        got.append(
-            {
-                "consumer": "A",
-                "delivery_tag": method.delivery_tag,
-                "redelivered": method.redelivered,
-                "message_id": props.message_id,
-                "body": body.decode(),
-                "at": time.time(),
-            }
-        )
+        got.append(delivery_091("A", method, props, body))
         n.inc("deliveries")
 
     tag_a = first.basic_consume(q, on_first)
@@ -612,16 +616,7 @@ def s_redelivered(ctx: record.Ctx) -> dict[str, Any]:
     again: list[dict[str, Any]] = []
 
     def on_second(chan: Any, method: Any, props: Any, body: bytes) -> None:
-        again.append(
-            {
-                "consumer": "B",
-                "delivery_tag": method.delivery_tag,
-                "redelivered": method.redelivered,
-                "message_id": props.message_id,
-                "body": body.decode(),
-                "at": time.time(),
-            }
-        )
+        again.append(delivery_091("B", method, props, body))
         n.inc("deliveries")
         chan.basic_ack(method.delivery_tag)
         n.inc("acks")
