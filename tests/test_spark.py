@@ -309,6 +309,16 @@ def test_a_local_jvm_gets_a_spark_home_without_pyspark_zips(tmp_path: Path) -> N
     )
     assert not (Path(home) / "python").exists()
     assert daemon.spark_home(str(tmp_path)) is None
+    # a folder of that name that is not exactly the links (another's, or stale) is not used
+    fake = tmp_path / "pyspark"
+    (fake / "python" / "lib").mkdir(parents=True)
+    (fake / "python" / "lib" / "pyspark.zip").write_bytes(b"")
+    (fake / "bin").mkdir()
+    made = daemon.spark_home(str(fake))
+    assert made is not None and os.readlink(Path(made) / "bin") == str(fake / "bin")
+    (Path(made) / "extra").symlink_to(tmp_path)
+    assert daemon.spark_home(str(fake)) is None
+    shutil.rmtree(made)
     from pyspark import SparkConf
 
     before = os.environ.pop("SPARK_HOME", None)

@@ -51,7 +51,9 @@ def spark_home(pyspark_dir: str) -> str | None:
     key = hashlib.sha256(os.path.realpath(pyspark_dir).encode()).hexdigest()[:12]
     home = os.path.join(tempfile.gettempdir(), f"amqpscope-spark-home-{os.getuid()}-{key}")
     entries = [e for e in os.listdir(pyspark_dir) if e in ("bin", "sbin", "jars", "conf", "data")]
-    if all(os.path.islink(os.path.join(home, e)) for e in entries) and "bin" in entries:
+    if "bin" not in entries:
+        return None
+    if _ours(home, pyspark_dir, entries):
         return home
     try:
         made = tempfile.mkdtemp(prefix="amqpscope-spark-home-")
@@ -65,8 +67,21 @@ def spark_home(pyspark_dir: str) -> str | None:
             os.rmdir(made)
     except OSError:
         return None
-    ok = all(os.path.islink(os.path.join(home, e)) for e in entries)
-    return home if ok else None
+    return home if _ours(home, pyspark_dir, entries) else None
+
+
+def _ours(home: str, pyspark_dir: str, entries: list[str]) -> bool:
+    """Whether `home` is a folder of this user's (not a link, nor another user's in a shared
+    temporary folder) holding exactly the links to `pyspark_dir`'s `entries`."""
+    try:
+        found = os.lstat(home)
+        if not os.path.isdir(home) or os.path.islink(home) or found.st_uid != os.getuid():
+            return False
+        return sorted(os.listdir(home)) == sorted(entries) and all(
+            os.readlink(os.path.join(home, e)) == os.path.join(pyspark_dir, e) for e in entries
+        )
+    except OSError:
+        return False
 
 
 def main() -> None:
