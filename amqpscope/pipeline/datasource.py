@@ -372,6 +372,7 @@ class AmqpStreamReader(DataSourceStreamReader):
         self.most = int(most) if most else None
         self.options = decoder_options(options, self.table, columns)
         self._scans: dict[tuple[str, int, int], plan.Scan] = {}
+        self._listed: dict[str, tuple[float, int]] = {}  # a URI folder's files: (mtime, size)
 
     def initialOffset(self) -> dict[str, Any]:
         return {"last": None, "carry": plan.Carry().to_json()}
@@ -409,8 +410,7 @@ class AmqpStreamReader(DataSourceStreamReader):
                 stat = os.stat(path)
                 key = (path, stat.st_size, stat.st_mtime_ns)
             else:  # a URI's scan fetches the file: kept while its listing is unchanged
-                listed = {uri: (m, n) for uri, m, n in remote.folder_entries(self.folder)}
-                mtime, size = listed[path]
+                mtime, size = self._listed[path]  # as `_plan` listed it
                 key = (path, size, int(mtime * 1e9))
         except (OSError, KeyError, ValueError):
             return plan.scan(path)
@@ -420,6 +420,10 @@ class AmqpStreamReader(DataSourceStreamReader):
         return found
 
     def _plan(self, start: dict[str, Any], files: list[str]) -> tuple[list[plan.Task], Any]:
+        from amqpscope.pipeline import remote
+
+        if remote.scheme(self.folder) is not None:  # listed once a plan, not once a file
+            self._listed = {u: (m, n) for u, m, n in remote.folder_entries(self.folder)}
         scans = [self._scan(path) for path in files]
         return plan.stream_tasks(plan.Carry.from_json(start.get("carry")), scans, self.max_gap)
 
