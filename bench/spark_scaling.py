@@ -18,10 +18,21 @@ folder read into Spark's `noop` sink (every row handed to the JVM, nothing writt
 the query's start (the JVM's start excluded, as for the job); its CPU seconds are the query's
 too (the JVM's start excluded, unlike the job's row).
 
+Each data source run is a session of its own with two queries: the first pays what a session
+pays once (Spark's Python planning workers start, the JVM's classes load and its JIT is cold),
+the second is what a session's later queries cost; both ratios are printed, against a
+`read --json` of the same files run just before (a row of its own), and a last line gives them
+side by side. `--spark-zips` adds the same runs as before `pipeline.daemon.spark_home`
+(SPARK_HOME set to pyspark's own folder, so Spark's planning workers import pyspark from its
+zips): the baseline of that change, alternated with the new runs. `--cds` adds runs with a class
+data sharing archive of Spark's classes (`-XX:SharedArchiveFile`, made by a run of its own
+first, not measured): what docs/spark.md's recipe saves.
+
 `--build compiled` runs both sides on the mypyc-compiled build (`tools/compiled.py`), the Spark
 workers included (local mode starts them with the driver's interpreter).
 
     python3 bench/spark_scaling.py [--files 8] [--copies 500] [--cores 1 2] [--build pure]
+        [--source-only] [--spark-zips] [--cds]
 """
 
 from __future__ import annotations
@@ -67,13 +78,18 @@ def _cpu(pid: int) -> dict[int, float]:
     return out
 
 
-def run_spark(command: list[str]) -> tuple[float, float, str]:
+def run_spark(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
     """(wall seconds, CPU seconds of the whole process tree, stderr) of one spark run."""
     seen: dict[int, float] = {}
     start = time.perf_counter()
     child = subprocess.Popen(
-        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd="/"
-    )  # cwd: not the source tree, which `-m` would put first on the path
+        command,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd="/",  # not the source tree, which `-m` would put first on the path
+        env={**os.environ, **(env or {})},
+    )
     done = threading.Event()
 
     def sample() -> None:
@@ -196,6 +212,40 @@ spark.stop()
 """
 
 
+def make_archive(python: str, folder: Path, archive: Path) -> None:
+    """A class data sharing archive of the classes a data source session loads: one session
+    with `-XX:ArchiveClassesAtExit`, which the JVM writes as it exits (after its driver has)."""
+    options = f"-XX:TieredStopAtLevel=1 -XX:ArchiveClassesAtExit={archive}"
+    run_spark(
+        [python, "-c", DATASOURCE, str(folder), "local[1]", ""],
+        {"AMQPSCOPE_SPARK_JAVA_OPTIONS": options},
+    )
+    limit = time.monotonic() + 600
+    while time.monotonic() < limit:  # the JVM goes on after its driver, dumping
+        dumping = subprocess.run(
+            ["pgrep", "-f", f"ArchiveClassesAtExit={archive}"], capture_output=True, text=True
+        )
+        if not dumping.stdout.strip():
+            break
+        time.sleep(1)
+    if not archive.exists():
+        raise SystemExit(f"{archive}: the JVM wrote no archive")
+
+
+def source_runs(args: argparse.Namespace, tmp: Path) -> list[tuple[str, dict[str, str]]]:
+    """(label, environment) of each kind of data source run: as shipped, and the baselines."""
+    import pyspark
+
+    runs: list[tuple[str, dict[str, str]]] = [("", {})]
+    if args.spark_zips:
+        runs.append((" (Spark's zips)", {"SPARK_HOME": os.path.dirname(pyspark.__file__)}))
+    if args.cds:
+        archive = tmp / "spark.jsa"
+        options = f"-XX:TieredStopAtLevel=1 -XX:SharedArchiveFile={archive}"
+        runs.append((" (CDS)", {"AMQPSCOPE_SPARK_JAVA_OPTIONS": options}))
+    return runs
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--capture", type=Path, default=DEFAULT)
@@ -209,7 +259,16 @@ def main() -> int:
     parser.add_argument(
         "--columns",
         default=PROJECTION,
-        help="the data source's projected row: these frames columns (comma-separated)",
+        help="the data source's projected row: these frames columns (comma-separated;"
+        " empty: no projected run)",
+    )
+    parser.add_argument(
+        "--spark-zips",
+        action="store_true",
+        help="also the data source as before: its planning workers import pyspark's zips",
+    )
+    parser.add_argument(
+        "--cds", action="store_true", help="also the data source with a CDS archive of Spark"
     )
     args = parser.parse_args()
     python = sys.executable
@@ -269,21 +328,43 @@ def main() -> int:
                 f" {rate:.0f} | {rate / cores:.0f} | {rate / cores / read_rate:.2f} |"
                 f" {cpu:.1f} | {packets / cpu:.0f} | {packets / cpu / read_per_cpu:.2f} |"
             )
-        for cores, columns in [(c, p) for c in args.cores for p in ("", args.columns)]:
+        runs = source_runs(args, Path(tmp))
+        if args.cds:
+            make_archive(python, folder, Path(tmp) / "spark.jsa")
+        ratios: list[str] = []
+        for cores, columns, (label, env) in [
+            (c, p, r) for c in args.cores for p in dict.fromkeys(("", args.columns)) for r in runs
+        ]:  # the kinds of run alternate: the machine's load falls on each alike
+            # and each has a baseline of its own, just before it: a shared machine's load
+            # moves more in the minutes a run takes than between a run and the next
+            base, base_cpu = run_single(python, sorted(folder.iterdir()), ["--json"])
+            read_rate, read_per_cpu = packets / base, packets / base_cpu
+            print(
+                f"| `read --json` again, the next rows' baseline | 1 | {base:.1f} | {base:.1f} |"
+                f" {read_rate:.0f} | {read_rate:.0f} | 1.00 | {base_cpu:.1f} |"
+                f" {read_per_cpu:.0f} | 1.00 |"
+            )
             wall, _, err = run_spark(
-                [python, "-c", DATASOURCE, str(folder), f"local[{cores}]", columns]
+                [python, "-c", DATASOURCE, str(folder), f"local[{cores}]", columns], env
             )
             found = re.findall(r"query in ([0-9.]+) s, ([0-9.]+) CPU s", err)
             what = f"{len(columns.split(','))} columns" if columns else "frames"
+            said = []
             for which, (query, cpu) in zip(("first", "again"), found, strict=True):
                 query_s, cpu_s = float(query), float(cpu)
                 rate = packets / query_s
                 print(
-                    f"| `read.format('amqp')` {what}, local[{cores}], {which} query"
+                    f"| `read.format('amqp')` {what}, local[{cores}]{label}, {which} query"
                     f" (CPU: the query's) | {cores} | {wall:.1f} | {query_s:.1f} | {rate:.0f} |"
                     f" {rate / cores:.0f} | {rate / cores / read_rate:.2f} | {cpu_s:.1f} |"
                     f" {packets / cpu_s:.0f} | {packets / cpu_s / read_per_cpu:.2f} |"
                 )
+                said.append(f"{packets / cpu_s / read_per_cpu:.2f}")
+            ratios.append(f"{what}, local[{cores}]{label}: {' / '.join(said)}")
+        if ratios:
+            print("per CPU second of `read --json`, first query / later queries:")
+            for line in ratios:
+                print(f"  {line}")
         print(f"load average {os.getloadavg()[0]:.1f} at the end")
     return 0
 

@@ -291,6 +291,52 @@ def test_the_local_jvm_starts_with_the_quick_compiler_only(spark: Any) -> None:
     assert expected and all(option in arguments for option in expected), arguments
 
 
+def test_a_local_jvm_gets_a_spark_home_without_pyspark_zips(tmp_path: Path) -> None:
+    """`daemon.spark_home`: Spark's launcher and jars as installed, and no `python/lib`, so no
+    worker Spark starts has pyspark's zips on its path; made once; None for a pyspark that
+    ships no zips (not pip's layout). And SPARK_HOME is set only while a local JVM may start."""
+    pyspark = pytest.importorskip("pyspark")
+    from amqpscope.pipeline import daemon, spark
+
+    installed = Path(pyspark.__file__).parent
+    if not (installed / "python" / "lib" / "pyspark.zip").is_file():
+        pytest.skip("this pyspark ships no zips")
+    home = daemon.spark_home(str(installed))
+    assert home is not None and daemon.spark_home(str(installed)) == home
+    assert (Path(home) / "bin" / "spark-submit").is_file()
+    assert sorted(p.name for p in (Path(home) / "jars").iterdir()) == sorted(
+        p.name for p in (installed / "jars").iterdir()
+    )
+    assert not (Path(home) / "python").exists()
+    assert daemon.spark_home(str(tmp_path)) is None
+    # a folder of that name that is not exactly the links (another's, or stale) is not used
+    fake = tmp_path / "pyspark"
+    (fake / "python" / "lib").mkdir(parents=True)
+    (fake / "python" / "lib" / "pyspark.zip").write_bytes(b"")
+    (fake / "bin").mkdir()
+    made = daemon.spark_home(str(fake))
+    assert made is not None and os.readlink(Path(made) / "bin") == str(fake / "bin")
+    (Path(made) / "extra").symlink_to(tmp_path)
+    assert daemon.spark_home(str(fake)) is None
+    shutil.rmtree(made)
+    from pyspark import SparkConf
+
+    before = os.environ.pop("SPARK_HOME", None)
+    try:
+        with spark._local_home(SparkConf().setMaster("local[1]")):
+            assert os.environ["SPARK_HOME"] == home
+        assert "SPARK_HOME" not in os.environ
+        with spark._local_home(SparkConf().setMaster("spark://127.0.0.1:7077")):
+            assert "SPARK_HOME" not in os.environ
+        os.environ["SPARK_HOME"] = str(installed)  # the user's: left alone
+        with spark._local_home(SparkConf().setMaster("local[1]")):
+            assert os.environ["SPARK_HOME"] == str(installed)
+    finally:
+        os.environ.pop("SPARK_HOME", None)
+        if before is not None:
+            os.environ["SPARK_HOME"] = before
+
+
 @needs_java
 def test_a_local_run_starts_spark_sql_only_when_it_needs_it(tmp_path: Path) -> None:
     """Spark's SQL session took ~2.4 s of a local run's start: a run of local files without

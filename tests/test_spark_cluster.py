@@ -135,31 +135,66 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def run_driver(code: str, *args: str, timeout: float = 300) -> str:
-    done = subprocess.run(
-        [sys.executable, "-c", code, *args],
-        capture_output=True, text=True, timeout=timeout, env=environment(),
-    )  # fmt: skip
+    """The driver's stdout; a driver still running after `timeout` seconds fails the test in
+    one line (its own JVM ends with it: pyspark's gateway exits when its driver's pipe closes)."""
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", code, *args],
+            capture_output=True, text=True, timeout=timeout, env=environment(),
+        )  # fmt: skip
+    except subprocess.TimeoutExpired as exc:
+        said = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else ""
+        pytest.fail(
+            f"the driver did not finish in {timeout:.0f} s (load average"
+            f" {os.getloadavg()[0]:.1f}); its last words: {said[-600:]!r}",
+            pytrace=False,
+        )
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     return done.stdout
 
 
-#: a driver on the cluster: tables read with the data source, written as Parquet; and how many
-#: executors the application had (the driver's own counts as one)
+#: a driver on the cluster: tables read with the data source, written as Parquet (each
+#: `NAME=TABLE=PATH` to OUT/NAME/TABLE); and how many executors the application had (the
+#: driver's own counts as one)
 DATASOURCE_DRIVER = """
 import json, sys
 from pyspark.sql import SparkSession
 from amqpscope.pipeline.datasource import AmqpDataSource
-master, inputs, out, *names = sys.argv[1:]
+master, out, *reads = sys.argv[1:]
 spark = (SparkSession.builder.master(master).appName("amqpscope-datasource-cluster")
          .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC")
          .getOrCreate())
 spark.dataSource.register(AmqpDataSource)
-for table in names:
-    spark.read.format("amqp").option("table", table).load(inputs).write.parquet(f"{out}/{table}")
+for read in reads:
+    name, table, path = read.split("=", 2)
+    frame = spark.read.format("amqp").option("table", table).load(path)
+    frame.write.parquet(f"{out}/{name}/{table}")
 sc = spark.sparkContext
 print(json.dumps({"executors": sc._jsc.sc().getExecutorMemoryStatus().size()}))
 spark.stop()
 """
+#: the data source driver's seconds: a JVM for the driver, one on each worker for the
+#: application's executors, the planning workers, five small queries (at load average 19 on
+#: 2 cores: about 200 s)
+SOURCE_TIMEOUT = 420.0
+#: what the data source reads on the cluster: each table is a decode of its own (the job test
+#: has all); and a trace log alone, read by the executors as a capture is
+SOURCE_READS = (("captures", "frames"), ("captures", "connections"), ("log", "frames"))
+
+
+@pytest.fixture(scope="module")
+def source_tables(
+    cluster: Cluster, inputs: Path, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, Path, dict[str, Any]]:
+    """One application on the cluster reads the inputs and a small trace log (44 lines) with
+    the data source: (its tables, the log, what the driver said)."""
+    out = tmp_path_factory.mktemp("source-tables")
+    log = tmp_path_factory.mktemp("log") / "log-rhea-broker.log"
+    shutil.copy(CAPTURES / log.name, log)
+    paths = {"captures": inputs, "log": log}
+    reads = [f"{name}={table}={paths[name]}" for name, table in SOURCE_READS]
+    said = run_driver(DATASOURCE_DRIVER, cluster.url, str(out), *reads, timeout=SOURCE_TIMEOUT)
+    return out, log, json.loads(said.strip().splitlines()[-1])
 
 
 def parquet_rows(spark: Any, folder: Path, table: str) -> list[str]:
@@ -196,16 +231,27 @@ def test_the_job_on_the_cluster_writes_the_local_tables(
 
 
 def test_the_data_source_on_the_cluster_gives_the_local_tables(
-    cluster: Cluster, inputs: Path, local: tuple[Any, Path], tmp_path: Path
+    source_tables: tuple[Path, Path, dict[str, Any]], local: tuple[Any, Path]
 ) -> None:
     spark, expected = local
-    read = ("frames", "connections")  # each table is a decode of its own: the job test has all
-    out = run_driver(DATASOURCE_DRIVER, cluster.url, str(inputs), str(tmp_path), *read)
-    said = json.loads(out.strip().splitlines()[-1])
+    out, _, said = source_tables
     # the driver and the two workers' executors: the tasks did not run in the driver
     assert said["executors"] == 3, said
-    for table in read:
-        assert parquet_rows(spark, tmp_path, table) == parquet_rows(spark, expected, table), table
+    for name, table in SOURCE_READS:
+        if name == "captures":
+            got = parquet_rows(spark, out / name, table)
+            assert got == parquet_rows(spark, expected, table), table
+
+
+def test_a_trace_log_through_the_data_source_on_the_cluster(
+    source_tables: tuple[Path, Path, dict[str, Any]], local: tuple[Any, Path]
+) -> None:
+    """A log is read by the executors as a capture is: the same rows as on local[2]."""
+    spark, _ = local
+    out, log, _ = source_tables
+    want = spark.read.format("amqp").option("table", "frames").load(str(log)).collect()
+    assert want and all(row["line"] for row in want)  # the log's frames, each with its line
+    assert parquet_rows(spark, out / "log", "frames") == canonical(want, "frames")
 
 
 CONNECT_CLIENT = """

@@ -448,6 +448,35 @@ def http_folder(tmp_path: Path) -> Any:
     server.server_close()
 
 
+def test_a_stream_over_a_uri_lists_its_folder_with_pyarrow(
+    tmp_path: Path, http_folder: Any
+) -> None:
+    """`readStream.load(URI)`: the folder is listed with pyarrow's filesystems
+    (`remote.listing`: the files directly in it, hidden names skipped, with mtime and size),
+    here on pyarrow's local filesystem, the one this machine has: no S3, GCS or HDFS service
+    here, so a stream over one of those is not run. HTTP lists no folders: one line."""
+    import pyarrow.fs as pafs
+
+    from amqpscope.pipeline import remote
+    from amqpscope.pipeline.datasource import AmqpStreamReader
+
+    folder = tmp_path / "caps"
+    (folder / "sub").mkdir(parents=True)
+    for name in ("cap.pcap1", "cap.pcap2", "sub/cap.pcap3", "_cap.pcap4", ".cap.pcap5"):
+        shutil.copy(CAPTURES / "091-tx.pcap", folder / name)
+    found = remote.listing(pafs.LocalFileSystem(), str(folder))
+    assert sorted(Path(path).name for path, _, _ in found) == ["cap.pcap1", "cap.pcap2"]
+    for path, mtime, size in found:
+        assert size == os.path.getsize(path) and abs(mtime - os.path.getmtime(path)) < 1e-3
+    with pytest.raises(remote.RemoteError, match="no such folder"):
+        remote.listing(pafs.LocalFileSystem(), str(folder / "cap.pcap1"))
+    _, base = http_folder
+    with pytest.raises(ValueError, match="HTTP lists no folders"):
+        AmqpStreamReader({"path": f"{base}/caps/"})
+    with pytest.raises(ValueError, match="not viewfs://"):
+        AmqpStreamReader({"path": "viewfs://cluster/caps"})
+
+
 @needs_java
 def test_http_uris_are_read_and_stitched_as_local_files(spark: Any, http_folder: Any) -> None:
     """`load("http://...")`: the Python workers fetch each file (no JVM there); rotated files

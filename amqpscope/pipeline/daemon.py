@@ -9,12 +9,20 @@ already with their bytecode cached: the zips go to the end of the path so those 
 
 Then amqpscope's decoder is imported once, here, and every worker forked from the daemon has it.
 pyarrow is not: it starts threads, and the daemon must not have any when it forks.
+
+Spark starts other Python workers with its own `pyspark.daemon`, whatever this setting says: the
+planners of a Python data source (`create_data_source`, `plan_data_source_read`, one daemon and
+one worker each on a session's first query). They import pyspark from the zips too, which cost
+a session's first `amqp` query about 1.7 CPU seconds. `spark_home` gives a local JVM a Spark home
+without the zips, so that every worker imports the installed pyspark.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
+import tempfile
 from importlib.machinery import PathFinder
 
 
@@ -29,6 +37,51 @@ def prefer_installed() -> None:
     lib = os.path.join(next(iter(pyspark.submodule_search_locations)), "python", "lib")
     shipped = [e for e in sys.path if e.endswith(".zip") and os.path.dirname(e) == lib]
     sys.path[:] = [e for e in sys.path if e not in shipped] + shipped
+
+
+def spark_home(pyspark_dir: str) -> str | None:
+    """A Spark home for a local JVM: links to the installed pyspark's `bin`, `jars`, ... but no
+    `python/lib`, so Spark puts no zip of pyspark on its workers' path (it adds
+    `$SPARK_HOME/python/lib/pyspark.zip` and py4j's zip first, and skips neither when they
+    exist). Made once in the temporary folder, per pyspark install and user; None when the
+    install has no such zips (not pip's layout) or the links cannot be made."""
+    lib = os.path.join(pyspark_dir, "python", "lib")
+    if not os.path.isfile(os.path.join(lib, "pyspark.zip")):
+        return None
+    key = hashlib.sha256(os.path.realpath(pyspark_dir).encode()).hexdigest()[:12]
+    home = os.path.join(tempfile.gettempdir(), f"amqpscope-spark-home-{os.getuid()}-{key}")
+    entries = [e for e in os.listdir(pyspark_dir) if e in ("bin", "sbin", "jars", "conf", "data")]
+    if "bin" not in entries:
+        return None
+    if _ours(home, pyspark_dir, entries):
+        return home
+    try:
+        made = tempfile.mkdtemp(prefix="amqpscope-spark-home-")
+        for entry in entries:
+            os.symlink(os.path.join(pyspark_dir, entry), os.path.join(made, entry))
+        try:
+            os.rename(made, home)  # atomic: another run making it at once keeps its own
+        except OSError:
+            for entry in entries:
+                os.unlink(os.path.join(made, entry))
+            os.rmdir(made)
+    except OSError:
+        return None
+    return home if _ours(home, pyspark_dir, entries) else None
+
+
+def _ours(home: str, pyspark_dir: str, entries: list[str]) -> bool:
+    """Whether `home` is a folder of this user's (not a link, nor another user's in a shared
+    temporary folder) holding exactly the links to `pyspark_dir`'s `entries`."""
+    try:
+        found = os.lstat(home)
+        if not os.path.isdir(home) or os.path.islink(home) or found.st_uid != os.getuid():
+            return False
+        return sorted(os.listdir(home)) == sorted(entries) and all(
+            os.readlink(os.path.join(home, e)) == os.path.join(pyspark_dir, e) for e in entries
+        )
+    except OSError:
+        return False
 
 
 def main() -> None:

@@ -31,10 +31,11 @@ the sessions it makes (`register`).
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import (
     DataSource,
@@ -44,7 +45,6 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from amqpscope.pipeline import plan, rows
 from amqpscope.pipeline.stitch import MAX_GAP
 from amqpscope.pipeline.tables import COLUMNS, TABLES, ddl, index
 
@@ -56,6 +56,26 @@ BATCH = int(os.environ.get("AMQPSCOPE_SOURCE_BATCH", "8192"))
 #: (Python data sources are not told which columns a query selects: the table is the pruning.)
 BODY_FREE = frozenset(("links", "channels"))
 SETTLE = 120.0
+
+
+class _Later:
+    """A module imported when first used. Spark imports this one in every Python process that
+    looks data sources up or makes one (`create_data_source`, `lookup_data_sources`), which need
+    only the class and its schema; the decoder (`rows`, `plan`) is for the processes that plan
+    and read."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(importlib.import_module(self._name), attr)
+
+
+if TYPE_CHECKING:
+    from amqpscope.pipeline import plan, rows
+else:
+    plan = _Later("amqpscope.pipeline.plan")
+    rows = _Later("amqpscope.pipeline.rows")
 
 
 class AmqpDataSource(DataSource):
@@ -307,9 +327,12 @@ def _rows(task: plan.Task, table: str, options: dict[str, Any]) -> Iterator[list
 
 def _starts_like_capture(path: str) -> bool:
     """A capture by its first bytes, or a trace log by its name and lines (as a batch read's
-    folder walk keeps them)."""
+    folder walk keeps them; behind a URI by its name, as a batch read's listing does)."""
+    from amqpscope.pipeline import remote
     from amqpscope.pipeline.spark import _is_log
 
+    if remote.scheme(path) is not None:
+        return rows.looks_like_log(path) or rows.looks_like_capture(remote.head(path))
     try:
         with open(path, "rb") as f:
             if rows.looks_like_capture(f.read(4)):
@@ -331,16 +354,25 @@ class AmqpStreamReader(DataSourceStreamReader):
     def __init__(self, options: Any, columns: list[str] | None = None) -> None:
         self.table = _table(options)
         self.columns = columns
+        from amqpscope.pipeline import remote
+
         folders = _paths(options)
-        if len(folders) != 1 or not os.path.isdir(folders[0]):
+        if len(folders) != 1:
             raise ValueError("amqp: a stream reads one folder: readStream.load(FOLDER)")
-        self.folder = os.path.abspath(folders[0])
+        if remote.scheme(folders[0]) is not None:  # a folder pyarrow lists (s3, gs, hdfs, ...)
+            self.folder = folders[0].rstrip("/")
+            remote.folder_entries(self.folder)  # RemoteError (a ValueError): one line, now
+        elif os.path.isdir(folders[0]):
+            self.folder = os.path.abspath(folders[0])
+        else:
+            raise ValueError("amqp: a stream reads one folder: readStream.load(FOLDER)")
         self.max_gap = _number(options, "maxGap", MAX_GAP)
         self.settle = _number(options, "settleSeconds", SETTLE)
         most = options.get("maxFilesPerTrigger")
         self.most = int(most) if most else None
         self.options = decoder_options(options, self.table, columns)
         self._scans: dict[tuple[str, int, int], plan.Scan] = {}
+        self._listed: dict[str, tuple[float, int]] = {}  # a URI folder's files: (mtime, size)
 
     def initialOffset(self) -> dict[str, Any]:
         return {"last": None, "carry": plan.Carry().to_json()}
@@ -371,10 +403,16 @@ class AmqpStreamReader(DataSourceStreamReader):
         return sorted(taken, key=plan.natural)
 
     def _scan(self, path: str) -> plan.Scan:
+        from amqpscope.pipeline import remote
+
         try:
-            stat = os.stat(path)
-            key = (path, stat.st_size, stat.st_mtime_ns)
-        except OSError:
+            if remote.scheme(path) is None:
+                stat = os.stat(path)
+                key = (path, stat.st_size, stat.st_mtime_ns)
+            else:  # a URI's scan fetches the file: kept while its listing is unchanged
+                mtime, size = self._listed[path]  # as `_plan` listed it
+                key = (path, size, int(mtime * 1e9))
+        except (OSError, KeyError, ValueError):
             return plan.scan(path)
         found = self._scans.get(key)
         if found is None:
@@ -382,6 +420,10 @@ class AmqpStreamReader(DataSourceStreamReader):
         return found
 
     def _plan(self, start: dict[str, Any], files: list[str]) -> tuple[list[plan.Task], Any]:
+        from amqpscope.pipeline import remote
+
+        if remote.scheme(self.folder) is not None:  # listed once a plan, not once a file
+            self._listed = {u: (m, n) for u, m, n in remote.folder_entries(self.folder)}
         scans = [self._scan(path) for path in files]
         return plan.stream_tasks(plan.Carry.from_json(start.get("carry")), scans, self.max_gap)
 

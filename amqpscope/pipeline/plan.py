@@ -389,7 +389,14 @@ def natural(name: str) -> tuple[Any, ...]:
 
 def folder_files(folder: str) -> Iterator[tuple[str, float]]:
     """`(path, mtime)` of the visible files directly in `folder` (a writer's temporary names
-    start with `.` or `_`, as Spark's own file sources skip them)."""
+    start with `.` or `_`, as Spark's own file sources skip them); a folder's URI is listed with
+    pyarrow's filesystems (`remote.folder_entries`)."""
+    from amqpscope.pipeline import remote
+
+    if remote.scheme(folder) is not None:
+        for uri, mtime, _ in remote.folder_entries(folder):
+            yield uri, mtime
+        return
     try:
         entries = list(os.scandir(folder))
     except OSError:

@@ -127,6 +127,39 @@ def list_files(uri: str) -> list[tuple[str, bool]]:
     return [(_rebuild(uri, p), True) for p in matched]
 
 
+def folder_entries(uri: str) -> list[tuple[str, float, int]]:
+    """`(uri, mtime, size)` of the visible files directly in the folder at `uri` (not below it;
+    names starting with `.` or `_` skipped), for a stream over a remote folder. RemoteError
+    when it is no folder or cannot be listed (HTTP lists none)."""
+    if scheme(uri) in HTTP:
+        raise RemoteError(f"amqp: {uri}: HTTP lists no folders: a stream reads a folder")
+    fs, path = _arrow(uri)
+    try:
+        return [(_rebuild(uri, p), mtime, size) for p, mtime, size in listing(fs, path)]
+    except RemoteError:
+        raise
+    except Exception as exc:
+        raise RemoteError(f"amqp: {uri}: {str(exc).splitlines()[0]}") from None
+
+
+def listing(fs: Any, path: str) -> list[tuple[str, float, int]]:
+    """`(path, mtime, size)` of the visible files directly in folder `path` of the pyarrow
+    filesystem `fs` (mtime 0 where the filesystem keeps none)."""
+    import pyarrow.fs as pafs
+
+    info = fs.get_file_info(path)
+    if info.type != pafs.FileType.Directory:
+        raise RemoteError(f"amqp: {path}: no such folder")
+    out = []
+    for found in fs.get_file_info(pafs.FileSelector(path, recursive=False)):
+        name = found.path.rstrip("/").rsplit("/", 1)[-1]
+        if found.type != pafs.FileType.File or name[:1] in (".", "_"):
+            continue
+        mtime = found.mtime.timestamp() if found.mtime is not None else 0.0
+        out.append((found.path, mtime, int(found.size or 0)))
+    return out
+
+
 def _open(uri: str) -> IO[bytes]:
     if scheme(uri) in HTTP:
         try:

@@ -195,7 +195,9 @@ def session(master: str | None = None, app: str = "amqpscope") -> Any:
     the `amqp` data source registered."""
     from pyspark.sql import SparkSession
 
-    spark = SparkSession.builder.config(conf=_conf(master, app)).getOrCreate()
+    conf = _conf(master, app)
+    with _local_home(conf):
+        spark = SparkSession.builder.config(conf=conf).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     with contextlib.suppress(ImportError):  # pyspark before 4 has no Python data sources
         from amqpscope.pipeline.datasource import register
@@ -210,7 +212,9 @@ def context(master: str | None = None, app: str = "amqpscope") -> Any:
     local run's start. (`_sql` makes the session later, should it be needed after all.)"""
     from pyspark import SparkContext
 
-    sc = SparkContext.getOrCreate(_conf(master, app))
+    conf = _conf(master, app)
+    with _local_home(conf):
+        sc = SparkContext.getOrCreate(conf)
     sc.setLogLevel("ERROR")
     return sc
 
@@ -240,6 +244,35 @@ def _conf(master: str | None, app: str) -> Any:
     # without it; a source that does not push is not affected)
     conf.set("spark.sql.python.filterPushdown.enabled", "true")
     return conf
+
+
+@contextlib.contextmanager
+def _local_home(conf: Any) -> Iterator[None]:
+    """SPARK_HOME, while a local JVM may be started, a Spark home without pyspark's zips
+    (`daemon.spark_home`): the Python workers Spark starts with its own daemon (a data source's
+    planners) then import the installed pyspark, bytecode cached, not the zip's compiled afresh.
+    Not when SPARK_HOME is set (the user's Spark) or the JVM is not ours to start."""
+    master = conf.get("spark.master") or ""
+    if (
+        not master.startswith("local")
+        or "SPARK_HOME" in os.environ
+        or "PYSPARK_GATEWAY_PORT" in os.environ
+    ):
+        yield
+        return
+    import pyspark
+
+    from amqpscope.pipeline.daemon import spark_home
+
+    home = spark_home(os.path.dirname(pyspark.__file__))
+    if home is None:
+        yield
+        return
+    os.environ["SPARK_HOME"] = home  # read by pyspark's launcher and by the JVM it starts
+    try:
+        yield
+    finally:
+        os.environ.pop("SPARK_HOME", None)
 
 
 def _sql(spark: Any) -> Any:
