@@ -241,8 +241,8 @@ def bench(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--messages-091", type=int, default=100_000, metavar="N")
-    parser.add_argument("--messages-10", type=int, default=25_000, metavar="N")
+    parser.add_argument("--messages-091", type=int, default=138_200, metavar="N")
+    parser.add_argument("--messages-10", type=int, default=52_500, metavar="N")
     parser.add_argument("--repeat", type=int, default=1, metavar="K")
     parser.add_argument("--no-tshark", action="store_true", help="time amqpscope only")
     parser.add_argument("--keep", type=Path, metavar="DIR", help="keep the captures in DIR")
