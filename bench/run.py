@@ -21,7 +21,7 @@ the working tree's sources, `compiled` the working tree compiled by `tools/compi
 build/compiled unless it is current).
 
     python3 bench/run.py [--messages-091 N] [--messages-10 N] [--repeat K] [--keep DIR]
-                         [--builds installed,pure,compiled] [--width COLUMNS]
+                         [--builds installed,pure,compiled] [--width COLUMNS] [--compiled-dir DIR]
 """
 
 from __future__ import annotations
@@ -82,9 +82,10 @@ def _without_pythonpath(**extra: str) -> dict[str, str]:
     return {**env, **extra}
 
 
-def make_build(name: str) -> Build:
+def make_build(name: str, compiled_dir: Path = compiled.DEFAULT) -> Build:
     """`installed`: this interpreter's amqpscope as installed (not this tree's sources);
-    `pure`: this tree's sources; `compiled`: this tree compiled by tools/compiled.py."""
+    `pure`: this tree's sources; `compiled`: this tree compiled by tools/compiled.py (into
+    `compiled_dir`)."""
     if name == "installed":
         return Build(name, [sys.executable, "-m", "amqpscope.cli"], _without_pythonpath())
     if name == "pure":
@@ -92,7 +93,7 @@ def make_build(name: str) -> Build:
         return Build(name, [sys.executable, "-m", "amqpscope.cli"], env)
     if name == "compiled":
         try:
-            return Build(name, [str(compiled.install())], _without_pythonpath())
+            return Build(name, [str(compiled.install(compiled_dir))], _without_pythonpath())
         except compiled.BuildError as exc:
             raise SystemExit(f"run.py: the compiled build failed: {exc}") from None
     raise SystemExit(f"run.py: --builds: {name!r} is not installed, pure or compiled")
@@ -241,8 +242,8 @@ def bench(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--messages-091", type=int, default=100_000, metavar="N")
-    parser.add_argument("--messages-10", type=int, default=25_000, metavar="N")
+    parser.add_argument("--messages-091", type=int, default=138_200, metavar="N")
+    parser.add_argument("--messages-10", type=int, default=52_500, metavar="N")
     parser.add_argument("--repeat", type=int, default=1, metavar="K")
     parser.add_argument("--no-tshark", action="store_true", help="time amqpscope only")
     parser.add_argument("--keep", type=Path, metavar="DIR", help="keep the captures in DIR")
@@ -254,9 +255,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--width", type=int, default=160, metavar="COLUMNS", help="the terminal's width"
     )
+    parser.add_argument(
+        "--compiled-dir",
+        type=Path,
+        default=compiled.DEFAULT,
+        metavar="DIR",
+        help="where tools/compiled.py keeps the compiled build (default build/compiled)",
+    )
     args = parser.parse_args(argv)
     tshark = None if args.no_tshark else shutil.which("tshark")
-    builds = [make_build(name) for name in args.builds.split(",")]
+    builds = [make_build(name, args.compiled_dir) for name in args.builds.split(",")]
     print(f"machine: {machine()}")
     for me in builds:
         print(f"{me.name}: {me.version()} ({' '.join(me.command)})")

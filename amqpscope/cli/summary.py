@@ -86,15 +86,10 @@ def summary(
         wrap = bar.wrap if bar is not None and source.capture is not None else None
         # the summary needs no message decoded
         frames = source.frames(messages=False, keylog=load_keylog(keylog), wrap=wrap, retire=retire)
-        untimed = False
-        if source.capture is not None:
-            for frame in frames:
-                tracker.feed(frame)
-        else:  # a log: its lines may have no time (Proton's PN_TRACE_FRM), then ts is 0.0
-            untimed = True
-            for frame in frames:
-                tracker.feed(frame)
-                untimed = untimed and not frame.ts
+        untimed = tracker.feed_all(frames)  # the loop compiled (track.tracker)
+        # a log's lines may have no time (Proton's PN_TRACE_FRM), then ts is 0.0; a capture's
+        # packets always have one
+        untimed = untimed and source.capture is None
         tracker.finish()
         result = tracker.summary()
         # (order, summary) of the connections open at the end (all, when nothing was retired)

@@ -236,7 +236,7 @@ class ConnectionCodec:
         is the whole packet is not copied at all), and only what is left goes to the buffer;
         then as `_run` would go on."""
         framer.marks.append((framer.base + len(data), packet, ts))
-        pos = self._frames(framer, data, 0, packet, out)
+        pos = self._frames(framer, data, 0, packet, out, ts, True)
         if pos < len(data):
             framer.buf += memoryview(data)[pos:]
         framer.advance(pos)
@@ -573,10 +573,19 @@ class ConnectionCodec:
         return frame
 
     def _frames(
-        self, framer: Framer, buf: bytes | bytearray, pos: int, packet: int, out: list[k.Frame]
+        self,
+        framer: Framer,
+        buf: bytes | bytearray,
+        pos: int,
+        packet: int,
+        out: list[k.Frame],
+        ts: float = 0.0,
+        straight: bool = False,
     ) -> int:
         """FRAMES, the hot loop: split, name and decode the complete frames from `pos` on. Returns
-        where it stopped; the state is still FRAMES when the next frame is not complete."""
+        where it stopped; the state is still FRAMES when the next frame is not complete.
+        `straight`: `buf` is the bytes of `packet` (at `ts`) alone, nothing buffered before them,
+        so every frame found is completed by it (no search of the marks per frame)."""
         magic = detect.MAGIC
         # called by name, not through a variable: compiled, that is a direct C call
         is10 = framer.version == "1.0"
@@ -605,7 +614,10 @@ class ConnectionCodec:
             data = buf[pos:end] if isinstance(buf, bytes) else bytes(buf[pos:end])
             frame = self._frame(framer, data)
             pos += length
-            self._emit(framer, frame, pos, out)
+            if straight:
+                self._emit(framer, frame, pos, out, packet, ts)
+            else:
+                self._emit(framer, frame, pos, out)
             if frame.findings and any(f.code in _RESYNC for f in frame.findings):
                 framer.state = HUNT
                 return pos
@@ -635,10 +647,23 @@ class ConnectionCodec:
             )
         return frame
 
-    def _emit(self, framer: Framer, frame: k.Frame, end: int, out: list[k.Frame]) -> None:
-        """Hand on `frame`, which ended at buffer offset `end`."""
+    def _emit(
+        self,
+        framer: Framer,
+        frame: k.Frame,
+        end: int,
+        out: list[k.Frame],
+        packet: int = -1,
+        ts: float = 0.0,
+    ) -> None:
+        """Hand on `frame`, which ended at buffer offset `end`: completed by `packet` (at `ts`)
+        when the caller knows it, else by the packet the marks say."""
         frame.direction = framer.direction
-        frame.packet, frame.ts = framer.completed_by(end)
+        if packet >= 0:
+            frame.packet = packet
+            frame.ts = ts
+        else:
+            frame.packet, frame.ts = framer.completed_by(end)
         if self.carriers:
             frame.carriers = framer.carried(end - len(frame.data), end)
         if framer.level:

@@ -20,7 +20,7 @@ a few connections at a time.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any, Final
 
@@ -123,6 +123,17 @@ class Tracker:
                 raised.clear()
             return
         self._place(frame, tracker.feed(frame))
+
+    def feed_all(self, frames: Iterable[Frame]) -> bool:
+        """Feed every frame of `frames` (`summary`'s loop: here, compiled, each `feed` a direct
+        C call rather than a call from the interpreter); returns whether none had a time (a
+        log's lines may have none)."""
+        untimed = True
+        for frame in frames:
+            self.feed(frame)
+            if untimed and frame.ts:
+                untimed = False
+        return untimed
 
     def _layer(self, frame: Frame) -> None:
         """Keep what a layer record says of its connection: the latest facts, `decrypted` once

@@ -8,73 +8,12 @@ typed; the pure build generates the same code when a method is first seen (`Comp
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable
 from typing import Any, Final
 
 from amqpscope.codec.amqp091.arguments import Truncated, skip_table
-from amqpscope.codec.amqp091.fieldtable import U32, Malformed, read_table, timestamp
+from amqpscope.codec.amqp091.fieldtable import Malformed, read_table, timestamp
 
-M0S0: Final = struct.Struct('>BB')
-M4S0: Final = struct.Struct('>HIH')
-M5S0: Final = struct.Struct('>B')
-M7S0: Final = struct.Struct('>H')
-M7S1: Final = struct.Struct('>HH')
-M13S0: Final = struct.Struct('>B')
-M14S0: Final = struct.Struct('>B')
-M15S0: Final = struct.Struct('>H')
-M16S0: Final = struct.Struct('>H')
-M16S1: Final = struct.Struct('>B')
-M17S0: Final = struct.Struct('>H')
-M17S1: Final = struct.Struct('>B')
-M18S0: Final = struct.Struct('>H')
-M18S1: Final = struct.Struct('>B')
-M19S0: Final = struct.Struct('>H')
-M19S1: Final = struct.Struct('>B')
-M20S0: Final = struct.Struct('>II')
-M21S0: Final = struct.Struct('>H')
-M21S1: Final = struct.Struct('>B')
-M22S0: Final = struct.Struct('>H')
-M22S1: Final = struct.Struct('>B')
-M23S0: Final = struct.Struct('>I')
-M24S0: Final = struct.Struct('>H')
-M24S1: Final = struct.Struct('>B')
-M25S0: Final = struct.Struct('>H')
-M26S0: Final = struct.Struct('>IHB')
-M27S0: Final = struct.Struct('>H')
-M27S1: Final = struct.Struct('>B')
-M29S0: Final = struct.Struct('>B')
-M30S0: Final = struct.Struct('>H')
-M30S1: Final = struct.Struct('>B')
-M31S0: Final = struct.Struct('>H')
-M32S0: Final = struct.Struct('>QB')
-M33S0: Final = struct.Struct('>H')
-M33S1: Final = struct.Struct('>B')
-M34S0: Final = struct.Struct('>QB')
-M34S1: Final = struct.Struct('>I')
-M36S0: Final = struct.Struct('>QB')
-M37S0: Final = struct.Struct('>QB')
-M38S0: Final = struct.Struct('>B')
-M39S0: Final = struct.Struct('>QB')
-M40S0: Final = struct.Struct('>B')
-M42S0: Final = struct.Struct('>H')
-M43S0: Final = struct.Struct('>H')
-M43S1: Final = struct.Struct('>B')
-M44S0: Final = struct.Struct('>Q')
-M45S0: Final = struct.Struct('>Q')
-M46S0: Final = struct.Struct('>H')
-M46S1: Final = struct.Struct('>B')
-M47S0: Final = struct.Struct('>QB')
-M48S0: Final = struct.Struct('>IHIB')
-M49S0: Final = struct.Struct('>H')
-M49S1: Final = struct.Struct('>B')
-M50S0: Final = struct.Struct('>Q')
-M53S0: Final = struct.Struct('>BHIQB')
-M54S0: Final = struct.Struct('>Q')
-M55S0: Final = struct.Struct('>B')
-M57S0: Final = struct.Struct('>BB')
-M58S0: Final = struct.Struct('>Q')
-M59S0: Final = struct.Struct('>I')
 
 
 def m0(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
@@ -84,7 +23,8 @@ def m0(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a3: Any
     a4: Any
     if pos + 2 > limit: raise Truncated('version-major', {})
-    a0, a1, = M0S0.unpack_from(buf, pos)
+    a0 = buf[pos]
+    a1 = buf[pos + 1]
     pos += 2
     try:
         a2, pos = read_table(buf, pos, limit)
@@ -93,7 +33,7 @@ def m0(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
         pos = skip_table('server-properties', exc, buf, pos, limit, problems)
         if pos < 0: return {**{'version-major': a0, 'version-minor': a1}, 'server-properties': a2}, -1
     if pos + 4 > limit: raise Truncated('mechanisms', {'version-major': a0, 'version-minor': a1, 'server-properties': a2})
-    end = pos + 4 + U32.unpack_from(buf, pos)[0]
+    end = pos + 4 + (buf[pos] << 24 | buf[pos + 1] << 16 | buf[pos + 2] << 8 | buf[pos + 3])
     if end > limit: raise Truncated('mechanisms', {'version-major': a0, 'version-minor': a1, 'server-properties': a2})
     raw = buf[pos + 4:end]
     try:
@@ -102,7 +42,7 @@ def m0(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
         a3 = {'hex': raw.hex()}
     pos = end
     if pos + 4 > limit: raise Truncated('locales', {'version-major': a0, 'version-minor': a1, 'server-properties': a2, 'mechanisms': a3})
-    end = pos + 4 + U32.unpack_from(buf, pos)[0]
+    end = pos + 4 + (buf[pos] << 24 | buf[pos + 1] << 16 | buf[pos + 2] << 8 | buf[pos + 3])
     if end > limit: raise Truncated('locales', {'version-major': a0, 'version-minor': a1, 'server-properties': a2, 'mechanisms': a3})
     raw = buf[pos + 4:end]
     try:
@@ -134,7 +74,7 @@ def m1(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
         a1 = {'hex': raw.hex()}
     pos = end
     if pos + 4 > limit: raise Truncated('response', {'client-properties': a0, 'mechanism': a1})
-    end = pos + 4 + U32.unpack_from(buf, pos)[0]
+    end = pos + 4 + (buf[pos] << 24 | buf[pos + 1] << 16 | buf[pos + 2] << 8 | buf[pos + 3])
     if end > limit: raise Truncated('response', {'client-properties': a0, 'mechanism': a1})
     raw = buf[pos + 4:end]
     try:
@@ -157,7 +97,7 @@ def m1(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
 def m2(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a0: Any
     if pos + 4 > limit: raise Truncated('challenge', {})
-    end = pos + 4 + U32.unpack_from(buf, pos)[0]
+    end = pos + 4 + (buf[pos] << 24 | buf[pos + 1] << 16 | buf[pos + 2] << 8 | buf[pos + 3])
     if end > limit: raise Truncated('challenge', {})
     raw = buf[pos + 4:end]
     try:
@@ -171,7 +111,7 @@ def m2(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
 def m3(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a0: Any
     if pos + 4 > limit: raise Truncated('response', {})
-    end = pos + 4 + U32.unpack_from(buf, pos)[0]
+    end = pos + 4 + (buf[pos] << 24 | buf[pos + 1] << 16 | buf[pos + 2] << 8 | buf[pos + 3])
     if end > limit: raise Truncated('response', {})
     raw = buf[pos + 4:end]
     try:
@@ -187,7 +127,9 @@ def m4(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a1: Any
     a2: Any
     if pos + 8 > limit: raise Truncated('channel-max', {})
-    a0, a1, a2, = M4S0.unpack_from(buf, pos)
+    a0 = buf[pos] << 8 | buf[pos + 1]
+    a1 = buf[pos + 2] << 24 | buf[pos + 3] << 16 | buf[pos + 4] << 8 | buf[pos + 5]
+    a2 = buf[pos + 6] << 8 | buf[pos + 7]
     pos += 8
     return {'channel-max': a0, 'frame-max': a1, 'heartbeat': a2}, pos
 
@@ -195,7 +137,7 @@ def m4(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
 def m5(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a0: Any
     a1: Any
-    v0: Any
+    v0: int
     a2: Any
     if pos + 1 > limit: raise Truncated('virtual-host', {})
     end = pos + 1 + buf[pos]
@@ -242,7 +184,7 @@ def m7(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a2: Any
     a3: Any
     if pos + 2 > limit: raise Truncated('reply-code', {})
-    a0, = M7S0.unpack_from(buf, pos)
+    a0 = buf[pos] << 8 | buf[pos + 1]
     pos += 2
     if pos + 1 > limit: raise Truncated('reply-text', {'reply-code': a0})
     end = pos + 1 + buf[pos]
@@ -254,7 +196,8 @@ def m7(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
         a1 = {'hex': raw.hex()}
     pos = end
     if pos + 4 > limit: raise Truncated('class-id', {'reply-code': a0, 'reply-text': a1})
-    a2, a3, = M7S1.unpack_from(buf, pos)
+    a2 = buf[pos] << 8 | buf[pos + 1]
+    a3 = buf[pos + 2] << 8 | buf[pos + 3]
     pos += 4
     return {'reply-code': a0, 'reply-text': a1, 'class-id': a2, 'method-id': a3}, pos
 
@@ -281,7 +224,7 @@ def m10(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a0: Any
     a1: Any
     if pos + 4 > limit: raise Truncated('new-secret', {})
-    end = pos + 4 + U32.unpack_from(buf, pos)[0]
+    end = pos + 4 + (buf[pos] << 24 | buf[pos + 1] << 16 | buf[pos + 2] << 8 | buf[pos + 3])
     if end > limit: raise Truncated('new-secret', {})
     raw = buf[pos + 4:end]
     try:
@@ -318,7 +261,7 @@ def m11(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
 def m12(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a0: Any
     if pos + 4 > limit: raise Truncated('channel-id', {})
-    end = pos + 4 + U32.unpack_from(buf, pos)[0]
+    end = pos + 4 + (buf[pos] << 24 | buf[pos + 1] << 16 | buf[pos + 2] << 8 | buf[pos + 3])
     if end > limit: raise Truncated('channel-id', {})
     raw = buf[pos + 4:end]
     try:
@@ -330,7 +273,7 @@ def m12(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
 
 
 def m13(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
-    v0: Any
+    v0: int
     a0: Any
     if pos + 1 > limit: raise Truncated('active', {})
     v0 = buf[pos]
@@ -341,7 +284,7 @@ def m13(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
 
 def m14(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a0: Any
-    v0: Any
+    v0: int
     a1: Any
     a2: Any
     a3: Any
@@ -370,7 +313,7 @@ def m14(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
 def m15(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a0: Any
     if pos + 2 > limit: raise Truncated('ticket', {})
-    a0, = M15S0.unpack_from(buf, pos)
+    a0 = buf[pos] << 8 | buf[pos + 1]
     pos += 2
     return {'ticket': a0}, pos
 
@@ -379,7 +322,7 @@ def m16(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a0: Any
     a1: Any
     a2: Any
-    v0: Any
+    v0: int
     a3: Any
     a4: Any
     a5: Any
@@ -387,7 +330,7 @@ def m16(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a7: Any
     a8: Any
     if pos + 2 > limit: raise Truncated('ticket', {})
-    a0, = M16S0.unpack_from(buf, pos)
+    a0 = buf[pos] << 8 | buf[pos + 1]
     pos += 2
     if pos + 1 > limit: raise Truncated('exchange', {'ticket': a0})
     end = pos + 1 + buf[pos]
@@ -427,11 +370,11 @@ def m16(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
 def m17(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a0: Any
     a1: Any
-    v0: Any
+    v0: int
     a2: Any
     a3: Any
     if pos + 2 > limit: raise Truncated('ticket', {})
-    a0, = M17S0.unpack_from(buf, pos)
+    a0 = buf[pos] << 8 | buf[pos + 1]
     pos += 2
     if pos + 1 > limit: raise Truncated('exchange', {'ticket': a0})
     end = pos + 1 + buf[pos]
@@ -455,11 +398,11 @@ def m18(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a1: Any
     a2: Any
     a3: Any
-    v0: Any
+    v0: int
     a4: Any
     a5: Any
     if pos + 2 > limit: raise Truncated('ticket', {})
-    a0, = M18S0.unpack_from(buf, pos)
+    a0 = buf[pos] << 8 | buf[pos + 1]
     pos += 2
     if pos + 1 > limit: raise Truncated('destination', {'ticket': a0})
     end = pos + 1 + buf[pos]
@@ -504,7 +447,7 @@ def m18(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
 def m19(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a0: Any
     a1: Any
-    v0: Any
+    v0: int
     a2: Any
     a3: Any
     a4: Any
@@ -512,7 +455,7 @@ def m19(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a6: Any
     a7: Any
     if pos + 2 > limit: raise Truncated('ticket', {})
-    a0, = M19S0.unpack_from(buf, pos)
+    a0 = buf[pos] << 8 | buf[pos + 1]
     pos += 2
     if pos + 1 > limit: raise Truncated('queue', {'ticket': a0})
     end = pos + 1 + buf[pos]
@@ -554,7 +497,8 @@ def m20(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
         a0 = {'hex': raw.hex()}
     pos = end
     if pos + 8 > limit: raise Truncated('message-count', {'queue': a0})
-    a1, a2, = M20S0.unpack_from(buf, pos)
+    a1 = buf[pos] << 24 | buf[pos + 1] << 16 | buf[pos + 2] << 8 | buf[pos + 3]
+    a2 = buf[pos + 4] << 24 | buf[pos + 5] << 16 | buf[pos + 6] << 8 | buf[pos + 7]
     pos += 8
     return {'queue': a0, 'message-count': a1, 'consumer-count': a2}, pos
 
@@ -564,11 +508,11 @@ def m21(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a1: Any
     a2: Any
     a3: Any
-    v0: Any
+    v0: int
     a4: Any
     a5: Any
     if pos + 2 > limit: raise Truncated('ticket', {})
-    a0, = M21S0.unpack_from(buf, pos)
+    a0 = buf[pos] << 8 | buf[pos + 1]
     pos += 2
     if pos + 1 > limit: raise Truncated('queue', {'ticket': a0})
     end = pos + 1 + buf[pos]
@@ -613,10 +557,10 @@ def m21(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
 def m22(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a0: Any
     a1: Any
-    v0: Any
+    v0: int
     a2: Any
     if pos + 2 > limit: raise Truncated('ticket', {})
-    a0, = M22S0.unpack_from(buf, pos)
+    a0 = buf[pos] << 8 | buf[pos + 1]
     pos += 2
     if pos + 1 > limit: raise Truncated('queue', {'ticket': a0})
     end = pos + 1 + buf[pos]
@@ -637,7 +581,7 @@ def m22(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
 def m23(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a0: Any
     if pos + 4 > limit: raise Truncated('message-count', {})
-    a0, = M23S0.unpack_from(buf, pos)
+    a0 = buf[pos] << 24 | buf[pos + 1] << 16 | buf[pos + 2] << 8 | buf[pos + 3]
     pos += 4
     return {'message-count': a0}, pos
 
@@ -645,12 +589,12 @@ def m23(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
 def m24(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a0: Any
     a1: Any
-    v0: Any
+    v0: int
     a2: Any
     a3: Any
     a4: Any
     if pos + 2 > limit: raise Truncated('ticket', {})
-    a0, = M24S0.unpack_from(buf, pos)
+    a0 = buf[pos] << 8 | buf[pos + 1]
     pos += 2
     if pos + 1 > limit: raise Truncated('queue', {'ticket': a0})
     end = pos + 1 + buf[pos]
@@ -677,7 +621,7 @@ def m25(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a3: Any
     a4: Any
     if pos + 2 > limit: raise Truncated('ticket', {})
-    a0, = M25S0.unpack_from(buf, pos)
+    a0 = buf[pos] << 8 | buf[pos + 1]
     pos += 2
     if pos + 1 > limit: raise Truncated('queue', {'ticket': a0})
     end = pos + 1 + buf[pos]
@@ -718,10 +662,12 @@ def m25(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
 def m26(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a0: Any
     a1: Any
-    v2: Any
+    v2: int
     a2: Any
     if pos + 7 > limit: raise Truncated('prefetch-size', {})
-    a0, a1, v2, = M26S0.unpack_from(buf, pos)
+    a0 = buf[pos] << 24 | buf[pos + 1] << 16 | buf[pos + 2] << 8 | buf[pos + 3]
+    a1 = buf[pos + 4] << 8 | buf[pos + 5]
+    v2 = buf[pos + 6]
     a2 = (v2 & 1) != 0
     pos += 7
     return {'prefetch-size': a0, 'prefetch-count': a1, 'global': a2}, pos
@@ -731,14 +677,14 @@ def m27(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a0: Any
     a1: Any
     a2: Any
-    v0: Any
+    v0: int
     a3: Any
     a4: Any
     a5: Any
     a6: Any
     a7: Any
     if pos + 2 > limit: raise Truncated('ticket', {})
-    a0, = M27S0.unpack_from(buf, pos)
+    a0 = buf[pos] << 8 | buf[pos + 1]
     pos += 2
     if pos + 1 > limit: raise Truncated('queue', {'ticket': a0})
     end = pos + 1 + buf[pos]
@@ -790,7 +736,7 @@ def m28(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
 
 def m29(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a0: Any
-    v0: Any
+    v0: int
     a1: Any
     if pos + 1 > limit: raise Truncated('consumer-tag', {})
     end = pos + 1 + buf[pos]
@@ -812,11 +758,11 @@ def m30(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a0: Any
     a1: Any
     a2: Any
-    v0: Any
+    v0: int
     a3: Any
     a4: Any
     if pos + 2 > limit: raise Truncated('ticket', {})
-    a0, = M30S0.unpack_from(buf, pos)
+    a0 = buf[pos] << 8 | buf[pos + 1]
     pos += 2
     if pos + 1 > limit: raise Truncated('exchange', {'ticket': a0})
     end = pos + 1 + buf[pos]
@@ -850,7 +796,7 @@ def m31(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a2: Any
     a3: Any
     if pos + 2 > limit: raise Truncated('reply-code', {})
-    a0, = M31S0.unpack_from(buf, pos)
+    a0 = buf[pos] << 8 | buf[pos + 1]
     pos += 2
     if pos + 1 > limit: raise Truncated('reply-text', {'reply-code': a0})
     end = pos + 1 + buf[pos]
@@ -885,7 +831,7 @@ def m31(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
 def m32(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a0: Any
     a1: Any
-    v1: Any
+    v1: int
     a2: Any
     a3: Any
     a4: Any
@@ -899,7 +845,8 @@ def m32(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
         a0 = {'hex': raw.hex()}
     pos = end
     if pos + 9 > limit: raise Truncated('delivery-tag', {'consumer-tag': a0})
-    a1, v1, = M32S0.unpack_from(buf, pos)
+    a1 = buf[pos] << 56 | buf[pos + 1] << 48 | buf[pos + 2] << 40 | buf[pos + 3] << 32 | buf[pos + 4] << 24 | buf[pos + 5] << 16 | buf[pos + 6] << 8 | buf[pos + 7]
+    v1 = buf[pos + 8]
     a2 = (v1 & 1) != 0
     pos += 9
     if pos + 1 > limit: raise Truncated('exchange', {'consumer-tag': a0, 'delivery-tag': a1, 'redelivered': a2})
@@ -926,10 +873,10 @@ def m32(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
 def m33(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a0: Any
     a1: Any
-    v0: Any
+    v0: int
     a2: Any
     if pos + 2 > limit: raise Truncated('ticket', {})
-    a0, = M33S0.unpack_from(buf, pos)
+    a0 = buf[pos] << 8 | buf[pos + 1]
     pos += 2
     if pos + 1 > limit: raise Truncated('queue', {'ticket': a0})
     end = pos + 1 + buf[pos]
@@ -949,13 +896,14 @@ def m33(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
 
 def m34(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a0: Any
-    v1: Any
+    v1: int
     a1: Any
     a2: Any
     a3: Any
     a4: Any
     if pos + 9 > limit: raise Truncated('delivery-tag', {})
-    a0, v1, = M34S0.unpack_from(buf, pos)
+    a0 = buf[pos] << 56 | buf[pos + 1] << 48 | buf[pos + 2] << 40 | buf[pos + 3] << 32 | buf[pos + 4] << 24 | buf[pos + 5] << 16 | buf[pos + 6] << 8 | buf[pos + 7]
+    v1 = buf[pos + 8]
     a1 = (v1 & 1) != 0
     pos += 9
     if pos + 1 > limit: raise Truncated('exchange', {'delivery-tag': a0, 'redelivered': a1})
@@ -977,7 +925,7 @@ def m34(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
         a3 = {'hex': raw.hex()}
     pos = end
     if pos + 4 > limit: raise Truncated('message-count', {'delivery-tag': a0, 'redelivered': a1, 'exchange': a2, 'routing-key': a3})
-    a4, = M34S1.unpack_from(buf, pos)
+    a4 = buf[pos] << 24 | buf[pos + 1] << 16 | buf[pos + 2] << 8 | buf[pos + 3]
     pos += 4
     return {'delivery-tag': a0, 'redelivered': a1, 'exchange': a2, 'routing-key': a3, 'message-count': a4}, pos
 
@@ -998,10 +946,11 @@ def m35(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
 
 def m36(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a0: Any
-    v1: Any
+    v1: int
     a1: Any
     if pos + 9 > limit: raise Truncated('delivery-tag', {})
-    a0, v1, = M36S0.unpack_from(buf, pos)
+    a0 = buf[pos] << 56 | buf[pos + 1] << 48 | buf[pos + 2] << 40 | buf[pos + 3] << 32 | buf[pos + 4] << 24 | buf[pos + 5] << 16 | buf[pos + 6] << 8 | buf[pos + 7]
+    v1 = buf[pos + 8]
     a1 = (v1 & 1) != 0
     pos += 9
     return {'delivery-tag': a0, 'multiple': a1}, pos
@@ -1009,17 +958,18 @@ def m36(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
 
 def m37(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a0: Any
-    v1: Any
+    v1: int
     a1: Any
     if pos + 9 > limit: raise Truncated('delivery-tag', {})
-    a0, v1, = M37S0.unpack_from(buf, pos)
+    a0 = buf[pos] << 56 | buf[pos + 1] << 48 | buf[pos + 2] << 40 | buf[pos + 3] << 32 | buf[pos + 4] << 24 | buf[pos + 5] << 16 | buf[pos + 6] << 8 | buf[pos + 7]
+    v1 = buf[pos + 8]
     a1 = (v1 & 1) != 0
     pos += 9
     return {'delivery-tag': a0, 'requeue': a1}, pos
 
 
 def m38(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
-    v0: Any
+    v0: int
     a0: Any
     if pos + 1 > limit: raise Truncated('requeue', {})
     v0 = buf[pos]
@@ -1030,11 +980,12 @@ def m38(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
 
 def m39(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a0: Any
-    v1: Any
+    v1: int
     a1: Any
     a2: Any
     if pos + 9 > limit: raise Truncated('delivery-tag', {})
-    a0, v1, = M39S0.unpack_from(buf, pos)
+    a0 = buf[pos] << 56 | buf[pos + 1] << 48 | buf[pos + 2] << 40 | buf[pos + 3] << 32 | buf[pos + 4] << 24 | buf[pos + 5] << 16 | buf[pos + 6] << 8 | buf[pos + 7]
+    v1 = buf[pos + 8]
     a1 = (v1 & 1) != 0
     a2 = (v1 & 2) != 0
     pos += 9
@@ -1042,7 +993,7 @@ def m39(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
 
 
 def m40(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
-    v0: Any
+    v0: int
     a0: Any
     if pos + 1 > limit: raise Truncated('nowait', {})
     v0 = buf[pos]
@@ -1080,7 +1031,7 @@ def m42(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a1: Any
     a2: Any
     if pos + 2 > limit: raise Truncated('reply-code', {})
-    a0, = M42S0.unpack_from(buf, pos)
+    a0 = buf[pos] << 8 | buf[pos + 1]
     pos += 2
     if pos + 1 > limit: raise Truncated('reply-text', {'reply-code': a0})
     end = pos + 1 + buf[pos]
@@ -1104,13 +1055,13 @@ def m43(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a0: Any
     a1: Any
     a2: Any
-    v0: Any
+    v0: int
     a3: Any
     a4: Any
     a5: Any
     a6: Any
     if pos + 2 > limit: raise Truncated('ticket', {})
-    a0, = M43S0.unpack_from(buf, pos)
+    a0 = buf[pos] << 8 | buf[pos + 1]
     pos += 2
     if pos + 1 > limit: raise Truncated('queue', {'ticket': a0})
     end = pos + 1 + buf[pos]
@@ -1153,7 +1104,7 @@ def m44(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
         a0 = {'hex': raw.hex()}
     pos = end
     if pos + 8 > limit: raise Truncated('content-size', {'identifier': a0})
-    a1, = M44S0.unpack_from(buf, pos)
+    a1 = buf[pos] << 56 | buf[pos + 1] << 48 | buf[pos + 2] << 40 | buf[pos + 3] << 32 | buf[pos + 4] << 24 | buf[pos + 5] << 16 | buf[pos + 6] << 8 | buf[pos + 7]
     pos += 8
     return {'identifier': a0, 'content-size': a1}, pos
 
@@ -1161,7 +1112,7 @@ def m44(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
 def m45(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a0: Any
     if pos + 8 > limit: raise Truncated('staged-size', {})
-    a0, = M45S0.unpack_from(buf, pos)
+    a0 = buf[pos] << 56 | buf[pos + 1] << 48 | buf[pos + 2] << 40 | buf[pos + 3] << 32 | buf[pos + 4] << 24 | buf[pos + 5] << 16 | buf[pos + 6] << 8 | buf[pos + 7]
     pos += 8
     return {'staged-size': a0}, pos
 
@@ -1170,12 +1121,12 @@ def m46(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a0: Any
     a1: Any
     a2: Any
-    v0: Any
+    v0: int
     a3: Any
     a4: Any
     a5: Any
     if pos + 2 > limit: raise Truncated('ticket', {})
-    a0, = M46S0.unpack_from(buf, pos)
+    a0 = buf[pos] << 8 | buf[pos + 1]
     pos += 2
     if pos + 1 > limit: raise Truncated('exchange', {'ticket': a0})
     end = pos + 1 + buf[pos]
@@ -1215,7 +1166,7 @@ def m46(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
 def m47(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a0: Any
     a1: Any
-    v1: Any
+    v1: int
     a2: Any
     a3: Any
     a4: Any
@@ -1230,7 +1181,8 @@ def m47(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
         a0 = {'hex': raw.hex()}
     pos = end
     if pos + 9 > limit: raise Truncated('delivery-tag', {'consumer-tag': a0})
-    a1, v1, = M47S0.unpack_from(buf, pos)
+    a1 = buf[pos] << 56 | buf[pos + 1] << 48 | buf[pos + 2] << 40 | buf[pos + 3] << 32 | buf[pos + 4] << 24 | buf[pos + 5] << 16 | buf[pos + 6] << 8 | buf[pos + 7]
+    v1 = buf[pos + 8]
     a2 = (v1 & 1) != 0
     pos += 9
     if pos + 1 > limit: raise Truncated('exchange', {'consumer-tag': a0, 'delivery-tag': a1, 'redelivered': a2})
@@ -1267,10 +1219,13 @@ def m48(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a0: Any
     a1: Any
     a2: Any
-    v3: Any
+    v3: int
     a3: Any
     if pos + 11 > limit: raise Truncated('prefetch-size', {})
-    a0, a1, a2, v3, = M48S0.unpack_from(buf, pos)
+    a0 = buf[pos] << 24 | buf[pos + 1] << 16 | buf[pos + 2] << 8 | buf[pos + 3]
+    a1 = buf[pos + 4] << 8 | buf[pos + 5]
+    a2 = buf[pos + 6] << 24 | buf[pos + 7] << 16 | buf[pos + 8] << 8 | buf[pos + 9]
+    v3 = buf[pos + 10]
     a3 = (v3 & 1) != 0
     pos += 11
     return {'prefetch-size': a0, 'prefetch-count': a1, 'consume-rate': a2, 'global': a3}, pos
@@ -1280,12 +1235,12 @@ def m49(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a0: Any
     a1: Any
     a2: Any
-    v0: Any
+    v0: int
     a3: Any
     a4: Any
     a5: Any
     if pos + 2 > limit: raise Truncated('ticket', {})
-    a0, = M49S0.unpack_from(buf, pos)
+    a0 = buf[pos] << 8 | buf[pos + 1]
     pos += 2
     if pos + 1 > limit: raise Truncated('queue', {'ticket': a0})
     end = pos + 1 + buf[pos]
@@ -1329,7 +1284,7 @@ def m50(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
         a0 = {'hex': raw.hex()}
     pos = end
     if pos + 8 > limit: raise Truncated('delivery-tag', {'consumer-tag': a0})
-    a1, = M50S0.unpack_from(buf, pos)
+    a1 = buf[pos] << 56 | buf[pos + 1] << 48 | buf[pos + 2] << 40 | buf[pos + 3] << 32 | buf[pos + 4] << 24 | buf[pos + 5] << 16 | buf[pos + 6] << 8 | buf[pos + 7]
     pos += 8
     if pos + 1 > limit: raise Truncated('exchange', {'consumer-tag': a0, 'delivery-tag': a1})
     end = pos + 1 + buf[pos]
@@ -1384,7 +1339,11 @@ def m53(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a3: Any
     a4: Any
     if pos + 16 > limit: raise Truncated('integer-1', {})
-    a0, a1, a2, a3, a4, = M53S0.unpack_from(buf, pos)
+    a0 = buf[pos]
+    a1 = buf[pos + 1] << 8 | buf[pos + 2]
+    a2 = buf[pos + 3] << 24 | buf[pos + 4] << 16 | buf[pos + 5] << 8 | buf[pos + 6]
+    a3 = buf[pos + 7] << 56 | buf[pos + 8] << 48 | buf[pos + 9] << 40 | buf[pos + 10] << 32 | buf[pos + 11] << 24 | buf[pos + 12] << 16 | buf[pos + 13] << 8 | buf[pos + 14]
+    a4 = buf[pos + 15]
     pos += 16
     return {'integer-1': a0, 'integer-2': a1, 'integer-3': a2, 'integer-4': a3, 'operation': a4}, pos
 
@@ -1392,7 +1351,7 @@ def m53(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
 def m54(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a0: Any
     if pos + 8 > limit: raise Truncated('result', {})
-    a0, = M54S0.unpack_from(buf, pos)
+    a0 = buf[pos] << 56 | buf[pos + 1] << 48 | buf[pos + 2] << 40 | buf[pos + 3] << 32 | buf[pos + 4] << 24 | buf[pos + 5] << 16 | buf[pos + 6] << 8 | buf[pos + 7]
     pos += 8
     return {'result': a0}, pos
 
@@ -1411,7 +1370,7 @@ def m55(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
         a0 = {'hex': raw.hex()}
     pos = end
     if pos + 4 > limit: raise Truncated('string-2', {'string-1': a0})
-    end = pos + 4 + U32.unpack_from(buf, pos)[0]
+    end = pos + 4 + (buf[pos] << 24 | buf[pos + 1] << 16 | buf[pos + 2] << 8 | buf[pos + 3])
     if end > limit: raise Truncated('string-2', {'string-1': a0})
     raw = buf[pos + 4:end]
     try:
@@ -1428,7 +1387,7 @@ def m55(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
 def m56(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a0: Any
     if pos + 4 > limit: raise Truncated('result', {})
-    end = pos + 4 + U32.unpack_from(buf, pos)[0]
+    end = pos + 4 + (buf[pos] << 24 | buf[pos + 1] << 16 | buf[pos + 2] << 8 | buf[pos + 3])
     if end > limit: raise Truncated('result', {})
     raw = buf[pos + 4:end]
     try:
@@ -1450,7 +1409,8 @@ def m57(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
         pos = skip_table('table', exc, buf, pos, limit, problems)
         if pos < 0: return {**{}, 'table': a0}, -1
     if pos + 2 > limit: raise Truncated('integer-op', {'table': a0})
-    a1, a2, = M57S0.unpack_from(buf, pos)
+    a1 = buf[pos]
+    a2 = buf[pos + 1]
     pos += 2
     return {'table': a0, 'integer-op': a1, 'string-op': a2}, pos
 
@@ -1459,10 +1419,10 @@ def m58(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a0: Any
     a1: Any
     if pos + 8 > limit: raise Truncated('integer-result', {})
-    a0, = M58S0.unpack_from(buf, pos)
+    a0 = buf[pos] << 56 | buf[pos + 1] << 48 | buf[pos + 2] << 40 | buf[pos + 3] << 32 | buf[pos + 4] << 24 | buf[pos + 5] << 16 | buf[pos + 6] << 8 | buf[pos + 7]
     pos += 8
     if pos + 4 > limit: raise Truncated('string-result', {'integer-result': a0})
-    end = pos + 4 + U32.unpack_from(buf, pos)[0]
+    end = pos + 4 + (buf[pos] << 24 | buf[pos + 1] << 16 | buf[pos + 2] << 8 | buf[pos + 3])
     if end > limit: raise Truncated('string-result', {'integer-result': a0})
     raw = buf[pos + 4:end]
     try:
@@ -1476,7 +1436,7 @@ def m58(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
 def m59(buf: bytes, pos: int, limit: int, problems: list) -> tuple[dict, int]:
     a0: Any
     if pos + 4 > limit: raise Truncated('content-checksum', {})
-    a0, = M59S0.unpack_from(buf, pos)
+    a0 = buf[pos] << 24 | buf[pos + 1] << 16 | buf[pos + 2] << 8 | buf[pos + 3]
     pos += 4
     return {'content-checksum': a0}, pos
 

@@ -122,7 +122,12 @@ class _Writer:
 
     def string(self, name: str, width: int) -> None:
         """A shortstr (width 1) or longstr (width 4): length, then that many bytes."""
-        length = "buf[pos]" if width == 1 else "U32.unpack_from(buf, pos)[0]"
+        if width == 1:
+            length = "buf[pos]"
+        elif self.typed:  # compiled: read byte by byte, natively (no call, no tuple)
+            length = "(" + _big_endian(0, 4) + ")"
+        else:
+            length = "U32.unpack_from(buf, pos)[0]"
         truncated = f"raise Truncated({name!r}, {self.partial()})"
         var = self.new(name)
         self.emit(
@@ -150,10 +155,13 @@ class _Writer:
         )
 
     def fixed(self, run: list[tuple[Any, str]]) -> None:
-        """One unpack for a run of integers and bit groups ((names, "bit"))."""
+        """One unpack for a run of integers and bit groups ((names, "bit")); typed (compiled),
+        each read byte by byte instead, which mypyc makes native reads with no call and no
+        tuple."""
         fmt = ">" + "".join("B" if domain == "bit" else FIXED[domain] for _, domain in run)
         st = f"{self.prefix}{len(self.structs)}"
-        self.structs[st] = struct.Struct(fmt)
+        if not self.typed and fmt != ">B":
+            self.structs[st] = struct.Struct(fmt)
         first = run[0][0] if isinstance(run[0][0], str) else run[0][0][0]
         self.emit(
             f"if pos + {struct.calcsize(fmt)} > limit: raise Truncated({first!r}, {self.partial()})"
@@ -174,10 +182,26 @@ class _Writer:
                 targets.append(self.new(name))
         if fmt == ">B":
             self.emit(f"{targets[0]} = buf[pos]")
+        elif self.typed:
+            at = 0
+            for target, code in zip(targets, fmt[1:], strict=True):
+                width = struct.calcsize(">" + code)
+                self.emit(f"{target} = {_big_endian(at, width)}")
+                at += width
         else:
             self.emit(f"{', '.join(targets)}, = {st}.unpack_from(buf, pos)")
         self.emit(*after)
         self.emit(f"pos += {struct.calcsize(fmt)}")
+
+
+def _big_endian(at: int, width: int) -> str:
+    """The expression of the big-endian unsigned integer of `width` bytes at `pos + at`."""
+    reads = []
+    for i in range(width):
+        where = f"buf[pos + {at + i}]" if at + i else "buf[pos]"
+        shift = 8 * (width - 1 - i)
+        reads.append(f"{where} << {shift}" if shift else where)
+    return " | ".join(reads)
 
 
 def generate(arguments: tuple[tuple[str, str], ...]) -> tuple[Callable, str]:
@@ -226,7 +250,9 @@ def write(
         writer.fixed(run)
     writer.emit(f"return {writer.partial()}, pos")
     if typed and writer.values:
-        writer.lines[1:1] = [f"    {var}: Any" for var in writer.values]
+        writer.lines[1:1] = [
+            f"    {var}: {'int' if var.startswith('v') else 'Any'}" for var in writer.values
+        ]
     return "\n".join(writer.lines) + "\n", writer.structs
 
 
@@ -241,12 +267,11 @@ typed; the pure build generates the same code when a method is first seen (`Comp
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable
 from typing import Any, Final
 
 from amqpscope.codec.amqp091.arguments import Truncated, skip_table
-from amqpscope.codec.amqp091.fieldtable import U32, Malformed, read_table, timestamp
+from amqpscope.codec.amqp091.fieldtable import Malformed, read_table, timestamp
 
 '''
 
@@ -270,8 +295,8 @@ def module_source() -> str:
     entries = "".join(f"    {arguments!r}: {name},\n" for arguments, name in names.items())
     return (
         MODULE_HEADER
-        + "\n".join(structs)
-        + "\n\n\n"
+        + "".join(f"{line}\n" for line in structs)  # none: typed, integers are read bytewise
+        + "\n\n"
         + "\n\n".join(functions)
         + "\n\n#: argument list -> its decoder\n"
         + "DECODERS: Final[dict[tuple[tuple[str, str], ...], Callable]] = {\n"

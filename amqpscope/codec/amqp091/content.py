@@ -99,7 +99,20 @@ def decode_header(data: bytes, compiled: dict[int, Any]) -> tuple[dict[str, Any]
     limit = len(data) - 1
     if limit - PAYLOAD < HEADER.size:
         return {}, [(BAD_HEADER, f"content header of {limit - PAYLOAD} bytes, at least 14")], -1
-    class_id, weight, body_size, word = HEADER.unpack_from(data, PAYLOAD)
+    # HEADER's four fields read byte by byte: compiled, native reads, no tuple and no call
+    class_id = data[7] << 8 | data[8]
+    weight = data[9] << 8 | data[10]
+    body_size = (
+        data[11] << 56
+        | data[12] << 48
+        | data[13] << 40
+        | data[14] << 32
+        | data[15] << 24
+        | data[16] << 16
+        | data[17] << 8
+        | data[18]
+    )
+    word = data[19] << 8 | data[20]
     pos = PAYLOAD + HEADER.size
     problems: list[tuple[str, str]] = []
     props = compiled.get(class_id)

@@ -64,8 +64,12 @@ class ConnectionTracker:
         self.heartbeat = 0  # negotiated interval, seconds (0: off)
         self.close: dict[str, Any] | None = None
         # liveness, per direction
-        self.last = {C2S: 0.0, S2C: 0.0}
-        self.max_gap = {C2S: 0.0, S2C: 0.0}
+        # each direction's last frame and longest silence, as attributes (not dicts keyed by
+        # direction: read and written for every frame, compiled they are native floats)
+        self.last_c2s = 0.0
+        self.last_s2c = 0.0
+        self.gap_c2s = 0.0
+        self.gap_s2c = 0.0
         self.heartbeats = {C2S: 0, S2C: 0}
         self.late = {C2S: 0, S2C: 0}  # silences longer than the interval
         self.missed = {C2S: 0, S2C: 0}  # silences longer than two intervals
@@ -101,10 +105,14 @@ class ConnectionTracker:
             self._begin(frame, out)
         self.frames += 1
         self.last_ts = ts
-        last = self.last[direction]
+        if direction == C2S:
+            last = self.last_c2s
+            self.last_c2s = ts
+        else:
+            last = self.last_s2c
+            self.last_s2c = ts
         if last and self.heartbeat and self.state in rules.CONNECTION_LIVE:
             self._silence(direction, ts - last, out)
-        self.last[direction] = ts
         kind = frame.kind
         if kind == METHOD:
             if frame.channel:
@@ -141,8 +149,11 @@ class ConnectionTracker:
             )
 
     def _silence(self, direction: str, gap: float, out: list[Finding]) -> None:
-        if gap > self.max_gap[direction]:
-            self.max_gap[direction] = gap
+        if direction == C2S:
+            if gap > self.gap_c2s:
+                self.gap_c2s = gap
+        elif gap > self.gap_s2c:
+            self.gap_s2c = gap
         interval = self.heartbeat
         if gap <= interval:
             return
@@ -462,7 +473,7 @@ class ConnectionTracker:
             out["heartbeat"] = {
                 "interval-s": self.heartbeat,
                 "frames": dict(self.heartbeats),
-                "max-silence-s": {d: round(g, 6) for d, g in self.max_gap.items()},
+                "max-silence-s": {C2S: round(self.gap_c2s, 6), S2C: round(self.gap_s2c, 6)},
                 "late": dict(self.late),
                 "missed": dict(self.missed),
             }
