@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import site
 import subprocess
 import sys
 import sysconfig
@@ -93,8 +94,12 @@ def _see_our_packages(python: Path) -> None:
     """Let the build's virtualenv import this interpreter's packages (click, rich, ...): a .pth
     naming our site-packages. Not `--system-site-packages`, which means the base interpreter's
     even when this one is a virtualenv; and a named folder's own .pth files are not read, so the
-    editable install's path to the sources stays out."""
-    ours = dict.fromkeys(sysconfig.get_paths()[key] for key in ("purelib", "platlib"))
+    editable install's path to the sources stays out. A virtualenv made with
+    `--system-site-packages` (as CI's check of `make install` is) has its packages in two: both
+    are named, its own first."""
+    ours = dict.fromkeys(
+        [*(sysconfig.get_paths()[key] for key in ("purelib", "platlib")), *site.getsitepackages()]
+    )
     where = subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
         capture_output=True,
