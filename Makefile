@@ -13,16 +13,25 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 demo: install
 	@echo "== amqpscope read $(DEMO_CAPTURE)"
-	@amqpscope read $(DEMO_CAPTURE)
+	@cd / && $(PYTHON) -m amqpscope.cli read $(abspath $(DEMO_CAPTURE))
 
+# the suite on every core (pytest-xdist, a worker per logical CPU); tests that cannot share the
+# machine are grouped onto one worker in turn (tests/conftest.py). PYTEST_JOBS=0: one process.
+PYTEST_JOBS ?= logical
 test: install system-deps broker lint
-	$(PYTHON) -m pytest -q
+	$(PYTHON) -m pytest -q -n $(PYTEST_JOBS) --dist loadgroup
 
 # the default build: the hot path compiled with mypyc (tools/mypyc_hook.py), or pure Python with
 # one line saying why where no C compiler works; tests still run the working tree's code
-# (tests/conftest.py). Then says which build it installed.
+# (tests/conftest.py). The wheel is built as `python -m build` builds it (the sdist, then a wheel
+# from the sdist) into build/dist and kept while the sources are unchanged: the tests of the
+# installed builds reuse it instead of compiling again. The second pip replaces an installed
+# amqpscope of the same version (pip would keep it). Then says which build it installed.
 install: build-deps
-	$(PIP) install -q '.[dev,spark,connect,report,tui]'
+	$(PIP) install -q 'build>=1.2'
+	wheel="$$($(PYTHON) tools/compiled.py --wheel)" && \
+	$(PIP) install -q "$$wheel[dev,spark,connect,report,tui]" && \
+	$(PIP) install -q --no-deps --force-reinstall "$$wheel"
 	@cd / && $(PYTHON) -m amqpscope.cli --version
 
 # for developers: the editable install, pure Python, so that what you edit is what runs
@@ -50,13 +59,13 @@ broker: system-deps
 	$(PYTHON) captures/record.py --ensure-broker
 
 lint:
-	ruff check amqpscope pyspark_amqpscope tests tools captures bench
-	ruff format --check amqpscope pyspark_amqpscope tests tools captures bench
-	mypy
+	$(PYTHON) -m ruff check amqpscope pyspark_amqpscope tests tools captures bench
+	$(PYTHON) -m ruff format --check amqpscope pyspark_amqpscope tests tools captures bench
+	$(PYTHON) -m mypy
 	@if [ -d ../shared/spec ]; then $(PYTHON) tools/gen_spec.py ../shared/spec --check; fi
 
 unit:
-	$(PYTHON) -m pytest -q -m "not broker"
+	$(PYTHON) -m pytest -q -n $(PYTEST_JOBS) --dist loadgroup -m "not broker"
 
 captures: install system-deps
 	$(PYTHON) captures/record.py

@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 ROOT = str(Path(__file__).resolve().parent.parent)
 _paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
 os.environ["PYTHONPATH"] = os.pathsep.join([ROOT, *(p for p in _paths if p != ROOT)])
@@ -23,3 +25,35 @@ def installed_env(**extra: str) -> dict[str, str]:
     env = {**os.environ, **extra}
     env.pop("PYTHONPATH", None)
     return env
+
+
+#: tests that must not run beside each other in a parallel run (`make test`: pytest-xdist with
+#: `--dist loadgroup`), each group on one worker in turn. The broker tests capture on `lo`, where
+#: each other's (and the recorder's) traffic to the one RabbitMQ would land, and the soak test
+#: measures memory under load; the two test files of installed builds share build/compiled and
+#: build/dist; the Spark tests each start JVMs (a local session, or a standalone cluster of three
+#: and a Connect server) that two at a time would only slow each other down.
+GROUPS = {
+    "tests/test_compiled.py": "builds",
+    "tests/test_default_build.py": "builds",
+    "tests/test_spark.py": "spark",
+    "tests/test_spark_cluster.py": "spark",
+    "tests/test_spark_datasource.py": "spark",
+    "tests/test_spark_submit.py": "spark",
+}
+#: the longest groups first, so that no worker starts one when the others are nearly done
+FIRST = ("builds", "spark", "broker")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test in a group: a named one above, or else its file (a file's tests stay on one
+    worker, so its module fixtures are made once)."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    order: dict[pytest.Item, int] = {}
+    for item in items:
+        path = item.nodeid.split("::", 1)[0]
+        group = "broker" if item.get_closest_marker("broker") else GROUPS.get(path, path)
+        item.add_marker(pytest.mark.xdist_group(group))
+        order[item] = FIRST.index(group) if group in FIRST else len(FIRST)
+    items.sort(key=order.__getitem__)  # stable: files keep their order within a rank

@@ -5,22 +5,36 @@ compiled wheel (`tools/mypyc_hook.py`) in a separate virtualenv that imports thi
 packages but not the editable sources, and prints the path of its `amqpscope` script. The
 build is kept while the compiled sources, the hook and mypy's version are unchanged.
 
+`--wheel` builds the default wheel as a user's `python -m build` does (the sdist, then a wheel
+from the sdist in an isolated environment) into build/dist, stamped with the key of the sources
+it was built from, and prints its path: `make install` installs it. A compile takes minutes,
+so the venv build and `tests/test_default_build.py` reuse that wheel while the tree still gives
+the same sources, and build their own when it does not (an edited tree).
+
     python3 tools/compiled.py [DIR]        (default build/compiled; `make compiled`)
+    python3 tools/compiled.py --wheel      (build/dist; `make install`)
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import site
 import subprocess
 import sys
 import sysconfig
+import tarfile
 import tomllib
+import zipfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 #: where `make compiled`, the benchmarks and the tests keep the build
 DEFAULT = ROOT / "build" / "compiled"
+#: where `make install` keeps the default wheel and the sdist it was built from
+DIST = ROOT / "build" / "dist"
 
 
 class BuildError(Exception):
@@ -37,11 +51,33 @@ def _key() -> str:
     digest.update(sys.version.encode())
     sources = [ROOT / "pyproject.toml", ROOT / "tools" / "mypyc_hook.py"]
     sources += sorted((ROOT / "amqpscope").rglob("*.py"))  # imports reach beyond `files`
-    for path in sources:
-        digest.update(str(path.relative_to(ROOT)).encode())
-        digest.update(path.read_bytes())
+    _digest_files(digest, sources)
     digest.update(repr(files).encode())
     return digest.hexdigest()
+
+
+def _wheel_key() -> str:
+    """A digest of everything a wheel is made of (both packages, every file in them, the
+    metadata's sources, the hook) and of this Python; not of mypy's version, which in an
+    isolated build is whatever the build environment installed, not this interpreter's."""
+    digest = hashlib.sha256(sys.version.encode())
+    sources = [ROOT / name for name in ("pyproject.toml", "README.md", "tools/mypyc_hook.py")]
+    for package in ("amqpscope", "pyspark_amqpscope"):
+        sources += sorted(
+            path
+            for path in (ROOT / package).rglob("*")
+            if path.is_file()
+            and "__pycache__" not in path.parts
+            and path.suffix not in (".so", ".pyd", ".pyc")
+        )
+    _digest_files(digest, sources)
+    return digest.hexdigest()
+
+
+def _digest_files(digest: Any, paths: list[Path]) -> None:
+    for path in paths:
+        digest.update(str(path.relative_to(ROOT)).encode())
+        digest.update(path.read_bytes())
 
 
 def _run(cmd: list[str], env: dict[str, str] | None = None) -> None:
@@ -58,8 +94,12 @@ def _see_our_packages(python: Path) -> None:
     """Let the build's virtualenv import this interpreter's packages (click, rich, ...): a .pth
     naming our site-packages. Not `--system-site-packages`, which means the base interpreter's
     even when this one is a virtualenv; and a named folder's own .pth files are not read, so the
-    editable install's path to the sources stays out."""
-    ours = dict.fromkeys(sysconfig.get_paths()[key] for key in ("purelib", "platlib"))
+    editable install's path to the sources stays out. A virtualenv made with
+    `--system-site-packages` (as CI's check of `make install` is) has its packages in two: both
+    are named, its own first."""
+    ours = dict.fromkeys(
+        [*(sysconfig.get_paths()[key] for key in ("purelib", "platlib")), *site.getsitepackages()]
+    )
     where = subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
         capture_output=True,
@@ -69,8 +109,65 @@ def _see_our_packages(python: Path) -> None:
     (Path(where) / "amqpscope-build-deps.pth").write_text("".join(f"{p}\n" for p in ours))
 
 
+def sdist_digest(sdist: Path) -> str:
+    """A digest of what an sdist holds (names and bytes), not of its tar's metadata."""
+    digest = hashlib.sha256()
+    with tarfile.open(sdist) as tar:
+        members = sorted((m for m in tar.getmembers() if m.isfile()), key=lambda m: m.name)
+        for member in members:
+            data = tar.extractfile(member)
+            digest.update(member.name.encode() + b"\0")
+            digest.update(data.read() if data else b"")
+    return digest.hexdigest()
+
+
+def wheel_build(wheel: Path) -> str:
+    """What a wheel says of its build (`amqpscope/_build.txt`, which `--version` repeats)."""
+    with zipfile.ZipFile(wheel) as zf:
+        return zf.read("amqpscope/_build.txt").decode().strip()
+
+
+def built_wheel(dist: Path = DIST) -> tuple[Path, dict[str, str]] | None:
+    """`make install`'s wheel and its stamp, when it was built from the sources this tree holds
+    now; else None."""
+    try:
+        stamp = json.loads((dist / "build.json").read_text())
+        wheel = dist / stamp["wheel"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if stamp.get("key") != _wheel_key() or not wheel.exists():
+        return None
+    return wheel, stamp
+
+
+def build_wheel(dist: Path = DIST) -> Path:
+    """The default wheel as `python -m build` makes it (the sdist, then a wheel from the sdist,
+    each in an isolated environment), in `dist`; kept while the sources are unchanged."""
+    dist = dist.resolve()
+    current = built_wheel(dist)
+    if current is not None:
+        return current[0]
+    key = _wheel_key()  # before the build: a source edited meanwhile makes it stale
+    dist.mkdir(parents=True, exist_ok=True)
+    for old in [*dist.glob("*.whl"), *dist.glob("*.tar.gz"), *dist.glob("build.json")]:
+        old.unlink()
+    _run([sys.executable, "-m", "build", "--outdir", str(dist), str(ROOT)])
+    (wheel,) = dist.glob("*.whl")
+    (sdist,) = dist.glob("*.tar.gz")
+    stamp = {
+        "key": key,
+        "wheel": wheel.name,
+        "sdist": sdist.name,
+        "sdist_digest": sdist_digest(sdist),
+        "build": wheel_build(wheel),
+    }
+    (dist / "build.json").write_text(json.dumps(stamp, indent=1) + "\n")
+    return wheel
+
+
 def install(target: Path = DEFAULT) -> Path:
-    """Build (unless current) and return the compiled build's `amqpscope` script in `target`."""
+    """Build (unless current) and return the compiled build's `amqpscope` script in `target`:
+    `make install`'s compiled wheel when it is of these sources, else one built here."""
     target = target.resolve()
     script = target / "bin" / "amqpscope"
     stamp = target / "build.key"
@@ -81,16 +178,18 @@ def install(target: Path = DEFAULT) -> Path:
     if not python.exists():
         _run([sys.executable, "-m", "venv", str(target)])
     _see_our_packages(python)
-    wheels = target / "wheel"
-    for old in wheels.glob("*.whl"):
-        old.unlink()
     env = {**os.environ, "AMQPSCOPE_BUILD": "compiled"}  # a failed compile is an error here
-    pip = [sys.executable, "-m", "pip"]
-    _run(
-        [*pip, "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(ROOT)],
-        env=env,
-    )
-    (wheel,) = wheels.glob("*.whl")
+    reuse = built_wheel()
+    if reuse is not None and reuse[1].get("build") == "compiled with mypyc":
+        wheel = reuse[0]
+    else:
+        wheels = target / "wheel"
+        for old in wheels.glob("*.whl"):
+            old.unlink()
+        pip = [sys.executable, "-m", "pip"]
+        no_isolation = ["--no-deps", "--no-build-isolation"]
+        _run([*pip, "wheel", "-q", *no_isolation, "-w", str(wheels), str(ROOT)], env=env)
+        (wheel,) = wheels.glob("*.whl")
     venv_pip = [str(target / "bin" / "python"), "-m", "pip"]
     _run([*venv_pip, "install", "-q", "--no-deps", "--force-reinstall", str(wheel)])
     env.pop("PYTHONPATH", None)  # the build's own amqpscope, not a source tree's
@@ -104,9 +203,12 @@ def install(target: Path = DEFAULT) -> Path:
 
 
 def main() -> int:
-    target = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT
+    args = sys.argv[1:]
     try:
-        print(install(target))
+        if args[:1] == ["--wheel"]:
+            print(build_wheel(Path(args[1]) if len(args) > 1 else DIST))
+        else:
+            print(install(Path(args[0]) if args else DEFAULT))
     except BuildError as exc:
         print(f"compiled.py: {exc}", file=sys.stderr)
         return 1
