@@ -592,6 +592,18 @@ class ScapyBackend(Backend):
             self.sock = None
 
 
+class _SaysCapturing(logging.Handler):
+    """Sets an event when pyshark logs its dumpcap's "Capturing on" line."""
+
+    def __init__(self, ready: threading.Event) -> None:
+        super().__init__(logging.DEBUG)
+        self.ready = ready
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if str(record.msg).startswith("Capturing on"):
+            self.ready.set()
+
+
 class PysharkBackend(Backend):
     """tshark through pyshark, raw bytes included. Slow (tshark dissects every packet and pyshark
     parses its JSON); kernel drops are not reported."""
@@ -602,6 +614,7 @@ class PysharkBackend(Backend):
         super().__init__(iface, bpf)
         self.capture: Any = None
         self._stop = threading.Event()
+        self._ready = threading.Event()
 
     def start(self) -> None:
         check_filter(self.bpf, self.linktype)
@@ -617,6 +630,10 @@ class PysharkBackend(Backend):
         self.capture = pyshark.LiveCapture(
             interface=self.iface, bpf_filter=self.bpf, use_json=True, include_raw=True
         )
+        # pyshark logs its capture children's stderr lines at debug level, to a logger of the
+        # capture's own: dumpcap's "Capturing on ..." says packets are now being captured
+        self.capture._log.setLevel(logging.DEBUG)
+        self.capture._log.addHandler(_SaysCapturing(self._ready))
         try:
             for pkt in self.capture.sniff_continuously():
                 if self._stop.is_set():
@@ -635,14 +652,12 @@ class PysharkBackend(Backend):
                 self.capture.close()
 
     def wait_ready(self, timeout: float) -> None:
-        # tshark starts inside run(); its "Capturing on" line is pyshark's to read
+        # dumpcap starts inside run(); its "Capturing on" line sets _ready (a fixed pause after
+        # tshark started lost the first packets on a loaded machine)
         end = time.monotonic() + timeout
-        while time.monotonic() < end and not self._stop.is_set():
-            capture = self.capture
-            if capture is not None and getattr(capture, "_running_processes", None):
-                time.sleep(1.0)  # tshark runs; dumpcap (its capture child) needs a moment
+        while time.monotonic() < end and not self._stop.is_set() and self.error is None:
+            if self._ready.wait(0.05):
                 return
-            time.sleep(0.05)
 
     def stop(self) -> None:
         self._stop.set()
