@@ -201,8 +201,9 @@ REDACTED: Final = "<redacted>"  # a secret the decoder hid: not worth a word on 
 
 
 #: a highlight as `highlights` reads it, made once from `HIGHLIGHTS` (not parsed per frame):
-#: (how, label or the word when true, the word when false, the path's steps)
-Rule = tuple[int, str, str, tuple[str, ...]]
+#: (how, label or the word when true, the word when false, the field's name when the path is
+#: one step else "", the path's steps)
+Rule = tuple[int, str, str, str, tuple[str, ...]]
 _TEXT: Final = 0  # label then value
 _WORD: Final = 1  # "!yes|no"
 _RANGE: Final = 2  # ".."
@@ -210,10 +211,11 @@ _RANGE: Final = 2  # ".."
 
 def _rule(label: str, path: str) -> Rule:
     steps = tuple(path.split("."))
+    key = path if len(steps) == 1 else ""
     if label.startswith("!"):
         yes, _, no = label[1:].partition("|")
-        return (_WORD, yes, no, steps)
-    return (_RANGE if label == ".." else _TEXT, label, "", steps)
+        return (_WORD, yes, no, key, steps)
+    return (_RANGE if label == ".." else _TEXT, label, "", key, steps)
 
 
 RULES: Final[dict[str, dict[str, tuple[Rule, ...]]]] = {
@@ -296,8 +298,8 @@ def highlights(frame: Frame) -> str:
         return ""
     fields = frame.fields
     out: list[str] = []
-    for how, label, no, path in rules:
-        value = fields.get(path[0], _MISSING) if len(path) == 1 else _get(fields, path)
+    for how, label, no, key, path in rules:
+        value = fields.get(key, _MISSING) if key else _get(fields, path)
         if value is _MISSING or value is None:
             continue
         if isinstance(value, str) and (not value or value == REDACTED):  # compiled: str compares

@@ -322,7 +322,7 @@ class Timeline:
             self._last_x = x
             self._last_when = seconds(x)
         digits = str(frame.number)
-        number = (_PADS[len(digits)] + digits if len(digits) < 7 else digits) + " "
+        number = f"{_PADS[len(digits)]}{digits} " if len(digits) < 7 else digits + " "
         direction = frame.direction
         arrow = 0 if direction == "c2s" else 1 if direction == "s2c" else 2
         key = frame.conn * 1048576 + (0 if channel is None else channel + 1) * 4 + arrow
@@ -409,14 +409,19 @@ class Timeline:
     def _outcomes(self, detail: str) -> str:
         """A detail as rich styles it: each outcome word in it in its colour ("" when two
         overlap: `_spans` decides which colour wins where)."""
+        for word in OUTCOMES:
+            if word in detail:
+                return self._coloured(detail)
+        return detail
+
+    def _coloured(self, detail: str) -> str:
+        """`_outcomes` of a detail that holds an outcome word."""
         found: list[tuple[int, int, str]] = []
         for word in OUTCOMES:
             at = detail.find(word)
             while at >= 0:
                 found.append((at, at + len(word), word))
                 at = detail.find(word, at + len(word))
-        if not found:
-            return detail
         found.sort()
         out: list[str] = []
         done = 0
