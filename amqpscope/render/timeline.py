@@ -88,11 +88,10 @@ SGR_COLOURS: Final = {"red": "31", "green": "32", "yellow": "33", "magenta": "35
 AnsiStyle = tuple[bool, bool, str]
 #: the console's colour systems whose codes for the standard named colours are SGR 30-37
 ANSI_SYSTEMS: Final = ("standard", "256", "truecolor")
-#: lines the plain sink joins into one write when it need not flush each (a piped `read` of a
-#: file): one write per line through the text layer was a tenth of the compiled timeline
-PENDING_LINES: Final = 256
-#: entries of `_pending` that `_plain_line` gathers (a line each, its newline included)
-PLAIN_PENDING: Final = 1024
+#: lines the sinks join into one write when they need not flush each (a piped `read` of a
+#: file): one write per line through the text layer was a tenth of the compiled timeline; on a
+#: terminal the ANSI sink asks its width once a block (rich's `Console.width`, about 50 µs)
+PENDING_LINES: Final = 1024
 #: a name the fast sinks write as it is: printable ASCII
 ONE_CELL_ASCII: Final = re.compile("[ -~]*")
 #: spaces that right-align a frame number of N digits in seven columns
@@ -190,7 +189,10 @@ class Timeline:
         self._middles: dict[int, str] = {}
         self._names: dict[str, bool] = {}
         self._kind_sgrs: dict[str, str] = {}  # a name's SGR code, by the frame's kind
+        self._styled_names: dict[str, tuple[str, str]] = {}  # name: (kind, styled name)
         self._time_sgr = ""
+        self._styled_of = ""  # the time `_styled_when` is of
+        self._styled_when = ""
         self._body_sgr = ""
 
     @property
@@ -352,7 +354,7 @@ class Timeline:
             return True
         pending = self._pending
         pending.append(line)
-        if len(pending) >= PLAIN_PENDING:
+        if len(pending) >= PENDING_LINES:
             self.write_pending()
         return True
 
@@ -389,14 +391,21 @@ class Timeline:
                 detail = " " + styled
             if tail:
                 tail = self._wrap(tail, self._body_sgr)
-            kind_sgr = self._kind_sgrs.get(frame.kind)
-            if kind_sgr is None:
-                kind_sgr = self._sgr(name_piece(frame, False)[1])
-                self._kind_sgrs[frame.kind] = kind_sgr
-            line = (
-                f"{number}{self._wrap(when, self._time_sgr)}{middle}"
-                f"{self._wrap(name, kind_sgr)}{detail}{tail}\n"
-            )
+            if when is not self._styled_of:  # `_layout` keeps the last time's text
+                self._styled_of = when
+                self._styled_when = self._wrap(when, self._time_sgr)
+            kind = frame.kind
+            known = self._styled_names.get(name)
+            if known is not None and known[0] == kind:
+                styled = known[1]
+            else:
+                kind_sgr = self._kind_sgrs.get(kind)
+                if kind_sgr is None:
+                    kind_sgr = self._sgr(name_piece(frame, False)[1])
+                    self._kind_sgrs[kind] = kind_sgr
+                styled = self._wrap(name, kind_sgr)
+                self._styled_names[name] = (kind, styled)
+            line = f"{number}{self._styled_when}{middle}{styled}{detail}{tail}\n"
         self._pending.append(line)
         if self._flush_each or len(self._pending) >= PENDING_LINES:
             self.write_pending()
