@@ -239,11 +239,15 @@ def _get(fields: dict[str, Any], path: tuple[str, ...]) -> Any:
 #: made once; forgotten whole when it holds `TEXTS_KEPT`
 _TEXTS: Final[dict[str, str]] = {}
 TEXTS_KEPT: Final = 4096
+TEXTS_FROM: Final = 16  # characters of a string worth caching
 
 
 def _text(value: Any) -> str:
     """A value as a line shows it: one line, safe, at most `MAX_VALUE` characters."""
     if isinstance(value, str):
+        if len(value) < TEXTS_FROM:  # a tag, a word: made sooner than looked up
+            text = safe(value.replace("\n", " "))
+            return text if len(text) <= MAX_VALUE else text[: MAX_VALUE - 1] + "…"
         known = _TEXTS.get(value)
         if known is not None:
             return known

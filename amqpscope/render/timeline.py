@@ -26,6 +26,11 @@ wider than the terminal to one cell short of it plus "…". For lines of one-cel
 nothing rich would change, in the colours rich has for the standard named colours, the ANSI sink
 (`_ansi`) writes those bytes itself, in blocks; any other line, or console, is rich's to print.
 `tests/test_timeline_ansi.py` holds it to rich's bytes.
+
+Most lines (no error or finding, not a TCP end or a protocol header) are not laid out as pieces
+at all: `Timeline._layout` makes their few strings (whose captured text `highlights` and
+`body_text` made safe), and each sink writes them as the one string it would have made of the
+pieces; the same tests hold them to rich.
 """
 
 from __future__ import annotations
@@ -108,15 +113,16 @@ def body_text(frame: Frame, limit: int) -> str | None:
     body = message.get("body")
     if not isinstance(body, dict):
         return None
-    for key in ("text", "value", "hex"):
-        if key in body:
-            value = body[key]
-            text = value if isinstance(value, str) else repr(value)
-            text = safe(text.replace("\n", "⏎").replace("\r", ""))  # nothing drives the terminal
-            prefix = "0x" if key == "hex" else ""
-            if len(text) > limit:
-                text = text[: limit - 1] + "…"
-            return f"{prefix}{text}"
+    # the first of "text", "value", "hex" it holds (not a loop: compiled, a tuple's iterator)
+    key = "text" if "text" in body else "value" if "value" in body else "hex"
+    if key in body:
+        value = body[key]
+        text = value if isinstance(value, str) else repr(value)
+        text = safe(text.replace("\n", "⏎").replace("\r", ""))  # nothing drives the terminal
+        prefix = "0x" if key == "hex" else ""
+        if len(text) > limit:
+            text = text[: limit - 1] + "…"
+        return f"{prefix}{text}"
     if body.get("redacted"):  # --redact-bodies
         return f"<redacted, {safe(str(body.get('size')))} bytes>"
     return None
