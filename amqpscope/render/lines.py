@@ -201,8 +201,9 @@ REDACTED: Final = "<redacted>"  # a secret the decoder hid: not worth a word on 
 
 
 #: a highlight as `highlights` reads it, made once from `HIGHLIGHTS` (not parsed per frame):
-#: (how, label or the word when true, the word when false, the path's steps)
-Rule = tuple[int, str, str, tuple[str, ...]]
+#: (how, label or the word when true, the word when false, the field's name when the path is
+#: one step else "", the path's steps)
+Rule = tuple[int, str, str, str, tuple[str, ...]]
 _TEXT: Final = 0  # label then value
 _WORD: Final = 1  # "!yes|no"
 _RANGE: Final = 2  # ".."
@@ -210,10 +211,11 @@ _RANGE: Final = 2  # ".."
 
 def _rule(label: str, path: str) -> Rule:
     steps = tuple(path.split("."))
+    key = path if len(steps) == 1 else ""
     if label.startswith("!"):
         yes, _, no = label[1:].partition("|")
-        return (_WORD, yes, no, steps)
-    return (_RANGE if label == ".." else _TEXT, label, "", steps)
+        return (_WORD, yes, no, key, steps)
+    return (_RANGE if label == ".." else _TEXT, label, "", key, steps)
 
 
 RULES: Final[dict[str, dict[str, tuple[Rule, ...]]]] = {
@@ -233,9 +235,28 @@ def _get(fields: dict[str, Any], path: tuple[str, ...]) -> Any:
     return value
 
 
+#: `_text` of the strings lines show most (routing keys, queue names, consumer tags, states),
+#: made once; forgotten whole when it holds `TEXTS_KEPT`
+_TEXTS: Final[dict[str, str]] = {}
+TEXTS_KEPT: Final = 4096
+TEXTS_FROM: Final = 16  # characters of a string worth caching
+
+
 def _text(value: Any) -> str:
+    """A value as a line shows it: one line, safe, at most `MAX_VALUE` characters."""
     if isinstance(value, str):
-        text = value.replace("\n", " ")
+        if len(value) < TEXTS_FROM:  # a tag, a word: made sooner than looked up
+            text = safe(value.replace("\n", " "))
+            return text if len(text) <= MAX_VALUE else text[: MAX_VALUE - 1] + "…"
+        known = _TEXTS.get(value)
+        if known is not None:
+            return known
+        text = safe(value.replace("\n", " "))
+        text = text if len(text) <= MAX_VALUE else text[: MAX_VALUE - 1] + "…"
+        if len(_TEXTS) >= TEXTS_KEPT:
+            _TEXTS.clear()
+        _TEXTS[value] = text
+        return text
     # an int's digits hold no line break and nothing to escape; not a bool's word, which
     # compiled code that narrowed the value to int would print as 0 (hence not isinstance)
     elif type(value) is int:
@@ -267,7 +288,9 @@ def transport_detail(fields: dict[str, Any]) -> str:
 
 
 def highlights(frame: Frame) -> str:
-    """The fields worth a glance, written as `HIGHLIGHTS` says (0-8 and 0-9 read as 0-9-1)."""
+    """The fields worth a glance, written as `HIGHLIGHTS` says (0-8 and 0-9 read as 0-9-1).
+    Every captured value in it went through `_text`: a frame's highlights (but a `transport`
+    record's) hold no control character, which the timeline's fast sinks count on."""
     if frame.kind == TRANSPORT:
         return transport_detail(frame.fields)
     if frame.kind == "layer":
@@ -279,17 +302,20 @@ def highlights(frame: Frame) -> str:
         return ""
     fields = frame.fields
     out: list[str] = []
-    for how, label, no, path in rules:
-        value = fields.get(path[0], _MISSING) if len(path) == 1 else _get(fields, path)
-        if value is _MISSING or value is None or value == "" or value == REDACTED:
+    for how, label, no, key, path in rules:
+        value = fields.get(key, _MISSING) if key else _get(fields, path)
+        if value is _MISSING or value is None:
+            continue
+        if isinstance(value, str) and (not value or value == REDACTED):  # compiled: str compares
             continue
         if how == _WORD:
             word = label if value else no
             if word:
                 out.append(word)
         elif how == _RANGE:
-            if out and out[-1] != str(value):
-                out[-1] = f"{out[-1]}..{value}"
+            text = _text(value)
+            if out and out[-1] != text:
+                out[-1] = out[-1] + ".." + text
         else:
             text = label + _text(value)
             if out and text.startswith(out[-1]):  # "PRECONDITION_FAILED - ..." says it already

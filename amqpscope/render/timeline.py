@@ -26,6 +26,11 @@ wider than the terminal to one cell short of it plus "…". For lines of one-cel
 nothing rich would change, in the colours rich has for the standard named colours, the ANSI sink
 (`_ansi`) writes those bytes itself, in blocks; any other line, or console, is rich's to print.
 `tests/test_timeline_ansi.py` holds it to rich's bytes.
+
+Most lines (no error or finding, not a TCP end or a protocol header) are not laid out as pieces
+at all: `Timeline._layout` makes their few strings (whose captured text `highlights` and
+`body_text` made safe), and each sink writes them as the one string it would have made of the
+pieces; the same tests hold them to rich.
 """
 
 from __future__ import annotations
@@ -88,9 +93,16 @@ SGR_COLOURS: Final = {"red": "31", "green": "32", "yellow": "33", "magenta": "35
 AnsiStyle = tuple[bool, bool, str]
 #: the console's colour systems whose codes for the standard named colours are SGR 30-37
 ANSI_SYSTEMS: Final = ("standard", "256", "truecolor")
-#: lines the plain sink joins into one write when it need not flush each (a piped `read` of a
-#: file): one write per line through the text layer was a tenth of the compiled timeline
-PENDING_LINES: Final = 256
+#: lines the sinks join into one write when they need not flush each (a piped `read` of a
+#: file): one write per line through the text layer was a tenth of the compiled timeline; on a
+#: terminal the ANSI sink asks its width once a block (rich's `Console.width`, about 50 µs)
+PENDING_LINES: Final = 1024
+#: a name the fast sinks write as it is: printable ASCII
+ONE_CELL_ASCII: Final = re.compile("[ -~]*")
+#: spaces that right-align a frame number of N digits in seven columns
+_PADS: Final = tuple(" " * (7 - n) for n in range(7))
+#: spaces that right-align a time of N characters in ten columns
+_TIME_PADS: Final = tuple(" " * (10 - n) for n in range(10))
 
 
 def body_text(frame: Frame, limit: int) -> str | None:
@@ -101,17 +113,18 @@ def body_text(frame: Frame, limit: int) -> str | None:
     body = message.get("body")
     if not isinstance(body, dict):
         return None
-    for key in ("text", "value", "hex"):
-        if key in body:
-            value = body[key]
-            text = value if isinstance(value, str) else repr(value)
-            text = safe(text.replace("\n", "⏎").replace("\r", ""))  # nothing drives the terminal
-            prefix = "0x" if key == "hex" else ""
-            if len(text) > limit:
-                text = text[: limit - 1] + "…"
-            return f"{prefix}{text}"
+    # the first of "text", "value", "hex" it holds (not a loop: compiled, a tuple's iterator)
+    key = "text" if "text" in body else "value" if "value" in body else "hex"
+    if key in body:
+        value = body[key]
+        text = value if isinstance(value, str) else repr(value)
+        text = safe(text.replace("\n", "⏎").replace("\r", ""))  # nothing drives the terminal
+        prefix = "0x" if key == "hex" else ""
+        if len(text) > limit:
+            text = text[: limit - 1] + "…"
+        return f"{prefix}{text}"
     if body.get("redacted"):  # --redact-bodies
-        return f"<redacted, {body.get('size')} bytes>"
+        return f"<redacted, {safe(str(body.get('size')))} bytes>"
     return None
 
 
@@ -176,6 +189,17 @@ class Timeline:
         self.first_ts: float | None = None
         self.seen: set[int] = set()
         self.run = _Run()
+        # what `_layout` keeps: the last time's text, each middle, whether a name is plain
+        self._last_x = float("nan")
+        self._last_when = ""
+        self._middles: dict[int, str] = {}
+        self._names: dict[str, bool] = {}
+        self._kind_sgrs: dict[str, str] = {}  # a name's SGR code, by the frame's kind
+        self._styled_names: dict[str, tuple[str, str]] = {}  # name: (kind, styled name)
+        self._time_sgr = ""
+        self._styled_of = ""  # the time `_styled_when` is of
+        self._styled_when = ""
+        self._body_sgr = ""
 
     @property
     def console(self) -> Console:
@@ -258,6 +282,11 @@ class Timeline:
         if self.legend and frame.conn not in self.seen:
             self.seen.add(frame.conn)
             self._emit([(legend_text(frame), STYLES["legend"])])
+        if self._write is not None:
+            if self._plain_line(frame):
+                return
+        elif self.fit and self._ansi_ready() and self._ansi_line(frame):
+            return
         self._emit(frame_pieces(frame, self._t0(), self.body))
 
     def _t0(self) -> float:
@@ -265,6 +294,160 @@ class Timeline:
 
     def _prefix(self, frame: Frame, number: str) -> list[Piece]:
         return prefix_pieces(frame, number, self._t0())
+
+    # -- most lines, laid out as strings -------------------------------------------------------
+    def _layout(self, frame: Frame) -> tuple[str, str, str, str, str, str]:
+        """A frame's line as (number, time, connection and channel, name, detail, body
+        preview), the very text `frame_pieces` lays out, for a line the fast sinks can write
+        without checking its captured text: no error or finding, not a TCP end, a protocol
+        header or an untimed log line, a name of printable ASCII. Its detail and preview are
+        safe already (`highlights`, `body_text`): no control character. Otherwise the name is
+        "" and the line is `frame_pieces`' to lay out.
+
+        Strings, not pieces: one `frame_pieces` line made about ten objects (tuples, a list, the
+        joined line) and a per-character scan of it; most of its parts repeat, so the time of the
+        last frame and each (connection, arrow, channel)'s text are kept."""
+        kind = frame.kind
+        name = frame.name
+        if (
+            kind == TRANSPORT
+            or kind == "protocol-header"
+            or (frame.source is not None and not frame.ts)
+            or error_in(frame.findings, frame.fields, name)
+        ):
+            return "", "", "", "", "", ""
+        channel = frame.channel
+        if channel is not None and not 0 <= channel < 65536:  # not a key of `_middles`
+            return "", "", "", "", "", ""
+        plain = self._names.get(name)
+        if plain is None:
+            plain = ONE_CELL_ASCII.fullmatch(name) is not None and bool(name)
+            self._names[name] = plain
+        if not plain:
+            return "", "", "", "", "", ""
+        x = frame.ts - (self.first_ts or 0.0)
+        if x != self._last_x:  # frames of one packet share its time
+            self._last_x = x
+            self._last_when = seconds(x)
+        digits = str(frame.number)
+        number = f"{_PADS[len(digits)]}{digits} " if len(digits) < 7 else digits + " "
+        direction = frame.direction
+        arrow = 0 if direction == "c2s" else 1 if direction == "s2c" else 2
+        key = frame.conn * 1048576 + (0 if channel is None else channel + 1) * 4 + arrow
+        middle = self._middles.get(key)
+        if middle is None:
+            middle = middle_text(frame.conn, ARROWS.get(direction, "-"), channel)
+            if len(self._middles) >= MIDDLES_KEPT:
+                self._middles.clear()
+            self._middles[key] = middle
+        preview = body_text(frame, BODY_FULL if self.body else BODY_PREVIEW)
+        tail = "" if preview is None else "  body=" + preview
+        return number, self._last_when, middle, name, highlights(frame), tail
+
+    def _plain_line(self, frame: Frame) -> bool:
+        """The plain sink's line of a frame `_layout` lays out (False: any other frame)."""
+        number, when, middle, name, detail, tail = self._layout(frame)
+        if not name:
+            return False
+        if detail:
+            line = f"{number}{when}{middle}{name} {detail}{tail}\n"
+        else:
+            line = f"{number}{when}{middle}{name}{tail}\n"
+        if self._flush_each:
+            assert self._write is not None and self.out is not None
+            self._write(line)
+            self.out.flush()
+            return True
+        pending = self._pending
+        pending.append(line)
+        if len(pending) >= PENDING_LINES:
+            self.write_pending()
+        return True
+
+    def _ansi_line(self, frame: Frame) -> bool:
+        """The ANSI sink's line of a frame `_layout` lays out, uncut and with no detail two
+        styles would overlap in (False: any other line, for `_ansi`): what `_ansi` writes of
+        its pieces, made as one string."""
+        number, when, middle, name, detail, tail = self._layout(frame)
+        if not name:
+            return False
+        if not self._pending:  # as `_emit`: the terminal's size, once a block
+            self._width = self.console.width
+        size = len(number) + len(when) + len(middle) + len(name) + len(tail)
+        if detail:
+            size += 1 + len(detail)
+        if size > self._width:
+            return False  # cut: `_spans`
+        # one-cell text only; safe text that is ASCII is printable ASCII
+        if detail and not detail.isascii() and ONE_CELL.fullmatch(detail) is None:
+            return False
+        if tail and not tail.isascii() and ONE_CELL.fullmatch(tail) is None:
+            return False
+        if not self._colours:
+            line = (
+                f"{number}{when}{middle}{name} {detail}{tail}\n"
+                if detail
+                else f"{number}{when}{middle}{name}{tail}\n"
+            )
+        else:
+            if detail:
+                styled = self._outcomes(detail)
+                if not styled:
+                    return False
+                detail = " " + styled
+            if tail:
+                tail = self._wrap(tail, self._body_sgr)
+            if when is not self._styled_of:  # `_layout` keeps the last time's text
+                self._styled_of = when
+                self._styled_when = self._wrap(when, self._time_sgr)
+            kind = frame.kind
+            known = self._styled_names.get(name)
+            if known is not None and known[0] == kind:
+                styled = known[1]
+            else:
+                kind_sgr = self._kind_sgrs.get(kind)
+                if kind_sgr is None:
+                    kind_sgr = self._sgr(name_piece(frame, False)[1])
+                    self._kind_sgrs[kind] = kind_sgr
+                styled = self._wrap(name, kind_sgr)
+                self._styled_names[name] = (kind, styled)
+            line = f"{number}{self._styled_when}{middle}{styled}{detail}{tail}\n"
+        self._pending.append(line)
+        if self._flush_each or len(self._pending) >= PENDING_LINES:
+            self.write_pending()
+        return True
+
+    @staticmethod
+    def _wrap(text: str, code: str) -> str:
+        return f"{code}{text}\x1b[0m" if code else text
+
+    def _outcomes(self, detail: str) -> str:
+        """A detail as rich styles it: each outcome word in it in its colour ("" when two
+        overlap: `_spans` decides which colour wins where)."""
+        for word in OUTCOMES:
+            if word in detail:
+                return self._coloured(detail)
+        return detail
+
+    def _coloured(self, detail: str) -> str:
+        """`_outcomes` of a detail that holds an outcome word."""
+        found: list[tuple[int, int, str]] = []
+        for word in OUTCOMES:
+            at = detail.find(word)
+            while at >= 0:
+                found.append((at, at + len(word), word))
+                at = detail.find(word, at + len(word))
+        found.sort()
+        out: list[str] = []
+        done = 0
+        for start, end, word in found:
+            if start < done:
+                return ""
+            out.append(detail[done:start])
+            out.append(self._wrap(word, self._sgr(STYLES[word])))
+            done = end
+        out.append(detail[done:])
+        return "".join(out)
 
     # -- the sinks -----------------------------------------------------------------------------
     def _emit(self, pieces: list[Piece]) -> None:
@@ -310,6 +493,8 @@ class Timeline:
             )
             self._colours = system is not None
             self._no_colour = bool(console.no_color)
+            self._time_sgr = self._sgr(TIME_STYLE)
+            self._body_sgr = self._sgr("" if self.body else "dim")
         return self._ansi_ok
 
     def _style(self, name: str) -> AnsiStyle:
@@ -479,7 +664,8 @@ def seconds(x: float) -> str:
         off = micro - n
         if 0.001 < off < 0.999:
             whole = n // 1_000_000
-            return (str(whole) + "." + str(n - whole * 1_000_000 + 1_000_000)[1:]).rjust(10)
+            text = str(whole) + "." + str(n - whole * 1_000_000 + 1_000_000)[1:]
+            return _TIME_PADS[len(text)] + text if len(text) < 10 else text
     return "%10.6f" % x  # noqa: UP031 (compiled, % is a C call; format() is not)
 
 
@@ -496,13 +682,18 @@ def prefix_pieces(frame: Frame, number: str, t0: float) -> list[Piece]:
     key = (frame.conn, arrow, frame.channel)
     middle = _MIDDLES.get(key)
     if middle is None:
-        channel = "" if frame.channel is None else "ch" + str(frame.channel)
-        # str methods and %: compiled, f-strings with a format spec go through format()
-        middle = " c" + str(frame.conn) + " " + arrow + " " + channel.ljust(5) + " "
+        middle = middle_text(frame.conn, arrow, frame.channel)
         if len(_MIDDLES) >= MIDDLES_KEPT:
             _MIDDLES.clear()
         _MIDDLES[key] = middle
     return [(number.rjust(7) + " ", ""), (when, TIME_STYLE), (middle, "")]
+
+
+def middle_text(conn: int, arrow: str, channel: int | None) -> str:
+    """The piece of a line after its time: " c1 → ch1   "."""
+    named = "" if channel is None else "ch" + str(channel)
+    # str methods and %: compiled, f-strings with a format spec go through format()
+    return " c" + str(conn) + " " + arrow + " " + named.ljust(5) + " "
 
 
 def name_piece(frame: Frame, error: bool) -> Piece:
