@@ -20,6 +20,8 @@ The logs are made at run time (never committed) from the recorded ones in captur
   with delivery ids and tags counted up.
 - `go-amqp`: a sender's debug log (handshake, `--messages` transfers and dispositions, end) as
   go-amqp's `frames.go` prints it.
+- `pika (frame lines)`: `--messages` deliveries (method, header, body) as pika reads and prints
+  them.
 - `pika`: captures/log-pika-broker.log (a DEBUG log: most lines are pika's own chatter, few
   are frames) repeated to about the same number of lines.
 
@@ -261,6 +263,28 @@ def printed(fmt: str, path: Path, messages: int) -> int:
     return len(out)
 
 
+def pika_frames(path: Path, messages: int) -> int:
+    """Nothing but frame lines for pika: `messages` deliveries (method, header, body) as pika
+    reads them off the wire and its `repr` prints them (pika's DEBUG log prints few frames; this
+    is the rate of the frame lines themselves)."""
+    from pika import frame, spec
+
+    prefix = "2026-11-26 06:51:38,549 DEBUG pika.channel Discarding frame "
+    properties = spec.BasicProperties(content_type="text/plain", delivery_mode=2)
+    out = []
+    for i in range(messages):
+        body = f"log message {i}".encode()
+        deliver = spec.Basic.Deliver("ctag1.1161d78c", i + 1, False, "", "q")
+        for sent in (
+            frame.Method(1, deliver),
+            frame.Header(1, len(body), properties),
+            frame.Body(1, body),
+        ):
+            out.append(f"{prefix}{frame.decode_frame(sent.marshal())[1]!r}")
+    path.write_text("\n".join(out) + "\n")
+    return len(out)
+
+
 def pika(path: Path, lines: int) -> int:
     """The recorded pika DEBUG log, repeated to about `lines` lines."""
     text = (ROOT / "captures" / "log-pika-broker.log").read_text()
@@ -376,6 +400,8 @@ def main(argv: list[str] | None = None) -> int:
             logs.append((fmt, fmt, path, printed(fmt, path, args.messages)))
         go_log = folder / f"go-amqp-{args.messages}.log"
         logs.append(("go-amqp", "go-amqp", go_log, goamqp(go_log, args.messages)))
+        pika_log = folder / "pika-frames.log"
+        logs.append(("pika (frame lines)", "pika", pika_log, pika_frames(pika_log, args.messages)))
         pika_log = folder / "pika.log"
         logs.append(("pika (DEBUG log)", "pika", pika_log, pika(pika_log, 2 * args.messages)))
         print(f"{args.messages:,} messages; CPU seconds, median of {args.repeat}")

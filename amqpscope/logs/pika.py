@@ -183,6 +183,11 @@ def _items(text: str, at: int) -> tuple[list[str], int]:
         if char not in "'\"":
             raise LogSyntaxError(pos, "a quoted item expected")
         end = _string_end(text, pos)
+        inner = text[pos + 1 : end - 1]
+        if "\\" not in inner and inner.isprintable():
+            items.append(inner)  # no escapes: the string is its text (literal_eval's answer)
+            pos = end
+            continue
         try:
             item = ast.literal_eval(text[pos:end])
         except (ValueError, SyntaxError):
@@ -191,7 +196,17 @@ def _items(text: str, at: int) -> tuple[list[str], int]:
         pos = end
 
 
+#: a quoted item, its escapes skipped (a backslash escapes any character, even a line's end)
+_QUOTED: Final = {
+    "'": re.compile(r"'(?:[^'\\\r\n]|\\.)*'", re.DOTALL),
+    '"': re.compile(r'"(?:[^"\\\r\n]|\\.)*"', re.DOTALL),
+}
+
+
 def _string_end(text: str, at: int) -> int:
+    quoted = _QUOTED[text[at]].match(text, at)
+    if quoted is not None:
+        return quoted.end()
     quote = text[at]
     pos = at + 1
     while pos < len(text):
