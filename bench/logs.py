@@ -303,7 +303,7 @@ from amqpscope.track.tracker import Tracker
 
 path, fmt, repeat = sys.argv[1], sys.argv[2], int(sys.argv[3])
 out = {}
-caches = [proton._CACHE.entries]
+caches = [proton._CACHE.entries, getattr(proton._CACHE, "recent", [])]
 for module in list(sys.modules.values()):  # the grammars' caches of shapes (`logs/shapes.py`)
     shapes = getattr(module, "_SHAPES", None)
     if module.__name__.startswith("amqpscope.logs.") and shapes is not None:

@@ -411,6 +411,14 @@ ALIKE = [
         T + "@disposition(21) [role=false, first=0x4, last=0x9, settled=true, "
         "state=@received(35) [section-number=0x3, section-offset=0x4]]",
     ],
+    # one text in the old form and the new (decimal numbers in the new are signed): shapes
+    # tried by their pattern first must not cross forms
+    [
+        form + f"@flow(19) [next-incoming-id={n}, incoming-window=10, next-outgoing-id=0, "
+        f"outgoing-window=1, handle={n}, delivery-count=0, link-credit=7]"
+        for n in (1, 2, 3)
+        for form in ("[0x2]:0 -> ", T)
+    ],
     # the old form's decimal numbers
     [
         "[0x2]:0 -> @flow(19) [next-incoming-id=5, incoming-window=2147483647, "
