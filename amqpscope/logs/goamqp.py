@@ -46,7 +46,7 @@ NAME: Final = "go-amqp"
 #: who printed the frame in conn.go / sasl.go (the frames on the wire); None: the oldest form
 _PRIMARY: Final = re.compile(
     r"(?P<dir>TX|RX)(?: \((?P<who>connWriter|connReader|openAMQP|negotiateSASL|saslOutcome"
-    r"|ConnSASL[A-Za-z]+)(?: (?P<ptr>0x[0-9a-fA-F]+|%!p\([^)]*\)))?\))?: (?P<rest>.*?)\s*$"
+    r"|ConnSASL[A-Za-z]+)(?: (?P<ptr>0x[0-9a-fA-F]+|%!p\([^)]*\)))?\))?: (?P<rest>.*)$"
 )
 _FRAME: Final = re.compile(r"Frame\{Type: (AMQP|SASL), Channel: (\d+), Body: (.*)\}")
 
@@ -250,7 +250,7 @@ def looks_like(line: str) -> bool:
     m = _PRIMARY.search(line)
     if m is None:
         return False
-    rest = m.group("rest")
+    rest = m.group("rest").rstrip()
     return rest.startswith("Frame{Type: ") or rest.split("{", 1)[0] in _BODIES
 
 
@@ -260,7 +260,7 @@ def parse(line: str) -> Logged | None:
     m = _PRIMARY.search(line)
     if m is None:
         return None
-    rest = m.group("rest")
+    rest = m.group("rest").rstrip()
     channel: int | None = None
     framed = _FRAME.fullmatch(rest)
     if framed is not None:
