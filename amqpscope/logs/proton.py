@@ -83,14 +83,18 @@ def parse(line: str) -> Logged | None:
     m = _LINE.search(line)
     if m is None:
         return None
-    rest = m.group("rest").rstrip("\r\n")
+    # one call for the groups (conn, layer, ch, dir, rest): by name, each is a lookup
+    groups: tuple[str | None, ...] = m.groups()
+    rest = str(groups[4]).rstrip("\r\n")
     if rest.endswith(")") and ":" in rest:
         suffix = _SOURCE_SUFFIX.search(rest)
         if suffix is not None:
             rest = rest[: suffix.start()]
-    conn, direction = m.group("conn"), m.group("dir")
-    channel = int(m.group("ch")) if m.group("ch") else None
-    ts = timestamp(line[: m.start()]) if m.start() > 0 else 0.0
+    conn, direction = str(groups[0]), str(groups[3])
+    digits = groups[2]
+    channel = int(digits) if digits else None
+    start = m.start()
+    ts = timestamp(line[:start]) if start > 0 else 0.0
     if not rest.startswith("@"):  # a frame's body mostly follows the arrow at once
         body = rest.strip()
         if body in _HEADERS:
@@ -100,10 +104,10 @@ def parse(line: str) -> Logged | None:
         if body == "(EMPTY FRAME)":
             return Logged(conn, direction, EMPTY, channel=channel or 0, ts=ts)
         if not body.startswith("@"):
-            if m.group("layer") is None and not body.startswith(("[", "{")):
+            if groups[1] is None and not body.startswith(("[", "{")):
                 return None  # an arrow in some other text
             raise LogSyntaxError(m.start("rest"), "a frame body starts with '@'")
-    old = m.group("layer") is None  # no `AMQP:FRAME:`: the old form
+    old = groups[1] is None  # no `AMQP:FRAME:`: the old form
     channel = channel if channel is not None else 0
     made = _CACHE.made(rest, old)
     if made is not None:
@@ -256,13 +260,13 @@ class _Cache:
             return None
         recent = self.recent
         found: _Entry | None = None
-        values: list[str] = []
+        values: tuple[str, ...] = ()
         for entry in recent:
             # the text matches a shape's pattern exactly when splitting it gives that key
             m = entry.pattern.fullmatch(head)
             if m is not None and entry.old == old:
                 found = entry
-                values = list(m.groups())
+                values = m.groups()
                 break
         if found is None:
             pieces = _SLOT.split(head)
@@ -271,7 +275,7 @@ class _Cache:
             found = self.entries.get(_key(old, pieces))
             if found is None:
                 return None
-            values = pieces[2::3]
+            values = tuple(pieces[2::3])
             if len(recent) >= _RECENT:
                 recent.pop()
             recent.insert(0, found)
