@@ -307,7 +307,7 @@ caches = [proton._CACHE.entries, getattr(proton._CACHE, "recent", [])]
 for module in list(sys.modules.values()):  # the grammars' caches of shapes (`logs/shapes.py`)
     shapes = getattr(module, "_SHAPES", None)
     if module.__name__.startswith("amqpscope.logs.") and shapes is not None:
-        caches.append(shapes.entries)
+        caches += [shapes.entries, getattr(shapes, "recent", [])]
 for track in (False, True):
     took = []
     for _ in range(repeat):

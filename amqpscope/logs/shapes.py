@@ -48,6 +48,8 @@ _LARGEST: Final = {
 #: what reading a text may raise (a shape whose other numbers do not read is not kept)
 _READ_ERRORS: Final = (LogSyntaxError, ValueError, KeyError, IndexError, TypeError, OverflowError)
 
+#: shapes tried first by their pattern: those met last (a trace alternates a few)
+_RECENT: Final = 4
 #: a grammar's reader of a performative's text: (its tree, the fields it cannot show)
 Read = Callable[[str], tuple[Any, list[str]]]
 
@@ -57,7 +59,17 @@ class _Entry:
     or list (copied for each record), and for each run of digits the field it makes (or "")
     and how."""
 
-    __slots__ = ("fields", "hows", "largest", "lossy", "name", "nested", "sasl", "slots")
+    __slots__ = (
+        "fields",
+        "hows",
+        "largest",
+        "lossy",
+        "name",
+        "nested",
+        "pattern",
+        "sasl",
+        "slots",
+    )
 
     def __init__(
         self,
@@ -68,6 +80,7 @@ class _Entry:
         hows: list[int],
         largest: list[int],
         lossy: list[str],
+        texts: list[str],
     ) -> None:
         self.name = name
         self.sasl = sasl
@@ -77,6 +90,10 @@ class _Entry:
         self.largest = largest
         self.lossy = lossy
         self.nested = [k for k, v in fields.items() if type(v) is dict or type(v) is list]
+        #: the shape itself, each run of digits a group: a text matches it exactly when
+        #: splitting the text gives this shape's key (the texts between runs hold no digit, so
+        #: each group takes a whole run)
+        self.pattern = re.compile(r"(\d+)".join(re.escape(text) for text in texts), re.ASCII)
 
 
 class _Tree:
@@ -96,7 +113,7 @@ class Shapes:
     """One grammar's texts by shape (module-level in each grammar: a shape means the same to
     every reader)."""
 
-    __slots__ = ("entries", "read")
+    __slots__ = ("entries", "read", "recent")
 
     #: shapes kept; past it the cache starts again (a log of ever new shapes gains nothing)
     SIZE: Final = 4096
@@ -105,14 +122,33 @@ class Shapes:
         self.read = read
         #: key -> the entry; False: seen once; None: not safe to keep
         self.entries: dict[str, _Entry | bool | None] = {}
+        #: the entries met last, the latest first: tried by their pattern before splitting
+        self.recent: list[_Entry] = []
 
     def made(self, text: str) -> tuple[Made, list[str]] | None:
         """The fields of `text` and the names it cannot show if a text like it was learned,
         else None (read it, then `learn`)."""
-        pieces = _DIGITS.split(text)
-        entry = self.entries.get("\x00".join(pieces[0::2]))
-        if not isinstance(entry, _Entry) or "\x00" in text:
+        if "\x00" in text:
             return None
+        recent = self.recent
+        entry: _Entry | None = None
+        runs: tuple[str, ...] = ()
+        for shape in recent:
+            m = shape.pattern.fullmatch(text)
+            if m is not None:
+                entry = shape
+                runs = m.groups()
+                break
+        if entry is None:
+            pieces = _DIGITS.split(text)
+            found = self.entries.get("\x00".join(pieces[0::2]))
+            if not isinstance(found, _Entry):
+                return None
+            entry = found
+            runs = tuple(pieces[1::2])
+            if len(recent) >= _RECENT:
+                recent.pop()
+            recent.insert(0, entry)
         fields = dict(entry.fields)
         for name in entry.nested:
             fields[name] = _copy(fields[name])
@@ -122,7 +158,7 @@ class Shapes:
             how = hows[i]
             if how == 0:
                 continue
-            digits = pieces[2 * i + 1]
+            digits = runs[i]
             if how == _NUMBER:
                 number = int(digits)
                 if number > largest[i]:
@@ -148,6 +184,7 @@ class Shapes:
         if key not in entries:
             if len(entries) >= self.SIZE:
                 entries.clear()
+                self.recent.clear()
             entries[key] = False  # seen once: a shape seen once gains nothing from reading twice
             return
         if entries[key] is not False:
@@ -205,7 +242,7 @@ def _entry(read: Read, pieces: list[str], value: Any, lossy: list[str]) -> _Entr
         slots[at] = field
         hows[at] = how
         largest[at] = _LARGEST.get(kind, 0)
-    return _Entry(name, sasl, fields, slots, hows, largest, list(lossy))
+    return _Entry(name, sasl, fields, slots, hows, largest, list(lossy), pieces[0::2])
 
 
 def _other(run: str, i: int) -> str:
