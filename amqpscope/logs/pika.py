@@ -64,6 +64,8 @@ _METHODS: Final = {
 }
 #: pika attribute names that are not the spec's argument name with `_` for `-`
 _RENAMED: Final = {"global_qos": "global"}
+#: a method's arguments' domains, by pika's name for the method
+_DOMAINS: Final = {name: dict(method.arguments) for name, method in _METHODS.items()}
 _PROPERTIES: Final = {
     name.replace("-", "_"): (name, domain) for name, domain in spec.PROPERTIES[60]
 }
@@ -260,7 +262,7 @@ def _shown(kind: str, items: list[str], at: int) -> Shown:
         if method is None:
             raise LogSyntaxError(at, f"no 0-9-1 method named {pika_name!r}")
         shown.method = method.name
-        domains = dict(method.arguments)
+        domains = _DOMAINS[pika_name]
         for key, value in _object(text, pika_name).items():
             argument = _RENAMED.get(key, key.replace("_", "-"))
             if argument not in domains:
@@ -305,6 +307,10 @@ def _typed(text: str, domain: str) -> Any:
 def _literal(text: str) -> Any:
     """A Python repr: literals, plus the Decimal and datetime reprs pika's tables hold, and
     the `2147483648L` of `compat.long`, pika's type for a table's 64-bit integers."""
+    if len(text) >= 3 and text[0] == "b" and text[1] in "'\"" and text[-1] == text[1]:
+        inner = text[2:-1]  # a body's fragment: bytes without escapes are their text
+        if "\\" not in inner and text[1] not in inner and inner.isascii() and inner.isprintable():
+            return inner.encode()
     if "L" in text:
         text = _without_long_suffix(text)
     try:
