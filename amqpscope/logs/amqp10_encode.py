@@ -86,7 +86,8 @@ def _sized(ctor: int, payload: bytes) -> bytes:
     return bytes((ctor,)) + struct.pack(">I", len(payload)) + payload
 
 
-def _int(value: int, type_name: str | None) -> bytes:
+def _int(value: Any, type_name: str | None) -> bytes:
+    # `value` is Any, not int: compiled, an int parameter is unboxed and a `Hex` loses its class
     if type_name in _INTS:
         ctor, fmt = _INTS[type_name]
         try:

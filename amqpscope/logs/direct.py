@@ -246,10 +246,10 @@ def _field_value(field: composites.FieldSpec, ctor: int, printed: Any, value: An
     return value
 
 
-def _int(value: int) -> tuple[int, int]:
+def _int(value: Any) -> tuple[int, int]:
     """An integer without a field type: unsigned (printed in hex, or too large for a long) as a
     ulong, else a long."""
-    number = int(value)
+    number = int(value)  # (Any, not int: compiled, an int is unboxed and a `Hex` lost)
     if isinstance(value, Hex) or number > 0x7FFFFFFFFFFFFFFF:
         if 0 <= number <= 0xFFFFFFFFFFFFFFFF:
             return _ULONG, number
