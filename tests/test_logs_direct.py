@@ -411,6 +411,14 @@ ALIKE = [
         T + "@disposition(21) [role=false, first=0x4, last=0x9, settled=true, "
         "state=@received(35) [section-number=0x3, section-offset=0x4]]",
     ],
+    # one text in the old form and the new (decimal numbers in the new are signed): shapes
+    # tried by their pattern first must not cross forms
+    [
+        form + f"@flow(19) [next-incoming-id={n}, incoming-window=10, next-outgoing-id=0, "
+        f"outgoing-window=1, handle={n}, delivery-count=0, link-credit=7]"
+        for n in (1, 2, 3)
+        for form in ("[0x2]:0 -> ", T)
+    ],
     # the old form's decimal numbers
     [
         "[0x2]:0 -> @flow(19) [next-incoming-id=5, incoming-window=2147483647, "
@@ -436,3 +444,122 @@ def test_the_cache_is_used(group: int) -> None:
     assert proton.parse(lines[0]) is not None
     later = [proton.parse(line) for line in lines[1:]]
     assert any(logged is not None and logged.made is not None for logged in later)
+
+
+# -- the other grammars' cache of lines like lines read before (`logs/shapes.py`) ---------------
+@pytest.mark.parametrize("name", ["log-proton-broker", "10-transaction", "10-outcomes"])
+def test_other_formats_read_three_times(name: str) -> None:
+    """Captured frames printed as proton-j, amqpnetlite and pyamqp print them, read three
+    times over: the second sighting of a shape learns it, the third comes from the cache;
+    the records are the round trip's every time."""
+    from tests import test_logs_amqpnetlite, test_logs_protonj, test_logs_pyamqp
+
+    frames = test_logs_protonj.captured(name)
+    java = [test_logs_protonj.line(f, "->" if f.direction == "c2s" else "<-") for f in frames]
+    same(java * 3, "proton-j")
+    same([test_logs_amqpnetlite.line(f) for f in frames] * 3, "amqpnetlite")
+    performatives = [f for f in frames if f.kind == "performative"]
+    pyamqp = [test_logs_pyamqp.received_line(f.data[f.data[4] * 4 :]) for f in performatives]
+    same(pyamqp * 3, "pyamqp")
+
+
+NET = "[12:00:01.123] SEND (ch=0) "
+GO = "10:11:12.123456 TX (connWriter 0xc0001a2000): Frame{Type: AMQP, Channel: 0, Body: "
+PY = "2026-01-31 12:00:00,250 azure.servicebus._pyamqp._connection DEBUG <- "
+J = "2026-01-31 12:00:00,250 TRACE [o.a.q.p.e.i.TransportImpl] [1830712962:0] -> "
+SHAPES = [
+    # numbers put in: past a uint (read, and reported, as before), hex tags of odd length
+    (
+        "amqpnetlite",
+        [
+            NET + f"transfer(handle:{h},delivery-id:{i},delivery-tag:{t},message-format:0,"
+            "more:False)"
+            for h, i, t in (
+                (0, 1, "31"),
+                (0, 2, "32"),
+                (1, 3, "3334"),
+                (0, 4294967296, "35"),
+                (0, 5, "363"),
+                (0, 6, "3A"),
+                (7, 7, "00"),
+            )
+        ],
+    ),
+    # a number inside a name or a string is no field of its own: never from the cache
+    (
+        "amqpnetlite",
+        [
+            NET + f"attach(name:link-{n},handle:{n},role:False,snd-settle-mode:{m},"
+            "rcv-settle-mode:0)"
+            for n, m in ((1, 2), (2, 2), (3, 1), (4, 2))
+        ],
+    ),
+    (
+        "proton-j",
+        [
+            J + f'Transfer{{handle={h}, deliveryId={i}, deliveryTag="{t}", messageFormat=0, '
+            "settled=null, more=false, rcvSettleMode=null, state=null, resume=false, "
+            f'aborted=false, batchable=false}} (3) "\\x00Sw"'
+            for h, i, t in (
+                (0, 0, "0"),
+                (0, 1, "1"),
+                (2, 99, "123"),
+                (0, 3, "\\x01"),
+                (0, 2, "} (2"),
+            )
+        ],
+    ),
+    (
+        "proton-j",
+        [
+            J + f"Flow{{nextIncomingId={n}, incomingWindow={w}, nextOutgoingId=0, "
+            "outgoingWindow=2147483647, handle=0, deliveryCount=0, linkCredit=10, "
+            "available=null, drain=false, echo=false, properties=null}"
+            for n, w in ((0, 2147483647), (1, 2147483647), (2, 4294967295), (3, 4294967296))
+        ],
+    ),
+    (
+        "go-amqp",
+        [
+            GO + f"Transfer{{Handle: 0, DeliveryID: {i}, DeliveryTag: {t}, MessageFormat: 0, "
+            "Settled: false, More: false, ReceiverSettleMode: <nil>, State: <nil>, Resume: false, "
+            f"Aborted: false, Batchable: false, Payload [size]: {i + 40}}}}}"
+            for i, t in ((0, "30"), (1, "31"), (12, "3132"), (4294967296, "33"), (5, "353"))
+        ],
+    ),
+    (
+        "pyamqp",
+        [
+            PY + f"TransferFrame(handle=0, delivery_id={i}, delivery_tag=b'{t}', "
+            "message_format=0, settled=None, more=False, rcv_settle_mode=None, state=None, "
+            f"resume=False, aborted=False, batchable=False, payload={p})"
+            for i, t, p in (
+                (0, "1", "<memory at 0x7f9f72b80280>"),
+                (1, "2", "<memory at 0x7f9f72b801c0>"),
+                (2, "3", "<memory at 0x7f9f72b80340>"),
+                (3, "\\x04", "<memory at 0x7f9f72b80340>"),
+                (4, "5", "b'12'"),
+                (5, "6", "b'34'"),
+            )
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(("fmt", "lines"), SHAPES, ids=range(len(SHAPES)))
+def test_shapes_like_shapes_read_before(fmt: str, lines: list[str]) -> None:
+    """Each line read three times, in order: the records and findings are the round trip's."""
+    text = [line + "\n" for line in lines]
+    same(text * 3, fmt)
+
+
+@pytest.mark.parametrize("fmt", ["proton-j", "amqpnetlite", "go-amqp", "pyamqp"])
+def test_the_shapes_cache_is_used(fmt: str) -> None:
+    from amqpscope.logs.formats import FORMATS
+
+    lines = next(lines for f, lines in SHAPES if f == fmt)
+    parse = FORMATS[fmt].parse
+    for line in lines[:2]:
+        parse(line + "\n")
+    logged = parse(lines[0] + "\n")
+    assert logged is not None and logged.made is not None

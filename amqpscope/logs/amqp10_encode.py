@@ -86,14 +86,16 @@ def _sized(ctor: int, payload: bytes) -> bytes:
     return bytes((ctor,)) + struct.pack(">I", len(payload)) + payload
 
 
-def _int(value: int, type_name: str | None) -> bytes:
+def _int(value: int, type_name: str | None, unsigned: bool) -> bytes:
+    """`unsigned`: printed in hex, asked by the caller while the value is still an object
+    (compiled, a value narrowed to int is unboxed and its `Hex` class lost)."""
     if type_name in _INTS:
         ctor, fmt = _INTS[type_name]
         try:
             return bytes((ctor,)) + struct.pack(fmt, value)
         except struct.error:
             pass  # does not fit the field's type: sent as something else
-    unsigned = isinstance(value, Hex) or value > 0x7FFFFFFFFFFFFFFF
+    unsigned = unsigned or value > 0x7FFFFFFFFFFFFFFF
     if unsigned and 0 <= value <= 0xFFFFFFFFFFFFFFFF:
         return b"\x80" + struct.pack(">Q", value)
     if -0x8000000000000000 <= value <= 0x7FFFFFFFFFFFFFFF:
@@ -113,8 +115,9 @@ def encode(value: Any, type_name: str | None = None) -> bytes:
         if ctor is None:
             raise ValueError(f"decimal of {width} bits")
         return bytes((ctor,)) + value.bits.to_bytes(width // 8, "big")
+    unsigned = isinstance(value, Hex)  # asked before `value` is narrowed to int (see `_int`)
     if isinstance(value, int):
-        return _int(value, primitive(type_name) if type_name else None)
+        return _int(value, primitive(type_name) if type_name else None, unsigned)
     if isinstance(value, float):
         if type_name and primitive(type_name) == "float":
             return b"\x72" + struct.pack(">f", value)

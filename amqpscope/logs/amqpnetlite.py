@@ -25,6 +25,7 @@ from amqpscope.codec.amqp10 import spec
 from amqpscope.logs.amqp10_encode import primitive
 from amqpscope.logs.lines import FRAME, HEADER, RECEIVED, SENT, Logged, timestamp
 from amqpscope.logs.proton_values import Array, Binary, Described, Fields, LogSyntaxError, Symbol
+from amqpscope.logs.shapes import Shapes
 
 NAME: Final = "amqpnetlite"
 
@@ -63,14 +64,29 @@ def parse(line: str) -> Logged | None:
     name_match = _NAME.match(rest)
     if name_match is None or name_match.group(1) not in _COMPOSITES:
         raise LogSyntaxError(m.start("rest"), "a performative name( expected")
+    channel = int(m.group("ch")) if m.group("ch") is not None else None
+    found = _SHAPES.made(rest)
+    if found is not None:
+        logged = Logged("amqpnetlite", direction, FRAME, channel=channel or 0, ts=ts)
+        logged.made, logged.lossy = found
+        return logged
     lossy: list[str] = []
     value, end = _Reader(rest, lossy).composite(0, "")
     if rest[end:].strip():
         raise LogSyntaxError(m.start("rest") + end, "text after the frame body")
-    channel = int(m.group("ch")) if m.group("ch") is not None else None
+    _SHAPES.learn(rest, value, lossy)
     logged = Logged("amqpnetlite", direction, FRAME, channel=channel or 0, value=value, ts=ts)
     logged.lossy = lossy
     return logged
+
+
+def _read(text: str) -> tuple[Any, list[str]]:
+    """A performative's text alone (`shapes.Shapes` reads it again with other numbers)."""
+    lossy: list[str] = []
+    value, end = _Reader(text, lossy).composite(0, "")
+    if text[end:].strip():
+        raise LogSyntaxError(end, "text after the frame body")
+    return value, lossy
 
 
 class _Reader:
@@ -88,10 +104,7 @@ class _Reader:
         if self.depth > 32:
             raise LogSyntaxError(pos, "nested too deep")
         code, composite = _COMPOSITES[m.group(1)]
-        by_name = {f.name: f for f in composite.fields}
-        names = "|".join(re.escape(n) for n in (*by_name, *_ALIASES))
-        # a raw value ends before `,next-field:` or the `)` that closes this list
-        value_end = re.compile(rf",(?=(?:{names}):)|\)(?=[,)]|$)")
+        by_name, value_end = _FIELDS[composite.name]
         fields = Fields()
         pos = m.end()
         while True:
@@ -159,3 +172,18 @@ class _Reader:
 
 
 _LOST: Final = object()
+
+
+def _value_end(composite: spec.Composite) -> re.Pattern[str]:
+    """Where a raw value of `composite`'s ends: before `,next-field:` or the `)` that closes
+    the list."""
+    names = "|".join(re.escape(n) for n in [*(f.name for f in composite.fields), *_ALIASES])
+    return re.compile(rf",(?=(?:{names}):)|\)(?=[,)]|$)")
+
+
+#: composite name -> its fields by name, and where one of its raw values ends
+_FIELDS: Final[dict[str, tuple[dict[str, spec.Field], re.Pattern[str]]]] = {
+    c.name: ({f.name: f for f in c.fields}, _value_end(c)) for c in spec.COMPOSITES.values()
+}
+#: performatives read before (`shapes.py`)
+_SHAPES: Final = Shapes(_read)

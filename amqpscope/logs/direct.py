@@ -209,13 +209,14 @@ def _typed(composite: _Composite, i: int, value: Any, depth: int, ext: bool) -> 
         return _TRUE, True
     if value is False:
         return _FALSE, False
+    unsigned = isinstance(value, Hex)  # asked before `value` is narrowed to int (see `_int`)
     if isinstance(value, int):
         wire = composite.ints[i]
         number = int(value)
         if wire is not None and wire[1] <= number <= wire[2]:
             ctor = wire[0]
             return ctor, (jsonmap.timestamp(number) if ctor == 0x83 else number)
-        return _int(value)
+        return _int(number, unsigned)
     if isinstance(value, float) and composite.wire_float[i]:
         raise NotDirect  # a float32: the round trip reads it back
     return _untyped(value, depth, ext)
@@ -246,11 +247,11 @@ def _field_value(field: composites.FieldSpec, ctor: int, printed: Any, value: An
     return value
 
 
-def _int(value: int) -> tuple[int, int]:
+def _int(number: int, unsigned: bool) -> tuple[int, int]:
     """An integer without a field type: unsigned (printed in hex, or too large for a long) as a
-    ulong, else a long."""
-    number = int(value)
-    if isinstance(value, Hex) or number > 0x7FFFFFFFFFFFFFFF:
+    ulong, else a long. Whether it was printed in hex is asked by the caller while the value
+    is still an object: compiled, a value narrowed to int is unboxed and its `Hex` class lost."""
+    if unsigned or number > 0x7FFFFFFFFFFFFFFF:
         if 0 <= number <= 0xFFFFFFFFFFFFFFFF:
             return _ULONG, number
     elif -0x8000000000000000 <= number <= 0x7FFFFFFFFFFFFFFF:
@@ -277,8 +278,9 @@ def _untyped(value: Any, depth: int, ext: bool) -> tuple[int, Any]:
         return _TRUE, True
     if value is False:
         return _FALSE, False
+    unsigned = isinstance(value, Hex)  # asked before `value` is narrowed to int (see `_int`)
     if isinstance(value, int):
-        return _int(value)
+        return _int(int(value), unsigned)
     if isinstance(value, float):
         return _DOUBLE, jsonmap.double(value)
     if isinstance(value, Symbol):

@@ -39,13 +39,14 @@ from amqpscope.logs.proton_values import (
     LogSyntaxError,
     Symbol,
 )
+from amqpscope.logs.shapes import Shapes
 
 NAME: Final = "go-amqp"
 
 #: who printed the frame in conn.go / sasl.go (the frames on the wire); None: the oldest form
 _PRIMARY: Final = re.compile(
     r"(?P<dir>TX|RX)(?: \((?P<who>connWriter|connReader|openAMQP|negotiateSASL|saslOutcome"
-    r"|ConnSASL[A-Za-z]+)(?: (?P<ptr>0x[0-9a-fA-F]+|%!p\([^)]*\)))?\))?: (?P<rest>.*?)\s*$"
+    r"|ConnSASL[A-Za-z]+)(?: (?P<ptr>0x[0-9a-fA-F]+|%!p\([^)]*\)))?\))?: (?P<rest>.*)$"
 )
 _FRAME: Final = re.compile(r"Frame\{Type: (AMQP|SASL), Channel: (\d+), Body: (.*)\}")
 
@@ -249,7 +250,7 @@ def looks_like(line: str) -> bool:
     m = _PRIMARY.search(line)
     if m is None:
         return False
-    rest = m.group("rest")
+    rest = m.group("rest").rstrip()
     return rest.startswith("Frame{Type: ") or rest.split("{", 1)[0] in _BODIES
 
 
@@ -259,7 +260,7 @@ def parse(line: str) -> Logged | None:
     m = _PRIMARY.search(line)
     if m is None:
         return None
-    rest = m.group("rest")
+    rest = m.group("rest").rstrip()
     channel: int | None = None
     framed = _FRAME.fullmatch(rest)
     if framed is not None:
@@ -274,25 +275,33 @@ def parse(line: str) -> Logged | None:
         if framed is None:
             return None  # some other debug line
         raise LogSyntaxError(m.start("rest"), f"no frame body named {name!r}")
+    direction = SENT if m.group("dir") == "TX" else RECEIVED
+    found = _SHAPES.made(body)
+    if found is not None:
+        logged = Logged(m.group("ptr") or "go-amqp", direction, FRAME, channel=channel)
+        logged.made, logged.lossy = found
+        return logged
+    value, lossy = _read(body, m.start("rest"))
+    _SHAPES.learn(body, value, lossy)
+    logged = Logged(m.group("ptr") or "go-amqp", direction, FRAME, channel=channel, value=value)
+    logged.lossy = lossy
+    return logged
+
+
+def _read(body: str, at: int = 0) -> tuple[Any, list[str]]:
+    """A frame body's text (at column `at` of its line): its performative, and the fields it
+    cannot show."""
+    name = body.split("{", 1)[0]
     composite, fields = _BODIES[name]
     match = _BODY_PATTERNS[name].fullmatch(body)
     if match is None:
-        raise LogSyntaxError(m.start("rest"), f"{name}{{...}} not as go-amqp prints it")
+        raise LogSyntaxError(at, f"{name}{{...}} not as go-amqp prints it")
     lossy: list[str] = []
     values = _fields(match, fields, lossy, "")
     if composite == "attach" and ("role", True) in values:
         # frames.go: a receiver's attach omits initial-delivery-count (printed as 0 anyway)
         values = Fields(item for item in values if item[0] != "initial-delivery-count")
-    direction = SENT if m.group("dir") == "TX" else RECEIVED
-    logged = Logged(
-        m.group("ptr") or "go-amqp",
-        direction,
-        FRAME,
-        channel=channel,
-        value=Described(_CODES[composite], composite, values),
-    )
-    logged.lossy = lossy
-    return logged
+    return Described(_CODES[composite], composite, values), lossy
 
 
 def _fields(match: re.Match[str], fields: _Spec, lossy: list[str], where: str) -> Fields:
@@ -404,3 +413,11 @@ def _milliseconds(text: str) -> int:
     if pos != len(text) or not text:
         raise LogSyntaxError(0, f"not a Go duration: {text[:20]!r}")
     return round(total)
+
+
+def _read_alone(body: str) -> tuple[Any, list[str]]:
+    return _read(body)
+
+
+#: performatives read before (`shapes.py`)
+_SHAPES: Final = Shapes(_read_alone)

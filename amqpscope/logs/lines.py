@@ -104,7 +104,7 @@ _TIMESTAMP: Final = re.compile(
 
 
 #: the epoch second each minute of a timestamp starts at (-1.0: a date that does not exist)
-_MINUTES: Final[dict[tuple[str, ...], float]] = {}
+_MINUTES: Final[dict[str, float]] = {}
 
 
 def timestamp(prefix: str) -> float:
@@ -129,10 +129,11 @@ def timestamp(prefix: str) -> float:
         except ValueError:
             return 0.0
         return when.timestamp()
-    key = m.group(1, 2, 3, 4, 5)
+    start = m.start()
+    key = prefix[start : start + 16]  # `2024-01-31 12:00`: the date and the minute
     base = _MINUTES.get(key)
     if base is None:  # a log's lines share their minutes: each one's start is made once
-        year, month, day, hour, minute = (int(part) for part in key)
+        year, month, day, hour, minute = (int(part) for part in m.group(1, 2, 3, 4, 5))
         try:
             base = dt.datetime(year, month, day, hour, minute, tzinfo=dt.UTC).timestamp()
         except ValueError:

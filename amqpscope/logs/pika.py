@@ -64,6 +64,8 @@ _METHODS: Final = {
 }
 #: pika attribute names that are not the spec's argument name with `_` for `-`
 _RENAMED: Final = {"global_qos": "global"}
+#: a method's arguments' domains, by pika's name for the method
+_DOMAINS: Final = {name: dict(method.arguments) for name, method in _METHODS.items()}
 _PROPERTIES: Final = {
     name.replace("-", "_"): (name, domain) for name, domain in spec.PROPERTIES[60]
 }
@@ -183,6 +185,11 @@ def _items(text: str, at: int) -> tuple[list[str], int]:
         if char not in "'\"":
             raise LogSyntaxError(pos, "a quoted item expected")
         end = _string_end(text, pos)
+        inner = text[pos + 1 : end - 1]
+        if "\\" not in inner and inner.isprintable():
+            items.append(inner)  # no escapes: the string is its text (literal_eval's answer)
+            pos = end
+            continue
         try:
             item = ast.literal_eval(text[pos:end])
         except (ValueError, SyntaxError):
@@ -191,7 +198,17 @@ def _items(text: str, at: int) -> tuple[list[str], int]:
         pos = end
 
 
+#: a quoted item, its escapes skipped (a backslash escapes any character, even a line's end)
+_QUOTED: Final = {
+    "'": re.compile(r"'(?:[^'\\\r\n]|\\.)*'", re.DOTALL),
+    '"': re.compile(r'"(?:[^"\\\r\n]|\\.)*"', re.DOTALL),
+}
+
+
 def _string_end(text: str, at: int) -> int:
+    quoted = _QUOTED[text[at]].match(text, at)
+    if quoted is not None:
+        return quoted.end()
     quote = text[at]
     pos = at + 1
     while pos < len(text):
@@ -245,7 +262,7 @@ def _shown(kind: str, items: list[str], at: int) -> Shown:
         if method is None:
             raise LogSyntaxError(at, f"no 0-9-1 method named {pika_name!r}")
         shown.method = method.name
-        domains = dict(method.arguments)
+        domains = _DOMAINS[pika_name]
         for key, value in _object(text, pika_name).items():
             argument = _RENAMED.get(key, key.replace("_", "-"))
             if argument not in domains:
@@ -290,6 +307,10 @@ def _typed(text: str, domain: str) -> Any:
 def _literal(text: str) -> Any:
     """A Python repr: literals, plus the Decimal and datetime reprs pika's tables hold, and
     the `2147483648L` of `compat.long`, pika's type for a table's 64-bit integers."""
+    if len(text) >= 3 and text[0] == "b" and text[1] in "'\"" and text[-1] == text[1]:
+        inner = text[2:-1]  # a body's fragment: bytes without escapes are their text
+        if "\\" not in inner and text[1] not in inner and inner.isascii() and inner.isprintable():
+            return inner.encode()
     if "L" in text:
         text = _without_long_suffix(text)
     try:

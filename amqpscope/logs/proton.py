@@ -83,14 +83,18 @@ def parse(line: str) -> Logged | None:
     m = _LINE.search(line)
     if m is None:
         return None
-    rest = m.group("rest").rstrip("\r\n")
+    # one call for the groups (conn, layer, ch, dir, rest): by name, each is a lookup
+    groups: tuple[str | None, ...] = m.groups()
+    rest = str(groups[4]).rstrip("\r\n")
     if rest.endswith(")") and ":" in rest:
         suffix = _SOURCE_SUFFIX.search(rest)
         if suffix is not None:
             rest = rest[: suffix.start()]
-    conn, direction = m.group("conn"), m.group("dir")
-    channel = int(m.group("ch")) if m.group("ch") else None
-    ts = timestamp(line[: m.start()]) if m.start() > 0 else 0.0
+    conn, direction = str(groups[0]), str(groups[3])
+    digits = groups[2]
+    channel = int(digits) if digits else None
+    start = m.start()
+    ts = timestamp(line[:start]) if start > 0 else 0.0
     if not rest.startswith("@"):  # a frame's body mostly follows the arrow at once
         body = rest.strip()
         if body in _HEADERS:
@@ -100,10 +104,10 @@ def parse(line: str) -> Logged | None:
         if body == "(EMPTY FRAME)":
             return Logged(conn, direction, EMPTY, channel=channel or 0, ts=ts)
         if not body.startswith("@"):
-            if m.group("layer") is None and not body.startswith(("[", "{")):
+            if groups[1] is None and not body.startswith(("[", "{")):
                 return None  # an arrow in some other text
             raise LogSyntaxError(m.start("rest"), "a frame body starts with '@'")
-    old = m.group("layer") is None  # no `AMQP:FRAME:`: the old form
+    old = groups[1] is None  # no `AMQP:FRAME:`: the old form
     channel = channel if channel is not None else 0
     made = _CACHE.made(rest, old)
     if made is not None:
@@ -158,12 +162,15 @@ def _payload(tail: str, at: int) -> tuple[bytes | None, int]:
 # -- lines like lines read before ---------------------------------------------------------------
 #: the top-level fields whose values a trace's lines of one link tell apart (a uint each, or a
 #: delivery tag): a line is looked up with their values taken out
+_VALUE: Final = r'0x[0-9a-fA-F]+|\d+|b"[^"\\]*"'
 _SLOT: Final = re.compile(
     r"(?<=[\[ ])(handle|delivery-id|delivery-tag|first|last|next-incoming-id|incoming-window|"
     r"next-outgoing-id|outgoing-window|delivery-count|link-credit|available|message-format)"
-    r'=(0x[0-9a-fA-F]+|\d+|b"[^"\\]*")(?=[,\]])',
+    rf"=({_VALUE})(?=[,\]])",
     re.ASCII,
 )
+#: shapes tried first, by their pattern: those met last (a trace alternates a few)
+_RECENT: Final = 4
 #: where a transfer's performative ends and its payload begins
 _PAYLOAD_START: Final = "] ("
 _UINT_MAX: Final = 0xFFFFFFFF
@@ -174,15 +181,31 @@ class _Entry:
     puts in (their names in the line's order; `binary`: which of them are delivery tags),
     the fields holding a dict or list (copied for each record), and whether it is SASL."""
 
-    __slots__ = ("binary", "fields", "name", "nested", "sasl", "slots")
+    __slots__ = ("binary", "fields", "name", "nested", "old", "pattern", "sasl", "slots")
 
-    def __init__(self, name: str, sasl: bool, fields: dict[str, Any], slots: list[str]) -> None:
+    def __init__(
+        self,
+        name: str,
+        sasl: bool,
+        fields: dict[str, Any],
+        slots: list[str],
+        pieces: list[str],
+        old: bool,
+    ) -> None:
         self.name = name
         self.sasl = sasl
         self.fields = fields
         self.slots = slots
         self.binary = [slot == "delivery-tag" for slot in slots]
         self.nested = [k for k, v in fields.items() if type(v) is dict or type(v) is list]
+        self.old = old
+        #: the shape itself: its text, each value a group (`_Cache.made` tries the shapes met
+        #: last this way before splitting the text)
+        texts = pieces[0::3]
+        shape = [re.escape(texts[0])]
+        for slot, text in zip(slots, texts[1:], strict=True):
+            shape.append(f"{re.escape(slot)}=({_VALUE}){re.escape(text)}")
+        self.pattern = re.compile("".join(shape), re.ASCII)
 
 
 class _Tree:
@@ -215,13 +238,14 @@ class _Cache:
     seeing those fields, and only those, change to them), a uint or a binary read as it is (no
     choice: `direct.plain_type`), and the line reads cleanly by the direct path."""
 
-    __slots__ = ("entries",)
+    __slots__ = ("entries", "recent")
 
     #: keys kept; past it the cache starts again (a log of ever new shapes gains nothing)
     SIZE: Final = 4096
 
     def __init__(self) -> None:
         self.entries: dict[str, _Entry | None] = {}
+        self.recent: list[_Entry] = []  # the entries met last, the latest first
 
     @staticmethod
     def split(rest: str) -> tuple[str, str]:
@@ -232,18 +256,36 @@ class _Cache:
         """The fields of `rest` if a line like it was read before: (them, the payload's text,
         where it starts), None when the line must be read."""
         head, tail = self.split(rest)
-        pieces = _SLOT.split(head)
-        if len(pieces) == 1 or "\x00" in head:
+        if "\x00" in head:
             return None
-        entry = self.entries.get(_key(old, pieces))
-        if entry is None:
-            return None
+        recent = self.recent
+        found: _Entry | None = None
+        values: tuple[str, ...] = ()
+        for entry in recent:
+            # the text matches a shape's pattern exactly when splitting it gives that key
+            m = entry.pattern.fullmatch(head)
+            if m is not None and entry.old == old:
+                found = entry
+                values = m.groups()
+                break
+        if found is None:
+            pieces = _SLOT.split(head)
+            if len(pieces) == 1:
+                return None
+            found = self.entries.get(_key(old, pieces))
+            if found is None:
+                return None
+            values = tuple(pieces[2::3])
+            if len(recent) >= _RECENT:
+                recent.pop()
+            recent.insert(0, found)
+        entry = found
         fields = dict(entry.fields)
         for name in entry.nested:
             fields[name] = _copy(fields[name])
         binary = entry.binary
         for i, name in enumerate(entry.slots):
-            text = pieces[3 * i + 2]
+            text = values[i]
             if binary[i]:
                 if text[0] != "b":
                     return None
@@ -270,6 +312,7 @@ class _Cache:
             return
         if len(self.entries) >= self.SIZE:
             self.entries.clear()
+            self.recent.clear()
         self.entries[key] = _entry(pieces, old, value)
 
 
@@ -315,7 +358,7 @@ def _entry(pieces: list[str], old: bool, value: Any) -> _Entry | None:
     for key, kept in fields.items():
         if key not in slots and remade[1].get(key) != kept:
             return None
-    return _Entry(name, sasl, fields, slots)
+    return _Entry(name, sasl, fields, slots, pieces, old)
 
 
 def _copy(value: Any) -> Any:

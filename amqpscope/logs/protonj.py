@@ -34,6 +34,7 @@ from amqpscope.logs.proton_values import (
     Symbol,
     unquote,
 )
+from amqpscope.logs.shapes import Shapes
 
 NAME: Final = "proton-j"
 
@@ -87,9 +88,26 @@ def looks_like(line: str) -> bool:
     return m is not None and _BODY.match(m.group("rest")) is not None
 
 
+#: names seen -> hyphenated (a log names the same few fields on every line)
+_HYPHENATED: Final[dict[str, str]] = {}
+
+
 def _hyphenated(camel: str) -> str:
     """`idleTimeOut` -> `idle-time-out`, as the spec names the field."""
-    return _CAMEL.sub("-", camel).lower()
+    found = _HYPHENATED.get(camel)
+    if found is None:
+        found = _CAMEL.sub("-", camel).lower()
+        if len(_HYPHENATED) >= 4096:
+            _HYPHENATED.clear()
+        _HYPHENATED[camel] = found
+    return found
+
+
+#: composite name -> its fields by name, and each name's place in spec order
+_FIELDS: Final[dict[str, tuple[dict[str, spec.Field], dict[str, int]]]] = {
+    c.name: ({f.name: f for f in c.fields}, {f.name: i for i, f in enumerate(c.fields)})
+    for c in spec.COMPOSITES.values()
+}
 
 
 def parse(line: str) -> Logged | None:
@@ -108,8 +126,16 @@ def parse(line: str) -> Logged | None:
         return Logged(conn, direction, EMPTY, channel=channel, ts=ts)
     if _BODY.match(rest) is None:
         return None
-    reader = _Reader(rest)
-    value, pos = reader.composite(0)
+    cut = rest.find("} (")  # a transfer's payload follows its performative
+    head = rest if cut < 0 else rest[: cut + 1]
+    found = _SHAPES.made(head)
+    value: Described | None = None
+    if found is not None:
+        pos = len(head)
+    else:
+        value, pos = _Reader(rest).composite(0)
+        if pos == len(head):
+            _SHAPES.learn(head, value, [])
     payload: bytes | None = None
     size = 0
     tail = rest[pos:]
@@ -120,7 +146,7 @@ def parse(line: str) -> Logged | None:
         size = int(pm.group(1))
         raw = unquote(pm.group(2))
         payload = raw if len(raw) == size and not pm.group(3) else None
-    return Logged(
+    logged = Logged(
         conn,
         direction,
         FRAME,
@@ -130,6 +156,17 @@ def parse(line: str) -> Logged | None:
         payload_size=size,
         ts=ts,
     )
+    if found is not None:
+        logged.made = found[0]
+    return logged
+
+
+def _read(text: str) -> tuple[Any, list[str]]:
+    """A performative's text alone (`shapes.Shapes` reads it again with other numbers)."""
+    value, pos = _Reader(text).composite(0)
+    if text[pos:].strip():
+        raise LogSyntaxError(pos, "text after the frame body")
+    return value, []
 
 
 class _Reader:
@@ -148,7 +185,7 @@ class _Reader:
         if self.depth > 32:
             raise LogSyntaxError(pos, "nested too deep")
         code, composite = _COMPOSITES[_CLASSES[m.group(1)]]
-        by_name = {f.name: f for f in composite.fields}
+        by_name, order = _FIELDS[composite.name]
         fields = Fields()
         pos = m.end()
         while True:
@@ -156,8 +193,7 @@ class _Reader:
                 pos += 1
             if text.startswith("}", pos):
                 self.depth -= 1
-                order = [f.name for f in composite.fields]
-                fields.sort(key=lambda item: order.index(item[0]))
+                fields.sort(key=lambda item: order[item[0]])
                 return Described(code, composite.name, fields), pos + 1
             eq = text.find("=", pos)
             if eq < 0:
@@ -260,3 +296,7 @@ class _Reader:
         if base in ("string", "*"):
             return token
         raise LogSyntaxError(0, f"{token!r} is no {base}")
+
+
+#: performatives read before (`shapes.py`)
+_SHAPES: Final = Shapes(_read)

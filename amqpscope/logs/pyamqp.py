@@ -41,6 +41,7 @@ from amqpscope.logs.proton_values import (
     Symbol,
     Uuid,
 )
+from amqpscope.logs.shapes import Shapes
 
 NAME: Final = "pyamqp"
 
@@ -82,7 +83,10 @@ def looks_like(line: str) -> bool:
     if "-> " not in line and "<- " not in line:
         return False
     m = _LINE.search(line)
-    return m is not None and m.group("call").split("(", 1)[0] in (*_FRAMES, "Header")
+    if m is None:
+        return False
+    name = m.group("call").split("(", 1)[0]
+    return name in _FRAMES or name == "Header"
 
 
 def parse(line: str) -> Logged | None:
@@ -102,8 +106,15 @@ def parse(line: str) -> Logged | None:
     ts = timestamp(prefix)
     if name == "EmptyFrame":
         return Logged(conn, direction, EMPTY, channel=None, ts=ts)
+    shown = _OPAQUE.sub(_NOT_SHOWN, call_text) if " at 0x" in call_text else call_text
+    if name != "Header":
+        found = _SHAPES.made(shown)
+        if found is not None:
+            logged = Logged(conn, direction, FRAME, channel=None, ts=ts)
+            logged.made, logged.lossy = found
+            return logged
     try:
-        tree = ast.parse(_OPAQUE.sub(_NOT_SHOWN, call_text), mode="eval").body
+        tree = ast.parse(shown, mode="eval").body
     except SyntaxError as exc:
         raise LogSyntaxError(m.start("call") + (exc.offset or 1) - 1, "not a Python repr") from None
     if not isinstance(tree, ast.Call):
@@ -116,12 +127,15 @@ def parse(line: str) -> Logged | None:
     code, composite = _COMPOSITES[_FRAMES[name]]
     lossy: list[str] = []
     fields, payload = _fields(composite, tree, lossy, name)
+    value = Described(code, composite.name, fields)
+    if payload is None:  # a payload shown is not put back by the cache: not learned
+        _SHAPES.learn(shown, value, lossy)
     logged = Logged(
         conn,
         direction,
         FRAME,
         channel=None,
-        value=Described(code, composite.name, fields),
+        value=value,
         payload=payload,
         payload_size=len(payload) if payload else 0,
         ts=ts,
@@ -261,3 +275,20 @@ def _call(node: ast.Call, lossy: list[str], where: str) -> Any:
     code, composite = _COMPOSITES[composite_name]
     fields, _ = _fields(composite, node, lossy, where)
     return Described(code, composite.name, fields)
+
+
+def _read(text: str) -> tuple[Any, list[str]]:
+    """A frame's repr alone (`shapes.Shapes` reads it again with other numbers)."""
+    tree = ast.parse(text, mode="eval").body
+    if not isinstance(tree, ast.Call) or not isinstance(tree.func, ast.Name):
+        raise LogSyntaxError(0, "a frame repr expected")
+    code, composite = _COMPOSITES[_FRAMES[tree.func.id]]
+    lossy: list[str] = []
+    fields, payload = _fields(composite, tree, lossy, tree.func.id)
+    if payload is not None:
+        raise LogSyntaxError(0, "a payload shown")
+    return Described(code, composite.name, fields), lossy
+
+
+#: performatives read before (`shapes.py`)
+_SHAPES: Final = Shapes(_read)

@@ -140,6 +140,8 @@ class LogReader:
         self.pending: tuple[str, int, int, Logged | None] | None = None
         self.ends = 0  # end-of-stream and accepted-connection lines: logged, but no frame
         self.lines = 0
+        #: the last line `_frame_alone` read, and what it read as (or the error it raised)
+        self.read: tuple[str, Logged | None, Exception | None] | None = None
 
     def feed(self, line: str, number: int) -> list[k.Frame]:
         """The records line `number` (1-based) holds: none, or one. A frame whose text ends
@@ -184,18 +186,34 @@ class LogReader:
         return self._line(line, number)
 
     def _frame_alone(self, line: str) -> bool:
-        """Whether `line` is a frame of its own (then it goes on nothing before it)."""
+        """Whether `line` is a frame of its own (then it goes on nothing before it). What it
+        reads as is kept for `_parse`, which reads the same line next (rhea cuts every payload
+        past 50 bytes: each transfer waits for the next line, which would be read twice)."""
         try:
-            return self.parse(line) is not None
-        except (LogSyntaxError, ValueError, KeyError, IndexError, TypeError):
+            logged = self.parse(line)
+        except (LogSyntaxError, ValueError, KeyError, IndexError, TypeError) as why:
+            self.read = (line, None, why)
             return False
+        self.read = (line, logged, None)
+        return logged is not None
+
+    def _parse(self, line: str) -> Logged | None:
+        """`parse(line)`, or what `_frame_alone` read of this very line."""
+        read = self.read
+        if read is not None:
+            self.read = None
+            if read[0] is line:
+                if read[2] is not None:
+                    raise read[2]
+                return read[1]
+        return self.parse(line)
 
     def _line(self, line: str, number: int) -> list[k.Frame]:
         cut = not line.endswith("\n")
         try:
             if len(line) > MAX_LINE:
                 raise LogSyntaxError(MAX_LINE, f"line of {len(line)} characters")
-            logged = self.parse(line)
+            logged = self._parse(line)
         except LogLineEnded as why:
             if not cut:  # may go on in the next line
                 self.pending = (line.rstrip("\r\n"), number, 1, None)

@@ -129,27 +129,56 @@ def parse(line: str) -> Logged | None:
     return logged
 
 
+class _Plan:
+    """What reading one composite field from rhea's JSON takes, worked out once: its JSON key,
+    what a missing (falsy) value means, the types `_value` goes by."""
+
+    __slots__ = ("base", "field", "key", "missing", "name", "wanted")
+
+    def __init__(self, field: spec.Field) -> None:
+        self.field = field
+        self.name = field.name
+        self.key = field.name.replace("-", "_")
+        self.base = primitive(field.type)
+        self.wanted = field.requires if field.type == "*" else field.type
+        #: a falsy or missing value: _FALSE or _ZERO (sent, toJSON left it out), _UNKNOWN (0
+        #: or the default: the log cannot tell), else nothing
+        self.missing = _NOTHING
+        if field.mandatory:
+            if self.base == "boolean":
+                self.missing = _FALSE
+            elif self.base in ("ubyte", "ushort", "uint", "ulong"):
+                self.missing = _ZERO
+        elif _truthy_default(field) and _falsy_choice(field):
+            self.missing = _UNKNOWN
+
+
+_NOTHING: Final = 0
+_FALSE: Final = 1
+_ZERO: Final = 2
+_UNKNOWN: Final = 3
+
+
 def _composite(code: int, body: dict[str, Any]) -> tuple[Described, list[str]]:
     """A performative from its JSON: fields by spec name, typed by the spec; and the fields the
     log cannot show (a described value of no known type, a default the log cannot tell from 0)."""
     composite = spec.COMPOSITES[code]
     fields = Fields()
     lossy: list[str] = []
-    for field in composite.fields:
-        raw = body.get(field.name.replace("-", "_"))
+    for plan in _PLANS[code]:
+        raw = body.get(plan.key)
         if raw is None or raw is False or raw == 0:
-            if field.mandatory:  # sent, but falsy: toJSON left it out
-                base = primitive(field.type)
-                if base == "boolean":
-                    fields.append((field.name, False))
-                elif base in ("ubyte", "ushort", "uint", "ulong"):
-                    fields.append((field.name, 0))
-            elif _truthy_default(field) and _falsy_choice(field):
-                lossy.append(field.name)  # 0 (left out) or absent (the default): unknown
+            missing = plan.missing
+            if missing == _FALSE:
+                fields.append((plan.name, False))
+            elif missing == _ZERO:
+                fields.append((plan.name, 0))
+            elif missing == _UNKNOWN:
+                lossy.append(plan.name)  # 0 (left out) or absent (the default): unknown
             continue
-        value = _value(raw, field, lossy, field.name)
+        value = _value(raw, plan, lossy, plan.name)
         if value is not _LOST:
-            fields.append((field.name, value))
+            fields.append((plan.name, value))
     return Described(code, composite.name, fields), lossy
 
 
@@ -171,27 +200,34 @@ def _falsy_choice(field: spec.Field) -> bool:
 
 
 _LOST: Final = object()
+#: descriptor code -> its fields' plans, in spec order
+_PLANS: Final = {
+    code: tuple(_Plan(field) for field in composite.fields)
+    for code, composite in spec.COMPOSITES.items()
+}
 
 
 def _nested(name: str, items: list[Any], lossy: list[str], where: str) -> Described:
     code, composite = _COMPOSITES[name]
     fields = Fields()
-    for field, raw in zip(composite.fields, items, strict=False):
+    for plan, raw in zip(_PLANS[code], items, strict=False):
         if raw is None:
             continue
-        value = _value(raw, field, lossy, f"{where}.{field.name}")
+        field = plan.field
+        value = _value(raw, plan, lossy, f"{where}.{field.name}")
         if value is not _LOST:
             fields.append((field.name, value))
     return Described(code, composite.name, fields)
 
 
-def _value(raw: Any, field: spec.Field, lossy: list[str], where: str) -> Any:
+def _value(raw: Any, plan: _Plan, lossy: list[str], where: str) -> Any:
     """A JSON value typed by its field; _LOST (and `where` in `lossy`) for a described value
     whose type the log does not show."""
-    wanted = field.requires if field.type == "*" else field.type
+    field = plan.field
+    wanted = plan.wanted
     if wanted in _NESTED and isinstance(raw, list):
         return _nested(_NESTED[wanted], raw, lossy, where)
-    base = primitive(field.type)
+    base = plan.base
     if (field.type == "*" or base in _COMPOSITES) and isinstance(raw, list):
         lossy.append(where)  # a described list, its descriptor not printed
         return _LOST

@@ -1,0 +1,265 @@
+"""Lines like lines read before, for any grammar: a performative's text with its digits taken
+out is the key to the fields the first text like it made, and a text that finds its key gets
+them with its own numbers put in, without being read.
+
+A trace's lines of one link differ in a few numbers (delivery id and tag, first and last,
+credit and windows), and reading a line (a grammar's tree, then `direct.performative`) is most
+of a log's cost. `proton.py` has a cache of its own that knows Proton's field syntax; this one
+knows none: a grammar hands it the text of a performative and a function that reads such text
+into its tree. The second time a shape is seen it is learned, and kept only when that is safe:
+
+- the text is read again with every run of digits replaced by another number (longer, so a
+  value's width does not matter), and the two reads must give the same fields in the same
+  order, the same `lossy` names, and differ only in top-level fields that one run of digits
+  each explains: a uint as the digits' number, or a binary as the digits' ASCII bytes or as
+  hex digits (`direct.plain_type` says which fields are plain, so no choice, no `multiple`);
+- a run that explains no field must change nothing (digits in a name or a string would change
+  a field no run explains: then the shape is not kept).
+
+Put in, a uint past its type's range, or hex digits of odd length, is not taken from the cache
+(the line is read, and reported, as before). `tests/test_logs_direct.py` holds the records equal
+to the round trip's with and without the cache.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any, Final
+
+from amqpscope.codec.amqp10.frames import BODIES, TYPE_SASL
+from amqpscope.logs import direct
+from amqpscope.logs.lines import Made
+from amqpscope.logs.values import Described, Fields, LogSyntaxError
+
+_DIGITS: Final = re.compile(r"(\d+)", re.ASCII)
+_SASL_CODES: Final = frozenset(BODIES[TYPE_SASL])
+_SASL_NAMES: Final = frozenset(BODIES[TYPE_SASL].values())
+#: how a run of digits makes its field's value
+_NUMBER: Final = 1  # the number they write
+_ASCII: Final = 2  # a binary of their ASCII bytes (`deliveryTag="12"`)
+_HEX: Final = 3  # a binary written in hex digits (`delivery-tag:3132`)
+_LARGEST: Final = {
+    "ubyte": 0xFF,
+    "ushort": 0xFFFF,
+    "uint": 0xFFFFFFFF,
+    "ulong": 0xFFFFFFFFFFFFFFFF,
+}
+#: what reading a text may raise (a shape whose other numbers do not read is not kept)
+_READ_ERRORS: Final = (LogSyntaxError, ValueError, KeyError, IndexError, TypeError, OverflowError)
+
+#: shapes tried first by their pattern: those met last (a trace alternates a few)
+_RECENT: Final = 4
+#: a grammar's reader of a performative's text: (its tree, the fields it cannot show)
+Read = Callable[[str], tuple[Any, list[str]]]
+
+
+class _Entry:
+    """What a text of one shape makes: the frame's name and fields, the fields holding a dict
+    or list (copied for each record), and for each run of digits the field it makes (or "")
+    and how."""
+
+    __slots__ = (
+        "fields",
+        "hows",
+        "largest",
+        "lossy",
+        "name",
+        "nested",
+        "pattern",
+        "sasl",
+        "slots",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        sasl: bool,
+        fields: dict[str, Any],
+        slots: list[str],
+        hows: list[int],
+        largest: list[int],
+        lossy: list[str],
+        texts: list[str],
+    ) -> None:
+        self.name = name
+        self.sasl = sasl
+        self.fields = fields
+        self.slots = slots
+        self.hows = hows
+        self.largest = largest
+        self.lossy = lossy
+        self.nested = [k for k, v in fields.items() if type(v) is dict or type(v) is list]
+        #: the shape itself, each run of digits a group: a text matches it exactly when
+        #: splitting the text gives this shape's key (the texts between runs hold no digit, so
+        #: each group takes a whole run)
+        self.pattern = re.compile(r"(\d+)".join(re.escape(text) for text in texts), re.ASCII)
+
+
+class _Tree:
+    """Reads a text's tree after all (`Made.tree`), when the reader wants it."""
+
+    __slots__ = ("read", "text")
+
+    def __init__(self, read: Read, text: str) -> None:
+        self.read = read
+        self.text = text
+
+    def tree(self) -> Any:
+        return self.read(self.text)[0]
+
+
+class Shapes:
+    """One grammar's texts by shape (module-level in each grammar: a shape means the same to
+    every reader)."""
+
+    __slots__ = ("entries", "read", "recent")
+
+    #: shapes kept; past it the cache starts again (a log of ever new shapes gains nothing)
+    SIZE: Final = 4096
+
+    def __init__(self, read: Read) -> None:
+        self.read = read
+        #: key -> the entry; False: seen once; None: not safe to keep
+        self.entries: dict[str, _Entry | bool | None] = {}
+        #: the entries met last, the latest first: tried by their pattern before splitting
+        self.recent: list[_Entry] = []
+
+    def made(self, text: str) -> tuple[Made, list[str]] | None:
+        """The fields of `text` and the names it cannot show if a text like it was learned,
+        else None (read it, then `learn`)."""
+        if "\x00" in text:
+            return None
+        recent = self.recent
+        entry: _Entry | None = None
+        runs: tuple[str, ...] = ()
+        for shape in recent:
+            m = shape.pattern.fullmatch(text)
+            if m is not None:
+                entry = shape
+                runs = m.groups()
+                break
+        if entry is None:
+            pieces = _DIGITS.split(text)
+            found = self.entries.get("\x00".join(pieces[0::2]))
+            if not isinstance(found, _Entry):
+                return None
+            entry = found
+            runs = tuple(pieces[1::2])
+            if len(recent) >= _RECENT:
+                recent.pop()
+            recent.insert(0, entry)
+        fields = dict(entry.fields)
+        for name in entry.nested:
+            fields[name] = _copy(fields[name])
+        hows = entry.hows
+        largest = entry.largest
+        for i, name in enumerate(entry.slots):
+            how = hows[i]
+            if how == 0:
+                continue
+            digits = runs[i]
+            if how == _NUMBER:
+                number = int(digits)
+                if number > largest[i]:
+                    return None  # not of its type: read, and reported, by the round trip
+                fields[name] = number
+            elif how == _ASCII:
+                fields[name] = digits.encode().hex()
+            else:
+                if len(digits) % 2:
+                    return None
+                fields[name] = digits
+        tree = _Tree(self.read, text)
+        return Made(entry.name, entry.sasl, fields, tree.tree), list(entry.lossy)
+
+    def learn(self, text: str, value: Any, lossy: list[str]) -> None:
+        """`text` was read as `value` (and `lossy`): the second time its shape is seen, keep
+        what it makes when that is safe."""
+        if "\x00" in text:
+            return
+        pieces = _DIGITS.split(text)
+        key = "\x00".join(pieces[0::2])
+        entries = self.entries
+        if key not in entries:
+            if len(entries) >= self.SIZE:
+                entries.clear()
+                self.recent.clear()
+            entries[key] = False  # seen once: a shape seen once gains nothing from reading twice
+            return
+        if entries[key] is not False:
+            return
+        entries[key] = _entry(self.read, pieces, value, lossy)
+
+
+def _entry(read: Read, pieces: list[str], value: Any, lossy: list[str]) -> _Entry | None:
+    """The entry of a text (split by `_DIGITS`) read as `value`, or None when its numbers
+    cannot safely be put back (see the module's docstring)."""
+    if not isinstance(value, Described) or not isinstance(value.value, Fields):
+        return None
+    sasl = value.descriptor in _SASL_CODES or value.name in _SASL_NAMES
+    made = direct.performative(value, sasl)
+    if made is None:
+        return None
+    name, fields = made
+    runs = pieces[1::2]
+    others = [_other(run, i) for i, run in enumerate(runs)]
+    text = [pieces[0]]
+    for i, other in enumerate(others):
+        text.append(other)
+        text.append(pieces[2 * i + 2])
+    try:
+        again, lossy_again = read("".join(text))
+    except _READ_ERRORS:
+        return None
+    if lossy_again != lossy or not isinstance(again, Described):
+        return None
+    remade = direct.performative(again, sasl)
+    if remade is None or remade[0] != name or list(remade[1]) != list(fields):
+        return None
+    slots = [""] * len(runs)
+    hows = [0] * len(runs)
+    largest = [0] * len(runs)
+    for field, kept in fields.items():
+        changed = remade[1][field]
+        if changed == kept and type(changed) is type(kept):
+            continue
+        kind = direct.plain_type(name, field)
+        found: list[tuple[int, int]] = []
+        for i, run in enumerate(runs):
+            other = others[i]
+            if kind in _LARGEST:
+                if type(kept) is int and kept == int(run) and changed == int(other):
+                    found.append((i, _NUMBER))
+            elif kind == "binary":
+                if kept == run.encode().hex() and changed == other.encode().hex():
+                    found.append((i, _ASCII))
+                elif kept == run and changed == other:
+                    found.append((i, _HEX))
+        if len(found) != 1 or slots[found[0][0]]:
+            return None  # no run, or more than one, explains the change: not safe
+        at, how = found[0]
+        slots[at] = field
+        hows[at] = how
+        largest[at] = _LARGEST.get(kind, 0)
+    return _Entry(name, sasl, fields, slots, hows, largest, list(lossy), pieces[0::2])
+
+
+def _other(run: str, i: int) -> str:
+    """Other digits for run `i`: another number than the run's and than every other run's
+    (`i` in it), of the same parity of length (hex digits stay hex bytes), within a uint when
+    the run is (short runs grow by two digits, so a value's width does not matter)."""
+    width = len(run) + 2 if len(run) <= 7 else len(run)
+    other = "9" + f"{i:0{width - 1}d}" if width <= 9 else "1" + f"{i:0{width - 1}d}"
+    if len(other) % 2 != len(run) % 2:
+        other = "9" + other
+    return other if other != run else "2" + other[1:]
+
+
+def _copy(value: Any) -> Any:
+    """A fresh copy of a cached field's dict or list (no two records share one)."""
+    if type(value) is dict:
+        return {k: _copy(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_copy(v) for v in value]
+    return value
