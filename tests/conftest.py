@@ -45,9 +45,11 @@ GROUPS = {
 FIRST = ("builds", "spark", "broker")
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Every test in a group: a named one above, or else its file (a file's tests stay on one
-    worker, so its module fixtures are made once)."""
+    worker, so its module fixtures are made once). First: xdist's worker reads the groups in its
+    own hook, registered after this file and so called before it unless this one asks to be."""
     if not config.pluginmanager.hasplugin("xdist"):
         return
     order: dict[pytest.Item, int] = {}
