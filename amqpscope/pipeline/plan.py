@@ -27,6 +27,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -125,9 +126,26 @@ Task = FileTask | GroupTask
 
 
 #: where scans of local files are kept between queries (Spark plans each query in a new
-#: process: a session's later queries of the same files need not scan them again)
-SCANS = os.path.join(tempfile.gettempdir(), "amqpscope-scans")
+#: process: a session's later queries of the same files need not scan them again); one folder
+#: a user, used only while it is that user's alone (`_scans_dir`)
+SCANS = os.path.join(tempfile.gettempdir(), f"amqpscope-scans-{os.getuid()}")
 _SCAN_VERSION = 1
+
+
+def _scans_dir() -> str | None:
+    """`SCANS`, made if missing, when it is a folder of this user's that no one else may write
+    (not a link); else None, and scans are neither read from it nor kept: a file another user
+    put in a shared temp folder would otherwise steer the plan."""
+    with contextlib.suppress(OSError):
+        os.makedirs(SCANS, mode=0o700, exist_ok=True)
+        found = os.lstat(SCANS)
+        if (
+            stat.S_ISDIR(found.st_mode)
+            and found.st_uid == os.getuid()
+            and not found.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+        ):
+            return SCANS
+    return None
 
 
 def scan(capture: str, path: str | None = None) -> Scan:
@@ -136,22 +154,22 @@ def scan(capture: str, path: str | None = None) -> Scan:
     path, size and modification time, and taken from there while the file is unchanged."""
     local = path or capture
     key = _scan_key(capture, local)
-    if key is not None:
+    kept_in = _scans_dir() if key is not None else None
+    if key is not None and kept_in is not None:
         with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-            with open(os.path.join(SCANS, key), encoding="utf-8") as f:
+            with open(os.path.join(kept_in, key), encoding="utf-8") as f:
                 kept = json.load(f)
             return Scan(
                 capture, local, kept["first_ts"], [Part.from_json(p) for p in kept["parts"]]
             )
     found = _scan_file(capture, local)
-    if key is not None and found.error is None:
+    if key is not None and kept_in is not None and found.error is None:
         with contextlib.suppress(OSError):
-            os.makedirs(SCANS, exist_ok=True)
-            fd, aside = tempfile.mkstemp(dir=SCANS, prefix=".")
+            fd, aside = tempfile.mkstemp(dir=kept_in, prefix=".")
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 kept = {"first_ts": found.first_ts, "parts": [p.to_json() for p in found.parts]}
                 json.dump(kept, f)
-            os.replace(aside, os.path.join(SCANS, key))
+            os.replace(aside, os.path.join(kept_in, key))
     return found
 
 
@@ -162,12 +180,10 @@ def _scan_key(capture: str, local: str) -> str | None:
     if scheme(local) is not None:
         return None
     try:
-        stat = os.stat(local)
+        now = os.stat(local)
     except OSError:
         return None
-    text = (
-        f"{_SCAN_VERSION}\0{capture}\0{os.path.abspath(local)}\0{stat.st_size}\0{stat.st_mtime_ns}"
-    )
+    text = f"{_SCAN_VERSION}\0{capture}\0{os.path.abspath(local)}\0{now.st_size}\0{now.st_mtime_ns}"
     return hashlib.sha1(text.encode("utf-8", "surrogateescape")).hexdigest()
 
 
