@@ -31,7 +31,7 @@ CAPTURES = Path(__file__).resolve().parent.parent / "captures"
 FILES = sorted(p for p in CAPTURES.iterdir() if p.suffix in (".pcap", ".pcapng"))
 SPLIT = CAPTURES / "091-publish-consume.pcap"
 
-pyspark = pytest.importorskip("pyspark")
+pyspark = pytest.importorskip("pyspark", reason="needs the spark extra")
 needs_java = pytest.mark.skipif(
     not (shutil.which("java") or os.environ.get("JAVA_HOME")), reason="Spark needs Java"
 )
@@ -295,7 +295,6 @@ def test_a_local_jvm_gets_a_spark_home_without_pyspark_zips(tmp_path: Path) -> N
     """`daemon.spark_home`: Spark's launcher and jars as installed, and no `python/lib`, so no
     worker Spark starts has pyspark's zips on its path; made once; None for a pyspark that
     ships no zips (not pip's layout). And SPARK_HOME is set only while a local JVM may start."""
-    pyspark = pytest.importorskip("pyspark")
     from amqpscope.pipeline import daemon, spark
 
     installed = Path(pyspark.__file__).parent
