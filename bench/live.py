@@ -30,7 +30,8 @@ packets each; 8,000 is the issue's ~25k packets/s), `--batch` of them to a write
                           [--load pika|replay] [--rate MSGS] [--batch N]
     python3 bench/live.py --stall S [--seconds S] [--rounds N]
 
-Needs root (capture on lo) and the broker on 127.0.0.1:5672; takes the broker lock.
+Needs root (capture on lo); with the pika load, the broker on 127.0.0.1:5672, and it takes the
+broker lock.
 """
 
 from __future__ import annotations
@@ -251,7 +252,8 @@ def main(argv: list[str] | None = None) -> int:
     args.port = free_port() if args.load == "replay" else 5672
     build = run.make_build(args.build)
     with open(LOCK, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        if args.load == "pika" or args.stall or args.baseline:  # the broker's traffic
+            fcntl.flock(lock, fcntl.LOCK_EX)
         print(f"# bench/live.py: {args.seconds:.0f} s, {build.label()} ({build.version()})")
         print(f"# {run.machine()}, {platform.python_implementation()} {platform.python_version()}")
         print(f"# load average at the start: {os.getloadavg()[0]:.1f}")
