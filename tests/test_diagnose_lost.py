@@ -69,8 +69,9 @@ def test_an_ack_the_capture_lost_is_not_seen_rather_than_never_sent(tmp_path: Pa
     unacked = found["delivery.unacked-at-end"]
     assert "not seen acked" in unacked["title"] and "never" not in unacked["title"]
     assert f"Delivery tags {tag} were not seen acked" in unacked["explanation"]
-    assert f"the capture lost {len(lost.payload)} bytes that the client sent" in (
-        unacked["explanation"]
+    assert (
+        f"the capture lost {len(lost.payload)} bytes that the client sent"
+        in (unacked["explanation"])
     )
     (hole,) = [
         n for n in unacked["evidence"] if any(f["code"] == "tcp.gap" for f in read[n]["findings"])
