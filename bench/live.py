@@ -21,11 +21,17 @@ With `--stall S`, no amqpscope: tcpdump alone writes a file under the same load 
 of the way in, as a loaded machine starves it: the kernel drops of each are what its ring could
 not hold (`capture/live.py`'s choice of options).
 
+With `--load replay`, no broker and no pika client: bench/replay_load.py plays a consumer
+connection over loopback TCP (frames encoded by pika) at `--rate` messages a second (about three
+packets each; 8,000 is the issue's ~25k packets/s), `--batch` of them to a write.
+
     python3 bench/live.py [--seconds S] [--build installed|pure|compiled] [--baseline]
                           [--interval S] [--spool-size MB] [--pause S]
+                          [--load pika|replay] [--rate MSGS] [--batch N]
     python3 bench/live.py --stall S [--seconds S] [--rounds N]
 
-Needs root (capture on lo) and the broker on 127.0.0.1:5672; takes the broker lock.
+Needs root (capture on lo); with the pika load, the broker on 127.0.0.1:5672, and it takes the
+broker lock.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ import os
 import platform
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -95,10 +102,21 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
-def load(seconds: float) -> subprocess.Popen[str]:
+def load(seconds: float, args: argparse.Namespace | None = None) -> subprocess.Popen[str]:
+    """The pika client against the broker, or with `--load replay` bench/replay_load.py."""
+    if args is not None and args.load == "replay":
+        command = [sys.executable, str(HERE / "replay_load.py"), "--port", str(args.port)]
+        command += ["--seconds", str(seconds), "--rate", str(args.rate), "--batch", str(args.batch)]
+        return subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     return subprocess.Popen(
         [sys.executable, "-c", LOAD, str(seconds)], stdout=subprocess.PIPE, text=True
     )
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 #: (name, tcpdump's options) compared by --stall: what `live` passed before, a ring four times
@@ -222,13 +240,28 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline", action="store_true", help="tcpdump -w /dev/null alone first")
     ap.add_argument("--stall", type=float, default=0, help="tcpdump alone, stopped S s: drops")
     ap.add_argument("--rounds", type=int, default=2, help="--stall: turns of every option set")
+    ap.add_argument(
+        "--load",
+        default="pika",
+        choices=("pika", "replay"),
+        help="pika against the broker, or bench/replay_load.py (no broker: any rate)",
+    )
+    ap.add_argument("--rate", type=float, default=8000, help="--load replay: messages/s")
+    ap.add_argument("--batch", type=int, default=1, help="--load replay: messages a write")
     args = ap.parse_args(argv)
+    args.port = free_port() if args.load == "replay" else 5672
     build = run.make_build(args.build)
     with open(LOCK, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        if args.load == "pika" or args.stall or args.baseline:  # the broker's traffic
+            fcntl.flock(lock, fcntl.LOCK_EX)
         print(f"# bench/live.py: {args.seconds:.0f} s, {build.label()} ({build.version()})")
         print(f"# {run.machine()}, {platform.python_implementation()} {platform.python_version()}")
         print(f"# load average at the start: {os.getloadavg()[0]:.1f}")
+        if args.load == "replay":
+            print(
+                f"# load: bench/replay_load.py on port {args.port}, {args.rate:.0f} messages/s,"
+                f" {args.batch} a write"
+            )
         if args.stall:
             stall(args.seconds, args.stall, args.rounds)
             return 0
@@ -238,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def measure(build: run.Build, args: argparse.Namespace) -> int:
-    cmd = [*build.command, "live", "lo", "-f", "tcp port 5672", "--json"]
+    cmd = [*build.command, "live", "lo", "-f", f"tcp port {args.port}", "--json"]
     cmd += ["--spool-size", str(args.spool_size)]
     err_path = Path(f"/tmp/amqpscope-bench-live-{os.getpid()}.err")
     with err_path.open("wb") as err:
@@ -252,7 +285,7 @@ def measure(build: run.Build, args: argparse.Namespace) -> int:
                 raise SystemExit(f"live did not start: {err_path.read_text()}")
             time.sleep(0.05)
         time.sleep(0.5)
-        client = load(args.seconds)
+        client = load(args.seconds, args)
         start = time.monotonic()
         cpu0 = cpu_seconds(proc.pid)
         print("#   t s   frames/s   frames/CPU-s   RSS MB   lag s")
@@ -282,8 +315,11 @@ def measure(build: run.Build, args: argparse.Namespace) -> int:
                 print(f"  {caught[0]}", flush=True)
                 last_t, last_lines = time.monotonic(), counter.lines
                 last_cpu = cpu_seconds(proc.pid)
-        sent, got = client.communicate()[0].split()
+        said = client.communicate()[0].split()
+        sent, got = (said[2], said[2]) if args.load == "replay" else said
         elapsed = time.monotonic() - start
+        if args.load == "replay":  # the load's own time, not the sampling's
+            elapsed = float(said[-1])
         time.sleep(2)
         proc.send_signal(signal.SIGINT)
         proc.wait(120)

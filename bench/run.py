@@ -11,8 +11,11 @@ each). On each capture, side by side:
     amqpscope read FILE, terminal  against   tshark -r FILE -Y amqp           (rich, colour, cut
                                                                               to the pty's width)
 
-with wall time (median of `--repeat` runs) and peak memory (the child's maximum RSS). The last
-column checks that `summary` streams: its peak memory on a capture of half the length.
+with wall time (median of `--repeat` runs) and peak memory (the child's maximum RSS). The runs
+are interleaved: in each round every amqpscope command runs right after the tshark command it is
+compared with, and a ratio is the median of those pairs' ratios (a shared machine's load then
+moves both sides of a ratio). The last column checks that `summary` streams: its peak memory on a
+capture of half the length.
 
 What runs is the build a user has (`--builds installed`, the default): this interpreter's
 installed amqpscope (`make install`: compiled with mypyc where a C compiler was found), run from
@@ -115,52 +118,57 @@ def _terminal(width: int) -> tuple[int, int]:
     return writer, reader
 
 
-def measure(
-    cmd: list[str], repeat: int, env: dict[str, str] | None = None, width: int = 0
+def run_once(
+    cmd: list[str], env: dict[str, str] | None = None, width: int = 0
 ) -> tuple[float, float, float]:
-    """(median wall seconds, median CPU seconds, peak RSS in MB of the largest run) of `cmd`,
-    its output to /dev/null (piped: not a terminal), or to a terminal `width` columns wide.
+    """(wall seconds, CPU seconds, peak RSS in MB) of one run of `cmd`, its output to /dev/null
+    (piped: not a terminal), or to a terminal `width` columns wide.
 
     The peak comes from GNU time (`time -f %M`) when installed: a child of this process would
     inherit this process's own high-water mark through fork and exec, which would hide a
     smaller one; GNU time's is a megabyte. Without it, wait4's number is an upper bound."""
-    walls, cpus, peaks = [], [], []
-    for _ in range(repeat):
-        with tempfile.NamedTemporaryFile("r") as report:
-            wrapped = [GNU_TIME, "-f", "%U %S %M", "-o", report.name, *cmd] if GNU_TIME else cmd
-            drain = None
-            if width:
-                stdout, reader = _terminal(width)
-                drain = threading.Thread(target=_drain, args=(reader,), daemon=True)
-                env = {**(env or os.environ), "TERM": "xterm-256color"}
-                env.pop("NO_COLOR", None)
-                env.pop("COLUMNS", None)
-            else:
-                stdout = subprocess.DEVNULL
-            start = time.perf_counter()
-            child = subprocess.Popen(
-                wrapped, stdout=stdout, stderr=subprocess.DEVNULL, env=env, cwd="/"
-            )
-            if drain is not None:
-                os.close(stdout)
-                drain.start()
-            _, status, usage = os.wait4(child.pid, 0)
-            if drain is not None:
-                drain.join()
-                os.close(reader)
-            walls.append(time.perf_counter() - start)
-            if os.waitstatus_to_exitcode(status) != 0:
-                raise SystemExit(
-                    f"{' '.join(cmd)}: exit status {os.waitstatus_to_exitcode(status)}"
-                )
-            if GNU_TIME:
-                user, system, peak = report.read().split()[-3:]
-                cpus.append(float(user) + float(system))
-                peaks.append(int(peak) / 1024)
-            else:
-                cpus.append(usage.ru_utime + usage.ru_stime)
-                peaks.append(usage.ru_maxrss / 1024)  # KiB on Linux
-    return statistics.median(walls), statistics.median(cpus), max(peaks)
+    with tempfile.NamedTemporaryFile("r") as report:
+        wrapped = [GNU_TIME, "-f", "%U %S %M", "-o", report.name, *cmd] if GNU_TIME else cmd
+        drain = None
+        if width:
+            stdout, reader = _terminal(width)
+            drain = threading.Thread(target=_drain, args=(reader,), daemon=True)
+            env = {**(env or os.environ), "TERM": "xterm-256color"}
+            env.pop("NO_COLOR", None)
+            env.pop("COLUMNS", None)
+        else:
+            stdout = subprocess.DEVNULL
+        start = time.perf_counter()
+        child = subprocess.Popen(
+            wrapped, stdout=stdout, stderr=subprocess.DEVNULL, env=env, cwd="/"
+        )
+        if drain is not None:
+            os.close(stdout)
+            drain.start()
+        _, status, usage = os.wait4(child.pid, 0)
+        if drain is not None:
+            drain.join()
+            os.close(reader)
+        wall = time.perf_counter() - start
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise SystemExit(f"{' '.join(cmd)}: exit status {os.waitstatus_to_exitcode(status)}")
+        if GNU_TIME:
+            user, system, peak = report.read().split()[-3:]
+            return wall, float(user) + float(system), int(peak) / 1024
+        return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024  # KiB on Linux
+
+
+def measure(
+    cmd: list[str], repeat: int, env: dict[str, str] | None = None, width: int = 0
+) -> tuple[float, float, float]:
+    """(median wall seconds, median CPU seconds, peak RSS in MB of the largest run) of `repeat`
+    runs of `cmd` (see `run_once`)."""
+    runs = [run_once(cmd, env, width) for _ in range(repeat)]
+    return (
+        statistics.median(r[0] for r in runs),
+        statistics.median(r[1] for r in runs),
+        max(r[2] for r in runs),
+    )
 
 
 def machine() -> str:
@@ -203,22 +211,43 @@ def bench(
     big, half = tmp / f"{label}.pcap", tmp / f"{label}-half.pcap"
     packets = build(big, messages)
     build(half, messages // 2)
-    got: dict[str, tuple[float, float, float]] = {}
-    # interleaved: each amqpscope run next to tshark's, so that a change in the machine's load
-    # moves both sides of a ratio
-    if tshark:
-        tshark_env = _without_pythonpath()
-        got["tshark-json"] = measure(
-            [tshark, "-r", str(big), "-T", "json", "-J", "amqp"], repeat, tshark_env
-        )
-        got["tshark-line"] = measure([tshark, "-r", str(big), "-Y", "amqp"], repeat, tshark_env)
+    # interleaved: in each of `repeat` rounds every amqpscope run comes right after a run of the
+    # tshark command it is compared with, and a ratio is the median of those pairs' ratios, so a
+    # change in the machine's load moves both sides of a ratio
+    runs: list[tuple[str, str | None, list[str], dict[str, str] | None, int]] = []
     for me in builds:
-        run = me.command
-        got[f"read {me.name}"] = measure([*run, "read", "--json", str(big)], repeat, me.env)
-        got[f"summary {me.name}"] = measure([*run, "summary", str(big)], repeat, me.env)
-        got[f"summary-half {me.name}"] = measure([*run, "summary", str(half)], repeat, me.env)
-        got[f"timeline {me.name}"] = measure([*run, "read", str(big)], repeat, me.env)
-        got[f"terminal {me.name}"] = measure([*run, "read", str(big)], repeat, me.env, width)
+        cmd = me.command
+        runs += [
+            (f"read {me.name}", "tshark-json", [*cmd, "read", "--json", str(big)], me.env, 0),
+            (f"summary {me.name}", "tshark-line", [*cmd, "summary", str(big)], me.env, 0),
+            (f"summary-half {me.name}", None, [*cmd, "summary", str(half)], me.env, 0),
+            (f"timeline {me.name}", "tshark-line", [*cmd, "read", str(big)], me.env, 0),
+            (f"terminal {me.name}", "tshark-line", [*cmd, "read", str(big)], me.env, width),
+        ]
+    theirs_cmd = {
+        "tshark-json": [tshark or "", "-r", str(big), "-T", "json", "-J", "amqp"],
+        "tshark-line": [tshark or "", "-r", str(big), "-Y", "amqp"],
+    }
+    tshark_env = _without_pythonpath()
+    samples: dict[str, list[tuple[float, float, float]]] = {}
+    ratios: dict[str, list[tuple[float, float]]] = {}
+    for _ in range(repeat):
+        for name, theirs, cmd, env, cols in runs:
+            if tshark and theirs:
+                t = run_once(theirs_cmd[theirs], tshark_env)
+                samples.setdefault(theirs, []).append(t)
+            mine = run_once(cmd, env, cols)
+            samples.setdefault(name, []).append(mine)
+            if tshark and theirs:
+                ratios.setdefault(name, []).append((mine[0] / t[0], mine[1] / t[1]))
+    got = {
+        name: (
+            statistics.median(r[0] for r in runs_),
+            statistics.median(r[1] for r in runs_),
+            max(r[2] for r in runs_),
+        )
+        for name, runs_ in samples.items()
+    }
     size = big.stat().st_size / 1e6
     print(f"{label}: {messages} messages, {packets} packets, {size:.1f} MB", file=sys.stderr)
     rows = []
@@ -228,9 +257,12 @@ def bench(
             row = f"| {label} | {what} | {me.label()} | {wall:.2f} s ({cpu:.2f}) | {peak:.0f} MB |"
             if theirs in got:
                 t_wall, t_cpu, t_peak = got[theirs]
+                paired = ratios[f"{command} {me.name}"]
+                ratio = statistics.median(r[0] for r in paired)
+                cpu_ratio = statistics.median(r[1] for r in paired)
                 row += (
-                    f" {t_wall:.2f} s ({t_cpu:.2f}) | {t_peak:.0f} MB | **{wall / t_wall:.2f}**"
-                    f" ({cpu / t_cpu:.2f}) | {peak / t_peak:.2f} |"
+                    f" {t_wall:.2f} s ({t_cpu:.2f}) | {t_peak:.0f} MB | **{ratio:.2f}**"
+                    f" ({cpu_ratio:.2f}) | {peak / t_peak:.2f} |"
                 )
             else:
                 row += " - | - | - | - |"

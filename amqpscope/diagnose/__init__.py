@@ -14,6 +14,7 @@ from amqpscope.codec.frames import Frame
 from amqpscope.diagnose import amqp091 as rules091
 from amqpscope.diagnose import amqp10 as rules10
 from amqpscope.diagnose.evidence import Evidence
+from amqpscope.diagnose.lost import lost_bytes
 from amqpscope.diagnose.model import Diagnosis, ranked
 from amqpscope.diagnose.watch import Watch
 from amqpscope.track import amqp091, amqp10
@@ -46,6 +47,7 @@ class Diagnoser:
         else:
             for rule10 in rules10.RULES:
                 out.extend(rule10(conn, self.evidence))
+        out.extend(lost_bytes(conn.conn, self.evidence))
         return out
 
     def evicted(self, conn: amqp091.ConnectionTracker | amqp10.ConnectionTracker) -> None:

@@ -13,6 +13,7 @@ from typing import Any, Final
 from amqpscope.codec.amqp091.spec import REPLY_CODES
 from amqpscope.diagnose import causes
 from amqpscope.diagnose.evidence import Evidence, Placed, Seen
+from amqpscope.diagnose.lost import caveat
 from amqpscope.diagnose.model import Diagnosis
 from amqpscope.diagnose.redelivery import Redelivery
 from amqpscope.findings import INFO
@@ -121,6 +122,10 @@ def stalled_consumers(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
                 f"the last ack before it was frame {settle}" if settle else "no ack came before"
             )
             queue = queue_of(epoch)
+            lost, holes = caveat(ev, conn.conn, "c2s", since)
+            holes = [n for n in holes if not last or n <= last]
+            if not holes:
+                lost = ""
             out.append(
                 make(
                     "consumer.stalled",
@@ -129,14 +134,14 @@ def stalled_consumers(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
                     f"The channel reached its prefetch limit of {limit} at frame {first}, so the"
                     f" broker stopped delivering"
                     + (f" from queue {queue!r}" if queue else "")
-                    + f"; {before}. {how} Check the consumer's handler: a slow or stuck"
+                    + f"; {before}. {how}{lost} Check the consumer's handler: a slow or stuck"
                     " callback, an exception that skipped the ack, or a thread that stopped.",
                     conn=conn.conn,
                     channel=epoch.number,
                     queue=queue,
                     start=since,
                     duration=seconds,
-                    evidence=[settle, first, last or (end.number if end else 0)],
+                    evidence=[settle, first, last or (end.number if end else 0), *holes],
                     ongoing=ongoing,
                 )
             )
@@ -222,21 +227,25 @@ def left_at_end(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
             back = "the broker requeues them and delivers them again (duplicates)"
             if epoch.ended == "capture":
                 back = "they were still with the client"
+            first_ts = min((ts for _tag, ts, _frame in epoch.left_unacked), default=end_ts)
+            lost, holes = caveat(ev, conn.conn, "c2s", first_ts)
+            never = "not seen" if lost else "never"
             out.append(
                 make(
                     "delivery.unacked-at-end",
-                    f"{epoch.unacked} deliveries on channel {epoch.number} never acked when"
+                    f"{epoch.unacked} deliveries on channel {epoch.number} {never} acked when"
                     f" {why} (oldest {oldest:.1f} s)",
-                    f"Delivery tags {tags}{more} were never acked, nacked or rejected before"
+                    f"Delivery tags {tags}{more} were {never} acked, nacked or rejected before"
                     f" {why}; {back}. Their ages at the end: "
                     + ", ".join(f"{age:.1f} s" for age in ages[:LISTED])
-                    + f".{returned} Check that every delivery is acked, also on error paths.",
+                    + f".{returned}{lost} Check that every delivery is acked, also on error"
+                    " paths.",
                     conn=conn.conn,
                     channel=epoch.number,
                     queue=queue_of(epoch),
                     start=end_ts - oldest,
                     duration=oldest,
-                    evidence=evidence + again,
+                    evidence=evidence + again + holes,
                     ongoing=epoch.ended == "capture",
                 )
             )
@@ -244,20 +253,21 @@ def left_at_end(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
             pending = epoch.left_unconfirmed
             listed = ", ".join(f"seq {seq} ({key!r})" for seq, _ts, _n, key in pending[:LISTED])
             oldest = end_ts - pending[0][1]
+            lost, holes = caveat(ev, conn.conn, "s2c", pending[0][1])
             out.append(
                 make(
                     "publish.unconfirmed",
-                    f"{len(pending)} publishes on channel {epoch.number} never confirmed"
-                    f" (oldest {oldest:.1f} s)",
+                    f"{len(pending)} publishes on channel {epoch.number}"
+                    f" {'not seen' if lost else 'never'} confirmed (oldest {oldest:.1f} s)",
                     f"In confirm mode the broker acks or nacks every publish; these got neither"
-                    f" before {why}: {listed}{' ...' if len(pending) > LISTED else ''}. The"
+                    f" before {why}: {listed}{' ...' if len(pending) > LISTED else ''}.{lost} The"
                     " publisher cannot know whether they were stored: check for a blocked"
                     " connection, a full queue, or a publisher that stopped waiting.",
                     conn=conn.conn,
                     channel=epoch.number,
                     start=pending[0][1],
                     duration=oldest,
-                    evidence=[number for _s, _t, number, _k in pending[:LISTED]] + evidence,
+                    evidence=[number for _s, _t, number, _k in pending[:LISTED]] + evidence + holes,
                     ongoing=epoch.ended == "capture",
                 )
             )

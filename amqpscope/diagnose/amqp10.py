@@ -13,6 +13,7 @@ from typing import Final
 from amqpscope.diagnose import causes
 from amqpscope.diagnose.amqp091 import LISTED, came_back, make, per_finding, redelivered
 from amqpscope.diagnose.evidence import Evidence, Placed, Seen
+from amqpscope.diagnose.lost import caveat
 from amqpscope.diagnose.model import Diagnosis
 from amqpscope.findings import INFO
 from amqpscope.track.amqp10.connection import ConnectionTracker
@@ -222,14 +223,20 @@ def left_at_end(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
         oldest = max((end.ts - ts for _id, ts, _frame in left), default=0.0)
         ages = ", ".join(f"{end.ts - ts:.1f} s" for _id, ts, _frame in left[:LISTED])
         back, again = came_back(ev, conn.conn, [frame for _id, _ts, frame in left])
+        # either end may settle: bytes lost of either, after the oldest, leave it unknown
+        since = end.ts - oldest
+        lost, holes = caveat(ev, conn.conn, "c2s", since)
+        lost_s2c, holes_s2c = caveat(ev, conn.conn, "s2c", since)
         out.append(
             make(
                 "delivery.unsettled-at-end",
-                f"Deliveries left unsettled on channel {end.channel}"
-                + (f" (oldest {oldest:.1f} s)" if left else ""),
+                f"Deliveries {'not seen settled' if holes or holes_s2c else 'left unsettled'}"
+                f" on channel {end.channel}" + (f" (oldest {oldest:.1f} s)" if left else ""),
                 f"{placed.finding.message}."
                 + (f" Their ages at the end: {ages}." if left else "")
                 + back
+                + lost
+                + lost_s2c
                 + " Unsettled deliveries of a link that ends are sent again on the next link"
                 " (duplicates) unless resumed; check that the receiver settles every delivery"
                 " before detaching.",
@@ -239,7 +246,11 @@ def left_at_end(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
                 queue=_address(link) if link is not None else None,
                 start=end.ts - oldest,
                 duration=oldest,
-                evidence=[frame for _id, _ts, frame in left[:LISTED]] + [end.number] + again,
+                evidence=[frame for _id, _ts, frame in left[:LISTED]]
+                + [end.number]
+                + again
+                + holes
+                + holes_s2c,
             )
         )
     return out

@@ -37,6 +37,7 @@ CODES: Final[dict[str, tuple[str, str]]] = {
     "liveness.heartbeat-missed": (WARNING, "a peer silent past the heartbeat / idle time-out"),
     "liveness.dropped": (WARNING, "TCP ended while the AMQP connection was open"),
     "spec.violation": (WARNING, "a frame that breaks a rule of the protocol"),
+    "capture.bytes-lost": (WARNING, "bytes of a connection missing from the capture"),
 }
 
 #: how a redelivery was matched to its earlier delivery (`redelivery`), in words

@@ -1,0 +1,91 @@
+"""Bytes the capture lost, and what a diagnosis can no longer claim because of them.
+
+A diagnosis that something never happened ("never acked", "never settled", "never confirmed")
+rests on every frame of the direction that would have said it. When the capture lost bytes of
+that direction after the deliveries in question (a `tcp.gap`, on the first frame after the hole:
+tcpdump's ring overran, a snap length, a capture started late), the frames in them are unknown,
+and the claim becomes "not seen". `caveat` says so in the diagnosis and names the gap's frame;
+`lost_bytes` is the connection's own diagnosis: how much was lost, where, and what that means
+for everything else said about it (Wireshark's "previous segment not captured", as an answer).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from amqpscope.diagnose.causes import CODES
+from amqpscope.diagnose.evidence import Evidence, Seen
+from amqpscope.diagnose.model import Diagnosis
+
+#: gap frames named in a diagnosis
+LISTED: Final = 8
+#: "21 bytes of c2s not captured" (dissect's `tcp.gap` text on the frame after the hole)
+_BYTES: Final = re.compile(r"(\d+) bytes")
+#: who sends in each direction, in words
+SENDER: Final = {"c2s": "the client", "s2c": "the server"}
+
+
+def gaps(ev: Evidence, conn: int, direction: str | None = None) -> list[tuple[Seen, int]]:
+    """The frames that came right after bytes the capture lost, with how many bytes (0 when
+    the finding does not say), in frame order; of one direction when given."""
+    out = []
+    for placed in ev.found(conn, "tcp.gap"):
+        if direction is None or placed.frame.direction == direction:
+            match = _BYTES.match(placed.finding.message)
+            out.append((placed.frame, int(match.group(1)) if match else 0))
+    return out
+
+
+def caveat(ev: Evidence, conn: int, direction: str, since: float) -> tuple[str, list[int]]:
+    """(a sentence, the gap frames) when `direction` lost bytes at or after time `since`: a
+    claim that it never sent something after `since` is then "not seen", not "never"."""
+    later = [(seen, n) for seen, n in gaps(ev, conn, direction) if seen.ts >= since]
+    if not later:
+        return "", []
+    total = sum(n for _seen, n in later)
+    frames = [seen.number for seen, _n in later[:LISTED]]
+    where = ", ".join(map(str, frames)) + (" ..." if len(later) > LISTED else "")
+    amount = f"{total} bytes" if total else "bytes"
+    return (
+        f" But the capture lost {amount} that {SENDER.get(direction, direction)} sent after the"
+        f" first of these (just before frame{'s' if len(frames) > 1 else ''} {where}): what"
+        " they held is not known, and may have answered some of them.",
+        frames,
+    )
+
+
+def lost_bytes(conn: int, ev: Evidence) -> list[Diagnosis]:
+    """One diagnosis for a connection whose capture has holes: how many bytes each side lost,
+    the frames after the holes, and what it means for the rest of what is said about it."""
+    found = gaps(ev, conn)
+    if not found:
+        return []
+    sides = []
+    for direction in ("c2s", "s2c"):
+        mine = [(seen, n) for seen, n in found if seen.direction == direction]
+        if mine:
+            total = sum(n for _seen, n in mine)
+            holes = f"{len(mine)} hole{'s' if len(mine) > 1 else ''}"
+            sides.append(f"{total} bytes {SENDER[direction]} sent ({holes})")
+    first, last = found[0][0], found[-1][0]
+    frames = [seen.number for seen, _n in found[:LISTED]]
+    severity, _what = CODES["capture.bytes-lost"]
+    return [
+        Diagnosis(
+            "capture.bytes-lost",
+            severity,
+            f"The capture lost {' and '.join(sides)} on this connection",
+            "Bytes of this connection are missing from the capture (the frames after the holes:"
+            f" {', '.join(map(str, frames))}{' ...' if len(found) > LISTED else ''}). amqpscope"
+            " found the next frame boundary and went on, but the frames in the lost bytes are"
+            " not known: acks, settlements, credit, confirms or a close among them are not"
+            " seen, so counts of this connection may be short and a diagnosis that something"
+            " never happened may be wrong. Capture with a larger buffer (tcpdump -B), no snap"
+            " length (-s 0), from the start of the connection, and on a less loaded host.",
+            conn=conn,
+            start=first.ts,
+            duration=last.ts - first.ts,
+            evidence=frames,
+        )
+    ]

@@ -1,0 +1,84 @@
+"""Diagnoses when the capture lost bytes: "not seen", not "never", and the hole as evidence.
+
+A recorded capture (pika acking every delivery, RabbitMQ) with the one packet that carried an
+ack taken out, as a capture that dropped it would be (`tools/damage.py`'s reader and writer):
+the diagnosis of the delivery left unacked must say the ack was not seen, name the frame after
+the hole, and `capture.bytes-lost` must say how many bytes the client lost. The untouched
+capture gives neither.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
+
+from amqpscope.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCE = ROOT / "captures" / "091-publish-consume.pcap"
+ACK = (60, 80)
+
+
+def _damage() -> Any:
+    spec = importlib.util.spec_from_file_location("damage", ROOT / "tools" / "damage.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["damage"] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def diagnoses(path: Path) -> list[dict[str, Any]]:
+    result = CliRunner().invoke(main, ["diagnose", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)["diagnoses"]
+
+
+def frames(path: Path) -> dict[int, dict[str, Any]]:
+    result = CliRunner().invoke(main, ["read", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    records = [json.loads(line) for line in result.output.splitlines()]
+    return {r["frame"]: r for r in records if "frame" in r}
+
+
+def test_an_ack_the_capture_lost_is_not_seen_rather_than_never_sent(tmp_path: Path) -> None:
+    damage = _damage()
+    header, packets = damage.read_pcap(SOURCE)
+    acks = [
+        i
+        for i, p in enumerate(packets)
+        if p.c2s and p.payload and damage.frames_091(p.payload) == [(1, ACK)]
+    ]
+    # an ack in the middle: later client packets let the stream see the hole
+    i = acks[len(acks) // 2]
+    lost = packets[i]
+    tag = int.from_bytes(lost.payload[11:19], "big")
+    damaged = tmp_path / "lost-ack.pcap"
+    damaged.write_bytes(damage.write_pcap(header, packets[:i] + packets[i + 1 :]))
+
+    assert [d["code"] for d in diagnoses(SOURCE) if d["severity"] != "info"] == []
+    found = {d["code"]: d for d in diagnoses(damaged)}
+    assert set(found) == {"delivery.unacked-at-end", "capture.bytes-lost"}, found
+    read = frames(damaged)
+
+    unacked = found["delivery.unacked-at-end"]
+    assert "not seen acked" in unacked["title"] and "never" not in unacked["title"]
+    assert f"Delivery tags {tag} were not seen acked" in unacked["explanation"]
+    assert (
+        f"the capture lost {len(lost.payload)} bytes that the client sent"
+        in (unacked["explanation"])
+    )
+    (hole,) = [
+        n for n in unacked["evidence"] if any(f["code"] == "tcp.gap" for f in read[n]["findings"])
+    ]
+    assert read[hole]["dir"] == "c2s"
+
+    whole = found["capture.bytes-lost"]
+    assert whole["severity"] == "warning"
+    assert f"lost {len(lost.payload)} bytes the client sent (1 hole)" in whole["title"]
+    assert whole["evidence"] == [hole]
