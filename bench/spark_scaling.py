@@ -26,9 +26,11 @@ side by side. `--spark-zips` adds the same runs as before `pipeline.daemon.spark
 (SPARK_HOME set to pyspark's own folder, so Spark's planning workers import pyspark from its
 zips): the baseline of that change, alternated with the new runs. `--cds` adds runs with a class
 data sharing archive of Spark's classes (`-XX:SharedArchiveFile`, made by a run of its own
-first, not measured): what docs/spark.md's recipe saves. `--baseline TREE` adds the same runs
-with another source tree's code (PYTHONPATH=TREE, e.g. `git archive` of the commit before a
-change), alternated with this tree's: a change measured against what it changes, in one run.
+first, not measured): what docs/spark.md's recipe saves. `--java-options=OPTS` (repeatable)
+adds runs whose JVM has these options instead of `-XX:TieredStopAtLevel=1`. `--baseline
+TREE` adds the same runs with another source tree's code (PYTHONPATH=TREE, e.g. `git archive`
+of the commit before a change), alternated with this tree's: a change measured against what it
+changes, in one run.
 
 Each data source run has a temporary folder of its own (TMPDIR), so its first query scans the
 files (`plan.scan`) as a session's first query over new files does, whatever an earlier run kept.
@@ -37,7 +39,7 @@ files (`plan.scan`) as a session's first query over new files does, whatever an 
 workers included (local mode starts them with the driver's interpreter).
 
     python3 bench/spark_scaling.py [--files 8] [--copies 500] [--cores 1 2] [--build pure]
-        [--source-only] [--spark-zips] [--cds] [--baseline TREE]
+        [--source-only] [--spark-zips] [--cds] [--baseline TREE] [--java-options=OPTS]
 """
 
 from __future__ import annotations
@@ -250,6 +252,8 @@ def source_runs(args: argparse.Namespace, tmp: Path) -> list[tuple[str, dict[str
         runs.append((" (CDS)", {"AMQPSCOPE_SPARK_JAVA_OPTIONS": options}))
     if args.baseline:
         runs.append((" (baseline tree)", {"PYTHONPATH": str(Path(args.baseline).resolve())}))
+    for options in args.java_options or []:
+        runs.append((f" (JVM: {options})", {"AMQPSCOPE_SPARK_JAVA_OPTIONS": options}))
     return runs
 
 
@@ -279,6 +283,11 @@ def main() -> int:
     )
     parser.add_argument(
         "--baseline", help="also the data source with this source tree's code, alternated"
+    )
+    parser.add_argument(
+        "--java-options",
+        action="append",
+        help="also the data source with these options of its JVM (AMQPSCOPE_SPARK_JAVA_OPTIONS)",
     )
     args = parser.parse_args()
     python = sys.executable
