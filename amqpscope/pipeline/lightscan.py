@@ -1,5 +1,5 @@
 """A lighter `plan.scan` for the files where it gives the same answer: plain pcap, IPv4 over
-Ethernet or Linux cooked headers, and TCP so clean that reassembly has nothing to do.
+Ethernet or Linux cooked (SLL, SLL2) headers, and TCP so clean that reassembly has nothing to do.
 
 The planner needs little of a file: its connections (numbered as `TcpReassembler` numbers them),
 who opened them, their first packet and times, how they ended, whether either side's first bytes
@@ -32,8 +32,9 @@ from amqpscope.stream.tcp import MAX_CLOSED, TIME_WAIT, _guess_server
 
 _MASK = (1 << 32) - 1
 _HALF = 1 << 31
-#: link type -> offset of the EtherType (the IP header follows it)
-_ETHERTYPE_AT = {1: 12, 113: 14}
+#: link type -> offsets of the EtherType and of the IP header: Ethernet, Linux cooked (SLL and
+#: SLL2, what `tcpdump -i any` writes)
+_LINKS = {1: (12, 14), 113: (14, 16), 276: (0, 20)}
 _IPV4 = 0x0800
 _IPV6 = 0x86DD
 _VLAN = frozenset((0x8100, 0x88A8, 0x9100, 0x9200))
@@ -77,13 +78,13 @@ def _scan(capture: str, local: str, data: Any) -> Scan:
         raise _Unclean
     endian = ">" if magic in (b"\xa1\xb2\xc3\xd4", b"\xa1\xb2\x3c\x4d") else "<"
     linktype = struct.unpack_from(endian + "I", data, 20)[0] & 0x03FFFFFF
-    at = _ETHERTYPE_AT.get(linktype)
-    if at is None:
+    link = _LINKS.get(linktype)
+    if link is None:
         raise _Unclean
+    at, ip_at = link
     record = struct.Struct(endian + "IIII").unpack_from
     ip4 = struct.Struct("!BxHxxHxBxx4s4s").unpack_from
     tcp4 = struct.Struct("!HHIIBB").unpack_from
-    ip_at = at + 2
 
     # conn -> [client, server, role_from, first packet, first ts, last ts, closed, amqp, Edge]
     # (as `plan._scan` keeps them)
