@@ -26,13 +26,20 @@ side by side. `--spark-zips` adds the same runs as before `pipeline.daemon.spark
 (SPARK_HOME set to pyspark's own folder, so Spark's planning workers import pyspark from its
 zips): the baseline of that change, alternated with the new runs. `--cds` adds runs with a class
 data sharing archive of Spark's classes (`-XX:SharedArchiveFile`, made by a run of its own
-first, not measured): what docs/spark.md's recipe saves.
+first, not measured): what docs/spark.md's recipe saves. `--java-options=OPTS` (repeatable)
+adds runs whose JVM has these options instead of `-XX:TieredStopAtLevel=1`. `--baseline
+TREE` adds the same runs with another source tree's code (PYTHONPATH=TREE, e.g. `git archive`
+of the commit before a change), alternated with this tree's: a change measured against what it
+changes, in one run.
+
+Each data source run has a temporary folder of its own (TMPDIR), so its first query scans the
+files (`plan.scan`) as a session's first query over new files does, whatever an earlier run kept.
 
 `--build compiled` runs both sides on the mypyc-compiled build (`tools/compiled.py`), the Spark
 workers included (local mode starts them with the driver's interpreter).
 
     python3 bench/spark_scaling.py [--files 8] [--copies 500] [--cores 1 2] [--build pure]
-        [--source-only] [--spark-zips] [--cds]
+        [--source-only] [--spark-zips] [--cds] [--baseline TREE] [--java-options=OPTS]
 """
 
 from __future__ import annotations
@@ -243,6 +250,10 @@ def source_runs(args: argparse.Namespace, tmp: Path) -> list[tuple[str, dict[str
         archive = tmp / "spark.jsa"
         options = f"-XX:TieredStopAtLevel=1 -XX:SharedArchiveFile={archive}"
         runs.append((" (CDS)", {"AMQPSCOPE_SPARK_JAVA_OPTIONS": options}))
+    if args.baseline:
+        runs.append((" (baseline tree)", {"PYTHONPATH": str(Path(args.baseline).resolve())}))
+    for options in args.java_options or []:
+        runs.append((f" (JVM: {options})", {"AMQPSCOPE_SPARK_JAVA_OPTIONS": options}))
     return runs
 
 
@@ -269,6 +280,14 @@ def main() -> int:
     )
     parser.add_argument(
         "--cds", action="store_true", help="also the data source with a CDS archive of Spark"
+    )
+    parser.add_argument(
+        "--baseline", help="also the data source with this source tree's code, alternated"
+    )
+    parser.add_argument(
+        "--java-options",
+        action="append",
+        help="also the data source with these options of its JVM (AMQPSCOPE_SPARK_JAVA_OPTIONS)",
     )
     args = parser.parse_args()
     python = sys.executable
@@ -344,8 +363,10 @@ def main() -> int:
                 f" {read_rate:.0f} | {read_rate:.0f} | 1.00 | {base_cpu:.1f} |"
                 f" {read_per_cpu:.0f} | 1.00 |"
             )
+            fresh = Path(tempfile.mkdtemp(dir=tmp))  # no scan kept by an earlier run
             wall, _, err = run_spark(
-                [python, "-c", DATASOURCE, str(folder), f"local[{cores}]", columns], env
+                [python, "-c", DATASOURCE, str(folder), f"local[{cores}]", columns],
+                {**env, "TMPDIR": str(fresh)},
             )
             found = re.findall(r"query in ([0-9.]+) s, ([0-9.]+) CPU s", err)
             what = f"{len(columns.split(','))} columns" if columns else "frames"

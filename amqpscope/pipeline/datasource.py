@@ -289,23 +289,25 @@ def read_task(
 ) -> Iterator[Any]:
     """The rows of `table` that one task makes, as Arrow batches (of `columns` only, if set)."""
     from amqpscope.pipeline.store import layout
+    from amqpscope.pipeline.tasks import few_collections
 
     shape = layout(table)
     make = shape.whole if columns is None else shape.only(columns)
     pending: list[tuple[Any, ...]] = []
-    for values in _rows(task, table, options):
-        pending.extend(values)
-        if len(pending) >= BATCH:
+    with few_collections():
+        for values in _rows(task, table, options):
+            pending.extend(values)
+            if len(pending) >= BATCH:
+                yield make(pending)
+                pending = []
+        if pending:
             yield make(pending)
-            pending = []
-    if pending:
-        yield make(pending)
 
 
 def _rows(task: plan.Task, table: str, options: dict[str, Any]) -> Iterator[list[tuple[Any, ...]]]:
     if isinstance(task, plan.GroupTask):
         loaded = [(part.edge, plan.part_packets(part)) for part in task.parts]
-        for kind, value in rows.decode_group(loaded, options):
+        for kind, value in rows.decode_group(loaded, options, frozenset((table,))):
             if kind == table:
                 yield value
         return
@@ -314,7 +316,10 @@ def _rows(task: plan.Task, table: str, options: dict[str, Any]) -> Iterator[list
     only = None if task.only is None else {rows.file_key(task.capture, c) for c in task.only}
     # a URI's file is fetched there (`remote`); one that cannot be is a finding, as a local
     # file that cannot be read
-    for kind, value in rows.decode_file(task.capture, task.path, options=options):
+    found = rows.decode_file(
+        task.capture, task.path, options=options, tables=frozenset((table,)), edges=False
+    )
+    for kind, value in found:
         if kind != table:
             continue
         if only is not None:

@@ -3,7 +3,8 @@
 The `amqp` data source (`datasource.py`) plans its partitions on the driver, before it can run a
 task: it cannot decode every file first and stitch afterwards as `amqpscope spark` does. So each
 file is *scanned*: link layer and TCP reassembly only (the `SegmentDecoder` and `TcpReassembler`
-the `Dissector` runs, so connection ids are the ones the file's own decode gives), no AMQP. The
+the `Dissector` runs, so connection ids are the ones the file's own decode gives; or, for a file
+clean enough, `lightscan`, which gives the same scan from the headers alone), no AMQP. The
 scan finds the file's edge connections (`stitch.Edge`: open at the file's start or end, with
 their TCP sequence numbers); `stitch.groups` chains them as the job does; the plan is then
 
@@ -35,9 +36,9 @@ from typing import Any
 
 from amqpscope.capture.files import CaptureError, open_capture
 from amqpscope.capture.linklayer import SegmentDecoder
-from amqpscope.capture.packet import RawPacket
+from amqpscope.capture.packet import FIN, SYN, RawPacket
 from amqpscope.dissect import endpoint_text
-from amqpscope.pipeline.rows import _pair, _sequence
+from amqpscope.pipeline.rows import _pair
 from amqpscope.pipeline.stitch import MAX_GAP, Edge, groups
 from amqpscope.stream.events import StreamClose, StreamData, StreamOpen
 from amqpscope.stream.tcp import TcpReassembler
@@ -129,7 +130,7 @@ Task = FileTask | GroupTask
 #: process: a session's later queries of the same files need not scan them again); one folder
 #: a user, used only while it is that user's alone (`_scans_dir`)
 SCANS = os.path.join(tempfile.gettempdir(), f"amqpscope-scans-{os.getuid()}")
-_SCAN_VERSION = 1
+_SCAN_VERSION = 1  # the light scan's are the same
 
 
 def _scans_dir() -> str | None:
@@ -198,35 +199,76 @@ def _scan_file(capture: str, local: str) -> Scan:
 
 
 def _scan(capture: str, local: str, here: str) -> Scan:
-    """`scan` of the file at `here` (`local` is where tasks will read it)."""
+    """`scan` of the file at `here` (`local` is where tasks will read it): the light way when
+    the file is one it follows (`lightscan`), else through the reassembler."""
+    from amqpscope.pipeline import lightscan
+
+    light = lightscan.scan(capture, local, here)
+    if light is not None:
+        return light
+    return full_scan(capture, local, here)
+
+
+def full_scan(capture: str, local: str, here: str) -> Scan:
+    """`scan` of the file at `here` through `SegmentDecoder` and `TcpReassembler`."""
     try:
         reader = open_capture(here)
     except (CaptureError, OSError) as exc:
         return Scan(capture, local, None, error=str(exc))
     segments = SegmentDecoder()
+    decode = segments.decode
     tcp = TcpReassembler()
+    feed = tcp.feed
     # conn -> [client, server, role_from, first packet, first ts, last ts, closed, amqp, Edge]
     # (the Edge only gathers the TCP sequence numbers, `rows._sequence`'s way, until `_parts`)
     conns: dict[int, list[Any]] = {}
     latest: dict[tuple[str, str], int] = {}  # endpoint pair -> its newest connection
+    # (src, dst) -> (src's text, the endpoint pair): made once a flow, not once a packet
+    flows: dict[tuple[Any, Any], tuple[str, tuple[str, str]]] = {}
+    # conn -> sender -> [first seq, furthest next seq]: `Edge.seqs` (`rows._sequence`, inlined:
+    # this runs once a packet)
+    seqs: dict[int, dict[str, list[int]]] = {}
     first_ts: float | None = None
     with contextlib.suppress(CaptureError), reader:
         for packet in reader:
             if first_ts is None:
                 first_ts = packet.ts
-            segment = segments.decode(packet)
+            segment = decode(packet)
             if segment is None:
                 continue
-            for event in tcp.feed(segment):
-                _note(conns, latest, event)
-            src = endpoint_text(segment.src)
-            conn = latest.get(_pair(src, endpoint_text(segment.dst)))
-            if conn is not None:
-                _sequence(conns[conn][8], src, segment.seq, segment.payload, segment.flags)
+            events = feed(segment)
+            if events:
+                for event in events:
+                    _note(conns, latest, event)
+            flow = (segment.src, segment.dst)
+            known = flows.get(flow)
+            if known is None:
+                src = endpoint_text(segment.src)
+                known = flows[flow] = (src, _pair(src, endpoint_text(segment.dst)))
+            conn = latest.get(known[1])
+            if conn is None:
+                continue
+            flags = segment.flags
+            seq = segment.seq
+            after = (seq + len(segment.payload) + (flags & SYN and 1) + (flags & FIN and 1)) & _MASK
+            sent = seqs.get(conn)
+            if sent is None:
+                sent = seqs[conn] = conns[conn][8].seqs
+            seen = sent.get(known[0])
+            if seen is None:
+                sent[known[0]] = [seq, after]
+            else:
+                first = seen[0]
+                if (seen[1] - first) & _MASK < (after - first) & _MASK < _HALF:
+                    seen[1] = after
         segments.flush()
         for event in tcp.flush():
             _note(conns, latest, event)
     return Scan(capture, local, first_ts, _parts(capture, local, conns))
+
+
+_MASK = (1 << 32) - 1
+_HALF = 1 << 31
 
 
 def _note(conns: dict[int, list[Any]], latest: dict[tuple[str, str], int], event: Any) -> None:

@@ -177,15 +177,30 @@ class Place:
         return first if conn == 1 else f"{first}+{conn}"
 
 
+#: the tables whose rows come from a connection's summary (made when it is retired or at the end)
+CONNECTION_TABLES = frozenset(("connections", "links", "channels"))
+
+
 def decode(
     frames: Iterable[Frame],
     place: Place,
     capture_findings: Callable[[], list[Finding]],
     dissector: Dissector | None,
+    tables: frozenset[str] | None = None,
 ) -> Iterator[Record]:
     """Decode one stream of frame records (`dissector.run` of packets, or a log's records, with
     no dissector) into table rows: frames, settled deliveries and the frames' findings as they
-    come (a chunk at a time, so a worker's memory stays bounded), the rest at the end."""
+    come (a chunk at a time, so a worker's memory stays bounded), the rest at the end.
+
+    `tables`: the only tables wanted (None: all). The rows of the others are not made (the data
+    source reads one table: a `frames` query built every frame's delivery log, and every other
+    query every frame's row); the decode and the tracking run as for all, so the rows that are
+    made are the same."""
+    want_frames = tables is None or "frames" in tables
+    want_deliveries = tables is None or "deliveries" in tables
+    want_conns = tables is None or not CONNECTION_TABLES.isdisjoint(tables)
+    # the findings' rows, and their counts (which the connection rows show)
+    want_findings = want_conns or "findings" in tables  # type: ignore[operator]
     tracker = Tracker(journeys=False)  # journeys and RPC pairs are not tables
     broken: str | None = None
     # conn -> [frames, first ts, last ts, its DeliveryLog, its key]
@@ -216,35 +231,41 @@ def decode(
         span[0] += 1
         span[2] = frame.ts
         log = span[3]
-        log.feed(frame)
-        if len(log.rows) >= CHUNK:  # settled: out now, so a long connection's rows never pile up
-            yield "deliveries", _deliveries(log.take(), place, frame.conn)
-        values = _frame_row(frame, place, span[4])
-        chunk.append(values)
-        held += frame_text_bytes(values)
-        if len(chunk) >= CHUNK or held >= CHUNK_BYTES:
-            yield "frames", chunk
-            chunk, held = [], 0
-        if frame.findings:
+        if want_deliveries:
+            log.feed(frame)
+            if (
+                len(log.rows) >= CHUNK
+            ):  # settled: out now, so a long connection's rows never pile up
+                yield "deliveries", _deliveries(log.take(), place, frame.conn)
+        if want_frames:
+            values = _frame_row(frame, place, span[4])
+            chunk.append(values)
+            held += frame_text_bytes(values)
+            if len(chunk) >= CHUNK or held >= CHUNK_BYTES:
+                yield "frames", chunk
+                chunk, held = [], 0
+        if frame.findings and want_findings:
             for f in frame.findings:
                 findings.append(_finding(f, place, "frame", frame.ts, frame.conn))
             counted[frame.conn] = counted.get(frame.conn, 0) + len(frame.findings)
         if frame.kind == TRANSPORT:
             # its TCP ended: its rows go now and its trackers forget it, so a capture of many
             # connections is held a connection at a time, not whole
-            ended += _deliveries(log.finish(), place, frame.conn)
-            span[3] = DeliveryLog()
-            if len(ended) >= CHUNK:
-                yield "deliveries", ended
-                ended = []
+            if want_deliveries:
+                ended += _deliveries(log.finish(), place, frame.conn)
+                span[3] = DeliveryLog()
+                if len(ended) >= CHUNK:
+                    yield "deliveries", ended
+                    ended = []
             if broken is None and frame.conn in tracker.connections:
                 try:
-                    done = _retire(frame.conn, tracker, span, place, counted, layers)
+                    done = _retire(frame.conn, tracker, span, place, counted, layers, want_conns)
                 except Exception as exc:  # as at the file's end: the internal-error finding
                     broken = f"{type(exc).__name__}: {exc}"
                     done = None
                 if done is not None:
-                    findings += done[0]
+                    if want_findings:
+                        findings += done[0]
                     for table, values in done[1]:
                         out = retired_rows.setdefault(table, [])
                         out.append(values)
@@ -282,17 +303,17 @@ def decode(
         findings.append(_finding(f, place, "capture", last_ts, f.conn))
     for entry in findings[later:]:
         counted[entry["_conn"]] = counted.get(entry["_conn"], 0) + 1
-    if findings:
+    if findings and want_findings:
         yield "findings", [row("findings", f) for f in findings]
     by_table: dict[str, list[tuple[Any, ...]]] = {}
-    for conn, connection in tracked.items():
+    for conn, connection in tracked.items() if want_conns else ():
         if not isinstance(conn, int) or conn not in spans:
             continue
         for table, values in _connection_rows(
             conn, connection, spans[conn], place, counted.get(conn, 0)
         ):
             by_table.setdefault(table, []).append(values)
-    for entry in summary.get("undecoded") or []:  # layers (TLS without its key) but no AMQP
+    for entry in (summary.get("undecoded") or []) if want_conns else ():  # TLS without its key
         conn = entry.get("id")
         if isinstance(conn, int) and conn in spans:
             for table, values in _connection_rows(
@@ -300,7 +321,7 @@ def decode(
             ):
                 by_table.setdefault(table, []).append(values)
     yield from by_table.items()
-    for conn, span in spans.items():
+    for conn, span in spans.items() if want_deliveries else ():
         delivered = _deliveries(span[3].finish(), place, conn)
         if delivered:
             yield "deliveries", delivered
@@ -339,10 +360,11 @@ def _retire(
     place: Place,
     counted: dict[int | None, int],
     layers: _LayerFindings | None,
+    rows: bool = True,
 ) -> tuple[list[dict[str, Any]], list[Record]] | None:
     """A connection whose TCP ended, out of the tracker: its end's findings (as findings rows
-    to be) and its `connections`, `links` and `channels` rows, a (table, row) each. None:
-    nothing to retire."""
+    to be) and its `connections`, `links` and `channels` rows, a (table, row) each (none unless
+    `rows`). None: nothing to retire."""
     before = len(tracker.findings)
     summary = tracker.evict(conn)
     if summary is None:
@@ -350,7 +372,7 @@ def _retire(
     ended = [_finding(f, place, "tracker", span[2], conn) for f in tracker.findings[before:]]
     del tracker.findings[before:]  # out with the connection, not again at the file's end
     count = counted.pop(conn, 0) + len(ended) + (layers.take(conn) if layers else 0)
-    return ended, list(_connection_rows(conn, summary, span, place, count))
+    return ended, list(_connection_rows(conn, summary, span, place, count)) if rows else []
 
 
 def _deliveries(logged: list[dict[str, Any]], place: Place, conn: int) -> list[tuple[Any, ...]]:
@@ -675,11 +697,15 @@ def decode_file(
     path: str | None = None,
     data: bytes | None = None,
     options: dict[str, Any] | None = None,
+    tables: frozenset[str] | None = None,
+    edges: bool = True,
 ) -> Iterator[Record]:
     """Everything about one capture file: its rows, its edge connections with their packets, and
     a "meta" record. `path` is a local file or a URI `remote` reads (fetched first); `data` the
     file's bytes (from a Hadoop filesystem). `options` are the `Dissector`'s (`show_secrets`,
-    `redact_bodies`), as the CLI passes them."""
+    `redact_bodies`), as the CLI passes them. `tables`: only these tables' rows (`decode`);
+    `edges=False`: no edge records (the data source plans its stitching from scans: the
+    edges' packets took a second pass over a file that has any)."""
     from amqpscope.pipeline import remote
 
     if path is not None and remote.scheme(path) is not None:
@@ -692,13 +718,13 @@ def decode_file(
                 yield "meta", {"capture": capture, "first_ts": None, "packets": 0, "frames": 0,
                                "error": why}  # fmt: skip
                 return
-            yield from decode_file(capture, here, options=options)
+            yield from decode_file(capture, here, options=options, tables=tables, edges=edges)
         return
     if data is not None:
         with tempfile.NamedTemporaryFile(prefix="amqpscope-", suffix=".cap") as tmp:
             tmp.write(data)
             tmp.flush()
-            yield from decode_file(capture, tmp.name, options=options)
+            yield from decode_file(capture, tmp.name, options=options, tables=tables, edges=edges)
         return
     local = path or capture
     meta: dict[str, Any] = {"capture": capture, "first_ts": None, "packets": 0, "frames": 0}
@@ -710,7 +736,7 @@ def decode_file(
                 f"{capture}: not a pcap or pcapng file, nor a frame-trace log amqpscope reads"
             )
         if fmt is not None:
-            yield from decode_log(capture, local, fmt, options, meta)
+            yield from decode_log(capture, local, fmt, options, meta, tables)
             return
         reader = open_capture(local)
     except (CaptureError, OSError) as exc:
@@ -729,10 +755,12 @@ def decode_file(
         if first is not None:  # the first packet's time orders the files for stitching
             meta["first_ts"] = first.ts
             source = itertools.chain((first,), source)
-        yield from decode(dissector.run(source), place, lambda: reader.findings, dissector)
+        frames = dissector.run(source)
+        yield from decode(frames, place, lambda: reader.findings, dissector, tables)
     meta["packets"] = dissector.packets
     meta["frames"] = dissector.frames
-    yield from _edges(capture, local, dissector)
+    if edges:
+        yield from _edges(capture, local, dissector)
     yield "meta", meta
 
 
@@ -742,6 +770,7 @@ def decode_log(
     fmt: str,
     options: dict[str, Any] | None = None,
     meta: dict[str, Any] | None = None,
+    tables: frozenset[str] | None = None,
 ) -> Iterator[Record]:
     """A frame-trace log's rows (`logs.reader.LogReader`, as `read`/`summary` of the log read
     it). A log is never stitched: its connections are whole in it, so it has no edges."""
@@ -771,7 +800,7 @@ def decode_log(
             skipped = reader.skipped_finding()
             return [*reader.findings, *log.findings, *([skipped] if skipped else [])]
 
-        yield from decode(frames(), Place(capture, logged=True), found, None)
+        yield from decode(frames(), Place(capture, logged=True), found, None, tables)
     meta["frames"] = reader.number
     meta["log"] = fmt
     yield "meta", meta
@@ -861,9 +890,12 @@ def unreadable(capture: str, why: str) -> dict[str, Any]:
 
 # -- one stitched connection ---------------------------------------------------------------------
 def decode_group(
-    parts: Iterable[tuple[Edge, list[RawPacket]]], options: dict[str, Any] | None = None
+    parts: Iterable[tuple[Edge, list[RawPacket]]],
+    options: dict[str, Any] | None = None,
+    tables: frozenset[str] | None = None,
 ) -> Iterator[Record]:
-    """One connection's parts from several files, decoded and tracked as one, in time order."""
+    """One connection's parts from several files, decoded and tracked as one, in time order
+    (`tables`: only these tables' rows, as `decode`)."""
     ordered = sorted(parts, key=lambda part: part[0].order)
     mapping: list[tuple[str, int]] = []
     packets: list[RawPacket] = []
@@ -879,4 +911,4 @@ def decode_group(
         [edge.capture for edge, _ in ordered],
     )
     dissector = Dissector(**(options or {}))
-    yield from decode(dissector.run(packets), place, list, dissector)
+    yield from decode(dissector.run(packets), place, list, dissector, tables)

@@ -59,13 +59,13 @@ def decode_files(
     "meta" record (rows written per table in `meta["rows"]`) and its "edge" records."""
     output = Output(out)
     for capture, path, data in items:
-        with _few_collections():
+        with few_collections():
             records = list(_decode_file(output, run, capture, path, data, options))
         yield from records
 
 
 @contextlib.contextmanager
-def _few_collections() -> Iterator[None]:
+def few_collections() -> Iterator[None]:
     """The decode makes many small objects and few cycles: the cyclic collector, run as often
     as Python's defaults have it, took a tenth of a task walking the rows held for writing.
     Collections are made rarer (not stopped: memory stays bounded) while a file decodes."""
