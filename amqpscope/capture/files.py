@@ -123,6 +123,21 @@ def _describe(head: bytes) -> str:
     return f"starts with {hexed}" + (f", which looks like {kind}" if kind else "")
 
 
+def _timestamp(sec: int, frac: int, units: int) -> float:
+    """`(sec * units + frac) / units`, correctly rounded as Python's division of ints is: while
+    the numerator is below 2**53 a division of doubles gives the same (compiled, natively); a
+    nanosecond capture's is above it, and is divided as Python ints."""
+    whole = sec * units + frac
+    if whole < _EXACT:
+        return whole / units
+    exact: Any = whole
+    return exact / units
+
+
+#: integers below this are exact as doubles
+_EXACT: Final = 1 << 53
+
+
 class _PcapHeader:
     """A pcap file's header (the 20 bytes after its magic): byte order, link type, snap length,
     and the struct of its record headers (seconds, fraction, captured and original length)."""
@@ -361,7 +376,7 @@ class CaptureReader:
                     if snapped == 1:
                         first_snapped = number
                 self.packets = number
-                yield RawPacket(number, (sec * units + frac) / units, linktype, data, wirelen, 0)
+                yield RawPacket(number, _timestamp(sec, frac, units), linktype, data, wirelen, 0)
         except Exception as exc:  # EOFError at the end; anything on damage
             self._ended(pos, "pcap", exc)
         self._summarise_snaplen(snapped, first_snapped)
@@ -424,7 +439,7 @@ class CaptureReader:
                     if snapped == 1:
                         first_snapped = number
                 self.packets = number
-                yield RawPacket(number, (sec * units + frac) / units, linktype, data, wirelen, 0)
+                yield RawPacket(number, _timestamp(sec, frac, units), linktype, data, wirelen, 0)
         except Exception as exc:  # EOFError at the end; anything on damage
             self._ended(pos, "pcap", exc)
         self._summarise_snaplen(snapped, first_snapped)
