@@ -230,7 +230,10 @@ class Dissector:
         if hasattr(packets, "secrets"):
             self.take_secrets(packets.secrets)
         for packet in packets:
-            yield from self.feed(packet)
+            frames = self.feed(packet)
+            if frames:  # a typed loop over the list: compiled, no iterator object per packet
+                for frame in frames:  # noqa: UP028 (see above)
+                    yield frame
         yield from self.finish()
 
     def take_secrets(self, secrets: list[bytes]) -> None:

@@ -27,6 +27,7 @@ import contextlib
 import gzip
 import io
 import os
+import stat
 import struct
 import sys
 import zlib
@@ -48,6 +49,8 @@ _NO_LIMIT: Final = 1 << 62
 # The most of one pcap record that is believed (scapy's limit, 4 x its MTU): a larger captured
 # length is damage.
 _PCAP_MAX_RECORD: Final = 0xFFFF * 4
+#: what a regular pcap file is read by (`CaptureReader._iter_pcap_blocks`)
+_BLOCK: Final = 1 << 18
 
 _PCAP_MAGICS: Final = {
     b"\xa1\xb2\xc3\xd4": 1_000_000,
@@ -118,6 +121,21 @@ def _describe(head: bytes) -> str:
         if text is not None and text.isprintable():
             kind = f"text ({text[:16]!r})"
     return f"starts with {hexed}" + (f", which looks like {kind}" if kind else "")
+
+
+def _timestamp(sec: int, frac: int, units: int) -> float:
+    """`(sec * units + frac) / units`, correctly rounded as Python's division of ints is: while
+    the numerator is below 2**53 a division of doubles gives the same (compiled, natively); a
+    nanosecond capture's is above it, and is divided as Python ints."""
+    whole = sec * units + frac
+    if whole < _EXACT:
+        return whole / units
+    exact: Any = whole
+    return exact / units
+
+
+#: integers below this are exact as doubles
+_EXACT: Final = 1 << 53
 
 
 class _PcapHeader:
@@ -254,7 +272,20 @@ class CaptureReader:
         units = _PCAP_MAGICS[magic]
         self._pcap_snaplen = reader.snaplen
         self.interfaces.append(Interface(0, linktype, reader.snaplen, units))
-        self._it = self._iter_pcap(linktype, units)
+        if self._regular_file():
+            self._it = self._iter_pcap_blocks(linktype, units, reader.endian == "<")
+        else:
+            self._it = self._iter_pcap(linktype, units)
+
+    def _regular_file(self) -> bool:
+        """Whether the capture is read from an uncompressed regular file (not a pipe, not
+        gzip): then reading ahead a block at a time is safe and ends as a record's reads do."""
+        if self.compressed or self.path == STDIN or self._f is not self._raw:
+            return False
+        try:
+            return stat.S_ISREG(os.fstat(self._raw.fileno()).st_mode)  # type: ignore[union-attr]
+        except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+            return False
 
     def _open_pcapng(self, f: IO[bytes], magic: bytes) -> None:
         from .pcapng import NgReader  # scapy, only when a pcapng file is read (slow to import)
@@ -322,6 +353,9 @@ class CaptureReader:
         number = 0
         pos = 24  # offset of the record being read
         snapped = first_snapped = 0
+        # typed before the loop: the record's fields, unpacked as Any, are then native ints
+        # (compiled, the timestamp and the length checks are native arithmetic)
+        sec = frac = caplen = wirelen = 0
         try:
             while True:
                 try:
@@ -342,7 +376,70 @@ class CaptureReader:
                     if snapped == 1:
                         first_snapped = number
                 self.packets = number
-                yield RawPacket(number, (sec * units + frac) / units, linktype, data, wirelen, 0)
+                yield RawPacket(number, _timestamp(sec, frac, units), linktype, data, wirelen, 0)
+        except Exception as exc:  # EOFError at the end; anything on damage
+            self._ended(pos, "pcap", exc)
+        self._summarise_snaplen(snapped, first_snapped)
+
+    def _iter_pcap_blocks(self, linktype: int, units: int, little: bool) -> Iterator[RawPacket]:
+        """`_iter_pcap` of a regular file, uncompressed: read `_BLOCK` bytes at a time and each
+        record cut from the block (one slice a packet, its header read byte by byte: natively,
+        compiled), not two reads and an unpack a packet. The same packets, and the same ends: at
+        the end of the file its position is where the records' reads would have left it."""
+        assert self._f is not None
+        read = self._f.read
+        number = 0
+        pos = 24  # offset of the record being read
+        snapped = first_snapped = 0
+        buf = b""
+        i = have = 0  # the record's offset in `buf`, and the bytes in it
+        try:
+            while True:
+                if have - i < 16:
+                    try:
+                        more = read(_BLOCK)
+                    except (OSError, OverflowError) as exc:
+                        raise EOFError from exc
+                    if not more:
+                        raise EOFError  # a clean end, or a record header cut short
+                    buf = buf[i:] + more
+                    i, have = 0, len(buf)
+                    continue
+                if little:
+                    sec = buf[i] | buf[i + 1] << 8 | buf[i + 2] << 16 | buf[i + 3] << 24
+                    frac = buf[i + 4] | buf[i + 5] << 8 | buf[i + 6] << 16 | buf[i + 7] << 24
+                    caplen = buf[i + 8] | buf[i + 9] << 8 | buf[i + 10] << 16 | buf[i + 11] << 24
+                    wirelen = buf[i + 12] | buf[i + 13] << 8 | buf[i + 14] << 16 | buf[i + 15] << 24
+                else:
+                    sec = buf[i] << 24 | buf[i + 1] << 16 | buf[i + 2] << 8 | buf[i + 3]
+                    frac = buf[i + 4] << 24 | buf[i + 5] << 16 | buf[i + 6] << 8 | buf[i + 7]
+                    caplen = buf[i + 8] << 24 | buf[i + 9] << 16 | buf[i + 10] << 8 | buf[i + 11]
+                    wirelen = buf[i + 12] << 24 | buf[i + 13] << 16 | buf[i + 14] << 8 | buf[i + 15]
+                if caplen > _PCAP_MAX_RECORD:
+                    self._pcap_short_record(pos, caplen)
+                    break
+                end = i + 16 + caplen
+                if end > have:
+                    try:
+                        more = read(max(_BLOCK, end - have))
+                    except (OSError, OverflowError) as exc:
+                        raise EOFError from exc
+                    if not more:  # the file ends inside the record's data
+                        self._pcap_short_record(pos, caplen)
+                        break
+                    buf = buf[i:] + more
+                    i, have = 0, len(buf)
+                    continue
+                data = buf[i + 16 : end]
+                i = end
+                pos += 16 + caplen
+                number += 1
+                if caplen < wirelen:
+                    snapped += 1
+                    if snapped == 1:
+                        first_snapped = number
+                self.packets = number
+                yield RawPacket(number, _timestamp(sec, frac, units), linktype, data, wirelen, 0)
         except Exception as exc:  # EOFError at the end; anything on damage
             self._ended(pos, "pcap", exc)
         self._summarise_snaplen(snapped, first_snapped)

@@ -124,6 +124,12 @@ class SegmentDecoder:
         self.max_fragment_bytes = max_fragment_bytes
         self.fragment_timeout = fragment_timeout
         self._addr = _AddressText()
+        # the last two addresses' texts, tried before `_addr` (a connection's packets go between
+        # two addresses): a native compare of a few bytes, where the lookup hashes them
+        self._near = b""
+        self._near_text = ""
+        self._far = b""
+        self._far_text = ""
         self._pending: dict[tuple[int, bytes, bytes, int, int], _Datagram] = {}
         self._pending_bytes = 0
         self._unsupported: set[int] = set()
@@ -485,6 +491,15 @@ class SegmentDecoder:
 
     # -- TCP -----------------------------------------------------------------------------------
 
+    def _text(self, packed: bytes) -> str:
+        """`_addr[packed]`, the last two addresses first."""
+        if packed == self._near:
+            return self._near_text
+        text = self._far_text if packed == self._far else self._addr[packed]
+        self._far, self._far_text = self._near, self._near_text
+        self._near, self._near_text = packed, text
+        return text
+
     def _tcp(
         self, pkt: RawPacket, data: bytes, off: int, end: int, src: bytes, dst: bytes
     ) -> Segment | None:
@@ -500,12 +515,11 @@ class SegmentDecoder:
         flags = data[off + 13]
         if hlen < 20 or off + hlen > end:
             return self._malformed(pkt, f"bad TCP header length {hlen} ({end - off} bytes left)")
-        addr = self._addr
         return Segment(
             pkt.number,
             pkt.ts,
-            (addr[src], sport),
-            (addr[dst], dport),
+            (self._text(src), sport),
+            (self._text(dst), dport),
             seq,
             ack,
             flags,

@@ -133,6 +133,8 @@ class _Half:
         "nxt",
         "peer",
         "segs",
+        "sport",
+        "src",
         "starts",
         "zero_anchor",
     )
@@ -142,6 +144,11 @@ class _Half:
         self.cid = conn.id
         self.peer: _Half = self
         self.direction = direction
+        # the address and port this direction is sent from (what `TcpReassembler.feed`'s cache
+        # of the last flows compares)
+        sender = conn.client if direction == C2S else conn.server
+        self.src = sender[0]
+        self.sport = sender[1]
         self.nxt: int | None = None  # next expected position; None until anchored
         self.isn: int | None = None  # raw ISN when the SYN was seen (or implied by a SYN-ACK)
         self.firm = False  # anchor final: SYN seen, or something delivered / declared missing
@@ -201,6 +208,12 @@ def _pos(h: _Half) -> int:
     return nxt
 
 
+def _sends(h: _Half, src: tuple[str, int], dst: tuple[str, int]) -> bool:
+    """Whether `h` is the direction from `src` to `dst`."""
+    peer = h.peer
+    return h.sport == src[1] and peer.sport == dst[1] and h.src == src[0] and peer.src == dst[0]
+
+
 def _guess_server(src: tuple[str, int], dst: tuple[str, int]) -> tuple[str, int]:
     s_wk = src[1] in WELL_KNOWN_PORTS
     d_wk = dst[1] in WELL_KNOWN_PORTS
@@ -222,12 +235,25 @@ class TcpReassembler:
         # endpoint pair (both ways) -> ts of the close; oldest first, for O(1) eviction
         self._closed: OrderedDict[tuple[tuple[str, int], tuple[str, int]], float] = OrderedDict()
         self._next_id = 1
+        # the halves of the last two segments' flows, tried before `_flows` (traffic mostly
+        # alternates between the two directions of one connection): compared field by field,
+        # natively, where a lookup makes and hashes a tuple of tuples; emptied whenever
+        # `_flows` changes
+        self._last: _Half | None = None
+        self._before: _Half | None = None
 
     # -- public -------------------------------------------------------------------------------
 
     def feed(self, seg: Segment) -> list[StreamEvent]:
         """Take one segment; return the events it caused, in order."""
-        h = self._flows.get((seg.src, seg.dst))
+        src, dst = seg.src, seg.dst
+        h = self._last
+        if h is None or not _sends(h, src, dst):
+            h = self._before
+            if h is None or not _sends(h, src, dst):
+                h = self._flows.get((src, dst))
+            if h is not None:
+                self._before, self._last = self._last, h
         flags = seg.flags
         if h is None or flags & _SLOW or h.nxt is None:
             return self._feed_slow(seg, h)
@@ -406,6 +432,7 @@ class TcpReassembler:
         self._conns[cid] = conn
         self._flows[(client, server)] = conn.c2s
         self._flows[(server, client)] = conn.s2c
+        self._last = self._before = None
         self._closed.pop((client, server), None)
         self._closed.pop((server, client), None)
         out.append(StreamOpen(cid, client, server, role_from, seg.packet, seg.ts))
@@ -431,6 +458,7 @@ class TcpReassembler:
         if self._flows.get((c, s)) is conn.c2s:
             del self._flows[(c, s)]
             del self._flows[(s, c)]
+            self._last = self._before = None
         for half in (conn.c2s, conn.s2c):  # drop buffers now, whoever still holds the objects
             half.starts = []
             half.segs = {}

@@ -40,6 +40,8 @@ class Truncated(Exception):
 
 #: a single-value reader: (buffer, offset, end) -> (value, next offset)
 Reader = Callable[[bytes, int, int], tuple[Any, int]]
+#: a method's generated decoder: (frame, position, limit, problems) -> (fields, position after)
+Run = Callable[[bytes, int, int, list], tuple[dict[str, Any], int]]
 
 
 def read_shortstr(buf: bytes, pos: int, limit: int) -> tuple[Any, int]:
@@ -332,7 +334,8 @@ class MethodArguments:
 
     def __init__(self, name: str, run: Callable, source: str, content: bool = False) -> None:
         self.name = name
-        self.run = run
+        # typed: compiled, what it returns is unpacked natively, not by iterating a tuple
+        self.run: Run = run
         self.source = source
         self.content = content  # a content method: a message follows (the table's flag)
         self.replies = False  # it has a reply-code (the decoder names the code)

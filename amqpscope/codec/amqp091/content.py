@@ -31,6 +31,12 @@ NOT_KEPT: Final = "amqp091.body-not-kept"
 MAX_BODY = 64 * 1024 * 1024
 
 
+#: how to read the properties a set of flags names: (name, domain, reader or None for a bit)
+Steps = tuple[tuple[str, str, Any], ...]
+#: a set of flags' steps, the flags that name no property, and the flags as shown
+Plan = tuple[Steps, str, str]
+
+
 class ClassProperties:
     """One class's content properties, in flag order (bit 15 of the first flags word is the
     first property; bit 0 of every word says another word follows), and for each set of flags
@@ -42,10 +48,10 @@ class ClassProperties:
         self.props = tuple(
             (i // 15, 1 << (15 - i % 15), name, domain) for i, (name, domain) in enumerate(props)
         )
-        self.plans: dict[tuple[int, ...], tuple[tuple, str, str]] = {}
-        self.single: dict[int, tuple[tuple, str, str]] = {}  # the same, by a lone flags word
+        self.plans: dict[tuple[int, ...], Plan] = {}
+        self.single: dict[int, Plan] = {}  # the same, by a lone flags word
 
-    def plan1(self, word: int) -> tuple[tuple, str, str]:
+    def plan1(self, word: int) -> Plan:
         """`plan((word,))`, kept by the word itself (one flags word is the usual case: no
         tuple is made and hashed per header)."""
         plan = self.single.get(word)
@@ -56,7 +62,7 @@ class ClassProperties:
             self.single[word] = plan
         return plan
 
-    def plan(self, words: tuple[int, ...]) -> tuple[tuple, str, str]:
+    def plan(self, words: tuple[int, ...]) -> Plan:
         """((name, domain, reader), ...) for the flags set in `words`, the flags that name
         no property ("word:bit", empty when none), and the flags as shown ("0x9000")."""
         plan = self.plans.get(words)
@@ -88,12 +94,16 @@ def flags_text(words: tuple[int, ...]) -> str:
     return " ".join(f"0x{w:04x}" for w in words)
 
 
-def compile_properties(properties: dict[int, tuple[tuple[str, str], ...]]) -> dict[int, Any]:
+def compile_properties(
+    properties: dict[int, tuple[tuple[str, str], ...]],
+) -> dict[int, ClassProperties]:
     """class id -> its `ClassProperties`."""
     return {class_id: ClassProperties(props) for class_id, props in properties.items()}
 
 
-def decode_header(data: bytes, compiled: dict[int, Any]) -> tuple[dict[str, Any], list, int]:
+def decode_header(
+    data: bytes, compiled: dict[int, ClassProperties]
+) -> tuple[dict[str, Any], list, int]:
     """A content header frame's fields, problems [(code, message)], and its body size (-1 if the
     header is unreadable)."""
     limit = len(data) - 1
@@ -115,8 +125,9 @@ def decode_header(data: bytes, compiled: dict[int, Any]) -> tuple[dict[str, Any]
     word = data[19] << 8 | data[20]
     pos = PAYLOAD + HEADER.size
     problems: list[tuple[str, str]] = []
+    # typed (compiled: `plan1` a direct call, the steps a native loop)
     props = compiled.get(class_id)
-    steps: tuple = ()
+    steps: Steps = ()
     unknown = ""
     if not word & 1:  # one flags word, the usual case
         if props is None:  # no plan: the flags are shown as they are
@@ -137,17 +148,26 @@ def decode_header(data: bytes, compiled: dict[int, Any]) -> tuple[dict[str, Any]
             flags = flags_text(key)
         else:
             steps, unknown, flags = props.plan(key)
+    if props is None:
+        problems.append((BAD_HEADER, f"class {class_id} has no content properties"))
+        return (
+            {
+                "class-id": class_id,
+                "weight": weight,
+                "body-size": body_size,
+                "property-flags": flags,
+            },
+            problems,
+            body_size,
+        )
+    values: dict[str, Any] = {}
     fields: dict[str, Any] = {
         "class-id": class_id,
         "weight": weight,
         "body-size": body_size,
         "property-flags": flags,
+        "properties": values,
     }
-    if props is None:
-        problems.append((BAD_HEADER, f"class {class_id} has no content properties"))
-        return fields, problems, body_size
-    values: dict[str, Any] = {}
-    fields["properties"] = values
     if problems:
         return fields, problems, body_size
     name = ""

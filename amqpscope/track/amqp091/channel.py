@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import deque
 from heapq import heappush, heapreplace
 from itertools import islice
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from amqpscope.codec.frames import Frame
 from amqpscope.findings import Finding, finding
@@ -467,7 +467,7 @@ class ChannelEpoch:
             frame.number,
         )
         frames = self.settle_frames
-        frames[SETTLE_COUNTS.get(name, name[6:])] += 1
+        frames[SETTLE_COUNTS.get(name) or name[6:]] += 1  # no slice made per frame
         if settle[2]:
             frames["multiple"] += 1
         if rules.TX in self.modes:  # applied by tx.commit-ok, dropped by tx.rollback-ok
@@ -496,12 +496,14 @@ class ChannelEpoch:
         else:
             count = len(settled)
             self.unacked_series.set(ts, len(self.outstanding))
-            add = self.ack_latency.add
-            add_series = self.ack_latency_series.add
+            latency, series = self.ack_latency, self.ack_latency_series
             at_limit = self.at_limit
-            for delivered, consumer, _frame in settled:
-                add(ts - delivered)
-                add_series(ts, ts - delivered)
+            # the notes typed (what `_delivered` gives): compiled, the times are native floats,
+            # the consumer's attributes native reads, and each `add` a direct call
+            notes = cast(list[tuple[float, Consumer | None, int]], settled)
+            for delivered, consumer, _frame in notes:
+                latency.add(ts - delivered)
+                series.add(ts, ts - delivered)
                 if consumer is not None:
                     consumer.unacked -= 1
                     if at_limit and consumer.unacked < consumer.prefetch:

@@ -51,11 +51,21 @@ OTHER: Final = "(other)"
 UNKNOWN: Final = "(unknown)"
 
 
+#: what `_fields` gives for a part a message lacks (only read, never written)
+_NONE: Final[dict[str, Any]] = {}
+
+
+def _fields(value: Any) -> dict[str, Any]:
+    """A part of a message (its properties, arguments, body) as a dict (compiled: typed, so
+    that each `get` on it is a direct call, not a method looked up on an Any)."""
+    return value if isinstance(value, dict) else _NONE
+
+
 def message_key(message: dict[str, Any]) -> tuple:
     """The identity of a message as publish and delivery both show it."""
-    properties = message.get("properties") or {}
+    properties = _fields(message.get("properties"))
     message_id = properties.get("message-id")
-    arguments = message.get("arguments") or {}
+    arguments = _fields(message.get("arguments"))
     if type(message_id) is str and message_id:
         return (
             "id",
@@ -63,7 +73,7 @@ def message_key(message: dict[str, Any]) -> tuple:
             name(arguments.get("exchange")),
             name(arguments.get("routing-key")),
         )
-    body = message.get("body") or {}
+    body = _fields(message.get("body"))
     raw = body.get("raw")
     content: Any
     if raw is not None:  # `summary`: the body as bytes, rendered here only when needed
@@ -223,7 +233,7 @@ class Correlator:
         order.append(key)
         if len(order) > MAX_PUBLISHES:
             self._evict(order.popleft())
-        properties = message.get("properties") or {}
+        properties = _fields(message.get("properties"))
         correlation = properties.get("correlation-id")
         if correlation is not None:
             self._rpc_publish(frame, message, properties, correlation)
@@ -236,7 +246,7 @@ class Correlator:
             del self.keys[key]
 
     def _delivered(self, frame: Frame, message: dict[str, Any], method: str) -> None:
-        arguments = message.get("arguments") or {}
+        arguments = _fields(message.get("arguments"))
         if method == "basic.deliver":
             queue = self.consumers.get((frame.conn, name(arguments.get("consumer-tag"))))
         else:
@@ -253,7 +263,7 @@ class Correlator:
                 stats = self.queues.get(OTHER)
             if stats is None:
                 stats = self.queues[queue] = _Queue()
-        properties = message.get("properties") or {}
+        properties = _fields(message.get("properties"))
         correlation = properties.get("correlation-id")
         if correlation is not None:
             self._rpc_deliver(frame, message, properties, correlation)
@@ -292,7 +302,7 @@ class Correlator:
         key = _hashable(cid)
         reply_to = properties.get("reply-to")
         reply_to = None if reply_to is None else name(reply_to)
-        arguments = message.get("arguments") or {}
+        arguments = _fields(message.get("arguments"))
         routing_key = name(arguments.get("routing-key"))
         waiting = self.requests.get(key)
         if waiting:
