@@ -8,18 +8,7 @@ become one line on stderr.
 
 from __future__ import annotations
 
-# each command module registers its command with the group as it is imported
-from amqpscope.cli import (  # noqa: F401
-    diagnose,
-    export,
-    live,
-    read,
-    report,
-    schema,
-    spark,
-    summary,
-    tui,
-)
+# each command's module is imported when the command is asked for (`common.Program`)
 from amqpscope.cli.common import PIPED_WIDTH, main
 
 __all__ = ["PIPED_WIDTH", "main"]

@@ -318,13 +318,34 @@ def frame_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 QUICK_EXIT: Final = frozenset({"read", "summary", "export", "schema", "diagnose"})
 
 
+#: every command, each defined (and registered with `main`) by the module of its name in this
+#: package; `Program` imports a command's module only when that command is asked for
+COMMANDS: Final = (
+    *("diagnose", "export", "live", "read", "report"),
+    *("schema", "spark", "summary", "tui"),
+)
+
+
 class Program(click.Group):
     """The command group. Run as the program (the console script or `python -m`, which pass no
     arguments; tests pass theirs), a command of QUICK_EXIT ends the process with `os._exit` once
     stdout and stderr are flushed: the interpreter's teardown, which frees every module, table
-    and object one by one, costs more than a small capture's decode (about 15 ms compiled)."""
+    and object one by one, costs more than a small capture's decode (about 15 ms compiled).
+
+    Commands load lazily (click's documented pattern): `amqpscope summary` does not import the
+    diagnose layer, the TUI's or the report's modules, a tenth of a small summary's time."""
 
     ran: str | None = None
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(COMMANDS) | set(self.commands))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            import importlib
+
+            importlib.import_module(f"amqpscope.cli.{cmd_name}")  # registers it with `main`
+        return self.commands.get(cmd_name)
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]
