@@ -308,10 +308,11 @@ for module in list(sys.modules.values()):  # the grammars' caches (`logs/shapes.
     if not module.__name__.startswith("amqpscope.logs."):
         continue
     for name in ("_CACHE", "_OLD_CACHE", "_SHAPES"):  # those of this tree and of older builds
-        cache = getattr(module, name, None)
-        cache = getattr(cache, "cache", cache)
-        if cache is not None:
-            caches += [cache.entries, getattr(cache, "recent", [])]
+        found = getattr(module, name, None)
+        for cache in found.values() if isinstance(found, dict) else [found]:  # rhea's by code
+            cache = getattr(cache, "cache", cache)
+            if cache is not None:
+                caches += [cache.entries, getattr(cache, "recent", [])]
     for name in ("_MINUTES", "_SECONDS"):
         if isinstance(getattr(module, name, None), dict):
             caches.append(getattr(module, name))

@@ -210,7 +210,8 @@ class Shapes:
             fields = entry.fill(hit[1], self.zeros)
         if fields is None:
             return None
-        return Made(entry.name, entry.sasl, fields, text, self.read), list(entry.lossy)
+        lossy = entry.lossy
+        return Made(entry.name, entry.sasl, fields, text, self.read), list(lossy) if lossy else []
 
     def learn(self, text: str, value: Any, lossy: list[str]) -> None:
         """`text` was read as `value` (and `lossy`): the second time its shape is seen, keep
