@@ -10,15 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import hypothesis.strategies as st
 import pytest
-from hypothesis import given, settings
 
 from amqpscope.capture.files import open_capture
 from amqpscope.codec.amqp10 import spec
 from amqpscope.codec.frames import Frame
 from amqpscope.dissect import Dissector
-from amqpscope.logs import protonj
 from amqpscope.logs.detect import detect
 from amqpscope.logs.reader import LogReader
 
@@ -135,18 +132,3 @@ def test_quotes_inside_strings_and_enum_names() -> None:
         "info": {"queue": "q"},
     }
     assert record.channel == 1 and record.fields["handle"] == 3
-
-
-@settings(max_examples=1500, deadline=None)
-@given(
-    st.lists(
-        st.sampled_from(["[", "]", "12", ":", "0", "] -> ", "] <- ", " -> ", "x", "[1:2", "\n"]),
-        max_size=10,
-    ).map("".join)
-)
-def test_a_line_is_found_as_its_pattern_finds_it(line: str) -> None:
-    """`protonj._search` finds what `protonj._LINE.search` does."""
-    found, wanted = protonj._search(line), protonj._LINE.search(line)
-    assert (found and (found.span(), found.groups())) == (
-        wanted and (wanted.span(), wanted.groups())
-    )

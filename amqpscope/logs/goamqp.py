@@ -30,7 +30,7 @@ import re
 from typing import Any, Final
 
 from amqpscope.codec.amqp10 import spec
-from amqpscope.logs.lines import FRAME, RECEIVED, SENT, Logged, search_at
+from amqpscope.logs.lines import FRAME, RECEIVED, SENT, Logged
 from amqpscope.logs.proton_values import (
     Array,
     Binary,
@@ -257,7 +257,7 @@ def looks_like(line: str) -> bool:
 def parse(line: str) -> Logged | None:
     if "TX" not in line and "RX" not in line:
         return None
-    m = search_at(_PRIMARY, line, "TX", "RX")
+    m = _PRIMARY.search(line)  # quicker than `lines.search_at` here: `TX` comes early
     if m is None:
         return None
     rest = m.group("rest").rstrip()

@@ -114,7 +114,7 @@ _FIELDS: Final[dict[str, tuple[dict[str, spec.Field], dict[str, int]]]] = {
 def parse(line: str) -> Logged | None:
     if "] ->" not in line and "] <-" not in line:
         return None
-    m = _search(line)
+    m = _LINE.search(line)  # a search for its `[` is quicker than finding the arrows first
     if m is None:
         return None
     conn, direction, channel = m.group("conn"), m.group("dir"), int(m.group("ch"))
@@ -161,26 +161,6 @@ def parse(line: str) -> Logged | None:
     if found is not None:
         logged.made = found[0]
     return logged
-
-
-def _search(line: str) -> re.Match[str] | None:
-    """`_LINE.search(line)`, tried only at the `[` last before each `] -> ` or `] <- ` (a
-    match's `[` is that one: only digits and a colon lie between), in order."""
-    one = line.find("] -> ")
-    two = line.find("] <- ")
-    while one >= 0 or two >= 0:
-        if two < 0 or 0 <= one < two:
-            at = one
-            one = line.find("] -> ", one + 1)
-        else:
-            at = two
-            two = line.find("] <- ", two + 1)
-        start = line.rfind("[", 0, at)
-        if start >= 0:
-            m = _LINE.match(line, start)
-            if m is not None:
-                return m
-    return None
 
 
 def _read(text: str) -> tuple[Any, list[str]]:
