@@ -303,11 +303,19 @@ from amqpscope.track.tracker import Tracker
 
 path, fmt, repeat = sys.argv[1], sys.argv[2], int(sys.argv[3])
 out = {}
-caches = [proton._CACHE.entries, getattr(proton._CACHE, "recent", [])]
-for module in list(sys.modules.values()):  # the grammars' caches of shapes (`logs/shapes.py`)
-    shapes = getattr(module, "_SHAPES", None)
-    if module.__name__.startswith("amqpscope.logs.") and shapes is not None:
-        caches += [shapes.entries, getattr(shapes, "recent", [])]
+caches = []
+for module in list(sys.modules.values()):  # the grammars' caches (`logs/shapes.py`), times
+    if not module.__name__.startswith("amqpscope.logs."):
+        continue
+    for name in ("_CACHE", "_OLD_CACHE", "_SHAPES"):  # those of this tree and of older builds
+        found = getattr(module, name, None)
+        for cache in found.values() if isinstance(found, dict) else [found]:  # rhea's by code
+            cache = getattr(cache, "cache", cache)
+            if cache is not None:
+                caches += [cache.entries, getattr(cache, "recent", [])]
+    for name in ("_MINUTES", "_SECONDS"):
+        if isinstance(getattr(module, name, None), dict):
+            caches.append(getattr(module, name))
 for track in (False, True):
     took = []
     for _ in range(repeat):

@@ -131,3 +131,27 @@ def test_mangled_lines_never_raise(line: str, at: int, cut: int, junk: str) -> N
     reader.finish()
     of_lines = [f for f in reader.findings if f.code.startswith("log.")]
     assert len(frames) + len(of_lines) + reader.skipped + reader.ends == 1
+
+
+_BUFFER_PIECES = st.sampled_from(
+    [" 00", " ff", " 5", " AB", "  00", " 0g", " ... ", "6", "12", "\u0663", "\u00b2", "x"]
+)
+_BUFFER_ENDS = st.sampled_from(["", " more bytes", " more byte", " more", " ... 6 more bytes"])
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    st.tuples(
+        st.sampled_from(["<Buffer", "<Buf", ""]),
+        st.lists(_BUFFER_PIECES, max_size=6).map("".join),
+        _BUFFER_ENDS,
+        st.sampled_from([">", ""]),
+    ).map("".join)
+)
+def test_a_payload_is_read_as_its_pattern_reads_it(tail: str) -> None:
+    """`rhea._buffer` finds what `rhea._BUFFER.fullmatch` does."""
+    from amqpscope.logs import rhea
+
+    m = rhea._BUFFER.fullmatch(tail)
+    wanted = None if m is None else (m.group(1).replace(" ", ""), int(m.group(2) or 0))
+    assert rhea._buffer(tail) == wanted

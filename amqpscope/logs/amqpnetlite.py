@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from amqpscope.codec.amqp10 import spec
 from amqpscope.logs.amqp10_encode import primitive
-from amqpscope.logs.lines import FRAME, HEADER, RECEIVED, SENT, Logged, timestamp
+from amqpscope.logs.lines import FRAME, HEADER, RECEIVED, SENT, Logged, search_at, timestamp
 from amqpscope.logs.proton_values import Array, Binary, Described, Fields, LogSyntaxError, Symbol
 from amqpscope.logs.shapes import Shapes
 
@@ -49,7 +49,7 @@ def looks_like(line: str) -> bool:
 def parse(line: str) -> Logged | None:
     if "SEND " not in line and "RECV " not in line:
         return None
-    m = _LINE.search(line)
+    m = search_at(_LINE, line, "SEND ", "RECV ")
     if m is None:
         return None
     direction = SENT if m.group("dir") == "SEND" else RECEIVED

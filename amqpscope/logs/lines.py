@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, final
 
 #: what a logged line is
 HEADER: Final = "header"  # a protocol header (`-> AMQP`, `<- SASL`); `body` is its protocol
@@ -70,19 +70,49 @@ class Logged:
         self.made: Made | None = None
 
 
+#: a grammar's reader of a performative's text: (its tree, the fields it cannot show)
+Read = Callable[[str], tuple[Any, list[str]]]
+
+
+@final
 class Made:
     """A logged performative's fields in the decoder's shapes (`direct.performative`), made
-    by a grammar that has read a line like this one before; `tree()` reads the value itself."""
+    by a grammar that has read a line like this one before (`shapes.py`); `tree()` reads the
+    text after all, when the reader wants the value itself."""
 
-    __slots__ = ("fields", "name", "sasl", "tree")
+    __slots__ = ("fields", "name", "read", "sasl", "text")
 
     def __init__(
-        self, name: str, sasl: bool, fields: dict[str, Any], tree: Callable[[], Any]
+        self, name: str, sasl: bool, fields: dict[str, Any], text: str, read: Read
     ) -> None:
         self.name = name
         self.sasl = sasl
         self.fields = fields
-        self.tree = tree
+        self.text = text
+        self.read = read
+
+    def tree(self) -> Any:
+        return self.read(self.text)[0]
+
+
+def search_at(pattern: re.Pattern[str], line: str, first: str, second: str) -> re.Match[str] | None:
+    """`pattern.search(line)` for a pattern each match of which starts with `first` or
+    `second`: tried only where one of them stands, in order (a regex search tries every
+    column, several times the cost of `str.find`, and a log line is long)."""
+    one = line.find(first)
+    two = line.find(second)
+    while one >= 0 or two >= 0:
+        if two < 0 or 0 <= one < two:
+            m = pattern.match(line, one)
+            if m is not None:
+                return m
+            one = line.find(first, one + 1)
+        else:
+            m = pattern.match(line, two)
+            if m is not None:
+                return m
+            two = line.find(second, two + 1)
+    return None
 
 
 _CTIME: Final = re.compile(
@@ -96,6 +126,8 @@ _MONTHS: Final = {
         ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1
     )
 }
+#: the first date-and-time in a prefix: what `timestamp` finds (`tests/test_logs_lines.py` holds
+#: it to a search with this pattern)
 _TIMESTAMP: Final = re.compile(
     r"(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?"
     r"\s*(Z|[+-]\d\d:?\d\d)?",
@@ -105,52 +137,127 @@ _TIMESTAMP: Final = re.compile(
 
 #: the epoch second each minute of a timestamp starts at (-1.0: a date that does not exist)
 _MINUTES: Final[dict[str, float]] = {}
+#: `YYYY-MM-DD hh:mm:ss` (19 characters where a `-` is the fifth) -> its epoch second;
+#: _NO_TIME: a date or second that does not exist; _NOT_HERE: not such a text
+_SECONDS: Final[dict[str, float]] = {}
+_NO_TIME: Final = -1.0
+_NOT_HERE: Final = -2.0
+_FIXED: Final = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d", re.ASCII)
+_DECIMALS: Final = "0123456789"
+_SPACES: Final = " \t\n\r\f\v"  # `\s` (ASCII)
 
 
 def timestamp(prefix: str) -> float:
     """Epoch seconds of the first date-and-time in `prefix` (ISO 8601, the
     `2024-01-31 12:00:00.123456 +0000` of routers and Python logging, or C's ctime
-    `Thu May 30 10:11:12 2019`), UTC unless it says a zone; 0.0 when there is none."""
-    m = _TIMESTAMP.search(prefix)
-    if m is None:
-        c = _CTIME.search(prefix)  # C's ctime(), local time without a zone: read as UTC
-        if c is None:
+    `Thu May 30 10:11:12 2019`), UTC unless it says a zone; 0.0 when there is none.
+
+    What `_TIMESTAMP.search` finds, without it on every line (a regex search is a good part of
+    a line's reading): a match has its first `-` four characters in, so the `-`s are tried in
+    order, each one's 19 characters looked up (`_SECONDS`) before they are checked."""
+    size = len(prefix)
+    dash = prefix.find("-", 4)
+    while dash >= 0 and dash + 15 <= size:
+        start = dash - 4
+        key = prefix[start : dash + 15]
+        second = _SECONDS.get(key)
+        if second is None:
+            second = _second(key)
+            if len(_SECONDS) >= 100_000:
+                _SECONDS.clear()
+            _SECONDS[key] = second
+        if second == _NO_TIME:
             return 0.0
-        try:
-            when = dt.datetime(
-                int(c.group(6)),
-                _MONTHS[c.group(1)],
-                int(c.group(2)),
-                int(c.group(3)),
-                int(c.group(4)),
-                int(c.group(5)),
-                tzinfo=dt.UTC,
-            )
-        except ValueError:
-            return 0.0
-        return when.timestamp()
-    start = m.start()
-    key = prefix[start : start + 16]  # `2024-01-31 12:00`: the date and the minute
+        if second != _NOT_HERE:
+            return _rest(prefix, dash + 15, second)
+        dash = prefix.find("-", dash + 1)
+    colon = prefix.find(":")
+    while colon >= 0:  # ctime's `10:11:12 `, before its regex
+        if prefix.startswith(":", colon + 3) and prefix.startswith(" ", colon + 6):
+            return _ctime(prefix)
+        colon = prefix.find(":", colon + 1)
+    return 0.0
+
+
+def _second(text: str) -> float:
+    """The epoch second of `YYYY-MM-DD hh:mm:ss` (`text`), _NO_TIME or _NOT_HERE."""
+    if _FIXED.fullmatch(text) is None:
+        return _NOT_HERE
+    key = text[:16]  # `2024-01-31 12:00`: the date and the minute
     base = _MINUTES.get(key)
     if base is None:  # a log's lines share their minutes: each one's start is made once
-        year, month, day, hour, minute = (int(part) for part in m.group(1, 2, 3, 4, 5))
         try:
-            base = dt.datetime(year, month, day, hour, minute, tzinfo=dt.UTC).timestamp()
+            base = dt.datetime(
+                int(text[0:4]),
+                int(text[5:7]),
+                int(text[8:10]),
+                int(text[11:13]),
+                int(text[14:16]),
+                tzinfo=dt.UTC,
+            ).timestamp()
         except ValueError:
             base = -1.0  # no such date: no time
         if len(_MINUTES) >= 100_000:
             _MINUTES.clear()
         _MINUTES[key] = base
-    second = int(m.group(6))
+    second = int(text[17:19])
     if base == -1.0 or second > 59:
-        return 0.0
-    fraction = m.group(7)
-    zone = m.group(8)
+        return _NO_TIME
+    return base + second
+
+
+def _rest(prefix: str, pos: int, second: float) -> float:
+    """`second` with what follows it at `pos`: `[.,]` and up to 9 digits of a fraction, then
+    spaces and a zone (`Z`, `+hh:mm`, `-hhmm`), as `_TIMESTAMP` reads them."""
+    size = len(prefix)
+    fraction = ""
+    if pos < size and prefix[pos] in ".,":
+        end = pos + 1
+        while end < size and end < pos + 10 and prefix[end] in _DECIMALS:
+            end += 1
+        if end > pos + 1:
+            fraction = prefix[pos + 1 : end]
+            pos = end
+    while pos < size and prefix[pos] in _SPACES:
+        pos += 1
     offset = 0
-    if zone and zone != "Z":
-        digits = zone.replace(":", "")
-        offset = (int(digits[1:3]) * 60 + int(digits[3:5])) * (1 if digits[0] == "+" else -1)
-    seconds = base + second - offset * 60
+    if pos + 4 < size and prefix[pos] in "+-" and _digits(prefix, pos + 1, 2):
+        minutes = -1
+        if prefix[pos + 3] == ":" and _digits(prefix, pos + 4, 2):
+            minutes = int(prefix[pos + 4 : pos + 6])
+        elif _digits(prefix, pos + 3, 2):
+            minutes = int(prefix[pos + 3 : pos + 5])
+        if minutes >= 0:
+            offset = (int(prefix[pos + 1 : pos + 3]) * 60 + minutes) * (
+                1 if prefix[pos] == "+" else -1
+            )
+    seconds = second - offset * 60
     if fraction:
         seconds += int(fraction) / 10 ** len(fraction)
     return seconds
+
+
+def _digits(text: str, pos: int, count: int) -> bool:
+    """Whether `text` has `count` ASCII digits at `pos`."""
+    digits = text[pos : pos + count]
+    return len(digits) == count and digits.isascii() and digits.isdigit()
+
+
+def _ctime(prefix: str) -> float:
+    """C's ctime(), local time without a zone: read as UTC."""
+    c = _CTIME.search(prefix)
+    if c is None:
+        return 0.0
+    try:
+        when = dt.datetime(
+            int(c.group(6)),
+            _MONTHS[c.group(1)],
+            int(c.group(2)),
+            int(c.group(3)),
+            int(c.group(4)),
+            int(c.group(5)),
+            tzinfo=dt.UTC,
+        )
+    except ValueError:
+        return 0.0
+    return when.timestamp()

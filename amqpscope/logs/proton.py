@@ -41,6 +41,7 @@ from amqpscope.logs.lines import (
     timestamp,
 )
 from amqpscope.logs.proton_values import LogSyntaxError, Reader, unquote
+from amqpscope.logs.shapes import PRINTED, QUOTED, Cache, Entry
 from amqpscope.logs.values import Described, Fields
 
 NAME: Final = "proton"
@@ -109,7 +110,7 @@ def parse(line: str) -> Logged | None:
             raise LogSyntaxError(m.start("rest"), "a frame body starts with '@'")
     old = groups[1] is None  # no `AMQP:FRAME:`: the old form
     channel = channel if channel is not None else 0
-    made = _CACHE.made(rest, old)
+    made = _made(rest, old)
     if made is not None:
         payload, size = _payload(made[1], m.start("rest") + made[2])
         logged = Logged(
@@ -119,7 +120,7 @@ def parse(line: str) -> Logged | None:
         return logged
     value, pos = Reader(rest, 10 if old else 16).read(0)
     payload, size = _payload(rest[pos:], m.start("rest") + pos)
-    _CACHE.learn(rest, old, value, pos)
+    _learn(rest, old, value, pos)
     return Logged(
         conn,
         direction,
@@ -159,7 +160,7 @@ def _payload(tail: str, at: int) -> tuple[bytes | None, int]:
     return (raw if not cut and len(raw) == size else None), size
 
 
-# -- lines like lines read before ---------------------------------------------------------------
+# -- lines like lines read before (`shapes.py`) ------------------------------------------------
 #: the top-level fields whose values a trace's lines of one link tell apart (a uint each, or a
 #: delivery tag): a line is looked up with their values taken out
 _VALUE: Final = r'0x[0-9a-fA-F]+|\d+|b"[^"\\]*"'
@@ -169,156 +170,88 @@ _SLOT: Final = re.compile(
     rf"=({_VALUE})(?=[,\]])",
     re.ASCII,
 )
-#: shapes tried first, by their pattern: those met last (a trace alternates a few)
-_RECENT: Final = 4
 #: where a transfer's performative ends and its payload begins
 _PAYLOAD_START: Final = "] ("
 _UINT_MAX: Final = 0xFFFFFFFF
 
 
-class _Entry:
-    """What a line like one read before makes: its fields, the slots whose values each line
-    puts in (their names in the line's order; `binary`: which of them are delivery tags),
-    the fields holding a dict or list (copied for each record), and whether it is SASL."""
-
-    __slots__ = ("binary", "fields", "name", "nested", "old", "pattern", "sasl", "slots")
-
-    def __init__(
-        self,
-        name: str,
-        sasl: bool,
-        fields: dict[str, Any],
-        slots: list[str],
-        pieces: list[str],
-        old: bool,
-    ) -> None:
-        self.name = name
-        self.sasl = sasl
-        self.fields = fields
-        self.slots = slots
-        self.binary = [slot == "delivery-tag" for slot in slots]
-        self.nested = [k for k, v in fields.items() if type(v) is dict or type(v) is list]
-        self.old = old
-        #: the shape itself: its text, each value a group (`_Cache.made` tries the shapes met
-        #: last this way before splitting the text)
-        texts = pieces[0::3]
-        shape = [re.escape(texts[0])]
-        for slot, text in zip(slots, texts[1:], strict=True):
-            shape.append(f"{re.escape(slot)}=({_VALUE}){re.escape(text)}")
-        self.pattern = re.compile("".join(shape), re.ASCII)
+def _read_new(text: str) -> tuple[Any, list[str]]:
+    """A cached line's value after all (`Made.tree`), in the new form (hex numbers)."""
+    return Reader(text, 16).read(0)[0], []
 
 
-class _Tree:
-    """Reads a cached line's value after all (`Made.tree`), when the reader wants it."""
-
-    __slots__ = ("old", "text")
-
-    def __init__(self, text: str, old: bool) -> None:
-        self.text = text
-        self.old = old
-
-    def read(self) -> Any:
-        return Reader(self.text, 10 if self.old else 16).read(0)[0]
+def _read_old(text: str) -> tuple[Any, list[str]]:
+    return Reader(text, 10).read(0)[0], []
 
 
-def _key(old: bool, pieces: list[str]) -> str:
+#: Lines of one link differ in a few numbers (handle, delivery id and tag, window and credit,
+#: first and last): a performative's text with those values taken out is the key to the
+#: fields `direct.performative` made of the first line like it, and a line that finds its key
+#: gets them with its own values put in, without being read. One cache per form (the old
+#: form's numbers are decimal: the same text reads otherwise).
+#:
+#: A key is kept only when that is safe: each value taken out is a top-level field of the
+#: performative (checked by reading the line again with other values in their places and
+#: seeing those fields, and only those, change to them), a uint or a binary read as it is (no
+#: choice: `direct.plain_type`), and the line reads cleanly by the direct path.
+_CACHE: Final = Cache()
+_OLD_CACHE: Final = Cache()
+
+
+def _split(rest: str) -> tuple[str, str]:
+    """A frame's text: its performative, and its payload's text (a transfer's)."""
+    cut = rest.find(_PAYLOAD_START)
+    return (rest, "") if cut < 0 else (rest[: cut + 1], rest[cut + 1 :])
+
+
+def _key(pieces: list[str]) -> str:
     """A performative's text split by `_SLOT` (text, name, value, text, ...) as a key: the
     text with a NUL where each value was, then the slots' names."""
-    return ("o" if old else "n") + "\x00".join(pieces[0::3]) + "\x01" + " ".join(pieces[1::3])
+    return "\x00".join(pieces[0::3]) + "\x01" + " ".join(pieces[1::3])
 
 
-class _Cache:
-    """Lines of one link differ in a few numbers (handle, delivery id and tag, window and
-    credit, first and last): a performative's text with those values taken out is the key to
-    the fields `direct.performative` made of the first line like it, and a line that finds
-    its key gets them with its own values put in, without being read.
-
-    A key is kept only when that is safe: each value taken out is a top-level field of the
-    performative (checked by reading the line again with other values in their places and
-    seeing those fields, and only those, change to them), a uint or a binary read as it is (no
-    choice: `direct.plain_type`), and the line reads cleanly by the direct path."""
-
-    __slots__ = ("entries", "recent")
-
-    #: keys kept; past it the cache starts again (a log of ever new shapes gains nothing)
-    SIZE: Final = 4096
-
-    def __init__(self) -> None:
-        self.entries: dict[str, _Entry | None] = {}
-        self.recent: list[_Entry] = []  # the entries met last, the latest first
-
-    @staticmethod
-    def split(rest: str) -> tuple[str, str]:
-        cut = rest.find(_PAYLOAD_START)
-        return (rest, "") if cut < 0 else (rest[: cut + 1], rest[cut + 1 :])
-
-    def made(self, rest: str, old: bool) -> tuple[Made, str, int] | None:
-        """The fields of `rest` if a line like it was read before: (them, the payload's text,
-        where it starts), None when the line must be read."""
-        head, tail = self.split(rest)
+def _made(rest: str, old: bool) -> tuple[Made, str, int] | None:
+    """The fields of `rest` if a line like it was read before: (them, the payload's text,
+    where it starts), None when the line must be read."""
+    head, tail = _split(rest)
+    cache = _OLD_CACHE if old else _CACHE
+    hit = cache.recalled(head)  # patterns hold no NUL
+    if hit is None:
         if "\x00" in head:
             return None
-        recent = self.recent
-        found: _Entry | None = None
-        values: tuple[str, ...] = ()
-        for entry in recent:
-            # the text matches a shape's pattern exactly when splitting it gives that key
-            m = entry.pattern.fullmatch(head)
-            if m is not None and entry.old == old:
-                found = entry
-                values = m.groups()
-                break
-        if found is None:
-            pieces = _SLOT.split(head)
-            if len(pieces) == 1:
-                return None
-            found = self.entries.get(_key(old, pieces))
-            if found is None:
-                return None
-            values = tuple(pieces[2::3])
-            if len(recent) >= _RECENT:
-                recent.pop()
-            recent.insert(0, found)
-        entry = found
-        fields = dict(entry.fields)
-        for name in entry.nested:
-            fields[name] = _copy(fields[name])
-        binary = entry.binary
-        for i, name in enumerate(entry.slots):
-            text = values[i]
-            if binary[i]:
-                if text[0] != "b":
-                    return None
-                fields[name] = unquote(text[2:-1]).hex()
-            else:
-                if text[0] == "b":
-                    return None
-                value = int(text, 16) if text.startswith("0x") else int(text)
-                if value > _UINT_MAX:
-                    return None  # not a uint: read, and reported, by the round trip
-                fields[name] = value
-        return Made(entry.name, entry.sasl, fields, _Tree(rest, old).read), tail, len(head)
-
-    def learn(self, rest: str, old: bool, value: Any, pos: int) -> None:
-        """Keep what `rest` (read as `value`, which ends at `pos`) makes, when that is safe."""
-        head, tail = self.split(rest)
-        if len(head) != pos and (tail or rest[pos:].strip()):
-            return  # the payload's start is not where the performative ends
         pieces = _SLOT.split(head)
-        if len(pieces) == 1 or "\x00" in head:
-            return
-        key = _key(old, pieces)
-        if key in self.entries:
-            return
-        if len(self.entries) >= self.SIZE:
-            self.entries.clear()
-            self.recent.clear()
-        self.entries[key] = _entry(pieces, old, value)
+        if len(pieces) == 1:
+            return None
+        entry = cache.found(_key(pieces))
+        if entry is None:
+            return None
+        fields = entry.fill(pieces[2::3])
+    else:
+        entry = hit[0]
+        fields = entry.fill(hit[1])
+    if fields is None:
+        return None
+    made = Made(entry.name, entry.sasl, fields, rest, _read_old if old else _read_new)
+    return made, tail, len(head)
 
 
-def _entry(pieces: list[str], old: bool, value: Any) -> _Entry | None:
+def _learn(rest: str, old: bool, value: Any, pos: int) -> None:
+    """Keep what `rest` (read as `value`, which ends at `pos`) makes, when that is safe."""
+    head, tail = _split(rest)
+    if len(head) != pos and (tail or rest[pos:].strip()):
+        return  # the payload's start is not where the performative ends
+    pieces = _SLOT.split(head)
+    if len(pieces) == 1 or "\x00" in head:
+        return
+    key = _key(pieces)
+    cache = _OLD_CACHE if old else _CACHE
+    if key not in cache.entries:
+        cache.keep(key, _entry(pieces, old, value))
+
+
+def _entry(pieces: list[str], old: bool, value: Any) -> Entry | None:
     """The cache entry of a performative's text (split by `_SLOT`) read as `value`, or None
-    when its values cannot safely be put back (see `_Cache`)."""
+    when its values cannot safely be put back (see `_CACHE`)."""
     if not isinstance(value, Described) or not isinstance(value.value, Fields):
         return None
     sasl = value.descriptor in _SASL_CODES or value.name in _SASL_NAMES
@@ -331,6 +264,7 @@ def _entry(pieces: list[str], old: bool, value: Any) -> _Entry | None:
         return None
     # read again with other values in their places: exactly those fields must change to them
     others: list[Any] = []
+    hows: list[int] = []
     text = [pieces[0]]
     for i, slot in enumerate(slots):
         printed = pieces[3 * i + 2]
@@ -344,6 +278,7 @@ def _entry(pieces: list[str], old: bool, value: Any) -> _Entry | None:
             other = (int(printed, 0 if printed.startswith("0x") else 10) + 1) & _UINT_MAX
             text.append(f"{slot}=0x{other:x}")
         others.append(other)
+        hows.append(QUOTED if binary else PRINTED)
         text.append(pieces[3 * i + 3])
     try:
         again = Reader("".join(text), 10 if old else 16).read(0)[0]
@@ -358,16 +293,11 @@ def _entry(pieces: list[str], old: bool, value: Any) -> _Entry | None:
     for key, kept in fields.items():
         if key not in slots and remade[1].get(key) != kept:
             return None
-    return _Entry(name, sasl, fields, slots, pieces, old)
-
-
-def _copy(value: Any) -> Any:
-    """A fresh copy of a cached field's dict or list (no two records share one)."""
-    if type(value) is dict:
-        return {k: _copy(v) for k, v in value.items()}
-    if type(value) is list:
-        return [_copy(v) for v in value]
-    return value
-
-
-_CACHE: Final = _Cache()
+    # the shape itself: its text, each value a group (`Cache.recalled` tries it first)
+    texts = pieces[0::3]
+    shape = [re.escape(texts[0])]
+    for slot, between in zip(slots, texts[1:], strict=True):
+        shape.append(f"{re.escape(slot)}=({_VALUE}){re.escape(between)}")
+    pattern = re.compile("".join(shape), re.ASCII)
+    largest = [_UINT_MAX] * len(slots)
+    return Entry(name, sasl, fields, slots, hows, largest, [], pattern)

@@ -81,6 +81,7 @@ _CLASSES: Final = {
 _COMPOSITES: Final = {c.name: (code, c) for code, c in spec.COMPOSITES.items()}
 _CAMEL: Final = re.compile(r"(?<!^)(?=[A-Z])")
 _HEADERS: Final = {"AMQP": "AMQP", "SASL": "SASL", "TLS": "TLS"}
+_HEADER_WORDS: Final = tuple(_HEADERS)
 
 
 def looks_like(line: str) -> bool:
@@ -113,15 +114,16 @@ _FIELDS: Final[dict[str, tuple[dict[str, spec.Field], dict[str, int]]]] = {
 def parse(line: str) -> Logged | None:
     if "] ->" not in line and "] <-" not in line:
         return None
-    m = _LINE.search(line)
+    m = _LINE.search(line)  # a search for its `[` is quicker than finding the arrows first
     if m is None:
         return None
     conn, direction, channel = m.group("conn"), m.group("dir"), int(m.group("ch"))
     ts = timestamp(line[: m.start()])
     rest = m.group("rest").rstrip()
-    for word, protocol in _HEADERS.items():
-        if rest.startswith(word) and not rest.startswith(word + "{"):
-            return Logged(conn, direction, HEADER, protocol=protocol, ts=ts)
+    if rest.startswith(_HEADER_WORDS):  # most lines are frames: one test for the three
+        for word, protocol in _HEADERS.items():
+            if rest.startswith(word) and not rest.startswith(word + "{"):
+                return Logged(conn, direction, HEADER, protocol=protocol, ts=ts)
     if rest in ("Empty Frame", "null", ""):
         return Logged(conn, direction, EMPTY, channel=channel, ts=ts)
     if _BODY.match(rest) is None:

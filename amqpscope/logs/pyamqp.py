@@ -30,7 +30,7 @@ from typing import Any, Final
 
 from amqpscope.codec.amqp10 import spec
 from amqpscope.logs.amqp10_encode import primitive
-from amqpscope.logs.lines import EMPTY, FRAME, HEADER, Logged, timestamp
+from amqpscope.logs.lines import EMPTY, FRAME, HEADER, Logged, search_at, timestamp
 from amqpscope.logs.proton_values import (
     Array,
     Binary,
@@ -92,7 +92,7 @@ def looks_like(line: str) -> bool:
 def parse(line: str) -> Logged | None:
     if "-> " not in line and "<- " not in line:
         return None
-    m = _LINE.search(line)
+    m = search_at(_LINE, line, "-> ", "<- ")
     if m is None:
         return None
     call_text = m.group("call")
@@ -100,7 +100,7 @@ def parse(line: str) -> Logged | None:
     if name not in _FRAMES and name not in ("Header", "EmptyFrame"):
         return None
     prefix = line[: m.start()]
-    conn_match = _CONNECTION.search(line)
+    conn_match = _CONNECTION.search(line) if "Connection" in line else None
     conn = conn_match.group(1) if conn_match else "pyamqp"
     direction = m.group("dir")
     ts = timestamp(prefix)

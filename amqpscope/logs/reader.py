@@ -142,6 +142,7 @@ class LogReader:
         self.lines = 0
         #: the last line `_frame_alone` read, and what it read as (or the error it raised)
         self.read: tuple[str, Logged | None, Exception | None] | None = None
+        self.said: dict[str, Finding] = {}  # findings frames carry, by code and message
 
     def feed(self, line: str, number: int) -> list[k.Frame]:
         """The records line `number` (1-based) holds: none, or one. A frame whose text ends
@@ -392,15 +393,24 @@ class LogReader:
             # (the decoder put a field's spec default in its place: out with it too)
             frame.fields.pop(name, None)
             lost = f"{what} {name}: the log does not show it, so it is left out"
-            frame.findings.append(finding("log.not-shown", lost))
+            frame.findings.append(self._said("log.not-shown", lost))
         if logged.payload is None and logged.payload_size:
-            frame.findings.append(
-                finding(
-                    "log.truncated-payload",
-                    f"the log shows {logged.payload_size} payload bytes cut short",
-                )
-            )
+            cut = f"the log shows {logged.payload_size} payload bytes cut short"
+            frame.findings.append(self._said("log.truncated-payload", cut))
         return frame
+
+    def _said(self, code: str, message: str) -> Finding:
+        """The finding of `code` and `message`, one for every frame that carries it (findings
+        are frozen: the tracker places a copy; making one is a good part of a line's time when
+        every transfer carries one, as rhea's cut payloads and go-amqp's unshown ones do)."""
+        said = self.said
+        key = code + "\x00" + message
+        found = said.get(key)
+        if found is None:
+            if len(said) >= 4096:
+                said.clear()
+            found = said[key] = finding(code, message)
+        return found
 
     def _frame091(self, connection: _Connection, logged: Logged, direction: str) -> k.Frame:
         """A 0-9-1 frame (pika's log): encoded as shown, decoded as the wire; what the log

@@ -29,7 +29,7 @@ from typing import Any, Final
 
 from amqpscope.codec.amqp10 import spec
 from amqpscope.logs.amqp10_encode import primitive
-from amqpscope.logs.lines import EMPTY, FRAME, HEADER, Logged, timestamp
+from amqpscope.logs.lines import EMPTY, FRAME, HEADER, Logged, Made, Read, timestamp
 from amqpscope.logs.proton_values import (
     Array,
     Binary,
@@ -40,6 +40,7 @@ from amqpscope.logs.proton_values import (
     Map,
     Symbol,
 )
+from amqpscope.logs.shapes import Shapes
 
 NAME: Final = "rhea"
 
@@ -50,6 +51,7 @@ _HEADER: Final = re.compile(
     r"\{ protocol_id: (\d+), major: (\d+), minor: (\d+), revision: (\d+) \}"
 )
 _PERFORMATIVE: Final = re.compile(r"([a-z_]+)#([0-9a-f]+) ")
+#: a payload as Node's inspect prints a Buffer (`_buffer` finds what this pattern does)
 _BUFFER: Final = re.compile(r"<Buffer((?: [0-9a-f]{2})*)(?: \.\.\. (\d+) more bytes?)?>")
 _PROTOCOLS: Final = {0: "AMQP", 2: "TLS", 3: "SASL"}
 _DECODER: Final = json.JSONDecoder()
@@ -95,26 +97,47 @@ def parse(line: str) -> Logged | None:
     found = spec.COMPOSITES.get(code)
     if found is None or found.name != name:
         raise LogSyntaxError(m.start("rest"), f"unknown performative {pm.group()!r}")
-    try:
-        body, end = _DECODER.raw_decode(rest, pm.end())
-    except json.JSONDecodeError as exc:
-        ended = exc.pos >= len(rest) - 1 or exc.msg.startswith("Unterminated")
-        error = LogLineEnded if ended else LogSyntaxError
-        raise error(m.start("rest") + exc.pos, f"JSON: {exc.msg}") from None
-    if not isinstance(body, dict):
-        raise LogSyntaxError(m.start("rest") + pm.end(), "a JSON object expected")
-    value, lossy = _composite(code, body)
+    made: Made | None = None
+    lossy: list[str] = []
+    shaped = _shaped(rest, pm.end(), code) if code not in _UNCACHED else None
+    if shaped is not None:  # a performative like one read before (`shapes.py`)
+        text, tag, end = shaped
+        recalled = _SHAPES[code].made(text)
+        if recalled is not None:
+            made, lossy = recalled
+            made.text = rest[pm.end() : end]  # its tree, tag and all, if the reader wants it
+            fields = made.fields
+            if code == _TRANSFER and "delivery-id" not in fields:
+                made = None  # `Completions` may give it an id: read it
+            elif tag is not None:
+                if fields.get("delivery-tag") != "":
+                    made = None  # the tag taken out was not the transfer's own
+                else:
+                    fields["delivery-tag"] = tag.hex()
+    value: Described | None = None
+    if made is None:
+        try:
+            body, end = _DECODER.raw_decode(rest, pm.end())
+        except json.JSONDecodeError as exc:
+            ended = exc.pos >= len(rest) - 1 or exc.msg.startswith("Unterminated")
+            error = LogLineEnded if ended else LogSyntaxError
+            raise error(m.start("rest") + exc.pos, f"JSON: {exc.msg}") from None
+        if not isinstance(body, dict):
+            raise LogSyntaxError(m.start("rest") + pm.end(), "a JSON object expected")
+        value, lossy = _composite(code, body)
+        if shaped is not None and shaped[2] == end:
+            text, tag, _ = shaped
+            _SHAPES[code].learn(text, value if tag is None else _untagged(value), lossy)
     payload: bytes | None = None
     size = 0
     tail = rest[end:].strip()
     if tail:
-        bm = _BUFFER.fullmatch(tail)
-        if bm is None:
+        buffer = _buffer(tail)
+        if buffer is None:
             raise LogSyntaxError(m.start("rest") + end, "text after the performative")
-        shown = bytes.fromhex(bm.group(1).replace(" ", ""))
-        more = int(bm.group(2) or 0)
-        size = len(shown) + more
-        payload = None if more else shown
+        hexes, more = buffer
+        size = len(hexes) // 2 + more
+        payload = None if more else bytes.fromhex(hexes)
     logged = Logged(
         conn,
         direction,
@@ -125,8 +148,102 @@ def parse(line: str) -> Logged | None:
         payload_size=size,
         ts=ts,
     )
+    logged.made = made
     logged.lossy = lossy
     return logged
+
+
+def _buffer(tail: str) -> tuple[str, int] | None:
+    """What `_BUFFER.fullmatch(tail)` finds (its bytes' hex digits, and how many more bytes
+    were not shown), without the regex: its loop over 50 bytes is much of a transfer's time."""
+    if not tail.startswith("<Buffer") or not tail.endswith(">"):
+        return None
+    inner = tail[7:-1]
+    more = 0
+    cut = inner.find(" ... ")
+    if cut >= 0:
+        words = inner[cut + 5 :]
+        if words.endswith(" more bytes"):
+            digits = words[:-11]
+        elif words.endswith(" more byte"):
+            digits = words[:-10]
+        else:
+            return None
+        if not digits.isdecimal():  # `\d+`
+            return None
+        more = int(digits)
+        inner = inner[:cut]
+    count = len(inner) // 3
+    if len(inner) % 3 or inner[::3] != " " * count:
+        return None
+    hexes = inner.replace(" ", "")
+    if len(hexes) != 2 * count or hexes.strip("0123456789abcdef"):
+        return None
+    return hexes, more
+
+
+# -- lines like lines read before (`shapes.py`) -------------------------------------------------
+#: performatives `Completions` completes, never taken from the cache: begin, flow
+_UNCACHED: Final = frozenset((0x11, 0x13))
+_TRANSFER: Final = 0x14
+#: a transfer's delivery tag: its bytes are taken out of the text the cache keys, and put back
+#: into the fields it makes (a tag of several bytes is several numbers: no shape would keep)
+_TAG: Final = '"delivery_tag":{"type":"Buffer","data":['
+#: the bytes of a Buffer as JSON writes them (rhea's `%j`): what `raw_decode` reads as such
+_BYTES: Final = re.compile(r"(?:0|[1-9]\d{0,2})(?:,(?:0|[1-9]\d{0,2}))*", re.ASCII)
+
+
+def _shaped(rest: str, start: int, code: int) -> tuple[str, bytes | None, int] | None:
+    """A performative's JSON (at `start` in `rest`) as the cache keys it, a transfer's tag
+    taken out; the tag's bytes (None: no tag taken out); where the JSON ends (if the cache
+    knows the text, a JSON object does end there: it is self-delimiting). None: not for the
+    cache."""
+    cut = rest.find("} <Buffer", start)
+    end = len(rest) if cut < 0 else cut + 1
+    text = rest[start:end]
+    if code != _TRANSFER:
+        return text, None, end
+    if '"delivery_id":' not in text:
+        return None  # `Completions` may give it an id
+    at = text.find(_TAG)
+    if at < 0 or "{" in text[1:at] or "[" in text[1:at]:
+        return text, None, end  # no tag, or not at the top level: as it is
+    first = at + len(_TAG)
+    last = text.find("]", first)
+    if last < 0:
+        return None
+    if last == first:
+        return text, b"", end
+    if _BYTES.fullmatch(text, first, last) is None:
+        return None
+    try:
+        tag = bytes([int(item) for item in text[first:last].split(",")])
+    except ValueError:  # past 255
+        return None
+    return text[:first] + text[last:], tag, end
+
+
+def _untagged(value: Described) -> Described:
+    """A transfer as read, its delivery tag empty (as the cache's text has it)."""
+    fields = Fields(
+        (name, Binary(b"") if name == "delivery-tag" else item) for name, item in value.value
+    )
+    return Described(value.descriptor, value.name, fields)
+
+
+def _reader(code: int) -> Read:
+    def read(text: str) -> tuple[Any, list[str]]:
+        """A performative's JSON alone (`shapes.Shapes` reads it again with other numbers)."""
+        body, end = _DECODER.raw_decode(text)
+        if end != len(text) or not isinstance(body, dict):
+            raise LogSyntaxError(end, "text after the JSON")
+        return _composite(code, body)
+
+    return read
+
+
+#: performatives read before, by descriptor code; a 0 rhea reads as a value left out
+_SHAPES: Final = {code: Shapes(_reader(code), zeros=False) for code in spec.COMPOSITES}
 
 
 class _Plan:
@@ -284,6 +401,13 @@ class Completions:
         self.more: set[tuple[str, str, int, int]] = set()  # links with a delivery in progress
 
     def complete(self, logged: Logged) -> None:
+        made = logged.made
+        if made is not None:  # from the cache: a transfer with its id, or no begin or flow
+            if made.name == "transfer":
+                shown = made.fields
+                more, aborted = shown.get("more", False), shown.get("aborted", False)
+                self._more(logged, shown.get("handle", 0), more, aborted)
+            return
         value = logged.value
         if not isinstance(value, Described) or not isinstance(value.value, Fields):
             return
@@ -309,10 +433,7 @@ class Completions:
                 fields.insert(1, ("delivery-id", 0))
             more = next((v for n, v in fields if n == "more"), False)
             aborted = next((v for n, v in fields if n == "aborted"), False)
-            if more and not aborted:
-                self.more.add(key)
-            else:
-                self.more.discard(key)
+            self._more(logged, handle, more, aborted)
         elif (
             value.name == "flow"
             and "handle" not in present
@@ -320,3 +441,11 @@ class Completions:
         ):
             at = sum(1 for n, _ in fields if n in _BEFORE_HANDLE)
             fields.insert(at, ("handle", 0))
+
+    def _more(self, logged: Logged, handle: Any, more: Any, aborted: Any) -> None:
+        """A transfer with `more` (not aborted) leaves its link's delivery in progress."""
+        key = (logged.conn, logged.direction, logged.channel or 0, handle)
+        if more and not aborted:
+            self.more.add(key)
+        else:
+            self.more.discard(key)

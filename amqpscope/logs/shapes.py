@@ -1,20 +1,25 @@
-"""Lines like lines read before, for any grammar: a performative's text with its digits taken
-out is the key to the fields the first text like it made, and a text that finds its key gets
-them with its own numbers put in, without being read.
+"""Lines like lines read before: a performative's text with its values taken out is the key to
+the fields the first text like it made, and a text that finds its key gets them with its own
+values put in, without being read.
 
 A trace's lines of one link differ in a few numbers (delivery id and tag, first and last,
 credit and windows), and reading a line (a grammar's tree, then `direct.performative`) is most
-of a log's cost. `proton.py` has a cache of its own that knows Proton's field syntax; this one
-knows none: a grammar hands it the text of a performative and a function that reads such text
-into its tree. The second time a shape is seen it is learned, and kept only when that is safe:
+of a log's cost. One cache (`Cache`, its `Entry`s, and `Made`'s lazy tree) serves two keyings:
 
-- the text is read again with every run of digits replaced by another number (longer, so a
-  value's width does not matter), and the two reads must give the same fields in the same
-  order, the same `lossy` names, and differ only in top-level fields that one run of digits
-  each explains: a uint as the digits' number, or a binary as the digits' ASCII bytes or as
-  hex digits (`direct.plain_type` says which fields are plain, so no choice, no `multiple`);
-- a run that explains no field must change nothing (digits in a name or a string would change
-  a field no run explains: then the shape is not kept).
+- `Shapes`, for any grammar (proton-j, amqpnetlite, pyamqp, go-amqp): it knows no syntax: a
+  grammar hands it the text of a performative and a function that reads such text into its
+  tree, and the key is the text with every run of digits taken out. The second time a shape
+  is seen it is learned, and kept only when that is safe:
+  - the text is read again with every run of digits replaced by another number (longer, so a
+    value's width does not matter), and the two reads must give the same fields in the same
+    order, the same `lossy` names, and differ only in top-level fields that one run of digits
+    each explains: a uint as the digits' number, or a binary as the digits' ASCII bytes or as
+    hex digits (`direct.plain_type` says which fields are plain, so no choice, no `multiple`);
+  - a run that explains no field must change nothing (digits in a name or a string would
+    change a field no run explains: then the shape is not kept).
+- Proton's (`proton.py` learns its entries): it knows Proton's field syntax, and the key is
+  the text with the values of named top-level fields taken out (`handle=0x0`, `delivery-tag=
+  b"1"`), so that the numbers in names and strings stay part of it.
 
 Put in, a uint past its type's range, or hex digits of odd length, is not taken from the cache
 (the line is read, and reported, as before). `tests/test_logs_direct.py` holds the records equal
@@ -24,21 +29,24 @@ to the round trip's with and without the cache.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from typing import Any, Final
+from collections.abc import Sequence
+from typing import Any, Final, final
 
 from amqpscope.codec.amqp10.frames import BODIES, TYPE_SASL
 from amqpscope.logs import direct
-from amqpscope.logs.lines import Made
+from amqpscope.logs.lines import Made, Read
+from amqpscope.logs.proton_values import unquote
 from amqpscope.logs.values import Described, Fields, LogSyntaxError
 
 _DIGITS: Final = re.compile(r"(\d+)", re.ASCII)
 _SASL_CODES: Final = frozenset(BODIES[TYPE_SASL])
 _SASL_NAMES: Final = frozenset(BODIES[TYPE_SASL].values())
-#: how a run of digits makes its field's value
-_NUMBER: Final = 1  # the number they write
-_ASCII: Final = 2  # a binary of their ASCII bytes (`deliveryTag="12"`)
-_HEX: Final = 3  # a binary written in hex digits (`delivery-tag:3132`)
+#: how a value taken out of a text makes its field's value
+_NUMBER: Final = 1  # digits: the number they write
+_ASCII: Final = 2  # digits: a binary of their ASCII bytes (`deliveryTag="12"`)
+_HEX: Final = 3  # digits: a binary written in hex digits (`delivery-tag:3132`)
+PRINTED: Final = 4  # Proton's uint: `0x1f` or `31` (not a `b"..."`)
+QUOTED: Final = 5  # Proton's binary: `b"..."`, escapes and all
 _LARGEST: Final = {
     "ubyte": 0xFF,
     "ushort": 0xFFFF,
@@ -50,14 +58,14 @@ _READ_ERRORS: Final = (LogSyntaxError, ValueError, KeyError, IndexError, TypeErr
 
 #: shapes tried first by their pattern: those met last (a trace alternates a few)
 _RECENT: Final = 4
-#: a grammar's reader of a performative's text: (its tree, the fields it cannot show)
-Read = Callable[[str], tuple[Any, list[str]]]
 
 
-class _Entry:
+@final
+class Entry:
     """What a text of one shape makes: the frame's name and fields, the fields holding a dict
-    or list (copied for each record), and for each run of digits the field it makes (or "")
-    and how."""
+    or list (copied for each record), and for each value taken out the field it makes (or "")
+    and how (0: none), the largest number it may be, and the shape itself as a pattern, each
+    value a group (a text matches it exactly when taking its values out gives this key)."""
 
     __slots__ = (
         "fields",
@@ -80,7 +88,7 @@ class _Entry:
         hows: list[int],
         largest: list[int],
         lossy: list[str],
-        texts: list[str],
+        pattern: re.Pattern[str],
     ) -> None:
         self.name = name
         self.sasl = sasl
@@ -90,88 +98,120 @@ class _Entry:
         self.largest = largest
         self.lossy = lossy
         self.nested = [k for k, v in fields.items() if type(v) is dict or type(v) is list]
-        #: the shape itself, each run of digits a group: a text matches it exactly when
-        #: splitting the text gives this shape's key (the texts between runs hold no digit, so
-        #: each group takes a whole run)
-        self.pattern = re.compile(r"(\d+)".join(re.escape(text) for text in texts), re.ASCII)
+        self.pattern = pattern
+
+    def fill(self, values: Sequence[str], zeros: bool = True) -> dict[str, Any] | None:
+        """The fields with `values` (the text's, in order) put in; None when one is not of its
+        field's type (the line is read, and reported, as before), or is a 0 and not `zeros`
+        (rhea reads a 0 as a value left out)."""
+        fields = dict(self.fields)
+        for name in self.nested:
+            fields[name] = _copy(fields[name])
+        hows = self.hows
+        slots = self.slots
+        for i in range(len(hows)):
+            how = hows[i]
+            if how == 0:
+                continue
+            text: str = values[i]
+            if how == _NUMBER or how == PRINTED:  # noqa: SIM109 (two int compares, compiled)
+                if how == PRINTED and text[0] == "b":
+                    return None
+                number = int(text, 16) if text.startswith("0x") else int(text)
+                if number > self.largest[i] or (number == 0 and not zeros):
+                    return None  # not of its type: read, and reported, by the round trip
+                fields[slots[i]] = number
+            elif how == _ASCII:
+                fields[slots[i]] = text.encode().hex()
+            elif how == _HEX:
+                if len(text) % 2:
+                    return None
+                fields[slots[i]] = text
+            else:
+                if text[0] != "b":
+                    return None
+                fields[slots[i]] = unquote(text[2:-1]).hex()
+        return fields
 
 
-class _Tree:
-    """Reads a text's tree after all (`Made.tree`), when the reader wants it."""
+@final
+class Cache:
+    """Entries by key, and the entries met last, the latest first (tried by their pattern
+    before a text is split into its key)."""
 
-    __slots__ = ("read", "text")
+    __slots__ = ("entries", "recent")
 
-    def __init__(self, read: Read, text: str) -> None:
-        self.read = read
-        self.text = text
-
-    def tree(self) -> Any:
-        return self.read(self.text)[0]
-
-
-class Shapes:
-    """One grammar's texts by shape (module-level in each grammar: a shape means the same to
-    every reader)."""
-
-    __slots__ = ("entries", "read", "recent")
-
-    #: shapes kept; past it the cache starts again (a log of ever new shapes gains nothing)
+    #: keys kept; past it the cache starts again (a log of ever new shapes gains nothing)
     SIZE: Final = 4096
 
-    def __init__(self, read: Read) -> None:
+    def __init__(self) -> None:
+        #: key -> the entry; False: seen once (`Shapes`); None: not safe to keep
+        self.entries: dict[str, Entry | bool | None] = {}
+        self.recent: list[Entry] = []
+
+    def recalled(self, text: str) -> tuple[Entry, Sequence[str]] | None:
+        """The entry met last whose pattern `text` matches, and the values matched."""
+        for entry in self.recent:
+            m = entry.pattern.fullmatch(text)
+            if m is not None:
+                return entry, m.groups()
+        return None
+
+    def found(self, key: str) -> Entry | None:
+        """The entry kept under `key` (now the latest met), if any."""
+        found = self.entries.get(key)
+        if not isinstance(found, Entry):
+            return None
+        recent = self.recent
+        if len(recent) >= _RECENT:
+            recent.pop()
+        recent.insert(0, found)
+        return found
+
+    def keep(self, key: str, entry: Entry | bool | None) -> None:
+        entries = self.entries
+        if key not in entries and len(entries) >= self.SIZE:
+            entries.clear()
+            self.recent.clear()
+        entries[key] = entry
+
+    def clear(self) -> None:
+        self.entries.clear()
+        self.recent.clear()
+
+
+@final
+class Shapes:
+    """One grammar's texts by shape, their runs of digits taken out (module-level in each
+    grammar: a shape means the same to every reader)."""
+
+    __slots__ = ("cache", "read", "zeros")
+
+    def __init__(self, read: Read, zeros: bool = True) -> None:
         self.read = read
-        #: key -> the entry; False: seen once; None: not safe to keep
-        self.entries: dict[str, _Entry | bool | None] = {}
-        #: the entries met last, the latest first: tried by their pattern before splitting
-        self.recent: list[_Entry] = []
+        self.cache = Cache()
+        self.zeros = zeros  # False: a 0 put in is not taken from the cache (rhea)
 
     def made(self, text: str) -> tuple[Made, list[str]] | None:
         """The fields of `text` and the names it cannot show if a text like it was learned,
         else None (read it, then `learn`)."""
-        if "\x00" in text:
-            return None
-        recent = self.recent
-        entry: _Entry | None = None
-        runs: tuple[str, ...] = ()
-        for shape in recent:
-            m = shape.pattern.fullmatch(text)
-            if m is not None:
-                entry = shape
-                runs = m.groups()
-                break
-        if entry is None:
-            pieces = _DIGITS.split(text)
-            found = self.entries.get("\x00".join(pieces[0::2]))
-            if not isinstance(found, _Entry):
+        cache = self.cache
+        hit = cache.recalled(text)  # patterns hold no NUL
+        if hit is None:
+            if "\x00" in text:
                 return None
-            entry = found
-            runs = tuple(pieces[1::2])
-            if len(recent) >= _RECENT:
-                recent.pop()
-            recent.insert(0, entry)
-        fields = dict(entry.fields)
-        for name in entry.nested:
-            fields[name] = _copy(fields[name])
-        hows = entry.hows
-        largest = entry.largest
-        for i, name in enumerate(entry.slots):
-            how = hows[i]
-            if how == 0:
-                continue
-            digits = runs[i]
-            if how == _NUMBER:
-                number = int(digits)
-                if number > largest[i]:
-                    return None  # not of its type: read, and reported, by the round trip
-                fields[name] = number
-            elif how == _ASCII:
-                fields[name] = digits.encode().hex()
-            else:
-                if len(digits) % 2:
-                    return None
-                fields[name] = digits
-        tree = _Tree(self.read, text)
-        return Made(entry.name, entry.sasl, fields, tree.tree), list(entry.lossy)
+            pieces = _DIGITS.split(text)
+            entry = cache.found("\x00".join(pieces[0::2]))
+            if entry is None:
+                return None
+            fields = entry.fill(pieces[1::2], self.zeros)
+        else:
+            entry = hit[0]
+            fields = entry.fill(hit[1], self.zeros)
+        if fields is None:
+            return None
+        lossy = entry.lossy
+        return Made(entry.name, entry.sasl, fields, text, self.read), list(lossy) if lossy else []
 
     def learn(self, text: str, value: Any, lossy: list[str]) -> None:
         """`text` was read as `value` (and `lossy`): the second time its shape is seen, keep
@@ -180,19 +220,16 @@ class Shapes:
             return
         pieces = _DIGITS.split(text)
         key = "\x00".join(pieces[0::2])
-        entries = self.entries
+        entries = self.cache.entries
         if key not in entries:
-            if len(entries) >= self.SIZE:
-                entries.clear()
-                self.recent.clear()
-            entries[key] = False  # seen once: a shape seen once gains nothing from reading twice
+            self.cache.keep(key, False)  # a shape seen once gains nothing from reading twice
             return
         if entries[key] is not False:
             return
         entries[key] = _entry(self.read, pieces, value, lossy)
 
 
-def _entry(read: Read, pieces: list[str], value: Any, lossy: list[str]) -> _Entry | None:
+def _entry(read: Read, pieces: list[str], value: Any, lossy: list[str]) -> Entry | None:
     """The entry of a text (split by `_DIGITS`) read as `value`, or None when its numbers
     cannot safely be put back (see the module's docstring)."""
     if not isinstance(value, Described) or not isinstance(value.value, Fields):
@@ -242,7 +279,9 @@ def _entry(read: Read, pieces: list[str], value: Any, lossy: list[str]) -> _Entr
         slots[at] = field
         hows[at] = how
         largest[at] = _LARGEST.get(kind, 0)
-    return _Entry(name, sasl, fields, slots, hows, largest, list(lossy), pieces[0::2])
+    texts = pieces[0::2]  # no digit in them: each group takes a whole run
+    pattern = re.compile(r"(\d+)".join(re.escape(text) for text in texts), re.ASCII)
+    return Entry(name, sasl, fields, slots, hows, largest, list(lossy), pattern)
 
 
 def _other(run: str, i: int) -> str:
