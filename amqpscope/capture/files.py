@@ -48,15 +48,17 @@ __all__ = ["CaptureError", "CaptureReader", "Interface", "open_capture"]
 _NO_LIMIT: Final = 1 << 62
 # The most of one pcap record that is believed (scapy's limit, 4 x its MTU): a larger captured
 # length is damage.
-_PCAP_MAX_RECORD: Final = 0xFFFF * 4
+PCAP_MAX_RECORD: Final = 0xFFFF * 4
 #: what a regular pcap file is read by (`CaptureReader._iter_pcap_blocks`)
 _BLOCK: Final = 1 << 18
 
-_PCAP_MAGICS: Final = {
-    b"\xa1\xb2\xc3\xd4": 1_000_000,
-    b"\xd4\xc3\xb2\xa1": 1_000_000,
-    b"\xa1\xb2\x3c\x4d": 1_000_000_000,
-    b"\x4d\x3c\xb2\xa1": 1_000_000_000,
+#: a pcap file's magic -> (its byte order for `struct`, time units a second): the one table of
+#: them (the spool's reader and the Spark planner's light scan read it too)
+PCAP_MAGICS: Final = {
+    b"\xa1\xb2\xc3\xd4": (">", 1_000_000),
+    b"\xd4\xc3\xb2\xa1": ("<", 1_000_000),
+    b"\xa1\xb2\x3c\x4d": (">", 1_000_000_000),
+    b"\x4d\x3c\xb2\xa1": ("<", 1_000_000_000),
 }
 _PCAPNG_MAGIC: Final = b"\x0a\x0d\x0d\x0a"
 _GZIP_MAGIC: Final = b"\x1f\x8b"
@@ -145,7 +147,7 @@ class _PcapHeader:
     __slots__ = ("endian", "linktype", "record", "snaplen")
 
     def __init__(self, f: IO[bytes], magic: bytes) -> None:
-        self.endian = ">" if magic in (b"\xa1\xb2\xc3\xd4", b"\xa1\xb2\x3c\x4d") else "<"
+        self.endian = PCAP_MAGICS[magic][0]
         head = f.read(20)
         if len(head) < 20:
             raise EOFError("pcap file header cut short")
@@ -248,7 +250,7 @@ class CaptureReader:
             raise self._fail(f"{what}: {exc}") from None
         if not magic:
             raise self._fail("the file is empty" + (" (after gunzip)" if self.compressed else ""))
-        if magic in _PCAP_MAGICS:
+        if magic in PCAP_MAGICS:
             self._open_pcap(f, magic)
         elif magic == _PCAPNG_MAGIC:
             self._open_pcapng(f, magic)
@@ -269,7 +271,7 @@ class CaptureReader:
             raise self._fail("the pcap file header is cut short or unreadable") from None
         self._pcap = reader
         linktype = reader.linktype & 0x03FFFFFF  # upper bits: FCS length, not the link type
-        units = _PCAP_MAGICS[magic]
+        units = PCAP_MAGICS[magic][1]
         self._pcap_snaplen = reader.snaplen
         self.interfaces.append(Interface(0, linktype, reader.snaplen, units))
         if self._regular_file():
@@ -363,7 +365,7 @@ class CaptureReader:
                     if len(head) < 16:
                         raise EOFError
                     sec, frac, caplen, wirelen = unpack(head)
-                    data = read(caplen) if caplen <= _PCAP_MAX_RECORD else b""
+                    data = read(caplen) if caplen <= PCAP_MAX_RECORD else b""
                 except (OSError, OverflowError, zlib.error) as exc:
                     raise EOFError from exc
                 if len(data) != caplen:
@@ -415,7 +417,7 @@ class CaptureReader:
                     frac = buf[i + 4] << 24 | buf[i + 5] << 16 | buf[i + 6] << 8 | buf[i + 7]
                     caplen = buf[i + 8] << 24 | buf[i + 9] << 16 | buf[i + 10] << 8 | buf[i + 11]
                     wirelen = buf[i + 12] << 24 | buf[i + 13] << 16 | buf[i + 14] << 8 | buf[i + 15]
-                if caplen > _PCAP_MAX_RECORD:
+                if caplen > PCAP_MAX_RECORD:
                     self._pcap_short_record(pos, caplen)
                     break
                 end = i + 16 + caplen
@@ -517,7 +519,7 @@ class CaptureReader:
         self._record_end(kind, start, "" if kind == "truncated" else detail)
 
     def _pcap_short_record(self, pos: int, caplen: int) -> None:
-        if caplen > _PCAP_MAX_RECORD:
+        if caplen > PCAP_MAX_RECORD:
             self._record_end("damaged", pos, f"it claims {caplen} bytes of packet data")
         else:
             self._record_end("truncated", pos)

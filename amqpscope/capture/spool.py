@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from amqpscope.capture.files import PCAP_MAGICS
 from amqpscope.capture.packet import RawPacket
 from amqpscope.findings import Finding, finding
 
@@ -63,12 +64,6 @@ def spool_files(directory: str) -> list[tuple[int, str]]:
     return out
 
 
-_PCAP_MAGICS = {
-    b"\xa1\xb2\xc3\xd4": (">", 1_000_000),
-    b"\xd4\xc3\xb2\xa1": ("<", 1_000_000),
-    b"\xa1\xb2\x3c\x4d": (">", 1_000_000_000),
-    b"\x4d\x3c\xb2\xa1": ("<", 1_000_000_000),
-}
 #: a record claiming more than this is damage, not a packet
 MAX_RECORD = 16 * 1024 * 1024
 
@@ -100,11 +95,11 @@ class PcapStream:
             if len(buf) < 24:
                 return []
             magic = bytes(buf[:4])
-            if magic not in _PCAP_MAGICS:
+            if magic not in PCAP_MAGICS:
                 if magic == b"\x0a\x0d\x0d\x0a":
                     raise PcapStreamError("a pcapng stream, not pcap")
                 raise PcapStreamError(f"not a pcap stream (starts {magic.hex()})")
-            endian, self.units = _PCAP_MAGICS[magic]
+            endian, self.units = PCAP_MAGICS[magic]
             self.snaplen, linktype = struct.unpack_from(endian + "II", buf, 16)
             self.linktype = linktype & 0x03FFFFFF
             self._rec = struct.Struct(endian + "IIII")
@@ -170,7 +165,7 @@ def count_records(path: str) -> tuple[int, int]:
         return 0, 0
     if len(data) < 24:
         return 0, 0
-    endian = "<" if data[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+    endian = PCAP_MAGICS.get(bytes(data[:4]), (">", 0))[0]
     length = struct.Struct(endian + "I")
     off, n, end = 24, 0, len(data)
     while end - off >= 16:

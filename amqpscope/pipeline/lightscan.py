@@ -23,12 +23,12 @@ import struct
 from collections import OrderedDict
 from typing import Any
 
-from amqpscope.capture.files import _PCAP_MAGICS, _PCAP_MAX_RECORD
+from amqpscope.capture.files import PCAP_MAGICS, PCAP_MAX_RECORD
 from amqpscope.capture.packet import ACK, FIN, RST, SYN
-from amqpscope.pipeline.plan import PROTOCOL_HEADER, Scan, _parts
-from amqpscope.pipeline.rows import _pair
+from amqpscope.pipeline.plan import PROTOCOL_HEADER, Scan, file_parts
+from amqpscope.pipeline.rows import flow_pair
 from amqpscope.pipeline.stitch import Edge
-from amqpscope.stream.tcp import MAX_CLOSED, TIME_WAIT, _guess_server
+from amqpscope.stream.tcp import MAX_CLOSED, TIME_WAIT, guess_server
 
 _MASK = (1 << 32) - 1
 _HALF = 1 << 31
@@ -73,10 +73,10 @@ def scan(capture: str, local: str, here: str) -> Scan | None:
 def _scan(capture: str, local: str, data: Any) -> Scan:
     size = len(data)
     magic = bytes(data[:4])
-    units = _PCAP_MAGICS.get(magic)
-    if units is None or size < 24:
+    known = PCAP_MAGICS.get(magic)
+    if known is None or size < 24:
         raise _Unclean
-    endian = ">" if magic in (b"\xa1\xb2\xc3\xd4", b"\xa1\xb2\x3c\x4d") else "<"
+    endian, units = known
     linktype = struct.unpack_from(endian + "I", data, 20)[0] & 0x03FFFFFF
     link = _LINKS.get(linktype)
     if link is None:
@@ -120,7 +120,7 @@ def _scan(capture: str, local: str, data: Any) -> Scan:
         sec, frac, caplen, _ = record(data, off)
         off += 16
         end = off + caplen
-        if caplen > _PCAP_MAX_RECORD or end > size:
+        if caplen > PCAP_MAX_RECORD or end > size:
             raise _Unclean
         number += 1
         ts = (sec * units + frac) / units
@@ -164,7 +164,7 @@ def _scan(capture: str, local: str, data: Any) -> Scan:
                     texts[packed] = ".".join(map(str, packed))
             a, b = (texts[src], sport), (texts[dst], dport)
             src_text = f"{a[0]}:{sport}"
-            flow = flows[key] = (src_text, _pair(src_text, f"{b[0]}:{dport}"), a, b)
+            flow = flows[key] = (src_text, flow_pair(src_text, f"{b[0]}:{dport}"), a, b)
         h = halves.get(key)
         opened: _Half | None = None
         if flags & SYN:
@@ -215,7 +215,7 @@ def _scan(capture: str, local: str, data: Any) -> Scan:
                 if not skip and flags & RST:
                     skip = True
                 if not skip:
-                    server = _guess_server(flow[2], flow[3])
+                    server = guess_server(flow[2], flow[3])
                     client = flow[2] if server == flow[3] else flow[3]
                     opened = h = _open_half(key, client == flow[2], next_id)
                     next_id += 1
@@ -274,7 +274,7 @@ def _scan(capture: str, local: str, data: Any) -> Scan:
             info[6] = "fin" if h.done or h.peer.done else "eof"
     for info in conns.values():
         del info[9:]
-    return Scan(capture, local, first_ts, _parts(capture, local, conns))
+    return Scan(capture, local, first_ts, file_parts(capture, local, conns))
 
 
 def _open_half(key: tuple[bytes, int, bytes, int], from_client: bool, conn: int) -> _Half:
@@ -302,4 +302,4 @@ def _note_open(
         client_text, server_text, role_from, number, ts, ts, "", False,
         Edge("", 0, h.conn, client_text, server_text, ts, ts, False, False), c2s,
     ]  # fmt: skip
-    latest[_pair(client_text, server_text)] = h.conn
+    latest[flow_pair(client_text, server_text)] = h.conn

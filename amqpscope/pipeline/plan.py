@@ -38,7 +38,7 @@ from amqpscope.capture.files import CaptureError, open_capture
 from amqpscope.capture.linklayer import SegmentDecoder
 from amqpscope.capture.packet import FIN, SYN, RawPacket
 from amqpscope.dissect import endpoint_text
-from amqpscope.pipeline.rows import _pair
+from amqpscope.pipeline.rows import flow_pair
 from amqpscope.pipeline.stitch import MAX_GAP, Edge, groups
 from amqpscope.stream.events import StreamClose, StreamData, StreamOpen
 from amqpscope.stream.tcp import TcpReassembler
@@ -220,7 +220,7 @@ def full_scan(capture: str, local: str, here: str) -> Scan:
     tcp = TcpReassembler()
     feed = tcp.feed
     # conn -> [client, server, role_from, first packet, first ts, last ts, closed, amqp, Edge]
-    # (the Edge only gathers the TCP sequence numbers, `rows._sequence`'s way, until `_parts`)
+    # (the Edge only gathers the TCP sequence numbers, `rows._sequence`'s way, until `file_parts`)
     conns: dict[int, list[Any]] = {}
     latest: dict[tuple[str, str], int] = {}  # endpoint pair -> its newest connection
     # (src, dst) -> (src's text, the endpoint pair): made once a flow, not once a packet
@@ -244,7 +244,7 @@ def full_scan(capture: str, local: str, here: str) -> Scan:
             known = flows.get(flow)
             if known is None:
                 src = endpoint_text(segment.src)
-                known = flows[flow] = (src, _pair(src, endpoint_text(segment.dst)))
+                known = flows[flow] = (src, flow_pair(src, endpoint_text(segment.dst)))
             conn = latest.get(known[1])
             if conn is None:
                 continue
@@ -264,7 +264,7 @@ def full_scan(capture: str, local: str, here: str) -> Scan:
         segments.flush()
         for event in tcp.flush():
             _note(conns, latest, event)
-    return Scan(capture, local, first_ts, _parts(capture, local, conns))
+    return Scan(capture, local, first_ts, file_parts(capture, local, conns))
 
 
 _MASK = (1 << 32) - 1
@@ -278,7 +278,7 @@ def _note(conns: dict[int, list[Any]], latest: dict[tuple[str, str], int], event
             client, server, event.role_from, event.packet, event.ts, event.ts, "", False,
             Edge("", 0, event.conn, client, server, event.ts, event.ts, False, False),
         ]  # fmt: skip
-        latest[_pair(client, server)] = event.conn
+        latest[flow_pair(client, server)] = event.conn
     elif isinstance(event, StreamData):
         conn = conns[event.conn]
         conn[5] = event.ts
@@ -290,12 +290,12 @@ def _note(conns: dict[int, list[Any]], latest: dict[tuple[str, str], int], event
             conn[6] = event.how
 
 
-def _parts(capture: str, path: str, conns: dict[int, list[Any]]) -> list[Part]:
+def file_parts(capture: str, path: str, conns: dict[int, list[Any]]) -> list[Part]:
     """The edge connections, as `rows._edges` keeps them: AMQP ones open at either edge, and any
     open at the start."""
     by_pair: dict[tuple[str, str], list[int]] = {}
     for conn, info in conns.items():
-        by_pair.setdefault(_pair(info[0], info[1]), []).append(conn)
+        by_pair.setdefault(flow_pair(info[0], info[1]), []).append(conn)
     out: list[Part] = []
     for ids in by_pair.values():
         ids.sort(key=lambda c: conns[c][3])
@@ -414,7 +414,7 @@ def stream_tasks(
 def part_packets(part: Part) -> list[RawPacket]:
     """A part's packets, read again from its file (link layer only, as `rows._edges` keeps
     them: IP fragments are not kept)."""
-    pair = _pair(part.edge.client, part.edge.server)
+    pair = flow_pair(part.edge.client, part.edge.server)
     out: list[RawPacket] = []
     decoder = SegmentDecoder()
     from amqpscope.pipeline.remote import RemoteError, local_copy
@@ -430,7 +430,7 @@ def part_packets(part: Part) -> list[RawPacket]:
             segment = decoder.decode(packet)
             if segment is None:
                 continue
-            if _pair(endpoint_text(segment.src), endpoint_text(segment.dst)) == pair:
+            if flow_pair(endpoint_text(segment.src), endpoint_text(segment.dst)) == pair:
                 out.append(packet)
     return out
 

@@ -817,7 +817,7 @@ def _edges(capture: str, local: str, dissector: Dissector) -> Iterator[Record]:
     followed: list[Any] = [*dissector.connections.values(), *dissector.ends]
     followed.sort(key=lambda c: c.conn)  # in the order they began, as when none is forgotten
     for conn in followed:
-        by_pair.setdefault(_pair(conn.client, conn.server), []).append(conn)
+        by_pair.setdefault(flow_pair(conn.client, conn.server), []).append(conn)
     wanted: dict[tuple[str, str], list[tuple[int, int, Edge]]] = {}
     for pair, conns in by_pair.items():
         conns.sort(key=lambda c: c.first_packet)
@@ -850,7 +850,7 @@ def _edges(capture: str, local: str, dissector: Dissector) -> Iterator[Record]:
             if segment is None:
                 continue
             src = endpoint_text(segment.src)
-            pair = _pair(src, endpoint_text(segment.dst))
+            pair = flow_pair(src, endpoint_text(segment.dst))
             for start, end, edge in wanted.get(pair, ()):  # type: ignore[call-overload]
                 if start <= packet.number < end:
                     kept.setdefault(edge.conn, []).append(packet)
@@ -861,7 +861,7 @@ def _edges(capture: str, local: str, dissector: Dissector) -> Iterator[Record]:
             yield "packets", (capture, edge.conn, kept.get(edge.conn, []))
 
 
-def _pair(a: str, b: str) -> tuple[str, str]:
+def flow_pair(a: str, b: str) -> tuple[str, str]:
     """Two endpoints in one order, whichever way a packet went."""
     return (a, b) if a <= b else (b, a)
 

@@ -214,7 +214,7 @@ def _sends(h: _Half, src: tuple[str, int], dst: tuple[str, int]) -> bool:
     return h.sport == src[1] and peer.sport == dst[1] and h.src == src[0] and peer.src == dst[0]
 
 
-def _guess_server(src: tuple[str, int], dst: tuple[str, int]) -> tuple[str, int]:
+def guess_server(src: tuple[str, int], dst: tuple[str, int]) -> tuple[str, int]:
     s_wk = src[1] in WELL_KNOWN_PORTS
     d_wk = dst[1] in WELL_KNOWN_PORTS
     if s_wk != d_wk:
@@ -350,7 +350,7 @@ class TcpReassembler:
                 self._closed.pop((seg.dst, seg.src), None)
             if flags & RST:
                 return out
-            server = _guess_server(seg.src, seg.dst)
+            server = guess_server(seg.src, seg.dst)
             client = seg.src if server == seg.dst else seg.dst
             h = self._open(seg, client=client, server=server, role_from="guess", out=out)
         conn = h.conn
