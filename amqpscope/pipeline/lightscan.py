@@ -18,10 +18,9 @@ guess. A test holds both ways to the same scans on every bundled capture and rot
 
 from __future__ import annotations
 
-import mmap
 import struct
 from collections import OrderedDict
-from typing import Any
+from typing import Any, BinaryIO
 
 from amqpscope.capture.files import PCAP_MAGICS, PCAP_MAX_RECORD
 from amqpscope.capture.packet import ACK, FIN, RST, SYN
@@ -39,6 +38,8 @@ _IPV4 = 0x0800
 _IPV6 = 0x86DD
 _VLAN = frozenset((0x8100, 0x88A8, 0x9100, 0x9200))
 _TCP = 6
+#: bytes read at a time
+_BLOCK = 1 << 22
 
 
 class _Unclean(Exception):
@@ -64,13 +65,26 @@ def scan(capture: str, local: str, here: str) -> Scan | None:
     """`plan.scan`'s answer for the file at `here`, or None when the file is not one this
     scan follows (see the module docstring)."""
     try:
-        with open(here, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            return _scan(capture, local, data)
+        with open(here, "rb") as f:
+            return _scan(capture, local, f)
     except (OSError, ValueError, struct.error, IndexError, _Unclean):
         return None
 
 
-def _scan(capture: str, local: str, data: Any) -> Scan:
+def _more(f: BinaryIO, data: bytes, off: int, need: int) -> tuple[bytes, int, int, bool]:
+    """`data` from `off` on, with what follows it in `f`: at least `need` bytes unless the
+    file ends first (data, its size, 0, whether it ended)."""
+    want = max(_BLOCK, need - (len(data) - off))
+    more = f.read(want)
+    data = data[off:] + more
+    return data, len(data), 0, len(more) < want
+
+
+def _scan(capture: str, local: str, f: BinaryIO) -> Scan:
+    # read in blocks, not mapped: a file cut short while it is scanned then ends early (a
+    # record cut short: the full scan takes over) where a mapping would raise SIGBUS
+    data = f.read(_BLOCK)
+    eof = len(data) < _BLOCK
     size = len(data)
     magic = bytes(data[:4])
     known = PCAP_MAGICS.get(magic)
@@ -114,13 +128,21 @@ def _scan(capture: str, local: str, data: Any) -> Scan:
         while len(closed) > MAX_CLOSED:
             closed.popitem(last=False)
 
-    while off < size:
+    while True:
+        if size - off < 16 and not eof:  # the next record's header, then its bytes, in `data`
+            data, size, off, eof = _more(f, data, off, 16)
+        if off >= size:
+            break
         if off + 16 > size:
             raise _Unclean  # a record header cut short
         sec, frac, caplen, _ = record(data, off)
+        if caplen > PCAP_MAX_RECORD:
+            raise _Unclean
+        if size - off < 16 + caplen and not eof:
+            data, size, off, eof = _more(f, data, off, 16 + caplen)
         off += 16
         end = off + caplen
-        if caplen > PCAP_MAX_RECORD or end > size:
+        if end > size:
             raise _Unclean
         number += 1
         ts = (sec * units + frac) / units
