@@ -74,9 +74,15 @@ def test_selections_by_connection_and_time() -> None:
 
 
 def test_no_diagnosis_said_in_words() -> None:
+    """Of what was diagnosed: a capture, a log, or a selection of either."""
     result = run("diagnose", str(CAPTURES / "091-publish-consume.pcap"))
     assert result.returncode == 0
-    assert result.stdout.decode().startswith("No diagnosis")
+    assert result.stdout.decode().startswith("No diagnosis: nothing in this capture ")
+    log = run("diagnose", str(CAPTURES / "log-rhea-broker.log"))
+    assert log.returncode == 0
+    assert log.stdout.decode().startswith("No diagnosis: nothing in this log ")
+    some = run("diagnose", str(STALLED), "--conn", "2")
+    assert some.stdout.decode().startswith("No diagnosis: nothing in what was selected of ")
 
 
 def test_unreadable_input_is_one_line_and_exit_1(tmp_path: Path) -> None:

@@ -172,6 +172,9 @@ def diagnose(
                     return Timeline(lambda: make_console(color, width), out=sys.stdout)
                 return Timeline(make_console(color, width), fit=True if width else None)
 
-            write_diagnoses(found, frames, first_ts, sys.stdout, timeline)
+            what = "this capture" if source.capture is not None else "this log"
+            if conns or start is not None or stop is not None:
+                what = "what was selected of " + what
+            write_diagnoses(found, frames, first_ts, sys.stdout, timeline, what)
         sys.stdout.flush()
         report_findings(source.findings)

@@ -53,10 +53,12 @@ def write_diagnoses(
     first_ts: float | None,
     out: IO[str],
     timeline: Callable[[], Timeline],
+    what: str = "this capture",
 ) -> None:
-    """The report: each diagnosis's block, with its evidence frames as timeline lines."""
+    """The report: each diagnosis's block, with its evidence frames as timeline lines. `what`
+    names what was diagnosed, for the line that says nothing was found in it."""
     if not diagnoses:
-        out.write("No diagnosis: nothing in this capture looks wrong to amqpscope.\n")
+        out.write(f"No diagnosis: nothing in {what} looks wrong to amqpscope.\n")
         return
     pad = " " * INDENT
     for diagnosis in diagnoses:
