@@ -331,6 +331,15 @@ def frame_ndjson(frame: Frame) -> bytes:
     `json`) writes what `json` would, compact; what it refuses (a map with keys that are not
     strings, an integer beyond 64 bits) falls back to `json`. orjson is imported here, not with
     the module: its import loads zoneinfo and sysconfig (3 ms), which `summary` never needs."""
+    global _lines
+    if _lines is None:
+        _lines = LineWriter()
+    return _lines.line(frame)
+
+
+def record_ndjson(frame: Frame) -> bytes:
+    """`frame_ndjson` as `Frame.to_json` and one orjson call make it: the reference the
+    line writer is tested against, and what it falls back to."""
     import orjson  # compiled, a check of a static once imported; interpreted, a dict lookup
 
     record = frame.to_json()
@@ -338,6 +347,111 @@ def frame_ndjson(frame: Frame) -> bytes:
         return orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
     except TypeError:  # orjson.JSONEncodeError is one
         return (json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+
+
+#: what a frame's line holds once its head is written, when it has no findings and no message
+_NO_FINDINGS: Final = b',"findings":[]'
+_END: Final = b"}\n"
+#: distinct (connection, direction) heads and frame names kept before the caches start again
+HEADS_KEPT: Final = 4096
+
+
+class LineWriter:
+    """Writes `Frame.to_json()` as orjson would, byte for byte, without making the record:
+    the head (number, packet, time, connection, ends, channel, kind, name, size) is laid out
+    as text from parts cached per connection and direction and per frame name, and orjson
+    writes only what varies (fields, findings, message). The line of a frame read from a log,
+    and of one whose fields orjson refuses, is `record_ndjson`'s."""
+
+    def __init__(self) -> None:
+        import orjson
+
+        #: orjson's `dumps`, called directly (not looked up on the module per frame)
+        self.dumps: Callable[[Any], bytes] = orjson.dumps
+        #: conn * 2 + (1 from the server): (direction, src, dst, version, the head's text from
+        #: `,"conn":` to `"channel":`)
+        self.ends: dict[int, tuple[str, str, str, str, str]] = {}
+        #: name: (kind, `,"kind":..,"name":..,"size":`)
+        self.names: dict[str, tuple[str, str]] = {}
+        #: the last float time written and its text (frames of one packet share it)
+        self.ts = -1.0
+        self.ts_text = ""
+
+    def line(self, frame: Frame) -> bytes:
+        if frame.source is not None:
+            return record_ndjson(frame)
+        dumps = self.dumps
+        try:
+            fields = dumps(frame.fields)
+        except TypeError:  # a key that is not a string: `json` writes the whole record
+            return record_ndjson(frame)
+        direction = frame.direction
+        key = frame.conn * 2 + 1 if direction == "s2c" else frame.conn * 2
+        ends = self.ends.get(key)
+        if (
+            ends is None
+            or ends[0] != direction
+            or ends[1] != frame.src
+            or ends[2] != frame.dst
+            or ends[3] != frame.version
+        ):
+            ends = self._ends(frame, key)
+        name = self.names.get(frame.name)
+        if name is None or name[0] != frame.kind:
+            name = self._name(frame)
+        ts = frame.ts
+        if ts == self.ts and isinstance(ts, float):  # pure: an int time is written as one
+            ts_text = self.ts_text
+        else:
+            ts_text = dumps(ts).decode()
+            if isinstance(ts, float):
+                self.ts = ts
+                self.ts_text = ts_text
+        channel = frame.channel
+        head = (
+            f'{{"frame":{frame.number},"packet":{frame.packet},"ts":{ts_text}{ends[4]}'
+            f"{'null' if channel is None else str(channel)}{name[1]}{len(frame.data)}"
+            ',"fields":'
+        ).encode()
+        findings = frame.findings
+        message = frame.message
+        if not findings and message is None:
+            return b"".join((head, fields, _NO_FINDINGS, _END))
+        try:
+            found = dumps([f.to_json() for f in findings]) if findings else b"[]"
+            if message is None:
+                return b"".join((head, fields, b',"findings":', found, _END))
+            said = dumps(message)
+        except TypeError:
+            return record_ndjson(frame)
+        return b"".join((head, fields, b',"findings":', found, b',"message":', said, _END))
+
+    def _ends(self, frame: Frame, key: int) -> tuple[str, str, str, str, str]:
+        dumps = self.dumps
+        text = (
+            f',"conn":{frame.conn},"src":{dumps(frame.src).decode()}'
+            f',"dst":{dumps(frame.dst).decode()}'
+            f',"dir":{dumps(frame.direction).decode()}'
+            f',"version":{dumps(frame.version).decode()},"channel":'
+        )
+        ends = (frame.direction, frame.src, frame.dst, frame.version, text)
+        if len(self.ends) >= HEADS_KEPT:
+            self.ends.clear()
+        self.ends[key] = ends
+        return ends
+
+    def _name(self, frame: Frame) -> tuple[str, str]:
+        dumps = self.dumps
+        text = f',"kind":{dumps(frame.kind).decode()},"name":{dumps(frame.name).decode()},"size":'
+        name = (frame.kind, text)
+        if len(self.names) >= HEADS_KEPT:
+            self.names.clear()
+        self.names[frame.name] = name
+        return name
+
+
+#: `frame_ndjson`'s writer, made at its first line
+_lines: LineWriter | None = None
 
 
 def ndjson_all(
@@ -351,12 +465,13 @@ def ndjson_all(
     bytes or more, and what is left at the end. The per-frame loop lives here, not in the CLI,
     so that the compiled build runs it as C (the tracker's `feed` a direct call, not one through
     a bound method)."""
+    writer = LineWriter()
     parts: list[bytes] = []
     size = 0
     try:
         for frame in frames:
             tracker.feed(frame)
-            line = frame_ndjson(frame)
+            line = writer.line(frame)
             parts.append(line)
             size += len(line)
             if size >= chunk:
