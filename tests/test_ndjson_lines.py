@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from amqpscope.cli.inputs import open_input
 from amqpscope.codec.amqp091.content import UNEXPECTED
 from amqpscope.codec.frames import Frame
 from amqpscope.findings import finding
-from amqpscope.render.lines import LineWriter, frame_ndjson, record_ndjson
+from amqpscope.render.lines import LineWriter, frame_ndjson, ndjson_all, record_ndjson
 from amqpscope.track.tracker import Tracker
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,6 +49,8 @@ def _frame(**changes: object) -> Frame:
 STRAINS = [
     {},
     {"channel": None},
+    {"channel": 65535, "data": b"\x00" * 70000},  # beyond the digits kept as text
+    {"packet": 5, "ts": 1795324904.5},  # the packet of the frame before, at another time
     {"ts": 0.0},
     {"ts": 1e-07},  # orjson and repr write such floats differently: orjson writes all of them
     {"ts": 1.5e17},
@@ -87,3 +90,21 @@ def test_a_cache_that_fills_starts_again() -> None:
         frame = _frame(conn=conn, name=f"name-{conn}")
         assert writer.line(frame) == record_ndjson(frame)
     assert len(writer.ends) <= 4096 and len(writer.names) <= 4096
+
+
+def test_ndjson_all_writes_the_records_in_chunks() -> None:
+    path = str(ROOT / "captures" / "091-publish-consume.pcap")
+    with open_input(path, None) as source:
+        expected = [record_ndjson(f) for f in _tracked(source.frames())]
+    chunks: list[bytes] = []
+    with open_input(path, None) as source:
+        ndjson_all(source.frames(), Tracker(), chunks.append, 1000)
+    assert len(chunks) > 1 and all(len(c) >= 1000 for c in chunks[:-1])
+    assert b"".join(chunks) == b"".join(expected)
+
+
+def _tracked(frames: Iterator[Frame]) -> Iterator[Frame]:
+    tracker = Tracker()
+    for frame in frames:
+        tracker.feed(frame)
+        yield frame

@@ -350,18 +350,22 @@ def record_ndjson(frame: Frame) -> bytes:
 
 
 #: what a frame's line holds once its head is written, when it has no findings and no message
-_NO_FINDINGS: Final = b',"findings":[]'
+_NO_FINDINGS_END: Final = b',"findings":[]}\n'
 _END: Final = b"}\n"
 #: distinct (connection, direction) heads and frame names kept before the caches start again
 HEADS_KEPT: Final = 4096
 
 
+#: the text of the numbers frame heads hold most (channels, sizes), made once
+_DIGITS: Final = tuple([str(i) for i in range(2048)])
+
+
 class LineWriter:
     """Writes `Frame.to_json()` as orjson would, byte for byte, without making the record:
     the head (number, packet, time, connection, ends, channel, kind, name, size) is laid out
-    as text from parts cached per connection and direction and per frame name, and orjson
-    writes only what varies (fields, findings, message). The line of a frame read from a log,
-    and of one whose fields orjson refuses, is `record_ndjson`'s."""
+    as text from parts cached per connection and direction, per frame name and per packet,
+    and orjson writes only what varies (fields, findings, message). The line of a frame read
+    from a log, and of one whose fields orjson refuses, is `record_ndjson`'s."""
 
     def __init__(self) -> None:
         import orjson
@@ -373,18 +377,32 @@ class LineWriter:
         self.ends: dict[int, tuple[str, str, str, str, str]] = {}
         #: name: (kind, `,"kind":..,"name":..,"size":`)
         self.names: dict[str, tuple[str, str]] = {}
-        #: the last float time written and its text (frames of one packet share it)
+        #: the last packet and float time written, and their text (`,"packet":..,"ts":..`):
+        #: the frames of one packet share it
+        self.packet = -1
         self.ts = -1.0
-        self.ts_text = ""
+        self.when = ""
 
     def line(self, frame: Frame) -> bytes:
+        """The frame's line, newline included."""
+        out: list[bytes] = []
+        self.pieces(frame, out)
+        return b"".join(out)
+
+    def pieces(self, frame: Frame, out: list[bytes]) -> int:
+        """The frame's line appended to `out` in pieces (`out` joins them with others in one
+        copy); how many bytes they hold."""
         if frame.source is not None:
-            return record_ndjson(frame)
+            line = record_ndjson(frame)
+            out.append(line)
+            return len(line)
         dumps = self.dumps
         try:
             fields = dumps(frame.fields)
         except TypeError:  # a key that is not a string: `json` writes the whole record
-            return record_ndjson(frame)
+            line = record_ndjson(frame)
+            out.append(line)
+            return len(line)
         direction = frame.direction
         key = frame.conn * 2 + 1 if direction == "s2c" else frame.conn * 2
         ends = self.ends.get(key)
@@ -399,32 +417,45 @@ class LineWriter:
         name = self.names.get(frame.name)
         if name is None or name[0] != frame.kind:
             name = self._name(frame)
+        packet = frame.packet
         ts = frame.ts
-        if ts == self.ts and isinstance(ts, float):  # pure: an int time is written as one
-            ts_text = self.ts_text
+        if packet == self.packet and ts == self.ts and isinstance(ts, float):
+            when = self.when
         else:
-            ts_text = dumps(ts).decode()
-            if isinstance(ts, float):
+            when = f',"packet":{packet},"ts":{dumps(ts).decode()}'
+            if isinstance(ts, float):  # pure: an int time is written as one, not cached
+                self.packet = packet
                 self.ts = ts
-                self.ts_text = ts_text
+                self.when = when
         channel = frame.channel
+        if channel is None:
+            said = "null"
+        elif 0 <= channel < 2048:
+            said = _DIGITS[channel]
+        else:
+            said = str(channel)
+        size = len(frame.data)
         head = (
-            f'{{"frame":{frame.number},"packet":{frame.packet},"ts":{ts_text}{ends[4]}'
-            f"{'null' if channel is None else str(channel)}{name[1]}{len(frame.data)}"
-            ',"fields":'
+            f'{{"frame":{frame.number}{when}{ends[4]}{said}{name[1]}'
+            f'{_DIGITS[size] if size < 2048 else str(size)},"fields":'
         ).encode()
         findings = frame.findings
         message = frame.message
         if not findings and message is None:
-            return b"".join((head, fields, _NO_FINDINGS, _END))
+            out.append(head)
+            out.append(fields)
+            out.append(_NO_FINDINGS_END)
+            return len(head) + len(fields) + len(_NO_FINDINGS_END)
         try:
             found = dumps([f.to_json() for f in findings]) if findings else b"[]"
-            if message is None:
-                return b"".join((head, fields, b',"findings":', found, _END))
-            said = dumps(message)
+            about = b"" if message is None else b',"message":' + dumps(message)
         except TypeError:
-            return record_ndjson(frame)
-        return b"".join((head, fields, b',"findings":', found, b',"message":', said, _END))
+            line = record_ndjson(frame)
+            out.append(line)
+            return len(line)
+        line = b"".join((head, fields, b',"findings":', found, about, _END))
+        out.append(line)
+        return len(line)
 
     def _ends(self, frame: Frame, key: int) -> tuple[str, str, str, str, str]:
         dumps = self.dumps
@@ -471,9 +502,7 @@ def ndjson_all(
     try:
         for frame in frames:
             tracker.feed(frame)
-            line = writer.line(frame)
-            parts.append(line)
-            size += len(line)
+            size += writer.pieces(frame, parts)
             if size >= chunk:
                 emit(b"".join(parts))
                 parts = []
