@@ -352,6 +352,8 @@ def record_ndjson(frame: Frame) -> bytes:
 #: what a frame's line holds once its head is written, when it has no findings and no message
 _NO_FINDINGS_END: Final = b',"findings":[]}\n'
 _END: Final = b"}\n"
+_FINDINGS: Final = b',"findings":'
+_MESSAGE: Final = b',"message":'
 #: distinct (connection, direction) heads and frame names kept before the caches start again
 HEADS_KEPT: Final = 4096
 
@@ -448,14 +450,21 @@ class LineWriter:
             return len(head) + len(fields) + len(_NO_FINDINGS_END)
         try:
             found = dumps([f.to_json() for f in findings]) if findings else b"[]"
-            about = b"" if message is None else b',"message":' + dumps(message)
+            about = b"" if message is None else dumps(message)
         except TypeError:
             line = record_ndjson(frame)
             out.append(line)
             return len(line)
-        line = b"".join((head, fields, b',"findings":', found, about, _END))
-        out.append(line)
-        return len(line)
+        out.append(head)
+        out.append(fields)
+        out.append(_FINDINGS)
+        out.append(found)
+        if message is not None:
+            out.append(_MESSAGE)
+            out.append(about)
+        out.append(_END)
+        wrote = len(head) + len(fields) + len(_FINDINGS) + len(found) + len(_END)
+        return wrote if message is None else wrote + len(_MESSAGE) + len(about)
 
     def _ends(self, frame: Frame, key: int) -> tuple[str, str, str, str, str]:
         dumps = self.dumps
