@@ -331,6 +331,15 @@ def frame_ndjson(frame: Frame) -> bytes:
     `json`) writes what `json` would, compact; what it refuses (a map with keys that are not
     strings, an integer beyond 64 bits) falls back to `json`. orjson is imported here, not with
     the module: its import loads zoneinfo and sysconfig (3 ms), which `summary` never needs."""
+    global _lines
+    if _lines is None:
+        _lines = LineWriter()
+    return _lines.line(frame)
+
+
+def record_ndjson(frame: Frame) -> bytes:
+    """`frame_ndjson` as `Frame.to_json` and one orjson call make it: the reference the
+    line writer is tested against, and what it falls back to."""
     import orjson  # compiled, a check of a static once imported; interpreted, a dict lookup
 
     record = frame.to_json()
@@ -338,6 +347,151 @@ def frame_ndjson(frame: Frame) -> bytes:
         return orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
     except TypeError:  # orjson.JSONEncodeError is one
         return (json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+
+
+#: what a frame's line holds once its head is written, when it has no findings and no message
+_NO_FINDINGS_END: Final = b',"findings":[]}\n'
+_END: Final = b"}\n"
+_FINDINGS: Final = b',"findings":'
+_MESSAGE: Final = b',"message":'
+#: distinct (connection, direction) heads and frame names kept before the caches start again
+HEADS_KEPT: Final = 4096
+
+
+#: the text of the numbers frame heads hold most (channels, sizes), made once
+_DIGITS: Final = tuple([str(i) for i in range(2048)])
+
+
+class LineWriter:
+    """Writes `Frame.to_json()` as orjson would, byte for byte, without making the record:
+    the head (number, packet, time, connection, ends, channel, kind, name, size) is laid out
+    as text from parts cached per connection and direction, per frame name and per packet,
+    and orjson writes only what varies (fields, findings, message). The line of a frame read
+    from a log, and of one whose fields orjson refuses, is `record_ndjson`'s."""
+
+    def __init__(self) -> None:
+        import orjson
+
+        #: orjson's `dumps`, called directly (not looked up on the module per frame)
+        self.dumps: Callable[[Any], bytes] = orjson.dumps
+        #: conn * 2 + (1 from the server): (direction, src, dst, version, the head's text from
+        #: `,"conn":` to `"channel":`)
+        self.ends: dict[int, tuple[str, str, str, str, str]] = {}
+        #: name: (kind, `,"kind":..,"name":..,"size":`)
+        self.names: dict[str, tuple[str, str]] = {}
+        #: the last packet and float time written, and their text (`,"packet":..,"ts":..`):
+        #: the frames of one packet share it
+        self.packet = -1
+        self.ts = -1.0
+        self.when = ""
+
+    def line(self, frame: Frame) -> bytes:
+        """The frame's line, newline included."""
+        out: list[bytes] = []
+        self.pieces(frame, out)
+        return b"".join(out)
+
+    def pieces(self, frame: Frame, out: list[bytes]) -> int:
+        """The frame's line appended to `out` in pieces (`out` joins them with others in one
+        copy); how many bytes they hold."""
+        if frame.source is not None:
+            line = record_ndjson(frame)
+            out.append(line)
+            return len(line)
+        dumps = self.dumps
+        try:
+            fields = dumps(frame.fields)
+        except TypeError:  # a key that is not a string: `json` writes the whole record
+            line = record_ndjson(frame)
+            out.append(line)
+            return len(line)
+        direction = frame.direction
+        key = frame.conn * 2 + 1 if direction == "s2c" else frame.conn * 2
+        ends = self.ends.get(key)
+        if (
+            ends is None
+            or ends[0] != direction
+            or ends[1] != frame.src
+            or ends[2] != frame.dst
+            or ends[3] != frame.version
+        ):
+            ends = self._ends(frame, key)
+        name = self.names.get(frame.name)
+        if name is None or name[0] != frame.kind:
+            name = self._name(frame)
+        packet = frame.packet
+        ts = frame.ts
+        if packet == self.packet and ts == self.ts and isinstance(ts, float):
+            when = self.when
+        else:
+            when = f',"packet":{packet},"ts":{dumps(ts).decode()}'
+            if isinstance(ts, float):  # pure: an int time is written as one, not cached
+                self.packet = packet
+                self.ts = ts
+                self.when = when
+        channel = frame.channel
+        if channel is None:
+            said = "null"
+        elif 0 <= channel < 2048:
+            said = _DIGITS[channel]
+        else:
+            said = str(channel)
+        size = len(frame.data)
+        head = (
+            f'{{"frame":{frame.number}{when}{ends[4]}{said}{name[1]}'
+            f'{_DIGITS[size] if size < 2048 else str(size)},"fields":'
+        ).encode()
+        findings = frame.findings
+        message = frame.message
+        if not findings and message is None:
+            out.append(head)
+            out.append(fields)
+            out.append(_NO_FINDINGS_END)
+            return len(head) + len(fields) + len(_NO_FINDINGS_END)
+        try:
+            found = dumps([f.to_json() for f in findings]) if findings else b"[]"
+            about = b"" if message is None else dumps(message)
+        except TypeError:
+            line = record_ndjson(frame)
+            out.append(line)
+            return len(line)
+        out.append(head)
+        out.append(fields)
+        out.append(_FINDINGS)
+        out.append(found)
+        if message is not None:
+            out.append(_MESSAGE)
+            out.append(about)
+        out.append(_END)
+        wrote = len(head) + len(fields) + len(_FINDINGS) + len(found) + len(_END)
+        return wrote if message is None else wrote + len(_MESSAGE) + len(about)
+
+    def _ends(self, frame: Frame, key: int) -> tuple[str, str, str, str, str]:
+        dumps = self.dumps
+        text = (
+            f',"conn":{frame.conn},"src":{dumps(frame.src).decode()}'
+            f',"dst":{dumps(frame.dst).decode()}'
+            f',"dir":{dumps(frame.direction).decode()}'
+            f',"version":{dumps(frame.version).decode()},"channel":'
+        )
+        ends = (frame.direction, frame.src, frame.dst, frame.version, text)
+        if len(self.ends) >= HEADS_KEPT:
+            self.ends.clear()
+        self.ends[key] = ends
+        return ends
+
+    def _name(self, frame: Frame) -> tuple[str, str]:
+        dumps = self.dumps
+        text = f',"kind":{dumps(frame.kind).decode()},"name":{dumps(frame.name).decode()},"size":'
+        name = (frame.kind, text)
+        if len(self.names) >= HEADS_KEPT:
+            self.names.clear()
+        self.names[frame.name] = name
+        return name
+
+
+#: `frame_ndjson`'s writer, made at its first line
+_lines: LineWriter | None = None
 
 
 def ndjson_all(
@@ -351,14 +505,13 @@ def ndjson_all(
     bytes or more, and what is left at the end. The per-frame loop lives here, not in the CLI,
     so that the compiled build runs it as C (the tracker's `feed` a direct call, not one through
     a bound method)."""
+    writer = LineWriter()
     parts: list[bytes] = []
     size = 0
     try:
         for frame in frames:
             tracker.feed(frame)
-            line = frame_ndjson(frame)
-            parts.append(line)
-            size += len(line)
+            size += writer.pieces(frame, parts)
             if size >= chunk:
                 emit(b"".join(parts))
                 parts = []
