@@ -9,9 +9,7 @@ tracked with the rest of its fields: `read` prints every frame, `summary` finish
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,20 +19,12 @@ from click.testing import CliRunner
 from amqpscope.cli import main
 from amqpscope.codec.amqp10 import spec
 from amqpscope.codec.amqp10.composites import FIELD_TYPES, well_typed
+from tests.scripts import load_tool
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _load_fuzz() -> Any:
-    found = importlib.util.spec_from_file_location("fuzz", ROOT / "tools" / "fuzz.py")
-    assert found and found.loader
-    module = importlib.util.module_from_spec(found)
-    sys.modules["fuzz"] = module  # dataclasses look their module up
-    found.loader.exec_module(module)
-    return module
-
-
-fuzz = _load_fuzz()
+fuzz = load_tool("fuzz")
 SOURCE = ROOT / "captures" / "10-send-receive.pcap"
 
 MAP = b"\xc1\x08\x02\xa3\x03key\x52\x01"  # {key: 1}

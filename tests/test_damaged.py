@@ -9,7 +9,6 @@ packet numbers (a duplicated or reordered capture numbers its packets differentl
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -24,21 +23,13 @@ from amqpscope.codec.frames import Frame
 from amqpscope.dissect import Dissector
 from amqpscope.findings import CODES, Finding
 from tests.oracle import TSHARK, tshark_frames, visible_to_wireshark
+from tests.scripts import load_tool
 
 ROOT = Path(__file__).resolve().parent.parent
 CAPTURES = ROOT / "captures"
 
 
-def _load_damage() -> Any:
-    spec = importlib.util.spec_from_file_location("damage", ROOT / "tools" / "damage.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["damage"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-damage = _load_damage()
+damage = load_tool("damage")
 NAMES = [builder.__name__.replace("_", "-") for builder in damage.CASES]
 
 

@@ -9,28 +9,18 @@ capture gives neither.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner
 
 from amqpscope.cli import main
+from tests.scripts import load_tool
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "captures" / "091-publish-consume.pcap"
 ACK = (60, 80)
-
-
-def _damage() -> Any:
-    spec = importlib.util.spec_from_file_location("damage", ROOT / "tools" / "damage.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["damage"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
 
 
 def diagnoses(path: Path) -> list[dict[str, Any]]:
@@ -47,7 +37,7 @@ def frames(path: Path) -> dict[int, dict[str, Any]]:
 
 
 def test_an_ack_the_capture_lost_is_not_seen_rather_than_never_sent(tmp_path: Path) -> None:
-    damage = _damage()
+    damage = load_tool("damage")
     header, packets = damage.read_pcap(SOURCE)
     acks = [
         i

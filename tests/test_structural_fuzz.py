@@ -5,9 +5,7 @@ and timeline renderers and the summary in this process. The long run is `make fu
 
 from __future__ import annotations
 
-import importlib.util
 import random
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -16,21 +14,13 @@ import pytest
 
 from amqpscope.capture.files import open_capture
 from amqpscope.dissect import Dissector
+from tests.scripts import load_tool
 
 ROOT = Path(__file__).resolve().parent.parent
 REGRESSIONS = sorted((ROOT / "tests" / "regressions").glob("*.pcap*"))
 
 
-def _load_fuzz() -> Any:
-    found = importlib.util.spec_from_file_location("fuzz", ROOT / "tools" / "fuzz.py")
-    assert found and found.loader
-    module = importlib.util.module_from_spec(found)
-    sys.modules["fuzz"] = module  # dataclasses look their module up
-    found.loader.exec_module(module)
-    return module
-
-
-fuzz = _load_fuzz()
+fuzz = load_tool("fuzz")
 
 
 @pytest.fixture(scope="module")

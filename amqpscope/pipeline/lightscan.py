@@ -24,13 +24,12 @@ from typing import Any, BinaryIO
 
 from amqpscope.capture.files import PCAP_MAGICS, PCAP_MAX_RECORD
 from amqpscope.capture.packet import ACK, FIN, RST, SYN
-from amqpscope.pipeline.plan import PROTOCOL_HEADER, Scan, file_parts
+from amqpscope.pipeline.plan import PROTOCOL_HEADER, Scan, file_parts, note_sequence
 from amqpscope.pipeline.rows import flow_pair
 from amqpscope.pipeline.stitch import Edge
 from amqpscope.stream.tcp import MAX_CLOSED, TIME_WAIT, guess_server
 
-_MASK = (1 << 32) - 1
-_HALF = 1 << 31
+_MASK = (1 << 32) - 1  # sequence numbers are modulo 2**32
 #: link type -> offsets of the EtherType and of the IP header: Ethernet, Linux cooked (SLL and
 #: SLL2, what `tcpdump -i any` writes)
 _LINKS = {1: (12, 14), 113: (14, 16), 276: (0, 20)}
@@ -279,16 +278,7 @@ def _scan(capture: str, local: str, f: BinaryIO) -> Scan:
         if conn is None:
             continue
         after = (seq + size_ + (flags & SYN and 1) + (flags & FIN and 1)) & _MASK
-        sent = seqs.get(conn)
-        if sent is None:
-            sent = seqs[conn] = conns[conn][8].seqs
-        seen = sent.get(flow[0])
-        if seen is None:
-            sent[flow[0]] = [seq, after]
-        else:
-            first = seen[0]
-            if (seen[1] - first) & _MASK < (after - first) & _MASK < _HALF:
-                seen[1] = after
+        note_sequence(seqs, conns, conn, flow[0], seq, after)
     # the end of the file: a connection still open ends "fin" if either side sent one
     for h in halves.values():
         info = conns[h.conn]

@@ -251,16 +251,7 @@ def full_scan(capture: str, local: str, here: str) -> Scan:
             flags = segment.flags
             seq = segment.seq
             after = (seq + len(segment.payload) + (flags & SYN and 1) + (flags & FIN and 1)) & _MASK
-            sent = seqs.get(conn)
-            if sent is None:
-                sent = seqs[conn] = conns[conn][8].seqs
-            seen = sent.get(known[0])
-            if seen is None:
-                sent[known[0]] = [seq, after]
-            else:
-                first = seen[0]
-                if (seen[1] - first) & _MASK < (after - first) & _MASK < _HALF:
-                    seen[1] = after
+            note_sequence(seqs, conns, conn, known[0], seq, after)
         segments.flush()
         for event in tcp.flush():
             _note(conns, latest, event)
@@ -288,6 +279,28 @@ def _note(conns: dict[int, list[Any]], latest: dict[tuple[str, str], int], event
         conn = conns[event.conn]
         if not conn[6]:
             conn[6] = event.how
+
+
+def note_sequence(
+    seqs: dict[int, dict[str, list[int]]],
+    conns: dict[int, list[Any]],
+    conn: int,
+    src: str,
+    seq: int,
+    after: int,
+) -> None:
+    """The first and furthest sequence numbers `src` sent on `conn` (its Edge's `seqs`, modulo
+    2**32: a segment extends the range only when it ends past it)."""
+    sent = seqs.get(conn)
+    if sent is None:
+        sent = seqs[conn] = conns[conn][8].seqs
+    seen = sent.get(src)
+    if seen is None:
+        sent[src] = [seq, after]
+    else:
+        first = seen[0]
+        if (seen[1] - first) & _MASK < (after - first) & _MASK < _HALF:
+            seen[1] = after
 
 
 def file_parts(capture: str, path: str, conns: dict[int, list[Any]]) -> list[Part]:
