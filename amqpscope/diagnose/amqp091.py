@@ -14,7 +14,7 @@ from amqpscope.codec.amqp091.spec import REPLY_CODES
 from amqpscope.diagnose import causes
 from amqpscope.diagnose.evidence import Evidence, Placed, Seen
 from amqpscope.diagnose.lost import caveat
-from amqpscope.diagnose.model import Diagnosis
+from amqpscope.diagnose.model import Diagnosis, make
 from amqpscope.diagnose.redelivery import Redelivery
 from amqpscope.findings import INFO
 from amqpscope.track.amqp091.channel import ChannelEpoch
@@ -30,11 +30,6 @@ ENDED: Final = {
 }
 #: how many tags or sequence numbers a title or explanation lists
 LISTED: Final = 5
-
-
-def make(code: str, title: str, explanation: str, **where: Any) -> Diagnosis:
-    severity, _ = causes.CODES[code]
-    return Diagnosis(code, severity, title, explanation, **where)
 
 
 def per_finding(
@@ -122,10 +117,8 @@ def stalled_consumers(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
                 f"the last ack before it was frame {settle}" if settle else "no ack came before"
             )
             queue = queue_of(epoch)
-            lost, holes = caveat(ev, conn.conn, "c2s", since)
-            holes = [n for n in holes if not last or n <= last]
-            if not holes:
-                lost = ""
+            # acks the capture lost while it lasted (an ongoing stall: up to the end)
+            lost, holes = caveat(ev, conn.conn, "c2s", since, until if last else None)
             out.append(
                 make(
                     "consumer.stalled",

@@ -11,10 +11,10 @@ from collections.abc import Callable
 from typing import Final
 
 from amqpscope.diagnose import causes
-from amqpscope.diagnose.amqp091 import LISTED, came_back, make, per_finding, redelivered
+from amqpscope.diagnose.amqp091 import LISTED, came_back, per_finding, redelivered
 from amqpscope.diagnose.evidence import Evidence, Placed, Seen
 from amqpscope.diagnose.lost import caveat
-from amqpscope.diagnose.model import Diagnosis
+from amqpscope.diagnose.model import Diagnosis, make
 from amqpscope.findings import INFO
 from amqpscope.track.amqp10.connection import ConnectionTracker
 from amqpscope.track.amqp10.link import Link

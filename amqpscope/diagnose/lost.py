@@ -14,9 +14,8 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from amqpscope.diagnose.causes import CODES
 from amqpscope.diagnose.evidence import Evidence, Seen
-from amqpscope.diagnose.model import Diagnosis
+from amqpscope.diagnose.model import Diagnosis, make
 
 #: gap frames named in a diagnosis
 LISTED: Final = 8
@@ -37,10 +36,17 @@ def gaps(ev: Evidence, conn: int, direction: str | None = None) -> list[tuple[Se
     return out
 
 
-def caveat(ev: Evidence, conn: int, direction: str, since: float) -> tuple[str, list[int]]:
-    """(a sentence, the gap frames) when `direction` lost bytes at or after time `since`: a
-    claim that it never sent something after `since` is then "not seen", not "never"."""
-    later = [(seen, n) for seen, n in gaps(ev, conn, direction) if seen.ts >= since]
+def caveat(
+    ev: Evidence, conn: int, direction: str, since: float, until: float | None = None
+) -> tuple[str, list[int]]:
+    """(a sentence, the gap frames) when `direction` lost bytes at or after time `since` (and
+    by `until`, when given): a claim that it sent nothing meanwhile is then "not seen", not
+    "never"."""
+    later = [
+        (seen, n)
+        for seen, n in gaps(ev, conn, direction)
+        if seen.ts >= since and (until is None or seen.ts <= until)
+    ]
     if not later:
         return "", []
     total = sum(n for _seen, n in later)
@@ -70,11 +76,9 @@ def lost_bytes(conn: int, ev: Evidence) -> list[Diagnosis]:
             sides.append(f"{total} bytes {SENDER[direction]} sent ({holes})")
     first, last = found[0][0], found[-1][0]
     frames = [seen.number for seen, _n in found[:LISTED]]
-    severity, _what = CODES["capture.bytes-lost"]
     return [
-        Diagnosis(
+        make(
             "capture.bytes-lost",
-            severity,
             f"The capture lost {' and '.join(sides)} on this connection",
             "Bytes of this connection are missing from the capture (the frames after the holes:"
             f" {', '.join(map(str, frames))}{' ...' if len(found) > LISTED else ''}). amqpscope"

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from amqpscope.diagnose.causes import CODES
 from amqpscope.findings import ERROR, INFO, WARNING
 
 #: severities, most severe first: the ranking's first key
@@ -52,6 +53,12 @@ class Diagnosis:
             "evidence": sorted(set(self.evidence)),
             "ongoing": self.ongoing,
         }
+
+
+def make(code: str, title: str, explanation: str, **where: Any) -> Diagnosis:
+    """A diagnosis of `code`, with the severity `causes.CODES` gives that code."""
+    severity, _ = CODES[code]
+    return Diagnosis(code, severity, title, explanation, **where)
 
 
 def ranked(diagnoses: list[Diagnosis]) -> list[Diagnosis]:

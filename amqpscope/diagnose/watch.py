@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from typing import Final
 
 from amqpscope.diagnose import causes
-from amqpscope.diagnose.amqp091 import make, queue_of
-from amqpscope.diagnose.model import Diagnosis
+from amqpscope.diagnose.amqp091 import queue_of
+from amqpscope.diagnose.model import Diagnosis, make
 from amqpscope.track import amqp091, amqp10
 from amqpscope.track.amqp10.rules import CLIENT
 from amqpscope.track.tracker import Tracker
