@@ -315,11 +315,14 @@ def measure(build: run.Build, args: argparse.Namespace) -> int:
                 print(f"  {caught[0]}", flush=True)
                 last_t, last_lines = time.monotonic(), counter.lines
                 last_cpu = cpu_seconds(proc.pid)
-        said = client.communicate()[0].split()
-        sent, got = (said[2], said[2]) if args.load == "replay" else said
+        said = client.communicate()[0].splitlines()[-1].split()
         elapsed = time.monotonic() - start
-        if args.load == "replay":  # the load's own time, not the sampling's
-            elapsed = float(said[-1])
+        if args.load == "replay":  # `sent N writes W seconds S`: its own time, not the sampling's
+            told = dict(zip(said[::2], said[1::2], strict=True))
+            sent = got = told["sent"]
+            elapsed = float(told["seconds"])
+        else:
+            sent, got = said
         time.sleep(2)
         proc.send_signal(signal.SIGINT)
         proc.wait(120)

@@ -158,17 +158,20 @@ def run_once(
         return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024  # KiB on Linux
 
 
-def measure(
-    cmd: list[str], repeat: int, env: dict[str, str] | None = None, width: int = 0
-) -> tuple[float, float, float]:
-    """(median wall seconds, median CPU seconds, peak RSS in MB of the largest run) of `repeat`
-    runs of `cmd` (see `run_once`)."""
-    runs = [run_once(cmd, env, width) for _ in range(repeat)]
+def summarise(runs: list[tuple[float, float, float]]) -> tuple[float, float, float]:
+    """(median wall seconds, median CPU seconds, peak RSS in MB of the largest run) of runs."""
     return (
         statistics.median(r[0] for r in runs),
         statistics.median(r[1] for r in runs),
         max(r[2] for r in runs),
     )
+
+
+def measure(
+    cmd: list[str], repeat: int, env: dict[str, str] | None = None, width: int = 0
+) -> tuple[float, float, float]:
+    """`summarise` of `repeat` runs of `cmd` (see `run_once`)."""
+    return summarise([run_once(cmd, env, width) for _ in range(repeat)])
 
 
 def machine() -> str:
@@ -240,14 +243,7 @@ def bench(
             samples.setdefault(name, []).append(mine)
             if tshark and theirs:
                 ratios.setdefault(name, []).append((mine[0] / t[0], mine[1] / t[1]))
-    got = {
-        name: (
-            statistics.median(r[0] for r in runs_),
-            statistics.median(r[1] for r in runs_),
-            max(r[2] for r in runs_),
-        )
-        for name, runs_ in samples.items()
-    }
+    got = {name: summarise(taken) for name, taken in samples.items()}
     size = big.stat().st_size / 1e6
     print(f"{label}: {messages} messages, {packets} packets, {size:.1f} MB", file=sys.stderr)
     rows = []
