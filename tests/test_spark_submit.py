@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CAPTURES = ROOT / "captures"
 SAMPLE = ("10-outcomes.pcap", "091-channel-errors.pcap", "10-sasl-plain.pcap", "091-tx.pcap")
 
-pyspark = pytest.importorskip("pyspark")
+pyspark = pytest.importorskip("pyspark", reason="needs the spark extra (make install installs it)")
 pytestmark = pytest.mark.skipif(
     not (shutil.which("java") or os.environ.get("JAVA_HOME")), reason="Spark needs Java"
 )

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("textual")
+pytest.importorskip("textual", reason="the TUI needs the tui extra (make install installs it)")
 
 from textual.pilot import Pilot
 from textual.widgets import Input, Static, Tree

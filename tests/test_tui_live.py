@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("textual")
+pytest.importorskip("textual", reason="the TUI needs the tui extra (make install installs it)")
 
 from amqpscope.capture.files import open_capture
 from amqpscope.capture.live import LiveCapture

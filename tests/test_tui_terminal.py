@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("textual")
+pytest.importorskip("textual", reason="the TUI needs the tui extra (make install installs it)")
 
 from tests.bigcapture import CAPTURES, multiply
 from tests.tuiterm import DONE, TMUX, Pane
