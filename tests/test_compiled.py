@@ -196,7 +196,9 @@ print(json.dumps({"groups": [[(e.capture, e.conn) for e in g] for g in groups], 
 def test_both_builds_stitch_a_connection_cut_across_files(script: Path, tmp_path: Path) -> None:
     """The staged packets of an edge connection cross processes by pickle: a compiled
     `RawPacket` (a C struct) must not be what is pickled."""
-    pytest.importorskip("pyarrow", reason="pyarrow comes with the spark extra (make install installs it)")
+    pytest.importorskip(
+        "pyarrow", reason="pyarrow comes with the spark extra (make install installs it)"
+    )
     from tests.test_spark import SPLIT, split_pcap
 
     first, second = tmp_path / "cap.pcap0", tmp_path / "cap.pcap1"
@@ -236,7 +238,9 @@ print(json.dumps(out))
 def test_both_builds_make_the_same_table_rows(
     script: Path, damaged: list[str], mutated: list[str]
 ) -> None:
-    pytest.importorskip("pyarrow", reason="pyarrow comes with the spark extra (make install installs it)")
+    pytest.importorskip(
+        "pyarrow", reason="pyarrow comes with the spark extra (make install installs it)"
+    )
     paths = CAPTURES + damaged + mutated
     said = {}
     for build, python in (("pure", sys.executable), ("compiled", str(script.parent / "python"))):

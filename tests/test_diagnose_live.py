@@ -105,7 +105,9 @@ def stalls(proc: LiveProcess) -> list[dict[str, Any]]:
 def test_a_stall_is_reported_while_it_happens_and_when_it_ends(
     tmp_path: Path, broker_lock: None
 ) -> None:
-    pika = pytest.importorskip("pika", reason="pika comes with the dev extra (make install installs it)")
+    pika = pytest.importorskip(
+        "pika", reason="pika comes with the dev extra (make install installs it)"
+    )
     proc = LiveProcess(tmp_path, "lo", "-f", "tcp port 5672", "--json", "--diagnose")
     try:
         conn = pika.BlockingConnection(pika.ConnectionParameters("127.0.0.1", 5672))

@@ -30,7 +30,10 @@ from amqpscope.logs.formats import NAMES
 from amqpscope.logs.reader import LogReader, records_from_log
 from tests.test_logs_proton_property import performatives
 
-pyamqp = pytest.importorskip("azure.servicebus._pyamqp", reason="the Azure SDK's pyamqp comes with the dev extra (make install installs it)")
+pyamqp = pytest.importorskip(
+    "azure.servicebus._pyamqp",
+    reason="the Azure SDK's pyamqp comes with the dev extra (make install installs it)",
+)
 from azure.servicebus._pyamqp import performatives as P  # noqa: E402
 from azure.servicebus._pyamqp._decode import decode_frame  # noqa: E402
 from azure.servicebus._pyamqp.endpoints import Source, Target  # noqa: E402

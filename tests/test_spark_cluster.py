@@ -32,8 +32,14 @@ ROOT = Path(__file__).resolve().parent.parent
 CAPTURES = ROOT / "captures"
 SAMPLE = ("10-outcomes.pcap", "091-channel-errors.pcap", "10-sasl-plain.pcap", "091-tx.pcap")
 
-pyspark = pytest.importorskip("pyspark.sql.datasource", reason="needs pyspark 4 (the spark extra; make install installs it)")
-SPARK_HOME = Path(pytest.importorskip("pyspark", reason="needs the spark extra (make install installs it)").__file__).parent
+pyspark = pytest.importorskip(
+    "pyspark.sql.datasource", reason="needs pyspark 4 (the spark extra; make install installs it)"
+)
+SPARK_HOME = Path(
+    pytest.importorskip(
+        "pyspark", reason="needs the spark extra (make install installs it)"
+    ).__file__
+).parent
 pytestmark = needs_java
 
 
@@ -271,7 +277,9 @@ spark.stop()
 def test_a_query_through_spark_connect_on_the_cluster(
     cluster: Cluster, inputs: Path, local: tuple[Any, Path]
 ) -> None:
-    pytest.importorskip("grpc", reason="Spark Connect needs grpc (the connect extra; make install installs it)")
+    pytest.importorskip(
+        "grpc", reason="Spark Connect needs grpc (the connect extra; make install installs it)"
+    )
     spark, expected = local
     port = free_port()
     submit = str(SPARK_HOME / "bin" / "spark-submit")

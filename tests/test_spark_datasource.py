@@ -20,7 +20,9 @@ import pytest
 from amqpscope.pipeline import tables
 from tests.test_spark import CAPTURES, SPLIT, decode, needs_java, packets_of, write_pcap
 
-pytest.importorskip("pyspark.sql.datasource", reason="needs pyspark 4 (the spark extra; make install installs it)")
+pytest.importorskip(
+    "pyspark.sql.datasource", reason="needs pyspark 4 (the spark extra; make install installs it)"
+)
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,10 @@ from typing import Any
 import pytest
 
 pytest.importorskip("textual", reason="the TUI needs the tui extra (make install installs it)")
-pytest.importorskip("pytest_textual_snapshot", reason="the TUI's snapshots need the dev extra (make install installs it)")
+pytest.importorskip(
+    "pytest_textual_snapshot",
+    reason="the TUI's snapshots need the dev extra (make install installs it)",
+)
 
 from textual.pilot import Pilot
 
