@@ -24,9 +24,8 @@ from typing import Any, BinaryIO
 
 from amqpscope.capture.files import PCAP_MAGICS, PCAP_MAX_RECORD
 from amqpscope.capture.packet import ACK, FIN, RST, SYN
-from amqpscope.pipeline.plan import PROTOCOL_HEADER, Scan, file_parts, note_sequence
+from amqpscope.pipeline.plan import PROTOCOL_HEADER, Scan, file_parts, note_open, note_sequence
 from amqpscope.pipeline.rows import flow_pair
-from amqpscope.pipeline.stitch import Edge
 from amqpscope.stream.tcp import MAX_CLOSED, TIME_WAIT, guess_server
 
 _MASK = (1 << 32) - 1  # sequence numbers are modulo 2**32
@@ -310,8 +309,5 @@ def _note_open(
     client_text, server_text = f"{client[0]}:{client[1]}", f"{server[0]}:{server[1]}"
     c2s = h.peer if h.s2c else h
     c2s.key = key if not h.s2c else (key[2], key[3], key[0], key[1])
-    conns[h.conn] = [
-        client_text, server_text, role_from, number, ts, ts, "", False,
-        Edge("", 0, h.conn, client_text, server_text, ts, ts, False, False), c2s,
-    ]  # fmt: skip
-    latest[flow_pair(client_text, server_text)] = h.conn
+    info = note_open(conns, latest, h.conn, client_text, server_text, role_from, number, ts)
+    info.append(c2s)  # the entry's [9]: its client's direction, while the scan follows it

@@ -262,14 +262,33 @@ _MASK = (1 << 32) - 1
 _HALF = 1 << 31
 
 
+def note_open(
+    conns: dict[int, list[Any]],
+    latest: dict[tuple[str, str], int],
+    conn: int,
+    client: str,
+    server: str,
+    role_from: str,
+    packet: int,
+    ts: float,
+) -> list[Any]:
+    """A connection's entry in a scan (client, server, who opened it, its first packet, first
+    and last time, how it closed, whether it spoke AMQP, its Edge), now the newest of its
+    endpoints' pair."""
+    info = conns[conn] = [
+        client, server, role_from, packet, ts, ts, "", False,
+        Edge("", 0, conn, client, server, ts, ts, False, False),
+    ]  # fmt: skip
+    latest[flow_pair(client, server)] = conn
+    return info
+
+
 def _note(conns: dict[int, list[Any]], latest: dict[tuple[str, str], int], event: Any) -> None:
     if isinstance(event, StreamOpen):
         client, server = endpoint_text(event.client), endpoint_text(event.server)
-        conns[event.conn] = [
-            client, server, event.role_from, event.packet, event.ts, event.ts, "", False,
-            Edge("", 0, event.conn, client, server, event.ts, event.ts, False, False),
-        ]  # fmt: skip
-        latest[flow_pair(client, server)] = event.conn
+        note_open(
+            conns, latest, event.conn, client, server, event.role_from, event.packet, event.ts
+        )
     elif isinstance(event, StreamData):
         conn = conns[event.conn]
         conn[5] = event.ts
