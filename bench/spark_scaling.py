@@ -22,7 +22,10 @@ Each data source run is a session of its own with two queries: the first pays wh
 pays once (Spark's Python planning workers start, the JVM's classes load and its JIT is cold),
 the second is what a session's later queries cost; both ratios are printed, against a
 `read --json` of the same files run just before (a row of its own), and a last line gives them
-side by side. `--spark-zips` adds the same runs as before `pipeline.daemon.spark_home`
+side by side. A third adds the session's start to the first query (the JVM's, Spark's
+lookup of data sources, the driver's imports: Spark's costs, mostly, which every session
+pays once whatever it reads), as a script that starts Spark for one read pays it.
+`--spark-zips` adds the same runs as before `pipeline.daemon.spark_home`
 (SPARK_HOME set to pyspark's own folder, so Spark's planning workers import pyspark from its
 zips): the baseline of that change, alternated with the new runs. `--cds` adds runs with a class
 data sharing archive of Spark's classes (`-XX:SharedArchiveFile`, made by a run of its own
@@ -177,7 +180,6 @@ def tree():
             continue
     return out
 
-spark = job.session(master)
 spent = [0.0]  # this sampler's own CPU: the measuring is not the query's cost
 
 
@@ -188,6 +190,21 @@ def sample(stop, seen):
             seen[pid] = max(seen.get(pid, 0.0), seconds)
         spent[0] += time.thread_time() - began
         stop.wait(0.1)
+
+
+# the session's start: the JVM's, Spark's lookup of data sources, this driver's imports (what
+# the query rows leave out; the CPU of this interpreter's own start, before this line, too)
+seen, stop = {}, threading.Event()
+sampler = threading.Thread(target=sample, args=(stop, seen), daemon=True)
+start = time.perf_counter()
+sampler.start()
+spark = job.session(master)
+stop.set()
+sampler.join()
+for pid, seconds in tree().items():
+    seen[pid] = max(seen.get(pid, 0.0), seconds)
+wall = time.perf_counter() - start
+print(f"session in {wall:.3f} s, {sum(seen.values()) - spent[0]:.3f} CPU s", file=sys.stderr)
 
 
 def query():
@@ -369,6 +386,9 @@ def main() -> int:
                 {**env, "TMPDIR": str(fresh)},
             )
             found = re.findall(r"query in ([0-9.]+) s, ([0-9.]+) CPU s", err)
+            session_s, session_cpu = map(
+                float, re.findall(r"session in ([0-9.]+) s, ([0-9.]+)", err)[0]
+            )
             what = f"{len(columns.split(','))} columns" if columns else "frames"
             said = []
             for which, (query, cpu) in zip(("first", "again"), found, strict=True):
@@ -381,9 +401,23 @@ def main() -> int:
                     f" {packets / cpu_s:.0f} | {packets / cpu_s / read_per_cpu:.2f} |"
                 )
                 said.append(f"{packets / cpu_s / read_per_cpu:.2f}")
+            # and the first query with the session's start (the JVM's mostly): what one
+            # `spark.read` costs a script that starts Spark for it
+            query_s, cpu_s = session_s + float(found[0][0]), session_cpu + float(found[0][1])
+            rate = packets / query_s
+            print(
+                f"| `read.format('amqp')` {what}, local[{cores}]{label}, first query with the"
+                f" session's start | {cores} | {wall:.1f} | {query_s:.1f} | {rate:.0f} |"
+                f" {rate / cores:.0f} | {rate / cores / read_rate:.2f} | {cpu_s:.1f} |"
+                f" {packets / cpu_s:.0f} | {packets / cpu_s / read_per_cpu:.2f} |"
+            )
+            said.append(f"{packets / cpu_s / read_per_cpu:.2f} with the session's start")
             ratios.append(f"{what}, local[{cores}]{label}: {' / '.join(said)}")
         if ratios:
-            print("per CPU second of `read --json`, first query / later queries:")
+            print(
+                "per CPU second of `read --json`, first query / later queries / first query"
+                " with the session's start:"
+            )
             for line in ratios:
                 print(f"  {line}")
         print(f"load average {os.getloadavg()[0]:.1f} at the end")

@@ -4,6 +4,7 @@ into rotated pieces (connections open at a piece's start or end, the edges the p
 
 from __future__ import annotations
 
+import os
 import struct
 from pathlib import Path
 
@@ -142,3 +143,30 @@ def test_files_larger_than_a_block_read_the_same(monkeypatch: pytest.MonkeyPatch
         if found is not None and small is not None:
             assert _as_json(small) == _as_json(found), capture
     assert any(found is not None for found in whole.values())
+
+
+def test_the_planning_worker_loads_no_decoder(tmp_path: Path) -> None:
+    """Spark plans a data source read in a Python process of its own (`plan_data_source_read`)
+    on a session's first query: the reader made and its partitions planned over clean pcaps
+    (light scans) load neither the decoder nor the job nor, of ours, pyarrow (Spark's planner
+    loads it itself), which took ~0.17 CPU s of that process. A fresh interpreter, as Spark's
+    worker is."""
+    pytest.importorskip("pyspark", reason="the data source needs pyspark (the spark extra)")
+    import subprocess
+    import sys
+
+    pieces = _pieces(CAPTURES / "091-qos-prefetch.pcap", tmp_path, 2)
+    script = (
+        "import sys\n"
+        "from amqpscope.pipeline.datasource import AmqpReader\n"
+        f"tasks = AmqpReader({{'path': {str(tmp_path)!r}}}).partitions()\n"
+        "heavy = ('amqpscope.dissect', 'amqpscope.pipeline.rows', 'amqpscope.pipeline.spark',"
+        " 'pyarrow', 'urllib.request')\n"
+        "print(len(tasks), [m for m in heavy if m in sys.modules])\n"
+    )
+    env = {**os.environ, "TMPDIR": str(tmp_path)}  # no scan kept by another run
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True
+    ).stdout.split(" ", 1)
+    assert int(out[0]) >= len(pieces)
+    assert out[1].strip() == "[]"

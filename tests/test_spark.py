@@ -377,7 +377,7 @@ def test_workers_start_from_the_installed_pyspark_with_the_decoder_loaded(spark:
         assert Path(file).resolve() == installed and ".zip" not in file
         assert loaded
     # what the daemon imports must start no thread (it forks): pyarrow waits for the workers
-    probe = "import sys, threading, amqpscope.pipeline.daemon as d, amqpscope.pipeline.tasks;"
+    probe = "import sys, threading, amqpscope.pipeline.daemon as d; d.preload();"
     probe += "print('pyarrow' in sys.modules, threading.active_count())"
     shown = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True

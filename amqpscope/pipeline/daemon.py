@@ -7,8 +7,9 @@ instead of 0.3. When those zips are the copies that ship inside the pyspark inst
 Python (pip's layout: `.../pyspark/python/lib/pyspark.zip`), the same modules are on the path
 already with their bytecode cached: the zips go to the end of the path so those are found first.
 
-Then amqpscope's decoder is imported once, here, and every worker forked from the daemon has it.
-pyarrow is not: it starts threads, and the daemon must not have any when it forks.
+Then amqpscope's decoder and Spark's worker loop are imported once, here (`preload`), and every
+worker forked from the daemon has them. pyarrow is not: it starts threads, and the daemon must
+not have any when it forks.
 
 Spark starts other Python workers with its own `pyspark.daemon`, whatever this setting says: the
 planners of a Python data source (`create_data_source`, `plan_data_source_read`, one daemon and
@@ -84,12 +85,20 @@ def _ours(home: str, pyspark_dir: str, entries: list[str]) -> bool:
         return False
 
 
+def preload() -> None:
+    """What every worker forked from the daemon would import for itself, imported once here:
+    Spark's worker loop (`pyspark.worker`, ~0.1 CPU s a worker, which `pyspark.daemon` imports
+    only after the fork) and the decoder. Nothing that starts a thread: the daemon forks."""
+    import pyspark.worker  # noqa: F401
+
+    import amqpscope.pipeline.tasks  # noqa: F401
+
+
 def main() -> None:
     prefer_installed()
     from pyspark import daemon
 
-    import amqpscope.pipeline.tasks  # noqa: F401  (imported once, before the workers fork)
-
+    preload()
     daemon.manager()
 
 

@@ -45,6 +45,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from amqpscope.pipeline import inputs
 from amqpscope.pipeline.stitch import MAX_GAP
 from amqpscope.pipeline.tables import COLUMNS, TABLES, ddl, index
 
@@ -166,7 +167,7 @@ def decoder_options(
 ) -> dict[str, Any]:
     """The `Dissector` keywords of the source's options (as the CLI's flags give them), for
     reading `table`."""
-    from amqpscope.pipeline.spark import PipelineError, dissector_options
+    from amqpscope.pipeline.inputs import PipelineError, dissector_options
 
     try:
         out = dissector_options(
@@ -194,7 +195,7 @@ class AmqpReader(DataSourceReader):
         self.options = decoder_options(options, self.table, columns)
 
     def partitions(self) -> Sequence[InputPartition]:
-        from amqpscope.pipeline.spark import PipelineError, list_inputs
+        from amqpscope.pipeline.inputs import PipelineError, list_inputs
 
         try:
             local, uris = list_inputs(self.inputs)
@@ -225,7 +226,11 @@ def remote_files(uris: list[str]) -> list[str]:
     out: list[str] = []
     for uri in uris:
         for found, named in remote.list_files(uri):
-            if named or rows.looks_like_log(found) or rows.looks_like_capture(remote.head(found)):
+            if (
+                named
+                or inputs.looks_like_log(found)
+                or inputs.looks_like_capture(remote.head(found))
+            ):
                 out.append(found)
     return list(dict.fromkeys(out))
 
@@ -334,13 +339,13 @@ def _starts_like_capture(path: str) -> bool:
     """A capture by its first bytes, or a trace log by its name and lines (as a batch read's
     folder walk keeps them; behind a URI by its name, as a batch read's listing does)."""
     from amqpscope.pipeline import remote
-    from amqpscope.pipeline.spark import _is_log
+    from amqpscope.pipeline.inputs import _is_log
 
     if remote.scheme(path) is not None:
-        return rows.looks_like_log(path) or rows.looks_like_capture(remote.head(path))
+        return inputs.looks_like_log(path) or inputs.looks_like_capture(remote.head(path))
     try:
         with open(path, "rb") as f:
-            if rows.looks_like_capture(f.read(4)):
+            if inputs.looks_like_capture(f.read(4)):
                 return True
     except OSError:
         return False

@@ -37,9 +37,7 @@ from typing import Any
 from amqpscope.capture.files import CaptureError, open_capture
 from amqpscope.capture.linklayer import SegmentDecoder
 from amqpscope.capture.packet import FIN, SYN, RawPacket
-from amqpscope.dissect import endpoint_text
-from amqpscope.pipeline.rows import flow_pair
-from amqpscope.pipeline.stitch import MAX_GAP, Edge, groups
+from amqpscope.pipeline.stitch import MAX_GAP, Edge, flow_pair, groups
 from amqpscope.stream.events import StreamClose, StreamData, StreamOpen
 from amqpscope.stream.tcp import TcpReassembler
 
@@ -211,6 +209,8 @@ def _scan(capture: str, local: str, here: str) -> Scan:
 
 def full_scan(capture: str, local: str, here: str) -> Scan:
     """`scan` of the file at `here` through `SegmentDecoder` and `TcpReassembler`."""
+    from amqpscope.dissect import endpoint_text  # the decoder's: not loaded by a light scan
+
     try:
         reader = open_capture(here)
     except (CaptureError, OSError) as exc:
@@ -285,6 +285,8 @@ def note_open(
 
 def _note(conns: dict[int, list[Any]], latest: dict[tuple[str, str], int], event: Any) -> None:
     if isinstance(event, StreamOpen):
+        from amqpscope.dissect import endpoint_text
+
         client, server = endpoint_text(event.client), endpoint_text(event.server)
         note_open(
             conns, latest, event.conn, client, server, event.role_from, event.packet, event.ts
@@ -446,10 +448,12 @@ def stream_tasks(
 def part_packets(part: Part) -> list[RawPacket]:
     """A part's packets, read again from its file (link layer only, as `rows._edges` keeps
     them: IP fragments are not kept)."""
+    from amqpscope.dissect import endpoint_text
+    from amqpscope.pipeline.remote import RemoteError, local_copy
+
     pair = flow_pair(part.edge.client, part.edge.server)
     out: list[RawPacket] = []
     decoder = SegmentDecoder()
-    from amqpscope.pipeline.remote import RemoteError, local_copy
 
     with (
         contextlib.suppress(CaptureError, OSError, RemoteError),

@@ -26,8 +26,6 @@ import os
 import re
 import shutil
 import tempfile
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from typing import IO, Any
 
@@ -162,6 +160,9 @@ def listing(fs: Any, path: str) -> list[tuple[str, float, int]]:
 
 def _open(uri: str) -> IO[bytes]:
     if scheme(uri) in HTTP:
+        import urllib.error  # here: a planner that reads local files does not load urllib
+        import urllib.request
+
         try:
             return urllib.request.urlopen(uri, timeout=TIMEOUT)  # type: ignore[no-any-return]
         except urllib.error.HTTPError as exc:

@@ -29,21 +29,17 @@ from amqpscope.codec.frames import TRANSPORT, Frame
 from amqpscope.dissect import Dissector, endpoint_text
 from amqpscope.findings import Finding
 from amqpscope.pipeline.deliveries import DeliveryLog
-from amqpscope.pipeline.stitch import Edge
+from amqpscope.pipeline.inputs import (  # noqa: F401  (also this module's names, as before)
+    LOG_SUFFIXES,
+    MAGICS,
+    looks_like_capture,
+    looks_like_log,
+)
+from amqpscope.pipeline.stitch import Edge, flow_pair
 from amqpscope.pipeline.tables import frame_text_bytes, row
 from amqpscope.track.tracker import Tracker
 
 Record = tuple[str, Any]
-
-#: the first bytes of what `open_capture` reads (pcap either way and resolution, pcapng, gzip)
-MAGICS = (
-    b"\xa1\xb2\xc3\xd4",
-    b"\xd4\xc3\xb2\xa1",
-    b"\xa1\xb2\x3c\x4d",
-    b"\x4d\x3c\xb2\xa1",
-    b"\x0a\x0d\x0d\x0a",
-    b"\x1f\x8b",
-)
 
 _DAYS: dict[int, str] = {}
 #: frame rows handed on at a time (a record per frame cost a tenth of a worker's time in passing
@@ -53,19 +49,6 @@ CHUNK = 1024
 CHUNK_BYTES = 4 << 20
 #: rows of connections that ended handed on at a time (each carries its summary's JSON)
 CONNECTION_ROWS = 64
-
-
-def looks_like_capture(head: bytes) -> bool:
-    return head[:4] in MAGICS or head[:2] == b"\x1f\x8b"
-
-
-#: names a folder's frame-trace logs have (a folder's other text files are left alone; a file
-#: named outright is read whatever its name)
-LOG_SUFFIXES = (".log", ".log.gz", ".trace", ".trace.gz")
-
-
-def looks_like_log(name: str) -> bool:
-    return name.lower().endswith(LOG_SUFFIXES)
 
 
 def input_kind(path: str) -> tuple[str, str | None]:
@@ -859,11 +842,6 @@ def _edges(capture: str, local: str, dissector: Dissector) -> Iterator[Record]:
         for _, _, edge in entries:
             yield "edge", edge
             yield "packets", (capture, edge.conn, kept.get(edge.conn, []))
-
-
-def flow_pair(a: str, b: str) -> tuple[str, str]:
-    """Two endpoints in one order, whichever way a packet went."""
-    return (a, b) if a <= b else (b, a)
 
 
 def _sequence(edge: Edge, sender: str, seq: int, payload: bytes, flags: int) -> None:

@@ -22,31 +22,31 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import glob
 import os
-import re
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from amqpscope.capture.files import CaptureError
 from amqpscope.pipeline import remote as remotes
 from amqpscope.pipeline import rows, stitch, tasks
+from amqpscope.pipeline.inputs import (  # noqa: F401  (also this module's names, as before)
+    GLOB,
+    URI,
+    PipelineError,
+    _is_log,
+    _walk,
+    dissector_options,
+    list_inputs,
+)
 from amqpscope.pipeline.store import Output, layout
 from amqpscope.pipeline.tables import TABLES
 
 INSTALL_PYSPARK = "pip install 'amqpscope[spark]'"
 INSTALL_JAVA = "apt-get install default-jre-headless"
-URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-GLOB = re.compile(r"[*?\[]")
 #: bytes of capture per decode task, when there are enough files to share them out
 CHUNK = 64 << 20
-
-
-class PipelineError(Exception):
-    """Bad input or a missing prerequisite: one line for the user."""
 
 
 def missing() -> str | None:
@@ -61,33 +61,6 @@ def missing() -> str | None:
     if not java or not os.path.exists(java):
         return f"Java is not installed (Spark needs it): {INSTALL_JAVA}, or set JAVA_HOME"
     return None
-
-
-def list_inputs(inputs: Iterable[str]) -> tuple[list[str], list[str]]:
-    """(local capture files, Hadoop URIs). Local folders are walked (hidden entries skipped) and
-    keep only files that start like a capture; files named outright are all kept (an unreadable
-    one becomes a finding). URIs (`file://` too) are listed later, by Hadoop (`hadoop_files`)."""
-    local: list[str] = []
-    remote: list[str] = []
-    for item in inputs:
-        if URI.match(item):
-            remote.append(item)
-            continue
-        if GLOB.search(item):
-            matched = sorted(glob.glob(item, recursive=True))
-            if not matched:
-                raise PipelineError(f"{item}: no such files")
-            for path in matched:
-                local.extend(_walk(path) if os.path.isdir(path) else [os.path.abspath(path)])
-        elif os.path.isdir(item):
-            local.extend(_walk(item))
-        elif os.path.exists(item):
-            local.append(os.path.abspath(item))
-        else:
-            raise PipelineError(f"{item}: no such file or folder")
-    seen: set[str] = set()
-    local = [p for p in local if not (p in seen or seen.add(p))]  # type: ignore[func-returns-value]
-    return local, remote
 
 
 def _java_error(exc: Exception) -> tuple[str, str]:
@@ -156,38 +129,9 @@ def hadoop_files(sc: Any, uris: list[str]) -> list[tuple[str, int, bool]]:
     return [f for f in out if not (f[0] in seen or seen.add(f[0]))]  # type: ignore[func-returns-value]
 
 
-def _walk(folder: str) -> list[str]:
-    out = []
-    for root, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in sorted(files):
-            path = os.path.join(root, name)
-            if name.startswith("."):
-                continue
-            try:
-                with open(path, "rb") as f:
-                    head = f.read(4)
-            except OSError:
-                continue
-            if rows.looks_like_capture(head) or _is_log(path, name):
-                out.append(os.path.abspath(path))
-    return out
-
-
 def fetched_scheme(uri: str) -> bool:
     """A URI the executors fetch themselves (`pipeline.remote`), not through Hadoop."""
     return remotes.scheme(uri) in remotes.HTTP
-
-
-def _is_log(path: str, name: str) -> bool:
-    """A folder's file named like a log (`rows.LOG_SUFFIXES`) whose lines are frames in a
-    format amqpscope reads: a folder's other logs and text files are left alone."""
-    if not rows.looks_like_log(name):
-        return False
-    try:
-        return rows.input_kind(path)[0] == "log"
-    except (CaptureError, OSError):
-        return False
 
 
 def session(master: str | None = None, app: str = "amqpscope") -> Any:
@@ -338,34 +282,6 @@ def batches(paths: list[str], slices: int) -> list[list[str]]:
         turn, at = divmod(i, len(out))
         out[at if turn % 2 == 0 else len(out) - 1 - at].append(path)
     return out
-
-
-def dissector_options(
-    show_secrets: bool = False, redact_bodies: bool = False, keylog: str | None = None
-) -> dict[str, Any]:
-    """The `Dissector` keywords the executors decode with (the CLI's `--show-secrets`,
-    `--redact-bodies`, `--keylog`: the key log is read here, on the driver, and its secrets
-    travel with the tasks, so the executors need not see the file)."""
-    options: dict[str, Any] = {}
-    if show_secrets:
-        options["show_secrets"] = True
-    if keylog:
-        from amqpscope.codec.tls import KeyLog
-
-        try:
-            with open(keylog, encoding="utf-8", errors="replace") as f:
-                options["keylog"] = KeyLog(f.read())
-        except OSError as exc:
-            raise PipelineError(f"--keylog {keylog}: {exc.strerror or exc}") from None
-    if redact_bodies:
-        import inspect
-
-        from amqpscope.dissect import Dissector
-
-        if "redact_bodies" not in inspect.signature(Dissector).parameters:
-            raise PipelineError("--redact-bodies: this amqpscope's decoder cannot drop bodies yet")
-        options["redact_bodies"] = True
-    return options
 
 
 def run(

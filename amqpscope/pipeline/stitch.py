@@ -89,3 +89,8 @@ def groups(edges: list[Edge], max_gap: float = MAX_GAP) -> list[list[Edge]]:
         out.extend(c for c in chains if len(c) > 1 and any(e.amqp for e in c))
     out.sort(key=lambda chain: (chain[0].order, chain[0].conn))
     return out
+
+
+def flow_pair(a: str, b: str) -> tuple[str, str]:
+    """Two endpoints in one order, whichever way a packet went."""
+    return (a, b) if a <= b else (b, a)
