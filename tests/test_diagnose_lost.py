@@ -59,6 +59,8 @@ def test_an_ack_the_capture_lost_is_not_seen_rather_than_never_sent(tmp_path: Pa
     unacked = found["delivery.unacked-at-end"]
     assert "not seen acked" in unacked["title"] and "never" not in unacked["title"]
     assert f"Delivery tags {tag} were not seen acked" in unacked["explanation"]
+    # the requeue follows only if the ack really was not sent
+    assert "; if they were not acked, the broker requeues them" in unacked["explanation"]
     assert (
         f"the capture lost {len(lost.payload)} bytes that the client sent"
         in (unacked["explanation"])
