@@ -36,6 +36,12 @@ def frames(path: Path) -> dict[int, dict[str, Any]]:
     return {r["frame"]: r for r in records if "frame" in r}
 
 
+def the_finding(read: dict[int, dict[str, Any]], code: str) -> str:
+    """The message of the one finding with `code` the frames carry."""
+    (message,) = [f["message"] for r in read.values() for f in r["findings"] if f["code"] == code]
+    return str(message)
+
+
 def test_an_ack_the_capture_lost_is_not_seen_rather_than_never_sent(tmp_path: Path) -> None:
     damage = load_tool("damage")
     header, packets = damage.read_pcap(SOURCE)
@@ -71,12 +77,7 @@ def test_an_ack_the_capture_lost_is_not_seen_rather_than_never_sent(tmp_path: Pa
     assert read[hole]["dir"] == "c2s"
 
     # the tracker's own finding, on the frame that ended the channel, says the same
-    (ended,) = [
-        f["message"]
-        for r in read.values()
-        for f in r["findings"]
-        if f["code"] == "amqp091.unacked-at-end"
-    ]
+    ended = the_finding(read, "amqp091.unacked-at-end")
     assert "1 deliveries on channel 1 were not seen acked when it closed" in ended
     assert "if they were not acked, the broker requeues them" in ended
 
@@ -107,11 +108,6 @@ def test_a_confirm_the_capture_lost_is_not_seen_rather_than_never_sent(tmp_path:
     assert "the capture lost" in unconfirmed["explanation"]
     assert "bytes that the server sent" in unconfirmed["explanation"]
     read = frames(damaged)
-    (ended,) = [
-        f["message"]
-        for r in read.values()
-        for f in r["findings"]
-        if f["code"] == "amqp091.unconfirmed-at-end"
-    ]
+    ended = the_finding(read, "amqp091.unconfirmed-at-end")
     assert "were not seen confirmed by the broker when it closed" in ended
     assert "the capture lost bytes the broker sent" in ended
