@@ -118,9 +118,7 @@ class TokensAndRequests(record.ProtonClient):
     def on_link_error(self, event: Any) -> None:
         """The listener dropped the entity's link: go on to the management node."""
         condition = event.link.remote_condition
-        self.n.add(
-            "link_errors", {"link": event.link.name, **(record.cond_dict(condition) or {})}
-        )
+        self.n.add("link_errors", {"link": event.link.name, **(record.cond_dict(condition) or {})})
         event.link.close()
         assert self.container is not None
         self.mgmt_sender = self.container.create_sender(self.conn, "orders/$management")
