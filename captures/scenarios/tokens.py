@@ -97,6 +97,7 @@ class TokensAndRequests(record.ProtonClient):
         props = message.properties or {}
         event.delivery.update(event.delivery.ACCEPTED)
         event.delivery.settle()
+        self.n.tally("receiver_outcomes", "accepted")
         if "status-code" in props:
             self.n.add(
                 "client_responses",
@@ -129,6 +130,11 @@ class TokensAndRequests(record.ProtonClient):
         self.request("req-1", "com.microsoft:renew-lock")
         self.request("req-2", "com.microsoft:peek-message")
         self.later(0.5, self.shutdown)  # req-2 is never answered
+
+    def on_accepted(self, event: Any) -> None:
+        """Count the client's sends the listener accepted (not the listener's own)."""
+        if self.is_client(event.connection):
+            super().on_accepted(event)
 
     # -- the listener -------------------------------------------------------------------------
     def on_link_opened(self, event: Any) -> None:
