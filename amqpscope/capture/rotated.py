@@ -70,7 +70,6 @@ class CaptureSet:
         # sorted() is stable: files whose first packets share a time keep the order given
         self.pieces = sorted((survey(p) for p in paths), key=lambda piece: piece.first_ts)
         self.path = self.pieces[0].path
-        self.paths = [piece.path for piece in self.pieces]
         linktypes = {i.linktype for piece in self.pieces for i in piece.interfaces}
         # one pcap header holds one link type: else the cut (-w) is pcapng
         pcap = all(piece.format == "pcap" for piece in self.pieces) and len(linktypes) <= 1
