@@ -20,6 +20,10 @@ CODES: Final[dict[str, tuple[str, str]]] = {
     "capture.truncated": (WARNING, "the capture file ends inside a packet record"),
     "capture.damaged": (ERROR, "a capture record could not be read"),
     "capture.snaplen": (WARNING, "a packet was cut short by the capture's snap length"),
+    "capture.files-overlap": (
+        WARNING,
+        "capture files read as one overlap in time: they were joined, not merged packet by packet",
+    ),
     "capture.spool-overrun": (
         WARNING,
         "live: the decoder fell so far behind that captured packets were discarded unread",

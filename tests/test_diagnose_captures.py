@@ -62,6 +62,14 @@ WARNED: dict[str, dict[str, int]] = {
     # consumer A held its prefetch of 3 for 1 s, then closed its channel
     "091-redelivered": {"consumer.stalled": 1, "delivery.unacked-at-end": 1},
     "10-redelivered": {"delivery.unsettled-at-end": 1},  # receiver A detached
+    # captures/scenarios/tokens.py: a token refused, one that expired, a management request
+    # answered 410 and one never answered
+    "10-cbs-tokens": {
+        "auth.token-refused": 1,
+        "auth.token-expired": 1,
+        "request.failed": 1,
+        "request.unanswered": 1,
+    },
 }
 #: a duration measured by the client agrees with the capture's within this fraction
 WITHIN = 0.10
@@ -495,3 +503,50 @@ def test_10_redeliveries_linked_to_the_receiver_that_left_them_unsettled() -> No
     redelivered_bodies = [str(frames[number]["message"]["body"]["value"]) for number, *_ in pairs]
     bodies = sorted(str(d["body"]) for d in again)
     assert sorted(redelivered_bodies) == bodies
+
+
+def test_tokens_refused_and_expired_and_requests_failed_or_unanswered() -> None:
+    """Against what each Proton side counted: the responses the client got, the link the
+    listener dropped when the token expired, the request it never answered."""
+    name = "10-cbs-tokens.pcap"
+    truth = expect("10-cbs-tokens")
+    frames = frames_of(name)
+    responses = {r["correlation_id"]: r for r in truth["client_responses"]}
+
+    def exchange(diagnosis: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        request, response = (frames[n]["message"]["request-reply"] for n in diagnosis["evidence"])
+        assert request["kind"] == "request" and response["kind"] == "response"
+        assert response["correlation-id"] == request["message-id"]
+        return request, response
+
+    (refused,) = of_code(name, "auth.token-refused")
+    request, response = exchange(refused)
+    said = responses[request["message-id"]]
+    assert request["operation"] == "put-token" and said["status_code"] >= 400
+    assert response["status-code"] == said["status_code"]
+    assert f"{said['status_code']} {said['status_description']}" in refused["title"]
+    assert refused["queue"] == request["name"]
+
+    (expired,) = of_code(name, "auth.token-expired")
+    (dropped,) = truth["link_errors"]
+    *token, detach = (frames[n] for n in expired["evidence"])
+    assert detach["name"] == "detach" and detach["dir"] == "s2c"
+    assert detach["fields"]["error"]["condition"] == dropped["condition"]
+    assert expired["link"] == dropped["link"]
+    put, accepted = (record["message"]["request-reply"] for record in token)
+    assert put["operation"] == "put-token" and accepted["status-code"] == 202
+    last = truth["client_put_tokens"][-1]
+    assert put["message-id"] == last["id"]
+    assert put["expiration"] in expired["explanation"]  # the expiry the client wrote
+    assert last["expiration_ms"] / 1000 <= detach["ts"]
+    assert not of_code(name, "close.link")  # the expiry is the answer, not a bare detach
+
+    (failed,) = of_code(name, "request.failed")
+    request, response = exchange(failed)
+    answered = [a for a in truth["listener_answers"] if a["operation"] != "put-token"]
+    assert [(request["operation"], response["status-code"])] == [
+        (a["operation"], a["status_code"]) for a in answered
+    ]
+    (unanswered,) = of_code(name, "request.unanswered")
+    asked = [frames[n]["message"]["request-reply"]["operation"] for n in unanswered["evidence"]]
+    assert asked == truth["listener_unanswered"]

@@ -36,6 +36,12 @@ def frames(path: Path) -> dict[int, dict[str, Any]]:
     return {r["frame"]: r for r in records if "frame" in r}
 
 
+def the_finding(read: dict[int, dict[str, Any]], code: str) -> str:
+    """The message of the one finding with `code` the frames carry."""
+    (message,) = [f["message"] for r in read.values() for f in r["findings"] if f["code"] == code]
+    return str(message)
+
+
 def test_an_ack_the_capture_lost_is_not_seen_rather_than_never_sent(tmp_path: Path) -> None:
     damage = load_tool("damage")
     header, packets = damage.read_pcap(SOURCE)
@@ -59,6 +65,8 @@ def test_an_ack_the_capture_lost_is_not_seen_rather_than_never_sent(tmp_path: Pa
     unacked = found["delivery.unacked-at-end"]
     assert "not seen acked" in unacked["title"] and "never" not in unacked["title"]
     assert f"Delivery tags {tag} were not seen acked" in unacked["explanation"]
+    # the requeue follows only if the ack really was not sent
+    assert "; if they were not acked, the broker requeues them" in unacked["explanation"]
     assert (
         f"the capture lost {len(lost.payload)} bytes that the client sent"
         in (unacked["explanation"])
@@ -68,7 +76,38 @@ def test_an_ack_the_capture_lost_is_not_seen_rather_than_never_sent(tmp_path: Pa
     ]
     assert read[hole]["dir"] == "c2s"
 
+    # the tracker's own finding, on the frame that ended the channel, says the same
+    ended = the_finding(read, "amqp091.unacked-at-end")
+    assert "1 deliveries on channel 1 were not seen acked when it closed" in ended
+    assert "if they were not acked, the broker requeues them" in ended
+
     whole = found["capture.bytes-lost"]
     assert whole["severity"] == "warning"
     assert f"lost {len(lost.payload)} bytes the client sent (1 hole)" in whole["title"]
     assert whole["evidence"] == [hole]
+
+
+def test_a_confirm_the_capture_lost_is_not_seen_rather_than_never_sent(tmp_path: Path) -> None:
+    """The broker's side: a publisher-confirm (basic.ack from the broker) the capture dropped."""
+    damage = load_tool("damage")
+    source = ROOT / "captures" / "091-confirms-return.pcap"
+    header, packets = damage.read_pcap(source)
+    confirms = [
+        i
+        for i, p in enumerate(packets)
+        if not p.c2s and p.payload and damage.frames_091(p.payload) == [(1, ACK)]
+    ]
+    i = confirms[len(confirms) // 2]
+    damaged = tmp_path / "lost-confirm.pcap"
+    damaged.write_bytes(damage.write_pcap(header, packets[:i] + packets[i + 1 :]))
+
+    assert "publish.unconfirmed" not in {d["code"] for d in diagnoses(source)}
+    found = {d["code"]: d for d in diagnoses(damaged)}
+    unconfirmed = found["publish.unconfirmed"]
+    assert "not seen confirmed" in unconfirmed["title"] and "never" not in unconfirmed["title"]
+    assert "the capture lost" in unconfirmed["explanation"]
+    assert "bytes that the server sent" in unconfirmed["explanation"]
+    read = frames(damaged)
+    ended = the_finding(read, "amqp091.unconfirmed-at-end")
+    assert "were not seen confirmed by the broker when it closed" in ended
+    assert "the capture lost bytes the broker sent" in ended

@@ -49,6 +49,8 @@ EXPECTED_FINDINGS: dict[str, dict[str, int]] = {
     "10-credit-starved": {"amqp10.credit-starvation": 1, "amqp10.frame-after-close": 1},
     # the first receiver detached with its 3 deliveries unsettled; RabbitMQ's detach after close
     "10-redelivered": {"amqp10.unsettled-at-end": 1, "amqp10.frame-after-close": 1},
+    # captures/scenarios/tokens.py: the listener drops the entity's link when the token expires
+    "10-cbs-tokens": {"amqp10.error": 1},
 }
 
 

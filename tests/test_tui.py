@@ -727,3 +727,41 @@ def test_a_frame_trace_log_opens_like_a_capture() -> None:
             assert "nothing to cut from" in " ".join(str(n.message) for n in app._notifications)
 
     asyncio.run(run())
+
+
+def test_the_pieces_of_a_rotated_capture_open_as_one(tmp_path: Path) -> None:
+    """editcap's pieces of a recorded capture: the rows are the whole capture's frames, and `w`
+    cuts from the pieces what `read -w` cuts from the whole."""
+    import shutil
+
+    editcap = shutil.which("editcap")
+    if editcap is None:
+        pytest.skip("editcap (Debian's wireshark-common, which make test installs)")
+    source = CAPTURES / "091-rpc.pcap"
+    subprocess.run(
+        [editcap, "-F", "pcap", "-c", "20", str(source), str(tmp_path / "piece")], check=True
+    )
+    pieces = tuple(str(p) for p in sorted(tmp_path.glob("piece*"), reverse=True))
+    assert len(pieces) > 2
+    cut = tmp_path / "cut.pcap"
+
+    async def run() -> list[dict[str, Any]]:
+        app = AmqpScope(partial(load_file, path=pieces), capture_path=pieces, title="pieces")
+        async with app.run_test(size=(160, 48)) as pilot:
+            await loaded(pilot)
+            assert shown(app) == read_json(source)
+            await filter_with(pilot, "conn == 2")
+            await write_from(pilot, cut)
+            return shown(app)
+
+    kept = asyncio.run(run())
+    assert {r["conn"] for r in kept} == {2}
+    whole = tmp_path / "whole.pcap"
+    command = [sys.executable, "-m", "amqpscope.cli", "read", str(source)]
+    subprocess.run(
+        [*command, "-Y", "conn == 2", "-w", str(whole)],
+        check=True,
+        capture_output=True,
+        cwd=ROOT,
+    )
+    assert cut.read_bytes() == whole.read_bytes()

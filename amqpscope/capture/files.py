@@ -179,20 +179,24 @@ class CaptureReader:
     (`Interface`s; for pcapng those described before the first packet are known once opened,
     later ones appear while iterating), `snaplen` (pcap's header; pcapng: interface 0's),
     `findings` (filled while iterating; complete once iteration has ended), `secrets` (TLS key
-    logs from pcapng Decryption Secrets Blocks, as iteration reaches them) and `packets` (how
-    many were yielded). Iterating again continues where the last iteration stopped.
+    logs from pcapng Decryption Secrets Blocks, as iteration reaches them) and `packets` (the
+    last number yielded: how many, with the `before` of files read earlier). Iterating again
+    continues where the last iteration stopped.
     """
 
-    def __init__(self, path: str | os.PathLike[str], stream: IO[bytes] | None = None) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], stream: IO[bytes] | None = None, before: int = 0
+    ) -> None:
         """`stream`: the file already open (`capture.textlog.open_stream`, which looked at its
-        first bytes to tell a capture from a log); read from where it stands."""
+        first bytes to tell a capture from a log); read from where it stands. `before`: packets
+        of files read before this one (`capture.rotated`): numbering goes on from there."""
         self.path = os.fspath(path)
         self.format = ""
         self.compressed = False
         self.interfaces: list[Interface] = []
         self.findings: list[Finding] = []
         self.secrets: list[bytes] = []  # TLS key logs from pcapng DSBs, as they are read
-        self.packets = 0
+        self.packets = before
         self._raw: IO[bytes] | None = None
         self._f: IO[bytes] | None = None
         self._pcap: _PcapHeader | None = None
@@ -352,7 +356,7 @@ class CaptureReader:
         assert self._f is not None and self._pcap is not None
         read = self._f.read
         unpack = self._pcap.record.unpack
-        number = 0
+        number = self.packets  # 0, or the packets of the files read before
         pos = 24  # offset of the record being read
         snapped = first_snapped = 0
         # typed before the loop: the record's fields, unpacked as Any, are then native ints
@@ -390,7 +394,7 @@ class CaptureReader:
         the end of the file its position is where the records' reads would have left it."""
         assert self._f is not None
         read = self._f.read
-        number = 0
+        number = self.packets  # 0, or the packets of the files read before
         pos = 24  # offset of the record being read
         snapped = first_snapped = 0
         buf = b""

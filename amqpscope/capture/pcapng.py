@@ -60,7 +60,7 @@ class NgReader(RawPcapNgReader):
         self.section_base = 0  # global index of the current section's interface 0
         self.block_start = 0
         self.last_ts = 0.0
-        self.number = 0
+        self.number = owner.packets  # 0, or the packets of the files read before
         self.snapped = 0
         self.first_snapped = 0
         self._set_structs("<")

@@ -22,6 +22,7 @@ from amqpscope.render.lines import safe
 if TYPE_CHECKING:  # rich (the timeline, the summary's tables) is imported when output needs it
     from rich.console import Console
 
+    from amqpscope.capture.rotated import CaptureSet
     from amqpscope.capture.textlog import LogFile
     from amqpscope.render.progress import ProgressBar
 
@@ -243,7 +244,9 @@ def complete_dirs(_ctx: Any, _param: Any, incomplete: str) -> list[Any]:
 
 
 @contextlib.contextmanager
-def progress(capture: CaptureReader | LogFile, wanted: bool) -> Iterator[ProgressBar | None]:
+def progress(
+    capture: CaptureReader | CaptureSet | LogFile, wanted: bool
+) -> Iterator[ProgressBar | None]:
     """A transient progress bar on stderr for a long file (a capture or a log), only when both
     stdout and stderr are terminals (never piped, never for JSON); erased however the run ends."""
     bar = None

@@ -23,7 +23,7 @@ from amqpscope.cli.common import (
     steady_gc,
     uncoloured,
 )
-from amqpscope.cli.inputs import format_option, open_input
+from amqpscope.cli.inputs import files_argument, format_option, open_input
 from amqpscope.diagnose import Diagnoser, Diagnosis
 from amqpscope.diagnose.causes import DUPLICATES_LATER
 from amqpscope.diagnose.model import ranked
@@ -56,17 +56,17 @@ def selected(
 
 
 def evidence_frames(
-    file: str, fmt: str | None, keylog: str | None, wanted: set[int]
+    files: tuple[str, ...], fmt: str | None, keylog: str | None, wanted: set[int]
 ) -> dict[int, Frame]:
     """The evidence frames, from a second read of FILE (tracked again, so each carries its
     findings as `read` shows it). Standard input cannot be read twice: nothing then."""
-    if not wanted or file == STDIN:
+    if not wanted or STDIN in files:
         return {}
     found: dict[int, Frame] = {}
     last = max(wanted)
     retire = retiring()
     tracker = Tracker(journeys=False, retire=retire)
-    with open_input(file, fmt) as source:
+    with open_input(files, fmt) as source:
         for frame in source.frames(keylog=load_keylog(keylog), retire=retire):
             tracker.feed(frame)
             if frame.number in wanted:
@@ -93,7 +93,7 @@ def _diagnoses(
 
 
 @main.command()
-@click.argument("file", type=click.Path(dir_okay=False, path_type=str))
+@files_argument
 @click.option("--json", "as_json", is_flag=True, help='{"diagnoses": [...]} as one document.')
 @click.option("--conn", "conns", multiple=True, type=int, metavar="N", help="Only connection N.")
 @click.option("--from", "start", type=float, metavar="SECONDS", help="From this relative time.")
@@ -103,7 +103,7 @@ def _diagnoses(
 @display_options
 @guarded
 def diagnose(
-    file: str,
+    files: tuple[str, ...],
     as_json: bool,
     conns: tuple[int, ...],
     start: float | None,
@@ -123,6 +123,7 @@ def diagnose(
       amqpscope diagnose capture.pcap
       amqpscope diagnose capture.pcap --json | jq '.diagnoses[] | .title'
       amqpscope read capture.pcap --around 48 --context 5     (look around a diagnosis's frame)
+      amqpscope diagnose ring_*.pcapng    (a ring buffer's files, read as one capture)
     """
     diagnoser = Diagnoser()
     # connections whose TCP ended: diagnosed then, their state and evidence dropped; by order
@@ -143,7 +144,7 @@ def diagnose(
 
     tracker = Tracker(retire=retiring(), on_retire=retire)
     steady_gc()
-    with open_input(file, fmt) as source, progress(source.file, not as_json) as bar:
+    with open_input(files, fmt) as source, progress(source.file, not as_json) as bar:
         wrap = bar.wrap if bar is not None and source.capture is not None else None
         # messages decoded: a redelivery is linked to its earlier delivery by message-id or body
         for frame in source.frames(keylog=load_keylog(keylog), wrap=wrap, retire=tracker.retire):
@@ -163,7 +164,7 @@ def diagnose(
             from amqpscope.render.timeline import Timeline
 
             wanted = {number for d in found for number in d.evidence}
-            frames = evidence_frames(file, fmt, keylog, wanted)
+            frames = evidence_frames(files, fmt, keylog, wanted)
             if uncoloured(color):
                 replace_unencodable()
 

@@ -14,13 +14,13 @@ from amqpscope.cli.common import (
     report_findings,
     steady_gc,
 )
-from amqpscope.cli.inputs import format_option, open_input
+from amqpscope.cli.inputs import files_argument, format_option, open_input, shown_name
 from amqpscope.diagnose import Diagnoser
 from amqpscope.track.tracker import Tracker
 
 
 @main.command()
-@click.argument("file", type=click.Path(dir_okay=False, path_type=str))
+@files_argument
 @click.option(
     "-o",
     "--output",
@@ -36,7 +36,7 @@ from amqpscope.track.tracker import Tracker
 @format_option
 @guarded
 def export(
-    file: str,
+    files: tuple[str, ...],
     output: str,
     ndjson: bool,
     show_secrets: bool,
@@ -61,15 +61,15 @@ def export(
     tracker = Tracker()
     steady_gc()
     with (
-        open_input(file, fmt) as source,
+        open_input(files, fmt) as source,
         click.open_file(output, "w", encoding="utf-8") as out,
         progress(source.file, output != "-") as bar,
     ):
         if source.capture is not None:
-            metadata = capture_metadata(source.capture, file)
+            metadata = capture_metadata(source.capture, shown_name(files))
         else:
             compressed = source.log.compressed if source.log is not None else False
-            metadata = {"file": file, "format": "log", "log-format": source.fmt}
+            metadata = {"file": files[0], "format": "log", "log-format": source.fmt}
             metadata["compressed"] = compressed
         writer = ExportWriter(out, metadata, ndjson)
         diagnoser = Diagnoser()

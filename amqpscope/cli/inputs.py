@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -23,9 +23,11 @@ from amqpscope.capture.textlog import (
     looks_like_text,
     open_stream,
 )
+from amqpscope.cli.common import fail
 from amqpscope.findings import Finding
 
 if TYPE_CHECKING:
+    from amqpscope.capture.rotated import CaptureSet
     from amqpscope.codec.frames import Frame
     from amqpscope.dissect import Dissector
     from amqpscope.logs.reader import LogReader
@@ -44,6 +46,24 @@ FORMAT_NAMES = (
 )
 
 
+def files_argument(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """FILE...: one capture or log, or the files of one rotated capture (read as one)."""
+    return click.argument(
+        "files",
+        nargs=-1,
+        required=True,
+        metavar="FILE...",
+        type=click.Path(dir_okay=False, path_type=str),
+    )(fn)
+
+
+def shown_name(files: Sequence[str]) -> str:
+    """The input, named in one line: its path, or the first of several and how many more."""
+    if len(files) == 1:
+        return files[0]
+    return f"{files[0]} (and {len(files) - 1} more)"
+
+
 def format_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--format",
@@ -60,7 +80,7 @@ class Input:
     def __init__(
         self,
         path: str,
-        capture: CaptureReader | None = None,
+        capture: CaptureReader | CaptureSet | None = None,
         log: LogFile | None = None,
         fmt: str = "",
         lines: Iterable[str] = (),
@@ -122,7 +142,7 @@ class Input:
         reader.finish()
 
     @property
-    def file(self) -> CaptureReader | LogFile:
+    def file(self) -> CaptureReader | CaptureSet | LogFile:
         """The open file, for a progress bar (its path and position)."""
         found = self.capture if self.capture is not None else self.log
         assert found is not None
@@ -140,10 +160,16 @@ class Input:
 
 
 @contextlib.contextmanager
-def open_input(path: str, fmt: str | None = None) -> Iterator[Input]:
-    """The capture or log at `path` (`-`: standard input), open. CaptureError when it cannot be
-    read, or is text in no format amqpscope reads; bytes that are no text are left to the
-    capture reader, whose errors say what they are."""
+def open_input(paths: str | Sequence[str], fmt: str | None = None) -> Iterator[Input]:
+    """The capture or log at `paths` (`-`: standard input), open. CaptureError when it cannot
+    be read, or is text in no format amqpscope reads; bytes that are no text are left to the
+    capture reader, whose errors say what they are. Several paths are the files of one
+    rotated capture (`capture.rotated`), all captures."""
+    if not isinstance(paths, str) and len(paths) > 1:
+        with _open_set(paths, fmt) as captures:
+            yield Input(captures.path, capture=captures)
+        return
+    path = paths if isinstance(paths, str) else paths[0]
     stream = open_stream(path)
     try:
         head, compressed = head_of(stream)
@@ -170,3 +196,31 @@ def open_input(path: str, fmt: str | None = None) -> Iterator[Input]:
     finally:
         with contextlib.suppress(OSError, ValueError):
             stream.close()
+
+
+@contextlib.contextmanager
+def _open_set(paths: Sequence[str], fmt: str | None) -> Iterator[CaptureSet]:
+    """Several files, all captures: a frame-trace log is read alone."""
+    from amqpscope.capture.rotated import CaptureSet
+
+    if fmt is not None:
+        fail(f"--format {fmt}: a frame-trace log is read alone, not with other files", 2)
+    if "-" in paths:
+        fail("standard input (-) is read alone, not with other files", 2)
+    twice = [p for i, p in enumerate(paths) if p in paths[:i]]
+    if twice:
+        fail(f"{twice[0]}: given twice", 2)
+    for path in paths:
+        stream = open_stream(path)
+        try:
+            head, _ = head_of(stream)
+        finally:
+            with contextlib.suppress(OSError, ValueError):
+                stream.close()
+        if not is_capture(head) and looks_like_text(head):
+            raise CaptureError(
+                f"{path}: text, not a capture file; several files are read together only when"
+                " all are pcap or pcapng captures (a frame-trace log is read alone)"
+            )
+    with CaptureSet(paths) as captures:
+        yield captures

@@ -27,7 +27,7 @@ from amqpscope.cli.common import (
     steady_gc,
     uncoloured,
 )
-from amqpscope.cli.inputs import format_option, open_input
+from amqpscope.cli.inputs import files_argument, format_option, open_input, shown_name
 from amqpscope.cli.inspect import Inspect
 from amqpscope.filter import FilterError, Selection
 from amqpscope.findings import Finding
@@ -57,7 +57,7 @@ def frame_numbers(value: str | None) -> frozenset[int] | None:
 
 
 @main.command()
-@click.argument("file", type=click.Path(dir_okay=False, path_type=str))
+@files_argument
 @frame_options
 @click.option("--link", "links", multiple=True, metavar="NAME", help="Only this 1.0 link's frames.")
 @click.option(
@@ -101,7 +101,7 @@ def frame_numbers(value: str | None) -> frozenset[int] | None:
 @display_options
 @guarded
 def read(
-    file: str,
+    files: tuple[str, ...],
     as_json: bool,
     show_secrets: bool,
     expression: str | None,
@@ -129,6 +129,8 @@ def read(
 ) -> None:
     """Decode every AMQP frame of a pcap or pcapng FILE (- for standard input), in capture order,
     or read the frames of a frame-trace log (Proton's PN_TRACE_FRM=1 output, gzip'd or not).
+    Several FILEs are the pieces of one rotated capture (tcpdump -G/-C, dumpcap's ring buffer),
+    read as one in the order of their first packets: connections run on across them.
 
     \b
     Examples:
@@ -140,6 +142,7 @@ def read(
       amqpscope read capture.pcap -c 3 -V -x
       amqpscope read big.pcapng --conn 7 -w conn7.pcapng
       amqpscope read capture.pcap --frames 12,48,52 --around 60 --context 3
+      amqpscope read cap-*.pcap                  (the files of tcpdump -G 60 -w 'cap-%s.pcap')
 
     \b
     Display filters (-Y) test the frame record that --json prints:
@@ -175,11 +178,11 @@ def read(
 
         else:
             accepts = chosen
-        write_cut(file, out, accepts, whole, show_secrets, keylog, count)
+        write_cut(files, out, accepts, whole, show_secrets, keylog, count)
         return
     retire = retiring()  # each connection forgotten once its TCP ended
     tracker = Tracker(retire=retire)
-    lines = Lines(0 if file == STDIN else Lines.CHUNK)
+    lines = Lines(0 if files == (STDIN,) else Lines.CHUNK)
     timeline = None
     if not as_json:
         from amqpscope.render.timeline import Timeline
@@ -205,7 +208,7 @@ def read(
     shown = 0
     ended: list[Finding] = []
     steady_gc()
-    with open_input(file, fmt) as source, progress(source.file, not as_json) as bar:
+    with open_input(files, fmt) as source, progress(source.file, not as_json) as bar:
         if (tree or dump) and source.capture is None:
             fail("-V and -x show a captured frame's bytes; a log has none (try --json)", 2)
         first_ts: float | None = None
@@ -279,5 +282,5 @@ def read(
         lines.flush()
         report_findings(source.findings + ended)
         if not shown and count is None and source.dissector is not None:
-            for text in no_amqp_lines(source.dissector, file):
+            for text in no_amqp_lines(source.dissector, shown_name(files)):
                 click.echo(f"amqpscope: {text}", err=True)

@@ -18,7 +18,7 @@ from amqpscope.cli.common import (
     report_findings,
     steady_gc,
 )
-from amqpscope.cli.inputs import format_option, open_input
+from amqpscope.cli.inputs import files_argument, format_option, open_input, shown_name
 from amqpscope.cli.inspect import Inspect
 from amqpscope.diagnose import Diagnoser
 from amqpscope.filter import FilterError, Selection, compile_filter
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 
 @main.command()
-@click.argument("file", type=click.Path(dir_okay=False, path_type=str))
+@files_argument
 @click.option(
     "-o",
     "--output",
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
 @format_option
 @guarded
 def report(
-    file: str,
+    files: tuple[str, ...],
     output: str,
     show_secrets: bool,
     redact_bodies: bool,
@@ -96,13 +96,13 @@ def report(
         fail(f"-Y: {exc}", 2)
     scoped = bool(conns or channels or links or queues or start is not None or stop is not None)
     facts = {
-        "file": os.path.basename(file) if file != "-" else "standard input",
+        "file": os.path.basename(shown_name(files)) if files != ("-",) else "standard input",
         "filter": expression,
         "show-secrets": show_secrets,
         "redact-bodies": redact_bodies,
     }
     steady_gc()
-    with open_input(file, fmt) as source:
+    with open_input(files, fmt) as source:
         frames = source.frames(
             show_secrets, redact_bodies, keylog=load_keylog(keylog), carriers=True
         )

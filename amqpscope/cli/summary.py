@@ -25,7 +25,7 @@ from amqpscope.cli.common import (
     steady_gc,
     uncoloured,
 )
-from amqpscope.cli.inputs import format_option, open_input
+from amqpscope.cli.inputs import files_argument, format_option, open_input, shown_name
 from amqpscope.track.tracker import ConnTracker, Tracker
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 
 @main.command()
-@click.argument("file", type=click.Path(dir_okay=False, path_type=str))
+@files_argument
 @click.option("--json", "as_json", is_flag=True, help="The summary as one JSON document.")
 @click.option(
     "--all",
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 @display_options
 @guarded
 def summary(
-    file: str,
+    files: tuple[str, ...],
     as_json: bool,
     keylog: str | None,
     color: str,
@@ -64,6 +64,7 @@ def summary(
       amqpscope summary capture.pcap --json | jq '.connections[].close'
       zcat capture.pcap.gz | amqpscope summary -
       amqpscope summary client.log        (a frame-trace log)
+      amqpscope summary cap.pcap*         (tcpdump -C's files, read as one capture)
     """
     from amqpscope.cli.spool import Spool
     from amqpscope.render.digest import Digest
@@ -82,7 +83,7 @@ def summary(
 
     tracker = Tracker(retire=retire, on_retire=retired)
     steady_gc()
-    with open_input(file, fmt) as source, progress(source.file, not as_json) as bar:
+    with open_input(files, fmt) as source, progress(source.file, not as_json) as bar:
         wrap = bar.wrap if bar is not None and source.capture is not None else None
         # the summary needs no message decoded
         frames = source.frames(messages=False, keylog=load_keylog(keylog), wrap=wrap, retire=retire)
@@ -100,7 +101,7 @@ def summary(
             digest.add(order, summary, found[conn])
         others = []
         if source.dissector is not None and not result.get("undecoded"):
-            others = no_amqp_lines(source.dissector, file)
+            others = no_amqp_lines(source.dissector, shown_name(files))
         if bar is not None:
             bar.clear()
         try:

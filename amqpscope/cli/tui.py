@@ -20,13 +20,15 @@ from amqpscope.cli.common import (
     redact_bodies_option,
     steady_gc,
 )
-from amqpscope.cli.inputs import format_option, open_input
+from amqpscope.cli.inputs import format_option, open_input, shown_name
 
 NO_TEXTUAL = "tui needs Textual: pip install 'amqpscope[tui]'"
 
 
 @main.command()
-@click.argument("file", required=False, type=click.Path(dir_okay=False, path_type=str))
+@click.argument(
+    "files", nargs=-1, metavar="[FILE...]", type=click.Path(dir_okay=False, path_type=str)
+)
 @click.option(
     "--live",
     "iface",
@@ -53,7 +55,7 @@ NO_TEXTUAL = "tui needs Textual: pip install 'amqpscope[tui]'"
 @format_option
 @guarded
 def tui(
-    file: str | None,
+    files: tuple[str, ...],
     iface: str | None,
     bpf: str,
     backend: str | None,
@@ -63,7 +65,7 @@ def tui(
     fmt: str | None = None,
 ) -> None:
     """Explore a capture FILE, a frame-trace log FILE (or --live IFACE) in a terminal UI:
-    connections, frames, detail.
+    connections, frames, detail. Several FILEs are the pieces of one rotated capture.
 
     \b
     Examples:
@@ -72,9 +74,10 @@ def tui(
     Keys: / filter (-Y language), n/N next/previous match, f follow a delivery, d diagnoses,
     g go to, w write (as read -w), ? help.
     """
+    file = shown_name(files) if files else None
     if (file is None) == (iface is None):
         fail("tui takes a capture FILE or --live IFACE (one of them)", 2)
-    if file == "-":
+    if "-" in files:
         fail("tui reads its keys from standard input: give the capture as a file", 2)
     try:
         from amqpscope.tui.app import AmqpScope, terminal_problem
@@ -83,7 +86,7 @@ def tui(
         fail(NO_TEXTUAL, 1)
     is_log = False
     if file is not None:  # unreadable: one line and exit 1, before the screen changes
-        with open_input(file, fmt) as source:
+        with open_input(files, fmt) as source:
             is_log = source.capture is None
     problem = terminal_problem()
     if problem is not None:
@@ -92,13 +95,13 @@ def tui(
         keys = load_keylog(keylog)
         loader: Any = partial(
             load_file,
-            path=file,
+            path=files if len(files) > 1 else files[0],
             show_secrets=show_secrets,
             keylog=keys,
             fmt=fmt,
             redact_bodies=redact_bodies,
         )
-        cut_from = None if is_log else file  # a log has no packets to write
+        cut_from = None if is_log else files  # a log has no packets to write
         app = AmqpScope(
             loader,
             capture_path=cut_from,

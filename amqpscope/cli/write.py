@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
-from amqpscope.capture.files import open_capture
 from amqpscope.capture.packet import SYN, RawPacket
 from amqpscope.capture.pipe import STDIN
+from amqpscope.capture.rotated import open_captures
 from amqpscope.capture.writer import CaptureWriter, format_for
 from amqpscope.cli.common import fail, load_keylog
 from amqpscope.cut import Cut
@@ -91,7 +91,7 @@ def write_packets(
 
 
 def write_cut(
-    file: str,
+    files: tuple[str, ...],
     out: str,
     accepts: Callable[[Any, float | None], bool],
     whole: frozenset[int],
@@ -99,10 +99,10 @@ def write_cut(
     keylog: str | None,
     count: int | None,
 ) -> None:
-    """Read `file`, write the cut to `out` ("-": standard output); say on stderr what it holds."""
-    if same_file(out, file):
+    """Read `files`, write the cut to `out` ("-": standard output); say on stderr what it holds."""
+    if any(same_file(out, file) for file in files):
         fail(f"-w {out}: that is the capture being read; write the cut elsewhere", 2)
-    with open_capture(file) as capture:
+    with open_captures(files) as capture:
         sink: IO[bytes]
         try:
             sink = sys.stdout.buffer if out == "-" else open(out, "wb")  # noqa: SIM115

@@ -65,6 +65,15 @@ def reply_cause(code: Any, text: Any) -> tuple[str, str, str]:
     return name, cause, check
 
 
+def requeued(ended: str | None, lost: bool, what: str) -> str:
+    """What becomes of deliveries left unacked: the client still holds them when only the
+    capture ended; else the broker requeues them, if the acks were not merely lost from view."""
+    if ended == "capture":
+        return f"the client still held {what}"
+    core = f"the broker requeues {what} and delivers them again"
+    return f"if they were not acked, {core}" if lost else core
+
+
 def _side(direction: str) -> str:
     return "client" if direction == C2S else "broker"
 
@@ -106,19 +115,20 @@ def stalled_consumers(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
             ongoing = not last
             end = _end_of(conn, ev, epoch) if ongoing else None
             why = ENDED.get(epoch.ended or "", "the end")
-            how = (
-                f"It ended when the client acked (frame {last})."
-                if last
-                else f"It never ended: nothing was acked before {why}"
-                + (f" (frame {end.number})" if end else "")
-                + "; the broker requeues the unacked messages and redelivers them."
-            )
             before = (
                 f"the last ack before it was frame {settle}" if settle else "no ack came before"
             )
             queue = queue_of(epoch)
             # acks the capture lost while it lasted (an ongoing stall: up to the end)
             lost, holes = caveat(ev, conn.conn, "c2s", since, until if last else None)
+            how = (
+                f"It ended when the client acked (frame {last})."
+                if last
+                else f"It {'was not seen to end' if lost else 'never ended'}: no ack was"
+                f" {'seen' if lost else 'sent'} before {why}"
+                + (f" (frame {end.number})" if end else "")
+                + f"; {requeued(epoch.ended, bool(lost), 'the unacked messages')}."
+            )
             out.append(
                 make(
                     "consumer.stalled",
@@ -217,12 +227,12 @@ def left_at_end(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
             returned, again = came_back(ev, conn.conn, [f for _t, _ts, f in epoch.left_unacked])
             more = " ..." if epoch.unacked > LISTED else ""
             oldest = max(ages) if ages else 0.0
-            back = "the broker requeues them and delivers them again (duplicates)"
-            if epoch.ended == "capture":
-                back = "they were still with the client"
             first_ts = min((ts for _tag, ts, _frame in epoch.left_unacked), default=end_ts)
             lost, holes = caveat(ev, conn.conn, "c2s", first_ts)
             never = "not seen" if lost else "never"
+            back = requeued(epoch.ended, bool(lost), "them") + " (duplicates)"
+            if epoch.ended == "capture":
+                back = "they were still with the client"
             out.append(
                 make(
                     "delivery.unacked-at-end",

@@ -15,6 +15,7 @@ from amqpscope.diagnose.amqp091 import LISTED, came_back, per_finding, redeliver
 from amqpscope.diagnose.evidence import Evidence, Placed, Seen
 from amqpscope.diagnose.lost import caveat
 from amqpscope.diagnose.model import Diagnosis, make
+from amqpscope.diagnose.tokens import expired_token, requests
 from amqpscope.findings import INFO
 from amqpscope.track.amqp10.connection import ConnectionTracker
 from amqpscope.track.amqp10.link import Link
@@ -146,6 +147,28 @@ def _answered(placed: Placed) -> Seen | None:
     return None
 
 
+def _link_of(conn: ConnectionTracker, placed: Placed) -> Link | None:
+    """The link a detach ended: its sender's channel and handle (a handle may be used again
+    by a later link), and the same error in the link's own record of the detach."""
+    if placed.frame.name != "detach":
+        return None
+    side = SIDE_OF.get(placed.frame.direction, CLIENT)
+    fields = placed.frame.fields
+    error = fields.get("error")
+    condition = error.get("condition") if isinstance(error, dict) else None
+    for session, link in _links(conn):
+        detach = link.detach[side]
+        theirs = detach.get("error") if detach is not None else None
+        if (
+            isinstance(theirs, dict)
+            and theirs.get("condition") == condition
+            and session.half[side].channel == placed.frame.channel
+            and link.handle[side] == fields.get("handle")
+        ):
+            return link
+    return None
+
+
 def errors(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
     out = []
     for placed in ev.found(conn.conn, "amqp10.error"):
@@ -156,6 +179,13 @@ def errors(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
             condition, ("an error condition the table does not explain", "the description")
         )
         side = SIDE_OF.get(placed.frame.direction, "?")
+        link = _link_of(conn, placed)
+        expired = expired_token(
+            conn.conn, ev, placed, _address(link) if link else None, link.name if link else None
+        )
+        if expired is not None:
+            out.append(expired)
+            continue
         answered = _answered(placed)
         name = placed.frame.name
         what = {"close": "closed the connection", "end": "ended the session"}.get(
@@ -341,4 +371,5 @@ RULES: Final[tuple[Callable[[ConnectionTracker, Evidence], list[Diagnosis]], ...
     redeliveries,
     liveness,
     violations,
+    requests,
 )

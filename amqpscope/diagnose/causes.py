@@ -38,6 +38,13 @@ CODES: Final[dict[str, tuple[str, str]]] = {
     "liveness.dropped": (WARNING, "TCP ended while the AMQP connection was open"),
     "spec.violation": (WARNING, "a frame that breaks a rule of the protocol"),
     "capture.bytes-lost": (WARNING, "bytes of a connection missing from the capture"),
+    "auth.token-refused": (ERROR, "a CBS put-token answered with an error status"),
+    "auth.token-expired": (
+        ERROR,
+        "a link dropped as unauthorized after its entity's token expired",
+    ),
+    "request.failed": (WARNING, "a management request answered with an error status"),
+    "request.unanswered": (WARNING, "management or CBS requests never answered"),
 }
 
 #: how a redelivery was matched to its earlier delivery (`redelivery`), in words

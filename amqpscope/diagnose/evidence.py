@@ -18,6 +18,7 @@ from typing import Final
 from amqpscope.codec.frames import TRANSPORT, Frame
 from amqpscope.codec.typed import typed_fields
 from amqpscope.diagnose.redelivery import Redeliveries, Redelivery
+from amqpscope.diagnose.requests import Requests
 from amqpscope.findings import Finding
 
 #: frames remembered per connection, to name what came just before a finding
@@ -79,6 +80,7 @@ class Evidence:
         self.kept_links = 0  # relinked entries kept of connections forgotten
         self.first_ts: float | None = None
         self.last_ts = 0.0
+        self.requests = Requests()  # management / CBS requests and their responses
 
     def feed(self, frame: Frame) -> None:
         if self.first_ts is None:
@@ -118,6 +120,11 @@ class Evidence:
             kept = self.redelivered.setdefault(conn, [])
             if len(kept) < MAX_REDELIVERED:
                 kept.append(seen)
+        message = frame.message
+        if message is not None:
+            pattern = message.get("request-reply")
+            if isinstance(pattern, dict):
+                self.requests.feed(conn, frame.number, frame.ts, pattern)
 
     def _place(
         self,
@@ -153,6 +160,7 @@ class Evidence:
             self.relinked[conn] = others
             self.kept_links += len(others)
         self.redeliveries.pop(conn, None)
+        self.requests.forget(conn)
         self.matcher.forget(conn)
         self.kept -= len(self.placed.pop(conn, ()))
         for key in [k for k in self.last_sent if k[0] == conn]:

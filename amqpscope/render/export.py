@@ -36,6 +36,17 @@ def capture_metadata(capture: Any, path: str) -> dict[str, Any]:
             {"index": i.index, "linktype": i.linktype, "ts-resolution": i.ts_resolution}
             for i in capture.interfaces
         ],
+    } | _pieces(capture)
+
+
+def _pieces(capture: Any) -> dict[str, Any]:
+    """The files of a rotated capture read as one (`capture.rotated.CaptureSet`), in the
+    order they were read."""
+    pieces = getattr(capture, "pieces", None)
+    if pieces is None:
+        return {}
+    return {
+        "files": [{"file": p.path, "format": p.format, "compressed": p.compressed} for p in pieces]
     }
 
 

@@ -128,6 +128,45 @@ def body_text(frame: Frame, limit: int) -> str | None:
     return None
 
 
+#: characters of a request's or response's words shown however short the body's preview is
+REQUEST_TEXT: Final = 100
+
+
+def request_text(message: dict, limit: int) -> str:
+    """A management or CBS request or response (`request-reply`) in a few words: the node and
+    operation (and a put-token's audience), or the node and the status; "" for other messages."""
+    pattern = message.get("request-reply")
+    if not isinstance(pattern, dict):
+        return ""
+    if pattern.get("kind") == "request":
+        text = f"{pattern.get('node')} {pattern.get('operation')}"
+        name = pattern.get("name")
+        if name is not None:
+            text += f" {name}"
+    else:
+        text = f"{pattern.get('node')} status {pattern.get('status-code')}"
+        description = pattern.get("status-description")
+        if description is not None:
+            text += f" {description}"
+    text = safe(text.replace("\n", "⏎").replace("\r", ""))
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return "  " + text
+
+
+def message_tail(frame: Frame, limit: int) -> str:
+    """What a frame's line says of the message it completes: a request or response, then its
+    body (`body_text`); "" when it completes none."""
+    message = frame.message
+    if not message:
+        return ""
+    preview = body_text(frame, limit)
+    body = "" if preview is None else "  body=" + preview
+    if "request-reply" not in message:
+        return body
+    return request_text(message, max(limit, REQUEST_TEXT)) + body
+
+
 @dataclass
 class _Run:
     """Like frames in a row (same connection, direction, channel and name), held for --collapse."""
@@ -340,8 +379,7 @@ class Timeline:
             if len(self._middles) >= MIDDLES_KEPT:
                 self._middles.clear()
             self._middles[key] = middle
-        preview = body_text(frame, BODY_FULL if self.body else BODY_PREVIEW)
-        tail = "" if preview is None else "  body=" + preview
+        tail = message_tail(frame, BODY_FULL if self.body else BODY_PREVIEW)
         return number, self._last_when, middle, name, highlights(frame), tail
 
     def _plain_line(self, frame: Frame) -> bool:
@@ -726,9 +764,9 @@ def frame_pieces(frame: Frame, t0: float, body: bool = False) -> list[Piece]:
     if detail:
         line.append((" ", ""))
         line.append((detail, ERROR_DETAIL if error else DETAIL))
-    preview = body_text(frame, BODY_FULL if body else BODY_PREVIEW)
-    if preview is not None:
-        line.append((f"  body={preview}", "dim" if not body else ""))
+    tail = message_tail(frame, BODY_FULL if body else BODY_PREVIEW)
+    if tail:
+        line.append((tail, "dim" if not body else ""))
     for found in frame.findings:
         note = f"  [{found.code}: {safe(found.message)}]"
         line.append((note, STYLES.get(found.severity, "")))

@@ -92,7 +92,7 @@ class AmqpScope(App[int]):
     def __init__(
         self,
         loader: Callable[[Loading], None],
-        capture_path: str | None = None,
+        capture_path: str | tuple[str, ...] | None = None,
         title: str = "",
         on_exit: Callable[[], None] | None = None,
         show_secrets: bool = False,

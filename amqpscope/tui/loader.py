@@ -55,14 +55,14 @@ class Loading:
 
 def load_file(
     loading: Loading,
-    path: str,
+    path: str | tuple[str, ...],
     show_secrets: bool = False,
     keylog: Any = None,
     fmt: str | None = None,
     redact_bodies: bool = False,
 ) -> None:
-    """Read the capture or frame-trace log at `path` (`fmt`: the log's format, else told from
-    its content) into `loading` (run in a worker thread)."""
+    """Read the capture or frame-trace log at `path` (or the files of a rotated capture; `fmt`:
+    the log's format, else told from its content) into `loading` (run in a worker thread)."""
     from amqpscope.capture.files import CaptureError
     from amqpscope.cli.inputs import open_input
     from amqpscope.diagnose import Diagnoser

@@ -162,23 +162,25 @@ def diagnoses(summary: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def write_cut(
-    source: str,
+    source: str | tuple[str, ...],
     places: set[tuple[int, int]],
     out: str,
     show_secrets: bool = False,
     keylog: str | None = None,
 ) -> tuple[int, int, int]:
-    """Write the cut of capture `source` holding the frames at `places` (`FrameStore.place`)
-    to `out`, as `read -w` writes it (the frames' packets, however many carried each, their
-    connections' handshakes, a pcapng's secrets); (packets, frames, packets lost)."""
+    """Write the cut of capture `source` (or the files of a rotated one) holding the frames at
+    `places` (`FrameStore.place`) to `out`, as `read -w` writes it (the frames' packets, however
+    many carried each, their connections' handshakes, a pcapng's secrets); (packets, frames,
+    packets lost)."""
     import os
 
-    from amqpscope.capture.files import open_capture
+    from amqpscope.capture.rotated import open_captures
     from amqpscope.capture.writer import format_for
     from amqpscope.cli.common import load_keylog
     from amqpscope.cli.write import same_file, write_packets
 
-    if same_file(out, source):
+    sources = (source,) if isinstance(source, str) else source
+    if any(same_file(out, one) for one in sources):
         raise ValueError(f"{out} is the capture being read; write the cut elsewhere")
     last = [-1, 0]  # the packet of the frame before, and how many completed in it
 
@@ -190,7 +192,7 @@ def write_cut(
 
     part = f"{out}.part"  # a cut that fails part way leaves no file behind
     try:
-        with open_capture(source) as capture, open(part, "wb") as sink:
+        with open_captures(sources) as capture, open(part, "wb") as sink:
             fmt = format_for(out, capture.format)
             written = write_packets(
                 capture, sink, fmt, accepts, show_secrets=show_secrets, keylog=load_keylog(keylog)

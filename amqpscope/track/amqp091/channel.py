@@ -38,6 +38,13 @@ MAX_IN_FLIGHT: Final = 4096
 #: only counted (a slow consumer touches its limit at every delivery)
 MAX_STALLS: Final = 64
 STALL_LISTED_SECONDS: Final = 0.25
+#: why an epoch ended, as its end findings say it
+ENDED_WHEN: Final = {
+    "closed": "when it closed",
+    "connection": "when its connection closed",
+    "capture": "when the capture ended",
+    "transport": "when the TCP connection ended",
+}
 #: deliveries and publishes left outstanding at the end that are listed with their ages
 MAX_LEFT: Final = 32
 #: the slowest confirms kept per epoch with their frames (`diagnose` picks the outliers)
@@ -631,8 +638,17 @@ class ChannelEpoch:
             )
         )
 
-    def end(self, ts: float, why: str, out: list[Finding]) -> None:
-        """The epoch is over: closed, its connection closed, or the capture ended."""
+    def end(
+        self,
+        ts: float,
+        why: str,
+        out: list[Finding],
+        lost_c2s: float = -1.0,
+        lost_s2c: float = -1.0,
+    ) -> None:
+        """The epoch is over: closed, its connection closed, or the capture ended. `lost_c2s` and
+        `lost_s2c`: when each direction last lost bytes (-1.0: never); an ack or confirm the
+        capture may have lost is "not seen", and what the broker does then is conditional."""
         if self.ended is not None:
             return
         self.ended = why
@@ -644,31 +660,47 @@ class ChannelEpoch:
             (seq, note[0], note[1], note[2])
             for seq, note in islice(self.unconfirmed.tags.items(), MAX_LEFT)
         ]
+        first_unacked = min((note[0] for note in tags.values()), default=ts)
+        first_unconfirmed = min((note[0] for note in self.unconfirmed.tags.values()), default=ts)
         left = self.outstanding.drain()
         self.unacked = len(left)
         if self.saturated_since is not None:
             self.saturated_seconds += max(0.0, ts - self.saturated_since)
             self._stall_ended(ts, 0)
-        where = {
-            "closed": "when it closed (the broker requeues them)",
-            "connection": "when its connection closed (the broker requeues them)",
-            "capture": "when the capture ended",
-            "transport": "when the TCP connection ended (the broker requeues them)",
-        }[why]
+        where = ENDED_WHEN[why]
         if left:
+            lost = lost_c2s >= first_unacked
+            requeued = "" if why == "capture" else " (the broker requeues them)"
+            if lost:
+                requeued = (
+                    " (the capture lost bytes the client sent after the first of them"
+                    + (
+                        ""
+                        if why == "capture"
+                        else "; if they were not acked, the broker requeues them"
+                    )
+                    + ")"
+                )
             out.append(
                 finding(
                     "amqp091.unacked-at-end",
-                    f"{len(left)} deliveries on channel {self.number} were still unacked {where}",
+                    f"{len(left)} deliveries on channel {self.number} were"
+                    f" {'not seen acked' if lost else 'still unacked'} {where}{requeued}",
                 )
             )
         pending = len(self.unconfirmed)
         if pending:
+            lost = lost_s2c >= first_unconfirmed
             out.append(
                 finding(
                     "amqp091.unconfirmed-at-end",
-                    f"{pending} publishes on channel {self.number} were never confirmed by the"
-                    f" broker {where.split(' (')[0]}",
+                    f"{pending} publishes on channel {self.number} were"
+                    f" {'not seen' if lost else 'never'} confirmed by the broker {where}"
+                    + (
+                        " (the capture lost bytes the broker sent after the first of them)"
+                        if lost
+                        else ""
+                    ),
                 )
             )
 

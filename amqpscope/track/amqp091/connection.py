@@ -92,6 +92,10 @@ class ConnectionTracker:
         self.closed_channels: dict[int, str] = {}
         self.transport_end: dict[str, Any] | None = None  # the `transport` record's fields
         self.dropped = False  # TCP ended while the AMQP connection was open (transport-closed)
+        # when each direction last lost bytes (a `tcp.gap` on its frame; -1.0: never): what it
+        # sent after a time before that is "not seen" rather than "never sent"
+        self.lost_c2s = -1.0
+        self.lost_s2c = -1.0
 
     # -- frames in ------------------------------------------------------------------------------
     def feed(self, frame: Frame, out: list[Finding] | None = None) -> list[Finding]:
@@ -113,6 +117,11 @@ class ConnectionTracker:
             self.last_s2c = ts
         if last and self.heartbeat and self.state in rules.CONNECTION_LIVE:
             self._silence(direction, ts - last, out)
+        if frame.findings and any(f.code == "tcp.gap" for f in frame.findings):
+            if direction == C2S:
+                self.lost_c2s = ts
+            else:
+                self.lost_s2c = ts
         kind = frame.kind
         if kind == METHOD:
             if frame.channel:
@@ -318,7 +327,7 @@ class ConnectionTracker:
                 epoch.closing(frame, "client" if direction == C2S else "server", out)
             epoch.state = after
             if after == rules.CH_CLOSED:
-                epoch.end(frame.ts, "closed", out)
+                epoch.end(frame.ts, "closed", out, self.lost_c2s, self.lost_s2c)
                 self._ended(epoch)
             return
         if state in rules.CHANNEL_ACTIVE:
@@ -342,7 +351,7 @@ class ConnectionTracker:
                     # frame that explains this one may simply not be in the input
                     if name == "channel.close-ok":
                         epoch.state = rules.CH_CLOSED
-                        epoch.end(frame.ts, "closed", out)
+                        epoch.end(frame.ts, "closed", out, self.lost_c2s, self.lost_s2c)
                         self._ended(epoch)
                     return
                 self.unexpected += 1
@@ -391,7 +400,7 @@ class ConnectionTracker:
 
     def _end_channels(self, ts: float, why: str, out: list[Finding]) -> None:
         for epoch in list(self.channels.values()):
-            epoch.end(ts, why, out)
+            epoch.end(ts, why, out, self.lost_c2s, self.lost_s2c)
             self._ended(epoch)
 
     # -- the end --------------------------------------------------------------------------------
