@@ -528,6 +528,13 @@ def test_a_truncated_performative_keeps_the_fields_before_the_damage() -> None:
     (f,) = decoded(frame(bytes(ok)))
     assert f.fields["container-id"] == "container" and f.fields["hostname"] == "host"
     assert "invalid constructor 0xee" in f.findings[0].message
+    # the fields read, then the spec defaults of the damaged field and those after it, in the
+    # spec's order (as the JSON lines show them)
+    spec = composites.SPECS[0x10]
+    later = [(n, d) for n, d in zip(spec.names[2:], spec.defaults[2:], strict=True)]
+    assert list(f.fields.items()) == [("container-id", "container"), ("hostname", "host")] + [
+        (n, d) for n, d in later if d is not composites._MISSING
+    ]
 
 
 def test_an_unknown_body_descriptor_keeps_its_value() -> None:

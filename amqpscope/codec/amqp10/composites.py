@@ -436,11 +436,15 @@ def decode_fields(
             raise Malformed(off, f"{cspec.name} list count {count} exceeds its {stop - pos} bytes")
     fields = cspec.fields
     kinds = cspec.kinds
+    names = cspec.names
+    defaults = cspec.defaults
     nfields = len(fields)
-    values: list[Any] = list(cspec.defaults)
+    # each value goes into `out` as it is read, in field order (no list of values made and
+    # read again); `i` is the first field not put in: from there on the defaults
     depth += 1
+    i = 0
     try:
-        for i in range(count):
+        while i < count:
             if pos >= stop:
                 raise Malformed(pos, f"{cspec.name} ends after {i} of {count} fields")
             c = buf[pos]
@@ -450,7 +454,11 @@ def decode_fields(
                 break
             kind = kinds[i * 256 + c]
             if kind == _KIND_ABSENT:  # null: the default stays
+                default = defaults[i]
+                if default is not _MISSING:
+                    out[names[i]] = default
                 pos += 1
+                i += 1
                 continue
             if kind & _NOT_ALLOWED:
                 what = f"{cspec.name}.{fields[i].name} is {_ctor_name(c)}, not {fields[i].expected}"
@@ -458,45 +466,49 @@ def decode_fields(
                 kind ^= _NOT_ALLOWED
             # the usual encodings of plain fields read here, not by a call; anything else, and
             # any that does not fit before `stop`, goes to its reader (which reports)
+            value: Any
             if kind == _KIND_CONSTANT:
-                values[i] = _ZERO_VALUES[c]
+                value = _ZERO_VALUES[c]
                 pos += 1
             elif kind == _KIND_BYTE and pos + 2 <= stop:
-                values[i] = buf[pos + 1]
+                value = buf[pos + 1]
                 pos += 2
             elif kind == _KIND_TEXT8 and pos + 2 <= stop and pos + 2 + buf[pos + 1] <= stop:
                 nxt = pos + 2 + buf[pos + 1]
                 try:
-                    values[i] = buf[pos + 2 : nxt].decode("utf-8")
+                    value = buf[pos + 2 : nxt].decode("utf-8")
                     pos = nxt
                 except UnicodeDecodeError:  # the reader notes it
-                    values[i], pos = read_at(ctx, c, pos + 1, stop, depth)
+                    value, pos = read_at(ctx, c, pos + 1, stop, depth)
             elif kind == _KIND_UINT32 and pos + 5 <= stop:
-                values[i] = (
+                value = (
                     (buf[pos + 1] << 24) | (buf[pos + 2] << 16) | (buf[pos + 3] << 8) | buf[pos + 4]
                 )
                 pos += 5
             elif kind == _KIND_VBIN8 and pos + 2 <= stop and pos + 2 + buf[pos + 1] <= stop:
                 nxt = pos + 2 + buf[pos + 1]
-                values[i] = buf[pos + 2 : nxt].hex()
+                value = buf[pos + 2 : nxt].hex()
                 pos = nxt
             elif kind == _KIND_FIELD:
-                values[i], pos = _field_value(ctx, cspec, fields[i], c, pos, stop, depth)
+                value, pos = _field_value(ctx, cspec, fields[i], c, pos, stop, depth)
             else:
-                values[i], pos = read_at(ctx, c, pos + 1, stop, depth)
+                value, pos = read_at(ctx, c, pos + 1, stop, depth)
+            if value is not _MISSING:
+                out[names[i]] = value
+            i += 1
     except Malformed as exc:
         ctx.malformed(exc)
         pos = stop
     if pos != stop:
         ctx.note("amqp10.bad-encoding", pos, f"{stop - pos} bytes left over in {cspec.name}")
-    for i in cspec.mandatory:
-        if values[i] is _MISSING:
-            ctx.note("amqp10.missing-mandatory", off, f"{cspec.name} without {fields[i].name}")
-    names = cspec.names
-    for i in range(nfields):
-        value = values[i]
-        if value is not _MISSING:
-            out[names[i]] = value
+    for j in cspec.mandatory:
+        if j >= i or names[j] not in out:
+            ctx.note("amqp10.missing-mandatory", off, f"{cspec.name} without {fields[j].name}")
+    while i < nfields:
+        default = defaults[i]
+        if default is not _MISSING:
+            out[names[i]] = default
+        i += 1
     return stop
 
 

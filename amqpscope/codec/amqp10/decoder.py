@@ -199,7 +199,7 @@ class Decoder:
                         "transfers": 1,
                     }
                     fmt = fields.get("message-format")
-                    self._message(frame, fields, meta, fmt, buf, pos, end, notes, head)
+                    self._message(frame, key, meta, fmt, buf, pos, end, notes, head)
                 return
             delivery = self.deliveries[key] = _Delivery(fields, frame)
         delivery.add(buf[pos:end])
@@ -212,7 +212,7 @@ class Decoder:
             return
         payload = b"".join(delivery.chunks)
         meta = _meta(delivery)
-        self._message(frame, fields, meta, delivery.fmt, payload, 0, len(payload), notes)
+        self._message(frame, key, meta, delivery.fmt, payload, 0, len(payload), notes)
 
     def _count(
         self,
@@ -238,7 +238,7 @@ class Decoder:
     def _message(
         self,
         frame: Frame,
-        fields: dict,
+        key: tuple[int | None, int],
         meta: dict[str, Any],
         fmt: Any,
         buf: bytes,
@@ -247,16 +247,17 @@ class Decoder:
         notes: list[Finding],
         head: Callable[[], int] | None = None,
     ) -> None:
-        """The delivery's message (`meta`: its id, tag and transfers) is `buf[start:end]`;
-        with `head`, `buf` is a logged transfer's payload, which `head()` bytes of frame header
-        and performative would precede (the offsets its findings name)."""
+        """The delivery's message (`meta`: its id, tag and transfers; `key`: its channel and
+        handle) is `buf[start:end]`; with `head`, `buf` is a logged transfer's payload, which
+        `head()` bytes of frame header and performative would precede (the offsets its findings
+        name)."""
         if fmt not in (0, None):  # not the standard message format: bytes as they are
             if self.redact_bodies:
                 frame.message = meta | {"size": end - start, "redacted": True}
             else:
                 frame.message = meta | {"size": end - start, "hex": buf[start:end].hex()}
             return
-        link = self.links.get((frame.channel, fields["handle"]))
+        link = self.links.get(key)
         message, found = decode_message(
             buf,
             start,

@@ -392,7 +392,7 @@ class ConnectionTracker:
             )
             link_key = ("link", side, channel, handle, lstate)
             self._violation(out, LINK_VIOLATION[lstate], link_key, side, frame, text)
-        elif lstate == ATTACHED:
+        elif lstate == ATTACHED and self.noted:  # most frames: nothing noted, no key to make
             self.noted.discard(("link", side, channel, handle, DETACHED))
 
     def _session(self, side: str, frame: Frame, out: list[Finding]) -> Session | None:
@@ -667,7 +667,7 @@ class ConnectionTracker:
         settled = bool(fields.get("settled"))
         delivery = link.current
         if delivery is None:
-            delivery = self._first_transfer(session, link, side, frame, out)
+            delivery = self._first_transfer(session, link, side, frame, settled, out)
         elif settled and session.half[side].deliveries.get(delivery.id) is delivery:
             self._settle(session, delivery, frame.ts)  # the sender settled it mid-delivery
         if fields.get("aborted"):
@@ -682,7 +682,13 @@ class ConnectionTracker:
                 self.txns.action(delivery, frame.message)
 
     def _first_transfer(
-        self, session: Session, link: Link, side: str, frame: Frame, out: list[Finding]
+        self,
+        session: Session,
+        link: Link,
+        side: str,
+        frame: Frame,
+        settled: bool,
+        out: list[Finding],
     ) -> Delivery:
         fields = frame.fields
         half = session.half[side]
@@ -700,8 +706,9 @@ class ConnectionTracker:
                 )
             )
             self._forget(session, old, left=True)
+        resume = fields.get("resume")
         old = link.unsettled.get(tag) if tag is not None else None
-        if old is not None and not fields.get("resume"):
+        if old is not None and not resume:
             out.append(
                 finding(
                     "amqp10.delivery-tag-reused",
@@ -733,9 +740,8 @@ class ConnectionTracker:
                 )
         else:
             link.no_credit_run = False
-        if fields.get("resume"):
+        if resume:
             link.resumed += 1
-        settled = bool(fields.get("settled"))
         mode = (link.attach[side] or {}).get("snd-settle-mode")
         required = SETTLED_REQUIRED.get(mode)  # type: ignore[arg-type]
         if required is not None and settled != required:
