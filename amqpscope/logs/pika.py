@@ -150,8 +150,9 @@ def _cached(line: str, at: int) -> Shown:
     if _HOLE in line or _TEXT_HOLE in line:
         return _frame(line, at)
     text = line[at:]
-    slots = _NUMBER.findall(text)
-    key = _NUMBER.sub("=" + _HOLE, text) if slots else text
+    parts = _NUMBER.split(text)  # text, number, text, ...: one pass for the key and its slots
+    slots = parts[1::2]
+    key = ("=" + _HOLE).join(parts[::2]) if slots else text
     if "fragment=b'" in key:
         fragments = _FRAGMENT.findall(key)
         if fragments:
