@@ -135,12 +135,14 @@ _NOT_CACHED: Final = "not cached"
 class _Entry:
     """A frame read once, and for each slot where its value goes (None: nowhere)."""
 
-    __slots__ = ("shown", "targets")
+    __slots__ = ("active", "shown", "targets")
 
     def __init__(self, shown: Shown, targets: list[tuple[str, str] | None]) -> None:
         self.shown = shown
         self.targets = targets  # (place, how): place "channel", "body_size", "fragment", or
         # a value's name; how "int", "str" or "bytes"
+        #: the slots that go somewhere: (slot, place, how); a key's slots are as many as its holes
+        self.active = [(i, *target) for i, target in enumerate(targets) if target is not None]
 
 
 _CACHE: dict[str, _Entry | str | None] = {}
@@ -178,10 +180,8 @@ def _filled(entry: _Entry, slots: list[str]) -> Shown:
     shown.body_size = template.body_size
     shown.fragment = template.fragment
     values = shown.values = template.values.copy()
-    for target, text in zip(entry.targets, slots, strict=True):
-        if target is None:
-            continue
-        place, how = target
+    for i, place, how in entry.active:
+        text = slots[i]
         value: Any = int(text) if how == "int" else text.encode() if how == "bytes" else text
         if place == "channel":
             shown.channel = value
