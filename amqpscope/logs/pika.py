@@ -156,10 +156,10 @@ def _cached(line: str, at: int) -> Shown:
     slots = parts[1::2]
     key = ("=" + _HOLE).join(parts[::2]) if slots else text
     if "fragment=b'" in key:
-        fragments = _FRAGMENT.findall(key)
-        if fragments:
-            slots.extend(fragments)
-            key = _FRAGMENT.sub("fragment=b'" + _TEXT_HOLE + "'", key)
+        pieces = _FRAGMENT.split(key)
+        if len(pieces) > 1:
+            slots.extend(pieces[1::2])
+            key = ("fragment=b'" + _TEXT_HOLE + "'").join(pieces[::2])
     entry = _CACHE.get(key, _NOT_CACHED)
     if isinstance(entry, _Entry):
         return _filled(entry, slots)
