@@ -26,7 +26,7 @@ The logs are made at run time (never committed) from the recorded ones in captur
   are frames) repeated to about the same number of lines.
 
     python3 bench/logs.py [--messages N] [--noise K] [--repeat R] [--builds compiled,pure]
-                          [--keep DIR]
+                          [--keep DIR] [--only pika,rhea]
 
 Each build reads each log in a process of its own: CPU seconds (median of R runs; the machine
 is shared, so CPU, not wall time) of the LogReader alone and of LogReader and Tracker, no
@@ -389,6 +389,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--builds", default="compiled,pure")
     parser.add_argument("--keep", type=Path, help="write the logs here and keep them")
+    parser.add_argument(
+        "--only", help="these formats' logs only (comma-separated, e.g. pika,rhea), no processes"
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.keep or Path(tmp)
@@ -412,6 +415,8 @@ def main(argv: list[str] | None = None) -> int:
         logs.append(("pika (frame lines)", "pika", pika_log, pika_frames(pika_log, args.messages)))
         pika_log = folder / "pika.log"
         logs.append(("pika (DEBUG log)", "pika", pika_log, pika(pika_log, 2 * args.messages)))
+        if args.only:
+            logs = [log for log in logs if log[1] in args.only.split(",")]
         print(f"{args.messages:,} messages; CPU seconds, median of {args.repeat}")
         print(
             f"| {'log':<24} | {'build':<8} | {'lines':>9} | {'frames':>7} "
@@ -437,6 +442,8 @@ def main(argv: list[str] | None = None) -> int:
                     f"| {label:<24} | {build:<8} | {lines:>9,} | {said['frames']:>7,} "
                     f"| {lines / said['reader']:>14,.0f} | {lines / said['tracker']:>16,.0f} |"
                 )
+        if args.only:
+            return 0
         print()
         print(
             f"| {'whole process (Proton log)':<34} | {'build':<8} | {'CPU s':>6} | {'lines/s':>9} |"

@@ -29,18 +29,31 @@ METHOD_IDS: Final = {m.name: ids for ids, m in spec.METHODS.items()}
 METHODS_BY_NAME: Final = {m.name: m for m in spec.METHODS.values()}
 BASIC_CLASS: Final = 60
 
-_INTS: Final = {"octet": ">B", "short": ">H", "long": ">I", "longlong": ">Q", "timestamp": ">Q"}
+#: an integer domain's packer (compiled once: a format string is looked up on every call)
+_INTS: Final = {
+    domain: struct.Struct(form).pack
+    for domain, form in (
+        ("octet", ">B"),
+        ("short", ">H"),
+        ("long", ">I"),
+        ("longlong", ">Q"),
+        ("timestamp", ">Q"),
+    )
+}
+_FRAME_HEAD: Final = struct.Struct(">BHI").pack
+_METHOD_HEAD: Final = struct.Struct(">HH").pack
+_FRAME_END: Final = bytes([FRAME_END])
 
 
 def frame(frame_type: int, channel: int, payload: bytes) -> bytes:
     """A whole frame: header, payload, frame-end."""
-    return struct.pack(">BHI", frame_type, channel, len(payload)) + payload + bytes([FRAME_END])
+    return _FRAME_HEAD(frame_type, channel, len(payload)) + payload + _FRAME_END
 
 
 def method(name: str, values: dict[str, Any]) -> bytes:
     """A method frame's payload; an argument missing from `values` is encoded as its zero."""
     class_id, method_id = METHOD_IDS[name]
-    out = [struct.pack(">HH", class_id, method_id)]
+    out = [_METHOD_HEAD(class_id, method_id)]
     bits: list[bool] = []
     for argument, domain in METHODS_BY_NAME[name].arguments:
         value = values.get(argument)
@@ -77,10 +90,11 @@ def _bits(bits: list[bool]) -> bytes:
 
 
 def _argument(domain: str, value: Any) -> bytes:
-    if domain in _INTS:
+    pack = _INTS.get(domain)
+    if pack is not None:
         if isinstance(value, dt.datetime):
             value = int(value.timestamp())
-        return struct.pack(_INTS[domain], int(value or 0))
+        return pack(int(value or 0))
     if domain == "shortstr":
         raw = _bytes(value)
         if len(raw) > 255:

@@ -101,11 +101,156 @@ def parse(line: str) -> Logged | None:
     m = _FRAME.search(line)
     if m is None:
         return _on_channel(line)
-    items, end = _items(line, m.end() - 1)
+    return _logged(_cached(line, m.start()), line, m.start())
+
+
+def _frame(line: str, at: int) -> Shown:
+    """The frame repr at `line[at:]` (`<METHOD([...`), read item by item."""
+    kind = line[at + 1 : line.index("(", at)]
+    items, end = _items(line, line.index("[", at))
     if not line.startswith(")>", end):
         raise LogSyntaxError(end, "`)>` expected after a frame's items")
-    shown = _shown(m.group(1), items, m.start())
-    return _logged(shown, line, m.start())
+    return _shown(kind, items, at)
+
+
+# A cache of frame reprs like ones read before. Line to line a delivery's reprs differ in a few
+# values: whole items' numbers (`'delivery_tag=5'`, `'body_size=13'`) and a body's plain text
+# (`"fragment=b'log message 5'"`). The key is the repr with those taken out; an entry is the
+# frame read once, and where each value taken out went. It is made on a key's second sighting
+# (a log whose lines never repeat pays the key and no second read), by reading the repr again
+# with markers in the slots: each marker must land in exactly one place (the channel, the body
+# size, the fragment or one value) or nowhere, and the entry filled with the first line's own
+# values must equal that line's read; else the key is read every time.
+
+#: the slots: a whole item's number, and a body's fragment in printable ASCII without quotes
+#: or backslashes (what `_items` and `_literal` take as their text); each has its own hole
+_NUMBER: Final = re.compile(r"=(\d{1,18})(?=['\"])")
+_FRAGMENT: Final = re.compile(r"fragment=b'([ !#-&(-\[\]-~]*)'")
+_HOLE: Final = "\x00"
+_TEXT_HOLE: Final = "\x01"
+_MAX: Final = 4096
+_NOT_CACHED: Final = "not cached"
+
+
+class _Entry:
+    """A frame read once, and for each slot where its value goes (None: nowhere)."""
+
+    __slots__ = ("active", "shown", "targets")
+
+    def __init__(self, shown: Shown, targets: list[tuple[str, str] | None]) -> None:
+        self.shown = shown
+        self.targets = targets  # (place, how): place "channel", "body_size", "fragment", or
+        # a value's name; how "int", "str" or "bytes"
+        #: the slots that go somewhere: (slot, place, how); a key's slots are as many as its holes
+        self.active = [(i, *target) for i, target in enumerate(targets) if target is not None]
+
+
+_CACHE: dict[str, _Entry | str | None] = {}
+
+
+def _cached(line: str, at: int) -> Shown:
+    if _HOLE in line or _TEXT_HOLE in line:
+        return _frame(line, at)
+    text = line[at:]
+    parts = _NUMBER.split(text)  # text, number, text, ...: one pass for the key and its slots
+    slots = parts[1::2]
+    key = ("=" + _HOLE).join(parts[::2]) if slots else text
+    if "fragment=b'" in key:
+        pieces = _FRAGMENT.split(key)
+        if len(pieces) > 1:
+            slots.extend(pieces[1::2])
+            key = ("fragment=b'" + _TEXT_HOLE + "'").join(pieces[::2])
+    entry = _CACHE.get(key, _NOT_CACHED)
+    if isinstance(entry, _Entry):
+        return _filled(entry, slots)
+    shown = _frame(line, at)
+    if entry is None:  # a second sighting
+        _CACHE[key] = _entry(key, slots, shown) or _NOT_CACHED
+    elif entry is _NOT_CACHED and key not in _CACHE:
+        if len(_CACHE) >= _MAX:
+            _CACHE.clear()
+        _CACHE[key] = None
+    return shown
+
+
+def _filled(entry: _Entry, slots: list[str]) -> Shown:
+    template = entry.shown
+    shown = Shown(template.kind, template.channel)
+    shown.method = template.method
+    shown.body_size = template.body_size
+    shown.fragment = template.fragment
+    values = shown.values = template.values.copy()
+    for i, place, how in entry.active:
+        text = slots[i]
+        value: Any = int(text) if how == "int" else text.encode() if how == "bytes" else text
+        if place == "channel":
+            shown.channel = value
+        elif place == "body_size":
+            shown.body_size = value
+        elif place == "fragment":
+            shown.fragment = value
+        else:
+            values[place] = value
+    return shown
+
+
+def _marker(i: int, number: bool) -> str:
+    return str(739_104_628_551_000_000 + i) if number else f"amqpscope slot {i}"
+
+
+def _entry(key: str, slots: list[str], shown: Shown) -> _Entry | None:
+    """The entry of `key`, checked against the line it is made from (`slots`, `shown`)."""
+    numbers = key.count(_HOLE)
+    markers = [_marker(i, i < numbers) for i in range(len(slots))]
+    marked = key
+    for i, marker in enumerate(markers):
+        marked = marked.replace(_HOLE if i < numbers else _TEXT_HOLE, marker, 1)
+    if len(_NUMBER.findall(marked)) + len(_FRAGMENT.findall(marked)) != len(slots):
+        return None
+    try:
+        template = _frame(marked, 0)
+    except LogSyntaxError:
+        return None
+    places: list[tuple[str, Any]] = [
+        ("channel", template.channel),
+        ("body_size", template.body_size),
+        ("fragment", template.fragment),
+        *template.values.items(),
+    ]
+    targets: list[tuple[str, str] | None] = []
+    for marker in markers:
+        found = [
+            (place, how)
+            for place, value in places
+            for how, wanted in (
+                ("int", _as_int(marker)),
+                ("str", marker),
+                ("bytes", marker.encode()),
+            )
+            if wanted is not None and type(value) is type(wanted) and value == wanted
+        ]
+        if len(found) > 1:
+            return None
+        targets.append(found[0] if found else None)
+    entry = _Entry(template, targets)
+    if not _same(_filled(entry, slots), shown):
+        return None
+    return entry
+
+
+def _as_int(text: str) -> int | None:
+    return int(text) if text.isdigit() else None
+
+
+def _same(one: Shown, other: Shown) -> bool:
+    return (
+        one.kind == other.kind
+        and one.channel == other.channel
+        and one.method == other.method
+        and one.values == other.values
+        and one.body_size == other.body_size
+        and one.fragment == other.fragment
+    )
 
 
 def _on_channel(line: str) -> Logged | None:
