@@ -110,6 +110,15 @@ class CaptureSpec:
     ext: str = "pcap"
 
 
+#: what every Proton-to-Proton scenario is: no broker, its listener's port captured
+PEER_TO_PEER: dict[str, Any] = {
+    "port": P2P_PORT,
+    "capture": CaptureSpec(bpf=f"tcp port {P2P_PORT}"),
+    "queues": (),
+    "needs_broker": False,
+}
+
+
 class Capture:
     """A running tcpdump/dumpcap process that is known to be capturing.
 
@@ -305,6 +314,13 @@ def _pcapng_precision(idb: bytes, endian: str) -> str:
 # --------------------------------------------------------------------------
 # Broker management
 # --------------------------------------------------------------------------
+
+
+def p2p_port_free() -> None:
+    """Raise unless the peer-to-peer listener's port is free (the probe's refused connection
+    shows in the capture, before the scenario's own)."""
+    if busy_connections({P2P_PORT}) or port_open("127.0.0.1", P2P_PORT, 0.5):
+        raise RuntimeError(f"port {P2P_PORT} is already in use")
 
 
 def port_open(host: str, port: int, timeout: float = 1.0) -> bool:
@@ -2174,15 +2190,11 @@ class PeerToPeer(ProtonClient):
     "connects with SASL ANONYMOUS and sends 10 unsettled messages; the listener settles them "
     "cycling accepted, rejected (with an error condition), released, modified (p7 also "
     "undeliverable-here with annotations).",
-    port=P2P_PORT,
-    capture=CaptureSpec(bpf=f"tcp port {P2P_PORT}"),
-    queues=(),
-    needs_broker=False,
+    **PEER_TO_PEER,
 )
 def s10_peer_to_peer(ctx: Ctx) -> dict[str, Any]:
     """Proton on both ends: outcomes RabbitMQ never produces (modified, rejected with error)."""
-    if busy_connections({P2P_PORT}) or port_open("127.0.0.1", P2P_PORT, 0.5):
-        raise RuntimeError(f"port {P2P_PORT} is already in use")
+    p2p_port_free()
     return PeerToPeer(ctx).run()
 
 
@@ -2987,10 +2999,7 @@ class InBandPeerToPeer(PeerToPeer):
     "TLS 1.3 (Python's ssl on both ends, key log in 10-tls-inband.keys) carries the Proton "
     "client's and listener's bytes: SASL ANONYMOUS, 10 unsettled messages settled accepted, "
     "rejected, released, modified in turn. Only the 5673 leg is captured.",
-    port=P2P_PORT,
-    capture=CaptureSpec(bpf=f"tcp port {P2P_PORT}"),
-    queues=(),
-    needs_broker=False,
+    **PEER_TO_PEER,
 )
 def s10_tls_inband(ctx: Ctx) -> dict[str, Any]:
     if busy_connections({P2P_PORT}):  # (no probe connection: it would be captured)

@@ -104,14 +104,9 @@ class PeerTransactions(record.ProtonClient, TransactionHandler):
     "Proton client declares a transaction, sends 2 messages in it and commits, then declares a "
     "second, sends 2 and rolls it back. The listener answers declares with declared (txn-1, "
     "txn-2) and accepts every transfer and discharge.",
-    port=record.P2P_PORT,
-    capture=record.CaptureSpec(bpf=f"tcp port {record.P2P_PORT}"),
-    queues=(),
-    needs_broker=False,
+    **record.PEER_TO_PEER,
 )
 def s10_peer_transactions(ctx: Any) -> dict[str, Any]:
     """1.0 transactions as RabbitMQ cannot show them: declared, committed and rolled back."""
-    port = record.P2P_PORT
-    if record.busy_connections({port}) or record.port_open("127.0.0.1", port, 0.5):
-        raise RuntimeError(f"port {port} is already in use")
+    record.p2p_port_free()
     return PeerTransactions(ctx).run()

@@ -213,14 +213,9 @@ class TokensAndRequests(record.ProtonClient):
     " until the token expires and the listener detaches that link with amqp:unauthorized-access;"
     " then it sends two requests to orders/$management: renew-lock (answered 410) and"
     " peek-message (never answered), and closes.",
-    port=record.P2P_PORT,
-    capture=record.CaptureSpec(bpf=f"tcp port {record.P2P_PORT}"),
-    queues=(),
-    needs_broker=False,
+    **record.PEER_TO_PEER,
 )
 def s10_cbs_tokens(ctx: Any) -> dict[str, Any]:
     """Claims-based security and management requests, refused, expired and unanswered."""
-    port = record.P2P_PORT
-    if record.busy_connections({port}) or record.port_open("127.0.0.1", port, 0.5):
-        raise RuntimeError(f"port {port} is already in use")
+    record.p2p_port_free()
     return TokensAndRequests(ctx).run()
