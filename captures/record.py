@@ -2108,10 +2108,32 @@ def s10_drain_classic(ctx: Ctx) -> dict[str, Any]:
     return Drain(ctx).run()
 
 
-class PeerToPeer(ProtonClient):
-    """A Proton listener and client in one reactor; the listener settles with mixed outcomes."""
+class ProtonPeers(ProtonClient):
+    """A Proton listener on P2P_PORT and a Proton client in one reactor: the listener's open
+    names it, and it stops listening once its connection closed (so the reactor finishes)."""
 
     url = f"amqp://127.0.0.1:{P2P_PORT}"
+
+    def __init__(self, ctx: Ctx, **kw: Any) -> None:
+        super().__init__(ctx, **kw)
+        self.acceptor: Any = None
+
+    def listen(self) -> None:
+        assert self.container is not None
+        self.acceptor = self.container.listen(f"127.0.0.1:{P2P_PORT}")
+
+    def on_connection_opening(self, event: Any) -> None:
+        # Dispatched before Proton opens the accepted connection, so the id goes into its open.
+        event.connection.container = f"amqpscope-{self.ctx.name}-listener"
+
+    def on_connection_closed(self, event: Any) -> None:
+        if not self.is_client(event.connection) and self.acceptor is not None:
+            self.acceptor.close()  # last connection gone: let the reactor finish
+
+
+class PeerToPeer(ProtonPeers):
+    """A Proton listener and client in one reactor; the listener settles with mixed outcomes."""
+
     COUNT = 10
     CYCLE = ("accepted", "rejected", "released", "modified")
 
@@ -2119,10 +2141,9 @@ class PeerToPeer(ProtonClient):
         super().__init__(ctx)
         self.sent = 0
         self.outcomes_seen = 0
-        self.acceptor: Any = None
 
     def begin(self) -> None:
-        self.acceptor = self.container.listen(f"127.0.0.1:{P2P_PORT}")
+        self.listen()
         self.conn = self.connect()
         self.sender = self.container.create_sender(self.conn, "amqpscope/peer-to-peer")
 
@@ -2174,13 +2195,8 @@ class PeerToPeer(ProtonClient):
         self._count_outcome()
 
     def on_connection_opening(self, event: Any) -> None:
-        # Dispatched before Proton opens the accepted connection, so the id goes into its open.
-        event.connection.container = f"amqpscope-{self.ctx.name}-listener"
+        super().on_connection_opening(event)
         self.n.inc("listener_connections_accepted")
-
-    def on_connection_closed(self, event: Any) -> None:
-        if not self.is_client(event.connection) and self.acceptor is not None:
-            self.acceptor.close()  # last connection gone: let the reactor finish
 
 
 @scenario(

@@ -22,15 +22,13 @@ DISCHARGE = (0x32, symbol("amqp:discharge:list"))
 DECLARED = 0x33  # the delivery state the listener answers a declare with
 
 
-class PeerTransactions(record.ProtonClient, TransactionHandler):
+class PeerTransactions(record.ProtonPeers, TransactionHandler):
     """A Proton listener acting as a transaction coordinator, and a Proton client using it."""
 
-    url = f"amqp://127.0.0.1:{record.P2P_PORT}"
     PER_TXN = 2
 
     def __init__(self, ctx: Any) -> None:
         super().__init__(ctx)
-        self.acceptor: Any = None
         self.txn: Any = None
         self.rounds = 0  # transactions declared by the client
         self.accepted_in_round = 0
@@ -38,7 +36,7 @@ class PeerTransactions(record.ProtonClient, TransactionHandler):
 
     def begin(self) -> None:
         assert self.container is not None
-        self.acceptor = self.container.listen(f"127.0.0.1:{record.P2P_PORT}")
+        self.listen()
         self.conn = self.connect()
         self.sender = self.container.create_sender(self.conn, "amqpscope/transactions")
         self.container.declare_transaction(self.conn, handler=self)
@@ -88,13 +86,6 @@ class PeerTransactions(record.ProtonClient, TransactionHandler):
             self.n.inc("listener_transfers_received")
             delivery.update(Delivery.ACCEPTED)
         delivery.settle()
-
-    def on_connection_opening(self, event: Any) -> None:
-        event.connection.container = f"amqpscope-{self.ctx.name}-listener"
-
-    def on_connection_closed(self, event: Any) -> None:
-        if not self.is_client(event.connection) and self.acceptor is not None:
-            self.acceptor.close()
 
 
 @record.scenario(

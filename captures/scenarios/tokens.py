@@ -32,16 +32,13 @@ def sas_token(signature: str, expiry: float) -> str:
     )
 
 
-class TokensAndRequests(record.ProtonClient):
+class TokensAndRequests(record.ProtonPeers):
     """The client puts a bad token (refused), a good one (accepted, short-lived), receives from
     the entity until the listener drops the link when the token expires, then makes two
     management requests: one answered 410, one never answered."""
 
-    url = f"amqp://127.0.0.1:{record.P2P_PORT}"
-
     def __init__(self, ctx: Any) -> None:
         super().__init__(ctx)
-        self.acceptor: Any = None
         self.replies: dict[str, Any] = {}  # listener: reply-to address -> its sending link
         self.entity_links: list[Any] = []  # listener: its sending links to the entity
         self.token_expiry = 0.0
@@ -51,7 +48,7 @@ class TokensAndRequests(record.ProtonClient):
 
     def begin(self) -> None:
         assert self.container is not None
-        self.acceptor = self.container.listen(f"127.0.0.1:{record.P2P_PORT}")
+        self.listen()
         self.conn = self.connect(allowed_mechs="ANONYMOUS")
         self.cbs_sender = self.container.create_sender(self.conn, "$cbs")
         self.container.create_receiver(self.conn, "$cbs", name="cbs-replies")
@@ -195,13 +192,6 @@ class TokensAndRequests(record.ProtonClient):
             link.source.address = link.remote_source.address
         if link.remote_target.address:
             link.target.address = link.remote_target.address
-
-    def on_connection_opening(self, event: Any) -> None:
-        event.connection.container = f"amqpscope-{self.ctx.name}-listener"
-
-    def on_connection_closed(self, event: Any) -> None:
-        if not self.is_client(event.connection) and self.acceptor is not None:
-            self.acceptor.close()
 
 
 @record.scenario(
