@@ -59,14 +59,8 @@ class CaptureSet:
     """The files of `paths` read as one capture, in the order of their first packets."""
 
     def __init__(self, paths: Sequence[str]) -> None:
-        if STDIN in paths:
+        if STDIN in paths:  # it cannot be opened twice (to sort the files, then to read)
             raise CaptureError("standard input (-) can only be read alone, not with other files")
-        seen: set[str] = set()
-        for path in paths:
-            key = os.path.realpath(path)
-            if key in seen:
-                raise CaptureError(f"{path}: given twice")
-            seen.add(key)
         # sorted() is stable: files whose first packets share a time keep the order given
         self.pieces = sorted((survey(p) for p in paths), key=lambda piece: piece.first_ts)
         self.path = self.pieces[0].path

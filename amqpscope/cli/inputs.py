@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from amqpscope.capture.files import CaptureError, CaptureReader
+from amqpscope.capture.pipe import STDIN
 from amqpscope.capture.textlog import (
     LogFile,
     head_of,
@@ -46,6 +48,21 @@ FORMAT_NAMES = (
 )
 
 
+def several_files(_ctx: Any, _param: Any, files: tuple[str, ...]) -> tuple[str, ...]:
+    """FILE...'s check, for every command that takes several (and so for -w and the TUI's cut
+    too): standard input is read alone, and no file is given twice."""
+    if len(files) > 1:
+        if STDIN in files:
+            fail("standard input (-) is read alone, not with other files", 2)
+        seen: set[str] = set()
+        for path in files:
+            key = os.path.realpath(path)
+            if key in seen:
+                fail(f"{path}: given twice", 2)
+            seen.add(key)
+    return files
+
+
 def files_argument(fn: Callable[..., Any]) -> Callable[..., Any]:
     """FILE...: one capture or log, or the files of one rotated capture (read as one)."""
     return click.argument(
@@ -54,6 +71,7 @@ def files_argument(fn: Callable[..., Any]) -> Callable[..., Any]:
         required=True,
         metavar="FILE...",
         type=click.Path(dir_okay=False, path_type=str),
+        callback=several_files,
     )(fn)
 
 
@@ -205,13 +223,22 @@ def _open_set(paths: Sequence[str], fmt: str | None) -> Iterator[CaptureSet]:
 
     if fmt is not None:
         fail(f"--format {fmt}: a frame-trace log is read alone, not with other files", 2)
-    if "-" in paths:
-        fail("standard input (-) is read alone, not with other files", 2)
-    twice = [p for i, p in enumerate(paths) if p in paths[:i]]
-    if twice:
-        fail(f"{twice[0]}: given twice", 2)
+    try:
+        captures = CaptureSet(paths)
+    except CaptureError:
+        _no_text_among(paths)  # says so when the one that failed is a log
+        raise
+    with captures:
+        yield captures
+
+
+def _no_text_among(paths: Sequence[str]) -> None:
+    """CaptureError naming the first of `paths` that is text (a frame-trace log, say)."""
     for path in paths:
-        stream = open_stream(path)
+        try:
+            stream = open_stream(path)
+        except CaptureError:
+            continue
         try:
             head, _ = head_of(stream)
         finally:
@@ -222,5 +249,3 @@ def _open_set(paths: Sequence[str], fmt: str | None) -> Iterator[CaptureSet]:
                 f"{path}: text, not a capture file; several files are read together only when"
                 " all are pcap or pcapng captures (a frame-trace log is read alone)"
             )
-    with CaptureSet(paths) as captures:
-        yield captures

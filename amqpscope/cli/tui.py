@@ -20,14 +20,18 @@ from amqpscope.cli.common import (
     redact_bodies_option,
     steady_gc,
 )
-from amqpscope.cli.inputs import format_option, open_input, shown_name
+from amqpscope.cli.inputs import format_option, open_input, several_files, shown_name
 
 NO_TEXTUAL = "tui needs Textual: pip install 'amqpscope[tui]'"
 
 
 @main.command()
 @click.argument(
-    "files", nargs=-1, metavar="[FILE...]", type=click.Path(dir_okay=False, path_type=str)
+    "files",
+    nargs=-1,
+    metavar="[FILE...]",
+    type=click.Path(dir_okay=False, path_type=str),
+    callback=several_files,
 )
 @click.option(
     "--live",
