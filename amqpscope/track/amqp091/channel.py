@@ -670,22 +670,19 @@ class ChannelEpoch:
         where = ENDED_WHEN[why]
         if left:
             lost = lost_c2s >= first_unacked
-            requeued = "" if why == "capture" else " (the broker requeues them)"
-            if lost:
-                requeued = (
-                    " (the capture lost bytes the client sent after the first of them"
-                    + (
-                        ""
-                        if why == "capture"
-                        else "; if they were not acked, the broker requeues them"
-                    )
-                    + ")"
+            notes = (
+                ["the capture lost bytes the client sent after the first of them"] if lost else []
+            )
+            if why != "capture":  # the channel or connection ended: the broker takes them back
+                notes.append(
+                    ("if they were not acked, " if lost else "") + "the broker requeues them"
                 )
             out.append(
                 finding(
                     "amqp091.unacked-at-end",
                     f"{len(left)} deliveries on channel {self.number} were"
-                    f" {'not seen acked' if lost else 'still unacked'} {where}{requeued}",
+                    f" {'not seen acked' if lost else 'still unacked'} {where}"
+                    + (f" ({'; '.join(notes)})" if notes else ""),
                 )
             )
         pending = len(self.unconfirmed)
