@@ -60,8 +60,10 @@ PCAP_MAGICS: Final = {
     b"\xa1\xb2\x3c\x4d": (">", 1_000_000_000),
     b"\x4d\x3c\xb2\xa1": ("<", 1_000_000_000),
 }
-_PCAPNG_MAGIC: Final = b"\x0a\x0d\x0d\x0a"
-_GZIP_MAGIC: Final = b"\x1f\x8b"
+PCAPNG_MAGIC: Final = b"\x0a\x0d\x0d\x0a"
+GZIP_MAGIC: Final = b"\x1f\x8b"
+#: the first four bytes of every capture file amqpscope reads (uncompressed)
+CAPTURE_MAGICS: Final = (*PCAP_MAGICS, PCAPNG_MAGIC)
 
 
 class _GzipFile(gzip.GzipFile):
@@ -240,7 +242,7 @@ class CaptureReader:
         except OSError as exc:
             raise self._fail(f"cannot read: {exc.strerror or exc}") from None
         f: IO[bytes] = raw
-        if start == _GZIP_MAGIC:
+        if start == GZIP_MAGIC:
             self.compressed = True
             # a binary file object in all but typeshed's class hierarchy
             f = cast(IO[bytes], _GzipFile(fileobj=raw, mode="rb"))
@@ -256,7 +258,7 @@ class CaptureReader:
             raise self._fail("the file is empty" + (" (after gunzip)" if self.compressed else ""))
         if magic in PCAP_MAGICS:
             self._open_pcap(f, magic)
-        elif magic == _PCAPNG_MAGIC:
+        elif magic == PCAPNG_MAGIC:
             self._open_pcapng(f, magic)
         else:
             head = magic + _read_tolerant(f, 12)
@@ -557,7 +559,7 @@ class CaptureReader:
                     return "truncated"
                 assert self._ng is not None
                 endian = self._ng.endian
-                if head[:4] == _PCAPNG_MAGIC:
+                if head[:4] == PCAPNG_MAGIC:
                     if len(head) < 12:
                         return "truncated"
                     bom = head[8:12]

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from amqpscope.capture.files import PCAP_MAGICS
+from amqpscope.capture.files import PCAP_MAGICS, PCAPNG_MAGIC
 from amqpscope.capture.packet import RawPacket
 from amqpscope.findings import Finding, finding
 
@@ -96,7 +96,7 @@ class PcapStream:
                 return []
             magic = bytes(buf[:4])
             if magic not in PCAP_MAGICS:
-                if magic == b"\x0a\x0d\x0d\x0a":
+                if magic == PCAPNG_MAGIC:
                     raise PcapStreamError("a pcapng stream, not pcap")
                 raise PcapStreamError(f"not a pcap stream (starts {magic.hex()})")
             endian, self.units = PCAP_MAGICS[magic]

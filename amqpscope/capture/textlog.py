@@ -18,18 +18,10 @@ import zlib
 from collections.abc import Iterator
 from typing import IO, Final
 
-from amqpscope.capture.files import CaptureError
+from amqpscope.capture.files import CAPTURE_MAGICS, GZIP_MAGIC, CaptureError
 from amqpscope.capture.pipe import STDIN, open_stdin
 from amqpscope.findings import Finding, finding
 
-_GZIP_MAGIC: Final = b"\x1f\x8b"
-_CAPTURE_MAGICS: Final = (
-    b"\xa1\xb2\xc3\xd4",
-    b"\xd4\xc3\xb2\xa1",
-    b"\xa1\xb2\x3c\x4d",
-    b"\x4d\x3c\xb2\xa1",
-    b"\x0a\x0d\x0d\x0a",
-)
 #: bytes peeked to look inside a gzip stream
 _PEEK: Final = 1 << 16
 #: a text line longer than this is cut into pieces (a frame line is far shorter)
@@ -59,7 +51,7 @@ def head_of(stream: io.BufferedReader) -> tuple[bytes, bool]:
         raw = stream.peek(_PEEK)
     except OSError as exc:
         raise CaptureError(f"cannot read: {exc.strerror or exc}") from None
-    if raw[:2] != _GZIP_MAGIC:
+    if raw[:2] != GZIP_MAGIC:
         return raw, False
     try:
         return zlib.decompressobj(wbits=31).decompress(raw, _PEEK), True
@@ -68,7 +60,7 @@ def head_of(stream: io.BufferedReader) -> tuple[bytes, bool]:
 
 
 def is_capture(head: bytes) -> bool:
-    return head[:4] in _CAPTURE_MAGICS
+    return head[:4] in CAPTURE_MAGICS
 
 
 def looks_like_text(head: bytes) -> bool:

@@ -15,27 +15,20 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from amqpscope.capture.files import CaptureError
+from amqpscope.capture.files import CAPTURE_MAGICS, GZIP_MAGIC, CaptureError
 
 URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 GLOB = re.compile(r"[*?\[]")
 
 #: the first bytes of what `open_capture` reads (pcap either way and resolution, pcapng, gzip)
-MAGICS = (
-    b"\xa1\xb2\xc3\xd4",
-    b"\xd4\xc3\xb2\xa1",
-    b"\xa1\xb2\x3c\x4d",
-    b"\x4d\x3c\xb2\xa1",
-    b"\x0a\x0d\x0d\x0a",
-    b"\x1f\x8b",
-)
+MAGICS = (*CAPTURE_MAGICS, GZIP_MAGIC)
 #: names a folder's frame-trace logs have (a folder's other text files are left alone; a file
 #: named outright is read whatever its name)
 LOG_SUFFIXES = (".log", ".log.gz", ".trace", ".trace.gz")
 
 
 def looks_like_capture(head: bytes) -> bool:
-    return head[:4] in MAGICS or head[:2] == b"\x1f\x8b"
+    return head[:4] in CAPTURE_MAGICS or head[:2] == GZIP_MAGIC
 
 
 def looks_like_log(name: str) -> bool:
