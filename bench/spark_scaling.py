@@ -33,7 +33,13 @@ first, not measured): what docs/spark.md's recipe saves. `--java-options=OPTS` (
 adds runs whose JVM has these options instead of `-XX:TieredStopAtLevel=1`. `--baseline
 TREE` adds the same runs with another source tree's code (PYTHONPATH=TREE, e.g. `git archive`
 of the commit before a change), alternated with this tree's: a change measured against what it
-changes, in one run.
+changes, in one run; `--baseline-build DIR` does so for a compiled build (`python3
+tools/compiled.py DIR` in a checkout of that commit: its interpreter runs the session and its
+workers). `--floor` adds runs of a data source that decodes nothing (`floor_source.py`): it hands
+Spark the `amqp` source's own batches of the same files, written before the session, so its
+queries cost what Spark's Python data source path costs for these rows (the worker passing the
+batches on, the JVM copying every value into its rows): the part no Python data source avoids.
+The last lines then say what that leaves a later query at best.
 
 Each data source run has a temporary folder of its own (TMPDIR), so its first query scans the
 files (`plan.scan`) as a session's first query over new files does, whatever an earlier run kept.
@@ -42,7 +48,8 @@ files (`plan.scan`) as a session's first query over new files does, whatever an 
 workers included (local mode starts them with the driver's interpreter).
 
     python3 bench/spark_scaling.py [--files 8] [--copies 500] [--cores 1 2] [--build pure]
-        [--source-only] [--spark-zips] [--cds] [--baseline TREE] [--java-options=OPTS]
+        [--source-only] [--spark-zips] [--cds] [--baseline TREE] [--baseline-build DIR]
+        [--floor] [--java-options=OPTS]
 """
 
 from __future__ import annotations
@@ -66,7 +73,8 @@ import compiled  # tools/compiled.py
 
 #: the projection row's columns: what a query of who sent what when selects
 PROJECTION = "capture_file,conn_key,frame,time,dir,channel,name"
-DEFAULT = Path(__file__).resolve().parent.parent / "captures" / "091-qos-prefetch.pcap"
+BENCH = Path(__file__).resolve().parent
+DEFAULT = BENCH.parent / "captures" / "091-qos-prefetch.pcap"
 TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -162,7 +170,7 @@ def run_reads(python: str, paths: list[Path], chains: int) -> float:
 DATASOURCE = """
 import os, sys, threading, time
 from amqpscope.pipeline import spark as job
-folder, master, columns = sys.argv[1:]
+folder, master, columns, source = (sys.argv[1:] + ["amqp"])[:4]
 TICK = os.sysconf("SC_CLK_TCK")
 
 def tree():
@@ -205,6 +213,10 @@ for pid, seconds in tree().items():
     seen[pid] = max(seen.get(pid, 0.0), seconds)
 wall = time.perf_counter() - start
 print(f"session in {wall:.3f} s, {sum(seen.values()) - spent[0]:.3f} CPU s", file=sys.stderr)
+if source == "floor":
+    from floor_source import FloorSource  # bench/, on the workers' path too (PYTHONPATH)
+
+    spark.dataSource.register(FloorSource)
 
 
 def query():
@@ -215,11 +227,14 @@ def query():
     sampler = threading.Thread(target=sample, args=(stop, seen), daemon=True)
     start = time.perf_counter()
     sampler.start()
-    reader = spark.read.format("amqp").option("table", "frames")
-    if columns:  # a projection: the schema of the columns a query selects
-        from amqpscope.pipeline import tables
-        kinds = dict(tables.COLUMNS["frames"])
-        reader = reader.schema(", ".join(f"`{c}` {kinds[c]}" for c in columns.split(",")))
+    if source == "floor":  # precomputed batches, no decode: Spark's share alone (`--floor`)
+        reader = spark.read.format("amqpfloor").option("columns", columns)
+    else:
+        reader = spark.read.format("amqp").option("table", "frames")
+        if columns:  # a projection: the schema of the columns a query selects
+            from amqpscope.pipeline import tables
+            kinds = dict(tables.COLUMNS["frames"])
+            reader = reader.schema(", ".join(f"`{c}` {kinds[c]}" for c in columns.split(",")))
     reader.load(folder).write.format("noop").mode("overwrite").save()
     wall = time.perf_counter() - start
     stop.set()
@@ -256,22 +271,42 @@ def make_archive(python: str, folder: Path, archive: Path) -> None:
         raise SystemExit(f"{archive}: the JVM wrote no archive")
 
 
-def source_runs(args: argparse.Namespace, tmp: Path) -> list[tuple[str, dict[str, str]]]:
-    """(label, environment) of each kind of data source run: as shipped, and the baselines."""
+def source_runs(args: argparse.Namespace, tmp: Path) -> list[tuple[str, dict[str, str], str]]:
+    """(label, environment, source) of each kind of data source run: as shipped, the baselines,
+    and the floor (`floor_source`: precomputed batches of the same rows)."""
     import pyspark
 
-    runs: list[tuple[str, dict[str, str]]] = [("", {})]
+    runs: list[tuple[str, dict[str, str], str]] = [("", {}, "amqp")]
     if args.spark_zips:
-        runs.append((" (Spark's zips)", {"SPARK_HOME": os.path.dirname(pyspark.__file__)}))
+        runs.append((" (Spark's zips)", {"SPARK_HOME": os.path.dirname(pyspark.__file__)}, "amqp"))
     if args.cds:
         archive = tmp / "spark.jsa"
         options = f"-XX:TieredStopAtLevel=1 -XX:SharedArchiveFile={archive}"
-        runs.append((" (CDS)", {"AMQPSCOPE_SPARK_JAVA_OPTIONS": options}))
+        runs.append((" (CDS)", {"AMQPSCOPE_SPARK_JAVA_OPTIONS": options}, "amqp"))
     if args.baseline:
-        runs.append((" (baseline tree)", {"PYTHONPATH": str(Path(args.baseline).resolve())}))
+        runs.append(
+            (" (baseline tree)", {"PYTHONPATH": str(Path(args.baseline).resolve())}, "amqp")
+        )
     for options in args.java_options or []:
-        runs.append((f" (JVM: {options})", {"AMQPSCOPE_SPARK_JAVA_OPTIONS": options}))
+        runs.append((f" (JVM: {options})", {"AMQPSCOPE_SPARK_JAVA_OPTIONS": options}, "amqp"))
+    if args.baseline_build:  # another compiled build's interpreter (its workers too)
+        python = str(Path(args.baseline_build).resolve() / "bin" / "python")
+        runs.append((" (baseline build)", {"AMQPSCOPE_BENCH_PYTHON": python}, "amqp"))
+    if args.floor:  # the workers import `floor_source` from bench/
+        path = os.pathsep.join(p for p in (str(BENCH), os.environ.get("PYTHONPATH")) if p)
+        runs.append((" (floor: its batches precomputed, no decode)", {"PYTHONPATH": path}, "floor"))
     return runs
+
+
+def write_floor(python: str, folder: Path, out: Path) -> None:
+    """The `amqp` source's batches of `folder`'s frames, as its tasks make them, into `out`."""
+    from floor_source import WRITE
+
+    out.mkdir()
+    scans = out.parent / "floor-scans"  # its scans kept apart from the measured runs'
+    scans.mkdir()
+    env = {**os.environ, "TMPDIR": str(scans)}
+    subprocess.run([python, "-c", WRITE, str(folder), str(out)], check=True, cwd="/", env=env)
 
 
 def main() -> int:
@@ -300,6 +335,15 @@ def main() -> int:
     )
     parser.add_argument(
         "--baseline", help="also the data source with this source tree's code, alternated"
+    )
+    parser.add_argument(
+        "--baseline-build",
+        help="also the data source run by this compiled build (tools/compiled.py DIR), alternated",
+    )
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="also a data source that hands Spark the same batches precomputed (Spark's share)",
     )
     parser.add_argument(
         "--java-options",
@@ -367,8 +411,10 @@ def main() -> int:
         runs = source_runs(args, Path(tmp))
         if args.cds:
             make_archive(python, folder, Path(tmp) / "spark.jsa")
+        if args.floor:
+            write_floor(python, folder, Path(tmp) / "floor")
         ratios: list[str] = []
-        for cores, columns, (label, env) in [
+        for cores, columns, (label, env, source) in [
             (c, p, r) for c in args.cores for p in dict.fromkeys(("", args.columns)) for r in runs
         ]:  # the kinds of run alternate: the machine's load falls on each alike
             # and each has a baseline of its own, just before it: a shared machine's load
@@ -381,8 +427,10 @@ def main() -> int:
                 f" {read_per_cpu:.0f} | 1.00 |"
             )
             fresh = Path(tempfile.mkdtemp(dir=tmp))  # no scan kept by an earlier run
+            read_from = Path(tmp) / "floor" if source == "floor" else folder
+            runner = env.get("AMQPSCOPE_BENCH_PYTHON", python)
             wall, _, err = run_spark(
-                [python, "-c", DATASOURCE, str(folder), f"local[{cores}]", columns],
+                [runner, "-c", DATASOURCE, str(read_from), f"local[{cores}]", columns, source],
                 {**env, "TMPDIR": str(fresh)},
             )
             found = re.findall(r"query in ([0-9.]+) s, ([0-9.]+) CPU s", err)
@@ -390,12 +438,13 @@ def main() -> int:
                 float, re.findall(r"session in ([0-9.]+) s, ([0-9.]+)", err)[0]
             )
             what = f"{len(columns.split(','))} columns" if columns else "frames"
+            fmt = "amqpfloor" if source == "floor" else "amqp"
             said = []
             for which, (query, cpu) in zip(("first", "again"), found, strict=True):
                 query_s, cpu_s = float(query), float(cpu)
                 rate = packets / query_s
                 print(
-                    f"| `read.format('amqp')` {what}, local[{cores}]{label}, {which} query"
+                    f"| `read.format('{fmt}')` {what}, local[{cores}]{label}, {which} query"
                     f" (CPU: the query's) | {cores} | {wall:.1f} | {query_s:.1f} | {rate:.0f} |"
                     f" {rate / cores:.0f} | {rate / cores / read_rate:.2f} | {cpu_s:.1f} |"
                     f" {packets / cpu_s:.0f} | {packets / cpu_s / read_per_cpu:.2f} |"
@@ -406,13 +455,21 @@ def main() -> int:
             query_s, cpu_s = session_s + float(found[0][0]), session_cpu + float(found[0][1])
             rate = packets / query_s
             print(
-                f"| `read.format('amqp')` {what}, local[{cores}]{label}, first query with the"
+                f"| `read.format('{fmt}')` {what}, local[{cores}]{label}, first query with the"
                 f" session's start | {cores} | {wall:.1f} | {query_s:.1f} | {rate:.0f} |"
                 f" {rate / cores:.0f} | {rate / cores / read_rate:.2f} | {cpu_s:.1f} |"
                 f" {packets / cpu_s:.0f} | {packets / cpu_s / read_per_cpu:.2f} |"
             )
             said.append(f"{packets / cpu_s / read_per_cpu:.2f} with the session's start")
             ratios.append(f"{what}, local[{cores}]{label}: {' / '.join(said)}")
+            if source == "floor":  # Spark's share of a later query, and what it leaves
+                spark_cpu = float(found[1][1])
+                ratios.append(
+                    f"  Spark's share of a later query: {spark_cpu:.2f} CPU s,"
+                    f" {spark_cpu / base_cpu:.2f} of `read --json`'s {base_cpu:.2f}; a later"
+                    " query whose decode, rows and batches cost no more than `read --json`"
+                    f" is at most {base_cpu / (base_cpu + spark_cpu):.2f}"
+                )
         if ratios:
             print(
                 "per CPU second of `read --json`, first query / later queries / first query"
