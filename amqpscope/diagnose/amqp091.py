@@ -229,7 +229,7 @@ def left_at_end(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
             oldest = max(ages) if ages else 0.0
             first_ts = min((ts for _tag, ts, _frame in epoch.left_unacked), default=end_ts)
             lost, holes = caveat(ev, conn.conn, "c2s", first_ts)
-            never = "not seen" if lost else "never"
+            never = _never(bool(lost), epoch.ended)
             back = requeued(epoch.ended, bool(lost), "them") + " (duplicates)"
             if epoch.ended == "capture":
                 back = "they were still with the client"
@@ -254,16 +254,17 @@ def left_at_end(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
             )
         if epoch.left_unconfirmed:
             pending = epoch.left_unconfirmed
+            count = len(epoch.unconfirmed)  # all of them; `left_unconfirmed` lists the oldest
             listed = ", ".join(f"seq {seq} ({key!r})" for seq, _ts, _n, key in pending[:LISTED])
             oldest = end_ts - pending[0][1]
             lost, holes = caveat(ev, conn.conn, "s2c", pending[0][1])
             out.append(
                 make(
                     "publish.unconfirmed",
-                    f"{len(pending)} publishes on channel {epoch.number}"
-                    f" {'not seen' if lost else 'never'} confirmed (oldest {oldest:.1f} s)",
+                    f"{count} publishes on channel {epoch.number}"
+                    f" {_never(bool(lost), epoch.ended)} confirmed (oldest {oldest:.1f} s)",
                     f"In confirm mode the broker acks or nacks every publish; these got neither"
-                    f" before {why}: {listed}{' ...' if len(pending) > LISTED else ''}.{lost} The"
+                    f" before {why}: {listed}{' ...' if count > LISTED else ''}.{lost} The"
                     " publisher cannot know whether they were stored: check for a blocked"
                     " connection, a full queue, or a publisher that stopped waiting.",
                     conn=conn.conn,
@@ -275,6 +276,12 @@ def left_at_end(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
                 )
             )
     return out
+
+
+def _never(lost: bool, ended: str | None) -> str:
+    """How a settlement missing at the end is put: not in the capture's lost bytes ("not
+    seen"), or cut off by the capture's end ("not yet"), or "never" (the channel ended)."""
+    return "not seen" if lost else "not yet" if ended == "capture" else "never"
 
 
 def linked(links: list[Redelivery], conn: int) -> tuple[str, list[int]]:
