@@ -237,17 +237,23 @@ def left_at_end(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
                 make(
                     "delivery.unacked-at-end",
                     f"{epoch.unacked} deliveries on channel {epoch.number} {never} acked when"
-                    f" {why} (oldest {oldest:.1f} s)",
+                    f" {why}" + (f" (oldest {oldest:.1f} s)" if ev.timed else ""),
                     f"Delivery tags {tags}{more} were {never} acked, nacked or rejected before"
-                    f" {why}; {back}. Their ages at the end: "
-                    + ", ".join(f"{age:.1f} s" for age in ages[:LISTED])
-                    + f".{returned}{lost} Check that every delivery is acked, also on error"
+                    f" {why}; {back}."
+                    + (
+                        " Their ages at the end: "
+                        + ", ".join(f"{age:.1f} s" for age in ages[:LISTED])
+                        + "."
+                        if ev.timed
+                        else ""
+                    )
+                    + f"{returned}{lost} Check that every delivery is acked, also on error"
                     " paths.",
                     conn=conn.conn,
                     channel=epoch.number,
                     queue=queue_of(epoch),
-                    start=end_ts - oldest,
-                    duration=oldest,
+                    start=end_ts - oldest if ev.timed else None,
+                    duration=oldest if ev.timed else 0.0,
                     evidence=evidence + again + holes,
                     ongoing=epoch.ended == "capture",
                 )
@@ -262,15 +268,16 @@ def left_at_end(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
                 make(
                     "publish.unconfirmed",
                     f"{count} publishes on channel {epoch.number}"
-                    f" {_never(bool(lost), epoch.ended)} confirmed (oldest {oldest:.1f} s)",
+                    f" {_never(bool(lost), epoch.ended)} confirmed"
+                    + (f" (oldest {oldest:.1f} s)" if ev.timed else ""),
                     f"In confirm mode the broker acks or nacks every publish; these got neither"
                     f" before {why}: {listed}{' ...' if count > LISTED else ''}.{lost} The"
                     " publisher cannot know whether they were stored: check for a blocked"
                     " connection, a full queue, or a publisher that stopped waiting.",
                     conn=conn.conn,
                     channel=epoch.number,
-                    start=pending[0][1],
-                    duration=oldest,
+                    start=pending[0][1] if ev.timed else None,
+                    duration=oldest if ev.timed else 0.0,
                     evidence=[number for _s, _t, number, _k in pending[:LISTED]] + evidence + holes,
                     ongoing=epoch.ended == "capture",
                 )
