@@ -67,3 +67,17 @@ def test_text_without_frames_is_looked_through_only_so_far() -> None:
     fmt, kept = sniff(endless)
     assert fmt is None
     assert REACH <= len(kept) * len(line) <= REACH + SAMPLE * len(line)
+
+
+def test_one_frame_among_pikas_own_lines_is_a_pika_log(tmp_path: Path) -> None:
+    """pika's logger names around one frame confirm it as a second frame would; the same frame
+    line alone among other text is not enough in a text this long."""
+    before, rest = split()
+    one = tmp_path / "one.log"
+    one.write_text("".join(before + rest[:1]))
+    (record,) = records(one)
+    assert record["name"] == records(LOG)[0]["name"]
+    other = tmp_path / "other.log"
+    other.write_text("".join(line.replace("pika.", "app.") for line in before + rest[:1]))
+    result = CliRunner().invoke(main, ["read", str(other)])
+    assert result.exit_code == 1 and "not a pcap or pcapng file" in result.output

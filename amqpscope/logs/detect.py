@@ -4,8 +4,9 @@ Each format's `looks_like` is asked of the first lines; the format most lines lo
 and a tie goes to the format listed first. Looking like is cheap and loose (a README that
 quotes frames in its prose looks like several formats), so a format counts only once its
 grammar reads at least `CONFIRM` of those lines as frames (a line a wrap cut, joined with the
-next), or one in a short text (at most `SHORT` lines that are not blank). No format
-confirmed: not a log amqpscope reads (the caller says so, naming the formats it knows).
+next), or one in a short text (at most `SHORT` lines that are not blank) or among the
+library's own lines (`LIBRARIES`: pika's logger names). No format confirmed: not a log
+amqpscope reads (the caller says so, naming the formats it knows).
 
 A log's first frame may come late: pika's DEBUG log of a BlockingConnection prints thousands
 of lines of its I/O loop before the first frame it received that it prints. `sniff` looks on
@@ -75,6 +76,7 @@ class Detector:
         self.read = dict.fromkeys(FORMATS, 0)
         self.filled = 0  # lines not blank
         self.looked = 0  # lines looked at
+        self.own: set[str] = set()  # the `LIBRARIES` whose own lines were seen
 
     def add(self, line: str) -> None:
         self.lines.append(line)
@@ -86,6 +88,10 @@ class Detector:
     def _look(self, at: int) -> None:
         lines, votes, read = self.lines, self.votes, self.read
         line = lines[at]
+        for name, (marks, _why) in LIBRARIES.items():  # the library's lines, not its frames
+            own = name not in self.own and any(mark in line for mark in marks)
+            if own and not FORMATS[name].looks_like(line):
+                self.own.add(name)
         for name, fmt in FORMATS.items():
             if fmt.looks_like(line):
                 votes[name] += 1
@@ -99,7 +105,10 @@ class Detector:
         if final and self.lines and self.looked < len(self.lines):
             self._look(len(self.lines) - 1)
         enough = 1 if self.filled <= SHORT else CONFIRM
-        confirmed = [name for name in FORMATS if self.read[name] >= enough]
+        # a library's own lines around it confirm a frame of its format as a second one would
+        confirmed = [
+            name for name in FORMATS if self.read[name] >= (1 if name in self.own else enough)
+        ]
         return max(confirmed, key=lambda name: self.votes[name]) if confirmed else None
 
 
