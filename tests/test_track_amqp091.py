@@ -365,6 +365,27 @@ def test_every_publish_left_unconfirmed_is_counted_not_only_those_listed() -> No
     assert diagnosis.ongoing
 
 
+def test_a_channel_closed_for_the_consumer_timeout_names_the_delivery_held(wire: Wire) -> None:
+    """RabbitMQ closes a channel whose delivery outlived consumer_timeout with 406 and this
+    reply-text (rabbit_channel.erl); the diagnosis gives the oldest delivery still unacked."""
+    wire.consume(1, 1, "jobs", "c1")
+    delivered = [wire.deliver(1, 1, tag)[0] for tag in (1, 2, 3)]
+    wire.method(1, C2S, 1, spec.Basic.Ack(1))
+    text = (
+        "PRECONDITION_FAILED - delivery acknowledgement on channel 1 timed out. Timeout value"
+        " used: 1800000 ms. This timeout value can be configured, see consumers doc guide to"
+        " learn more"
+    )
+    wire.method(1, S2C, 1, spec.Channel.Close(406, text, 0, 0), dt=1800.0)
+    wire.method(1, C2S, 1, spec.Channel.CloseOk())
+    (closed,) = [d for d in diagnose_frames(wire.frames) if d.code == "close.channel"]
+    assert closed.title == "Channel 1 closed by the server: 406 PRECONDITION-FAILED"
+    assert "consumer timeout" in closed.explanation
+    held = delivered[1]
+    assert f"tag 2 in frame {held.number}, was 1800.0 s old" in closed.explanation
+    assert closed.evidence[0] == held.number
+
+
 def test_a_return_is_linked_to_its_mandatory_publish(wire: Wire) -> None:
     wire.method(1, C2S, 1, spec.Confirm.Select())
     wire.method(1, S2C, 1, spec.Confirm.SelectOk())

@@ -428,6 +428,14 @@ def closes(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
             )
         elif named is not None:
             detail = f" The {method} it refers to is frame {named.number}."
+        elif epoch is not None and causes.CONSUMER_TIMEOUT in str(close.get("reply-text")):
+            oldest = min(epoch.left_unacked, key=lambda left: left[1], default=None)
+            if oldest is not None and placed is not None:
+                tag, delivered, frame = oldest
+                evidence.insert(0, frame)
+                detail = f" The oldest delivery unacked then, tag {tag} in frame {frame}, was" + (
+                    f" {placed.frame.ts - delivered:.1f} s old." if ev.timed else " held."
+                )
         login = ev.found(conn.conn, "amqp091.login-refused")
         if epoch is None and login:
             code = "auth.refused"
