@@ -285,6 +285,61 @@ def left_at_end(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
     return out
 
 
+def no_ack_dropped(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
+    """Messages that vanish: deliveries to a no-ack consumer whose connection dropped. The
+    broker counts each acked as it sends it and requeues none: what the client had not
+    handled when it died is gone. The consume and the last deliveries as evidence."""
+    out = []
+    end = ev.ends.get(conn.conn)
+    for epoch in _epochs(conn):
+        if epoch.ended != "transport":
+            continue
+        for consumer in epoch.consumers.values():
+            if not consumer.no_ack or not consumer.deliveries:
+                continue
+            recent = ev.recent.get(conn.conn, ())
+            last = [
+                seen
+                for seen in recent
+                if seen.name == "basic.deliver"
+                and seen.channel == epoch.number
+                and seen.fields.get("consumer-tag") == consumer.tag
+            ][-LISTED:]
+            since = (
+                f" (the last {len(last)} in frames {last[0].number} to {last[-1].number}"
+                + (
+                    f", {end.ts - last[-1].ts:.3f} s before the end"
+                    if end is not None and ev.timed
+                    else ""
+                )
+                + ")"
+                if len(last) > 1
+                else ""
+            )
+            how = f" ({end.fields.get('event')} by {end.fields.get('by')})" if end else ""
+            out.append(
+                make(
+                    "delivery.no-ack-dropped",
+                    f"{consumer.deliveries} messages delivered with no-ack to consumer"
+                    f" {consumer.tag!r} on channel {epoch.number} before its connection dropped",
+                    f"The consumer asked for no-ack (auto-ack) in frame {consumer.frame}: the"
+                    " broker counts each message acknowledged as it sends it and requeues none"
+                    f" when the connection ends. It sent {consumer.deliveries}{since}; then the"
+                    f" TCP connection ended with the channel open{how}: any the client had not"
+                    " handled are lost. Consume with manual acks (ack after handling) for"
+                    " messages that must not be lost.",
+                    conn=conn.conn,
+                    channel=epoch.number,
+                    queue=consumer.queue,
+                    start=end.ts if end is not None and ev.timed else None,
+                    evidence=[consumer.frame or 0]
+                    + [seen.number for seen in last]
+                    + ([end.number] if end is not None else []),
+                )
+            )
+    return out
+
+
 def _never(lost: bool, ended: str | None) -> str:
     """How a settlement missing at the end is put: not in the capture's lost bytes ("not
     seen"), or cut off by the capture's end ("not yet"), or "never" (the channel ended)."""
@@ -679,6 +734,7 @@ RULES: Final[tuple[Callable[[ConnectionTracker, Evidence], list[Diagnosis]], ...
     stalled_consumers,
     consumer_events,
     left_at_end,
+    no_ack_dropped,
     redeliveries,
     closes,
     publishers,

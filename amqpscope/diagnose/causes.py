@@ -19,6 +19,10 @@ CODES: Final[dict[str, tuple[str, str]]] = {
     "consumer.flow-stopped": (WARNING, "channel.flow stopped a channel's content"),
     "delivery.unacked-at-end": (WARNING, "deliveries never acked when their channel ended"),
     "delivery.unsettled-at-end": (WARNING, "1.0 deliveries never settled when their link ended"),
+    "delivery.no-ack-dropped": (
+        WARNING,
+        "messages delivered with no-ack to a client whose connection dropped: not requeued",
+    ),
     "delivery.redelivered": (INFO, "deliveries marked redelivered: seen before by some consumer"),
     "delivery.rejected": (WARNING, "a 1.0 delivery rejected with an error"),
     "close.channel": (ERROR, "a channel closed with an error"),
