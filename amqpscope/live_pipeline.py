@@ -17,7 +17,7 @@ from amqpscope.findings import Finding
 from amqpscope.track.tracker import Tracker
 
 if TYPE_CHECKING:
-    from amqpscope.diagnose import Diagnoser
+    from amqpscope.diagnose import Diagnoser, Diagnosis, Watch
 
 #: a connection without a packet for this long is closed ("idle") and forgotten
 IDLE_SECONDS = 600.0
@@ -48,10 +48,15 @@ class LivePipeline:
         journeys: bool = True,
         redact_bodies: bool = False,
         diagnoser: Diagnoser | None = None,
+        watch: Watch | None = None,
     ) -> None:
         self.dissector = Dissector(show_secrets=show_secrets, redact_bodies=redact_bodies)
         #: `live --diagnose`: fed every tracked frame, and each connection the tracker forgets
         self.diagnoser = diagnoser
+        #: `live --diagnose`: told of each connection the tracker forgets, so a stall it had
+        #: ends with the connection; `watched` holds those reports for the caller to print
+        self.watch = watch
+        self.watched: list[tuple[str, Diagnosis]] = []
         # the capture-wide correlator only feeds the summary (RPC pairs, message journeys) and
         # remembers up to 200,000 publishes: without --summary it is not run at all
         self.tracker = Tracker(journeys=journeys)
@@ -97,6 +102,8 @@ class LivePipeline:
     def _evict_tracked(self, conn: int) -> None:
         tracked = self.tracker.connections.get(conn)
         summary = self.tracker.evict(conn)  # finishes it
+        if tracked is not None and self.watch is not None:
+            self.watched += self.watch.evicted(tracked)
         if tracked is not None and self.diagnoser is not None:
             self.diagnoser.evicted(tracked)
         if summary is None:

@@ -3183,6 +3183,88 @@ def s_killed_consumer(ctx: Ctx) -> dict[str, Any]:
     return n
 
 
+#: the auto-ack consumer killed by 091-killed-autoack-consumer: every message is delivered to
+#: it (a worker's in-memory buffer) and it is killed before it handles any
+KILLED_AUTOACK_CONSUMER = """
+import json, sys, time
+import pika
+sys.path.insert(0, sys.argv[1])
+from record import pika_params
+q, name = sys.argv[2], sys.argv[3]
+n = {"connections": 1, "channels": 1}
+conn = pika.BlockingConnection(pika_params(name=name))
+ch = conn.channel()
+ch.queue_declare(q)
+n["queue_declares"] = 1
+for i in range(20):
+    ch.basic_publish("", q, f"order {i}".encode(),
+                     pika.BasicProperties(content_type="text/plain", message_id=f"o{i}"))
+n["publishes"] = 20
+got = []
+ch.basic_consume(q, lambda c, m, p, b: got.append(m.delivery_tag), auto_ack=True)
+n["consumers"] = 1
+deadline = time.monotonic() + 15
+while len(got) < 20 and time.monotonic() < deadline:
+    conn.process_data_events(time_limit=0.05)
+n["deliveries"] = len(got)
+n["acks"] = 0
+print(json.dumps(n), flush=True)
+time.sleep(60)  # buffered, not yet handled, until it is killed
+"""
+
+
+@scenario(
+    "091-killed-autoack-consumer",
+    "0-9-1",
+    "An auto-ack consumer is killed: one pika process declares the queue, publishes 20 "
+    "messages and consumes them with auto_ack=True (no-ack); the broker delivers all 20 at once "
+    "(no prefetch limit applies to no-ack) and forgets each as it sends it; once all 20 are in "
+    "the client's memory, before it handles any, the process is killed with SIGKILL. No "
+    "connection.close is sent. A second connection then declares the queue passively: it is "
+    "empty (messages=0), nothing was requeued, the 20 messages are lost.",
+)
+def s_killed_autoack_consumer(ctx: Ctx) -> dict[str, Any]:
+    """Messages that vanish: delivered with no-ack to a client that dies."""
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            KILLED_AUTOACK_CONSUMER,
+            str(HERE),
+            ctx.q(),
+            f"amqpscope {ctx.name}",
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        if not line:
+            raise RuntimeError("the consumer process ended before it was ready")
+        n = Counts(json.loads(line))
+        if n["deliveries"] != 20:
+            raise RuntimeError(f"expected 20 deliveries before the kill, got {n['deliveries']}")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        n["killed_with"] = "SIGKILL"
+        n["connection_closes"] = 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    # a second connection, in the capture too: the queue is empty, nothing was requeued
+    conn = pika.BlockingConnection(pika_params(name=f"amqpscope {ctx.name} check"))
+    left = conn.channel().queue_declare(ctx.q(), passive=True).method.message_count
+    conn.close()
+    for key in ("connections", "channels", "queue_declares", "connection_closes"):
+        n.inc(key)
+    n["left_in_queue"] = left
+    if left != 0:
+        raise RuntimeError(f"expected the queue empty after the kill, it holds {left}")
+    return n
+
+
 # --------------------------------------------------------------------------
 # Child process: one scenario, one capture
 # --------------------------------------------------------------------------

@@ -34,6 +34,8 @@ WARNED: dict[str, dict[str, int]] = {
     "091-hostile-names": {"close.channel": 1},  # 404 for the missing queue
     "091-html-names": {"close.channel": 1},  # as 091-hostile-names, with markup in the name
     "091-killed-consumer": {"delivery.unacked-at-end": 1, "liveness.dropped": 1},
+    # no-ack: the 20 deliveries were the client's alone when it was killed
+    "091-killed-autoack-consumer": {"delivery.no-ack-dropped": 1, "liveness.dropped": 1},
     "091-refused-login": {"auth.refused": 1},
     "10-bad-address": {"close.session": 2},
     "10-sasl-failed": {"auth.refused": 1},
@@ -203,6 +205,22 @@ def test_killed_consumer_left_its_prefetch_unacked() -> None:
     assert end["kind"] == "transport"
     assert unacked["evidence"] == [end["frame"]]
     assert f"{truth['unacked_when_killed']} deliveries unacked" in dropped["explanation"]
+
+
+def test_messages_delivered_with_no_ack_to_a_killed_consumer_are_gone() -> None:
+    name = "091-killed-autoack-consumer.pcap"
+    truth = expect("091-killed-autoack-consumer")
+    (lost,) = of_code(name, "delivery.no-ack-dropped")
+    assert lost["title"].startswith(f"{truth['deliveries']} messages delivered with no-ack")
+    consume, *delivered, end = evidence(name, lost)
+    assert consume["name"] == "basic.consume" and consume["fields"]["no-ack"]
+    tags = [d["fields"]["delivery-tag"] for d in delivered]
+    assert {d["name"] for d in delivered} == {"basic.deliver"}
+    assert tags == list(range(truth["deliveries"] - len(tags) + 1, truth["deliveries"] + 1))
+    assert end["kind"] == "transport"
+    assert truth["left_in_queue"] == 0 and truth["acks"] == 0  # nothing requeued, nothing acked
+    # a consumer with acks that is killed leaves its deliveries to be requeued: no such loss
+    assert of_code("091-killed-consumer.pcap", "delivery.no-ack-dropped") == []
 
 
 def test_session_errors_name_the_attach_and_its_address() -> None:

@@ -12,10 +12,12 @@ from amqpscope.capture.files import open_capture
 from amqpscope.diagnose import Diagnoser, Watch
 from amqpscope.diagnose.watch import BEGAN, ENDED
 from amqpscope.dissect import Dissector
+from amqpscope.live_pipeline import LivePipeline
 from amqpscope.track.tracker import Tracker
 
 CAPTURES = Path(__file__).resolve().parent.parent / "captures"
 TICK = 0.25  # how often `live --diagnose` checks between packets
+IDLE = 2.0  # seconds without a packet before live capture closes a connection
 
 
 def replay(name: str) -> tuple[list[tuple[float, str, dict]], list[dict]]:
@@ -63,3 +65,35 @@ def test_each_stall_reported_while_on_and_when_over(name: str, code: str) -> Non
 def test_short_limits_are_not_stalls(name: str) -> None:
     events, _found = replay(name)
     assert events == []
+
+
+def test_a_stall_its_connection_ends_is_reported_ended_with_it() -> None:
+    """Live capture forgets a connection once it has ended (`LivePipeline` evicts it, here
+    after it went idle): a stall still on then ends with it, once, still on, as long as it was
+    seen on, and not "credit came". The recorded starvation with the capture cut inside it:
+    the client went quiet while its link had no credit."""
+    watch = Watch()
+    pipeline = LivePipeline(idle=IDLE, watch=watch)
+    with open_capture(str(CAPTURES / "10-credit-starved.pcap")) as capture:
+        packets = list(capture)
+    starved = next(
+        i for i, pkt in enumerate(packets) if pkt.ts - packets[0].ts > 1.0
+    )  # the credit that ended it, 2.5 s on, is not in the cut
+    events: list[tuple[float, str, dict]] = []
+    for pkt in packets[:starved]:
+        pipeline.feed(pkt)
+    now = packets[starved - 1].ts
+    while now < packets[starved - 1].ts + IDLE + 3.0:
+        now += TICK
+        pipeline.tick(now)
+        found, pipeline.watched = pipeline.watched, []
+        events += [(now, e, d.to_json()) for e, d in found + watch.check(pipeline.tracker, now)]
+    (_, _, began), (ended_at, event, ended) = events
+    assert began["code"] == ended["code"] == "credit.starved" and event == ENDED
+    # the tracker ends it at the connection's last frame, 3 ms in; the watch saw it on for
+    # seconds after (live time runs on between frames): it says so, and no more than it saw
+    assert ended["start"] == began["start"]
+    assert began["duration"] < ended["duration"] <= ended_at - ended["start"]
+    assert ended_at - ended["duration"] - ended["start"] <= IDLE + TICK
+    assert ended["ongoing"] and "still on" in ended["title"]
+    assert "credit came" not in ended["explanation"]

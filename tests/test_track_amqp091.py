@@ -15,7 +15,9 @@ import pika.spec as spec
 import pytest
 
 from amqpscope.codec.connection import ConnectionCodec
+from amqpscope.diagnose import diagnose_frames
 from amqpscope.track.amqp091 import journeys, rules
+from amqpscope.track.amqp091.channel import MAX_LEFT
 from amqpscope.track.amqp091.deliveries import Outstanding
 from amqpscope.track.stats import RESERVOIR, Latency
 from amqpscope.track.tracker import Tracker
@@ -320,6 +322,68 @@ def test_confirms_are_numbered_from_select_and_settled_with_multiple(wire: Wire)
     assert (confirms["acked"], confirms["nacked"], confirms["pending"]) == (4, 1, 1)
     assert confirms["selected"] and confirms["latency-ms"]["count"] == 5
     assert codes(summary) == ["amqp091.publish-nacked", "amqp091.unconfirmed-at-end"]
+
+
+def test_confirms_of_a_channel_adopted_mid_stream_are_counted_not_matched() -> None:
+    """confirm.select came before the capture: the broker's numbers of the publishes seen are
+    not known, so nothing is pending or unconfirmed for want of them (a guess either way)."""
+    wire = Wire()  # no protocol header: the capture starts inside the connection
+    for _ in range(3):
+        wire.publish(1, 1)
+    for tag in (501, 502):
+        wire.method(1, S2C, 1, spec.Basic.Ack(tag))  # adopts confirm mode
+    for _ in range(4):
+        wire.publish(1, 1)
+    wire.method(1, S2C, 1, spec.Basic.Ack(505, multiple=True))  # covers publishes not known
+    wire.method(1, S2C, 1, spec.Basic.Nack(506))
+    summary = wire.summary()
+    entry = channels(summary)[0]
+    assert entry["publishes"] == 7 and not entry["from-start"]
+    confirms = entry["confirms"]
+    assert confirms["selected"] and confirms["pending"] is None
+    assert (confirms["acked"], confirms["nacked"], confirms["latency-ms"]) == (2, 1, None)
+    assert "amqp091.unconfirmed-at-end" not in codes(summary)
+    assert not [d for d in diagnose_frames(wire.frames) if d.code == "publish.unconfirmed"]
+
+
+def test_every_publish_left_unconfirmed_is_counted_not_only_those_listed() -> None:
+    wire = Wire()
+    wire.handshake()
+    wire.open(1, 1)
+    wire.method(1, C2S, 1, spec.Confirm.Select())
+    wire.method(1, S2C, 1, spec.Confirm.SelectOk())
+    published = MAX_LEFT + 8
+    for _ in range(published):
+        wire.publish(1, 1)
+    wire.method(1, S2C, 1, spec.Basic.Ack(3, multiple=True))
+    summary = wire.summary()  # the capture ends with the channel open
+    assert channels(summary)[0]["confirms"]["pending"] == published - 3
+    (finding,) = [f for f in summary["findings"] if f["code"] == "amqp091.unconfirmed-at-end"]
+    assert finding["message"].startswith(f"{published - 3} publishes on channel 1 were not yet")
+    (diagnosis,) = [d for d in diagnose_frames(wire.frames) if d.code == "publish.unconfirmed"]
+    assert diagnosis.title.startswith(f"{published - 3} publishes on channel 1 not yet confirmed")
+    assert diagnosis.ongoing
+
+
+def test_a_channel_closed_for_the_consumer_timeout_names_the_delivery_held(wire: Wire) -> None:
+    """RabbitMQ closes a channel whose delivery outlived consumer_timeout with 406 and this
+    reply-text (rabbit_channel.erl); the diagnosis gives the oldest delivery still unacked."""
+    wire.consume(1, 1, "jobs", "c1")
+    delivered = [wire.deliver(1, 1, tag)[0] for tag in (1, 2, 3)]
+    wire.method(1, C2S, 1, spec.Basic.Ack(1))
+    text = (
+        "PRECONDITION_FAILED - delivery acknowledgement on channel 1 timed out. Timeout value"
+        " used: 1800000 ms. This timeout value can be configured, see consumers doc guide to"
+        " learn more"
+    )
+    wire.method(1, S2C, 1, spec.Channel.Close(406, text, 0, 0), dt=1800.0)
+    wire.method(1, C2S, 1, spec.Channel.CloseOk())
+    (closed,) = [d for d in diagnose_frames(wire.frames) if d.code == "close.channel"]
+    assert closed.title == "Channel 1 closed by the server: 406 PRECONDITION-FAILED"
+    assert "consumer timeout" in closed.explanation
+    held = delivered[1]
+    assert f"tag 2 in frame {held.number}, was 1800.0 s old" in closed.explanation
+    assert closed.evidence[0] == held.number
 
 
 def test_a_return_is_linked_to_its_mandatory_publish(wire: Wire) -> None:

@@ -42,6 +42,7 @@ FINDINGS = {
         "amqp091.transport-closed",  # killed: TCP ended with no connection.close
         "amqp091.unacked-at-end",  # the 5, once, when TCP ended (not again at the capture's end)
     ],
+    "091-killed-autoack-consumer": ["amqp091.transport-closed"],  # killed; no-ack: none unacked
     "091-hostile-names": ["amqp091.channel-error"],  # 404 for the missing queue
     "091-html-names": ["amqp091.channel-error"],  # 404 for the missing queue
     "091-qos-prefetch": ["amqp091.prefetch-saturated"],

@@ -154,7 +154,8 @@ def diagnose(
         retired.extend((order, diagnoser.connection(conn)) for order, conn in waiting)
         if bar is not None:
             bar.clear()
-        first_ts = diagnoser.evidence.first_ts
+        # no time to show (a log without timestamps): diagnoses say where, not when
+        first_ts = diagnoser.evidence.first_ts if diagnoser.evidence.timed else None
         found = selected(_diagnoses(diagnoser, tracker, retired), conns, start, stop, first_ts)
         if as_json:
             document = {"diagnoses": [d.to_json() for d in found]}

@@ -198,22 +198,32 @@ def open_input(paths: str | Sequence[str], fmt: str | None = None) -> Iterator[I
         with LogFile(path, stream, compressed) as log:
             lines: Iterator[str] = iter(log)
             if fmt is None:
-                from amqpscope.logs.detect import SAMPLE, detect
+                from amqpscope.logs.detect import library, sniff
 
-                first = list(itertools.islice(lines, SAMPLE))
-                fmt = detect(first)
+                fmt, first = sniff(lines)
                 if fmt is None:
-                    names = ", ".join(FORMAT_NAMES)
-                    inner = " (after gunzip)" if compressed else ""
-                    raise CaptureError(
-                        f"{path}: not a pcap or pcapng file, nor a frame-trace log amqpscope "
-                        f"reads{inner} (log formats: {names}; --format forces one)"
-                    )
+                    raise CaptureError(_not_a_log(path, compressed, library(first)))
                 lines = itertools.chain(first, lines)
             yield Input(path, log=log, fmt=fmt, lines=lines)
     finally:
         with contextlib.suppress(OSError, ValueError):
             stream.close()
+
+
+def _not_a_log(path: str, compressed: bool, library: tuple[str, str] | None) -> str:
+    """The one-line error for text in no format amqpscope reads."""
+    inner = " (after gunzip)" if compressed else ""
+    if library is not None:
+        name, why = library
+        return (
+            f"{path}: a {name} log{inner}, but no frame in it that amqpscope reads ({why});"
+            " capture the traffic instead (tcpdump, then amqpscope read)"
+        )
+    names = ", ".join(FORMAT_NAMES)
+    return (
+        f"{path}: not a pcap or pcapng file, nor a frame-trace log amqpscope "
+        f"reads{inner} (log formats: {names}; --format forces one)"
+    )
 
 
 @contextlib.contextmanager

@@ -190,6 +190,7 @@ def live(
             journeys=with_summary,
             redact_bodies=redact_bodies,
             diagnoser=diagnoser,
+            watch=watch,
         )
         pipeline.dissector.context.keylog = load_keylog(keylog)  # re-read as the client appends
         out = sys.stdout
@@ -232,7 +233,8 @@ def live(
             """--diagnose: a stall that has lasted long enough, or has just ended."""
             if watch is None:
                 return
-            for event, diagnosis in watch.check(pipeline.tracker, now):
+            events, pipeline.watched = pipeline.watched, []  # of connections just forgotten
+            for event, diagnosis in events + watch.check(pipeline.tracker, now):
                 lines.flush()  # the frames before it first
                 if as_json:
                     record = {"diagnosis": event, **diagnosis.to_json()}

@@ -280,6 +280,7 @@ def read(
         if timeline is not None:
             timeline.finish()
         lines.flush()
+        sys.stdout.flush()  # the timeline before the findings, on a terminal showing both
         report_findings(source.findings + ended)
         if not shown and count is None and source.dissector is not None:
             for text in no_amqp_lines(source.dissector, shown_name(files)):

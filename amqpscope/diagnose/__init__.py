@@ -62,6 +62,9 @@ class Diagnoser:
         out: list[Diagnosis] = list(self.kept)
         for conn in tracker.connections.values():
             out.extend(self.connection(conn))
+        if not self.evidence.timed:  # a log without timestamps: no frame has a time
+            for diagnosis in out:
+                diagnosis.start = None
         return ranked(out)
 
 

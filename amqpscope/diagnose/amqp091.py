@@ -229,7 +229,7 @@ def left_at_end(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
             oldest = max(ages) if ages else 0.0
             first_ts = min((ts for _tag, ts, _frame in epoch.left_unacked), default=end_ts)
             lost, holes = caveat(ev, conn.conn, "c2s", first_ts)
-            never = "not seen" if lost else "never"
+            never = _never(bool(lost), epoch.ended)
             back = requeued(epoch.ended, bool(lost), "them") + " (duplicates)"
             if epoch.ended == "capture":
                 back = "they were still with the client"
@@ -237,44 +237,113 @@ def left_at_end(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
                 make(
                     "delivery.unacked-at-end",
                     f"{epoch.unacked} deliveries on channel {epoch.number} {never} acked when"
-                    f" {why} (oldest {oldest:.1f} s)",
+                    f" {why}" + (f" (oldest {oldest:.1f} s)" if ev.timed else ""),
                     f"Delivery tags {tags}{more} were {never} acked, nacked or rejected before"
-                    f" {why}; {back}. Their ages at the end: "
-                    + ", ".join(f"{age:.1f} s" for age in ages[:LISTED])
-                    + f".{returned}{lost} Check that every delivery is acked, also on error"
+                    f" {why}; {back}."
+                    + (
+                        " Their ages at the end: "
+                        + ", ".join(f"{age:.1f} s" for age in ages[:LISTED])
+                        + "."
+                        if ev.timed
+                        else ""
+                    )
+                    + f"{returned}{lost} Check that every delivery is acked, also on error"
                     " paths.",
                     conn=conn.conn,
                     channel=epoch.number,
                     queue=queue_of(epoch),
-                    start=end_ts - oldest,
-                    duration=oldest,
+                    start=end_ts - oldest if ev.timed else None,
+                    duration=oldest if ev.timed else 0.0,
                     evidence=evidence + again + holes,
                     ongoing=epoch.ended == "capture",
                 )
             )
         if epoch.left_unconfirmed:
             pending = epoch.left_unconfirmed
+            count = len(epoch.unconfirmed)  # all of them; `left_unconfirmed` lists the oldest
             listed = ", ".join(f"seq {seq} ({key!r})" for seq, _ts, _n, key in pending[:LISTED])
             oldest = end_ts - pending[0][1]
             lost, holes = caveat(ev, conn.conn, "s2c", pending[0][1])
             out.append(
                 make(
                     "publish.unconfirmed",
-                    f"{len(pending)} publishes on channel {epoch.number}"
-                    f" {'not seen' if lost else 'never'} confirmed (oldest {oldest:.1f} s)",
+                    f"{count} publishes on channel {epoch.number}"
+                    f" {_never(bool(lost), epoch.ended)} confirmed"
+                    + (f" (oldest {oldest:.1f} s)" if ev.timed else ""),
                     f"In confirm mode the broker acks or nacks every publish; these got neither"
-                    f" before {why}: {listed}{' ...' if len(pending) > LISTED else ''}.{lost} The"
+                    f" before {why}: {listed}{' ...' if count > LISTED else ''}.{lost} The"
                     " publisher cannot know whether they were stored: check for a blocked"
                     " connection, a full queue, or a publisher that stopped waiting.",
                     conn=conn.conn,
                     channel=epoch.number,
-                    start=pending[0][1],
-                    duration=oldest,
+                    start=pending[0][1] if ev.timed else None,
+                    duration=oldest if ev.timed else 0.0,
                     evidence=[number for _s, _t, number, _k in pending[:LISTED]] + evidence + holes,
                     ongoing=epoch.ended == "capture",
                 )
             )
     return out
+
+
+def no_ack_dropped(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
+    """Messages that vanish: deliveries to a no-ack consumer whose connection dropped. The
+    broker counts each acked as it sends it and requeues none: what the client had not
+    handled when it died is gone. The consume and the last deliveries as evidence."""
+    out = []
+    end = ev.ends.get(conn.conn)
+    for epoch in _epochs(conn):
+        if epoch.ended != "transport":
+            continue
+        for consumer in epoch.consumers.values():
+            if not consumer.no_ack or not consumer.deliveries:
+                continue
+            recent = ev.recent.get(conn.conn, ())
+            last = [
+                seen
+                for seen in recent
+                if seen.name == "basic.deliver"
+                and seen.channel == epoch.number
+                and seen.fields.get("consumer-tag") == consumer.tag
+            ][-LISTED:]
+            since = (
+                f" (the last {len(last)} in frames {last[0].number} to {last[-1].number}"
+                + (
+                    f", {end.ts - last[-1].ts:.3f} s before the end"
+                    if end is not None and ev.timed
+                    else ""
+                )
+                + ")"
+                if len(last) > 1
+                else ""
+            )
+            how = f" ({end.fields.get('event')} by {end.fields.get('by')})" if end else ""
+            out.append(
+                make(
+                    "delivery.no-ack-dropped",
+                    f"{consumer.deliveries} messages delivered with no-ack to consumer"
+                    f" {consumer.tag!r} on channel {epoch.number} before its connection dropped",
+                    f"The consumer asked for no-ack (auto-ack) in frame {consumer.frame}: the"
+                    " broker counts each message acknowledged as it sends it and requeues none"
+                    f" when the connection ends. It sent {consumer.deliveries}{since}; then the"
+                    f" TCP connection ended with the channel open{how}: any the client had not"
+                    " handled are lost. Consume with manual acks (ack after handling) for"
+                    " messages that must not be lost.",
+                    conn=conn.conn,
+                    channel=epoch.number,
+                    queue=consumer.queue,
+                    start=end.ts if end is not None and ev.timed else None,
+                    evidence=[consumer.frame or 0]
+                    + [seen.number for seen in last]
+                    + ([end.number] if end is not None else []),
+                )
+            )
+    return out
+
+
+def _never(lost: bool, ended: str | None) -> str:
+    """How a settlement missing at the end is put: not in the capture's lost bytes ("not
+    seen"), or cut off by the capture's end ("not yet"), or "never" (the channel ended)."""
+    return "not seen" if lost else "not yet" if ended == "capture" else "never"
 
 
 def linked(links: list[Redelivery], conn: int) -> tuple[str, list[int]]:
@@ -414,6 +483,14 @@ def closes(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
             )
         elif named is not None:
             detail = f" The {method} it refers to is frame {named.number}."
+        elif epoch is not None and causes.CONSUMER_TIMEOUT in str(close.get("reply-text")):
+            oldest = min(epoch.left_unacked, key=lambda left: left[1], default=None)
+            if oldest is not None and placed is not None:
+                tag, delivered, frame = oldest
+                evidence.insert(0, frame)
+                detail = f" The oldest delivery unacked then, tag {tag} in frame {frame}, was" + (
+                    f" {placed.frame.ts - delivered:.1f} s old." if ev.timed else " held."
+                )
         login = ev.found(conn.conn, "amqp091.login-refused")
         if epoch is None and login:
             code = "auth.refused"
@@ -657,6 +734,7 @@ RULES: Final[tuple[Callable[[ConnectionTracker, Evidence], list[Diagnosis]], ...
     stalled_consumers,
     consumer_events,
     left_at_end,
+    no_ack_dropped,
     redeliveries,
     closes,
     publishers,

@@ -241,49 +241,100 @@ def errors(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
     return out
 
 
+#: why a link ended (`Link.ended`), as the unsettled finding says it
+ENDED_WHEN: Final = {
+    "detached": "it detached",
+    "session ended": "the session ended",
+    "connection closed": "the connection closed",
+    "transport closed": "the TCP connection ended",
+    "open at end": "the capture ended",
+}
+
+
 def left_at_end(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
     """Each link that ended with deliveries unsettled: their transfers (the oldest first)
-    and the frame that ended the link, the oldest's age as the duration."""
+    and the frame that ended the link, the oldest's age as the duration. A link ended by the
+    input's end (a log of a connection closed, a capture that stops before TCP does) has its
+    finding on no frame: its last frame stands for the end."""
     out = []
-    links = [link for _session, link in _links(conn) if link.left_unsettled]
+    links = [(session, link) for session, link in _links(conn) if link.left_unsettled]
+    told: set[int] = set()
     for placed in ev.found(conn.conn, "amqp10.unsettled-at-end"):
-        link = next((k for k in links if k.label() in placed.finding.message), None)
-        left = link.left_unsettled if link is not None else []
+        found = next(((s, k) for s, k in links if k.label() in placed.finding.message), None)
+        if found is not None:
+            told.add(id(found[1]))
         end = placed.frame
-        oldest = max((end.ts - ts for _id, ts, _frame in left), default=0.0)
-        ages = ", ".join(f"{end.ts - ts:.1f} s" for _id, ts, _frame in left[:LISTED])
-        back, again = came_back(ev, conn.conn, [frame for _id, _ts, frame in left])
-        # either end may settle: bytes lost of either, after the oldest, leave it unknown
-        since = end.ts - oldest
-        lost, holes = caveat(ev, conn.conn, "c2s", since)
-        lost_s2c, holes_s2c = caveat(ev, conn.conn, "s2c", since)
         out.append(
-            make(
-                "delivery.unsettled-at-end",
-                f"Deliveries {'not seen settled' if holes or holes_s2c else 'left unsettled'}"
-                f" on channel {end.channel}" + (f" (oldest {oldest:.1f} s)" if left else ""),
-                f"{placed.finding.message}."
-                + (f" Their ages at the end: {ages}." if left else "")
-                + back
-                + lost
-                + lost_s2c
-                + " Unsettled deliveries of a link that ends are sent again on the next link"
-                " (duplicates) unless resumed; check that the receiver settles every delivery"
-                " before detaching.",
-                conn=conn.conn,
-                channel=end.channel,
-                link=link.name if link is not None else None,
-                queue=_address(link) if link is not None else None,
-                start=end.ts - oldest,
-                duration=oldest,
-                evidence=[frame for _id, _ts, frame in left[:LISTED]]
-                + [end.number]
-                + again
-                + holes
-                + holes_s2c,
-            )
+            _left(conn, ev, found[1] if found else None, placed.finding.message, end.ts, end)
         )
+    for session, link in links:
+        if id(link) in told:
+            continue
+        count = link.left
+        message = (
+            f"{count} deliver{'y' if count == 1 else 'ies'} left unsettled on {link.label()}"
+            f" when {ENDED_WHEN.get(link.ended or '', 'the capture ended')}"
+        )
+        last = _last_frame(ev, conn.conn)
+        end_ts = last.ts if last is not None else conn.ts
+        channel = session.half[CLIENT].channel
+        if channel is None:
+            channel = session.half[SERVER].channel
+        out.append(_left(conn, ev, link, message, end_ts, last, channel))
     return out
+
+
+def _last_frame(ev: Evidence, conn: int) -> Seen | None:
+    """The last frame of `conn` either side sent."""
+    sent = [seen for (number, _side), seen in ev.last_sent.items() if number == conn]
+    return max(sent, key=lambda seen: seen.number, default=None)
+
+
+def _left(
+    conn: ConnectionTracker,
+    ev: Evidence,
+    link: Link | None,
+    message: str,
+    end_ts: float,
+    end: Seen | None,
+    channel: int | None = None,
+) -> Diagnosis:
+    """The diagnosis of `link`'s deliveries left unsettled, `message` the tracker's words."""
+    left = link.left_unsettled if link is not None else []
+    if end is not None and channel is None:
+        channel = end.channel
+    oldest = max((end_ts - ts for _id, ts, _frame in left), default=0.0)
+    ages = ", ".join(f"{end_ts - ts:.1f} s" for _id, ts, _frame in left[:LISTED])
+    back, again = came_back(ev, conn.conn, [frame for _id, _ts, frame in left])
+    # either end may settle: bytes lost of either, after the oldest, leave it unknown
+    since = end_ts - oldest
+    lost, holes = caveat(ev, conn.conn, "c2s", since)
+    lost_s2c, holes_s2c = caveat(ev, conn.conn, "s2c", since)
+    return make(
+        "delivery.unsettled-at-end",
+        f"Deliveries {'not seen settled' if holes or holes_s2c else 'left unsettled'}"
+        f" on channel {channel}" + (f" (oldest {oldest:.1f} s)" if left and ev.timed else ""),
+        f"{message}."
+        + (f" Their ages at the end: {ages}." if left and ev.timed else "")
+        + back
+        + lost
+        + lost_s2c
+        + " Unsettled deliveries of a link that ends are sent again on the next link"
+        " (duplicates) unless resumed; check that the receiver settles every delivery"
+        " before detaching.",
+        conn=conn.conn,
+        channel=channel,
+        link=link.name if link is not None else None,
+        queue=_address(link) if link is not None else None,
+        start=end_ts - oldest if ev.timed else None,
+        duration=oldest if ev.timed else 0.0,
+        evidence=[frame for _id, _ts, frame in left[:LISTED]]
+        + ([end.number] if end is not None else [])
+        + again
+        + holes
+        + holes_s2c,
+        ongoing=link is not None and link.ended == "open at end",
+    )
 
 
 def redeliveries(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:

@@ -19,6 +19,10 @@ CODES: Final[dict[str, tuple[str, str]]] = {
     "consumer.flow-stopped": (WARNING, "channel.flow stopped a channel's content"),
     "delivery.unacked-at-end": (WARNING, "deliveries never acked when their channel ended"),
     "delivery.unsettled-at-end": (WARNING, "1.0 deliveries never settled when their link ended"),
+    "delivery.no-ack-dropped": (
+        WARNING,
+        "messages delivered with no-ack to a client whose connection dropped: not requeued",
+    ),
     "delivery.redelivered": (INFO, "deliveries marked redelivered: seen before by some consumer"),
     "delivery.rejected": (WARNING, "a 1.0 delivery rejected with an error"),
     "close.channel": (ERROR, "a channel closed with an error"),
@@ -127,6 +131,10 @@ REPLY_CAUSES: Final[dict[str, tuple[str, str]]] = {
     "INTERNAL-ERROR": ("the broker failed internally", "the broker's log"),
 }
 
+#: RabbitMQ's reply-text when a delivery outlived the consumer timeout (rabbit_channel.erl:
+#: "delivery acknowledgement on channel 1 timed out. Timeout value used: 1800000 ms. ...")
+CONSUMER_TIMEOUT: Final = "delivery acknowledgement on channel"
+
 #: (reply-code name, text the reply-text contains) -> (cause, what to check): the broker's
 #: reply-text narrows a code down; the first match wins, then REPLY_CAUSES
 TEXT_CAUSES: Final[tuple[tuple[str, str, str, str], ...]] = (
@@ -136,6 +144,21 @@ TEXT_CAUSES: Final[tuple[tuple[str, str, str, str], ...]] = (
         "the client acked, nacked or rejected a delivery tag the channel did not hold",
         "acks sent twice, acks on another channel than the delivery's, acks after a reopen,"
         " and acks of deliveries consumed with no-ack",
+    ),
+    (
+        "PRECONDITION-FAILED",
+        CONSUMER_TIMEOUT,
+        "a delivery stayed unacked longer than the broker's consumer timeout (RabbitMQ's"
+        " consumer_timeout, 30 minutes by default; its value is in the reply-text), and the"
+        " broker closed the channel, requeueing what it held",
+        "how long the consumer takes per message, and consumer_timeout in rabbitmq.conf or"
+        " the queue's or consumer's x-consumer-timeout",
+    ),
+    (
+        "PRECONDITION-FAILED",
+        "larger than configured max size",
+        "a published message was larger than the broker's max_message_size",
+        "the size of the publish below and max_message_size in rabbitmq.conf",
     ),
     (
         "PRECONDITION-FAILED",

@@ -80,12 +80,15 @@ class Evidence:
         self.kept_links = 0  # relinked entries kept of connections forgotten
         self.first_ts: float | None = None
         self.last_ts = 0.0
+        self.timed = False  # a frame had a time (a log without timestamps has none: ts 0.0)
         self.requests = Requests()  # management / CBS requests and their responses
 
     def feed(self, frame: Frame) -> None:
         if self.first_ts is None:
             self.first_ts = frame.ts
         self.last_ts = frame.ts
+        if frame.ts:
+            self.timed = True
         conn = frame.conn
         seen = Seen.of(frame)
         if frame.kind == TRANSPORT:

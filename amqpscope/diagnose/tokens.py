@@ -126,7 +126,8 @@ def requests(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
     if pending:
         end = conn.ts
         listed = ", ".join(
-            f"{r.operation} (frame {r.frame}, {end - r.ts:.1f} s before the end)"
+            f"{r.operation} (frame {r.frame}"
+            + (f", {end - r.ts:.1f} s before the end)" if ev.timed else ")")
             for r in pending[:LISTED]
         )
         out.append(

@@ -93,10 +93,13 @@ def _open_10(conn: amqp10.ConnectionTracker, now: float) -> Iterator[tuple[Key, 
 
 
 class Watch:
-    """Call `check(tracker, now)` after frames are tracked and about once a second."""
+    """Call `check(tracker, now)` after frames are tracked and about once a second, and
+    `evicted(conn)` when the tracker forgets a finished connection (live capture)."""
 
     def __init__(self) -> None:
         self.reported: dict[Key, Diagnosis] = {}
+        #: how long each reported stall was last seen on (live time runs on between frames)
+        self.seen: dict[Key, float] = {}
 
     def check(self, tracker: Tracker, now: float) -> list[tuple[str, Diagnosis]]:
         """(BEGAN or ENDED, diagnosis) for each stall that passed the threshold or ended."""
@@ -109,52 +112,85 @@ class Watch:
                 found = _open_10(conn, now)
             for key, diagnosis in found:
                 current.add(key)
-                if key not in self.reported and diagnosis.duration >= causes.STALL_SECONDS:
+                if key in self.reported:
+                    self.seen[key] = diagnosis.duration
+                elif diagnosis.duration >= causes.STALL_SECONDS:
                     self.reported[key] = diagnosis
+                    self.seen[key] = diagnosis.duration
                     out.append((BEGAN, diagnosis))
         for key in [k for k in self.reported if k not in current]:
             began = self.reported.pop(key)
-            out.append((ENDED, self._ended(tracker, key, began, now)))
+            seen = self.seen.pop(key)
+            conn = tracker.connections.get(key[1])
+            out.append((ENDED, _ended(conn, key, began, now, seen, conn is None)))
         return out
 
-    @staticmethod
-    def _ended(tracker: Tracker, key: Key, began: Diagnosis, now: float) -> Diagnosis:
-        """The episode as the tracker closed it (its length and last frame), or as far as it
-        was seen when its connection was forgotten."""
-        kind, conn_id, where, since = key
-        conn = tracker.connections.get(conn_id)
-        seconds = now - since
-        last = 0
-        if isinstance(conn, amqp091.ConnectionTracker):
-            if kind == "stall":
-                for epoch in conn.epochs:
-                    for stall in epoch.stalls:
-                        if (epoch.number, epoch.epoch) == where and stall[0] == since:
-                            seconds, last = stall[2] - since, stall[3]
-            elif conn.blocked:
-                period = conn.blocked[-1]
-                seconds = float(period.get("seconds") or seconds)
-                last = period.get("unblocked-frame") or 0
-        elif isinstance(conn, amqp10.ConnectionTracker):
-            for session in conn.sessions:
-                for link in session.links:
-                    if (id(session), link.name) != where:
-                        continue
-                    for start, length, _at_end in link.credit.starvation.periods:
-                        if start == since:
-                            seconds = length
-        title = began.title.split(" for ")[0].replace(" so far", "")
-        words = {"stall": "acked again", "blocked": "unblocked", "credit": "credit came"}
-        return make(
-            began.code,
-            f"{title} ended after {seconds:.1f} s",
-            f"The stall that began at frame {began.evidence[0] if began.evidence else '?'}"
-            f" ended: the {words[kind]}" + (f" in frame {last}." if last else "."),
-            conn=began.conn,
-            channel=began.channel,
-            link=began.link,
-            queue=began.queue,
-            start=since,
-            duration=seconds,
-            evidence=[*began.evidence, last],
-        )
+    def evicted(
+        self, conn: amqp091.ConnectionTracker | amqp10.ConnectionTracker
+    ) -> list[tuple[str, Diagnosis]]:
+        """The stalls reported of `conn`, finished and about to be forgotten: each ended when
+        the connection did, with the length the tracker gave it."""
+        out = []
+        last = conn.last_ts if isinstance(conn, amqp091.ConnectionTracker) else conn.ts
+        for key in [k for k in self.reported if k[1] == conn.conn]:
+            began = self.reported.pop(key)
+            out.append((ENDED, _ended(conn, key, began, last, self.seen.pop(key), True)))
+        return out
+
+
+def _ended(
+    conn: amqp091.ConnectionTracker | amqp10.ConnectionTracker | None,
+    key: Key,
+    began: Diagnosis,
+    now: float,
+    seen: float,
+    gone: bool,
+) -> Diagnosis:
+    """The episode as the tracker closed it (its length, last frame, and whether the
+    connection's or the capture's end closed it). One the tracker did not list (it ended
+    with its connection, `gone`, before a frame showed it long) was on for as long as the
+    watch last saw it (`seen`: live time runs on between frames) or until `now`."""
+    kind, _conn_id, where, since = key
+    seconds = max(now - since, seen)
+    last = 0
+    cut = gone  # ended by its channel's, connection's or the capture's end
+    if isinstance(conn, amqp091.ConnectionTracker):
+        if kind == "stall":
+            for epoch in conn.epochs:
+                for stall in epoch.stalls:
+                    if (epoch.number, epoch.epoch) == where and stall[0] == since:
+                        seconds, last = stall[2] - since, stall[3]
+                        cut = not last
+        elif conn.blocked:
+            period = conn.blocked[-1]
+            seconds = float(period.get("seconds") or seconds)
+            last = period.get("unblocked-frame") or 0
+            cut = not last
+    elif isinstance(conn, amqp10.ConnectionTracker):
+        for session in conn.sessions:
+            for link in session.links:
+                if (id(session), link.name) != where:
+                    continue
+                for start, length, at_end in link.credit.starvation.periods:
+                    if start == since:
+                        seconds, cut = length, at_end
+    title = began.title.split(" for ")[0].replace(" so far", "")
+    words = {"stall": "acked again", "blocked": "unblocked", "credit": "credit came"}
+    how = (
+        " ended with its channel, connection or the capture, still on"
+        if cut
+        else f" ended: the {words[kind]}" + (f" in frame {last}" if last else "")
+    )
+    return make(
+        began.code,
+        f"{title} ended after {seconds:.1f} s" + (" (still on at its end)" if cut else ""),
+        f"The stall that began at frame {began.evidence[0] if began.evidence else '?'}" + how + ".",
+        conn=began.conn,
+        channel=began.channel,
+        link=began.link,
+        queue=began.queue,
+        start=since,
+        duration=seconds,
+        evidence=[*began.evidence, last],
+        ongoing=cut,
+    )

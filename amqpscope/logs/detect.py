@@ -4,13 +4,20 @@ Each format's `looks_like` is asked of the first lines; the format most lines lo
 and a tie goes to the format listed first. Looking like is cheap and loose (a README that
 quotes frames in its prose looks like several formats), so a format counts only once its
 grammar reads at least `CONFIRM` of those lines as frames (a line a wrap cut, joined with the
-next), or one in a short text (at most `SHORT` lines that are not blank). No format
-confirmed: not a log amqpscope reads (the caller says so, naming the formats it knows).
+next), or one in a short text (at most `SHORT` lines that are not blank) or among the
+library's own lines (`LIBRARIES`: pika's logger names). No format confirmed: not a log
+amqpscope reads (the caller says so, naming the formats it knows).
+
+A log's first frame may come late: pika's DEBUG log of a BlockingConnection prints thousands
+of lines of its I/O loop before the first frame it received that it prints. `sniff` looks on
+past the first `SAMPLE` lines, up to `REACH` characters, keeping what it read for the reader;
+`library` names a library whose own lines a text has when no frame of it was found, so the
+error can say why.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Final
 
 from amqpscope.logs.formats import FORMATS, Format
@@ -23,6 +30,17 @@ SAMPLE: Final = 2000
 CONFIRM: Final = 2
 #: a text this short (lines not blank) may be a log of one frame
 SHORT: Final = 10
+#: characters looked through for a format's frames when the first lines confirm none; what
+#: is read is kept (replayed to the reader), so this bounds the memory a late frame costs
+REACH: Final = 16 << 20
+#: libraries whose logs may hold no frame amqpscope reads: what their own lines have (the
+#: logger's name), and why there is no frame (for the error)
+LIBRARIES: Final = {
+    "pika": (
+        (" pika.", ":pika.", "[pika."),
+        "pika prints only some of the frames it receives at DEBUG, and none it sends",
+    ),
+}
 _ERRORS: Final = (LogSyntaxError, ValueError, KeyError, IndexError, TypeError)
 
 
@@ -48,21 +66,84 @@ def _reads(fmt: Format, lines: list[str], at: int) -> bool:
     return False
 
 
-def detect(lines: Iterable[str]) -> str | None:
-    """The format name of the log whose first lines are `lines`, or None."""
-    sample = []
-    for seen, line in enumerate(lines):
-        if seen >= SAMPLE:
-            break
-        sample.append(line)
-    votes = dict.fromkeys(FORMATS, 0)
-    read = dict.fromkeys(FORMATS, 0)
-    for at, line in enumerate(sample):
+class Detector:
+    """Votes and confirmations of each format, line by line (a line is looked at once the next
+    has come, for a frame a wrap cut in two)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.votes = dict.fromkeys(FORMATS, 0)
+        self.read = dict.fromkeys(FORMATS, 0)
+        self.filled = 0  # lines not blank
+        self.looked = 0  # lines looked at
+        self.own: set[str] = set()  # the `LIBRARIES` whose own lines were seen
+
+    def add(self, line: str) -> None:
+        self.lines.append(line)
+        if line.strip():
+            self.filled += 1
+        if len(self.lines) >= 2:
+            self._look(len(self.lines) - 2)
+
+    def _look(self, at: int) -> None:
+        lines, votes, read = self.lines, self.votes, self.read
+        line = lines[at]
+        for name, (marks, _why) in LIBRARIES.items():  # the library's lines, not its frames
+            own = name not in self.own and any(mark in line for mark in marks)
+            if own and not FORMATS[name].looks_like(line):
+                self.own.add(name)
         for name, fmt in FORMATS.items():
             if fmt.looks_like(line):
                 votes[name] += 1
-                if read[name] < CONFIRM and _reads(fmt, sample, at):
+                if read[name] < CONFIRM and _reads(fmt, lines, at):
                     read[name] += 1
-    enough = 1 if sum(1 for line in sample if line.strip()) <= SHORT else CONFIRM
-    confirmed = [name for name in FORMATS if read[name] >= enough]
-    return max(confirmed, key=lambda name: votes[name]) if confirmed else None
+        self.looked = at + 1
+
+    def result(self, final: bool = True) -> str | None:
+        """The format of the lines added: `final`, all of them looked at (the last one with no
+        next line), else all but the last one."""
+        if final and self.lines and self.looked < len(self.lines):
+            self._look(len(self.lines) - 1)
+        enough = 1 if self.filled <= SHORT else CONFIRM
+        # a library's own lines around it confirm a frame of its format as a second one would
+        confirmed = [
+            name for name in FORMATS if self.read[name] >= (1 if name in self.own else enough)
+        ]
+        return max(confirmed, key=lambda name: self.votes[name]) if confirmed else None
+
+
+def detect(lines: Iterable[str]) -> str | None:
+    """The format name of the log whose first lines are `lines`, or None."""
+    detector = Detector()
+    for seen, line in enumerate(lines):
+        if seen >= SAMPLE:
+            break
+        detector.add(line)
+    return detector.result()
+
+
+def sniff(lines: Iterator[str]) -> tuple[str | None, list[str]]:
+    """The format of the log `lines` go on with, and the lines read to tell (to be read
+    again): the first `SAMPLE`, and on, up to `REACH` characters, while no format is
+    confirmed."""
+    detector = Detector()
+    kept = detector.lines
+    size = 0
+    for line in lines:
+        detector.add(line)
+        size += len(line)
+        if len(kept) % SAMPLE == 0:
+            fmt = detector.result(final=False)
+            if fmt is not None or size >= REACH:
+                return fmt, kept
+    return detector.result(), kept
+
+
+def library(lines: Iterable[str]) -> tuple[str, str] | None:
+    """A library of `LIBRARIES` whose own lines `lines` have, and why its log may hold no
+    frame; None if none."""
+    for line in lines:
+        for name, (marks, why) in LIBRARIES.items():
+            if any(mark in line for mark in marks):
+                return name, why
+    return None

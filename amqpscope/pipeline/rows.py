@@ -69,10 +69,10 @@ def input_kind(path: str) -> tuple[str, str | None]:
         head, compressed = head_of(stream)
         if is_capture(head) or not looks_like_text(head):
             return "capture", None
-        from amqpscope.logs.detect import SAMPLE, detect
+        from amqpscope.logs.detect import sniff
 
         with LogFile(path, stream, compressed) as log:
-            fmt = detect(itertools.islice(iter(log), SAMPLE))
+            fmt, _ = sniff(iter(log))
         return ("log", fmt) if fmt is not None else ("text", None)
     finally:
         with contextlib.suppress(OSError, ValueError):

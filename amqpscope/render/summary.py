@@ -132,10 +132,7 @@ CHANNEL_COLUMNS: list[Column] = [
         "confirmed",
         lambda r: _get(r, "confirms", "acked") if _get(r, "confirms", "selected") else None,
     ),
-    (
-        "pending",
-        lambda r: _get(r, "confirms", "pending") if _get(r, "confirms", "selected") else None,
-    ),
+    ("pending", lambda r: _pending(r)),
     ("returns", lambda r: r.get("returns")),
     ("commits", lambda r: _get(r, "tx", "commits")),
     ("rollbacks", lambda r: _get(r, "tx", "rollbacks")),
@@ -232,6 +229,15 @@ def _table(
         shown.append((name, line))
         table = wider
     return table
+
+
+def _pending(channel: Row) -> Any:
+    """Publishes awaiting a confirm; "?" when confirm mode began before the capture and the
+    broker's numbers of the publishes are not known."""
+    if not _get(channel, "confirms", "selected"):
+        return None
+    pending = _get(channel, "confirms", "pending")
+    return "?" if pending is None else pending
 
 
 def _cells(columns: list[Column], rows: list[Row]) -> tuple[list[list[str]], list[int]]:

@@ -192,6 +192,9 @@ class ChannelEpoch:
         self.left_unconfirmed: list[tuple[int, float, int, str]] = []
         # publisher confirms
         self.confirm_seq = 0
+        #: publishes are numbered as the broker numbers them: False when confirm mode was adopted
+        #: from a confirm (confirm.select came before the capture), and the numbers are not known
+        self.numbered = True
         self.unconfirmed = Outstanding()  # seq -> (ts, frame, routing key, seq)
         self.confirmed = 0
         self.confirm_nacked = 0
@@ -230,7 +233,7 @@ class ChannelEpoch:
         self.publishes += 1
         self.publish_series.add(frame.ts)
         fields = frame.fields
-        if rules.CONFIRM in self.modes:
+        if rules.CONFIRM in self.modes and self.numbered:
             self.confirm_seq += 1
             key = rules.name(fields.get("routing-key"))
             self.unconfirmed.give(self.confirm_seq, (frame.ts, frame.number, key, self.confirm_seq))
@@ -262,7 +265,10 @@ class ChannelEpoch:
                     )
                 )
                 return
-            self.modes.add(rules.CONFIRM)  # adopted: confirms from before the capture
+            # adopted: confirm.select came before the capture, so which publish a tag names is
+            # not known (the broker numbers them from there); confirms are counted, not matched
+            self.modes.add(rules.CONFIRM)
+            self.numbered = False
         settled = self.unconfirmed.settle(tag, multiple)
         if settled is None:
             count = 0 if multiple or self.from_start else 1  # unknown: before the capture
@@ -688,11 +694,12 @@ class ChannelEpoch:
         pending = len(self.unconfirmed)
         if pending:
             lost = lost_s2c >= first_unconfirmed
+            never = "not seen" if lost else "not yet" if why == "capture" else "never"
             out.append(
                 finding(
                     "amqp091.unconfirmed-at-end",
-                    f"{pending} publishes on channel {self.number} were"
-                    f" {'not seen' if lost else 'never'} confirmed by the broker {where}"
+                    f"{pending} publishes on channel {self.number} were {never} confirmed by the"
+                    f" broker {where}"
                     + (
                         " (the capture lost bytes the broker sent after the first of them)"
                         if lost
@@ -742,7 +749,7 @@ class ChannelEpoch:
                 "selected": confirm,
                 "acked": self.confirmed,
                 "nacked": self.confirm_nacked,
-                "pending": len(self.unconfirmed),
+                "pending": len(self.unconfirmed) if self.numbered else None,
                 "latency-ms": self.confirm_latency.to_json(),
             },
             "returns": self.returns,
