@@ -49,11 +49,11 @@ def _node_modules() -> Path:
     return NODE_DIR / "node_modules"
 
 
-def _rhea(ctx: Any, address: str) -> dict[str, Any]:
+def _rhea(ctx: Any, address: str, script_name: str = "rhea_client.js") -> dict[str, Any]:
     """rhea with DEBUG=rhea:frames: its stderr is the log, its stdout its counts."""
     modules = _node_modules()
     log_path = Path(ctx.capture.path).parent / f"{ctx.name}.log"
-    script = Path(__file__).resolve().parent / "rhea_client.js"
+    script = Path(__file__).resolve().parent / script_name
     # not a terminal, so debug prefixes each line with an ISO time (node's `debug` package)
     env = dict(os.environ, DEBUG="rhea:frames", NODE_PATH=str(modules), DEBUG_COLORS="no")
     with open(log_path, "wb") as log:
@@ -138,6 +138,22 @@ def _register() -> None:
     )
     def s_log_rhea_broker(ctx: Any) -> dict[str, Any]:
         return _rhea(ctx, f"/amq/queue/{ctx.q()}")
+
+    @record.scenario(
+        "log-rhea-starved",
+        "1.0",
+        f"rhea ({RHEA}, from npm) with DEBUG=rhea:frames against RabbitMQ's AMQP 1.0 plugin: a "
+        "sender sends 20 messages (all accepted); a receiver that manages its own credit "
+        "(credit_window 0) grants 5, accepts the 5 it gets and grants no more, so the link "
+        "starves with 15 messages waiting until the connection closes 2 s later; the trace is "
+        "log-rhea-starved.log. rhea's JSON leaves out zeros, so RabbitMQ's initial-delivery-count "
+        "of 0 for the receiver's link is not in the log: the spec's rule (a sender's is never "
+        "null) puts it back.",
+        setup=(("q", {}),),
+        queues=(),
+    )
+    def s_log_rhea_starved(ctx: Any) -> dict[str, Any]:
+        return _rhea(ctx, f"/amq/queue/{ctx.q()}", "rhea_starved.js")
 
     @record.scenario(
         "log-pika-broker",
