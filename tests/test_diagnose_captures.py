@@ -52,6 +52,8 @@ WARNED: dict[str, dict[str, int]] = {
     "091-blocked-publisher": {"publish.blocked": 1},
     "091-missed-heartbeats": {"liveness.heartbeat-missed": 1, "liveness.dropped": 1},
     "10-credit-starved": {"credit.starved": 1},
+    # captures/scenarios/logs.py: rhea grants 5 of 20 and no more (the pcap and the trace)
+    "log-rhea-starved": {"credit.starved": 1},
     "091-bad-acks": {"close.channel": 3, "spec.violation": 3},
     "091-nacked-publish": {"publish.nacked": 1},  # x-overflow=reject-publish
     "091-slow-confirm": {"publish.confirm-slow": 1, "publish.blocked": 1},  # a short alarm
