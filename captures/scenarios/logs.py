@@ -167,6 +167,19 @@ def _register() -> None:
     def s_log_pika_broker(ctx: Any) -> dict[str, Any]:
         return _client(ctx, "pika-broker", ctx.q())
 
+    @record.scenario(
+        "log-pika-closed",
+        "0-9-1",
+        "pika (BlockingConnection) with Python logging at DEBUG against RabbitMQ: a message got "
+        "and acked twice, so the broker closes the channel (406 PRECONDITION_FAILED - unknown "
+        "delivery tag 1), which pika's log shows only as its warning `Received remote "
+        "Channel.Close (406): ...`; a second channel deletes the queue; the log is "
+        "log-pika-closed.log.",
+        queues=("q",),
+    )
+    def s_log_pika_closed(ctx: Any) -> dict[str, Any]:
+        return _client(ctx, "pika-closed", ctx.q())
+
 
 class BrokerRoundTrip(MessagingHandler):  # type: ignore[misc]
     """Send N, then receive N back; the last one received is rejected."""
@@ -348,10 +361,47 @@ def _pika_round_trip(queue: str, count: int = 6) -> dict[str, Any]:
     return n
 
 
+def _pika_closed(queue: str) -> dict[str, Any]:
+    """A message got and acked twice: the broker closes the channel (406, unknown delivery
+    tag), which pika logs only as its warning `Received remote Channel.Close (406): ...`."""
+    import logging
+
+    import pika
+
+    logging.basicConfig(
+        level=logging.DEBUG, format="%(asctime)s %(levelname)s %(name)s %(message)s"
+    )
+    n: dict[str, Any] = {"connections": 1, "channels": 2}
+    params = pika.ConnectionParameters(
+        "127.0.0.1", credentials=pika.PlainCredentials("guest", "guest"), heartbeat=0
+    )
+    conn = pika.BlockingConnection(params)
+    ch = conn.channel()
+    ch.queue_declare(queue)
+    n["queue_declares"] = 1
+    ch.basic_publish("", queue, b"acked twice")
+    n["publishes"] = 1
+    method, _props, _body = ch.basic_get(queue)
+    n["gets"] = n["get_ok"] = 1
+    ch.basic_ack(method.delivery_tag)
+    ch.basic_ack(method.delivery_tag)  # the second names a tag the channel no longer holds
+    n["acks"] = 2
+    try:
+        n["queue_declares"] += 1  # sent before the broker's close is read: it answers none
+        ch.queue_declare(queue, passive=True)
+    except pika.exceptions.ChannelClosedByBroker as closed:
+        n["channel_close"] = {"reply_code": closed.reply_code, "reply_text": closed.reply_text}
+    ch2 = conn.channel()
+    ch2.queue_delete(queue)
+    n["queue_deletes"] = 1
+    conn.close()
+    return n
+
+
 def _run_client(argv: list[str]) -> int:
     kind = argv[0]
-    if kind == "pika-broker":
-        counts = _pika_round_trip(argv[1])
+    if kind in ("pika-broker", "pika-closed"):
+        counts = (_pika_round_trip if kind == "pika-broker" else _pika_closed)(argv[1])
         print(json.dumps(counts))
         return 0 if "failure" not in counts else 1
     handler: BrokerRoundTrip | PeerToPeer
