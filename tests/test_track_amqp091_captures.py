@@ -49,6 +49,8 @@ FINDINGS = {
     "091-refused-login": ["amqp091.login-refused"],
     "091-rpc": ["amqp091.prefetch-saturated"],  # the server's prefetch of 1, full per request
     "mid-stream": ["amqp091.mid-stream"],
+    # captures/scenarios/logs.py: a tag acked twice, and the broker's 406 for it
+    "log-pika-closed": ["amqp091.unknown-delivery-tag", "amqp091.channel-error"],
     # captures/scenarios/logs.py: basic.qos prefetch_count=2, both delivered at once
     "log-pika-broker": ["amqp091.prefetch-saturated"],
     # captures/scenarios/diagnose.py

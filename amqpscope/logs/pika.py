@@ -55,6 +55,10 @@ _FRAME: Final = re.compile(r"<(METHOD|Header|Body)\(\[")
 #: `<Channel number=1 CLOSING conn=...>` names its number
 _ON_CHANNEL: Final = re.compile(r"Received <([A-Z][a-z]+\.[A-Za-z]+)(>|\(\[)")
 _CHANNEL_NUMBER: Final = re.compile(r" on <Channel number=(\d+) ")
+#: channel.py `_on_close_from_broker`'s warning, `Received remote Channel.Close (%s): %r on %s`
+#: (reply code, reply text's repr, the channel's repr): the broker's channel.close, without
+#: its class-id and method-id, which pika does not print there
+_REMOTE_CLOSE: Final = re.compile(r"Received remote Channel\.Close \((\d+)\): ")
 #: pika's class names (`Basic.Deliver`, `Connection.StartOk`) -> the spec's method names
 _METHODS: Final = {
     m.name.split(".")[0].capitalize()
@@ -91,6 +95,7 @@ def looks_like(line: str) -> bool:
         or "<Header([" in line
         or "<Body([" in line
         or ("Received <" in line and " on <Channel number=" in line)
+        or "Received remote Channel.Close (" in line
     )
 
 
@@ -100,7 +105,7 @@ def parse(line: str) -> Logged | None:
         return None
     m = _FRAME.search(line)
     if m is None:
-        return _on_channel(line)
+        return _on_channel(line) or _remote_close(line)
     return _logged(_cached(line, m.start()), line, m.start())
 
 
@@ -270,6 +275,38 @@ def _on_channel(line: str) -> Logged | None:
     text = line[m.start() + len("Received ") : end]
     items = [f"channel_number={number.group(1)}", f"method={text}"]
     return _logged(_shown("METHOD", items, m.start()), line, m.start())
+
+
+def _remote_close(line: str) -> Logged | None:
+    """`Received remote Channel.Close (406): 'PRECONDITION_FAILED - ...' on <Channel number=1
+    ...>`: the broker's close of a channel, as pika would print its method (sorted items)."""
+    m = _REMOTE_CLOSE.search(line)
+    if m is None:
+        return None
+    try:
+        text, end = _python_string(line, m.end())
+    except (SyntaxError, ValueError, IndexError) as why:
+        raise LogSyntaxError(m.end(), f"a reply-text's repr expected ({why})") from None
+    number = _CHANNEL_NUMBER.match(line, end)
+    if number is None:
+        return None
+    method = repr([f"reply_code={m.group(1)}", f"reply_text={text}"])
+    items = [f"channel_number={number.group(1)}", f"method=<Channel.Close({method})>"]
+    return _logged(_shown("METHOD", items, m.start()), line, m.start())
+
+
+def _python_string(line: str, at: int) -> tuple[str, int]:
+    """The str whose repr starts at `line[at]`, and where the repr ends."""
+    quote = line[at : at + 1]
+    if quote not in ("'", '"'):
+        raise ValueError("no quote")
+    end = at + 1
+    while line[end] != quote:  # IndexError past the line's end: no closing quote
+        end += 2 if line[end] == "\\" else 1
+    value = ast.literal_eval(line[at : end + 1])
+    if not isinstance(value, str):
+        raise ValueError("not a string")
+    return value, end + 1
 
 
 def _logged(shown: Shown, line: str, at: int) -> Logged:

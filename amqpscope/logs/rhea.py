@@ -15,7 +15,8 @@ Written from rhea's own code (read with the `search` tool and in the npm package
 
 What this gives, and what it cannot (the log's limits, not guesses):
 - a mandatory field missing from the JSON was sent falsy (toJSON drops 0 and false): it is
-  read as 0 or false; an optional field missing is absent (it may have been 0).
+  read as 0 or false; so is one the spec makes mandatory by another field of the frame (a
+  sender's initial-delivery-count); an optional field missing is absent (it may have been 0).
 - a nested value's type is the field's (source, target, error); a delivery state's is not in
   the log at all (`[]` is accepted and released alike), so `state` is left out, with a finding.
 - a payload of at most 50 bytes is whole and decoded; a longer one is cut: no message.
@@ -250,9 +251,9 @@ class _Plan:
     """What reading one composite field from rhea's JSON takes, worked out once: its JSON key,
     what a missing (falsy) value means, the types `_value` goes by."""
 
-    __slots__ = ("base", "field", "key", "missing", "name", "wanted")
+    __slots__ = ("base", "field", "key", "missing", "name", "wanted", "zero_when")
 
-    def __init__(self, field: spec.Field) -> None:
+    def __init__(self, field: spec.Field, composite: str = "") -> None:
         self.field = field
         self.name = field.name
         self.key = field.name.replace("-", "_")
@@ -268,7 +269,14 @@ class _Plan:
                 self.missing = _ZERO
         elif _truthy_default(field) and _falsy_choice(field):
             self.missing = _UNKNOWN
+        #: (an earlier field, its value): when the frame has that, a missing value was a 0
+        self.zero_when = _ZERO_WHEN.get((composite, field.name))
 
+
+#: optional fields the spec makes mandatory when an earlier field of the frame has a value:
+#: there, a field missing from rhea's JSON was sent as 0 (attach initial-delivery-count "MUST
+#: NOT be null if role is sender", part 2 section 2.7.3; a sender's role is false)
+_ZERO_WHEN: Final = {("attach", "initial-delivery-count"): ("role", False)}
 
 _NOTHING: Final = 0
 _FALSE: Final = 1
@@ -292,6 +300,8 @@ def _composite(code: int, body: dict[str, Any]) -> tuple[Described, list[str]]:
                 fields.append((plan.name, 0))
             elif missing == _UNKNOWN:
                 lossy.append(plan.name)  # 0 (left out) or absent (the default): unknown
+            elif plan.zero_when is not None and plan.zero_when in fields:
+                fields.append((plan.name, 0))
             continue
         value = _value(raw, plan, lossy, plan.name)
         if value is not _LOST:
@@ -319,7 +329,7 @@ def _falsy_choice(field: spec.Field) -> bool:
 _LOST: Final = object()
 #: descriptor code -> its fields' plans, in spec order
 _PLANS: Final = {
-    code: tuple(_Plan(field) for field in composite.fields)
+    code: tuple(_Plan(field, composite.name) for field in composite.fields)
     for code, composite in spec.COMPOSITES.items()
 }
 

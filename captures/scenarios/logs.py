@@ -49,11 +49,11 @@ def _node_modules() -> Path:
     return NODE_DIR / "node_modules"
 
 
-def _rhea(ctx: Any, address: str) -> dict[str, Any]:
+def _rhea(ctx: Any, address: str, script_name: str = "rhea_client.js") -> dict[str, Any]:
     """rhea with DEBUG=rhea:frames: its stderr is the log, its stdout its counts."""
     modules = _node_modules()
     log_path = Path(ctx.capture.path).parent / f"{ctx.name}.log"
-    script = Path(__file__).resolve().parent / "rhea_client.js"
+    script = Path(__file__).resolve().parent / script_name
     # not a terminal, so debug prefixes each line with an ISO time (node's `debug` package)
     env = dict(os.environ, DEBUG="rhea:frames", NODE_PATH=str(modules), DEBUG_COLORS="no")
     with open(log_path, "wb") as log:
@@ -140,6 +140,22 @@ def _register() -> None:
         return _rhea(ctx, f"/amq/queue/{ctx.q()}")
 
     @record.scenario(
+        "log-rhea-starved",
+        "1.0",
+        f"rhea ({RHEA}, from npm) with DEBUG=rhea:frames against RabbitMQ's AMQP 1.0 plugin: a "
+        "sender sends 20 messages (all accepted); a receiver that manages its own credit "
+        "(credit_window 0) grants 5, accepts the 5 it gets and grants no more, so the link "
+        "starves with 15 messages waiting until the connection closes 2 s later; the trace is "
+        "log-rhea-starved.log. rhea's JSON leaves out zeros, so RabbitMQ's initial-delivery-count "
+        "of 0 for the receiver's link is not in the log: the spec's rule (a sender's is never "
+        "null) puts it back.",
+        setup=(("q", {}),),
+        queues=(),
+    )
+    def s_log_rhea_starved(ctx: Any) -> dict[str, Any]:
+        return _rhea(ctx, f"/amq/queue/{ctx.q()}", "rhea_starved.js")
+
+    @record.scenario(
         "log-pika-broker",
         "0-9-1",
         "pika (BlockingConnection) with Python logging at DEBUG against RabbitMQ: confirm.select, "
@@ -150,6 +166,19 @@ def _register() -> None:
     )
     def s_log_pika_broker(ctx: Any) -> dict[str, Any]:
         return _client(ctx, "pika-broker", ctx.q())
+
+    @record.scenario(
+        "log-pika-closed",
+        "0-9-1",
+        "pika (BlockingConnection) with Python logging at DEBUG against RabbitMQ: a message got "
+        "and acked twice, so the broker closes the channel (406 PRECONDITION_FAILED - unknown "
+        "delivery tag 1), which pika's log shows only as its warning `Received remote "
+        "Channel.Close (406): ...`; a second channel deletes the queue; the log is "
+        "log-pika-closed.log.",
+        queues=("q",),
+    )
+    def s_log_pika_closed(ctx: Any) -> dict[str, Any]:
+        return _client(ctx, "pika-closed", ctx.q())
 
 
 class BrokerRoundTrip(MessagingHandler):  # type: ignore[misc]
@@ -332,10 +361,47 @@ def _pika_round_trip(queue: str, count: int = 6) -> dict[str, Any]:
     return n
 
 
+def _pika_closed(queue: str) -> dict[str, Any]:
+    """A message got and acked twice: the broker closes the channel (406, unknown delivery
+    tag), which pika logs only as its warning `Received remote Channel.Close (406): ...`."""
+    import logging
+
+    import pika
+
+    logging.basicConfig(
+        level=logging.DEBUG, format="%(asctime)s %(levelname)s %(name)s %(message)s"
+    )
+    n: dict[str, Any] = {"connections": 1, "channels": 2}
+    params = pika.ConnectionParameters(
+        "127.0.0.1", credentials=pika.PlainCredentials("guest", "guest"), heartbeat=0
+    )
+    conn = pika.BlockingConnection(params)
+    ch = conn.channel()
+    ch.queue_declare(queue)
+    n["queue_declares"] = 1
+    ch.basic_publish("", queue, b"acked twice")
+    n["publishes"] = 1
+    method, _props, _body = ch.basic_get(queue)
+    n["gets"] = n["get_ok"] = 1
+    ch.basic_ack(method.delivery_tag)
+    ch.basic_ack(method.delivery_tag)  # the second names a tag the channel no longer holds
+    n["acks"] = 2
+    try:
+        n["queue_declares"] += 1  # sent before the broker's close is read: it answers none
+        ch.queue_declare(queue, passive=True)
+    except pika.exceptions.ChannelClosedByBroker as closed:
+        n["channel_close"] = {"reply_code": closed.reply_code, "reply_text": closed.reply_text}
+    ch2 = conn.channel()
+    ch2.queue_delete(queue)
+    n["queue_deletes"] = 1
+    conn.close()
+    return n
+
+
 def _run_client(argv: list[str]) -> int:
     kind = argv[0]
-    if kind == "pika-broker":
-        counts = _pika_round_trip(argv[1])
+    if kind in ("pika-broker", "pika-closed"):
+        counts = (_pika_round_trip if kind == "pika-broker" else _pika_closed)(argv[1])
         print(json.dumps(counts))
         return 0 if "failure" not in counts else 1
     handler: BrokerRoundTrip | PeerToPeer
