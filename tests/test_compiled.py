@@ -157,7 +157,7 @@ def test_both_builds_say_the_same(
     # the runs did work: frames decoded, findings reported on the damaged captures
     lines = sum(pure[f"read --json {p}"][1].count("\n") for p in CAPTURES)
     assert lines > 20 * len(CAPTURES)
-    assert all(pure[f"read --json {p}"][1].count("\n") > 3 for p in LOGS)
+    assert all(pure[f"read --json {p}"][1].count("\n") >= 3 for p in LOGS)  # pika's: few
     said = [pure[f"read --json {p}"][1] + pure[f"read --json {p}"][2] for p in logs]
     assert sum(1 for text in said if "bad-line" in text or "cut-line" in text) > 2
     assert sum(1 for p in damaged if "amqpscope: " in pure[f"read --json {p}"][2]) > 5

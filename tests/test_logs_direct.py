@@ -60,7 +60,8 @@ def test_recorded_logs(path: Path) -> None:
     lines = path.read_text().splitlines(keepends=True)
     fmt = detect(lines)
     assert fmt is not None
-    assert same(lines, fmt) >= (4 if fmt == "pika" else 30)
+    # pika prints few frames: 3 in log-pika-closed (its close, the close-oks)
+    assert same(lines, fmt) >= (3 if fmt == "pika" else 30)
 
 
 WIRE = ["log-proton-broker", "log-rhea-broker", "10-transaction", "10-bad-address", "10-outcomes"]
