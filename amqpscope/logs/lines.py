@@ -232,9 +232,14 @@ def _rest(prefix: str, pos: int, second: float) -> float:
                 1 if prefix[pos] == "+" else -1
             )
     seconds = second - offset * 60
-    if fraction:
-        seconds += int(fraction) / 10 ** len(fraction)
+    if fraction:  # both exact, so the quotient is the int division's (correctly rounded)
+        seconds += int(fraction) / _SCALES[len(fraction)]
     return seconds
+
+
+#: 10 ** n for the digits of a fraction (`_rest`), as floats: a power of ints was a good part of
+#: a timestamp's time
+_SCALES: Final = tuple(float(10**n) for n in range(10))
 
 
 def _digits(text: str, pos: int, count: int) -> bool:

@@ -300,4 +300,4 @@ def _entry(pieces: list[str], old: bool, value: Any) -> Entry | None:
         shape.append(f"{re.escape(slot)}=({_VALUE}){re.escape(between)}")
     pattern = re.compile("".join(shape), re.ASCII)
     largest = [_UINT_MAX] * len(slots)
-    return Entry(name, sasl, fields, slots, hows, largest, [], pattern)
+    return Entry(name, sasl, fields, slots, hows, largest, [], pattern, texts[0])

@@ -65,10 +65,12 @@ class Entry:
     """What a text of one shape makes: the frame's name and fields, the fields holding a dict
     or list (copied for each record), and for each value taken out the field it makes (or "")
     and how (0: none), the largest number it may be, and the shape itself as a pattern, each
-    value a group (a text matches it exactly when taking its values out gives this key)."""
+    value a group (a text matches it exactly when taking its values out gives this key), and
+    the text before its first group (a text that does not start with it is not tried)."""
 
     __slots__ = (
         "fields",
+        "head",
         "hows",
         "largest",
         "lossy",
@@ -89,6 +91,7 @@ class Entry:
         largest: list[int],
         lossy: list[str],
         pattern: re.Pattern[str],
+        head: str = "",
     ) -> None:
         self.name = name
         self.sasl = sasl
@@ -99,6 +102,7 @@ class Entry:
         self.lossy = lossy
         self.nested = [k for k, v in fields.items() if type(v) is dict or type(v) is list]
         self.pattern = pattern
+        self.head = head
 
     def fill(self, values: Sequence[str], zeros: bool = True) -> dict[str, Any] | None:
         """The fields with `values` (the text's, in order) put in; None when one is not of its
@@ -152,6 +156,8 @@ class Cache:
     def recalled(self, text: str) -> tuple[Entry, Sequence[str]] | None:
         """The entry met last whose pattern `text` matches, and the values matched."""
         for entry in self.recent:
+            if not text.startswith(entry.head):
+                continue  # the pattern starts with it: no need to try
             m = entry.pattern.fullmatch(text)
             if m is not None:
                 return entry, m.groups()
@@ -281,7 +287,7 @@ def _entry(read: Read, pieces: list[str], value: Any, lossy: list[str]) -> Entry
         largest[at] = _LARGEST.get(kind, 0)
     texts = pieces[0::2]  # no digit in them: each group takes a whole run
     pattern = re.compile(r"(\d+)".join(re.escape(text) for text in texts), re.ASCII)
-    return Entry(name, sasl, fields, slots, hows, largest, list(lossy), pattern)
+    return Entry(name, sasl, fields, slots, hows, largest, list(lossy), pattern, texts[0])
 
 
 def _other(run: str, i: int) -> str:
