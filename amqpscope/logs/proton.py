@@ -41,7 +41,7 @@ from amqpscope.logs.lines import (
     timestamp,
 )
 from amqpscope.logs.proton_values import LogSyntaxError, Reader, unquote
-from amqpscope.logs.shapes import PRINTED, QUOTED, Cache, Entry
+from amqpscope.logs.shapes import PRINTED, PROTON, QUOTED, Cache, Entry
 from amqpscope.logs.values import Described, Fields
 
 NAME: Final = "proton"
@@ -293,11 +293,19 @@ def _entry(pieces: list[str], old: bool, value: Any) -> Entry | None:
     for key, kept in fields.items():
         if key not in slots and remade[1].get(key) != kept:
             return None
-    # the shape itself: its text, each value a group (`Cache.recalled` tries it first)
-    texts = pieces[0::3]
-    shape = [re.escape(texts[0])]
-    for slot, between in zip(slots, texts[1:], strict=True):
-        shape.append(f"{re.escape(slot)}=({_VALUE}){re.escape(between)}")
-    pattern = re.compile("".join(shape), re.ASCII)
+    # the shape itself (`Cache.recalled` tries it first)
+    pattern, literals = shape(pieces[0::3], slots)
     largest = [_UINT_MAX] * len(slots)
-    return Entry(name, sasl, fields, slots, hows, largest, [], pattern, texts[0])
+    return Entry(name, sasl, fields, slots, hows, largest, [], pattern, literals, PROTON)
+
+
+def shape(texts: list[str], slots: list[str]) -> tuple[re.Pattern[str], list[str]]:
+    """A shape's text: `texts[0]`, then each slot's `name=value` and the text after it, as a
+    pattern (each value a group) and as the text between the values (`Entry.literals`)."""
+    pattern = [re.escape(texts[0])]
+    literals = [texts[0]]
+    for slot, between in zip(slots, texts[1:], strict=True):
+        pattern.append(f"{re.escape(slot)}=({_VALUE}){re.escape(between)}")
+        literals[-1] += f"{slot}="
+        literals.append(between)
+    return re.compile("".join(pattern), re.ASCII), literals
