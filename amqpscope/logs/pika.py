@@ -154,17 +154,18 @@ class _Entry:
 
 
 class _Bytes:
-    """A cached frame's bytes (and the fields they leave out), and for each slot whose number
-    goes in them, where and as what (a `struct` packer of its width)."""
+    """A cached frame's bytes (and the fields they leave out) as the pieces between the
+    numbers its slots put in them, and for each of those, in order, its slot and its `struct`
+    packer (of its width)."""
 
-    __slots__ = ("data", "missing", "numbers")
+    __slots__ = ("missing", "numbers", "pieces")
 
     def __init__(
-        self, data: bytes, missing: list[str], numbers: list[tuple[int, int, Any]]
+        self, pieces: list[bytes], missing: list[str], numbers: list[tuple[int, Any]]
     ) -> None:
-        self.data = data
+        self.pieces = pieces  # one more than the numbers
         self.missing = missing
-        self.numbers = numbers  # (slot, offset, pack)
+        self.numbers = numbers  # (slot, pack)
 
 
 _CACHE: dict[str, _Entry | str | None] = {}
@@ -174,9 +175,8 @@ def _cached(line: str, at: int) -> Shown:
     if _HOLE in line or _TEXT_HOLE in line:
         return _frame(line, at)
     text = line[at:]
-    parts = _split_numbers(text)  # text, number, text, ...: one pass for the key and its slots
-    slots = parts[1::2]
-    key = ("=" + _HOLE).join(parts[::2]) if slots else text
+    texts, slots = _split_numbers(text)  # one pass for the key and its slots
+    key = ("=" + _HOLE).join(texts) if slots else text
     if "fragment=b'" in key:
         pieces = _FRAGMENT.split(key)
         if len(pieces) > 1:
@@ -195,10 +195,11 @@ def _cached(line: str, at: int) -> Shown:
     return shown
 
 
-def _split_numbers(text: str) -> list[str]:
+def _split_numbers(text: str) -> tuple[list[str], list[str]]:
     """What `_NUMBER.split(text)` gives (the text between whole items' numbers, and the
     numbers), by finding each `=` (a regex split was a good part of a cached line's time)."""
     parts: list[str] = []
+    numbers: list[str] = []
     size = len(text)
     last = 0
     pos = text.find("=")
@@ -211,13 +212,13 @@ def _split_numbers(text: str) -> list[str]:
             end += 1
         if 1 <= end - pos - 1 <= 18 and end < size and (text[end] == "'" or text[end] == '"'):
             parts.append(text[last:pos])
-            parts.append(text[pos + 1 : end])
+            numbers.append(text[pos + 1 : end])
             last = end
             pos = text.find("=", end)
         else:
             pos = text.find("=", pos + 1)
     parts.append(text[last:])
-    return parts
+    return parts, numbers
 
 
 def _filled(entry: _Entry, slots: list[str]) -> Shown:
@@ -240,14 +241,15 @@ def _filled(entry: _Entry, slots: list[str]) -> Shown:
             values[place] = value
     plan = entry.data
     if plan is not None:
-        data = bytearray(plan.data)
+        pieces = plan.pieces
+        out = [pieces[0]]
         try:
-            for i, offset, pack in plan.numbers:
-                packed = pack(int(slots[i]))
-                data[offset : offset + len(packed)] = packed
+            for k, (i, pack) in enumerate(plan.numbers):
+                out.append(pack(int(slots[i])))
+                out.append(pieces[k + 1])
         except (struct.error, OverflowError):
             return shown  # not of its width: encoded, and reported, as any line
-        shown.data = bytes(data), plan.missing
+        shown.data = b"".join(out), plan.missing
     return shown
 
 
@@ -273,7 +275,7 @@ def _planned(entry: _Entry, shown: Shown) -> _Bytes | None:
         data, missing = _frame_bytes(shown)
     except (struct.error, OverflowError, ValueError, KeyError):
         return None
-    numbers: list[tuple[int, int, Any]] = []
+    numbers: list[tuple[int, int, Any]] = []  # (offset, slot, pack)
     for i, place, how in entry.active:
         if how != "int":
             return None
@@ -317,8 +319,17 @@ def _planned(entry: _Entry, shown: Shown) -> _Bytes | None:
             offset = one.find(packed, offset + 1)
         if offset < 0:
             return None
-        numbers.append((i, offset, pack))
-    return _Bytes(data, missing, numbers)
+        numbers.append((offset, i, pack))
+    numbers.sort()
+    pieces = []
+    at = 0
+    for offset, _, pack in numbers:
+        if offset < at:
+            return None  # two numbers in one place: no such frame
+        pieces.append(data[at:offset])
+        at = offset + len(pack(0))
+    pieces.append(data[at:])
+    return _Bytes(pieces, missing, [(i, pack) for _, i, pack in numbers])
 
 
 def _copy(shown: Shown) -> Shown:
