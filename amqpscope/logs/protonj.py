@@ -161,9 +161,6 @@ def parse(line: str) -> Logged | None:
     return logged
 
 
-_DIGITS: Final = "0123456789"
-
-
 def _split(line: str) -> tuple[int, str, int, str, int] | None:
     """What `_LINE.search(line)` finds: where its match starts, the connection, the channel,
     the arrow, and where the rest starts; None when it finds nothing. Read by hand from the
@@ -175,16 +172,12 @@ def _split(line: str) -> tuple[int, str, int, str, int] | None:
     if sent < 0 and received < 0:
         return None
     close = sent if received < 0 or 0 <= sent < received else received
-    if not line.startswith(" ", close + 4):
+    if close + 4 >= len(line) or line[close + 4] != " ":
         return _searched(line)
-    colon = close - 1
-    while colon >= 0 and line[colon] in _DIGITS:
-        colon -= 1
+    colon = _digits_before(line, close)
     if colon == close - 1 or colon < 0 or line[colon] != ":":
         return _searched(line)
-    opening = colon - 1
-    while opening >= 0 and line[opening] in _DIGITS:
-        opening -= 1
+    opening = _digits_before(line, colon)
     if opening == colon - 1 or opening < 0 or line[opening] != "[":
         return _searched(line)
     newline = line.find("\n", close)
@@ -192,6 +185,17 @@ def _split(line: str) -> tuple[int, str, int, str, int] | None:
         return _searched(line)
     channel = int(line[colon + 1 : close])
     return opening, line[opening + 1 : colon], channel, line[close + 2 : close + 4], close + 5
+
+
+def _digits_before(line: str, end: int) -> int:
+    """Where the run of ASCII digits before `end` starts, less one (-1: at the line's start)."""
+    pos = end - 1
+    while pos >= 0:
+        code = ord(line[pos])
+        if code < 48 or code > 57:
+            break
+        pos -= 1
+    return pos
 
 
 def _searched(line: str) -> tuple[int, str, int, str, int] | None:
@@ -206,10 +210,13 @@ def _body(rest: str) -> bool:
     """Whether `_BODY.match(rest)` finds a body: a capitalized name of ASCII letters up to the
     first `{`."""
     brace = rest.find("{")
-    if brace < 1:
+    if brace < 1 or not 65 <= ord(rest[0]) <= 90:
         return False
-    name = rest[:brace]
-    return name.isascii() and name.isalpha() and "A" <= name[0] <= "Z"
+    for i in range(1, brace):
+        code = ord(rest[i])
+        if not (65 <= code <= 90 or 97 <= code <= 122):
+            return False
+    return True
 
 
 def _payload(tail: str) -> tuple[int, str, bool] | None:
