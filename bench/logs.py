@@ -309,6 +309,9 @@ for module in list(sys.modules.values()):  # the grammars' caches (`logs/shapes.
         continue
     for name in ("_CACHE", "_OLD_CACHE", "_SHAPES"):  # those of this tree and of older builds
         found = getattr(module, name, None)
+        if name == "_CACHE" and isinstance(found, dict):  # pika's: its entries by key
+            caches.append(found)
+            continue
         for cache in found.values() if isinstance(found, dict) else [found]:  # rhea's by code
             cache = getattr(cache, "cache", cache)
             if cache is not None:

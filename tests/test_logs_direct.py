@@ -593,3 +593,76 @@ def test_the_shapes_cache_is_used(fmt: str) -> None:
         parse(line + "\n")
     logged = parse(lines[0] + "\n")
     assert logged is not None and logged.made is not None
+
+
+# -- a cached shape read by hand (`Entry.match`) finds what its pattern does ------------------
+_LITERAL = st.lists(
+    st.sampled_from(["{", '"first":', ",", "]", " ", "x", "=", "0x", "b", '"', "\\", "\u0663"]),
+    max_size=4,
+).map("".join)
+#: values as shapes have them, and what may stand in their place
+_VALUES = st.sampled_from(
+    [
+        *("0", "12", "0x1f", "0xAb", "0x", "0xg", 'b"8"', 'b""', 'b"a,b]"', 'b"\\x01"', 'b"'),
+        *("x", "", "\u0663", "07", "1 ", ",", "]"),
+    ]
+)
+
+
+def _texts(literals: list[str], values: list[str]) -> str:
+    out = [literals[0]]
+    for literal, value in zip(literals[1:], values, strict=False):
+        out += [value, literal]
+    return "".join(out)
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.lists(_LITERAL, min_size=1),
+    st.lists(_VALUES, max_size=6),
+    st.integers(0, 3),
+    st.text(max_size=2),
+)
+def test_a_digits_shape_is_matched_as_its_pattern_matches(
+    texts: list[str], values: list[str], cut: int, junk: str
+) -> None:
+    """`Shapes`' entries (texts without ASCII digits between runs of digits)."""
+    from amqpscope.logs.shapes import DIGITS, Entry, digits_pattern
+
+    # as `_DIGITS.split` leaves them: no ASCII digit, and something between two runs
+    texts = ["".join(c for c in t if not "0" <= c <= "9") for t in texts]
+    texts[1:-1] = [t or "," for t in texts[1:-1]]
+    pattern = digits_pattern(texts)
+    entry = Entry("x", False, {}, [], [], [], [], pattern, texts, DIGITS)
+    for text in (_texts(texts, values), _texts(texts, values)[cut:] + junk):
+        m = pattern.fullmatch(text)
+        assert entry.match(text) == (None if m is None else list(m.groups()))
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    _LITERAL,
+    st.lists(st.tuples(st.sampled_from(["handle", "first", "delivery-tag"]), _LITERAL), max_size=4),
+    st.sampled_from([",", "]", ", ", "]]"]),
+    st.lists(_VALUES, max_size=6),
+    st.integers(0, 3),
+    st.text(max_size=2),
+)
+def test_a_proton_shape_is_matched_as_its_pattern_matches(
+    first: str,
+    slots: list[tuple[str, str]],
+    after: str,
+    values: list[str],
+    cut: int,
+    junk: str,
+) -> None:
+    """Proton's entries: `name=value` slots, each value followed by `,` or `]` (`_SLOT`)."""
+    from amqpscope.logs.proton import shape
+    from amqpscope.logs.shapes import PROTON, Entry
+
+    texts = [first] + [after + between for _, between in slots]
+    pattern, literals = shape(texts, [name for name, _ in slots])
+    entry = Entry("x", False, {}, [], [], [], [], pattern, literals, PROTON)
+    for text in (_texts(literals, values), _texts(literals, values)[cut:] + junk):
+        m = pattern.fullmatch(text)
+        assert entry.match(text) == (None if m is None else list(m.groups()))

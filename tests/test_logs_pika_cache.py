@@ -43,6 +43,10 @@ def read(line: str, cached: bool) -> Any:
     except (LogSyntaxError, ValueError) as why:
         return type(why).__name__
     values = sorted((k, type(v).__name__, repr(v)) for k, v in shown.values.items())
+    try:  # the frame's bytes: the cache may make them without encoding
+        data: Any = pika.frame_bytes(shown)
+    except LogSyntaxError as why:
+        data = str(why)
     return (
         shown.kind,
         shown.channel,
@@ -50,6 +54,7 @@ def read(line: str, cached: bool) -> Any:
         values,
         shown.body_size,
         repr(shown.fragment),
+        data,
     )
 
 
@@ -83,8 +88,30 @@ def test_a_delivery_is_read_from_the_cache() -> None:
             "<METHOD(['channel_number=1', 'frame_type=1', \"method=<Basic.Deliver(["
             f"'consumer_tag=c1', 'delivery_tag={tag}', 'exchange=', 'redelivered=False', "
             "'routing_key=q'])>\"])>",
+            f"<Header(['body_size={tag + 9}', 'channel_number=1', 'frame_type=2', "
+            "\"properties=<BasicProperties(['content_type=text/plain', 'delivery_mode=2'])>\"])>",
             f"<Body(['channel_number=1', \"fragment=b'message {tag}'\", 'frame_type=3'])>",
         ):
             assert read(line, cached=True) == read(line, cached=False)
-    assert all(isinstance(entry, pika._Entry) for entry in pika._CACHE.values())
-    assert len(pika._CACHE) == 2
+    entries = list(pika._CACHE.values())
+    assert all(isinstance(entry, pika._Entry) for entry in entries)
+    assert len(entries) == 3
+    # a method's and a header's bytes are made without encoding (a body's are its text)
+    assert [entry.data is not None for entry in entries if isinstance(entry, pika._Entry)] == [
+        True,
+        True,
+        False,
+    ]
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["=", "'", '"', "5", "12", "0" * 18, "9", "٣", "²", "x", "[", "=="]),
+        max_size=10,
+    ).map("".join)
+)
+def test_numbers_are_split_as_the_pattern_splits_them(text: str) -> None:
+    """`pika._split_numbers` gives what `pika._NUMBER.split` does."""
+    parts = pika._NUMBER.split(text)
+    assert pika._split_numbers(text) == (parts[::2], parts[1::2])

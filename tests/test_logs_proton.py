@@ -266,3 +266,34 @@ def test_wrapped_lines_are_one_frame(indent: str) -> None:
     assert [f.source["line"] for f in frames if f.source] == [
         first_lines[f.source["line"] - 1] for f in good if f.source
     ]
+
+
+#: `[conn]: AMQP:FRAME:0 -> `, `[conn]:0 -> `, a router's `[C1]:  -> `: right or a little wrong
+_FRAMED = st.tuples(
+    st.sampled_from(["[", "x[", "[[", ""]),
+    st.sampled_from(["0x55d2c8a1e0a0", "C1", "", "a b", "a]"]),
+    st.sampled_from(["]:", "]", "] :", "]:]"]),
+    st.sampled_from(["", " ", "  ", "\t"]),
+    st.sampled_from(["", "AMQP:", "SASL:", "IO:", "TLS:", "AMQP"]),
+    st.sampled_from(["", "FRAME:", "FRAME"]),
+    st.sampled_from(["", " "]),
+    st.sampled_from(["", "0", "12", "\u0663"]),
+    st.sampled_from(["", " ", "  "]),
+    st.sampled_from(["->", "<-", "-", "=>"]),
+    st.sampled_from(["", " ", "  "]),
+).map("".join)
+_AROUND = st.sampled_from(["", "x", "[t-1] ", "2024-01-31 12:00:00 ", "\n", "\r", "@open(16) []"])
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.one_of(_FRAMED, _FRAMED, _AROUND), max_size=5).map("".join))
+def test_a_line_is_split_as_its_pattern_splits_it(line: str) -> None:
+    """`proton._framed` finds what `proton._LINE.search` does."""
+    from amqpscope.logs import proton
+
+    m = proton._LINE.search(line)
+    wanted = None
+    if m is not None:
+        conn, layer, digits, direction, _ = m.groups()
+        wanted = (m.start(), conn, layer, digits, direction, m.start("rest"))
+    assert proton._framed(line) == wanted

@@ -10,7 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import hypothesis.strategies as st
 import pytest
+from hypothesis import given, settings
 
 from amqpscope.capture.files import open_capture
 from amqpscope.codec.amqp10 import spec
@@ -132,3 +134,63 @@ def test_quotes_inside_strings_and_enum_names() -> None:
         "info": {"queue": "q"},
     }
     assert record.channel == 1 and record.fields["handle"] == 3
+
+
+_JUNK = st.sampled_from(["", "x", " ", "[", "]", ":", "\n", "\r", "\u0663", "] -> ", "[1:2]"])
+#: `[conn:channel] -> `, right or a little wrong
+_TRACED = st.tuples(
+    st.sampled_from(["[", "", "x["]),
+    st.sampled_from(["1830712962", "0", "", "\u0663", "1x"]),
+    st.sampled_from([":", "", "::"]),
+    st.sampled_from(["0", "12", "", "\u0663"]),
+    st.sampled_from(["] -> ", "] <- ", "] ->", "]  -> ", "] => ", "]"]),
+).map("".join)
+_LINE_PIECES = st.one_of(_TRACED, _TRACED, _JUNK, st.sampled_from(["Open{}", "2026-01-31 "]))
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(_LINE_PIECES, max_size=12).map("".join))
+def test_a_line_is_split_as_its_pattern_splits_it(line: str) -> None:
+    """`protonj._split` finds what `protonj._LINE.search` does."""
+    from amqpscope.logs import protonj
+
+    m = protonj._LINE.search(line)
+    wanted = None
+    if m is not None:
+        wanted = (m.start(), m.group("conn"), int(m.group("ch")), m.group("dir"), m.start("rest"))
+    assert protonj._split(line) == wanted
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["Transfer", "transfer", "X", "{", "}", "É", "1", " ", "_", "Open{x=1}"]),
+        max_size=5,
+    ).map("".join)
+)
+def test_a_body_is_found_as_its_pattern_finds_it(rest: str) -> None:
+    """`protonj._body` says what `protonj._BODY.match` does."""
+    from amqpscope.logs import protonj
+
+    assert protonj._body(rest) == (protonj._BODY.match(rest) is not None)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    st.tuples(
+        st.sampled_from(["", " ", "  ", "\n", "x"]),
+        st.sampled_from(["(", "", "(("]),
+        st.sampled_from(["49", "", "\u0663", "4x"]),
+        st.sampled_from([') "', ")", ') "") "', '"']),
+        st.sampled_from(["", "\\x00Sp", '"', ') "', "\n", "a(1)"]),
+        st.sampled_from(['"', "", '"(12)', '"(1', '"x']),
+        st.sampled_from(["", " ", "\n", " \n "]),
+    ).map("".join)
+)
+def test_a_payload_is_read_as_its_pattern_reads_it(tail: str) -> None:
+    """`protonj._payload` finds what `protonj._PAYLOAD.match` does."""
+    from amqpscope.logs import protonj
+
+    m = protonj._PAYLOAD.match(tail)
+    wanted = None if m is None else (int(m.group(1)), m.group(2), m.group(3) is not None)
+    assert protonj._payload(tail) == wanted

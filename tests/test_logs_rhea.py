@@ -134,7 +134,10 @@ def test_mangled_lines_never_raise(line: str, at: int, cut: int, junk: str) -> N
 
 
 _BUFFER_PIECES = st.sampled_from(
-    [" 00", " ff", " 5", " AB", "  00", " 0g", " ... ", "6", "12", "\u0663", "\u00b2", "x"]
+    [
+        *(" 00", " ff", " 5", " AB", " aB", "  00", " 0g", " ... ", "6", "12", "\u0663", "x"),
+        *("\u00b2", " \t0", " 0\t", " \t\t", "\t00", " 0 ", " \u0663\u0663"),
+    ]
 )
 _BUFFER_ENDS = st.sampled_from(["", " more bytes", " more byte", " more", " ... 6 more bytes"])
 
@@ -153,5 +156,59 @@ def test_a_payload_is_read_as_its_pattern_reads_it(tail: str) -> None:
     from amqpscope.logs import rhea
 
     m = rhea._BUFFER.fullmatch(tail)
-    wanted = None if m is None else (m.group(1).replace(" ", ""), int(m.group(2) or 0))
+    wanted = None if m is None else (bytes.fromhex(m.group(1)), int(m.group(2) or 0))
     assert rhea._buffer(tail) == wanted
+
+
+_JUNK = st.sampled_from(["", "x", " ", "[", "]", ":", "\n", "\r", "\u0663", " -> ", "rhea:frames"])
+#: `rhea:frames [connection-1]:0 -> `, right or a little wrong
+_TRACED = st.tuples(
+    st.sampled_from(["rhea:frames [", "rhea:frames", "rhea:frames  ["]),
+    st.sampled_from(["connection-1", "", "c]", "c\n", "\u0663"]),
+    st.sampled_from(["]", "]:", "]:0", "]:12", "]:\u0663", "]:1x", ""]),
+    st.sampled_from([" -> ", " <- ", " ->", "  -> ", " => ", " -< "]),
+).map("".join)
+_LINE_PIECES = st.one_of(_TRACED, _TRACED, _JUNK, st.sampled_from(["open#10 {}", "2026-11-26 "]))
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(_LINE_PIECES, max_size=6).map("".join))
+def test_a_line_is_split_as_its_pattern_splits_it(line: str) -> None:
+    """`rhea._split` finds what `rhea._LINE.search` does."""
+    from amqpscope.logs import rhea
+
+    m = rhea._LINE.search(line)
+    wanted = None
+    if m is not None:
+        channel = None if m.group("ch") is None else int(m.group("ch"))
+        wanted = (m.start(), m.group("conn"), channel, m.group("dir"), m.start("rest"))
+    assert rhea._split(line) == wanted
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["0", "1", "07", "255", "256", "999", "1000", "", "\u0663", "-1", " 1"]),
+        max_size=4,
+    ).map(",".join)
+)
+def test_a_tag_is_read_as_its_pattern_reads_it(text: str) -> None:
+    """`rhea._bytes` reads what `rhea._BYTES.fullmatch` does, bytes past 255 refused."""
+    from amqpscope.logs import rhea
+
+    numbers = [int(item) for item in text.split(",")] if rhea._BYTES.fullmatch(text) else None
+    wanted = bytes(numbers) if numbers is not None and max(numbers) <= 255 else None
+    assert rhea._bytes(text) == wanted
+
+
+def test_performatives_are_named_as_their_pattern_reads_them() -> None:
+    """Each `name#code` `rhea._PERFORMATIVES` knows is what `rhea._PERFORMATIVE` reads as
+    that composite; a line read by either is the same."""
+    from amqpscope.codec.amqp10 import spec
+    from amqpscope.logs import rhea
+
+    for token, code in rhea._PERFORMATIVES.items():
+        m = rhea._PERFORMATIVE.match(token + " {}")
+        assert m is not None and m.end() == len(token) + 1
+        assert int(m.group(2), 16) == code
+        assert spec.COMPOSITES[code].name == m.group(1).replace("_", "-")

@@ -143,7 +143,6 @@ _SECONDS: Final[dict[str, float]] = {}
 _NO_TIME: Final = -1.0
 _NOT_HERE: Final = -2.0
 _FIXED: Final = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d", re.ASCII)
-_DECIMALS: Final = "0123456789"
 _SPACES: Final = " \t\n\r\f\v"  # `\s` (ASCII)
 
 
@@ -208,39 +207,53 @@ def _second(text: str) -> float:
 
 def _rest(prefix: str, pos: int, second: float) -> float:
     """`second` with what follows it at `pos`: `[.,]` and up to 9 digits of a fraction, then
-    spaces and a zone (`Z`, `+hh:mm`, `-hhmm`), as `_TIMESTAMP` reads them."""
+    spaces and a zone (`Z`, `+hh:mm`, `-hhmm`), as `_TIMESTAMP` reads them (by characters'
+    codes: this is read on every line of a log with times)."""
     size = len(prefix)
-    fraction = ""
-    if pos < size and prefix[pos] in ".,":
+    fraction = 0
+    places = 0
+    if pos < size and (prefix[pos] == "." or prefix[pos] == ","):
         end = pos + 1
-        while end < size and end < pos + 10 and prefix[end] in _DECIMALS:
+        while end < size and end < pos + 10:
+            digit = ord(prefix[end]) - 48
+            if digit < 0 or digit > 9:
+                break
+            fraction = fraction * 10 + digit
             end += 1
         if end > pos + 1:
-            fraction = prefix[pos + 1 : end]
+            places = end - pos - 1
             pos = end
     while pos < size and prefix[pos] in _SPACES:
         pos += 1
     offset = 0
-    if pos + 4 < size and prefix[pos] in "+-" and _digits(prefix, pos + 1, 2):
-        minutes = -1
-        if prefix[pos + 3] == ":" and _digits(prefix, pos + 4, 2):
-            minutes = int(prefix[pos + 4 : pos + 6])
-        elif _digits(prefix, pos + 3, 2):
-            minutes = int(prefix[pos + 3 : pos + 5])
-        if minutes >= 0:
-            offset = (int(prefix[pos + 1 : pos + 3]) * 60 + minutes) * (
-                1 if prefix[pos] == "+" else -1
-            )
+    if pos + 4 < size and (prefix[pos] == "+" or prefix[pos] == "-"):
+        hours = _two(prefix, pos + 1)
+        if hours >= 0:
+            minutes = _two(prefix, pos + 4) if prefix[pos + 3] == ":" else -1
+            if minutes < 0:
+                minutes = _two(prefix, pos + 3)
+            if minutes >= 0:
+                offset = (hours * 60 + minutes) * (1 if prefix[pos] == "+" else -1)
     seconds = second - offset * 60
-    if fraction:
-        seconds += int(fraction) / 10 ** len(fraction)
+    if places:  # both exact, so the quotient is the int division's (correctly rounded)
+        seconds += fraction / _SCALES[places]
     return seconds
 
 
-def _digits(text: str, pos: int, count: int) -> bool:
-    """Whether `text` has `count` ASCII digits at `pos`."""
-    digits = text[pos : pos + count]
-    return len(digits) == count and digits.isascii() and digits.isdigit()
+#: 10 ** n for the digits of a fraction (`_rest`), as floats: a power of ints was a good part of
+#: a timestamp's time
+_SCALES: Final = tuple(float(10**n) for n in range(10))
+
+
+def _two(text: str, pos: int) -> int:
+    """The number of the two ASCII digits at `pos` in `text`, -1 if there are not two."""
+    if pos + 1 >= len(text):
+        return -1
+    high = ord(text[pos]) - 48
+    low = ord(text[pos + 1]) - 48
+    if high < 0 or high > 9 or low < 0 or low > 9:
+        return -1
+    return high * 10 + low
 
 
 def _ctime(prefix: str) -> float:

@@ -70,6 +70,8 @@ _METHODS: Final = {
 _RENAMED: Final = {"global_qos": "global"}
 #: a method's arguments' domains, by pika's name for the method
 _DOMAINS: Final = {name: dict(method.arguments) for name, method in _METHODS.items()}
+#: a method's arguments' domains, by the spec's name for the method
+_DOMAINS_BY_SPEC: Final = {method.name: dict(method.arguments) for method in _METHODS.values()}
 _PROPERTIES: Final = {
     name.replace("-", "_"): (name, domain) for name, domain in spec.PROPERTIES[60]
 }
@@ -78,7 +80,7 @@ _PROPERTIES: Final = {
 class Shown:
     """What a pika frame repr shows: its kind, channel, and the values it prints (spec names)."""
 
-    __slots__ = ("body_size", "channel", "fragment", "kind", "method", "values")
+    __slots__ = ("body_size", "channel", "data", "fragment", "kind", "method", "values")
 
     def __init__(self, kind: str, channel: int) -> None:
         self.kind = kind  # "METHOD", "Header", "Body"
@@ -87,6 +89,9 @@ class Shown:
         self.values: dict[str, Any] = {}  # arguments (METHOD) or properties (Header)
         self.body_size = 0
         self.fragment = b""
+        #: the frame's bytes and the fields they leave out, when the cache made them
+        #: (`frame_bytes` gives them then)
+        self.data: tuple[bytes, list[str]] | None = None
 
 
 def looks_like(line: str) -> bool:
@@ -138,9 +143,11 @@ _NOT_CACHED: Final = "not cached"
 
 
 class _Entry:
-    """A frame read once, and for each slot where its value goes (None: nowhere)."""
+    """A frame read once, and for each slot where its value goes (None: nowhere); and, when
+    every slot that goes somewhere is a number of fixed width in the frame's bytes, those bytes
+    and where each number goes in them (`_Bytes`): a line like it is then not encoded."""
 
-    __slots__ = ("active", "shown", "targets")
+    __slots__ = ("active", "data", "shown", "targets")
 
     def __init__(self, shown: Shown, targets: list[tuple[str, str] | None]) -> None:
         self.shown = shown
@@ -148,6 +155,22 @@ class _Entry:
         # a value's name; how "int", "str" or "bytes"
         #: the slots that go somewhere: (slot, place, how); a key's slots are as many as its holes
         self.active = [(i, *target) for i, target in enumerate(targets) if target is not None]
+        self.data: _Bytes | None = None
+
+
+class _Bytes:
+    """A cached frame's bytes (and the fields they leave out) as the pieces between the
+    numbers its slots put in them, and for each of those, in order, its slot and its `struct`
+    packer (of its width)."""
+
+    __slots__ = ("missing", "numbers", "pieces")
+
+    def __init__(
+        self, pieces: list[bytes], missing: list[str], numbers: list[tuple[int, Any]]
+    ) -> None:
+        self.pieces = pieces  # one more than the numbers
+        self.missing = missing
+        self.numbers = numbers  # (slot, pack)
 
 
 _CACHE: dict[str, _Entry | str | None] = {}
@@ -157,9 +180,8 @@ def _cached(line: str, at: int) -> Shown:
     if _HOLE in line or _TEXT_HOLE in line:
         return _frame(line, at)
     text = line[at:]
-    parts = _NUMBER.split(text)  # text, number, text, ...: one pass for the key and its slots
-    slots = parts[1::2]
-    key = ("=" + _HOLE).join(parts[::2]) if slots else text
+    texts, slots = _split_numbers(text)  # one pass for the key and its slots
+    key = ("=" + _HOLE).join(texts) if slots else text
     if "fragment=b'" in key:
         pieces = _FRAGMENT.split(key)
         if len(pieces) > 1:
@@ -176,6 +198,32 @@ def _cached(line: str, at: int) -> Shown:
             _CACHE.clear()
         _CACHE[key] = None
     return shown
+
+
+def _split_numbers(text: str) -> tuple[list[str], list[str]]:
+    """What `_NUMBER.split(text)` gives (the text between whole items' numbers, and the
+    numbers), by finding each `=` (a regex split was a good part of a cached line's time)."""
+    parts: list[str] = []
+    numbers: list[str] = []
+    size = len(text)
+    last = 0
+    pos = text.find("=")
+    while pos >= 0:
+        end = pos + 1
+        while end < size:
+            code = ord(text[end])
+            if not (48 <= code <= 57 or (code > 127 and text[end].isdecimal())):  # `\d`
+                break
+            end += 1
+        if 1 <= end - pos - 1 <= 18 and end < size and (text[end] == "'" or text[end] == '"'):
+            parts.append(text[last:pos])
+            numbers.append(text[pos + 1 : end])
+            last = end
+            pos = text.find("=", end)
+        else:
+            pos = text.find("=", pos + 1)
+    parts.append(text[last:])
+    return parts, numbers
 
 
 def _filled(entry: _Entry, slots: list[str]) -> Shown:
@@ -196,7 +244,106 @@ def _filled(entry: _Entry, slots: list[str]) -> Shown:
             shown.fragment = value
         else:
             values[place] = value
+    plan = entry.data
+    if plan is not None:
+        pieces = plan.pieces
+        out = [pieces[0]]
+        try:
+            for k, (i, pack) in enumerate(plan.numbers):
+                out.append(pack(int(slots[i])))
+                out.append(pieces[k + 1])
+        except (struct.error, OverflowError):
+            return shown  # not of its width: encoded, and reported, as any line
+        shown.data = b"".join(out), plan.missing
     return shown
+
+
+#: the width a slot's number takes in a frame's bytes, by its domain (the frame's channel:
+#: short, a header's body size: longlong)
+_PACKS: Final = {
+    "octet": struct.Struct(">B").pack,
+    "short": struct.Struct(">H").pack,
+    "long": struct.Struct(">I").pack,
+    "longlong": struct.Struct(">Q").pack,
+    "timestamp": struct.Struct(">Q").pack,
+}
+
+
+def _planned(entry: _Entry, shown: Shown) -> _Bytes | None:
+    """The bytes of `shown` (a line of `entry`, filled) and where each slot's number goes in
+    them, found by encoding it with two other numbers in that slot's place: the bytes must
+    differ only where the number's packing stands. None: a slot that is no number of fixed
+    width (a string, a body's text), or bytes that do not change so."""
+    if shown.kind == "Body":
+        return None  # its bytes are the body's text: nothing to gain
+    try:
+        data, missing = _frame_bytes(shown)
+    except (struct.error, OverflowError, ValueError, KeyError):
+        return None
+    numbers: list[tuple[int, int, Any]] = []  # (offset, slot, pack)
+    for i, place, how in entry.active:
+        if how != "int":
+            return None
+        if place == "channel":
+            domain = "short"
+        elif place == "body_size":
+            domain = "longlong"
+        elif shown.kind == "METHOD":
+            domain = _DOMAINS_BY_SPEC[shown.method].get(place, "")
+        else:
+            domain = _PROPERTIES.get(place.replace("-", "_"), ("", ""))[1]
+        pack = _PACKS.get(domain)
+        if pack is None:
+            return None
+        encoded = []
+        for number in (0x5A, 0xA5):
+            other = _copy(shown)
+            if place == "channel":
+                other.channel = number
+            elif place == "body_size":
+                other.body_size = number
+            else:
+                other.values[place] = number
+            try:
+                encoded.append(_frame_bytes(other)[0])
+            except (struct.error, OverflowError, ValueError, KeyError):
+                return None
+        one, two = encoded
+        if len(one) != len(data) or len(two) != len(data):
+            return None
+        packed = pack(0x5A)
+        offset = one.find(packed)
+        while offset >= 0:  # the one place where the two encodings are the two packings
+            end = offset + len(packed)
+            if (
+                two[offset:end] == pack(0xA5)
+                and one[:offset] == two[:offset] == data[:offset]
+                and one[end:] == two[end:] == data[end:]
+            ):
+                break
+            offset = one.find(packed, offset + 1)
+        if offset < 0:
+            return None
+        numbers.append((offset, i, pack))
+    numbers.sort()
+    pieces = []
+    at = 0
+    for offset, _, pack in numbers:
+        if offset < at:
+            return None  # two numbers in one place: no such frame
+        pieces.append(data[at:offset])
+        at = offset + len(pack(0))
+    pieces.append(data[at:])
+    return _Bytes(pieces, missing, [(i, pack) for _, i, pack in numbers])
+
+
+def _copy(shown: Shown) -> Shown:
+    other = Shown(shown.kind, shown.channel)
+    other.method = shown.method
+    other.values = dict(shown.values)
+    other.body_size = shown.body_size
+    other.fragment = shown.fragment
+    return other
 
 
 def _marker(i: int, number: bool) -> str:
@@ -238,8 +385,10 @@ def _entry(key: str, slots: list[str], shown: Shown) -> _Entry | None:
             return None
         targets.append(found[0] if found else None)
     entry = _Entry(template, targets)
-    if not _same(_filled(entry, slots), shown):
+    filled = _filled(entry, slots)
+    if not _same(filled, shown):
         return None
+    entry.data = _planned(entry, filled)
     return entry
 
 
@@ -328,6 +477,8 @@ def _logged(shown: Shown, line: str, at: int) -> Logged:
 def frame_bytes(shown: Shown) -> tuple[bytes, list[str]]:
     """The frame's bytes (arguments the repr leaves out encoded as zeros) and the names of the
     fields the record must leave out because the log does not show them."""
+    if shown.data is not None:  # made by the cache (`_Bytes`)
+        return shown.data
     try:
         return _frame_bytes(shown)
     except (struct.error, OverflowError) as why:  # a number too big for its domain

@@ -41,7 +41,7 @@ from amqpscope.logs.lines import (
     timestamp,
 )
 from amqpscope.logs.proton_values import LogSyntaxError, Reader, unquote
-from amqpscope.logs.shapes import PRINTED, QUOTED, Cache, Entry
+from amqpscope.logs.shapes import PRINTED, PROTON, QUOTED, Cache, Entry
 from amqpscope.logs.values import Described, Fields
 
 NAME: Final = "proton"
@@ -81,20 +81,16 @@ def parse(line: str) -> Logged | None:
             if accepted is not None:
                 return Logged(accepted.group("conn"), RECEIVED, ACCEPTED)
         return None
-    m = _LINE.search(line)
-    if m is None:
+    split = _framed(line)
+    if split is None:
         return None
-    # one call for the groups (conn, layer, ch, dir, rest): by name, each is a lookup
-    groups: tuple[str | None, ...] = m.groups()
-    rest = str(groups[4]).rstrip("\r\n")
+    start, conn, layer, digits, direction, at = split
+    rest = line[at:].rstrip("\r\n")
     if rest.endswith(")") and ":" in rest:
         suffix = _SOURCE_SUFFIX.search(rest)
         if suffix is not None:
             rest = rest[: suffix.start()]
-    conn, direction = str(groups[0]), str(groups[3])
-    digits = groups[2]
     channel = int(digits) if digits else None
-    start = m.start()
     ts = timestamp(line[:start]) if start > 0 else 0.0
     if not rest.startswith("@"):  # a frame's body mostly follows the arrow at once
         body = rest.strip()
@@ -105,21 +101,21 @@ def parse(line: str) -> Logged | None:
         if body == "(EMPTY FRAME)":
             return Logged(conn, direction, EMPTY, channel=channel or 0, ts=ts)
         if not body.startswith("@"):
-            if groups[1] is None and not body.startswith(("[", "{")):
+            if layer is None and not body.startswith(("[", "{")):
                 return None  # an arrow in some other text
-            raise LogSyntaxError(m.start("rest"), "a frame body starts with '@'")
-    old = groups[1] is None  # no `AMQP:FRAME:`: the old form
+            raise LogSyntaxError(at, "a frame body starts with '@'")
+    old = layer is None  # no `AMQP:FRAME:`: the old form
     channel = channel if channel is not None else 0
     made = _made(rest, old)
     if made is not None:
-        payload, size = _payload(made[1], m.start("rest") + made[2])
+        payload, size = _payload(made[1], at + made[2])
         logged = Logged(
             conn, direction, FRAME, channel=channel, payload=payload, payload_size=size, ts=ts
         )
         logged.made = made[0]
         return logged
     value, pos = Reader(rest, 10 if old else 16).read(0)
-    payload, size = _payload(rest[pos:], m.start("rest") + pos)
+    payload, size = _payload(rest[pos:], at + pos)
     _learn(rest, old, value, pos)
     return Logged(
         conn,
@@ -131,6 +127,68 @@ def parse(line: str) -> Logged | None:
         payload_size=size,
         ts=ts,
     )
+
+
+#: `\s` of an ASCII pattern
+_SPACE: Final = " \t\n\r\f\v"
+_LAYERS: Final = ("AMQP:", "SASL:", "IO:")
+
+
+def _framed(line: str) -> tuple[int, str, str | None, str | None, str, int] | None:
+    """What `_LINE.search(line)` finds: where its match starts, the connection, the layer
+    (None: the old form), the channel's digits (None: not shown), the arrow, and where the
+    rest starts; None when it finds nothing. Read by hand at the line's first `[` (each of
+    the pattern's parts reads one way only there: the regex's search and groups were a good
+    part of a line's time); a line this does not read plainly goes to the regex
+    (`tests/test_logs_proton.py` holds the two equal)."""
+    start = line.find("[")
+    if start < 0:
+        return None
+    size = len(line)
+    pos = start + 1
+    while pos < size and line[pos] != "]" and line[pos] not in _SPACE:
+        pos += 1
+    if pos == start + 1 or line.find("]:", pos, pos + 2) != pos:
+        return _searched(line)
+    conn = line[start + 1 : pos]
+    pos += 2
+    while pos < size and line[pos] in _SPACE:
+        pos += 1
+    layer: str | None = None
+    for word in _LAYERS:
+        if line.find(word, pos, pos + len(word)) == pos:
+            layer = word[:-1]
+            pos += len(word)
+            break
+    if line.find("FRAME:", pos, pos + 6) == pos:
+        pos += 6
+    while pos < size and line[pos] in _SPACE:
+        pos += 1
+    first = pos
+    while pos < size and "0" <= line[pos] <= "9":
+        pos += 1
+    digits = line[first:pos] if pos > first else None
+    while pos < size and line[pos] in _SPACE:
+        pos += 1
+    direction = line[pos : pos + 2]
+    if direction != "->" and direction != "<-":
+        return _searched(line)
+    pos += 2
+    if pos < size and line[pos] == " ":
+        pos += 1
+    newline = line.find("\n", pos)
+    if newline >= 0 and newline != size - 1:
+        return _searched(line)
+    return start, conn, layer, digits, direction, pos
+
+
+def _searched(line: str) -> tuple[int, str, str | None, str | None, str, int] | None:
+    """`_framed` by the regex itself."""
+    m = _LINE.search(line)
+    if m is None:
+        return None
+    conn, layer, digits, direction, _ = m.groups()
+    return m.start(), str(conn), layer, digits, str(direction), m.start("rest")
 
 
 def _payload(tail: str, at: int) -> tuple[bytes | None, int]:
@@ -293,11 +351,19 @@ def _entry(pieces: list[str], old: bool, value: Any) -> Entry | None:
     for key, kept in fields.items():
         if key not in slots and remade[1].get(key) != kept:
             return None
-    # the shape itself: its text, each value a group (`Cache.recalled` tries it first)
-    texts = pieces[0::3]
-    shape = [re.escape(texts[0])]
-    for slot, between in zip(slots, texts[1:], strict=True):
-        shape.append(f"{re.escape(slot)}=({_VALUE}){re.escape(between)}")
-    pattern = re.compile("".join(shape), re.ASCII)
+    # the shape itself (`Cache.recalled` tries it first)
+    pattern, literals = shape(pieces[0::3], slots)
     largest = [_UINT_MAX] * len(slots)
-    return Entry(name, sasl, fields, slots, hows, largest, [], pattern)
+    return Entry(name, sasl, fields, slots, hows, largest, [], pattern, literals, PROTON)
+
+
+def shape(texts: list[str], slots: list[str]) -> tuple[re.Pattern[str], list[str]]:
+    """A shape's text: `texts[0]`, then each slot's `name=value` and the text after it, as a
+    pattern (each value a group) and as the text between the values (`Entry.literals`)."""
+    pattern = [re.escape(texts[0])]
+    literals = [texts[0]]
+    for slot, between in zip(slots, texts[1:], strict=True):
+        pattern.append(f"{re.escape(slot)}=({_VALUE}){re.escape(between)}")
+        literals[-1] += f"{slot}="
+        literals.append(between)
+    return re.compile("".join(pattern), re.ASCII), literals

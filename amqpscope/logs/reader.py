@@ -142,7 +142,9 @@ class LogReader:
         self.lines = 0
         #: the last line `_frame_alone` read, and what it read as (or the error it raised)
         self.read: tuple[str, Logged | None, Exception | None] | None = None
-        self.said: dict[str, Finding] = {}  # findings frames carry, by code and message
+        #: findings frames carry (`_not_shown`, `_cut`)
+        self.not_shown: dict[tuple[str, str], Finding] = {}
+        self.cuts: dict[int, Finding] = {}
 
     def feed(self, line: str, number: int) -> list[k.Frame]:
         """The records line `number` (1-based) holds: none, or one. A frame whose text ends
@@ -376,7 +378,12 @@ class LogReader:
             name, fields = made
             kind = k.SASL if sasl else k.PERFORMATIVE
             frame = k.Frame("1.0", kind, name, None if sasl else logged.channel, b"")
-            head = _Head(value if early is None else early.tree).size
+            # where a transfer's payload would start, asked of transfers only
+            head = (
+                _Head(value if early is None else early.tree).size
+                if name == "transfer"
+                else _no_head
+            )
             decoder.decoded(frame, name, fields, payload, head)
         else:  # the round trip: what the direct path does not read cleanly, findings and all
             if value is None and early is not None:
@@ -392,24 +399,34 @@ class LogReader:
             # a value the log shows without what it takes to read it: left out, not guessed
             # (the decoder put a field's spec default in its place: out with it too)
             frame.fields.pop(name, None)
-            lost = f"{what} {name}: the log does not show it, so it is left out"
-            frame.findings.append(self._said("log.not-shown", lost))
+            frame.findings.append(self._not_shown(what, name))
         if logged.payload is None and logged.payload_size:
-            cut = f"the log shows {logged.payload_size} payload bytes cut short"
-            frame.findings.append(self._said("log.truncated-payload", cut))
+            frame.findings.append(self._cut(logged.payload_size))
         return frame
 
-    def _said(self, code: str, message: str) -> Finding:
-        """The finding of `code` and `message`, one for every frame that carries it (findings
-        are frozen: the tracker places a copy; making one is a good part of a line's time when
-        every transfer carries one, as rhea's cut payloads and go-amqp's unshown ones do)."""
-        said = self.said
-        key = code + "\x00" + message
-        found = said.get(key)
+    # The findings every frame of a log may carry (rhea's cut payloads and unshown states,
+    # go-amqp's unshown payloads) are made once each: findings are frozen (the tracker places
+    # a copy), and making one, or only its message, is a good part of a line's time.
+
+    def _not_shown(self, what: str, name: str) -> Finding:
+        """`log.not-shown` of field `name` of performative `what`."""
+        key = (what, name)
+        found = self.not_shown.get(key)
         if found is None:
-            if len(said) >= 4096:
-                said.clear()
-            found = said[key] = finding(code, message)
+            if len(self.not_shown) >= 4096:
+                self.not_shown.clear()
+            lost = f"{what} {name}: the log does not show it, so it is left out"
+            found = self.not_shown[key] = finding("log.not-shown", lost)
+        return found
+
+    def _cut(self, size: int) -> Finding:
+        """`log.truncated-payload` of a payload of `size` bytes."""
+        found = self.cuts.get(size)
+        if found is None:
+            if len(self.cuts) >= 4096:
+                self.cuts.clear()
+            cut = f"the log shows {size} payload bytes cut short"
+            found = self.cuts[size] = finding("log.truncated-payload", cut)
         return found
 
     def _frame091(self, connection: _Connection, logged: Logged, direction: str) -> k.Frame:
@@ -425,6 +442,11 @@ class LogReader:
         for name in missing:
             frame.fields.pop(name, None)
         return frame
+
+
+def _no_head() -> int:
+    """`decoded` asks where the payload starts of a transfer only."""
+    raise AssertionError("a payload's start asked of a frame that is no transfer")
 
 
 class _Head:

@@ -66,47 +66,107 @@ _BEFORE_HANDLE: Final = frozenset(
 )
 
 
+#: `name#code` as rhea prints each performative (its name with `_`, its code in hex) -> the code
+_PERFORMATIVES: Final = {
+    f"{c.name.replace('-', '_')}#{code:x}": code for code, c in spec.COMPOSITES.items()
+}
+_TRACE: Final = "rhea:frames ["
+
+
+def _split(line: str) -> tuple[int, str, int | None, str, int] | None:
+    """What `_LINE.search(line)` finds: where its match starts, the connection, the channel
+    (None: not shown), the arrow, and where the rest starts; None when it finds nothing. Read
+    by hand (the regex and its named groups were a good part of a line's time); a line this
+    does not read plainly goes to the regex (`tests/test_logs_rhea.py` holds the two equal)."""
+    at = line.find(_TRACE)
+    if at < 0:
+        return None
+    first = at + len(_TRACE)
+    close = line.find("]", first)
+    if close <= first:
+        return _searched(line)
+    pos = close + 1
+    size = len(line)
+    channel: int | None = None
+    if pos < size and line[pos] == ":":
+        end = pos + 1
+        number = 0
+        while end < size:
+            digit = ord(line[end]) - 48
+            if digit < 0 or digit > 9:
+                break
+            number = number * 10 + digit
+            end += 1
+        if end == pos + 1:
+            return _searched(line)
+        channel = number
+        pos = end
+    if pos + 3 >= size or line[pos] != " " or line[pos + 3] != " ":
+        return _searched(line)
+    arrow = line[pos + 1 : pos + 3]
+    if arrow != "->" and arrow != "<-":
+        return _searched(line)
+    newline = line.find("\n", pos)
+    if newline >= 0 and newline != len(line) - 1:
+        return _searched(line)
+    return at, line[first:close], channel, arrow, pos + 4
+
+
+def _searched(line: str) -> tuple[int, str, int | None, str, int] | None:
+    """`_split` by the regex itself."""
+    m = _LINE.search(line)
+    if m is None:
+        return None
+    channel = int(m.group("ch")) if m.group("ch") is not None else None
+    return m.start(), m.group("conn"), channel, m.group("dir"), m.start("rest")
+
+
 def looks_like(line: str) -> bool:
     return "rhea:frames [" in line and _LINE.search(line) is not None
 
 
 def parse(line: str) -> Logged | None:
-    if "rhea:frames" not in line:
+    split = _split(line)
+    if split is None:
         return None
-    m = _LINE.search(line)
-    if m is None:
-        return None
-    conn, direction = m.group("conn"), m.group("dir")
-    channel = int(m.group("ch")) if m.group("ch") is not None else None
-    ts = timestamp(line[: m.start()])
-    rest = m.group("rest").rstrip()
-    header = _HEADER.fullmatch(rest)
-    if header is not None:
-        protocol = _PROTOCOLS.get(int(header.group(1)))
-        if protocol is None:
-            raise LogSyntaxError(m.start("rest"), f"protocol id {header.group(1)}")
-        return Logged(conn, direction, HEADER, protocol=protocol, ts=ts)
+    at, conn, channel, direction, start = split
+    ts = timestamp(line[:at])
+    rest = line[start:].rstrip()
+    if rest.startswith("{"):
+        header = _HEADER.fullmatch(rest)
+        if header is not None:
+            protocol = _PROTOCOLS.get(int(header.group(1)))
+            if protocol is None:
+                raise LogSyntaxError(start, f"protocol id {header.group(1)}")
+            return Logged(conn, direction, HEADER, protocol=protocol, ts=ts)
     if rest == "empty":
         return Logged(conn, direction, EMPTY, channel=channel or 0, ts=ts)
-    pm = _PERFORMATIVE.match(rest)
-    if pm is None:
-        if rest.startswith("peek_size") or channel is None:
-            return None  # rhea's own notes (peek_size ...), no frame
-        raise LogSyntaxError(m.start("rest"), "performative#code expected")
-    name = pm.group(1).replace("_", "-")
-    code = int(pm.group(2), 16)
-    found = spec.COMPOSITES.get(code)
-    if found is None or found.name != name:
-        raise LogSyntaxError(m.start("rest"), f"unknown performative {pm.group()!r}")
+    space = rest.find(" ")
+    known = _PERFORMATIVES.get(rest[:space]) if space > 0 else None
+    if known is not None:  # `name#code` as rhea prints it: what `_PERFORMATIVE` reads
+        code, body = known, space + 1
+    else:
+        pm = _PERFORMATIVE.match(rest)
+        if pm is None:
+            if rest.startswith("peek_size") or channel is None:
+                return None  # rhea's own notes (peek_size ...), no frame
+            raise LogSyntaxError(start, "performative#code expected")
+        name = pm.group(1).replace("_", "-")
+        code = int(pm.group(2), 16)
+        found = spec.COMPOSITES.get(code)
+        if found is None or found.name != name:
+            raise LogSyntaxError(start, f"unknown performative {pm.group()!r}")
+        body = pm.end()
     made: Made | None = None
     lossy: list[str] = []
-    shaped = _shaped(rest, pm.end(), code) if code not in _UNCACHED else None
+    shaped = _shaped(rest, body, code) if code not in _UNCACHED else None
     if shaped is not None:  # a performative like one read before (`shapes.py`)
         text, tag, end = shaped
         recalled = _SHAPES[code].made(text)
         if recalled is not None:
             made, lossy = recalled
-            made.text = rest[pm.end() : end]  # its tree, tag and all, if the reader wants it
+            if tag is not None:
+                made.text = rest[body:end]  # its tree, tag and all, if the reader wants it
             fields = made.fields
             if code == _TRANSFER and "delivery-id" not in fields:
                 made = None  # `Completions` may give it an id: read it
@@ -118,14 +178,14 @@ def parse(line: str) -> Logged | None:
     value: Described | None = None
     if made is None:
         try:
-            body, end = _DECODER.raw_decode(rest, pm.end())
+            json_body, end = _DECODER.raw_decode(rest, body)
         except json.JSONDecodeError as exc:
             ended = exc.pos >= len(rest) - 1 or exc.msg.startswith("Unterminated")
             error = LogLineEnded if ended else LogSyntaxError
-            raise error(m.start("rest") + exc.pos, f"JSON: {exc.msg}") from None
-        if not isinstance(body, dict):
-            raise LogSyntaxError(m.start("rest") + pm.end(), "a JSON object expected")
-        value, lossy = _composite(code, body)
+            raise error(start + exc.pos, f"JSON: {exc.msg}") from None
+        if not isinstance(json_body, dict):
+            raise LogSyntaxError(start + body, "a JSON object expected")
+        value, lossy = _composite(code, json_body)
         if shaped is not None and shaped[2] == end:
             text, tag, _ = shaped
             _SHAPES[code].learn(text, value if tag is None else _untagged(value), lossy)
@@ -135,10 +195,10 @@ def parse(line: str) -> Logged | None:
     if tail:
         buffer = _buffer(tail)
         if buffer is None:
-            raise LogSyntaxError(m.start("rest") + end, "text after the performative")
-        hexes, more = buffer
-        size = len(hexes) // 2 + more
-        payload = None if more else bytes.fromhex(hexes)
+            raise LogSyntaxError(start + end, "text after the performative")
+        shown, more = buffer
+        size = len(shown) + more
+        payload = None if more else shown
     logged = Logged(
         conn,
         direction,
@@ -154,9 +214,9 @@ def parse(line: str) -> Logged | None:
     return logged
 
 
-def _buffer(tail: str) -> tuple[str, int] | None:
-    """What `_BUFFER.fullmatch(tail)` finds (its bytes' hex digits, and how many more bytes
-    were not shown), without the regex: its loop over 50 bytes is much of a transfer's time."""
+def _buffer(tail: str) -> tuple[bytes, int] | None:
+    """What `_BUFFER.fullmatch(tail)` finds (the bytes shown, and how many more were not),
+    without the regex: its loop over 50 bytes is much of a transfer's time."""
     if not tail.startswith("<Buffer") or not tail.endswith(">"):
         return None
     inner = tail[7:-1]
@@ -177,10 +237,15 @@ def _buffer(tail: str) -> tuple[str, int] | None:
     count = len(inner) // 3
     if len(inner) % 3 or inner[::3] != " " * count:
         return None
-    hexes = inner.replace(" ", "")
-    if len(hexes) != 2 * count or hexes.strip("0123456789abcdef"):
+    # the spaces stand where the pattern has them; `fromhex` skips them and reads the rest as
+    # hex digits, all of them only if it reads `count` bytes; the pattern's are lower case
+    try:
+        shown = bytes.fromhex(inner)
+    except ValueError:
         return None
-    return hexes, more
+    if len(shown) != count or inner.lower() != inner:
+        return None
+    return shown, more
 
 
 # -- lines like lines read before (`shapes.py`) -------------------------------------------------
@@ -207,7 +272,7 @@ def _shaped(rest: str, start: int, code: int) -> tuple[str, bytes | None, int] |
     if '"delivery_id":' not in text:
         return None  # `Completions` may give it an id
     at = text.find(_TAG)
-    if at < 0 or "{" in text[1:at] or "[" in text[1:at]:
+    if at < 0 or text.find("{", 1, at) >= 0 or text.find("[", 1, at) >= 0:
         return text, None, end  # no tag, or not at the top level: as it is
     first = at + len(_TAG)
     last = text.find("]", first)
@@ -215,13 +280,37 @@ def _shaped(rest: str, start: int, code: int) -> tuple[str, bytes | None, int] |
         return None
     if last == first:
         return text, b"", end
-    if _BYTES.fullmatch(text, first, last) is None:
-        return None
-    try:
-        tag = bytes([int(item) for item in text[first:last].split(",")])
-    except ValueError:  # past 255
+    tag = _bytes(text[first:last])
+    if tag is None:
         return None
     return text[:first] + text[last:], tag, end
+
+
+def _bytes(text: str) -> bytes | None:
+    """The bytes of `text` if `_BYTES.fullmatch(text)` reads it (decimal numbers without
+    leading zeros, by commas) and each is at most 255, else None."""
+    out: list[int] = []
+    number = 0
+    digits = 0
+    for i in range(len(text)):
+        code = ord(text[i])
+        if code == 44:  # `,`
+            if digits == 0:
+                return None
+            out.append(number)
+            number = digits = 0
+            continue
+        digit = code - 48
+        if digit < 0 or digit > 9 or digits == 3 or (digits == 1 and number == 0):
+            return None  # no digit, a fourth one, or one after a leading zero
+        number = number * 10 + digit
+        digits += 1
+        if number > 255:
+            return None
+    if digits == 0:
+        return None
+    out.append(number)
+    return bytes(out)
 
 
 def _untagged(value: Described) -> Described:

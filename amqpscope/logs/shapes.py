@@ -58,25 +58,65 @@ _READ_ERRORS: Final = (LogSyntaxError, ValueError, KeyError, IndexError, TypeErr
 
 #: shapes tried first by their pattern: those met last (a trace alternates a few)
 _RECENT: Final = 4
+#: what a value in a shape is (`Entry.values`)
+DIGITS: Final = 1  # `\d+` (ASCII): `Shapes`' runs of digits
+PROTON: Final = 2  # `0x[0-9a-fA-F]+|\d+|b"[^"\\]*"`: Proton's uint or binary (`proton._VALUE`)
+
+
+def _digits_end(text: str, pos: int, size: int) -> int:
+    """Where the run of ASCII digits at `pos` ends (`pos`: none)."""
+    while pos < size:
+        code = ord(text[pos])
+        if code < 48 or code > 57:
+            break
+        pos += 1
+    return pos
+
+
+def _proton_end(text: str, pos: int, size: int) -> int:
+    """Where Proton's value at `pos` ends (`pos`: none), as `proton._VALUE` reads it before a
+    `,` or `]` (what follows each value in a shape): `0x` and hex digits, decimal digits, or
+    `b"..."` without a backslash."""
+    if pos + 1 < size and text[pos] == "0" and text[pos + 1] == "x":
+        end = pos + 2
+        while end < size:
+            code = ord(text[end])
+            if not (48 <= code <= 57 or 97 <= code <= 102 or 65 <= code <= 70):
+                break
+            end += 1
+        if end > pos + 2:
+            return end
+        return pos + 1  # `\d+` reads the `0`; the `x` after it is no `,` or `]`
+    if pos + 1 < size and text[pos] == "b" and text[pos + 1] == '"':
+        close = text.find('"', pos + 2)
+        if close < 0 or text.find("\\", pos + 2, close) >= 0:
+            return pos
+        return close + 1
+    return _digits_end(text, pos, size)
 
 
 @final
 class Entry:
     """What a text of one shape makes: the frame's name and fields, the fields holding a dict
     or list (copied for each record), and for each value taken out the field it makes (or "")
-    and how (0: none), the largest number it may be, and the shape itself as a pattern, each
-    value a group (a text matches it exactly when taking its values out gives this key)."""
+    and how (0: none), the largest number it may be; and the shape itself: its text between
+    the values (`literals`, one more than the values) and what a value is (`DIGITS`: a run of
+    ASCII digits, `PROTON`: a Proton uint or binary), which `match` reads by hand, and the same
+    as a pattern, each value a group (what `match` finds; the tests hold the two equal). A text
+    matches exactly when taking its values out gives this entry's key."""
 
     __slots__ = (
         "fields",
         "hows",
         "largest",
+        "literals",
         "lossy",
         "name",
         "nested",
         "pattern",
         "sasl",
         "slots",
+        "values",
     )
 
     def __init__(
@@ -89,6 +129,8 @@ class Entry:
         largest: list[int],
         lossy: list[str],
         pattern: re.Pattern[str],
+        literals: list[str],
+        values: int = DIGITS,
     ) -> None:
         self.name = name
         self.sasl = sasl
@@ -99,6 +141,33 @@ class Entry:
         self.lossy = lossy
         self.nested = [k for k, v in fields.items() if type(v) is dict or type(v) is list]
         self.pattern = pattern
+        self.literals = literals
+        self.values = values
+
+    def match(self, text: str) -> list[str] | None:
+        """The values of `text` if it is of this shape (what `pattern.fullmatch(text)` groups),
+        else None. By hand: a regex compares a literal a character at a time, and the text of
+        a performative is long."""
+        literals = self.literals
+        first = literals[0]
+        pos = len(first)
+        if text.find(first, 0, pos) != 0:
+            return None
+        size = len(text)
+        digits = self.values == DIGITS
+        found: list[str] = []
+        for i in range(1, len(literals)):
+            start = pos
+            pos = _digits_end(text, pos, size) if digits else _proton_end(text, pos, size)
+            if pos == start:
+                return None
+            found.append(text[start:pos])
+            literal = literals[i]
+            end = pos + len(literal)
+            if text.find(literal, pos, end) != pos:
+                return None
+            pos = end
+        return found if pos == size else None
 
     def fill(self, values: Sequence[str], zeros: bool = True) -> dict[str, Any] | None:
         """The fields with `values` (the text's, in order) put in; None when one is not of its
@@ -152,9 +221,9 @@ class Cache:
     def recalled(self, text: str) -> tuple[Entry, Sequence[str]] | None:
         """The entry met last whose pattern `text` matches, and the values matched."""
         for entry in self.recent:
-            m = entry.pattern.fullmatch(text)
-            if m is not None:
-                return entry, m.groups()
+            values = entry.match(text)
+            if values is not None:
+                return entry, values
         return None
 
     def found(self, key: str) -> Entry | None:
@@ -280,8 +349,14 @@ def _entry(read: Read, pieces: list[str], value: Any, lossy: list[str]) -> Entry
         hows[at] = how
         largest[at] = _LARGEST.get(kind, 0)
     texts = pieces[0::2]  # no digit in them: each group takes a whole run
-    pattern = re.compile(r"(\d+)".join(re.escape(text) for text in texts), re.ASCII)
-    return Entry(name, sasl, fields, slots, hows, largest, list(lossy), pattern)
+    return Entry(
+        name, sasl, fields, slots, hows, largest, list(lossy), digits_pattern(texts), texts
+    )
+
+
+def digits_pattern(texts: list[str]) -> re.Pattern[str]:
+    """The pattern of a shape whose values are runs of digits and `texts` what is between."""
+    return re.compile(r"(\d+)".join(re.escape(text) for text in texts), re.ASCII)
 
 
 def _other(run: str, i: int) -> str:
