@@ -3159,8 +3159,14 @@ time.sleep(60)  # stuck: a consumer that never acks, until it is killed
 )
 def s_killed_consumer(ctx: Ctx) -> dict[str, Any]:
     """The client vanishes: TCP ends while the AMQP connection is open."""
+    return killed(ctx, KILLED_CONSUMER, deliveries=5)
+
+
+def killed(ctx: Ctx, script: str, deliveries: int) -> Counts:
+    """Run a consumer `script` in a process of its own, wait for its counts (printed once it
+    has its `deliveries`), and kill it with SIGKILL: no connection.close is sent."""
     proc = subprocess.Popen(
-        [sys.executable, "-c", KILLED_CONSUMER, str(HERE), ctx.q(), f"amqpscope {ctx.name}"],
+        [sys.executable, "-c", script, str(HERE), ctx.q(), f"amqpscope {ctx.name}"],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         text=True,
@@ -3170,8 +3176,10 @@ def s_killed_consumer(ctx: Ctx) -> dict[str, Any]:
         if not line:
             raise RuntimeError("the consumer process ended before it was ready")
         n = Counts(json.loads(line))
-        if n["deliveries"] != 5:
-            raise RuntimeError(f"expected 5 deliveries before the kill, got {n['deliveries']}")
+        if n["deliveries"] != deliveries:
+            raise RuntimeError(
+                f"expected {deliveries} deliveries before the kill, got {n['deliveries']}"
+            )
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
         n["killed_with"] = "SIGKILL"
@@ -3225,34 +3233,7 @@ time.sleep(60)  # buffered, not yet handled, until it is killed
 )
 def s_killed_autoack_consumer(ctx: Ctx) -> dict[str, Any]:
     """Messages that vanish: delivered with no-ack to a client that dies."""
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            KILLED_AUTOACK_CONSUMER,
-            str(HERE),
-            ctx.q(),
-            f"amqpscope {ctx.name}",
-        ],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        line = proc.stdout.readline() if proc.stdout else ""
-        if not line:
-            raise RuntimeError("the consumer process ended before it was ready")
-        n = Counts(json.loads(line))
-        if n["deliveries"] != 20:
-            raise RuntimeError(f"expected 20 deliveries before the kill, got {n['deliveries']}")
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=10)
-        n["killed_with"] = "SIGKILL"
-        n["connection_closes"] = 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
+    n = killed(ctx, KILLED_AUTOACK_CONSUMER, deliveries=20)
     # a second connection, in the capture too: the queue is empty, nothing was requeued
     conn = pika.BlockingConnection(pika_params(name=f"amqpscope {ctx.name} check"))
     left = conn.channel().queue_declare(ctx.q(), passive=True).method.message_count
