@@ -19,8 +19,9 @@ import pytest
 
 pytest.importorskip("textual", reason="the TUI needs the tui extra (make install installs it)")
 
+from rich.text import Text
 from textual.pilot import Pilot
-from textual.widgets import Input, Static, Tree
+from textual.widgets import Input, OptionList, Static, Tree
 
 from amqpscope.tui.app import AmqpScope
 from amqpscope.tui.loader import load_file
@@ -475,6 +476,10 @@ def test_diagnoses_jump_to_their_evidence() -> None:
             await filter_with(pilot, 'name == "connection.open"')
             await pilot.press("d")
             await pilot.pause()
+            shown_first = app.screen.query_one(OptionList).get_option_at_index(0).prompt
+            text = shown_first.plain if isinstance(shown_first, Text) else str(shown_first)
+            title, explanation = text.split("\n", 1)  # the title on a line of its own
+            assert "\\x0a" not in text and title.startswith("error") and explanation
             await pilot.press("down", "enter")  # the second diagnosis
             await pilot.pause()
             index = app.frames.selected()

@@ -83,7 +83,7 @@ class DiagnosesScreen(ModalScreen[int | None]):
             conn = f"c{entry['conn']} " if entry.get("conn") is not None else ""
             line = Text()
             line.append(f"{entry.get('severity', ''):<7} ", style="bold")
-            line.append(safe(f"{entry.get('title', '')}  {conn}{where}\n"))
+            line.append(safe(f"{entry.get('title', '')}  {conn}{where}") + "\n")
             line.append(safe(str(entry.get("explanation", ""))), style="dim")
             options.append(Option(line, id=str(i)))
         with Vertical(id="diagnoses-box"):
