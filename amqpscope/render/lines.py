@@ -296,11 +296,19 @@ def highlights(frame: Frame) -> str:
     if frame.kind == "layer":
         table = RULES["layer"]
     else:
+        if frame.name == "transfer" and frame.version == "1.0":  # most 1.0 frames
+            words = _transfer_words(frame.fields)
+            if words:
+                return words
         table = RULES["1.0" if frame.version == "1.0" else "0-9-1"]
     rules = table.get(frame.name)
     if rules is None:
         return ""
-    fields = frame.fields
+    return by_rules(rules, frame.fields)
+
+
+def by_rules(rules: tuple[Rule, ...], fields: dict[str, Any]) -> str:
+    """The highlights `rules` (a frame name's in `RULES`) pick from `fields`."""
     out: list[str] = []
     for how, label, no, key, path in rules:
         value = fields.get(key, _MISSING) if key else _get(fields, path)
@@ -323,6 +331,46 @@ def highlights(frame: Frame) -> str:
             else:
                 out.append(text)
     return " ".join(out)
+
+
+_UINT_MAX: Final = 0xFFFFFFFF
+
+
+def _transfer_words(fields: dict[str, Any]) -> str:
+    """`highlights` of the usual 1.0 transfer (HIGHLIGHTS' rules for it, written out): an int
+    handle and delivery-id, a short tag of letters and digits, flags that are booleans, no
+    state. "" for any other, which the rules then write."""
+    handle = fields.get("handle")
+    did = fields.get("delivery-id")
+    tag = fields.get("delivery-tag")
+    if type(handle) is not int or type(did) is not int or type(tag) is not str:
+        return ""
+    if not 0 <= handle <= _UINT_MAX or not 0 <= did <= _UINT_MAX:
+        return ""
+    if not 0 < len(tag) < TEXTS_FROM or not tag.isascii() or not tag.isalnum():
+        return ""
+    if "state" in fields:
+        return ""
+    settled = fields.get("settled")
+    more = fields.get("more")
+    aborted = fields.get("aborted")
+    if settled is True:
+        words = f"h{handle} #{did} tag={tag} settled"
+    elif settled is False:
+        words = f"h{handle} #{did} tag={tag} unsettled"
+    elif settled is None:
+        words = f"h{handle} #{did} tag={tag}"
+    else:
+        return ""
+    if more is True:
+        words += " more"
+    elif more is not None and more is not False:
+        return ""
+    if aborted is True:
+        words += " aborted"
+    elif aborted is not None and aborted is not False:
+        return ""
+    return words
 
 
 def frame_ndjson(frame: Frame) -> bytes:
@@ -356,6 +404,10 @@ _FIELDS: Final = b'"fields":'
 HEADS_KEPT: Final = 4096
 
 
+#: the floats whose shortest round-trip text Python's repr and orjson write alike: positional,
+#: no exponent (capture times, seconds since 1970, are all in here)
+_REPR_FROM: Final = 1e-4
+_REPR_BELOW: Final = 1e16
 #: a frame without findings: what its line's `findings` says (never changed)
 _NO_FINDINGS: Final[list[Any]] = []
 #: the text of the numbers frame heads hold most (channels, sizes), made once
@@ -424,7 +476,11 @@ class LineWriter:
         if packet == self.packet and ts == self.ts and isinstance(ts, float):
             when = self.when
         else:
-            when = f',"packet":{packet},"ts":{dumps(ts).decode()}'
+            if type(ts) is float and _REPR_FROM <= ts < _REPR_BELOW:
+                stamp = repr(ts)  # what orjson writes there, made without bytes to decode
+            else:
+                stamp = dumps(ts).decode()
+            when = f',"packet":{packet},"ts":{stamp}'
             if isinstance(ts, float):  # pure: an int time is written as one, not cached
                 self.packet = packet
                 self.ts = ts

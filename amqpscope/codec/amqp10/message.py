@@ -226,9 +226,10 @@ def _sections(
             ctx.note("amqp10.bad-message", pos, f"{end - pos} bytes that are not a section")
             return
         if buf[pos + 1] == SMALL_ULONG and pos + 2 < end:  # the usual form: a one-byte code
-            descriptor = buf[pos + 2]
+            code: int = buf[pos + 2]
+            descriptor = code
             vpos = pos + 3
-            section = _SECTION_BY_CODE[descriptor]
+            section = _SECTION_BY_CODE[code]
         else:
             descriptor, vpos = read_descriptor(ctx, pos + 1, end, 0)
             kind = type(descriptor)
