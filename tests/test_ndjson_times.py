@@ -1,5 +1,5 @@
-"""A frame's time as its NDJSON line writes it is orjson's text of the float, whichever way the
-line writer makes it (Python's repr in the positional range, orjson's elsewhere)."""
+"""A frame's time as the line writer writes it (its head's text, cached per packet) is the
+record's, orjson's text of the float, at every magnitude."""
 
 from __future__ import annotations
 

@@ -404,10 +404,6 @@ _FIELDS: Final = b'"fields":'
 HEADS_KEPT: Final = 4096
 
 
-#: the floats whose shortest round-trip text Python's repr and orjson write alike: positional,
-#: no exponent (capture times, seconds since 1970, are all in here)
-_REPR_FROM: Final = 1e-4
-_REPR_BELOW: Final = 1e16
 #: a frame without findings: what its line's `findings` says (never changed)
 _NO_FINDINGS: Final[list[Any]] = []
 #: the text of the numbers frame heads hold most (channels, sizes), made once
@@ -476,11 +472,7 @@ class LineWriter:
         if packet == self.packet and ts == self.ts and isinstance(ts, float):
             when = self.when
         else:
-            if type(ts) is float and _REPR_FROM <= ts < _REPR_BELOW:
-                stamp = repr(ts)  # what orjson writes there, made without bytes to decode
-            else:
-                stamp = dumps(ts).decode()
-            when = f',"packet":{packet},"ts":{stamp}'
+            when = f',"packet":{packet},"ts":{dumps(ts).decode()}'
             if isinstance(ts, float):  # pure: an int time is written as one, not cached
                 self.packet = packet
                 self.ts = ts
