@@ -55,6 +55,8 @@ MAX_BUFFER: Final = 64 * 1024 * 1024
 UNKNOWN_VERSIONS: Final = ("0-9-1", "1.0")
 #: findings on a frame that mean framing has lost the boundaries: hunt for the next one
 _RESYNC: Final = frozenset(("amqp.bad-frame-end", "amqp.bad-frame"))
+#: the protocol header's first byte ("A")
+_MAGIC_FIRST: Final = detect.MAGIC[0]
 
 
 class Framer:
@@ -591,8 +593,8 @@ class ConnectionCodec:
         is10 = framer.version == "1.0"
         have = len(buf)
         while pos < have:
-            if is10:
-                header = buf.startswith(magic, pos)
+            if is10:  # a frame's first byte is its size's highest: "A" only past 1 GB
+                header = buf[pos] == _MAGIC_FIRST and buf.startswith(magic, pos)
                 length = 0 if header else frames10.frame_length(buf, pos)
             else:  # a protocol header is looked for only where the first byte is its first
                 length = frames091.frame_length(buf, pos)

@@ -296,11 +296,19 @@ def highlights(frame: Frame) -> str:
     if frame.kind == "layer":
         table = RULES["layer"]
     else:
+        if frame.name == "transfer" and frame.version == "1.0":  # most 1.0 frames
+            words = _transfer_words(frame.fields)
+            if words:
+                return words
         table = RULES["1.0" if frame.version == "1.0" else "0-9-1"]
     rules = table.get(frame.name)
     if rules is None:
         return ""
-    fields = frame.fields
+    return by_rules(rules, frame.fields)
+
+
+def by_rules(rules: tuple[Rule, ...], fields: dict[str, Any]) -> str:
+    """The highlights `rules` (a frame name's in `RULES`) pick from `fields`."""
     out: list[str] = []
     for how, label, no, key, path in rules:
         value = fields.get(key, _MISSING) if key else _get(fields, path)
@@ -323,6 +331,46 @@ def highlights(frame: Frame) -> str:
             else:
                 out.append(text)
     return " ".join(out)
+
+
+_UINT_MAX: Final = 0xFFFFFFFF
+
+
+def _transfer_words(fields: dict[str, Any]) -> str:
+    """`highlights` of the usual 1.0 transfer (HIGHLIGHTS' rules for it, written out): an int
+    handle and delivery-id, a short tag of letters and digits, flags that are booleans, no
+    state. "" for any other, which the rules then write."""
+    handle = fields.get("handle")
+    did = fields.get("delivery-id")
+    tag = fields.get("delivery-tag")
+    if type(handle) is not int or type(did) is not int or type(tag) is not str:
+        return ""
+    if not 0 <= handle <= _UINT_MAX or not 0 <= did <= _UINT_MAX:
+        return ""
+    if not 0 < len(tag) < TEXTS_FROM or not tag.isascii() or not tag.isalnum():
+        return ""
+    if "state" in fields:
+        return ""
+    settled = fields.get("settled")
+    more = fields.get("more")
+    aborted = fields.get("aborted")
+    if settled is True:
+        words = f"h{handle} #{did} tag={tag} settled"
+    elif settled is False:
+        words = f"h{handle} #{did} tag={tag} unsettled"
+    elif settled is None:
+        words = f"h{handle} #{did} tag={tag}"
+    else:
+        return ""
+    if more is True:
+        words += " more"
+    elif more is not None and more is not False:
+        return ""
+    if aborted is True:
+        words += " aborted"
+    elif aborted is not None and aborted is not False:
+        return ""
+    return words
 
 
 def frame_ndjson(frame: Frame) -> bytes:
@@ -351,13 +399,13 @@ def record_ndjson(frame: Frame) -> bytes:
 
 #: what a frame's line holds once its head is written, when it has no findings and no message
 _NO_FINDINGS_END: Final = b',"findings":[]}\n'
-_END: Final = b"}\n"
-_FINDINGS: Final = b',"findings":'
-_MESSAGE: Final = b',"message":'
+_FIELDS: Final = b'"fields":'
 #: distinct (connection, direction) heads and frame names kept before the caches start again
 HEADS_KEPT: Final = 4096
 
 
+#: a frame without findings: what its line's `findings` says (never changed)
+_NO_FINDINGS: Final[list[Any]] = []
 #: the text of the numbers frame heads hold most (channels, sizes), made once
 _DIGITS: Final = tuple([str(i) for i in range(2048)])
 
@@ -373,7 +421,13 @@ class LineWriter:
         import orjson
 
         #: orjson's `dumps`, called directly (not looked up on the module per frame)
-        self.dumps: Callable[[Any], bytes] = orjson.dumps
+        self.dumps: Callable[..., bytes] = orjson.dumps
+        self.newline: int = orjson.OPT_APPEND_NEWLINE
+        #: the end of a line with findings or a message, written by one orjson call from a dict
+        #: kept for it (its values set per frame): `{"fields":..,"findings":..[,"message":..]}`
+        #: is the line's end once its `{` is dropped
+        self.tail: dict[str, Any] = {"fields": None, "findings": None}
+        self.tail_message: dict[str, Any] = {"fields": None, "findings": None, "message": None}
         #: conn * 2 + (1 from the server): (direction, src, dst, version, the head's text from
         #: `,"conn":` to `"channel":`)
         self.ends: dict[int, tuple[str, str, str, str, str]] = {}
@@ -399,12 +453,6 @@ class LineWriter:
             out.append(line)
             return len(line)
         dumps = self.dumps
-        try:
-            fields = dumps(frame.fields)
-        except TypeError:  # a key that is not a string: `json` writes the whole record
-            line = record_ndjson(frame)
-            out.append(line)
-            return len(line)
         direction = frame.direction
         key = frame.conn * 2 + 1 if direction == "s2c" else frame.conn * 2
         ends = self.ends.get(key)
@@ -439,32 +487,32 @@ class LineWriter:
         size = len(frame.data)
         head = (
             f'{{"frame":{frame.number}{when}{ends[4]}{said}{name[1]}'
-            f'{_DIGITS[size] if size < 2048 else str(size)},"fields":'
+            f"{_DIGITS[size] if size < 2048 else str(size)},"
         ).encode()
         findings = frame.findings
         message = frame.message
-        if not findings and message is None:
-            out.append(head)
-            out.append(fields)
-            out.append(_NO_FINDINGS_END)
-            return len(head) + len(fields) + len(_NO_FINDINGS_END)
         try:
-            found = dumps([f.to_json() for f in findings]) if findings else b"[]"
-            about = b"" if message is None else dumps(message)
-        except TypeError:
+            if not findings and message is None:
+                fields = dumps(frame.fields)
+                out.append(head)
+                out.append(_FIELDS)
+                out.append(fields)
+                out.append(_NO_FINDINGS_END)
+                return len(head) + len(_FIELDS) + len(fields) + len(_NO_FINDINGS_END)
+            # fields, findings and message in one call: `{"fields":..}` and a newline
+            tail = self.tail if message is None else self.tail_message
+            tail["fields"] = frame.fields
+            tail["findings"] = [f.to_json() for f in findings] if findings else _NO_FINDINGS
+            if message is not None:
+                tail["message"] = message
+            end = dumps(tail, option=self.newline)
+        except TypeError:  # a key that is not a string: `json` writes the whole record
             line = record_ndjson(frame)
             out.append(line)
             return len(line)
         out.append(head)
-        out.append(fields)
-        out.append(_FINDINGS)
-        out.append(found)
-        if message is not None:
-            out.append(_MESSAGE)
-            out.append(about)
-        out.append(_END)
-        wrote = len(head) + len(fields) + len(_FINDINGS) + len(found) + len(_END)
-        return wrote if message is None else wrote + len(_MESSAGE) + len(about)
+        out.append(end[1:])
+        return len(head) + len(end) - 1
 
     def _ends(self, frame: Frame, key: int) -> tuple[str, str, str, str, str]:
         dumps = self.dumps

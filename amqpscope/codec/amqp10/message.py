@@ -27,6 +27,7 @@ from amqpscope.codec.amqp10.types import (
     LISTS,
     MAPS,
     READERS,
+    SMALL_ULONG,
     Context,
     Malformed,
     read_at,
@@ -74,6 +75,10 @@ class _Section:
 
 #: section descriptor (numeric code and symbol) -> the section
 _SECTIONS: Final = {d: _Section(name) for d, name in SECTION_BY_DESCRIPTOR.items()}
+#: the same by one-byte code (how sections are usually sent): a tuple index, not a dict lookup
+_SECTION_BY_CODE: Final[tuple[_Section | None, ...]] = tuple(
+    [_SECTIONS.get(code) for code in range(256)]
+)
 _BINARY_WIDTH: Final = {c: spec.ENCODINGS[c].width for c in BINARIES}
 
 #: annotation key -> (system, the name that system's API gives it). Not in the OASIS spec: from
@@ -139,17 +144,22 @@ def decode_message(
     ctx = Context(buf, where)
     message: dict[str, Any] = {} if into is None else into
     message["size"] = end - start
-    message["sections"] = []
+    names: list[str] = []
+    message["sections"] = names
     body = _Body()
     try:
-        _sections(ctx, start, end, message, body)
+        _sections(ctx, start, end, message, names, body)
     except Malformed as exc:
         ctx.malformed(exc)
     if body.kind is None:
         ctx.note("amqp10.bad-message", end, "message without a body section")
     else:
-        props = message.get("properties") or {}
-        content_type, content_encoding = props.get("content-type"), props.get("content-encoding")
+        props = message.get("properties")
+        if type(props) is dict:
+            content_type = props.get("content-type")
+            content_encoding = props.get("content-encoding")
+        else:
+            content_type = content_encoding = None
         message["body"] = body.render(content_type, content_encoding, redact_bodies)
     if redact_bodies:
         for unknown in message.get("unknown-sections", ()):
@@ -204,17 +214,26 @@ class _Body:
         return type(value) is dict and value.get("type") in composites.BY_NAME
 
 
-def _sections(ctx: Context, pos: int, end: int, message: dict[str, Any], body: _Body) -> None:
+def _sections(
+    ctx: Context, pos: int, end: int, message: dict[str, Any], names: list[str], body: _Body
+) -> None:
     buf = ctx.buf
-    names = message["sections"]
     rank = -1
+    descriptor: Any
+    section: _Section | None
     while pos < end:
         if buf[pos] != DESCRIBED or pos + 1 >= end:
             ctx.note("amqp10.bad-message", pos, f"{end - pos} bytes that are not a section")
             return
-        descriptor, vpos = read_descriptor(ctx, pos + 1, end, 0)
-        kind = type(descriptor)
-        section = _SECTIONS.get(descriptor) if kind is int or kind is str else None
+        if buf[pos + 1] == SMALL_ULONG and pos + 2 < end:  # the usual form: a one-byte code
+            code: int = buf[pos + 2]
+            descriptor = code
+            vpos = pos + 3
+            section = _SECTION_BY_CODE[code]
+        else:
+            descriptor, vpos = read_descriptor(ctx, pos + 1, end, 0)
+            kind = type(descriptor)
+            section = _SECTIONS.get(descriptor) if kind is int or kind is str else None
         if vpos >= end:
             raise Malformed(vpos, "section without its value")
         ctor = buf[vpos]

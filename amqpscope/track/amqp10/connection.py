@@ -10,7 +10,7 @@ per-frame lists that grow.
 from __future__ import annotations
 
 from itertools import islice
-from typing import Any, Final
+from typing import Any, Final, final
 
 from amqpscope.codec.amqp10.composites import TYPE_DAMAGE
 from amqpscope.codec.frames import Frame
@@ -39,7 +39,6 @@ from amqpscope.track.amqp10.rules import (
     SESSION_TRANSITIONS,
     SESSION_VIOLATION,
     SETTLED_REQUIRED,
-    SIDE_OF,
     STALL_SECONDS,
     START,
     UNKNOWN,
@@ -80,6 +79,50 @@ KEEP_LINKS: Final = (
     1000  # ended links kept per session for the summary (their tallies stay counted)
 )
 NOTES: Final = 50  # things a mid-stream capture could not know, listed (the rest counted)
+_TRANSFER_ROLE: Final = ROLE_REQUIRED["transfer"]  # the role of a link's sending end
+
+
+@final
+class Side:
+    """One side's connection-level state: typed attributes, so that the per-frame checks read
+    slots (compiled, a field access) rather than dicts keyed by side."""
+
+    __slots__ = (
+        "channels",
+        "closed",
+        "heartbeats",
+        "idle",
+        "last_ts",
+        "late",
+        "max_frame",
+        "max_gap",
+        "name",
+        "opened",
+        "peer",
+        "pending",
+        "state",
+    )
+
+    def __init__(self, name: str) -> None:
+        self.name = name  # CLIENT or SERVER
+        self.state = START
+        self.last_ts: float | None = None
+        self.heartbeats = 0
+        self.max_gap = 0.0
+        self.late = 0
+        self.opened: dict[str, Any] | None = None  # what this side's open said (OPEN_FIELDS)
+        self.closed: dict[str, Any] | None = None
+        #: from `opened`: what this side holds its peer to (None: not said, or no open yet)
+        self.idle: Any = None
+        self.max_frame: Any = None
+        self.channels: dict[int, Session] = {}  # channel -> the session this side began on it
+        self.pending: dict[int, Session] = {}  # sessions begun, the peer's begin not yet seen
+        self.peer: Side = self  # the other side (set by the tracker)
+
+    def open(self, opened: dict[str, Any]) -> None:
+        self.opened = opened
+        self.idle = opened.get("idle-time-out")
+        self.max_frame = opened.get("max-frame-size")
 
 
 class ConnectionTracker:
@@ -90,26 +133,22 @@ class ConnectionTracker:
         self.client = client
         self.server = server
         self.version = version
-        self.state = {CLIENT: START, SERVER: START}
+        self.client_side = Side(CLIENT)
+        self.server_side = Side(SERVER)
+        self.client_side.peer = self.server_side
+        self.server_side.peer = self.client_side
+        self.sides: dict[str, Side] = {CLIENT: self.client_side, SERVER: self.server_side}
         self.started = False
         self.mid_stream = False
         self.lenient = False  # mid-stream, or bytes were lost: unknown state is not a violation
         self.first_frame: int | None = None
         self.headers: dict[str, list[str]] = {CLIENT: [], SERVER: []}
         self.sasl: dict[str, Any] = {"mechanisms": None, "mechanism": None, "outcome": None}
-        self.opened: dict[str, dict[str, Any] | None] = {CLIENT: None, SERVER: None}
         self.channel_max: Any = None  # the lower channel-max of the opens seen (`_open`)
-        self.closed: dict[str, dict[str, Any] | None] = {CLIENT: None, SERVER: None}
-        self.channels: dict[str, dict[int, Session]] = {CLIENT: {}, SERVER: {}}
-        self.pending: dict[str, dict[int, Session]] = {CLIENT: {}, SERVER: {}}
         self.sessions: list[Session] = []
         self.dropped_links = 0
         self.txns = Transactions()
-        self.last_ts: dict[str, float | None] = {CLIENT: None, SERVER: None}
         self.ts = 0.0
-        self.heartbeats = {CLIENT: 0, SERVER: 0}
-        self.max_gap = {CLIENT: 0.0, SERVER: 0.0}
-        self.late = {CLIENT: 0, SERVER: 0}
         self.noted: set[tuple[str, Any]] = set()  # violations reported once (bounded by kinds)
         self.notes: list[str] = []
         self.more_notes = 0
@@ -132,13 +171,46 @@ class ConnectionTracker:
             "disposition": self._disposition,
         }
 
+    # --- each side's state by side, as dicts (what readers of a finished tracker ask for) -----
+
+    @property
+    def state(self) -> dict[str, str]:
+        return {CLIENT: self.client_side.state, SERVER: self.server_side.state}
+
+    @property
+    def opened(self) -> dict[str, dict[str, Any] | None]:
+        return {CLIENT: self.client_side.opened, SERVER: self.server_side.opened}
+
+    @property
+    def closed(self) -> dict[str, dict[str, Any] | None]:
+        return {CLIENT: self.client_side.closed, SERVER: self.server_side.closed}
+
+    @property
+    def channels(self) -> dict[str, dict[int, Session]]:
+        return {CLIENT: self.client_side.channels, SERVER: self.server_side.channels}
+
+    @property
+    def last_ts(self) -> dict[str, float | None]:
+        return {CLIENT: self.client_side.last_ts, SERVER: self.server_side.last_ts}
+
+    @property
+    def heartbeats(self) -> dict[str, int]:
+        return {CLIENT: self.client_side.heartbeats, SERVER: self.server_side.heartbeats}
+
     # --- the front door -----------------------------------------------------------------------
 
     def feed(self, frame: Frame) -> list[Finding]:
         """Apply one frame; return the findings it raises (the caller puts them on the frame)."""
-        side = SIDE_OF.get(frame.direction)
+        direction = frame.direction
+        if direction == "c2s":
+            me = self.client_side
+        elif direction == "s2c":
+            me = self.server_side
+        else:
+            return []
+        side = me.name
         name = frame.name
-        if side is None or name not in KNOWN:
+        if name not in KNOWN:
             return []
         out: list[Finding] = []
         self.frames += 1
@@ -154,17 +226,18 @@ class ConnectionTracker:
                 self._bytes_lost(frame)
             if not codes.isdisjoint(TYPE_DAMAGE):  # compute only with values of their fields' types
                 frame = frame.with_fields(typed_fields(frame))
-        state = self.state[side]
+        state = me.state
         nxt = CONNECTION_TRANSITIONS[state].get(name)
         if nxt is None:
             self._violation(out, CONNECTION_VIOLATION[state], (state, side), side, frame)
         else:
-            self.state[side] = nxt
-        self._timing(side, frame, state, out)
-        if frame.kind in ("performative", "heartbeat"):
-            self._limits(side, frame, out)
+            me.state = nxt
+        kind = frame.kind
+        self._timing(me, frame, kind, state, out)
+        if kind == "performative" or kind == "heartbeat":
+            self._limits(me, frame, out)
         if name in SESSION_LEVEL:
-            self._check_session(side, frame, out)
+            self._check_session(me, frame, out)
         if name == "transfer":  # most frames: called by name, compiled a direct C call
             self._transfer(side, frame, out)
             return out
@@ -211,7 +284,7 @@ class ConnectionTracker:
     def finish(self) -> list[Finding]:
         """The capture ended: findings for what was left open (unsettled, stalls, unknowns)."""
         out: list[Finding] = []
-        closed = self.closed[CLIENT] is not None or self.closed[SERVER] is not None
+        closed = self.client_side.closed is not None or self.server_side.closed is not None
         reason = "the connection closed" if closed else "the capture ended"
         self._end_sessions(out, "connection closed" if closed else "open at end", reason)
         if self.notes or self.mid_stream:
@@ -251,7 +324,7 @@ class ConnectionTracker:
 
     def _begin_mid_stream(self, frame: Frame) -> None:
         self.mid_stream = self.lenient = True
-        self.state = {CLIENT: UNKNOWN, SERVER: UNKNOWN}
+        self.client_side.state = self.server_side.state = UNKNOWN
         self._note(
             "the protocol headers, SASL and open (container-ids, max-frame-size, channel-max, "
             "idle-time-out)"
@@ -294,37 +367,42 @@ class ConnectionTracker:
 
     def _open(self, side: str, frame: Frame, out: list[Finding]) -> None:
         fields = frame.fields
-        self.opened[side] = {k: fields[k] for k in OPEN_FIELDS if k in fields}
+        self.sides[side].open({k: fields[k] for k in OPEN_FIELDS if k in fields})
         # the lower of the two sides' channel-max, computed here rather than for every frame
         self.channel_max = min(
-            (o.get("channel-max", 65535) for o in self.opened.values() if o is not None),
+            (o.get("channel-max", 65535) for o in self._opens() if o is not None),
             default=None,
         )
 
+    def _opens(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """What the client's and the server's opens said."""
+        return self.client_side.opened, self.server_side.opened
+
     def _close(self, side: str, frame: Frame, out: list[Finding]) -> None:
         error = error_of(frame.fields.get("error"))
-        self.closed[side] = {"error": error}
+        self.sides[side].closed = {"error": error}
         if error:
             out.append(
                 finding("amqp10.error", f"{side} closed the connection: {error_text(error)}")
             )
 
-    def _timing(self, side: str, frame: Frame, before: str, out: list[Finding]) -> None:
+    def _timing(self, me: Side, frame: Frame, kind: str, before: str, out: list[Finding]) -> None:
         """Heartbeats: a side must send something at least every idle-time-out of its peer."""
-        if frame.kind == "heartbeat":
-            self.heartbeats[side] += 1
-        last = self.last_ts[side]
-        self.last_ts[side] = frame.ts
-        if last is None or before not in (OPENED, UNKNOWN):
+        if kind == "heartbeat":
+            me.heartbeats += 1
+        last = me.last_ts
+        ts = frame.ts
+        me.last_ts = ts
+        if last is None or (before != OPENED and before != UNKNOWN):
             return
-        gap = frame.ts - last
-        if gap > self.max_gap[side]:
-            self.max_gap[side] = gap
-        peer = self.opened[OTHER[side]]
-        idle = peer.get("idle-time-out") if peer else None
+        gap = ts - last
+        if gap > me.max_gap:
+            me.max_gap = gap
+        idle = me.peer.idle
         if idle and gap * 1000.0 > idle:
-            self.late[side] += 1
-            if self.late[side] == 1:
+            me.late += 1
+            if me.late == 1:
+                side = me.name
                 out.append(
                     finding(
                         "amqp10.heartbeat-late",
@@ -333,12 +411,12 @@ class ConnectionTracker:
                     )
                 )
 
-    def _limits(self, side: str, frame: Frame, out: list[Finding]) -> None:
+    def _limits(self, me: Side, frame: Frame, out: list[Finding]) -> None:
         """Frame size and channel against what the receiving peer's open allows."""
-        peer = self.opened[OTHER[side]]
-        if peer is None:
+        if me.peer.opened is None:
             return  # not negotiated yet (or before the capture): nothing to hold it to
-        limit = peer.get("max-frame-size")
+        side = me.name
+        limit = me.peer.max_frame
         if limit is not None and frame.size > limit:
             self._violation(
                 out,
@@ -362,11 +440,12 @@ class ConnectionTracker:
 
     # --- sessions -----------------------------------------------------------------------------
 
-    def _check_session(self, side: str, frame: Frame, out: list[Finding]) -> None:
-        """The session and link tables of `rules`: may `side` send this frame on this channel
+    def _check_session(self, me: Side, frame: Frame, out: list[Finding]) -> None:
+        """The session and link tables of `rules`: may `me` send this frame on this channel
         and handle? (Mid-stream, unknown channels and handles are not violations.)"""
+        side = me.name
         name, channel = frame.name, frame.channel
-        session = self.channels[side].get(channel) if channel is not None else None
+        session = me.channels.get(channel) if channel is not None else None
         state = MAPPED if session is not None else UNMAPPED
         if SESSION_TRANSITIONS[state].get(name) is None:
             if state == MAPPED or not self.lenient:
@@ -401,13 +480,13 @@ class ConnectionTracker:
         channel = frame.channel
         if channel is None:
             return None
-        session = self.channels[side].get(channel)
+        session = self.sides[side].channels.get(channel)
         if session is not None:
             return session
         if self.lenient:
             self._note(f"the begin of {side} channel {channel}")
         peer = OTHER[side]
-        session = self.channels[peer].get(channel)
+        session = self.sides[peer].channels.get(channel)
         if session is not None and session.inferred and session.half[side].channel is None:
             self._note(f"which channels pair: assumed {CLIENT} {channel} = {SERVER} {channel}")
         else:
@@ -415,7 +494,7 @@ class ConnectionTracker:
             self.sessions.append(session)
         session.half[side].channel = channel
         session.half[side].begun = True
-        self.channels[side][channel] = session
+        self.sides[side].channels[channel] = session
         return session
 
     def _begin(self, side: str, frame: Frame, out: list[Finding]) -> None:
@@ -425,7 +504,7 @@ class ConnectionTracker:
         fields = frame.fields
         peer = OTHER[side]
         remote = fields.get("remote-channel")
-        session = self.pending[peer].pop(remote, None) if remote is not None else None
+        session = self.sides[peer].pending.pop(remote, None) if remote is not None else None
         if session is None:
             session = Session(side if remote is None else peer, inferred=remote is not None)
             if remote is not None:
@@ -434,18 +513,19 @@ class ConnectionTracker:
                     self._note(f"the begin of {peer} channel {remote}")
             self.sessions.append(session)
             if remote is None:
-                self.pending[side][channel] = session
+                self.sides[side].pending[channel] = session
         session.half[side].channel = channel
-        self.channels[side][channel] = session
+        self.sides[side].channels[channel] = session
         session.begin(side, fields, frame.ts)
 
     def _end(self, side: str, frame: Frame, out: list[Finding]) -> None:
         session = self._session(side, frame, out)
         if session is None:
             return
-        del self.channels[side][frame.channel]  # type: ignore[arg-type]
-        if self.pending[side].get(frame.channel) is session:  # type: ignore[arg-type]
-            del self.pending[side][frame.channel]  # type: ignore[arg-type]
+        me = self.sides[side]
+        del me.channels[frame.channel]  # type: ignore[arg-type]
+        if me.pending.get(frame.channel) is session:  # type: ignore[arg-type]
+            del me.pending[frame.channel]  # type: ignore[arg-type]
         error = session.end(side, frame.fields)
         if error:
             out.append(
@@ -641,7 +721,7 @@ class ConnectionTracker:
         fields = frame.fields
         if link.sender is None:
             link.sender = side  # inferred link: a transfer shows who sends
-        if link.role_of(side) != ROLE_REQUIRED["transfer"]:
+        if link.role_of(side) != _TRANSFER_ROLE:
             self._violation(
                 out,
                 "amqp10.wrong-role",
@@ -668,7 +748,7 @@ class ConnectionTracker:
         delivery = link.current
         if delivery is None:
             delivery = self._first_transfer(session, link, side, frame, settled, out)
-        elif settled and session.half[side].deliveries.get(delivery.id) is delivery:
+        elif settled and half.deliveries.get(delivery.id) is delivery:
             self._settle(session, delivery, frame.ts)  # the sender settled it mid-delivery
         if fields.get("aborted"):
             link.aborted += 1
@@ -935,7 +1015,7 @@ class ConnectionTracker:
         if len(self.noted) < 10_000:
             self.noted.add(key)
         if not text:
-            state = self.state[side]
+            state = self.sides[side].state
             text = (
                 f"{frame.name} from {side} after its close"
                 if state == CLOSED
@@ -957,7 +1037,7 @@ class ConnectionTracker:
         """The connection as `amqpscope summary --json` shows it."""
         close = None
         for side in (SERVER, CLIENT):
-            c = self.closed[side]
+            c = self.sides[side].closed
             if c is not None and c["error"] and close is None:
                 close = {"by": side, **c["error"]}
         return {
@@ -975,9 +1055,9 @@ class ConnectionTracker:
             "dropped": self.dropped,
             "heartbeats": {
                 side: {
-                    "sent": self.heartbeats[side],
-                    "max-gap-ms": round(self.max_gap[side] * 1000.0, 3),
-                    "late": self.late[side],
+                    "sent": self.sides[side].heartbeats,
+                    "max-gap-ms": round(self.sides[side].max_gap * 1000.0, 3),
+                    "late": self.sides[side].late,
                 }
                 for side in (CLIENT, SERVER)
             },
@@ -988,21 +1068,22 @@ class ConnectionTracker:
         }
 
     def _state(self) -> str:
-        c, s = self.closed[CLIENT], self.closed[SERVER]
+        c, s = self.client_side.closed, self.server_side.closed
         if c is not None and s is not None:
             return "closed"
         if c is not None or s is not None:
             return "closing"
-        if (self.opened[CLIENT] is not None and self.opened[SERVER] is not None) or self.mid_stream:
+        opened_c, opened_s = self._opens()
+        if (opened_c is not None and opened_s is not None) or self.mid_stream:
             return "open"
         if self.sasl["outcome"] not in (None, "ok"):
             return "sasl-failed"
-        if self.opened[CLIENT] is not None or self.opened[SERVER] is not None:
+        if opened_c is not None or opened_s is not None:
             return "opening"
         return "not-opened"
 
     def _open_summary(self) -> dict[str, Any] | None:
-        c, s = self.opened[CLIENT], self.opened[SERVER]
+        c, s = self._opens()
         if c is None and s is None:
             return None
         holds: dict[str, Any] = {
