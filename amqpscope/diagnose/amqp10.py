@@ -18,7 +18,7 @@ from amqpscope.diagnose.model import Diagnosis, make
 from amqpscope.diagnose.tokens import expired_token, requests
 from amqpscope.findings import INFO
 from amqpscope.track.amqp10.connection import ConnectionTracker
-from amqpscope.track.amqp10.link import Link
+from amqpscope.track.amqp10.link import ENDED_AS, Link
 from amqpscope.track.amqp10.rules import CLIENT, DIRECTION_OF, OTHER, SERVER, SIDE_OF
 from amqpscope.track.amqp10.session import Session
 
@@ -242,13 +242,7 @@ def errors(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
 
 
 #: why a link ended (`Link.ended`), as the unsettled finding says it
-ENDED_WHEN: Final = {
-    "detached": "it detached",
-    "session ended": "the session ended",
-    "connection closed": "the connection closed",
-    "transport closed": "the TCP connection ended",
-    "open at end": "the capture ended",
-}
+ENDED_WHEN: Final = {ended: why for why, ended in ENDED_AS.items()}
 
 
 def left_at_end(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:

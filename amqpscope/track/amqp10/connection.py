@@ -17,7 +17,7 @@ from amqpscope.codec.frames import Frame
 from amqpscope.codec.typed import typed_fields
 from amqpscope.findings import Finding, finding
 from amqpscope.track.amqp10.delivery import Delivery, error_of, error_text
-from amqpscope.track.amqp10.link import LEFT_LISTED, Link
+from amqpscope.track.amqp10.link import ENDED_AS, LEFT_LISTED, Link
 from amqpscope.track.amqp10.rules import (
     ATTACHED,
     BACKLOG,
@@ -641,12 +641,7 @@ class ConnectionTracker:
             self._end_link(out, session, link, "it detached")
 
     def _end_link(self, out: list[Finding], session: Session, link: Link, why: str) -> None:
-        link.ended = {
-            "it detached": "detached",
-            "the session ended": "session ended",
-            "the connection closed": "connection closed",
-            "the TCP connection ended": "transport closed",
-        }.get(why, "open at end")
+        link.ended = ENDED_AS.get(why, "open at end")
         link.current = None
         key = (link.name, link.sender or _attacher(link))
         if session.by_name.get(key) is link:

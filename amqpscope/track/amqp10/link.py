@@ -223,6 +223,14 @@ class Credit:
 
 #: deliveries left unsettled at a link's end that are listed with their frames and times
 LEFT_LISTED: Final = 32
+#: why a link ended, as findings say it -> `Link.ended`, as the summary says it
+ENDED_AS: Final = {
+    "it detached": "detached",
+    "the session ended": "session ended",
+    "the connection closed": "connection closed",
+    "the TCP connection ended": "transport closed",
+    "the capture ended": "open at end",
+}
 
 
 class Link:
