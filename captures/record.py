@@ -3115,9 +3115,8 @@ def missing_then_delete(
     close_091(conn, n)
 
 
-#: the consumer killed by 091-killed-consumer: a process of its own, so SIGKILL ends it the way
-#: an OOM kill or `kill -9` does (the kernel closes its socket; no connection.close is sent)
-KILLED_CONSUMER = """
+#: how a killed consumer's process starts: arguments record.py's folder, the queue, a name
+KILLED_PROLOGUE = """
 import json, sys, time
 import pika
 sys.path.insert(0, sys.argv[1])
@@ -3128,6 +3127,12 @@ conn = pika.BlockingConnection(pika_params(name=name))
 ch = conn.channel()
 ch.queue_declare(q)
 n["queue_declares"] = 1
+"""
+#: the consumer killed by 091-killed-consumer: a process of its own, so SIGKILL ends it the way
+#: an OOM kill or `kill -9` does (the kernel closes its socket; no connection.close is sent)
+KILLED_CONSUMER = (
+    KILLED_PROLOGUE
+    + """
 ch.basic_qos(prefetch_count=5)
 n["prefetch_count"] = 5
 for i in range(20):
@@ -3146,6 +3151,7 @@ n["unacked_when_killed"] = len(got)
 print(json.dumps(n), flush=True)
 time.sleep(60)  # stuck: a consumer that never acks, until it is killed
 """
+)
 
 
 @scenario(
@@ -3193,17 +3199,9 @@ def killed(ctx: Ctx, script: str, deliveries: int) -> Counts:
 
 #: the auto-ack consumer killed by 091-killed-autoack-consumer: every message is delivered to
 #: it (a worker's in-memory buffer) and it is killed before it handles any
-KILLED_AUTOACK_CONSUMER = """
-import json, sys, time
-import pika
-sys.path.insert(0, sys.argv[1])
-from record import pika_params
-q, name = sys.argv[2], sys.argv[3]
-n = {"connections": 1, "channels": 1}
-conn = pika.BlockingConnection(pika_params(name=name))
-ch = conn.channel()
-ch.queue_declare(q)
-n["queue_declares"] = 1
+KILLED_AUTOACK_CONSUMER = (
+    KILLED_PROLOGUE
+    + """
 for i in range(20):
     ch.basic_publish("", q, f"order {i}".encode(),
                      pika.BasicProperties(content_type="text/plain", message_id=f"o{i}"))
@@ -3219,6 +3217,7 @@ n["acks"] = 0
 print(json.dumps(n), flush=True)
 time.sleep(60)  # buffered, not yet handled, until it is killed
 """
+)
 
 
 @scenario(
