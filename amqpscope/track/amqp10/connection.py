@@ -171,31 +171,11 @@ class ConnectionTracker:
             "disposition": self._disposition,
         }
 
-    # --- each side's state by side, as dicts (what readers of a finished tracker ask for) -----
+    # --- each side's state by side, as a dict (what readers of a finished tracker ask for) ------
 
     @property
     def state(self) -> dict[str, str]:
         return {CLIENT: self.client_side.state, SERVER: self.server_side.state}
-
-    @property
-    def opened(self) -> dict[str, dict[str, Any] | None]:
-        return {CLIENT: self.client_side.opened, SERVER: self.server_side.opened}
-
-    @property
-    def closed(self) -> dict[str, dict[str, Any] | None]:
-        return {CLIENT: self.client_side.closed, SERVER: self.server_side.closed}
-
-    @property
-    def channels(self) -> dict[str, dict[int, Session]]:
-        return {CLIENT: self.client_side.channels, SERVER: self.server_side.channels}
-
-    @property
-    def last_ts(self) -> dict[str, float | None]:
-        return {CLIENT: self.client_side.last_ts, SERVER: self.server_side.last_ts}
-
-    @property
-    def heartbeats(self) -> dict[str, int]:
-        return {CLIENT: self.client_side.heartbeats, SERVER: self.server_side.heartbeats}
 
     # --- the front door -----------------------------------------------------------------------
 
