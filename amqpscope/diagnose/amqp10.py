@@ -280,8 +280,8 @@ def left_at_end(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
 
 def _last_frame(ev: Evidence, conn: int) -> Seen | None:
     """The last frame of `conn` either side sent."""
-    sent = [seen for (number, _side), seen in ev.last_sent.items() if number == conn]
-    return max(sent, key=lambda seen: seen.number, default=None)
+    sent = [ev.last_sent.get((conn, direction)) for direction in DIRECTION_OF.values()]
+    return max((s for s in sent if s is not None), key=lambda seen: seen.number, default=None)
 
 
 def _left(
