@@ -65,6 +65,7 @@ class Diagnoser:
         if not self.evidence.timed:  # a log without timestamps: no frame has a time
             for diagnosis in out:
                 diagnosis.start = None
+                diagnosis.duration = 0.0
         return ranked(out)
 
 

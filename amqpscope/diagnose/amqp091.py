@@ -252,8 +252,8 @@ def left_at_end(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
                     conn=conn.conn,
                     channel=epoch.number,
                     queue=queue_of(epoch),
-                    start=end_ts - oldest if ev.timed else None,
-                    duration=oldest if ev.timed else 0.0,
+                    start=end_ts - oldest,
+                    duration=oldest,
                     evidence=evidence + again + holes,
                     ongoing=epoch.ended == "capture",
                 )
@@ -276,8 +276,8 @@ def left_at_end(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
                     " connection, a full queue, or a publisher that stopped waiting.",
                     conn=conn.conn,
                     channel=epoch.number,
-                    start=pending[0][1] if ev.timed else None,
-                    duration=oldest if ev.timed else 0.0,
+                    start=pending[0][1],
+                    duration=oldest,
                     evidence=[number for _s, _t, number, _k in pending[:LISTED]] + evidence + holes,
                     ongoing=epoch.ended == "capture",
                 )
@@ -331,7 +331,7 @@ def no_ack_dropped(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
                     conn=conn.conn,
                     channel=epoch.number,
                     queue=consumer.queue,
-                    start=end.ts if end is not None and ev.timed else None,
+                    start=end.ts if end is not None else None,
                     evidence=[consumer.frame or 0]
                     + [seen.number for seen in last]
                     + ([end.number] if end is not None else []),

@@ -320,8 +320,8 @@ def _left(
         channel=channel,
         link=link.name if link is not None else None,
         queue=_address(link) if link is not None else None,
-        start=end_ts - oldest if ev.timed else None,
-        duration=oldest if ev.timed else 0.0,
+        start=end_ts - oldest,
+        duration=oldest,
         evidence=[frame for _id, _ts, frame in left[:LISTED]]
         + ([end.number] if end is not None else [])
         + again
