@@ -64,7 +64,7 @@ def test_a_pika_log_without_a_frame_says_so(tmp_path: Path) -> None:
 def test_text_without_frames_is_looked_through_only_so_far() -> None:
     line = "2026-11-26 06:51:38,549 INFO app.worker still waiting for the next job\n"
     endless = itertools.repeat(line)
-    fmt, kept = sniff(endless)
+    fmt, kept, _library = sniff(endless)
     assert fmt is None
     assert REACH <= len(kept) * len(line) <= REACH + SAMPLE * len(line)
 

@@ -198,11 +198,11 @@ def open_input(paths: str | Sequence[str], fmt: str | None = None) -> Iterator[I
         with LogFile(path, stream, compressed) as log:
             lines: Iterator[str] = iter(log)
             if fmt is None:
-                from amqpscope.logs.detect import library, sniff
+                from amqpscope.logs.detect import sniff
 
-                fmt, first = sniff(lines)
+                fmt, first, library = sniff(lines)
                 if fmt is None:
-                    raise CaptureError(_not_a_log(path, compressed, library(first)))
+                    raise CaptureError(_not_a_log(path, compressed, library))
                 lines = itertools.chain(first, lines)
             yield Input(path, log=log, fmt=fmt, lines=lines)
     finally:

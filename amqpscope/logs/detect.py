@@ -10,15 +10,15 @@ amqpscope reads (the caller says so, naming the formats it knows).
 
 A log's first frame may come late: pika's DEBUG log of a BlockingConnection prints thousands
 of lines of its I/O loop before the first frame it received that it prints. `sniff` looks on
-past the first `SAMPLE` lines, up to `REACH` characters, keeping what it read for the reader;
-`library` names a library whose own lines a text has when no frame of it was found, so the
+past the first `SAMPLE` lines, up to `REACH` characters, keeping what it read for the reader,
+and names a library whose own lines the text has, so that when no frame of it was found the
 error can say why.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Final
+from typing import Final, NamedTuple
 
 from amqpscope.logs.formats import FORMATS, Format
 from amqpscope.logs.reader import _may_go_on
@@ -122,28 +122,28 @@ def detect(lines: Iterable[str]) -> str | None:
     return detector.result()
 
 
-def sniff(lines: Iterator[str]) -> tuple[str | None, list[str]]:
-    """The format of the log `lines` go on with, and the lines read to tell (to be read
-    again): the first `SAMPLE`, and on, up to `REACH` characters, while no format is
-    confirmed."""
+class Sniffed(NamedTuple):
+    fmt: str | None  # the format, None if no format was confirmed
+    lines: list[str]  # the lines read to tell, to be read again
+    library: tuple[str, str] | None  # a library whose own lines were seen, and why its log
+    # may hold no frame (`LIBRARIES`): what to say when no format was confirmed
+
+
+def sniff(lines: Iterator[str]) -> Sniffed:
+    """The format of the log `lines` go on with, from the first `SAMPLE` lines and on, up to
+    `REACH` characters, while no format is confirmed."""
     detector = Detector()
     kept = detector.lines
     size = 0
+    fmt = None
     for line in lines:
         detector.add(line)
         size += len(line)
         if len(kept) % SAMPLE == 0:
             fmt = detector.result(final=False)
             if fmt is not None or size >= REACH:
-                return fmt, kept
-    return detector.result(), kept
-
-
-def library(lines: Iterable[str]) -> tuple[str, str] | None:
-    """A library of `LIBRARIES` whose own lines `lines` have, and why its log may hold no
-    frame; None if none."""
-    for line in lines:
-        for name, (marks, why) in LIBRARIES.items():
-            if any(mark in line for mark in marks):
-                return name, why
-    return None
+                break
+    else:
+        fmt = detector.result()
+    own = next(iter(detector.own), None)
+    return Sniffed(fmt, kept, (own, LIBRARIES[own][1]) if own is not None else None)

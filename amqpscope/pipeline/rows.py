@@ -72,7 +72,7 @@ def input_kind(path: str) -> tuple[str, str | None]:
         from amqpscope.logs.detect import sniff
 
         with LogFile(path, stream, compressed) as log:
-            fmt, _ = sniff(iter(log))
+            fmt = sniff(iter(log)).fmt
         return ("log", fmt) if fmt is not None else ("text", None)
     finally:
         with contextlib.suppress(OSError, ValueError):
