@@ -164,7 +164,8 @@ class Decoder:
         if type(handle) is not int:
             return
         key = (frame.channel, handle)
-        delivery = self.deliveries.get(key)
+        # most transfers are a whole delivery: no delivery in progress anywhere to look up
+        delivery = self.deliveries.get(key) if self.deliveries else None
         delivery_id = fields.get("delivery-id")
         if delivery is not None and delivery_id is not None and delivery_id != delivery.delivery_id:
             notes.append(
