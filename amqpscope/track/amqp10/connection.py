@@ -906,11 +906,29 @@ class ConnectionTracker:
                     "never transferred on this session",
                 )
             )
+        disposed = state if isinstance(state, dict) else None
+        if not settled:
+            if disposed is not None:
+                for delivery in matched:
+                    self._apply_state(session, delivery, disposed, frame, out)
+            return
+        # settled: each link's unsettled level is set once, after the range (every delivery
+        # forgotten here lowers it at this same time: its last value is all the series keeps)
+        ts = frame.ts
+        lowered: list[Link] = []
         for delivery in matched:
-            if isinstance(state, dict):
-                self._apply_state(session, delivery, state, frame, out)
-            if settled:
-                self._settle(session, delivery, frame.ts)
+            if disposed is not None:
+                self._apply_state(session, delivery, disposed, frame, out)
+            link = delivery.link
+            if self._forget(session, delivery, level=False) and (
+                not lowered or lowered[-1] is not link
+            ):
+                lowered.append(link)
+            link.settled += 1
+            link.latency.add(ts - delivery.ts)
+            link.latency_series.add(ts, ts - delivery.ts)
+        for link in lowered:
+            link.unsettled_series.set(ts, len(link.unsettled))
 
     def _apply_state(
         self, session: Session, delivery: Delivery, state: dict[str, Any], frame: Frame, out: list
@@ -962,18 +980,25 @@ class ConnectionTracker:
         link.latency.add(ts - delivery.ts)
         link.latency_series.add(ts, ts - delivery.ts)
 
-    def _forget(self, session: Session, delivery: Delivery, left: bool = False) -> None:
-        """Drop a delivery from the unsettled maps (settled, aborted, or replaced)."""
+    def _forget(
+        self, session: Session, delivery: Delivery, left: bool = False, level: bool = True
+    ) -> bool:
+        """Drop a delivery from the unsettled maps (settled, aborted, or replaced); whether its
+        link's unsettled count went down (then set in its series now, unless not `level`)."""
         half = session.half[delivery.sender]
         if half.deliveries.get(delivery.id) is delivery:
             del half.deliveries[delivery.id]
         link = delivery.link
         key = delivery.tag if delivery.tag is not None else f"#{delivery.id}"
+        lowered = False
         if link.unsettled.get(key) is delivery:
             del link.unsettled[key]
-            link.unsettled_series.set(self.ts, len(link.unsettled))
+            lowered = True
+            if level:
+                link.unsettled_series.set(self.ts, len(link.unsettled))
         if left:
             link.left += 1
+        return lowered
 
     # --- stalls, violations, notes ------------------------------------------------------------
 
