@@ -142,7 +142,9 @@ class Framer:
         gone = 0
         while gone < n - 1 and marks[gone][0] <= base:
             gone += 1
-        if gone:
+        if gone == 1:  # the usual: the packet before this one's (no slice made)
+            del marks[0]
+        elif gone:
             del marks[:gone]
 
 

@@ -257,7 +257,7 @@ class Decoder:
         `head()` bytes of frame header and performative would precede (the offsets its findings
         name); with `ctx`, `buf` is the frame's bytes and `ctx` its decoding pass, whose
         findings (`notes`) the message's join."""
-        if fmt not in (0, None):  # not the standard message format: bytes as they are
+        if not (fmt is None or fmt == 0):  # not the standard message format: bytes as they are
             if self.redact_bodies:
                 frame.message = meta | {"size": end - start, "redacted": True}
             else:
