@@ -129,17 +129,21 @@ def _describe(head: bytes) -> str:
 
 def _timestamp(sec: int, frac: int, units: int) -> float:
     """`(sec * units + frac) / units`, correctly rounded as Python's division of ints is: while
-    the numerator is below 2**53 a division of doubles gives the same (compiled, natively); a
-    nanosecond capture's is above it, and is divided as Python ints."""
-    whole = sec * units + frac
-    if whole < _EXACT:
-        return whole / units
-    exact: Any = whole
+    the numerator is below 2**53 a division of doubles gives the same; a nanosecond capture's
+    is above it, and is divided as Python ints. The numerator is made in doubles first (compiled,
+    natively; an int product this large is Python ints' arithmetic): exact while below 2**53,
+    and at or above 2**53 whenever the exact one is (rounding keeps that order), so the test
+    chooses as the exact numerator would."""
+    units_f = float(units)
+    whole_f = float(sec) * units_f + float(frac)
+    if whole_f < _EXACT_F:
+        return whole_f / units_f
+    exact: Any = sec * units + frac
     return exact / units
 
 
 #: integers below this are exact as doubles
-_EXACT: Final = 1 << 53
+_EXACT_F: Final = 9007199254740992.0  # 2.0**53
 
 
 class _PcapHeader:

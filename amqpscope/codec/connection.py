@@ -24,7 +24,6 @@ Rules, one direction at a time (`Framer`):
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
 from typing import Final
 
@@ -93,7 +92,9 @@ class Framer:
         # which packet brought which bytes: (stream offset just past its bytes, packet, ts), so
         # a frame is reported with the packet that completed it even when framing lagged behind
         self.base = 0  # stream offset of buf[0]
-        self.marks: deque[tuple[int, int, float]] = deque()
+        #: (a list, not a deque: compiled, appending to it and reading it are native; it holds
+        #: a mark or two but while a frame spans packets)
+        self.marks: list[tuple[int, int, float]] = []
         self.decoder: Decoder10 | Decoder091 | None = None  # made when the version is known
         self.level = 0  # layers under this framer (0: straight on TCP)
         self.layer: layers.Layer | None = None  # LAYERED: the layer its bytes go through
@@ -135,10 +136,16 @@ class Framer:
     def advance(self, count: int) -> None:
         """The stream's offset moves on by `count` framed bytes (taken from the buffer, or
         framed straight from a packet); the marks before it are no longer needed."""
-        self.base += count
+        base = self.base = self.base + count
         marks = self.marks
-        while len(marks) > 1 and marks[0][0] <= self.base:
-            marks.popleft()
+        n = len(marks)
+        gone = 0
+        while gone < n - 1 and marks[gone][0] <= base:
+            gone += 1
+        if gone == 1:  # the usual: the packet before this one's (no slice made)
+            del marks[0]
+        elif gone:
+            del marks[:gone]
 
 
 @dataclass(slots=True)

@@ -73,7 +73,7 @@ reaches the report.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from typing import Final
 
@@ -127,6 +127,7 @@ class _Half:
         "fin",
         "firm",
         "hist",
+        "hist_at",
         "hist_len",
         "isn",
         "mismatch",
@@ -161,9 +162,44 @@ class _Half:
         self.buffered = 0
         self.fin: int | None = None  # position of the FIN
         self.done = False  # every byte before the FIN delivered or declared missing
-        self.hist: deque[tuple[int, bytes]] = deque()  # (end, data) delivered, not yet acked
+        #: (end, data) delivered, not yet acked: the entries from `hist_at` on (a list with a
+        #: moving start, not a deque: compiled, its appends and reads are native)
+        self.hist: list[tuple[int, bytes]] = []
+        self.hist_at = 0
         self.hist_len = 0
         self.mismatch = False
+
+    def forget_acked(self, acked: int) -> None:
+        """Forget the delivered bytes the peer acknowledged (those ending at or before it)."""
+        hist = self.hist
+        at = self.hist_at
+        n = len(hist)
+        while at < n:
+            end, data = hist[at]
+            if end > acked:
+                break
+            self.hist_len -= len(data)
+            at += 1
+        self.forgot(at)
+
+    def forgot(self, at: int) -> None:
+        """The entries of `hist` before `at` are forgotten: dropped once they are all or most
+        of it (amortised: each entry is moved at most once on average)."""
+        hist = self.hist
+        if at >= len(hist):
+            if hist:
+                hist.clear()
+            self.hist_at = 0
+        elif at > 32 and 2 * at > len(hist):
+            del hist[:at]
+            self.hist_at = 0
+        else:
+            self.hist_at = at
+
+    def clear_hist(self) -> None:
+        self.hist.clear()
+        self.hist_at = 0
+        self.hist_len = 0
 
 
 class _Conn:
@@ -271,9 +307,8 @@ class TcpReassembler:
                 a = nxt + (((seg.ack - nxt + _HALF) & _MASK) - _HALF)
                 if a > p.acked and a - nxt < MAX_AHEAD:
                     p.acked = a
-                    hist = p.hist
-                    while hist and hist[0][0] <= a:
-                        p.hist_len -= len(hist.popleft()[1])
+                    if len(p.hist) > p.hist_at:
+                        p.forget_acked(a)
                     if a > nxt and (p.starts or (p.fin is not None and not p.done)):
                         self._resolve(p, packet, ts, out)
                         if p.done and h.done:
@@ -281,12 +316,16 @@ class TcpReassembler:
                             return out
         payload = seg.payload
         if payload:
-            nxt = h.nxt
-            if h.fast and not (seg.seq - nxt) & _MASK:  # in order
-                nxt += len(payload)
-                h.nxt = nxt
+            anchored = h.nxt
+            if anchored is None:  # (not after the check on the way in)
+                self._data(h, seg.seq, payload, packet, ts, out)
+                return out
+            at: int = anchored  # compiled, native arithmetic (not that of an optional int)
+            if h.fast and not (seg.seq - at) & _MASK:  # in order
+                at += len(payload)
+                h.nxt = at
                 out.append(StreamData(h.cid, h.direction, payload, packet, ts))
-                h.hist.append((nxt, payload))
+                h.hist.append((at, payload))
                 h.hist_len += len(payload)
                 if h.hist_len > HISTORY:
                     self._trim_hist(h)
@@ -463,7 +502,8 @@ class TcpReassembler:
             half.starts = []
             half.segs = {}
             half.came = {}
-            half.hist = deque()
+            half.hist = []
+            half.hist_at = 0
             half.fast = False
         if tombstone:
             closed = self._closed
@@ -509,9 +549,7 @@ class TcpReassembler:
         if a <= p.acked or a - nxt >= MAX_AHEAD:
             return
         p.acked = a
-        hist = p.hist
-        while hist and hist[0][0] <= a:
-            p.hist_len -= len(hist.popleft()[1])
+        p.forget_acked(a)
         if a > nxt and (p.starts or (p.fin is not None and not p.done)):
             self._resolve(p, packet, ts, out)
 
@@ -519,8 +557,12 @@ class TcpReassembler:
     def _trim_hist(h: _Half) -> None:
         """Forget the oldest delivered bytes down to half of `HISTORY` (amortised trimming)."""
         hist = h.hist
-        while hist and h.hist_len > HISTORY // 2:
-            h.hist_len -= len(hist.popleft()[1])
+        at = h.hist_at
+        n = len(hist)
+        while at < n and h.hist_len > HISTORY // 2:
+            h.hist_len -= len(hist[at][1])
+            at += 1
+        h.forgot(at)
 
     def _data(
         self,
@@ -598,8 +640,7 @@ class TcpReassembler:
         )
         h.nxt = to
         h.firm = True
-        h.hist.clear()
-        h.hist_len = 0
+        h.clear_hist()
         if h.fin is not None and to == h.fin:
             self._reach_fin(h)
 
@@ -614,8 +655,7 @@ class TcpReassembler:
         h.segs.clear()
         h.came.clear()
         h.buffered = 0
-        h.hist.clear()
-        h.hist_len = 0
+        h.clear_hist()
 
     def _mismatch(self, h: _Half, packet: int) -> None:
         h.mismatch = True
@@ -631,14 +671,16 @@ class TcpReassembler:
 
     def _check_hist(self, h: _Half, pos: int, data: bytes, packet: int) -> None:
         """Compare `data` at `pos` (all before `h.nxt`) with remembered delivered bytes."""
-        if not h.hist:
+        hist = h.hist
+        if h.hist_at >= len(hist):
             return
         lo = max(pos, _pos(h) - h.hist_len)
         hi = pos + len(data)
         if lo >= hi:
             return
         pieces = []
-        for end, d in h.hist:
+        for k in range(h.hist_at, len(hist)):
+            end, d = hist[k]
             start = end - len(d)
             if end <= lo:
                 continue

@@ -96,7 +96,7 @@ class Decoder:
         if ctx.findings and name is not None and _ill_typed(ctx.findings):
             fields = composites.well_typed(name, fields)  # what the bookkeeping computes with
         if name == "transfer":  # most frames: called by name, compiled a direct C call
-            self._transfer(frame, fields, buf, pos, ctx.findings)
+            self._transfer(frame, fields, buf, pos, ctx.findings, None, ctx)
             if ctx.findings:
                 frame.findings.extend(ctx.findings)
             return
@@ -159,12 +159,16 @@ class Decoder:
         pos: int,
         notes: list[Finding],
         head: Callable[[], int] | None = None,
+        ctx: Context | None = None,
     ) -> None:
+        """`ctx`: the frame's decoding pass, whose findings `notes` are (`decode`); a message
+        the frame holds whole goes on with it (`decode_message`)."""
         handle = fields.get("handle")
         if type(handle) is not int:
             return
         key = (frame.channel, handle)
-        delivery = self.deliveries.get(key)
+        # most transfers are a whole delivery: no delivery in progress anywhere to look up
+        delivery = self.deliveries.get(key) if self.deliveries else None
         delivery_id = fields.get("delivery-id")
         if delivery is not None and delivery_id is not None and delivery_id != delivery.delivery_id:
             notes.append(
@@ -199,7 +203,7 @@ class Decoder:
                         "transfers": 1,
                     }
                     fmt = fields.get("message-format")
-                    self._message(frame, key, meta, fmt, buf, pos, end, notes, head)
+                    self._message(frame, key, meta, fmt, buf, pos, end, notes, head, ctx)
                 return
             delivery = self.deliveries[key] = _Delivery(fields, frame)
         delivery.add(buf[pos:end])
@@ -246,12 +250,14 @@ class Decoder:
         end: int,
         notes: list[Finding],
         head: Callable[[], int] | None = None,
+        ctx: Context | None = None,
     ) -> None:
         """The delivery's message (`meta`: its id, tag and transfers; `key`: its channel and
         handle) is `buf[start:end]`; with `head`, `buf` is a logged transfer's payload, which
         `head()` bytes of frame header and performative would precede (the offsets its findings
-        name)."""
-        if fmt not in (0, None):  # not the standard message format: bytes as they are
+        name); with `ctx`, `buf` is the frame's bytes and `ctx` its decoding pass, whose
+        findings (`notes`) the message's join."""
+        if not (fmt is None or fmt == 0):  # not the standard message format: bytes as they are
             if self.redact_bodies:
                 frame.message = meta | {"size": end - start, "redacted": True}
             else:
@@ -267,6 +273,7 @@ class Decoder:
             show_secrets=self.show_secrets,
             redact_bodies=self.redact_bodies,
             into=meta if head is None else dict(meta),
+            ctx=ctx if head is None else None,
         )
         if found and head is not None:  # offsets as they would be in the frame's bytes
             pad = head()

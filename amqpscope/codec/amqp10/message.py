@@ -26,6 +26,7 @@ from amqpscope.codec.amqp10.types import (
     DESCRIBED,
     LISTS,
     MAPS,
+    MAX_ZERO_WIDTH_ELEMENTS,
     READERS,
     SMALL_ULONG,
     Context,
@@ -138,10 +139,21 @@ def decode_message(
     show_secrets: bool = False,
     redact_bodies: bool = False,
     into: dict[str, Any] | None = None,
+    ctx: Context | None = None,
 ) -> tuple[dict[str, Any], list[Finding]]:
     """The message whose sections are `buf[start:end]`, and findings (offsets named `where`).
-    Its keys are added to `into` (the delivery's, ahead of them) when given. Never raises."""
-    ctx = Context(buf, where)
+    Its keys are added to `into` (the delivery's, ahead of them) when given. Never raises.
+
+    `ctx`: the decoding pass of the frame that holds the message (a transfer's performative,
+    `buf` its bytes, offsets named as `where` names them), which the message's pass goes on
+    (one context a frame, not two): its findings go on `ctx.findings`, after the frame's, and
+    none are returned."""
+    if ctx is not None and ctx.buf is buf and ctx.where == where:
+        ctx.zero_width = MAX_ZERO_WIDTH_ELEMENTS  # a budget of its own, as a new pass has
+        shared = True
+    else:
+        ctx = Context(buf, where)
+        shared = False
     message: dict[str, Any] = {} if into is None else into
     message["size"] = end - start
     names: list[str] = []
@@ -173,7 +185,7 @@ def decode_message(
         message["request-reply"] = pattern
         if pattern.get("operation") == "put-token" and not show_secrets:
             _redact_body(message)
-    return message, ctx.findings
+    return message, [] if shared else ctx.findings
 
 
 class _Body:

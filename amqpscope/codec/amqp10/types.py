@@ -245,16 +245,24 @@ def _variable(enc: spec.Encoding) -> Reader:
 
 # -- compound: list and map; array -------------------------------------------------------------
 def _compound_header(
-    ctx: Context, off: int, end: int, depth: int, width: int, unpack: Any, what: str
+    ctx: Context, off: int, end: int, depth: int, width: int, what: str
 ) -> tuple[int, int, int]:
     """(first element position, end of the value, element count), checked against the bytes
-    that are there: each element needs at least its constructor byte."""
+    that are there: each element needs at least its constructor byte. The size and count
+    fields (`width` bytes each, big-endian) are read byte by byte: compiled, native arithmetic,
+    not a call to a struct's unpack and the tuple it makes."""
     if depth >= MAX_DEPTH:
         raise Malformed(off - 1, f"values nested deeper than {MAX_DEPTH}")
     start = off + 2 * width
     if start > end:
         raise _short(f"{what} header", 2 * width, off, end)
-    size, count = unpack(ctx.buf, off)
+    buf = ctx.buf
+    if width == 1:
+        size = buf[off]
+        count = buf[off + 1]
+    else:
+        size = buf[off] << 24 | buf[off + 1] << 16 | buf[off + 2] << 8 | buf[off + 3]
+        count = buf[off + 4] << 24 | buf[off + 5] << 16 | buf[off + 6] << 8 | buf[off + 7]
     stop = off + width + size
     if stop > end:
         raise Malformed(off, f"{what} of {size} bytes runs past the end ({end - off - width} left)")
@@ -272,10 +280,9 @@ COMPOUND32: Final = struct.Struct(">II").unpack_from
 
 def _list(enc: spec.Encoding) -> Reader:
     width = enc.width
-    unpack = COMPOUND8 if width == 1 else COMPOUND32
 
     def read(ctx: Context, off: int, end: int, depth: int) -> tuple[Any, int]:
-        pos, stop, count = _compound_header(ctx, off, end, depth, width, unpack, "list")
+        pos, stop, count = _compound_header(ctx, off, end, depth, width, "list")
         buf = ctx.buf
         out: list[Any] = []
         append = out.append
@@ -294,20 +301,17 @@ def _list(enc: spec.Encoding) -> Reader:
 
 def _map(enc: spec.Encoding) -> Reader:
     width = enc.width
-    unpack = COMPOUND8 if width == 1 else COMPOUND32
 
     def read(ctx: Context, off: int, end: int, depth: int) -> tuple[Any, int]:
-        return read_map(ctx, off, end, depth, width, unpack)
+        return read_map(ctx, off, end, depth, width)
 
     return read
 
 
-def read_map(
-    ctx: Context, off: int, end: int, depth: int, width: int, unpack: Any
-) -> tuple[Any, int]:
-    """A map whose size and count fields are `width` bytes each (read by `unpack`); compiled,
-    `read_at` calls it directly (application-properties, annotations)."""
-    pos, stop, count = _compound_header(ctx, off, end, depth, width, unpack, "map")
+def read_map(ctx: Context, off: int, end: int, depth: int, width: int) -> tuple[Any, int]:
+    """A map whose size and count fields are `width` bytes each; compiled, `read_at` calls it
+    directly (application-properties, annotations)."""
+    pos, stop, count = _compound_header(ctx, off, end, depth, width, "map")
     if count % 2:
         ctx.note("amqp10.bad-encoding", off, f"map with an odd count of {count} elements")
     buf = ctx.buf
@@ -549,9 +553,9 @@ def read_at(ctx: Context, ctor: int, off: int, end: int, depth: int) -> tuple[An
             raw = buf[off]
             return (raw - 256 if raw > 127 else raw), off + 1
     elif kind == _BY_MAP8:
-        return read_map(ctx, off, end, depth, 1, COMPOUND8)
+        return read_map(ctx, off, end, depth, 1)
     elif kind == _BY_MAP32:
-        return read_map(ctx, off, end, depth, 4, COMPOUND32)
+        return read_map(ctx, off, end, depth, 4)
     return READERS[ctor](ctx, off, end, depth)
 
 

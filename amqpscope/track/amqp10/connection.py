@@ -46,7 +46,7 @@ from amqpscope.track.amqp10.rules import (
     serial_add,
     serial_diff,
 )
-from amqpscope.track.amqp10.session import Session
+from amqpscope.track.amqp10.session import Half, Session
 from amqpscope.track.amqp10.transaction import Transactions
 from amqpscope.track.transport import transport_summary, transport_text
 
@@ -80,6 +80,9 @@ KEEP_LINKS: Final = (
 )
 NOTES: Final = 50  # things a mid-stream capture could not know, listed (the rest counted)
 _TRANSFER_ROLE: Final = ROLE_REQUIRED["transfer"]  # the role of a link's sending end
+#: whether the tables allow a transfer on a mapped session, on an attached link (they do)
+_TRANSFER_MAPPED: Final = SESSION_TRANSITIONS[MAPPED].get("transfer") is not None
+_TRANSFER_ATTACHED: Final = LINK_TRANSITIONS[ATTACHED].get("transfer") is not None
 
 
 @final
@@ -216,11 +219,11 @@ class ConnectionTracker:
         self._timing(me, frame, kind, state, out)
         if kind == "performative" or kind == "heartbeat":
             self._limits(me, frame, out)
+        if name == "transfer":  # most frames: called by name, compiled a direct C call
+            self._transfer_checked(me, frame, out)
+            return out
         if name in SESSION_LEVEL:
             self._check_session(me, frame, out)
-        if name == "transfer":  # most frames: called by name, compiled a direct C call
-            self._transfer(side, frame, out)
-            return out
         handler = self.handlers.get(name)
         if handler is not None:
             handler(side, frame, out)
@@ -686,6 +689,26 @@ class ConnectionTracker:
 
     # --- deliveries ---------------------------------------------------------------------------
 
+    def _transfer_checked(self, me: Side, frame: Frame, out: list[Finding]) -> None:
+        """A transfer: `_check_session`, then `_transfer`. The usual one (on a channel `me`
+        began, a handle it attached, both of which the tables allow a transfer on) finds its
+        session and link once, not once to check them and again to use them."""
+        channel = frame.channel
+        session = me.channels.get(channel) if channel is not None else None
+        if session is not None and _TRANSFER_MAPPED:
+            handle = frame.fields.get("handle")
+            if handle is not None:
+                side = me.name
+                half = session.half[side]
+                link = half.handles.get(handle)
+                if link is not None and _TRANSFER_ATTACHED:
+                    if self.noted:
+                        self.noted.discard(("link", side, channel, handle, DETACHED))
+                    self._transfer_on(session, half, link, side, frame, out)
+                    return
+        self._check_session(me, frame, out)
+        self._transfer(me.name, frame, out)
+
     def _transfer(self, side: str, frame: Frame, out: list[Finding]) -> None:
         session = self._session(side, frame, out)
         if session is None:
@@ -693,6 +716,12 @@ class ConnectionTracker:
         link = self._link(session, side, frame, out)
         if link is None:
             return
+        self._transfer_on(session, session.half[side], link, side, frame, out)
+
+    def _transfer_on(
+        self, session: Session, half: Half, link: Link, side: str, frame: Frame, out: list[Finding]
+    ) -> None:
+        """A transfer from `side` on `link` (`half`: `side`'s half of `session`)."""
         fields = frame.fields
         if link.sender is None:
             link.sender = side  # inferred link: a transfer shows who sends
@@ -705,7 +734,6 @@ class ConnectionTracker:
                 frame,
                 f"transfer on {link.label()} from {side}, its receiving end",
             )
-        half = session.half[side]
         window = half.transferred(frame.ts)
         if window is not None and window <= 0:
             self._violation(
@@ -722,7 +750,7 @@ class ConnectionTracker:
         settled = bool(fields.get("settled"))
         delivery = link.current
         if delivery is None:
-            delivery = self._first_transfer(session, link, side, frame, settled, out)
+            delivery = self._first_transfer(session, half, link, side, frame, settled, out)
         elif settled and half.deliveries.get(delivery.id) is delivery:
             self._settle(session, delivery, frame.ts)  # the sender settled it mid-delivery
         if fields.get("aborted"):
@@ -739,6 +767,7 @@ class ConnectionTracker:
     def _first_transfer(
         self,
         session: Session,
+        half: Half,
         link: Link,
         side: str,
         frame: Frame,
@@ -746,7 +775,6 @@ class ConnectionTracker:
         out: list[Finding],
     ) -> Delivery:
         fields = frame.fields
-        half = session.half[side]
         did = fields.get("delivery-id")
         if did is None:
             did = half.next_delivery if half.next_delivery is not None else 0
@@ -797,8 +825,9 @@ class ConnectionTracker:
             link.no_credit_run = False
         if resume:
             link.resumed += 1
-        mode = (link.attach[side] or {}).get("snd-settle-mode")
-        required = SETTLED_REQUIRED.get(mode)  # type: ignore[arg-type]
+        attach = link.attach[side]
+        mode = attach.get("snd-settle-mode") if attach is not None else None
+        required = SETTLED_REQUIRED.get(mode) if mode is not None else None
         if required is not None and settled != required:
             self._violation(
                 out,
@@ -877,11 +906,29 @@ class ConnectionTracker:
                     "never transferred on this session",
                 )
             )
+        disposed = state if isinstance(state, dict) else None
+        if not settled:
+            if disposed is not None:
+                for delivery in matched:
+                    self._apply_state(session, delivery, disposed, frame, out)
+            return
+        # settled: each link's unsettled level is set once, after the range (every delivery
+        # forgotten here lowers it at this same time: its last value is all the series keeps)
+        ts = frame.ts
+        lowered: list[Link] = []
         for delivery in matched:
-            if isinstance(state, dict):
-                self._apply_state(session, delivery, state, frame, out)
-            if settled:
-                self._settle(session, delivery, frame.ts)
+            if disposed is not None:
+                self._apply_state(session, delivery, disposed, frame, out)
+            link = delivery.link
+            if self._forget(session, delivery, level=False) and (
+                not lowered or lowered[-1] is not link
+            ):
+                lowered.append(link)
+            link.settled += 1
+            link.latency.add(ts - delivery.ts)
+            link.latency_series.add(ts, ts - delivery.ts)
+        for link in lowered:
+            link.unsettled_series.set(ts, len(link.unsettled))
 
     def _apply_state(
         self, session: Session, delivery: Delivery, state: dict[str, Any], frame: Frame, out: list
@@ -933,18 +980,25 @@ class ConnectionTracker:
         link.latency.add(ts - delivery.ts)
         link.latency_series.add(ts, ts - delivery.ts)
 
-    def _forget(self, session: Session, delivery: Delivery, left: bool = False) -> None:
-        """Drop a delivery from the unsettled maps (settled, aborted, or replaced)."""
+    def _forget(
+        self, session: Session, delivery: Delivery, left: bool = False, level: bool = True
+    ) -> bool:
+        """Drop a delivery from the unsettled maps (settled, aborted, or replaced); whether its
+        link's unsettled count went down (then set in its series now, unless not `level`)."""
         half = session.half[delivery.sender]
         if half.deliveries.get(delivery.id) is delivery:
             del half.deliveries[delivery.id]
         link = delivery.link
         key = delivery.tag if delivery.tag is not None else f"#{delivery.id}"
+        lowered = False
         if link.unsettled.get(key) is delivery:
             del link.unsettled[key]
-            link.unsettled_series.set(self.ts, len(link.unsettled))
+            lowered = True
+            if level:
+                link.unsettled_series.set(self.ts, len(link.unsettled))
         if left:
             link.left += 1
+        return lowered
 
     # --- stalls, violations, notes ------------------------------------------------------------
 
