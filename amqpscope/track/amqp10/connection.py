@@ -238,6 +238,7 @@ class ConnectionTracker:
             return out
         fields = frame.fields
         self.transport_end = {"event": fields.get("event"), "by": fields.get("by")}
+        self.ts = max(self.ts, frame.ts)  # a stall open until now lasted until the TCP end
         state = self._state()
         if state not in ("open", "opening"):
             return out
