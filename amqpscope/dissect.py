@@ -22,7 +22,7 @@ from amqpscope.capture.packet import RawPacket, Segment
 from amqpscope.codec.connection import ConnectionCodec
 from amqpscope.codec.frames import TRANSPORT, Frame
 from amqpscope.codec.layers import LayerContext
-from amqpscope.findings import Finding, finding
+from amqpscope.findings import Finding, finding, gap_message
 from amqpscope.stream.events import C2S, S2C, StreamClose, StreamData, StreamGap, StreamOpen
 from amqpscope.stream.tcp import TcpReassembler
 
@@ -336,8 +336,8 @@ class Dissector:
     def _gap_note(self, conn: Connection, event: StreamGap) -> Finding:
         """The `tcp.gap` finding a gap rides on; it says so when the snap length cut the payload
         of a packet of this direction."""
-        what = f"{event.missing} bytes of {event.direction} not captured"
         c2s = (event.direction == C2S) != conn.flipped
+        what = gap_message(event.missing, "c2s" if c2s else "s2c")
         flow = (conn.client, conn.server) if c2s else (conn.server, conn.client)
         cuts = self.cut.get(flow)
         if cuts:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from ..findings import Finding, finding
-from .packet import RawPacket, Segment
+from .packet import CUT, RawPacket, Segment
 
 __all__ = ["LINKTYPES", "SegmentDecoder"]
 
@@ -281,6 +281,9 @@ class SegmentDecoder:
         n = len(pkt.data)
         if seg is not None and pkt.wirelen <= n:
             self._malformed(pkt, f"IPv{version} length says {end} bytes, the packet has {n}")
+        elif seg is not None:  # the headers whole, the payload cut short
+            seg.cut = end - n
+            seg.flags |= CUT
         return seg
 
     def _ipv4(self, pkt: RawPacket, data: bytes, off: int) -> Segment | None:

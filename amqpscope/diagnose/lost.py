@@ -11,28 +11,29 @@ for everything else said about it (Wireshark's "previous segment not captured", 
 
 from __future__ import annotations
 
-import re
 from typing import Final
 
 from amqpscope.diagnose.evidence import Evidence, Seen
 from amqpscope.diagnose.model import Diagnosis, make
+from amqpscope.findings import gap_lost
 
 #: gap frames named in a diagnosis
 LISTED: Final = 8
-#: "21 bytes of c2s not captured" (dissect's `tcp.gap` text on the frame after the hole)
-_BYTES: Final = re.compile(r"(\d+) bytes")
 #: who sends in each direction, in words
 SENDER: Final = {"c2s": "the client", "s2c": "the server"}
 
 
-def gaps(ev: Evidence, conn: int, direction: str | None = None) -> list[tuple[Seen, int]]:
-    """The frames that came right after bytes the capture lost, with how many bytes (0 when
-    the finding does not say), in frame order; of one direction when given."""
+def gaps(
+    ev: Evidence, conn: int, direction: str | None = None
+) -> list[tuple[Seen, int, str | None]]:
+    """The frames that came right after bytes the capture lost (of either direction: the
+    connection's next frame), with how many bytes (0 when the finding does not say) and which
+    direction lost them, in frame order; of one direction when given."""
     out = []
     for placed in ev.found(conn, "tcp.gap"):
-        if direction is None or placed.frame.direction == direction:
-            match = _BYTES.match(placed.finding.message)
-            out.append((placed.frame, int(match.group(1)) if match else 0))
+        missing, lost = gap_lost(placed.finding, placed.frame.direction)
+        if direction is None or lost == direction:
+            out.append((placed.frame, missing, lost))
     return out
 
 
@@ -44,7 +45,7 @@ def caveat(
     "never"."""
     later = [
         (seen, n)
-        for seen, n in gaps(ev, conn, direction)
+        for seen, n, _lost in gaps(ev, conn, direction)
         if seen.ts >= since and (until is None or seen.ts <= until)
     ]
     if not later:
@@ -69,13 +70,13 @@ def lost_bytes(conn: int, ev: Evidence) -> list[Diagnosis]:
         return []
     sides = []
     for direction in ("c2s", "s2c"):
-        mine = [(seen, n) for seen, n in found if seen.direction == direction]
+        mine = [(seen, n) for seen, n, lost in found if lost == direction]
         if mine:
             total = sum(n for _seen, n in mine)
             holes = f"{len(mine)} hole{'s' if len(mine) > 1 else ''}"
             sides.append(f"{total} bytes {SENDER[direction]} sent ({holes})")
     first, last = found[0][0], found[-1][0]
-    frames = [seen.number for seen, _n in found[:LISTED]]
+    frames = [seen.number for seen, _n, _lost in found[:LISTED]]
     return [
         make(
             "capture.bytes-lost",
