@@ -22,7 +22,7 @@ from amqpscope.capture.packet import RawPacket, Segment
 from amqpscope.codec.connection import ConnectionCodec
 from amqpscope.codec.frames import TRANSPORT, Frame
 from amqpscope.codec.layers import LayerContext
-from amqpscope.findings import Finding, finding, gap_message
+from amqpscope.findings import GAP_SNAPPED, Finding, finding, gap_message
 from amqpscope.stream.events import C2S, S2C, StreamClose, StreamData, StreamGap, StreamOpen
 from amqpscope.stream.tcp import TcpReassembler
 
@@ -344,7 +344,7 @@ class Dissector:
             number, kept, size = cuts.popleft()
             if not cuts:
                 del self.cut[flow]
-            what += f": the snap length cut packet {number}'s payload ({kept} of {size} bytes kept)"
+            what += f": {GAP_SNAPPED} {number}'s payload ({kept} of {size} bytes kept)"
         return finding("tcp.gap", what, event.packet)
 
     def _close(self, conn: Connection, packet: int) -> list[Frame]:

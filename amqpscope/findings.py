@@ -206,6 +206,10 @@ def finding(
 GAP_LOST: Final = re.compile(r"(\d+) bytes of (c2s|s2c) not captured")
 
 
+#: what a `tcp.gap` says after it when the snap length cut the packet (not lost in transit)
+GAP_SNAPPED: Final = "the snap length cut packet"
+
+
 def gap_message(missing: int, direction: str) -> str:
     """The start of a `tcp.gap` finding's message (`GAP_LOST` reads it back)."""
     return f"{missing} bytes of {direction} not captured"

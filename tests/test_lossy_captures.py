@@ -150,3 +150,19 @@ def test_a_gap_names_the_direction_and_packet_the_snap_length_cut(tmp_path: Path
                 packet = int(f.message.split("cut packet ")[1].split("'")[0])
                 mine[packet] = lost
     assert theirs and mine == theirs
+
+
+def test_the_diagnosis_says_the_snap_length_cut_the_bytes(tmp_path: Path) -> None:
+    """Told from bytes lost in transit: the answer is to capture whole packets."""
+    path = cut(CAPTURES / "091-publish-consume.pcap", 120, tmp_path)
+    result = CliRunner().invoke(main, ["diagnose", "--json", str(path)])
+    assert result.exit_code == 0, result.output
+    (lost,) = [
+        d for d in json.loads(result.stdout)["diagnoses"] if d["code"] == "capture.bytes-lost"
+    ]
+    assert "snap length cut" in lost["explanation"] and "-s 0" in lost["explanation"]
+    assert lost["evidence"] == sorted(set(lost["evidence"]))
+    whole = CliRunner().invoke(
+        main, ["diagnose", "--json", str(CAPTURES / "091-publish-consume.pcap")]
+    )
+    assert "capture.bytes-lost" not in whole.stdout

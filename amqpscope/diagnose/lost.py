@@ -15,7 +15,7 @@ from typing import Final
 
 from amqpscope.diagnose.evidence import Evidence, Seen
 from amqpscope.diagnose.model import Diagnosis, make
-from amqpscope.findings import gap_lost
+from amqpscope.findings import GAP_SNAPPED, gap_lost
 
 #: gap frames named in a diagnosis
 LISTED: Final = 8
@@ -76,18 +76,31 @@ def lost_bytes(conn: int, ev: Evidence) -> list[Diagnosis]:
             holes = f"{len(mine)} hole{'s' if len(mine) > 1 else ''}"
             sides.append(f"{total} bytes {SENDER[direction]} sent ({holes})")
     first, last = found[0][0], found[-1][0]
-    frames = [seen.number for seen, _n, _lost in found[:LISTED]]
+    after = list(dict.fromkeys(seen.number for seen, _n, _lost in found))  # a frame may carry two
+    frames = after[:LISTED]
+    snapped = sum(GAP_SNAPPED in placed.finding.message for placed in ev.found(conn, "tcp.gap"))
+    why = (
+        f"The capture's snap length cut {snapped} of this connection's packets short: each kept"
+        " only its first bytes, and the rest of its payload is missing"
+        if snapped
+        else "Bytes of this connection are missing from the capture"
+    )
+    advice = (
+        "Capture whole packets: no snap length (tcpdump -s 0, dumpcap without -s)"
+        if snapped == len(found)
+        else "Capture with a larger buffer (tcpdump -B), no snap length (-s 0), from the start"
+        " of the connection, and on a less loaded host"
+    )
     return [
         make(
             "capture.bytes-lost",
             f"The capture lost {' and '.join(sides)} on this connection",
-            "Bytes of this connection are missing from the capture (the frames after the holes:"
-            f" {', '.join(map(str, frames))}{' ...' if len(found) > LISTED else ''}). amqpscope"
+            f"{why} (the frames after the holes:"
+            f" {', '.join(map(str, frames))}{' ...' if len(after) > LISTED else ''}). amqpscope"
             " found the next frame boundary and went on, but the frames in the lost bytes are"
             " not known: acks, settlements, credit, confirms or a close among them are not"
             " seen, so counts of this connection may be short and a diagnosis that something"
-            " never happened may be wrong. Capture with a larger buffer (tcpdump -B), no snap"
-            " length (-s 0), from the start of the connection, and on a less loaded host.",
+            f" never happened may be wrong. {advice}.",
             conn=conn,
             start=first.ts,
             duration=last.ts - first.ts,
