@@ -27,6 +27,8 @@ MAX_EPOCHS: Final = 4096
 #: blocked periods and heartbeat findings listed per connection
 MAX_PERIODS: Final = 64
 MAX_HEARTBEAT_FINDINGS: Final = 8
+#: server-side holes remembered per connection (`s2c_holes`)
+MAX_HOLES: Final = 256
 #: the product fields shown from connection.start / start-ok properties
 PRODUCT_KEYS: Final = ("product", "version", "platform", "cluster_name", "connection_name")
 TUNE_KEYS: Final = ("channel-max", "frame-max", "heartbeat")
@@ -99,6 +101,10 @@ class ConnectionTracker:
         # the capture lost bytes of this connection: a method whose cause may be in them (a
         # handshake step, an ack of a delivery lost) is adopted, not flagged
         self.lenient = False
+        # (from, to): times between which the server sent bytes the capture lost, learnt only
+        # at its next frame (to) after frames of the client's already read; what the client
+        # said meanwhile (an ack of a delivery in them) may answer them. The first MAX_HOLES
+        self.s2c_holes: list[tuple[float, float]] = []
 
     # -- frames in ------------------------------------------------------------------------------
     def feed(self, frame: Frame, out: list[Finding] | None = None) -> list[Finding]:
@@ -121,7 +127,7 @@ class ConnectionTracker:
         if last and self.heartbeat and self.state in rules.CONNECTION_LIVE:
             self._silence(direction, ts - last, out)
         if frame.findings:
-            self._lost(frame, out)
+            self._lost(frame, last)
         kind = frame.kind
         if kind == METHOD:
             if frame.channel:
@@ -181,8 +187,9 @@ class ConnectionTracker:
             )
 
     # -- channel 0 ------------------------------------------------------------------------------
-    def _lost(self, frame: Frame, out: list[Finding]) -> None:
-        """A `tcp.gap` on the frame: the direction it names lost bytes just before it."""
+    def _lost(self, frame: Frame, last: float) -> None:
+        """A `tcp.gap` on the frame: the direction it names lost bytes just before it (`last`:
+        when the frame's direction sent its previous frame)."""
         for f in frame.findings:
             if f.code != "tcp.gap":
                 continue
@@ -191,6 +198,8 @@ class ConnectionTracker:
                 self.lost_c2s = frame.ts
             else:
                 self.lost_s2c = frame.ts
+                if frame.direction == S2C and len(self.s2c_holes) < MAX_HOLES:
+                    self.s2c_holes.append((last, frame.ts))
             self.lenient = True
             for epoch in self.channels.values():
                 epoch.bytes_lost(lost or frame.direction)
