@@ -22,7 +22,7 @@ from amqpscope.capture.packet import RawPacket, Segment
 from amqpscope.codec.connection import ConnectionCodec
 from amqpscope.codec.frames import TRANSPORT, Frame
 from amqpscope.codec.layers import LayerContext
-from amqpscope.findings import Finding, finding
+from amqpscope.findings import GAP_SNAPPED, Finding, finding, gap_message
 from amqpscope.stream.events import C2S, S2C, StreamClose, StreamData, StreamGap, StreamOpen
 from amqpscope.stream.tcp import TcpReassembler
 
@@ -336,15 +336,15 @@ class Dissector:
     def _gap_note(self, conn: Connection, event: StreamGap) -> Finding:
         """The `tcp.gap` finding a gap rides on; it says so when the snap length cut the payload
         of a packet of this direction."""
-        what = f"{event.missing} bytes of {event.direction} not captured"
         c2s = (event.direction == C2S) != conn.flipped
+        what = gap_message(event.missing, "c2s" if c2s else "s2c")
         flow = (conn.client, conn.server) if c2s else (conn.server, conn.client)
         cuts = self.cut.get(flow)
         if cuts:
             number, kept, size = cuts.popleft()
             if not cuts:
                 del self.cut[flow]
-            what += f": the snap length cut packet {number}'s payload ({kept} of {size} bytes kept)"
+            what += f": {GAP_SNAPPED} {number}'s payload ({kept} of {size} bytes kept)"
         return finding("tcp.gap", what, event.packet)
 
     def _close(self, conn: Connection, packet: int) -> list[Frame]:

@@ -7,6 +7,7 @@ its severity, and `finding()` refuses a code that is not declared.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -198,3 +199,26 @@ def finding(
     """Make a finding for a declared `code` (its severity comes from `CODES`)."""
     severity, _ = CODES[code]
     return Finding(code, severity, message, packet, conn, frame)
+
+
+#: `tcp.gap`'s message begins "N bytes of DIRECTION not captured": the direction that lost
+#: them, which need not be that of the frame the finding rides (the connection's next frame)
+GAP_LOST: Final = re.compile(r"(\d+) bytes of (c2s|s2c) not captured")
+
+
+#: what a `tcp.gap` says after it when the snap length cut the packet (not lost in transit)
+GAP_SNAPPED: Final = "the snap length cut packet"
+
+
+def gap_message(missing: int, direction: str) -> str:
+    """The start of a `tcp.gap` finding's message (`GAP_LOST` reads it back)."""
+    return f"{missing} bytes of {direction} not captured"
+
+
+def gap_lost(f: Finding, default: str | None = None) -> tuple[int, str | None]:
+    """(bytes, direction) a `tcp.gap` finding says were lost; 0 and `default` when it does not
+    say (a finding from an older export)."""
+    match = GAP_LOST.match(f.message)
+    if match is None:
+        return 0, default
+    return int(match.group(1)), match.group(2)

@@ -353,12 +353,18 @@ def snaplen_cut(src: Path) -> tuple[Case, bytes]:
     cut = Packet(p.sec, p.usec, p.data[: p.payload_at + keep], p.wirelen)
     damaged = [*packets[:i], cut, *packets[i + 1 :]]
     at = first_after(damaged, (p.seq + keep) % (1 << 32), True)
+    # the IP length tells the cut at once: the gap rides the connection's next frame, of
+    # either direction: the next packet with data (its packets hold whole frames)
+    nxt = next(n for n in range(i + 1, len(damaged)) if damaged[n].payload)
     return Case(
         "snaplen-cut",
         P091,
         description=f"packet {i + 1}'s capture stops {keep} bytes into its TCP payload",
         findings={"capture.snaplen": 1, "tcp.gap": 1, "amqp.resync": 1},
-        where=[Where("tcp.gap", "c2s", at), Where("amqp.resync", "c2s", at)],
+        where=[
+            Where("tcp.gap", "c2s" if damaged[nxt].c2s else "s2c", nxt + 1),
+            Where("amqp.resync", "c2s", at),
+        ],
         says={
             "tcp.gap": f"cut packet {i + 1}'s payload ({keep} of {len(p.payload)} bytes kept)",
             "capture.snaplen": "packet",

@@ -10,6 +10,9 @@ Linux cooked SLL (113) and SLL2 (276), BSD loopback NULL (0, either byte order) 
 raw IP (101, 228 IPv4, 229 IPv6, and the old 12 / 14 DLT_RAW values; 12 is also OpenBSD's
 DLT_LOOP, told apart by the first byte). Any other link type: one ``link.unsupported`` finding
 per link type.
+
+Mirrored traffic in a tunnel is decoded as if captured itself: VXLAN (UDP 4789), Geneve (UDP
+6081) and GRE with IP, Ethernet or ERSPAN inside, as Wireshark decodes them by default.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from ..findings import Finding, finding
-from .packet import RawPacket, Segment
+from .packet import CUT, RawPacket, Segment
 
 __all__ = ["LINKTYPES", "SegmentDecoder"]
 
@@ -46,6 +49,20 @@ _AF_INET: Final = 2
 _AF_INET6: Final = frozenset((10, 23, 24, 28, 30))
 
 _TCP: Final = 6
+_UDP: Final = 17
+_GRE: Final = 47
+# Tunnels that carry a mirrored packet (the ports Wireshark decodes by default): VXLAN (RFC
+# 7348: AWS Traffic Mirroring, Azure virtual network TAP), Geneve (RFC 8926: AWS Gateway Load
+# Balancer), and GRE (RFC 2784/2890) with IP, Ethernet or ERSPAN (type I, II, III: a switch's
+# remote SPAN) inside.
+_VXLAN_PORT: Final = 4789
+_GENEVE_PORT: Final = 6081
+_TEB: Final = 0x6558  # transparent Ethernet bridging: an Ethernet frame follows
+_ERSPAN_2: Final = 0x88BE  # type I without GRE's sequence number, type II with it
+_ERSPAN_3: Final = 0x22EB
+#: outer headers longer than this open no further tunnel: nesting is bounded, a packet of
+#: tunnels in tunnels costs no more than this
+_MAX_TUNNEL_OFFSET: Final = 512
 # IPv6 extension headers laid out as (next header, length in 8-octet units - 1, ...).
 _IP6_EXT: Final = frozenset((0, 43, 60, 135, 139, 140, 253, 254))
 _IP6_FRAG: Final = 44
@@ -281,6 +298,9 @@ class SegmentDecoder:
         n = len(pkt.data)
         if seg is not None and pkt.wirelen <= n:
             self._malformed(pkt, f"IPv{version} length says {end} bytes, the packet has {n}")
+        elif seg is not None:  # the headers whole, the payload cut short
+            seg.cut = end - n
+            seg.flags |= CUT
         return seg
 
     def _ipv4(self, pkt: RawPacket, data: bytes, off: int) -> Segment | None:
@@ -296,6 +316,8 @@ class SegmentDecoder:
             return self._malformed(pkt, f"IPv4 options truncated (header length {hlen})")
         proto = data[off + 9]
         if proto != _TCP:
+            if proto in (_UDP, _GRE):
+                return self._tunnel4(pkt, data, off, hlen, proto)
             return None
         tlen = data[off + 2] << 8 | data[off + 3]
         ident = data[off + 4] << 8 | data[off + 5]
@@ -379,12 +401,76 @@ class SegmentDecoder:
                     return None
                 buf, first_nh = whole
                 return self._ipv6_chain(pkt, buf, 0, len(buf), first_nh, src, dst, True)
+            elif nh in (_UDP, _GRE):
+                return self._inside(pkt, data, off, end, nh)
             else:
-                return None  # UDP, ICMPv6, ESP, no next header, ...
+                return None  # ICMPv6, ESP, no next header, ...
             off += size
             if off > end:
                 return self._malformed(pkt, f"IPv6 extension header runs past the payload ({off})")
         return self._tcp(pkt, data, off, end, src, dst)
+
+    # -- tunnels -----------------------------------------------------------------------------
+
+    def _tunnel4(
+        self, pkt: RawPacket, data: bytes, off: int, hlen: int, proto: int
+    ) -> Segment | None:
+        """An IPv4 datagram of UDP or GRE: the packet inside, if it is a tunnel's."""
+        if data[off + 6] & 0x3F or data[off + 7]:  # a fragment: tunnels are not reassembled
+            return None
+        tlen = data[off + 2] << 8 | data[off + 3]
+        end = min(off + tlen, len(data)) if tlen else len(data)
+        return self._inside(pkt, data, off + hlen, end, proto)
+
+    def _inside(
+        self, pkt: RawPacket, data: bytes, off: int, end: int, proto: int
+    ) -> Segment | None:
+        """The packet a VXLAN, Geneve or GRE header at `off` carries (None: not a tunnel, or
+        one too deep); decoded as any other, so its TCP is followed as if captured itself."""
+        if off > _MAX_TUNNEL_OFFSET:
+            return None
+        if proto == _UDP:
+            if off + 16 > end:
+                return None
+            dport = data[off + 2] << 8 | data[off + 3]
+            off += 8
+            if dport == _VXLAN_PORT:
+                if not data[off] & 0x08:  # the I flag: a VNI, and an Ethernet frame follows
+                    return None
+                return self._ethernet_at(pkt, data, off + 8)
+            if dport == _GENEVE_PORT:
+                options = (data[off] & 0x3F) << 2
+                carried = data[off + 2] << 8 | data[off + 3]
+                return self._carried(pkt, data, carried, off + 8 + options)
+            return None
+        if off + 4 > end:
+            return None
+        flags = data[off] << 8 | data[off + 1]
+        if flags & 0x0007:  # GRE version 1 (PPTP's) or later
+            return None
+        carried = data[off + 2] << 8 | data[off + 3]
+        sequenced = flags & 0x1000
+        off += 4 + (4 if flags & 0x8000 else 0) + (4 if flags & 0x2000 else 0)
+        off += 4 if sequenced else 0
+        if carried == _ERSPAN_2:
+            return self._ethernet_at(pkt, data, off + 8 if sequenced else off)
+        if carried == _ERSPAN_3:
+            if off + 12 > end:
+                return None
+            subheader = 8 if data[off + 11] & 0x01 else 0  # O: a platform-specific subheader
+            return self._ethernet_at(pkt, data, off + 12 + subheader)
+        return self._carried(pkt, data, carried, off)
+
+    def _carried(self, pkt: RawPacket, data: bytes, carried: int, off: int) -> Segment | None:
+        """A tunnel's payload by its EtherType: an Ethernet frame, or IP (or a VLAN tag)."""
+        if carried == _TEB:
+            return self._ethernet_at(pkt, data, off)
+        return self._ethertype(pkt, data, carried, off)
+
+    def _ethernet_at(self, pkt: RawPacket, data: bytes, off: int) -> Segment | None:
+        if len(data) < off + 14:
+            return None
+        return self._ethertype(pkt, data, data[off + 12] << 8 | data[off + 13], off + 14)
 
     # -- fragments ---------------------------------------------------------------------------
 

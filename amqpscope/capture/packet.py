@@ -15,6 +15,9 @@ SYN: Final = 0x02
 RST: Final = 0x04
 PSH: Final = 0x08
 ACK: Final = 0x10
+#: not a TCP flag: the snap length cut this segment's payload (`Segment.cut` bytes are missing
+#: at its end); set above the flags byte, it sends the segment down reassembly's slow path
+CUT: Final = 0x1000
 
 
 # The hot records' __init__ is written out (init=False): under mypyc a dataclass's generated
@@ -55,6 +58,7 @@ class Segment:
     ack: int
     flags: int
     payload: bytes
+    cut: int  # payload bytes the snap length cut off its end (with the CUT flag)
 
     def __init__(
         self,
@@ -66,6 +70,7 @@ class Segment:
         ack: int,
         flags: int,
         payload: bytes,
+        cut: int = 0,
     ) -> None:
         self.packet = packet
         self.ts = ts
@@ -75,3 +80,4 @@ class Segment:
         self.ack = ack
         self.flags = flags
         self.payload = payload
+        self.cut = cut

@@ -187,6 +187,10 @@ class ConnectionCodec:
         self.is_amqp = False
         self.first_header_dir: str | None = None
         self.findings: list[Finding] = []  # findings no frame carries (reported at the end)
+        # `tcp.gap` notes not yet on a frame: they ride the connection's next frame of either
+        # direction, so a tracker knows of the loss before the peer's answer to what was lost
+        # (an ack of deliveries the capture lost), not when the lossy direction next frames
+        self.gap_notes: list[Finding] = []
         self.carriers = False  # note on each frame which packets carried it (`Frame.carriers`)
         # the first bytes of each direction until AMQP is found: what a connection that is not
         # AMQP was (`census`: HTTP, TLS, RabbitMQ streams...)
@@ -276,7 +280,7 @@ class ConnectionCodec:
         if framer.state == OPAQUE:
             return
         if note is not None:
-            framer.pending.append(note)
+            self.gap_notes.append(note)
         if framer.decoder is not None:
             framer.decoder.gap()
         framer.skipped += len(framer.buf) + missing
@@ -310,6 +314,8 @@ class ConnectionCodec:
                 self.findings.extend(framer.decoder.end())
             self.findings.extend(framer.pending)
             framer.pending.clear()
+        self.findings.extend(self.gap_notes)
+        self.gap_notes.clear()
         for slot in self.layers:
             finish = getattr(slot.layer, "end", None)  # optional: what the end left unfinished
             if finish is not None:
@@ -682,6 +688,9 @@ class ConnectionCodec:
         if framer.pending:
             frame.findings[:0] = framer.pending
             framer.pending = []
+        if self.gap_notes:
+            frame.findings[:0] = self.gap_notes
+            self.gap_notes = []
         out.append(frame)
 
     def _damaged(self, framer: Framer, packet: int, why: str) -> None:

@@ -707,12 +707,26 @@ def liveness(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
     return out
 
 
+def _in_a_hole(conn: ConnectionTracker, frame: Seen) -> bool:
+    """An ack of a tag not seen delivered, read while the server was sending bytes the capture
+    lost (known only at its next frame): the delivery was most likely in them, unless the
+    broker closed the channel for it (its close names the ack)."""
+    ts = frame.ts
+    if not any(start <= ts <= end for start, end in conn.s2c_holes):
+        return False
+    return not any(
+        e.close is not None and e.close.get("cause-frame") == frame.number for e in _epochs(conn)
+    )
+
+
 def violations(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
     out = []
     for code, (rule, section) in causes.VIOLATIONS.items():
         if not code.startswith("amqp091."):
             continue
         for placed in ev.found(conn.conn, code):
+            if code == "amqp091.unknown-delivery-tag" and _in_a_hole(conn, placed.frame):
+                continue
             who = _side(placed.frame.direction)
             out.append(
                 make(

@@ -54,6 +54,49 @@ def _flows(ev: Evidence, conn: int, session: Session, link: Link) -> list[Seen]:
     return sorted(out, key=lambda seen: seen.number)
 
 
+def _starving(link: Link) -> bool:
+    """At the end of the input the link's sender had messages waiting and no credit."""
+    credit = link.credit.credit
+    return credit is not None and credit <= 0 and bool(link.credit.available)
+
+
+def _starved_untimed(
+    conn: ConnectionTracker,
+    link: Link,
+    flows: list[Seen],
+    address: str | None,
+    channel: int | None,
+    sender: str,
+) -> Diagnosis:
+    """A link starved when an input without timestamps (Proton's trace) ended. Stalls are
+    listed from one second on, which such an input cannot show; a stall still on at its end is
+    worth saying, without a length: a dip to zero credit that the next flow refills is not."""
+    granted = [s for s in flows if s.fields.get("available")][-1:]
+    waiting = (
+        f" (its flow in frame {granted[0].number} reported"
+        f" {granted[0].fields['available']} available, {link.credit.available} still waiting)"
+        if granted
+        else ""
+    )
+    return make(
+        "credit.starved",
+        f"{link.label().capitalize()} had no credit when the log ended"
+        + (f" ({address})" if address else ""),
+        f"The {sender}'s end had messages to send{waiting} but its link-credit was 0, and it"
+        " was still waiting when the link, connection or log ended. The log has no"
+        " timestamps, so how long it waited is not known. The receiving"
+        f" {OTHER.get(sender, 'peer')} stopped issuing credit: a consumer that stopped calling"
+        " flow/receive, a full prefetch buffer, or a slow handler. Check the receiver's"
+        " credit window and its processing.",
+        conn=conn.conn,
+        channel=channel,
+        link=link.name,
+        queue=address,
+        evidence=[s.number for s in granted + flows[-1:]],
+        ongoing=True,
+    )
+
+
 def credit(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
     out = []
     for session, link in _links(conn):
@@ -96,6 +139,8 @@ def credit(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
                     ongoing=at_end,
                 )
             )
+        if not ev.timed and not link.credit.starvation.periods and _starving(link):
+            out.append(_starved_untimed(conn, link, flows, address, channel, sender))
         if link.credit.draining and link.ended is not None:
             out.append(
                 make(

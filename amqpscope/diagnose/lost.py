@@ -11,28 +11,29 @@ for everything else said about it (Wireshark's "previous segment not captured", 
 
 from __future__ import annotations
 
-import re
 from typing import Final
 
 from amqpscope.diagnose.evidence import Evidence, Seen
 from amqpscope.diagnose.model import Diagnosis, make
+from amqpscope.findings import GAP_SNAPPED, gap_lost
 
 #: gap frames named in a diagnosis
 LISTED: Final = 8
-#: "21 bytes of c2s not captured" (dissect's `tcp.gap` text on the frame after the hole)
-_BYTES: Final = re.compile(r"(\d+) bytes")
 #: who sends in each direction, in words
 SENDER: Final = {"c2s": "the client", "s2c": "the server"}
 
 
-def gaps(ev: Evidence, conn: int, direction: str | None = None) -> list[tuple[Seen, int]]:
-    """The frames that came right after bytes the capture lost, with how many bytes (0 when
-    the finding does not say), in frame order; of one direction when given."""
+def gaps(
+    ev: Evidence, conn: int, direction: str | None = None
+) -> list[tuple[Seen, int, str | None]]:
+    """The frames that came right after bytes the capture lost (of either direction: the
+    connection's next frame), with how many bytes (0 when the finding does not say) and which
+    direction lost them, in frame order; of one direction when given."""
     out = []
     for placed in ev.found(conn, "tcp.gap"):
-        if direction is None or placed.frame.direction == direction:
-            match = _BYTES.match(placed.finding.message)
-            out.append((placed.frame, int(match.group(1)) if match else 0))
+        missing, lost = gap_lost(placed.finding, placed.frame.direction)
+        if direction is None or lost == direction:
+            out.append((placed.frame, missing, lost))
     return out
 
 
@@ -44,7 +45,7 @@ def caveat(
     "never"."""
     later = [
         (seen, n)
-        for seen, n in gaps(ev, conn, direction)
+        for seen, n, _lost in gaps(ev, conn, direction)
         if seen.ts >= since and (until is None or seen.ts <= until)
     ]
     if not later:
@@ -69,24 +70,37 @@ def lost_bytes(conn: int, ev: Evidence) -> list[Diagnosis]:
         return []
     sides = []
     for direction in ("c2s", "s2c"):
-        mine = [(seen, n) for seen, n in found if seen.direction == direction]
+        mine = [(seen, n) for seen, n, lost in found if lost == direction]
         if mine:
             total = sum(n for _seen, n in mine)
             holes = f"{len(mine)} hole{'s' if len(mine) > 1 else ''}"
             sides.append(f"{total} bytes {SENDER[direction]} sent ({holes})")
     first, last = found[0][0], found[-1][0]
-    frames = [seen.number for seen, _n in found[:LISTED]]
+    after = list(dict.fromkeys(seen.number for seen, _n, _lost in found))  # a frame may carry two
+    frames = after[:LISTED]
+    snapped = sum(GAP_SNAPPED in placed.finding.message for placed in ev.found(conn, "tcp.gap"))
+    why = (
+        f"The capture's snap length cut {snapped} of this connection's packets short: each kept"
+        " only its first bytes, and the rest of its payload is missing"
+        if snapped
+        else "Bytes of this connection are missing from the capture"
+    )
+    advice = (
+        "Capture whole packets: no snap length (tcpdump -s 0, dumpcap without -s)"
+        if snapped == len(found)
+        else "Capture with a larger buffer (tcpdump -B), no snap length (-s 0), from the start"
+        " of the connection, and on a less loaded host"
+    )
     return [
         make(
             "capture.bytes-lost",
             f"The capture lost {' and '.join(sides)} on this connection",
-            "Bytes of this connection are missing from the capture (the frames after the holes:"
-            f" {', '.join(map(str, frames))}{' ...' if len(found) > LISTED else ''}). amqpscope"
+            f"{why} (the frames after the holes:"
+            f" {', '.join(map(str, frames))}{' ...' if len(after) > LISTED else ''}). amqpscope"
             " found the next frame boundary and went on, but the frames in the lost bytes are"
             " not known: acks, settlements, credit, confirms or a close among them are not"
             " seen, so counts of this connection may be short and a diagnosis that something"
-            " never happened may be wrong. Capture with a larger buffer (tcpdump -B), no snap"
-            " length (-s 0), from the start of the connection, and on a less loaded host.",
+            f" never happened may be wrong. {advice}.",
             conn=conn,
             start=first.ts,
             duration=last.ts - first.ts,

@@ -121,8 +121,8 @@ class Watch:
         for key in [k for k in self.reported if k not in current]:
             began = self.reported.pop(key)
             seen = self.seen.pop(key)
-            conn = tracker.connections.get(key[1])
-            out.append((ENDED, _ended(conn, key, began, now, seen, conn is None)))
+            gone = tracker.connections.get(key[1])
+            out.append((ENDED, _ended(gone, key, began, now, seen, gone is None)))
         return out
 
     def evicted(

@@ -77,7 +77,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from typing import Final
 
-from amqpscope.capture.packet import ACK, FIN, RST, SYN, Segment
+from amqpscope.capture.packet import ACK, CUT, FIN, RST, SYN, Segment
 from amqpscope.findings import Finding, finding
 from amqpscope.stream.events import (
     C2S,
@@ -109,7 +109,7 @@ MAX_CLOSED: Final = 1 << 16
 _MOD: Final = 1 << 32
 _MASK: Final = _MOD - 1
 _HALF: Final = 1 << 31
-_SLOW: Final = SYN | FIN | RST
+_SLOW: Final = SYN | FIN | RST | CUT
 
 
 class _Half:
@@ -431,8 +431,10 @@ class TcpReassembler:
                 h.zero_anchor = not payload
         if payload:
             self._data(h, seq, payload, packet, ts, out)
+        if flags & CUT:
+            self._snapped(h, seq, len(payload), seg.cut, packet, ts, out)
         if flags & FIN:
-            self._fin(h, (seq + len(payload)) & _MASK, packet, ts, out)
+            self._fin(h, (seq + len(payload) + seg.cut) & _MASK, packet, ts, out)
         self._refast(h)
         self._refast(p)
         if h.done and p.done:
@@ -624,6 +626,19 @@ class TcpReassembler:
             self._trim_hist(h)
         if h.fin is not None and end == h.fin:
             self._reach_fin(h)
+
+    def _snapped(
+        self, h: _Half, seq: int, kept: int, cut: int, packet: int, ts: float, out: list
+    ) -> None:
+        """The snap length cut `cut` bytes off the end of a segment: when what it kept ends
+        where the stream is now (it came in order), they are missing now, not at the next
+        segment or the peer's ack, so what follows the hole (in either direction) is read
+        knowing of it."""
+        if h.done or h.starts or cut <= 0:
+            return
+        nxt = _pos(h)
+        if (seq + kept - nxt) & _MASK == 0:
+            self._gap(h, nxt + cut, packet, ts, out, "cut by the snap length")
 
     def _gap(
         self, h: _Half, to: int, packet: int, ts: float, out: list[StreamEvent], why: str

@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +112,21 @@ def _register() -> None:
     )
     def s_log_proton_broker(ctx: Any) -> dict[str, Any]:
         return _client(ctx, "proton-broker", f"/amq/queue/{ctx.q()}")
+
+    @record.scenario(
+        "log-proton-starved",
+        "1.0",
+        "python-qpid-proton with PN_TRACE_FRM=1 against RabbitMQ's AMQP 1.0 plugin, SASL PLAIN: "
+        "a sender sends 10 messages (all accepted); a receiver that manages its own credit "
+        "(prefetch 0) grants 3, accepts the 3 it gets and grants no more, so the link starves "
+        "with 7 messages waiting; 2 s later the process exits without closing anything (as a "
+        "hung consumer that is killed), so the trace (log-proton-starved.log, which has no "
+        "timestamps) ends with the link still starved.",
+        setup=(("q", {}),),
+        queues=(),
+    )
+    def s_log_proton_starved(ctx: Any) -> dict[str, Any]:
+        return _client(ctx, "proton-starved", f"/amq/queue/{ctx.q()}")
 
     @record.scenario(
         "log-proton-p2p",
@@ -235,6 +251,65 @@ class BrokerRoundTrip(MessagingHandler):  # type: ignore[misc]
 
     def result(self) -> dict[str, Any]:
         return {**self.n, "sender_outcomes": self.outcomes, "receiver_outcomes": self.given}
+
+
+class StarvedReceiver(MessagingHandler):  # type: ignore[misc]
+    """Send N, then receive with credit for only the first few; exit while starved."""
+
+    STALL_SECONDS = 2.0
+
+    def __init__(self, address: str, count: int = 10, granted: int = 3) -> None:
+        super().__init__(prefetch=0, auto_accept=False)
+        self.address = address
+        self.count = count
+        self.granted = granted
+        self.n: dict[str, Any] = {"transfers_sent": 0, "accepted_by_broker": 0}
+        self.n.update(transfers_received=0, accepted=0, credit_granted=0)
+
+    def on_start(self, event: Any) -> None:
+        self.conn = event.container.connect(
+            "amqp://guest:guest@127.0.0.1:5672",
+            allowed_mechs="PLAIN",
+            allow_insecure_mechs=True,
+            reconnect=False,
+        )
+        self.sender = event.container.create_sender(self.conn, self.address)
+        self.timer = event.container.schedule(20, self)
+
+    def on_timer_task(self, event: Any) -> None:
+        if self.n["transfers_received"] == self.granted:  # starved for STALL_SECONDS: "killed"
+            self.n["waiting_at_exit"] = self.count - self.granted
+            self.n["starved_seconds"] = round(time.time() - self.starved, 6)
+            print(json.dumps(self.n), flush=True)
+            os._exit(0)  # no detach, end or close: the trace ends with the link starved
+        self.n["failure"] = "timed out"
+        self.conn.close()
+
+    def on_sendable(self, event: Any) -> None:
+        while event.sender.credit and self.n["transfers_sent"] < self.count:
+            i = self.n["transfers_sent"]
+            event.sender.send(Message(id=f"s{i}", body=f"starved message {i}"))
+            self.n["transfers_sent"] += 1
+
+    def on_accepted(self, event: Any) -> None:
+        self.n["accepted_by_broker"] += 1
+        if self.n["accepted_by_broker"] == self.count:
+            self.sender.close()
+            self.receiver = event.container.create_receiver(self.conn, self.address)
+            self.receiver.flow(self.granted)
+            self.n["credit_granted"] = self.granted
+
+    def on_message(self, event: Any) -> None:
+        self.n["transfers_received"] += 1
+        self.accept(event.delivery)
+        self.n["accepted"] += 1
+        if self.n["transfers_received"] == self.granted:
+            self.starved = time.time()  # its last credit used, 7 messages waiting
+            self.timer.cancel()
+            self.timer = event.container.schedule(self.STALL_SECONDS, self)
+
+    def result(self) -> dict[str, Any]:
+        return self.n
 
 
 class PeerToPeer(MessagingHandler):  # type: ignore[misc]
@@ -404,8 +479,13 @@ def _run_client(argv: list[str]) -> int:
         counts = (_pika_round_trip if kind == "pika-broker" else _pika_closed)(argv[1])
         print(json.dumps(counts))
         return 0 if "failure" not in counts else 1
-    handler: BrokerRoundTrip | PeerToPeer
-    handler = BrokerRoundTrip(argv[1]) if kind == "proton-broker" else PeerToPeer()
+    handler: BrokerRoundTrip | StarvedReceiver | PeerToPeer
+    if kind == "proton-broker":
+        handler = BrokerRoundTrip(argv[1])
+    elif kind == "proton-starved":
+        handler = StarvedReceiver(argv[1])
+    else:
+        handler = PeerToPeer()
     container = Container(handler)
     container.container_id = f"amqpscope-log-{kind}"
     container.run()

@@ -266,17 +266,29 @@ class Assembler:
     """The messages of one direction, one at most per channel. With `render` False (`summary`:
     no message is output) a message's body is left as bytes, `{"raw": ...}`."""
 
-    __slots__ = ("open", "redact", "render")
+    __slots__ = ("open", "redact", "render", "since_gap")
 
     def __init__(self, redact: bool = False, render: bool = True) -> None:
         self.open: dict[int, _Message] = {}
         self.redact = redact  # message bodies are counted, never kept
         self.render = render
+        # after bytes were lost: the channels that have had a method since (None: no loss).
+        # Content on any other channel may belong to a method in the lost bytes: not flagged
+        self.since_gap: set[int] | None = None
+
+    def gap(self) -> None:
+        """Bytes were lost: messages in progress cannot complete (the gap itself is reported
+        on the next frame), so they are dropped rather than reported as mismatches later; the
+        content frames right after the hole may be those of a method in it."""
+        self.open.clear()
+        self.since_gap = set()
 
     def method(self, frame: Frame, name: str, fields: dict[str, Any], content: bool) -> None:
         """A method on `frame.channel`: it ends any message still open there; a content method
         opens one."""
         channel = frame.channel or 0
+        if self.since_gap is not None:
+            self.since_gap.add(channel)
         pending = self.open.pop(channel, None)
         if pending is not None:
             frame.findings.append(_interrupted(pending, channel, name))
@@ -291,6 +303,8 @@ class Assembler:
             frame.findings.append(_interrupted(pending, channel, "a content header"))
             pending = None
         if pending is None:
+            if self._orphan(channel):
+                return
             frame.findings.append(
                 finding(UNEXPECTED, f"content header on channel {channel} follows no method")
             )
@@ -309,6 +323,8 @@ class Assembler:
         pending = self.open.get(channel)
         size = len(frame.data) - PAYLOAD - 1
         if pending is None or pending.properties is None:
+            if pending is None and self._orphan(channel):
+                return
             what = "no method" if pending is None else "no content header"
             frame.findings.append(
                 finding(UNEXPECTED, f"content body on channel {channel} follows {what}")
@@ -335,6 +351,11 @@ class Assembler:
                 )
             )
         frame.message = pending.to_json()
+
+    def _orphan(self, channel: int) -> bool:
+        """Content with no method, on a channel that had none since bytes were lost."""
+        since = self.since_gap
+        return since is not None and channel not in since
 
     def end(self) -> list[Finding]:
         out = [

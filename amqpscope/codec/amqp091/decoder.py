@@ -113,9 +113,8 @@ class Decoder:
         return self.assembler.end()
 
     def gap(self) -> None:
-        """Bytes were lost: messages in progress cannot complete (the gap itself is reported
-        on the next frame), so they are dropped rather than reported as mismatches later."""
-        self.assembler.open.clear()
+        """Bytes were lost: see `Assembler.gap`."""
+        self.assembler.gap()
 
     def _method(self, frame: Frame) -> None:
         data = frame.data

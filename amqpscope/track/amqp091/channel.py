@@ -133,6 +133,9 @@ class ChannelEpoch:
         self.number = number
         self.epoch = epoch  # 1 for the first use of the number in the capture, 2 after a reopen
         self.from_start = from_start  # False: adopted mid-stream, its start was not captured
+        # the capture lost bytes of its connection while it was open: a tag or a method the
+        # lost bytes may explain is counted, not flagged
+        self.lenient = False
         self.opened_frame = frame.number if from_start else None
         self.state = rules.CH_CLOSED if from_start else rules.CH_OPEN
         self.modes: set[str] = set()
@@ -228,6 +231,16 @@ class ChannelEpoch:
         elif self.s2c_content in ("basic.deliver", "basic.get-ok"):
             self.delivered_bytes += size
 
+    def bytes_lost(self, direction: str) -> None:
+        """The capture lost bytes of the connection (`direction`'s) while this use was open: a
+        tag, confirm or method the lost bytes may explain is counted, not flagged; publishes
+        lost in confirm mode leave the broker's numbering unknown, so confirms are counted
+        from here on, not matched (as when confirm mode was adopted)."""
+        self.lenient = True
+        if direction == C2S and rules.CONFIRM in self.modes and self.numbered:
+            self.numbered = False
+            self.unconfirmed.drain()
+
     # -- publishing ---------------------------------------------------------------------------
     def publish(self, frame: Frame, out: list[Finding]) -> None:
         self.publishes += 1
@@ -256,7 +269,7 @@ class ChannelEpoch:
         multiple = bool(fields.get("multiple"))
         nack = frame.name == "basic.nack"
         if rules.CONFIRM not in self.modes:
-            if self.from_start:
+            if self.from_start and not self.lenient:
                 out.append(
                     finding(
                         "amqp091.unexpected-method",
@@ -271,7 +284,8 @@ class ChannelEpoch:
             self.numbered = False
         settled = self.unconfirmed.settle(tag, multiple)
         if settled is None:
-            count = 0 if multiple or self.from_start else 1  # unknown: before the capture
+            # unknown: before the capture, or in bytes it lost
+            count = 0 if multiple or (self.from_start and not self.lenient) else 1
         else:
             count = len(settled)
             ts = frame.ts
@@ -491,9 +505,13 @@ class ChannelEpoch:
     def _settle(self, settle: tuple[str, int, bool, bool, int], ts: float, out: list) -> None:
         name, tag, multiple, requeue, number = settle
         settled = self.outstanding.settle(tag, multiple)
+        if settled is None and multiple and self.lenient:
+            settled = self.outstanding.through(tag)  # its own tag may be in the lost bytes
         if settled is None:
-            if not self.from_start and (tag < self.outstanding.first or not self.outstanding.first):
-                count = 0 if multiple else 1  # delivered before the capture started
+            if self.lenient or (
+                not self.from_start and (tag < self.outstanding.first or not self.outstanding.first)
+            ):
+                count = 0 if multiple else 1  # delivered before the capture, or in bytes lost
             else:
                 self.suspect = (number, name, tag)
                 out.append(

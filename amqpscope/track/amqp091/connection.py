@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from amqpscope.codec.amqp091 import peerprops
 from amqpscope.codec.frames import CONTENT_HEADER, HEARTBEAT, METHOD, PROTOCOL_HEADER, Frame
-from amqpscope.findings import Finding, finding
+from amqpscope.findings import Finding, finding, gap_lost
 from amqpscope.track.amqp091 import rules
 from amqpscope.track.amqp091.channel import COUNTS, METHODS, ChannelEpoch, close_info
 from amqpscope.track.transport import transport_summary, transport_text
@@ -27,6 +27,8 @@ MAX_EPOCHS: Final = 4096
 #: blocked periods and heartbeat findings listed per connection
 MAX_PERIODS: Final = 64
 MAX_HEARTBEAT_FINDINGS: Final = 8
+#: server-side holes remembered per connection (`s2c_holes`)
+MAX_HOLES: Final = 256
 #: the product fields shown from connection.start / start-ok properties
 PRODUCT_KEYS: Final = ("product", "version", "platform", "cluster_name", "connection_name")
 TUNE_KEYS: Final = ("channel-max", "frame-max", "heartbeat")
@@ -96,6 +98,13 @@ class ConnectionTracker:
         # sent after a time before that is "not seen" rather than "never sent"
         self.lost_c2s = -1.0
         self.lost_s2c = -1.0
+        # the capture lost bytes of this connection: a method whose cause may be in them (a
+        # handshake step, an ack of a delivery lost) is adopted, not flagged
+        self.lenient = False
+        # (from, to): times between which the server sent bytes the capture lost, learnt only
+        # at its next frame (to) after frames of the client's already read; what the client
+        # said meanwhile (an ack of a delivery in them) may answer them. The first MAX_HOLES
+        self.s2c_holes: list[tuple[float, float]] = []
 
     # -- frames in ------------------------------------------------------------------------------
     def feed(self, frame: Frame, out: list[Finding] | None = None) -> list[Finding]:
@@ -117,11 +126,8 @@ class ConnectionTracker:
             self.last_s2c = ts
         if last and self.heartbeat and self.state in rules.CONNECTION_LIVE:
             self._silence(direction, ts - last, out)
-        if frame.findings and any(f.code == "tcp.gap" for f in frame.findings):
-            if direction == C2S:
-                self.lost_c2s = ts
-            else:
-                self.lost_s2c = ts
+        if frame.findings:
+            self._lost(frame, last)
         kind = frame.kind
         if kind == METHOD:
             if frame.channel:
@@ -181,6 +187,23 @@ class ConnectionTracker:
             )
 
     # -- channel 0 ------------------------------------------------------------------------------
+    def _lost(self, frame: Frame, last: float) -> None:
+        """A `tcp.gap` on the frame: the direction it names lost bytes just before it (`last`:
+        when the frame's direction sent its previous frame)."""
+        for f in frame.findings:
+            if f.code != "tcp.gap":
+                continue
+            _missing, lost = gap_lost(f, frame.direction)
+            if lost == C2S:
+                self.lost_c2s = frame.ts
+            else:
+                self.lost_s2c = frame.ts
+                if frame.direction == S2C and len(self.s2c_holes) < MAX_HOLES:
+                    self.s2c_holes.append((last, frame.ts))
+            self.lenient = True
+            for epoch in self.channels.values():
+                epoch.bytes_lost(lost or frame.direction)
+
     def _connection(self, frame: Frame, direction: str, out: list[Finding]) -> None:
         name = frame.name
         key = (direction, name)
@@ -190,9 +213,11 @@ class ConnectionTracker:
             after = rules.CONNECTION_ANY_STATE.get(key)
             if after is not None and state == rules.CLOSING:
                 after = None  # crossed closes: stays CLOSING
+        if after is None and self.lenient:
+            after = rules.CONNECTION_ADOPTED.get(key)
         if after is None:
             allowed = rules.CONNECTION_STAYS.get(key)
-            if (allowed is None or state not in allowed) and self.from_start:
+            if (allowed is None or state not in allowed) and self.from_start and not self.lenient:
                 self.unexpected += 1
                 out.append(
                     finding(
@@ -306,7 +331,11 @@ class ConnectionTracker:
             if direction == C2S and name == "channel.open":
                 epoch = self._new_epoch(number, frame, True)
             else:
-                if self.from_start and self.state not in (rules.CLOSING, rules.CLOSED):
+                if (
+                    self.from_start
+                    and not self.lenient
+                    and self.state not in (rules.CLOSING, rules.CLOSED)
+                ):
                     self.unexpected += 1
                     out.append(
                         finding(
@@ -346,9 +375,9 @@ class ConnectionTracker:
             if handler is not None:
                 handler(epoch, frame, out)
             elif name.startswith("channel.") and name != "channel.flow-ok":
-                if not epoch.from_start:
-                    # adopted mid-stream (a capture started late, a log showing one side): the
-                    # frame that explains this one may simply not be in the input
+                if not epoch.from_start or epoch.lenient:
+                    # adopted mid-stream (a capture started late, a log showing one side) or
+                    # after lost bytes: the frame that explains this one may not be in the input
                     if name == "channel.close-ok":
                         epoch.state = rules.CH_CLOSED
                         epoch.end(frame.ts, "closed", out, self.lost_c2s, self.lost_s2c)

@@ -59,6 +59,19 @@ class Outstanding:
             return None
         return [note]
 
+    def through(self, tag: int) -> list[Any]:
+        """The notes of every outstanding tag up to `tag`, oldest first, settled: a `multiple`
+        whose own tag the capture lost (RabbitMQ would settle them; only its answer to an
+        unknown tag is not known)."""
+        tags = self.tags
+        out = []
+        while tags:
+            oldest = next(iter(tags))
+            if oldest > tag:
+                break
+            out.append(tags.pop(oldest))
+        return out
+
     def drain(self) -> list[Any]:
         """Everything outstanding (the channel ended); empties the map."""
         out = list(self.tags.values())

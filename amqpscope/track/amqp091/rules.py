@@ -69,6 +69,15 @@ CONNECTION_TRANSITIONS: Final[dict[str, dict[tuple[str, str], str]]] = {
     CLOSED: {},
     REFUSED: {},
 }
+#: after the capture lost bytes of a connection, the state a handshake method leads to, from
+#: whatever state the tracker had (the method that came before it may be in the lost bytes);
+#: derived from the transitions above, not a second list
+CONNECTION_ADOPTED: Final[dict[tuple[str, str], str]] = {
+    key: after
+    for moves in CONNECTION_TRANSITIONS.values()
+    for key, after in moves.items()
+    if key[1] != "protocol-header"
+}
 #: events that move any state but CLOSED (a close may cut the handshake short: refused login)
 CONNECTION_ANY_STATE: Final[dict[tuple[str, str], str]] = {
     (C2S, "connection.close"): CLOSING,

@@ -15,7 +15,7 @@ from typing import Any, Final, final
 from amqpscope.codec.amqp10.composites import TYPE_DAMAGE
 from amqpscope.codec.frames import Frame
 from amqpscope.codec.typed import typed_fields
-from amqpscope.findings import Finding, finding
+from amqpscope.findings import Finding, finding, gap_lost
 from amqpscope.track.amqp10.delivery import Delivery, error_of, error_text
 from amqpscope.track.amqp10.link import ENDED_AS, LEFT_LISTED, Link
 from amqpscope.track.amqp10.rules import (
@@ -26,6 +26,7 @@ from amqpscope.track.amqp10.rules import (
     CONNECTION_TRANSITIONS,
     CONNECTION_VIOLATION,
     DETACHED,
+    HEADER,
     LINK_TRANSITIONS,
     LINK_VIOLATION,
     MAPPED,
@@ -241,6 +242,7 @@ class ConnectionTracker:
             return out
         fields = frame.fields
         self.transport_end = {"event": fields.get("event"), "by": fields.get("by")}
+        self.ts = max(self.ts, frame.ts)  # a stall open until now lasted until the TCP end
         state = self._state()
         if state not in ("open", "opening"):
             return out
@@ -315,6 +317,12 @@ class ConnectionTracker:
 
     def _bytes_lost(self, frame: Frame) -> None:
         self.lenient = True
+        for f in frame.findings:
+            if f.code == "tcp.gap":
+                _missing, lost = gap_lost(f, frame.direction)
+                me = self.client_side if lost == "c2s" else self.server_side
+                if me.state in (START, HEADER):  # its open may be in the lost bytes
+                    me.state = UNKNOWN
         self._note(f"transfers, flows and settlements in bytes lost before frame {frame.number}")
         for session in self.sessions:
             for half in session.half.values():

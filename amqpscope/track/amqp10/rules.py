@@ -83,7 +83,8 @@ CONNECTION_TRANSITIONS: Final[dict[str, dict[str, str]]] = {
     },
     OPENED: {**dict.fromkeys(SESSION_FRAMES, OPENED), "heartbeat": OPENED, "close": CLOSED},
     CLOSED: {},
-    UNKNOWN: {
+    UNKNOWN: {  # mid-stream, or after lost bytes: the state is adopted from what comes
+        "protocol-header": HEADER,  # SASL's outcome was not seen: the AMQP header follows it
         **dict.fromkeys(SESSION_FRAMES, UNKNOWN),
         "heartbeat": UNKNOWN,
         "open": OPENED,
