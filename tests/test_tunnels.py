@@ -115,7 +115,8 @@ def test_a_udp_datagram_to_another_port_is_no_tunnel(tmp_path: Path) -> None:
 
 
 def test_tunnels_in_tunnels_end_at_a_bound(tmp_path: Path) -> None:
-    """GRE in GRE in ... 40 deep (960 bytes of outer headers): no recursion without end; the packet is simply not read."""
+    """GRE in GRE in ... 40 deep (960 bytes of outer headers): no recursion without end; the
+    packet is simply not read."""
     inner = scapy_all.rdpcap(str(CAPTURES / SOURCES[0]))[0][IP]
     for _ in range(40):
         inner = IP(src="10.9.0.1", dst="10.9.0.2") / GRE(proto=0x0800) / inner
