@@ -124,3 +124,16 @@ def test_tunnels_in_tunnels_end_at_a_bound(tmp_path: Path) -> None:
     scapy_all.wrpcap(str(path), [Ether() / inner])
     result = CliRunner().invoke(main, ["read", "--json", str(path)])
     assert result.exit_code == 0 and result.stdout == ""
+
+
+def test_the_planners_light_scan_leaves_tunnels_to_the_decoder(tmp_path: Path) -> None:
+    """The Spark planner's light scan reads TCP over IP alone: a file with tunnels falls back
+    to the full scan (the segment decoder's), whose plan is the capture's own."""
+    from amqpscope.pipeline import lightscan, plan
+
+    source = CAPTURES / SOURCES[0]
+    path = wrapped(SOURCES[0], "vxlan", tmp_path)
+    assert lightscan.scan(str(path), str(path), str(path)) is None
+    mine = plan.full_scan(str(path), str(path), str(path))
+    theirs = plan.full_scan(str(source), str(source), str(source))
+    assert (mine.first_ts, mine.parts, mine.error) == (theirs.first_ts, theirs.parts, None)

@@ -23,6 +23,7 @@ from collections import OrderedDict
 from typing import Any, BinaryIO
 
 from amqpscope.capture.files import PCAP_MAGICS, PCAP_MAX_RECORD
+from amqpscope.capture.linklayer import TUNNEL_PROTOCOLS, TUNNEL_UDP_PORTS
 from amqpscope.capture.packet import ACK, FIN, RST, SYN
 from amqpscope.pipeline.plan import PROTOCOL_HEADER, Scan, file_parts, note_open, note_sequence
 from amqpscope.pipeline.stitch import flow_pair
@@ -36,6 +37,7 @@ _IPV4 = 0x0800
 _IPV6 = 0x86DD
 _VLAN = frozenset((0x8100, 0x88A8, 0x9100, 0x9200))
 _TCP = 6
+_UDP = 17
 #: bytes read at a time
 _BLOCK = 1 << 22
 
@@ -163,6 +165,10 @@ def _scan(capture: str, local: str, f: BinaryIO) -> Scan:
         if vihl >> 4 != 4 or hlen < 20 or o + hlen > end:
             raise _Unclean
         if proto != _TCP:
+            if proto in TUNNEL_PROTOCOLS and (
+                proto != _UDP or (data[o + hlen + 2] << 8 | data[o + hlen + 3]) in TUNNEL_UDP_PORTS
+            ):
+                raise _Unclean  # a tunnel: the segment decoder opens it
             continue
         if tlen < hlen or o + tlen > end or frag & 0x3FFF:
             raise _Unclean  # offload lengths, cut by the snap length, fragments

@@ -250,7 +250,8 @@ def full_scan(capture: str, local: str, here: str) -> Scan:
                 continue
             flags = segment.flags
             seq = segment.seq
-            after = (seq + len(segment.payload) + (flags & SYN and 1) + (flags & FIN and 1)) & _MASK
+            sent = len(segment.payload) + segment.cut  # with what a snap length cut off
+            after = (seq + sent + (flags & SYN and 1) + (flags & FIN and 1)) & _MASK
             note_sequence(seqs, conns, conn, known[0], seq, after)
         segments.flush()
         for event in tcp.flush():

@@ -24,7 +24,7 @@ import orjson
 
 from amqpscope.capture.files import CaptureError, open_capture
 from amqpscope.capture.linklayer import SegmentDecoder
-from amqpscope.capture.packet import FIN, SYN, RawPacket
+from amqpscope.capture.packet import FIN, SYN, RawPacket, Segment
 from amqpscope.codec.frames import TRANSPORT, Frame
 from amqpscope.dissect import Dissector, endpoint_text
 from amqpscope.findings import Finding
@@ -837,16 +837,19 @@ def _edges(capture: str, local: str, dissector: Dissector) -> Iterator[Record]:
             for start, end, edge in wanted.get(pair, ()):  # type: ignore[call-overload]
                 if start <= packet.number < end:
                     kept.setdefault(edge.conn, []).append(packet)
-                    _sequence(edge, src, segment.seq, segment.payload, segment.flags)
+                    _sequence(edge, src, segment)
     for entries in wanted.values():
         for _, _, edge in entries:
             yield "edge", edge
             yield "packets", (capture, edge.conn, kept.get(edge.conn, []))
 
 
-def _sequence(edge: Edge, sender: str, seq: int, payload: bytes, flags: int) -> None:
-    """Note the first and the furthest next sequence number `sender` was seen at."""
-    after = (seq + len(payload) + (1 if flags & SYN else 0) + (1 if flags & FIN else 0)) % (1 << 32)
+def _sequence(edge: Edge, sender: str, segment: Segment) -> None:
+    """Note the first and the furthest next sequence number `sender` was seen at (a payload
+    the snap length cut counts whole: the sender sent it)."""
+    seq, flags = segment.seq, segment.flags
+    sent = len(segment.payload) + segment.cut
+    after = (seq + sent + (1 if flags & SYN else 0) + (1 if flags & FIN else 0)) % (1 << 32)
     seen = edge.seqs.get(sender)
     if seen is None:
         edge.seqs[sender] = [seq, after]
