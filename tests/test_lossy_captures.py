@@ -196,3 +196,25 @@ def test_acks_of_deliveries_a_dropped_packet_held_are_no_violation(tmp_path: Pat
         if f["code"] == "amqp091.unknown-delivery-tag"
     ]
     assert flagged, "the timeline, read in order, could not know yet"
+
+
+def test_a_capture_that_starts_inside_a_message_flags_none_of_its_content(
+    tmp_path: Path,
+) -> None:
+    """tcpdump started while a client was publishing a 100 KB message: the capture's first
+    frames are that message's bodies, whose method came before the capture. They are shown as
+    bodies, with no finding that they follow no method (editcap -r keeps packets from the
+    first body packet on)."""
+    source = CAPTURES / "091-large-body.pcap"
+    records = read_json(source)
+    bodies = [r["packet"] for r in records if r["name"] == "content-body"]
+    later = tmp_path / "late.pcap"
+    assert EDITCAP is not None
+    subprocess.run([EDITCAP, "-r", str(source), str(later), f"{bodies[1]}-100000"], check=True)
+    late = read_json(later)
+    assert late[0]["name"] == "content-body"
+    assert not [f for r in late for f in r.get("findings", []) if f["code"] in MADE_UP]
+    # a method after that is checked as ever: the next message's content is its own
+    assert [r["name"] for r in late].count("content-header") == [
+        r["name"] for r in records if r["packet"] > bodies[1]
+    ].count("content-header")

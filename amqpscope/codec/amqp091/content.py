@@ -272,8 +272,9 @@ class Assembler:
         self.open: dict[int, _Message] = {}
         self.redact = redact  # message bodies are counted, never kept
         self.render = render
-        # after bytes were lost: the channels that have had a method since (None: no loss).
-        # Content on any other channel may belong to a method in the lost bytes: not flagged
+        # after bytes were lost (or a capture that started mid-stream): the channels that have
+        # had a method since (None: no loss). Content on any other channel may belong to a
+        # method in the lost bytes (or before the capture): not flagged
         self.since_gap: set[int] | None = None
 
     def gap(self) -> None:
