@@ -45,6 +45,8 @@ MADE_UP = {
     "amqp10.unknown-delivery",
     "amqp10.unbegun-channel",
     "amqp10.unattached-handle",
+    "amqp10.bad-message",
+    "amqp10.delivery-id-reused",
 }
 #: every bundled capture but the encrypted ones (a cut TLS record is undecryptable as a whole)
 NAMES = sorted(
@@ -218,3 +220,42 @@ def test_a_capture_that_starts_inside_a_message_flags_none_of_its_content(
     assert [r["name"] for r in late].count("content-header") == [
         r["name"] for r in records if r["packet"] > bodies[1]
     ].count("content-header")
+
+
+@pytest.mark.parametrize("how", ["dropped", "late"])
+def test_a_large_10_message_missing_its_first_transfers_is_no_bad_message(
+    how: str, tmp_path: Path
+) -> None:
+    """10-large-message sends one 300 KB message in many transfers. A packet dropped in the
+    middle (editcap deletes it), or a capture started there (editcap -r): the transfers after
+    it are the rest of a message whose start is not known. They are counted as it, not read as
+    a message (which would be "not a section"), nor as a new delivery reusing its id."""
+    source = CAPTURES / "10-large-message.pcap"
+    records = read_json(source)
+    more = [
+        r["packet"]
+        for r in records
+        if r["name"] == "transfer" and r["fields"].get("more") and r["dir"] == "c2s"
+    ]
+    middle = more[len(more) // 2]
+    out = tmp_path / f"{how}.pcap"
+    assert EDITCAP is not None
+    args = [str(source), str(out), str(middle)] if how == "dropped" else []
+    if how == "late":
+        args = ["-r", str(source), str(out), f"{middle}-100000"]
+    subprocess.run([EDITCAP, *args], check=True)
+    lossy = read_json(out)
+    assert not [f for r in lossy for f in r.get("findings", []) if f["code"] in MADE_UP]
+    last = [r for r in lossy if r["name"] == "transfer" and not r["fields"].get("more")]
+    whole = [r for r in records if r["name"] == "transfer" and not r["fields"].get("more")]
+    assert len(last) == len(whole)
+    assert last[0]["message"]["truncated"] is True  # its start is not known: not decoded
+    # the rest of the message is no new delivery: the links' counts are the whole capture's
+    assert deliveries(out) == deliveries(source)
+
+
+def deliveries(path: Path) -> list[int]:
+    result = CliRunner().invoke(main, ["summary", "--json", str(path)])
+    assert result.exit_code == 0, result.output
+    conns = json.loads(result.stdout)["connections"]
+    return [link["deliveries"] for c in conns for s in c["sessions"] for link in s["links"]]

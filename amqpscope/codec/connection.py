@@ -648,6 +648,8 @@ class ConnectionCodec:
         if decoder is None or decoder.version != version:
             if version == "1.0":
                 decoder = Decoder10(self.show_secrets, self.messages, self.redact_bodies)
+                if self.first_header_dir is None:  # joined mid-stream: as after a gap
+                    decoder.gap()
             else:
                 decoder = Decoder091(version, self.show_secrets, self.redact_bodies, self.messages)
                 if self.first_header_dir is None:  # joined mid-stream: as after a gap

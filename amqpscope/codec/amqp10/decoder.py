@@ -42,7 +42,17 @@ OPEN_MECHANISMS: Final = frozenset(("ANONYMOUS", "EXTERNAL"))
 class _Delivery:
     """A delivery whose transfers are still arriving."""
 
-    __slots__ = ("chunks", "delivery_id", "first", "fmt", "frames", "kept", "size", "tag")
+    __slots__ = (
+        "chunks",
+        "delivery_id",
+        "first",
+        "fmt",
+        "frames",
+        "kept",
+        "partial",
+        "size",
+        "tag",
+    )
 
     def __init__(self, fields: dict[str, Any], first: Frame) -> None:
         self.delivery_id = fields.get("delivery-id")
@@ -53,6 +63,7 @@ class _Delivery:
         self.size = 0
         self.frames = 0
         self.kept = True
+        self.partial = False  # its first transfers were lost (or before the capture)
 
     def add(self, chunk: bytes) -> None:
         self.frames += 1
@@ -83,6 +94,10 @@ class Decoder:
         self.messages = messages
         self.links: dict[tuple[int | None, int], Link] = {}
         self.deliveries: dict[tuple[int | None, int], _Delivery] = {}
+        # after bytes were lost (or a capture that started mid-stream): the links (channel,
+        # handle) that have begun a delivery since (None: no loss). On any other, a transfer
+        # that starts no message section may be the rest of one begun in the lost bytes
+        self.since_gap: set[tuple[int | None, int]] | None = None
         self.mechanism: str | None = None
 
     def decode(self, frame: Frame) -> None:
@@ -147,8 +162,19 @@ class Decoder:
 
     def gap(self) -> None:
         """Bytes were lost: deliveries in progress cannot complete (the gap itself is reported
-        on the next frame), so they are dropped."""
+        on the next frame), so they are dropped; their later transfers, if any, are counted
+        as the rest of a message whose start is not known, not read as a message."""
         self.deliveries.clear()
+        self.since_gap = set()
+
+    def _partial(self, key: tuple[int | None, int], buf: bytes, pos: int, end: int) -> bool:
+        """A delivery starting on link `key` after a loss is the rest of one begun before it:
+        its payload does not start with a section (a described type, byte 0x00)."""
+        since = self.since_gap
+        if since is None or key in since:
+            return False
+        since.add(key)
+        return pos < end and buf[pos] != 0
 
     # -- per performative ---------------------------------------------------------------------
     def _transfer(
@@ -194,6 +220,10 @@ class Decoder:
             if link is not None and not link.coordinator:
                 self._count(key, delivery, fields, frame, end - pos, more)
                 return
+        if delivery is None and self.since_gap is not None and self._partial(key, buf, pos, end):
+            delivery = self.deliveries[key] = _Delivery(fields, frame)
+            delivery.kept = False
+            delivery.partial = True
         if delivery is None:
             if not more:
                 if pos < end:  # the whole delivery in one frame: decoded where it lies
@@ -212,7 +242,10 @@ class Decoder:
         del self.deliveries[key]
         if not delivery.kept:
             frame.message = _meta(delivery) | {"size": delivery.size, "truncated": True}
-            notes.append(finding("amqp10.bad-message", f"{delivery.describe()}: too large to keep"))
+            if not delivery.partial:
+                notes.append(
+                    finding("amqp10.bad-message", f"{delivery.describe()}: too large to keep")
+                )
             return
         payload = b"".join(delivery.chunks)
         meta = _meta(delivery)

@@ -757,6 +757,8 @@ class ConnectionTracker:
             self.noted.discard(("window", side, frame.channel))
         settled = bool(fields.get("settled"))
         delivery = link.current
+        if delivery is None and self.lenient:
+            delivery = self._continued(half, link, fields)
         if delivery is None:
             delivery = self._first_transfer(session, half, link, side, frame, settled, out)
         elif settled and half.deliveries.get(delivery.id) is delivery:
@@ -771,6 +773,18 @@ class ConnectionTracker:
             link.current = None
             if link.coordinator:
                 self.txns.action(delivery, frame.message)
+
+    @staticmethod
+    def _continued(half: Half, link: Link, fields: dict[str, Any]) -> Delivery | None:
+        """After lost bytes: a transfer whose delivery-id (and tag) name an unsettled delivery
+        of this link is more of it (its frames in between were in the lost bytes), not a new
+        delivery reusing the id."""
+        did = fields.get("delivery-id")
+        old = half.deliveries.get(did) if did is not None else None
+        if old is None or old.link is not link:
+            return None
+        tag = fields.get("delivery-tag")
+        return old if tag is None or tag == old.tag else None
 
     def _first_transfer(
         self,
