@@ -22,8 +22,16 @@ from amqpscope.capture.packet import RawPacket, Segment
 from amqpscope.codec.connection import ConnectionCodec
 from amqpscope.codec.frames import TRANSPORT, Frame
 from amqpscope.codec.layers import LayerContext
-from amqpscope.findings import GAP_SNAPPED, Finding, finding, gap_message
-from amqpscope.stream.events import C2S, S2C, StreamClose, StreamData, StreamGap, StreamOpen
+from amqpscope.findings import GAP_SNAPPED, Finding, finding, gap_message, unseen_message
+from amqpscope.stream.events import (
+    C2S,
+    S2C,
+    StreamClose,
+    StreamData,
+    StreamGap,
+    StreamOpen,
+    StreamUnseen,
+)
 from amqpscope.stream.tcp import TcpReassembler
 
 #: endpoint pairs with snap-length cuts remembered before the memory starts over
@@ -290,6 +298,11 @@ class Dissector:
             conn = self.connections[event.conn]
             note = self._gap_note(conn, event)
             conn.codec.gap(event.direction, event.missing, note)
+        elif isinstance(event, StreamUnseen):
+            conn = self.connections[event.conn]
+            c2s = (event.direction == C2S) != conn.flipped
+            text = unseen_message(event.unseen, "c2s" if c2s else "s2c")
+            conn.codec.note(finding("tcp.ack-unseen", text, event.packet))
         elif isinstance(event, StreamClose):
             conn = self.connections[event.conn]
             if not conn.closed:

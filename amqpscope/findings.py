@@ -34,6 +34,10 @@ CODES: Final[dict[str, tuple[str, str]]] = {
     "ip.fragment-incomplete": (WARNING, "an IP datagram's fragments never all arrived"),
     # stream/
     "tcp.gap": (WARNING, "bytes of a TCP stream are missing from the capture"),
+    "tcp.ack-unseen": (
+        WARNING,
+        "the peer acknowledged bytes the capture has not seen (lost, or captured out of order)",
+    ),
     "tcp.overlap-mismatch": (WARNING, "a retransmission carried different bytes than the original"),
     "tcp.reset": (WARNING, "the connection was reset"),
     "tcp.buffer-limit": (
@@ -201,9 +205,12 @@ def finding(
     return Finding(code, severity, message, packet, conn, frame)
 
 
-#: `tcp.gap`'s message begins "N bytes of DIRECTION not captured": the direction that lost
-#: them, which need not be that of the frame the finding rides (the connection's next frame)
-GAP_LOST: Final = re.compile(r"(\d+) bytes of (c2s|s2c) not captured")
+#: `tcp.gap`'s and `tcp.ack-unseen`'s messages begin "N bytes of DIRECTION ": the direction
+#: that lost them, which need not be that of the frame the finding rides (the connection's
+#: next frame)
+GAP_LOST: Final = re.compile(r"(\d+) bytes of (c2s|s2c) ")
+#: the findings that say a direction lost bytes (or may have: `tcp.ack-unseen`)
+LOSSES: Final = frozenset(("tcp.gap", "tcp.ack-unseen"))
 
 
 #: what a `tcp.gap` says after it when the snap length cut the packet (not lost in transit)
@@ -213,6 +220,14 @@ GAP_SNAPPED: Final = "the snap length cut packet"
 def gap_message(missing: int, direction: str) -> str:
     """The start of a `tcp.gap` finding's message (`GAP_LOST` reads it back)."""
     return f"{missing} bytes of {direction} not captured"
+
+
+def unseen_message(unseen: int, direction: str) -> str:
+    """A `tcp.ack-unseen` finding's message (`GAP_LOST` reads it back)."""
+    return (
+        f"{unseen} bytes of {direction} acknowledged by the peer but not captured (lost, or"
+        " captured out of order and still to come): what the peer answers next may answer them"
+    )
 
 
 def gap_lost(f: Finding, default: str | None = None) -> tuple[int, str | None]:

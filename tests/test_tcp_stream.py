@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from amqpscope.capture.packet import ACK, FIN, PSH, RST, SYN, Segment
-from amqpscope.stream.events import StreamClose, StreamData, StreamGap, StreamOpen
+from amqpscope.stream.events import StreamClose, StreamData, StreamGap, StreamOpen, StreamUnseen
 from amqpscope.stream.tcp import MAX_AHEAD, TIME_WAIT, TcpReassembler, events_from_segments
 
 MASK = 0xFFFFFFFF
@@ -842,6 +842,8 @@ def test_property_any_input_gives_well_formed_events(raw, cap):
             state[e.conn] = "closed"
         elif isinstance(e, StreamData):
             assert e.data
+        elif isinstance(e, StreamUnseen):
+            assert e.unseen > 1  # more than a FIN's or a keep-alive's byte
         else:
             assert e.missing > 0
     assert all(v == "closed" for v in state.values())
@@ -900,3 +902,37 @@ def test_a_server_fin_left_half_open_is_named_at_flush():
     segs += [w.seg(S, C, 2001, 1001, FIN | ACK, b"bye")]
     events, _ = run(segs)
     assert closes(events) == [StreamClose(1, "fin", 4, 4.0, by="s2c", fin_by="s2c")]
+
+
+def _dropped(reordered: bool) -> tuple[list, list]:
+    """The server sends 10 bytes, then 20; the capture has the first, and the client's ack of
+    both before (reordered) or without (dropped) the second."""
+    w = Wire()
+    segs = w.handshake(1000, 5000)
+    segs.append(w.seg(S, C, 5001, 1001, ACK, b"a" * 10))
+    second = w.seg(S, C, 5011, 1001, ACK, b"b" * 20)
+    segs.append(w.seg(C, S, 1001, 5031, ACK))  # acks 30 bytes: 20 not seen
+    if reordered:
+        segs.append(second)  # captured after the ack that covers it
+    segs.append(w.seg(C, S, 1001, 5031, ACK, b"x"))  # the client goes on; the capture ends
+    return run(segs)
+
+
+def test_bytes_acknowledged_but_not_seen_are_said_at_the_ack_not_declared_missing() -> None:
+    """A kernel drop shows first in the peer's ack: one StreamUnseen there, with how many bytes,
+    before anything else of that direction; the gap itself comes at the end (rule (c))."""
+    events, _ = _dropped(reordered=False)
+    unseen = [e for e in events if isinstance(e, StreamUnseen)]
+    assert [(e.direction, e.unseen, e.packet) for e in unseen] == [("s2c", 20, 6)]  # the ack
+    gaps = [e for e in events if isinstance(e, StreamGap)]
+    assert [(e.direction, e.missing) for e in gaps] == [("s2c", 20)]
+    assert events.index(unseen[0]) < events.index(gaps[0])
+
+
+def test_bytes_captured_after_the_ack_that_covers_them_are_still_taken() -> None:
+    """Captured out of order (two queues of a NIC): the warning was given, and the data is
+    delivered whole when it comes; nothing is declared missing."""
+    events, _ = _dropped(reordered=True)
+    assert [e.unseen for e in events if isinstance(e, StreamUnseen)] == [20]
+    assert data(events, 1, "s2c") == b"a" * 10 + b"b" * 20
+    assert not [e for e in events if isinstance(e, StreamGap)]

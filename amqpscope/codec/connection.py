@@ -263,6 +263,11 @@ class ConnectionCodec:
             framer = framer.inner
         return framer
 
+    def note(self, note: Finding) -> None:
+        """A finding of the stream layer that rides the connection's next frame (of either
+        direction), as a gap's does: bytes acknowledged but not seen."""
+        self.gap_notes.append(note)
+
     def gap(self, direction: str, missing: int, note: Finding | None = None) -> None:
         """Bytes were lost: whatever frame was in progress is gone; find the next boundary. The
         `note` (the stream layer's finding) rides on the next frame of this direction."""

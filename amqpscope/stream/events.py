@@ -1,4 +1,5 @@
-"""What TCP reassembly reports: a connection opened, ordered data, a gap, a close.
+"""What TCP reassembly reports: a connection opened, ordered data, a gap, bytes acknowledged
+but not seen, a close.
 
 `conn` numbers connections 1, 2, 3... in the order their first segment appears. `direction` is
 "c2s" (client to server) or "s2c". Every event names the packet that caused it, so a frame can be
@@ -59,6 +60,20 @@ class StreamGap:
 
 
 @dataclass(slots=True)
+class StreamUnseen:
+    """The peer acknowledged `unseen` bytes of `direction` beyond what was captured, with nothing
+    after them yet: most likely lost (a kernel drop), possibly captured out of order still to
+    come. Not a gap (no byte is declared missing, so late data is still taken): a warning that
+    what the peer answers next may answer bytes not seen."""
+
+    conn: int
+    direction: str
+    unseen: int
+    packet: int
+    ts: float
+
+
+@dataclass(slots=True)
 class StreamClose:
     """The connection ended: `how` is "fin" (both sides or one), "rst", "eof" (capture ended), or
     "idle" (no packet for too long: `TcpReassembler.expire_idle`). `by` is the direction that
@@ -74,4 +89,4 @@ class StreamClose:
     fin_by: str | None = None
 
 
-StreamEvent = StreamOpen | StreamData | StreamGap | StreamClose
+StreamEvent = StreamOpen | StreamData | StreamGap | StreamUnseen | StreamClose

@@ -87,6 +87,7 @@ from amqpscope.stream.events import (
     StreamEvent,
     StreamGap,
     StreamOpen,
+    StreamUnseen,
 )
 
 #: Ports that mark the server when the handshake was not seen.
@@ -137,6 +138,7 @@ class _Half:
         "sport",
         "src",
         "starts",
+        "unseen",
         "zero_anchor",
     )
 
@@ -156,6 +158,7 @@ class _Half:
         self.zero_anchor = False  # provisionally anchored by a segment without payload
         self.fast = False  # firm, no FIN, empty buffer: in-order segments take the fast path
         self.acked = 0  # highest position the peer acknowledged (0: none seen)
+        self.unseen = 0  # the ack that last reported bytes acknowledged but not seen
         self.starts: list[int] = []  # sorted starts of buffered, non-overlapping pieces
         self.segs: dict[int, bytes] = {}  # start -> piece
         self.came: dict[int, tuple[int, float]] = {}  # start -> (packet, ts) that brought it
@@ -314,6 +317,8 @@ class TcpReassembler:
                         if p.done and h.done:
                             self._close(conn, "fin", packet, ts, out)
                             return out
+                    elif a > nxt + 1 and nxt >= p.unseen:
+                        self._unseen(p, a, packet, ts, out)
         payload = seg.payload
         if payload:
             anchored = h.nxt
@@ -554,6 +559,19 @@ class TcpReassembler:
         p.forget_acked(a)
         if a > nxt and (p.starts or (p.fin is not None and not p.done)):
             self._resolve(p, packet, ts, out)
+        elif a > nxt + 1 and nxt >= p.unseen and p.firm:
+            self._unseen(p, a, packet, ts, out)
+
+    @staticmethod
+    def _unseen(p: _Half, a: int, packet: int, ts: float, out: list[StreamEvent]) -> None:
+        """The peer acknowledged up to `a`, past all `p` delivered, with nothing buffered: bytes
+        not seen (more than a FIN's or a keep-alive's one). Reported once until the stream
+        reaches `a`; not declared missing (rule (a) waits for what comes after them)."""
+        nxt = p.nxt
+        if nxt is None or not p.firm or p.done:
+            return
+        p.unseen = a
+        out.append(StreamUnseen(p.cid, p.direction, a - nxt, packet, ts))
 
     @staticmethod
     def _trim_hist(h: _Half) -> None:

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from amqpscope.codec.amqp091 import peerprops
 from amqpscope.codec.frames import CONTENT_HEADER, HEARTBEAT, METHOD, PROTOCOL_HEADER, Frame
-from amqpscope.findings import Finding, finding, gap_lost
+from amqpscope.findings import LOSSES, Finding, finding, gap_lost
 from amqpscope.track.amqp091 import rules
 from amqpscope.track.amqp091.channel import COUNTS, METHODS, ChannelEpoch, close_info
 from amqpscope.track.transport import transport_summary, transport_text
@@ -191,7 +191,7 @@ class ConnectionTracker:
         """A `tcp.gap` on the frame: the direction it names lost bytes just before it (`last`:
         when the frame's direction sent its previous frame)."""
         for f in frame.findings:
-            if f.code != "tcp.gap":
+            if f.code not in LOSSES:
                 continue
             _missing, lost = gap_lost(f, frame.direction)
             if lost == C2S:

@@ -208,6 +208,8 @@ class ConnectionTracker:
             codes = {f.code for f in frame.findings}
             if "tcp.gap" in codes:
                 self._bytes_lost(frame)
+            elif "tcp.ack-unseen" in codes:
+                self._maybe_lost(frame)
             if not codes.isdisjoint(TYPE_DAMAGE):  # compute only with values of their fields' types
                 frame = frame.with_fields(typed_fields(frame))
         state = me.state
@@ -332,6 +334,18 @@ class ConnectionTracker:
             for link in session.links:
                 link.credit.forget()
                 link.current = None
+
+    def _maybe_lost(self, frame: Frame) -> None:
+        """Bytes of a side acknowledged but not seen (maybe lost, maybe late): lenient, and the
+        side's next delivery-id is no longer known (they may hold transfers), so a settlement
+        of an id past the last seen is not a delivery never sent; nothing else is forgotten."""
+        self.lenient = True
+        for f in frame.findings:
+            if f.code == "tcp.ack-unseen":
+                _unseen, lost = gap_lost(f, frame.direction)
+                side = CLIENT if lost == "c2s" else SERVER
+                for session in self.sessions:
+                    session.half[side].next_delivery = None
 
     def _header(self, side: str, frame: Frame, out: list[Finding]) -> None:
         protocol = frame.fields.get("protocol")
