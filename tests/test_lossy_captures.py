@@ -218,10 +218,14 @@ def test_acks_of_deliveries_a_dropped_packet_held_are_no_violation(tmp_path: Pat
     subprocess.run([EDITCAP, str(source), str(dropped), str(last)], check=True)
     result = CliRunner().invoke(main, ["diagnose", "--json", str(dropped)])
     assert result.exit_code == 0, result.output
-    found = Counter(d["code"] for d in json.loads(result.stdout)["diagnoses"])
+    diagnoses = json.loads(result.stdout)["diagnoses"]
+    found = Counter(d["code"] for d in diagnoses)
     assert found["capture.bytes-lost"] == 1
     assert found["spec.violation"] == 0, found
     lossy = read_json(dropped)
+    (lost,) = [d for d in diagnoses if d["code"] == "capture.bytes-lost"]
+    first_ack = min(r["frame"] for r in lossy if r["name"] == "basic.ack")
+    assert first_ack in lost["evidence"] and "TCP acks showed the loss first" in lost["explanation"]
     assert not [f for r in lossy for f in r.get("findings", []) if f["code"] in MADE_UP]
     (unseen,) = [r for r in lossy for f in r.get("findings", []) if f["code"] == "tcp.ack-unseen"]
     assert "bytes of s2c" in json.dumps(unseen["findings"])

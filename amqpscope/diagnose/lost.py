@@ -78,6 +78,8 @@ def lost_bytes(conn: int, ev: Evidence) -> list[Diagnosis]:
     first, last = found[0][0], found[-1][0]
     after = list(dict.fromkeys(seen.number for seen, _n, _lost in found))  # a frame may carry two
     frames = after[:LISTED]
+    # where a peer's TCP ack showed bytes not captured, before the gap was declared
+    acked = list(dict.fromkeys(p.frame.number for p in ev.found(conn, "tcp.ack-unseen")))
     snapped = sum(GAP_SNAPPED in placed.finding.message for placed in ev.found(conn, "tcp.gap"))
     why = (
         f"The capture's snap length cut {snapped} of this connection's packets short: each kept"
@@ -100,10 +102,16 @@ def lost_bytes(conn: int, ev: Evidence) -> list[Diagnosis]:
             " found the next frame boundary and went on, but the frames in the lost bytes are"
             " not known: acks, settlements, credit, confirms or a close among them are not"
             " seen, so counts of this connection may be short and a diagnosis that something"
-            f" never happened may be wrong. {advice}.",
+            f" never happened may be wrong. {advice}."
+            + (
+                f" The peer's TCP acks showed the loss first (frame{'s' if len(acked) > 1 else ''}"
+                f" {', '.join(map(str, acked[:LISTED]))}), before anything after it was seen."
+                if acked
+                else ""
+            ),
             conn=conn,
             start=first.ts,
             duration=last.ts - first.ts,
-            evidence=frames,
+            evidence=frames + acked[:LISTED],
         )
     ]
