@@ -117,6 +117,7 @@ class Entry:
         "sasl",
         "slots",
         "values",
+        "zero",
     )
 
     def __init__(
@@ -131,6 +132,7 @@ class Entry:
         pattern: re.Pattern[str],
         literals: list[str],
         values: int = DIGITS,
+        zero: list[bool] | None = None,
     ) -> None:
         self.name = name
         self.sasl = sasl
@@ -143,6 +145,11 @@ class Entry:
         self.pattern = pattern
         self.literals = literals
         self.values = values
+        # for each value that makes no field, whether it was 0 in the text learned: a 0 where
+        # the text had another number, or the reverse, may say something else (a transfer's
+        # `Payload [size]: 0` shows its whole payload, any other size does not), so such a
+        # text is read, not taken from the cache (None: no such check)
+        self.zero = zero
 
     def match(self, text: str) -> list[str] | None:
         """The values of `text` if it is of this shape (what `pattern.fullmatch(text)` groups),
@@ -178,9 +185,12 @@ class Entry:
             fields[name] = _copy(fields[name])
         hows = self.hows
         slots = self.slots
+        zero = self.zero
         for i in range(len(hows)):
             how = hows[i]
             if how == 0:
+                if zero is not None and zero[i] != (values[i].strip("0") == ""):
+                    return None
                 continue
             text: str = values[i]
             if how == _NUMBER or how == PRINTED:  # noqa: SIM109 (two int compares, compiled)
@@ -349,8 +359,19 @@ def _entry(read: Read, pieces: list[str], value: Any, lossy: list[str]) -> Entry
         hows[at] = how
         largest[at] = _LARGEST.get(kind, 0)
     texts = pieces[0::2]  # no digit in them: each group takes a whole run
+    zero = [run.strip("0") == "" for run in runs]
     return Entry(
-        name, sasl, fields, slots, hows, largest, list(lossy), digits_pattern(texts), texts
+        name,
+        sasl,
+        fields,
+        slots,
+        hows,
+        largest,
+        list(lossy),
+        digits_pattern(texts),
+        texts,
+        DIGITS,
+        zero,
     )
 
 
