@@ -338,3 +338,35 @@ def test_a_cached_shape_does_not_carry_a_payload_left_out_to_an_empty_one() -> N
     records = list(records_from_log(lines, "go.log", fmt="go-amqp", findings=[]))
     left_out = [any(f.code == "log.not-shown" for f in r.findings) for r in records]
     assert left_out == [size > 0 for size in sizes]
+
+
+def test_an_empty_transfer_after_full_ones_of_its_shape_shows_all() -> None:
+    """A transfer of payload size 0 shows all it holds; read after transfers of the same shape
+    with payloads (which the cache of shapes learned, the payload not shown), it must read as
+    it does alone: the reader's output never depends on lines an earlier reader saw."""
+    from amqpscope.logs import goamqp
+
+    def transfer(delivery: int, size: int) -> str:
+        return framed(
+            f"Transfer{{Handle: 0, DeliveryID: {delivery}, DeliveryTag: 00, MessageFormat: 0, "
+            "Settled: false, More: false, ReceiverSettleMode: <nil>, State: <nil>, "
+            f"Resume: false, Aborted: false, Batchable: false, Payload [size]: {size}}}",
+            0,
+            "new",
+            False,
+        )
+
+    def read(sizes: list[tuple[int, int]]) -> list[tuple[Any, list[str]]]:
+        lines = [transfer(d, s) + "\n" for d, s in sizes]
+        records = records_from_log(lines, "go.log", fmt="go-amqp")
+        return [
+            (json.loads(frame_ndjson(r))["fields"], [f.code for f in r.findings]) for r in records
+        ]
+
+    goamqp._SHAPES.cache.clear()
+    alone = read([(0, 0)])
+    assert len(alone) == 1 and alone[0][1] == []
+    goamqp._SHAPES.cache.clear()
+    read([(1, 5), (2, 7), (3, 9)])  # learned (seen twice), then made from the cache
+    assert read([(0, 0)]) == alone
+    assert read([(4, 3), (5, 0)])[1:] == read([(5, 0)])

@@ -9,8 +9,12 @@ of a log's cost. One cache (`Cache`, its `Entry`s, and `Made`'s lazy tree) serve
 - `Shapes`, for any grammar (proton-j, amqpnetlite, pyamqp, go-amqp): it knows no syntax: a
   grammar hands it the text of a performative and a function that reads such text into its
   tree, and the key is the text with every run of digits taken out. The second time a shape
-  is seen it is learned, and kept only when that is safe:
-  - the text is read again with every run of digits replaced by another number (longer, so a
+  is seen it is learned, and kept only when that is safe. A run with a leading zero (`0`,
+  `00`, `05`) is no value but part of the shape, and stays in the key as it is: a 0 is where
+  a grammar's reading may turn (go-amqp's payload size 0 shows it all, other sizes do not;
+  rhea's 0 is a value left out), which reading the text again with nonzero numbers cannot
+  see, so a text's zeros never take fields learned from a text with other numbers there:
+  - the text is read again with every other run of digits replaced by another number (longer, so a
     value's width does not matter), and the two reads must give the same fields in the same
     order, the same `lossy` names, and differ only in top-level fields that one run of digits
     each explains: a uint as the digits' number, or a binary as the digits' ASCII bytes or as
@@ -107,6 +111,7 @@ class Entry:
 
     __slots__ = (
         "fields",
+        "fixed",
         "hows",
         "largest",
         "literals",
@@ -117,7 +122,6 @@ class Entry:
         "sasl",
         "slots",
         "values",
-        "zero",
     )
 
     def __init__(
@@ -132,7 +136,7 @@ class Entry:
         pattern: re.Pattern[str],
         literals: list[str],
         values: int = DIGITS,
-        zero: list[bool] | None = None,
+        fixed: list[str] | None = None,
     ) -> None:
         self.name = name
         self.sasl = sasl
@@ -145,11 +149,8 @@ class Entry:
         self.pattern = pattern
         self.literals = literals
         self.values = values
-        # for each value that makes no field, whether it was 0 in the text learned: a 0 where
-        # the text had another number, or the reverse, may say something else (a transfer's
-        # `Payload [size]: 0` shows its whole payload, any other size does not), so such a
-        # text is read, not taken from the cache (None: no such check)
-        self.zero = zero
+        #: `DIGITS`: each run as the shape has it, when it is fixed (a leading zero), else ""
+        self.fixed = fixed if fixed is not None else [""] * (len(literals) - 1)
 
     def match(self, text: str) -> list[str] | None:
         """The values of `text` if it is of this shape (what `pattern.fullmatch(text)` groups),
@@ -162,13 +163,19 @@ class Entry:
             return None
         size = len(text)
         digits = self.values == DIGITS
+        fixed = self.fixed
         found: list[str] = []
         for i in range(1, len(literals)):
             start = pos
             pos = _digits_end(text, pos, size) if digits else _proton_end(text, pos, size)
             if pos == start:
                 return None
-            found.append(text[start:pos])
+            value = text[start:pos]
+            if digits:
+                kept = fixed[i - 1]
+                if kept != value if kept else value[0] == "0":
+                    return None  # a zero where the shape has another number, or other zeros
+            found.append(value)
             literal = literals[i]
             end = pos + len(literal)
             if text.find(literal, pos, end) != pos:
@@ -185,12 +192,9 @@ class Entry:
             fields[name] = _copy(fields[name])
         hows = self.hows
         slots = self.slots
-        zero = self.zero
         for i in range(len(hows)):
             how = hows[i]
             if how == 0:
-                if zero is not None and zero[i] != (values[i].strip("0") == ""):
-                    return None
                 continue
             text: str = values[i]
             if how == _NUMBER or how == PRINTED:  # noqa: SIM109 (two int compares, compiled)
@@ -280,7 +284,7 @@ class Shapes:
             if "\x00" in text:
                 return None
             pieces = _DIGITS.split(text)
-            entry = cache.found("\x00".join(pieces[0::2]))
+            entry = cache.found(_key(pieces))
             if entry is None:
                 return None
             fields = entry.fill(pieces[1::2], self.zeros)
@@ -298,7 +302,7 @@ class Shapes:
         if "\x00" in text:
             return
         pieces = _DIGITS.split(text)
-        key = "\x00".join(pieces[0::2])
+        key = _key(pieces)
         entries = self.cache.entries
         if key not in entries:
             self.cache.keep(key, False)  # a shape seen once gains nothing from reading twice
@@ -306,6 +310,17 @@ class Shapes:
         if entries[key] is not False:
             return
         entries[key] = _entry(self.read, pieces, value, lossy)
+
+
+def _key(pieces: list[str]) -> str:
+    """The key of a text split by `_DIGITS`: its text with a NUL where each run was, and the
+    runs with a leading zero (`Entry.fixed`) as they are."""
+    key = "\x00".join(pieces[0::2])
+    runs = pieces[1::2]
+    for run in runs:
+        if run[0] == "0":
+            return key + "\x01" + " ".join(run if run[0] == "0" else "" for run in runs)
+    return key
 
 
 def _entry(read: Read, pieces: list[str], value: Any, lossy: list[str]) -> Entry | None:
@@ -319,7 +334,8 @@ def _entry(read: Read, pieces: list[str], value: Any, lossy: list[str]) -> Entry
         return None
     name, fields = made
     runs = pieces[1::2]
-    others = [_other(run, i) for i, run in enumerate(runs)]
+    fixed = [run if run[0] == "0" else "" for run in runs]
+    others = [run if fixed[i] else _other(run, i) for i, run in enumerate(runs)]
     text = [pieces[0]]
     for i, other in enumerate(others):
         text.append(other)
@@ -344,6 +360,8 @@ def _entry(read: Read, pieces: list[str], value: Any, lossy: list[str]) -> Entry
         found: list[tuple[int, int]] = []
         for i, run in enumerate(runs):
             other = others[i]
+            if fixed[i]:
+                continue  # not changed: cannot explain a change
             if kind in _LARGEST:
                 if type(kept) is int and kept == int(run) and changed == int(other):
                     found.append((i, _NUMBER))
@@ -359,25 +377,21 @@ def _entry(read: Read, pieces: list[str], value: Any, lossy: list[str]) -> Entry
         hows[at] = how
         largest[at] = _LARGEST.get(kind, 0)
     texts = pieces[0::2]  # no digit in them: each group takes a whole run
-    zero = [run.strip("0") == "" for run in runs]
+    pattern = digits_pattern(texts, fixed)
     return Entry(
-        name,
-        sasl,
-        fields,
-        slots,
-        hows,
-        largest,
-        list(lossy),
-        digits_pattern(texts),
-        texts,
-        DIGITS,
-        zero,
+        name, sasl, fields, slots, hows, largest, list(lossy), pattern, texts, DIGITS, fixed
     )
 
 
-def digits_pattern(texts: list[str]) -> re.Pattern[str]:
-    """The pattern of a shape whose values are runs of digits and `texts` what is between."""
-    return re.compile(r"(\d+)".join(re.escape(text) for text in texts), re.ASCII)
+def digits_pattern(texts: list[str], fixed: list[str] | None = None) -> re.Pattern[str]:
+    """The pattern of a shape whose values are runs of digits and `texts` what is between;
+    a run `fixed` (`Entry.fixed`) is only itself, any other has no leading zero."""
+    runs = fixed if fixed is not None else [""] * (len(texts) - 1)
+    parts = [re.escape(texts[0])]
+    for run, text in zip(runs, texts[1:], strict=True):
+        parts.append(f"({run})" if run else r"([1-9]\d*)")
+        parts.append(re.escape(text))
+    return re.compile("".join(parts), re.ASCII)
 
 
 def _other(run: str, i: int) -> str:
