@@ -300,8 +300,7 @@ class Dissector:
             conn.codec.gap(event.direction, event.missing, note)
         elif isinstance(event, StreamUnseen):
             conn = self.connections[event.conn]
-            c2s = (event.direction == C2S) != conn.flipped
-            text = unseen_message(event.unseen, "c2s" if c2s else "s2c")
+            text = unseen_message(event.unseen, _sender(conn, event.direction))
             conn.codec.note(finding("tcp.ack-unseen", text, event.packet))
         elif isinstance(event, StreamClose):
             conn = self.connections[event.conn]
@@ -349,8 +348,9 @@ class Dissector:
     def _gap_note(self, conn: Connection, event: StreamGap) -> Finding:
         """The `tcp.gap` finding a gap rides on; it says so when the snap length cut the payload
         of a packet of this direction."""
-        c2s = (event.direction == C2S) != conn.flipped
-        what = gap_message(event.missing, "c2s" if c2s else "s2c")
+        sender = _sender(conn, event.direction)
+        what = gap_message(event.missing, sender)
+        c2s = sender == C2S
         flow = (conn.client, conn.server) if c2s else (conn.server, conn.client)
         cuts = self.cut.get(flow)
         if cuts:
@@ -401,3 +401,9 @@ class Dissector:
                 frame.src = conn.server
                 frame.dst = conn.client
             out.append(frame)
+
+
+def _sender(conn: Connection, direction: str) -> str:
+    """A stream direction as the client/server one ("c2s", "s2c") that findings name: the
+    stream's, unless client and server were guessed the wrong way round."""
+    return ("s2c" if direction == C2S else "c2s") if conn.flipped else direction

@@ -22,7 +22,9 @@ from click.testing import CliRunner
 from amqpscope.cli import main
 from tests.oracle import TSHARK, tshark_frames
 
-scapy_all = pytest.importorskip("scapy.all")
+scapy_all = pytest.importorskip(
+    "scapy.all", reason="scapy (a dependency of amqpscope: make test installs it)"
+)
 from scapy.contrib.erspan import ERSPAN_II, ERSPAN_III  # noqa: E402
 from scapy.contrib.geneve import GENEVE  # noqa: E402
 from scapy.layers.inet import GRE, IP, UDP  # noqa: E402

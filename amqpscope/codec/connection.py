@@ -653,12 +653,10 @@ class ConnectionCodec:
         if decoder is None or decoder.version != version:
             if version == "1.0":
                 decoder = Decoder10(self.show_secrets, self.messages, self.redact_bodies)
-                if self.first_header_dir is None:  # joined mid-stream: as after a gap
-                    decoder.gap()
             else:
                 decoder = Decoder091(version, self.show_secrets, self.redact_bodies, self.messages)
-                if self.first_header_dir is None:  # joined mid-stream: as after a gap
-                    decoder.gap()
+            if self.first_header_dir is None:  # joined mid-stream: as after a gap
+                decoder.gap()
             framer.decoder = decoder
         try:
             if isinstance(decoder, Decoder10):  # narrowed: compiled, a direct C call
