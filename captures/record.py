@@ -3425,6 +3425,19 @@ def load_scenario_families() -> None:
 load_scenario_families()
 
 
+def broker_or_error() -> int:
+    """`ensure_broker`, saying what stopped it in one line (as `make test` shows), no traceback."""
+    if missing := [t for t in ("rabbitmq-server", "rabbitmq-plugins") if not shutil.which(t)]:
+        log(f"cannot start RabbitMQ: no {' or '.join(missing)} (Debian's rabbitmq-server has them)")
+        return 1
+    try:
+        ensure_broker()
+    except (RuntimeError, OSError, subprocess.SubprocessError) as err:
+        log(f"cannot start RabbitMQ: {err}")
+        return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point (parent orchestration, or --child for one scenario)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -3451,8 +3464,7 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(f"{args.child}: terminated (timeout)"))
         return run_child(args.child, out, args.result)
     if args.ensure_broker:
-        ensure_broker()
-        return 0
+        return broker_or_error()
     if args.list:
         for sc in SCENARIOS.values():
             print(f"{sc.name:20} {sc.protocol:6} {sc.description}")
@@ -3472,8 +3484,8 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.monotonic()
     needs_broker = any(SCENARIOS[n].needs_broker for n in names)
-    if needs_broker:
-        ensure_broker()
+    if needs_broker and broker_or_error():
+        return 1
     recorded_with = software_versions(with_broker=needs_broker)
     log(f"software: {json.dumps(recorded_with)}")
 
