@@ -9,8 +9,6 @@ pika encodes the frames, amqpscope's codec frames and decodes them, the tracker 
 
 from __future__ import annotations
 
-import time
-
 import pika.frame
 import pika.spec as spec
 
@@ -27,7 +25,6 @@ def method(channel: int, m: object) -> bytes:
 
 
 def test_bulk_100k_messages_are_all_accounted_for() -> None:
-    started = time.perf_counter()
     wire = Wire(keep=False)
     for conn in (1, 2):
         wire.handshake(conn)
@@ -77,7 +74,6 @@ def test_bulk_100k_messages_are_all_accounted_for() -> None:
             wire.write(2, S2C, deliver(tag, body, redelivered=True))
             wire.write(2, C2S, method(1, spec.Basic.Ack(tag)))
     summary = wire.summary()
-    elapsed = time.perf_counter() - started
 
     (publisher,) = summary["connections"][0]["channels"]
     (consumer,) = summary["connections"][1]["channels"]
@@ -107,4 +103,3 @@ def test_bulk_100k_messages_are_all_accounted_for() -> None:
     # bounded: nothing outstanding is kept, and matching remembers at most its cap
     correlator = wire.tracker.correlator
     assert len(correlator.order) <= journeys.MAX_PUBLISHES
-    assert elapsed < 60, f"{elapsed:.1f} s"

@@ -11,7 +11,6 @@ built directly (the tracker needs only names, directions, channels and decoded f
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -813,9 +812,9 @@ def test_lost_bytes_make_state_unknown_not_violations() -> None:
 # --- speed -------------------------------------------------------------------------------------
 
 
-def test_feed_is_fast() -> None:
-    """A long conversation: transfers, flows and dispositions; at least 100k frames/s would be
-    ideal, the bound here is loose for slow CI machines."""
+def test_a_long_conversation_settles_every_delivery() -> None:
+    """A long conversation: transfers, flows and dispositions, every delivery counted and settled
+    (its speed is measured in bench/, side by side with tshark, not timed here)."""
     wire = ready()
     frames = []
     for i in range(20_000):
@@ -872,11 +871,8 @@ def test_feed_is_fast() -> None:
             )
     wire.receiver_flow(0, 100)
     feed = wire.tracker.feed
-    start = time.perf_counter()
     for frame in frames:
         assert not feed(frame)
-    elapsed = time.perf_counter() - start
-    assert len(frames) / elapsed > 20_000
     link = wire.link()
     assert link["deliveries"] == 20_000 and link["settled"] == 20_000 and link["unsettled"] == 0
 
