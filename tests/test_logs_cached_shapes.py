@@ -6,14 +6,14 @@ in a process, so a difference here is a reader's output that depends on what an 
 unrelated reader saw.
 
 The lines are each format's frame lines: the recorded logs in captures/ and the logs
-bench/logs.py makes for the formats with none recorded (from the printers their tests hold
-the grammars to); their runs of digits are what the property varies.
+tests/made_logs.py makes for the formats with none recorded (from the printers their tests
+hold the grammars to; bench/logs.py times the same logs); their runs of digits are what the
+property varies.
 """
 
 from __future__ import annotations
 
 import re
-import sys
 import tempfile
 from collections.abc import Iterator
 from functools import cache
@@ -29,6 +29,7 @@ from amqpscope.logs import goamqp, pika, proton, pyamqp, rhea
 from amqpscope.logs import protonj as pj
 from amqpscope.logs.reader import records_from_log
 from amqpscope.render.lines import frame_ndjson
+from tests import made_logs
 
 ROOT = Path(__file__).resolve().parent.parent
 _RUN = re.compile(r"\d+", re.ASCII)
@@ -50,24 +51,20 @@ def clear_caches() -> None:
 @cache
 def frame_lines(fmt: str) -> tuple[str, ...]:
     """The lines of `fmt`'s logs that hold a frame (no chatter: nothing to vary there)."""
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
-    from bench import logs as bench
-
     with tempfile.TemporaryDirectory() as folder:
-        return _frame_lines(fmt, bench, Path(folder) / "made.log")
+        return _frame_lines(fmt, Path(folder) / "made.log")
 
 
-def _frame_lines(fmt: str, bench: Any, made: Path) -> tuple[str, ...]:
+def _frame_lines(fmt: str, made: Path) -> tuple[str, ...]:
     texts: list[str] = []
     if fmt in ("proton-j", "amqpnetlite", "pyamqp"):
-        bench.printed(fmt, made, 3)
+        made_logs.printed(fmt, made, 3)
     elif fmt == "go-amqp":
-        bench.goamqp(made, 3)
+        made_logs.goamqp(made, 3)
     elif fmt == "pika":
-        bench.pika_frames(made, 3)  # pika's DEBUG log prints few frames
+        made_logs.pika_frames(made, 3)  # pika's DEBUG log prints few frames
     elif fmt == "router":
-        bench.router(ROOT / "captures" / "log-proton-broker.log", made)
+        made_logs.router(ROOT / "captures" / "log-proton-broker.log", made)
     recorded = {"proton": ("broker", "p2p"), "rhea": ("broker",), "pika": ("broker", "closed")}
     for name in recorded.get(fmt, ()):
         texts += (ROOT / "captures" / f"log-{fmt}-{name}.log").read_text().splitlines()

@@ -10,13 +10,14 @@ namedtuples pyamqp builds (`performatives.py`, `endpoints.py`), printed by their
 from __future__ import annotations
 
 import logging
+import uuid
 from pathlib import Path
 from typing import Any
 
 import hypothesis.strategies as st
 import pytest
 from hypothesis import HealthCheck, given, settings
-from proton import Data
+from proton import Data, Described, symbol, ulong
 
 from amqpscope.capture.files import open_capture
 from amqpscope.cli.inputs import FORMAT_NAMES
@@ -119,6 +120,45 @@ def test_generated_performatives_round_trip(value: Any) -> None:
     for key, expected in fields.items():
         if key in record.fields and not _untyped_map(expected):
             assert _typed(record.fields[key]) == _typed(expected), (line, key)
+
+
+def test_a_uuid_in_an_error_info_is_read() -> None:
+    """Found by the property above: a rejected state whose error's info holds a uuid, which
+    pyamqp prints as `{b'': UUID('...')}`. No Python literal, so the reader dropped the info
+    as "not shown" (and the error read as bare); the log does show it. Read, it is the codec's
+    value, each time the line is read (the second time its shape is learned)."""
+    info = {symbol(""): uuid.UUID("e3e70682-c209-4cac-629f-6fbed82c07cd")}
+    error = Described(ulong(29), [None, None, info])
+    value = Described(ulong(21), [None, None, None, None, Described(ulong(37), [error])])
+    data = Data()
+    data.put_object(value)
+    body = bytes(data.encode())
+    line = received_line(body)
+    assert "UUID('e3e70682-c209-4cac-629f-6fbed82c07cd')" in line
+    _name, fields = codec_fields(body)
+    assert fields["state"]["error"]["info"] == {"": "e3e70682-c209-4cac-629f-6fbed82c07cd"}
+    for _ in range(3):
+        reader = LogReader("uuid.log", "pyamqp", show_secrets=True)
+        (record,) = reader.feed(line, 1)
+        assert record.fields == fields
+        assert not [f for f in record.findings if f.code == "log.not-shown"]
+
+
+def test_uuids_inside_lists_and_maps_are_read() -> None:
+    """A uuid anywhere in an untyped value reads as one; what is no literal still is not."""
+    uuid_text = "00000000-0000-0000-0000-000000000001"
+    line = (
+        f"{PREFIX}<- DispositionFrame(role=True, first=0, last=None, settled=False, state="
+        f"{{'rejected': [[b'amqp:internal-error', None, {{b'k': [1, b'x', UUID('{uuid_text}')],"
+        f" b'u': UUID('{uuid_text}')}}]]}}, batchable=False)\n"
+    )
+    (record,) = list(records_from_log([line], "u.log", fmt="pyamqp"))
+    info = record.fields["state"]["error"]["info"]
+    assert info == {"k": [1, "x", uuid_text], "u": uuid_text}
+    opaque = line.replace(f"UUID('{uuid_text}')]", "Decimal('1.5')]")
+    (record,) = list(records_from_log([opaque], "o.log", fmt="pyamqp"))
+    assert "info" not in record.fields["state"]["error"]
+    assert [f.code for f in record.findings if f.code == "log.not-shown"] == ["log.not-shown"]
 
 
 def _untyped_map(value: Any) -> bool:

@@ -300,3 +300,33 @@ def deliveries(path: Path) -> list[int]:
     assert result.exit_code == 0, result.output
     conns = json.loads(result.stdout)["connections"]
     return [link["deliveries"] for c in conns for s in c["sessions"] for link in s["links"]]
+
+
+def unsettled_at_end(path: Path) -> list[str]:
+    result = CliRunner().invoke(main, ["summary", "--json", str(path)])
+    assert result.exit_code == 0, result.output
+    found = json.loads(result.stdout)["findings"]
+    return sorted(f["message"] for f in found if f["code"] == "amqp10.unsettled-at-end")
+
+
+def test_deliveries_whose_settlement_a_dropped_packet_held_are_not_seen_settled(
+    tmp_path: Path,
+) -> None:
+    """10-redelivered: the broker settles the sender's three deliveries in one packet; then
+    receiver A detaches with three unsettled. With that packet deleted (editcap), the sender's
+    deliveries are unsettled at end too, but bytes were lost after them: the tracker says they
+    were not seen settled. Receiver A's came after the hole: its finding reads as before."""
+    source = CAPTURES / "10-redelivered.pcap"
+    records = read_json(source)
+    (settles,) = [r["packet"] for r in records if r["name"] == "disposition" and r["dir"] == "s2c"]
+    dropped = tmp_path / "dropped.pcap"
+    assert EDITCAP is not None
+    subprocess.run([EDITCAP, str(source), str(dropped), str(settles)], check=True)
+    (whole,) = unsettled_at_end(source)
+    assert whole.startswith("3 deliveries left unsettled on link 'amqpscope-first'")
+    lossy = unsettled_at_end(dropped)
+    assert whole in lossy  # the link whose deliveries came after the hole: unchanged
+    (sender,) = [m for m in lossy if m != whole]
+    assert sender.startswith("3 deliveries not seen settled on link 'amqpscope-10-redelivered-")
+    assert sender.endswith("when it detached (bytes were lost after the first of them)")
+    assert "left unsettled" not in sender

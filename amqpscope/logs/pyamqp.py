@@ -175,7 +175,48 @@ def _literal(node: ast.AST) -> Any:
     try:
         return ast.literal_eval(node)
     except (ValueError, SyntaxError, TypeError):
+        pass
+    try:  # a UUID inside a map or list (`{b'k': UUID('...')}`): no Python literal
+        return _with_uuids(node)
+    except (ValueError, TypeError):
         return _LOST
+
+
+def _with_uuids(node: ast.AST) -> Any:
+    """A literal that holds `UUID('...')` reprs (what `_decode.py` makes of a uuid), each as
+    a `Uuid`; anything else that is no literal raises ValueError."""
+    if isinstance(node, ast.Call):
+        found = _uuid(node)
+        if found is None:
+            raise ValueError("not a literal")
+        return found
+    if isinstance(node, ast.Dict):
+        if any(k is None for k in node.keys):
+            raise ValueError("not a literal")
+        return {
+            _with_uuids(k): _with_uuids(v)
+            for k, v in zip(node.keys, node.values, strict=True)
+            if k is not None
+        }
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [_with_uuids(e) for e in node.elts]
+    if isinstance(node, ast.Name) and node.id == _NOT_SHOWN:
+        raise ValueError("not shown")
+    return ast.literal_eval(node)
+
+
+def _uuid(node: ast.Call) -> Uuid | None:
+    """`UUID('e3e70682-...')` as pyamqp prints a uuid, else None."""
+    func = node.func
+    if not isinstance(func, ast.Name) or func.id != "UUID" or len(node.args) != 1:
+        return None
+    arg = node.args[0]
+    if not isinstance(arg, ast.Constant) or not isinstance(arg.value, str):
+        return None
+    digits = arg.value.replace("-", "")
+    if len(digits) != 32:
+        return None
+    return Uuid(bytes.fromhex(digits))
 
 
 def _value(node: ast.AST, field: spec.Field, lossy: list[str], where: str) -> Any:
@@ -237,6 +278,8 @@ def _key(key: Any, symbol: bool) -> Any:
 
 def _untyped(raw: Any) -> Any:
     """A value where the spec gives no type: bytes as text when UTF-8 (see the docstring)."""
+    if isinstance(raw, Uuid):
+        return raw
     if isinstance(raw, bytes):
         try:
             text = raw.decode("utf-8")
@@ -262,12 +305,11 @@ def _described(name: str, elements: list[ast.expr], lossy: list[str], where: str
 
 def _call(node: ast.Call, lossy: list[str], where: str) -> Any:
     """A nested namedtuple repr (`Source(...)`, `AMQPError(...)`, `Accepted()`), or UUID."""
+    found = _uuid(node)
+    if found is not None:
+        return found
     func = node.func
     name = func.id if isinstance(func, ast.Name) else ""
-    if name == "UUID" and node.args:
-        raw = _literal(node.args[0])
-        if isinstance(raw, str):
-            return Uuid(bytes.fromhex(raw.replace("-", "")))
     composite_name = _NESTED_CALLS.get(name, name.lower())
     if composite_name not in _COMPOSITES:
         lossy.append(where)

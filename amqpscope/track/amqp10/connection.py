@@ -145,6 +145,7 @@ class ConnectionTracker:
         self.started = False
         self.mid_stream = False
         self.lenient = False  # mid-stream, or bytes were lost: unknown state is not a violation
+        self.lost_at: int | None = None  # the frame after the last bytes lost (a `tcp.gap`)
         self.first_frame: int | None = None
         self.headers: dict[str, list[str]] = {CLIENT: [], SERVER: []}
         self.sasl: dict[str, Any] = {"mechanisms": None, "mechanism": None, "outcome": None}
@@ -319,6 +320,7 @@ class ConnectionTracker:
 
     def _bytes_lost(self, frame: Frame) -> None:
         self.lenient = True
+        self.lost_at = frame.number
         for f in frame.findings:
             if f.code == "tcp.gap":
                 _missing, lost = gap_lost(f, frame.direction)
@@ -653,6 +655,10 @@ class ConnectionTracker:
             del session.by_name[key]
         left = len(link.unsettled)
         if left:
+            # bytes lost after the first of them may have held their settlement: not seen
+            lost = self.lost_at is not None and self.lost_at > min(
+                d.frame for d in link.unsettled.values()
+            )
             listed = islice(link.unsettled.values(), LEFT_LISTED - len(link.left_unsettled))
             link.left_unsettled += [(d.id, d.ts, d.frame) for d in listed]
             for delivery in link.unsettled.values():
@@ -662,8 +668,9 @@ class ConnectionTracker:
             out.append(
                 finding(
                     "amqp10.unsettled-at-end",
-                    f"{left} deliver{'y' if left == 1 else 'ies'} left unsettled on "
-                    f"{link.label()} when {why}",
+                    f"{left} deliver{'y' if left == 1 else 'ies'}"
+                    f" {'not seen settled' if lost else 'left unsettled'} on {link.label()}"
+                    f" when {why}" + (" (bytes were lost after the first of them)" if lost else ""),
                 )
             )
         if len(session.links) > KEEP_LINKS:  # drop the oldest ended link from the summary
