@@ -574,16 +574,13 @@ def ndjson_all(
 
 
 def _as_is(value: Any) -> str | None:
-    """A string value as `by_rules` writes it when `_text` leaves it as it is (printable, at
-    most `MAX_VALUE` characters): the value, or "" when the rules skip it (empty, redacted);
-    None for any other value."""
+    """A string value as `by_rules` writes it (`_text`), "" when the rules skip it (empty,
+    redacted); None for any other value."""
     if type(value) is not str:
         return None
     if not value or value == REDACTED:
         return ""
-    if len(value) <= MAX_VALUE and value.isprintable():  # `safe` and the cut change nothing
-        return value
-    return None
+    return _text(value)
 
 
 def _number(value: Any) -> str | None:
@@ -597,25 +594,26 @@ def _number(value: Any) -> str | None:
 def _basic_words(name: str, fields: dict[str, Any]) -> str:
     """`highlights` of the 0-9-1 frames a busy connection is made of (content headers and
     bodies, basic.publish, deliver and ack: HIGHLIGHTS' rules for them, written out) when their
-    values are the usual ones: ints, booleans, strings `_text` leaves as they are. "" for any
-    other, which the rules then write. No label of these starts with another's text, so the
-    rules' merging of a text into the one before it happens only where a content-type starts
-    with the size's text; words follow as they are."""
+    values are of the usual types: ints, booleans, strings. "" for any other, which the rules
+    then write. No label of these starts with another's text, so the rules' merging of a text
+    into the one before it happens only where a content-type starts with the size's text;
+    words follow as they are."""
     if name == "content-header":
         size = _number(fields.get("body-size"))
         properties = fields.get("properties")
         if size is None or type(properties) is not dict:
             return ""
-        first = "size=" + size
         kind = properties.get("content-type")
         if kind is None:
-            return first
+            return "size=" + size
         shown = _as_is(kind)
         if shown is None:
             return ""
         if not shown:
-            return first
-        return shown if shown.startswith(first) else first + " " + shown
+            return "size=" + size
+        if shown.startswith("size=") and shown.startswith("size=" + size):
+            return shown
+        return f"size={size} {shown}"
     if name == "content-body":
         size = _number(fields.get("size"))
         return "" if size is None else "size=" + size
@@ -625,11 +623,12 @@ def _basic_words(name: str, fields: dict[str, Any]) -> str:
         flag = fields.get("mandatory")
         if exchange is None or key is None or (flag is not True and flag is not False):
             return ""
-        words = "x=" + exchange if exchange else ""
-        if key:
-            words = words + " key=" + key if words else "key=" + key
+        if exchange:
+            words = f"x={exchange} key={key}" if key else "x=" + exchange
+        else:
+            words = "key=" + key if key else ""
         if flag:
-            words = words + " mandatory" if words else "mandatory"
+            return words + " mandatory" if words else "mandatory"
         return words
     if name == "basic.deliver":
         tag = _number(fields.get("delivery-tag"))
@@ -637,12 +636,13 @@ def _basic_words(name: str, fields: dict[str, Any]) -> str:
         flag = fields.get("redelivered")
         if tag is None or key is None or (flag is not True and flag is not False):
             return ""
-        words = "tag=" + tag + " key=" + key if key else "tag=" + tag
-        return words + " redelivered" if flag else words
+        if flag:
+            return f"tag={tag} key={key} redelivered" if key else f"tag={tag} redelivered"
+        return f"tag={tag} key={key}" if key else "tag=" + tag
     if name == "basic.ack":
         tag = _number(fields.get("delivery-tag"))
         flag = fields.get("multiple")
         if tag is None or (flag is not True and flag is not False):
             return ""
-        return "tag=" + tag + " multiple" if flag else "tag=" + tag
+        return f"tag={tag} multiple" if flag else "tag=" + tag
     return ""

@@ -97,8 +97,6 @@ ANSI_SYSTEMS: Final = ("standard", "256", "truecolor")
 #: file): one write per line through the text layer was a tenth of the compiled timeline; on a
 #: terminal the ANSI sink asks its width once a block (rich's `Console.width`, about 50 µs)
 PENDING_LINES: Final = 1024
-#: the same for the plain sink, which keeps a line's parts (about nine) rather than the line
-PENDING_PARTS: Final = 8 * PENDING_LINES
 #: a name the fast sinks write as it is: printable ASCII
 ONE_CELL_ASCII: Final = re.compile("[ -~]*")
 #: spaces that right-align a frame number of N digits in seven columns
@@ -397,30 +395,18 @@ class Timeline:
         pad, digits, when, middle, name, detail, tail = self._layout(frame)
         if not name:
             return False
+        if detail:
+            line = f"{pad}{digits} {when}{middle}{name} {detail}{tail}\n"
+        else:
+            line = f"{pad}{digits} {when}{middle}{name}{tail}\n"
         if self._flush_each:
             assert self._write is not None and self.out is not None
-            if detail:
-                line = f"{pad}{digits} {when}{middle}{name} {detail}{tail}\n"
-            else:
-                line = f"{pad}{digits} {when}{middle}{name}{tail}\n"
             self._write(line)
             self.out.flush()
             return True
-        # the line's parts, joined once a block: not a string made per line and copied again
         pending = self._pending
-        pending.append(pad)
-        pending.append(digits)
-        pending.append(" ")
-        pending.append(when)
-        pending.append(middle)
-        pending.append(name)
-        if detail:
-            pending.append(" ")
-            pending.append(detail)
-        if tail:
-            pending.append(tail)
-        pending.append("\n")
-        if len(pending) >= PENDING_PARTS:
+        pending.append(line)
+        if len(pending) >= PENDING_LINES:
             self.write_pending()
         return True
 
