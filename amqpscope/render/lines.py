@@ -300,6 +300,10 @@ def highlights(frame: Frame) -> str:
             words = _transfer_words(frame.fields)
             if words:
                 return words
+        elif frame.version != "1.0":  # most 0-9-1 frames
+            words = _basic_words(frame.name, frame.fields)
+            if words:
+                return words
         table = RULES["1.0" if frame.version == "1.0" else "0-9-1"]
     rules = table.get(frame.name)
     if rules is None:
@@ -567,3 +571,78 @@ def ndjson_all(
     finally:  # at the end, or interrupted: every line made so far goes out, whole
         if parts:
             emit(b"".join(parts))
+
+
+def _as_is(value: Any) -> str | None:
+    """A string value as `by_rules` writes it (`_text`), "" when the rules skip it (empty,
+    redacted); None for any other value."""
+    if type(value) is not str:
+        return None
+    if not value or value == REDACTED:
+        return ""
+    return _text(value)
+
+
+def _number(value: Any) -> str | None:
+    """An int value as `_text` writes it (not a bool), or None for any other value."""
+    if type(value) is not int:
+        return None
+    text = str(value)
+    return text if len(text) <= MAX_VALUE else None
+
+
+def _basic_words(name: str, fields: dict[str, Any]) -> str:
+    """`highlights` of the 0-9-1 frames a busy connection is made of (content headers and
+    bodies, basic.publish, deliver and ack: HIGHLIGHTS' rules for them, written out) when their
+    values are of the usual types: ints, booleans, strings. "" for any other, which the rules
+    then write. No label of these starts with another's text, so the rules' merging of a text
+    into the one before it happens only where a content-type starts with the size's text;
+    words follow as they are."""
+    if name == "content-header":
+        size = _number(fields.get("body-size"))
+        properties = fields.get("properties")
+        if size is None or type(properties) is not dict:
+            return ""
+        kind = properties.get("content-type")
+        if kind is None:
+            return "size=" + size
+        shown = _as_is(kind)
+        if shown is None:
+            return ""
+        if not shown:
+            return "size=" + size
+        if shown.startswith("size=") and shown.startswith("size=" + size):
+            return shown
+        return f"size={size} {shown}"
+    if name == "content-body":
+        size = _number(fields.get("size"))
+        return "" if size is None else "size=" + size
+    if name == "basic.publish":
+        exchange = _as_is(fields.get("exchange"))
+        key = _as_is(fields.get("routing-key"))
+        flag = fields.get("mandatory")
+        if exchange is None or key is None or (flag is not True and flag is not False):
+            return ""
+        if exchange:
+            words = f"x={exchange} key={key}" if key else "x=" + exchange
+        else:
+            words = "key=" + key if key else ""
+        if flag:
+            return words + " mandatory" if words else "mandatory"
+        return words
+    if name == "basic.deliver":
+        tag = _number(fields.get("delivery-tag"))
+        key = _as_is(fields.get("routing-key"))
+        flag = fields.get("redelivered")
+        if tag is None or key is None or (flag is not True and flag is not False):
+            return ""
+        if flag:
+            return f"tag={tag} key={key} redelivered" if key else f"tag={tag} redelivered"
+        return f"tag={tag} key={key}" if key else "tag=" + tag
+    if name == "basic.ack":
+        tag = _number(fields.get("delivery-tag"))
+        flag = fields.get("multiple")
+        if tag is None or (flag is not True and flag is not False):
+            return ""
+        return f"tag={tag} multiple" if flag else "tag=" + tag
+    return ""

@@ -103,6 +103,8 @@ ONE_CELL_ASCII: Final = re.compile("[ -~]*")
 _PADS: Final = tuple(" " * (7 - n) for n in range(7))
 #: spaces that right-align a time of N characters in ten columns
 _TIME_PADS: Final = tuple(" " * (10 - n) for n in range(10))
+#: a time under a second, of N digits of microseconds, less those digits ("  0.000")
+_ZEROS: Final = tuple("  0." + "0" * (6 - n) for n in range(7))
 
 
 def body_text(frame: Frame, limit: int) -> str | None:
@@ -117,9 +119,12 @@ def body_text(frame: Frame, limit: int) -> str | None:
     key = "text" if "text" in body else "value" if "value" in body else "hex"
     if key in body:
         value = body[key]
+        prefix = "0x" if key == "hex" else ""
+        # printable and short (most bodies): nothing below changes it
+        if type(value) is str and len(value) <= limit and value.isprintable():
+            return prefix + value if prefix else value
         text = value if isinstance(value, str) else repr(value)
         text = safe(text.replace("\n", "⏎").replace("\r", ""))  # nothing drives the terminal
-        prefix = "0x" if key == "hex" else ""
         if len(text) > limit:
             text = text[: limit - 1] + "…"
         return f"{prefix}{text}"
@@ -335,13 +340,14 @@ class Timeline:
         return prefix_pieces(frame, number, self._t0())
 
     # -- most lines, laid out as strings -------------------------------------------------------
-    def _layout(self, frame: Frame) -> tuple[str, str, str, str, str, str]:
-        """A frame's line as (number, time, connection and channel, name, detail, body
-        preview), the very text `frame_pieces` lays out, for a line the fast sinks can write
-        without checking its captured text: no error or finding, not a TCP end, a protocol
-        header or an untimed log line, a name of printable ASCII. Its detail and preview are
-        safe already (`highlights`, `body_text`): no control character. Otherwise the name is
-        "" and the line is `frame_pieces`' to lay out.
+    def _layout(self, frame: Frame) -> tuple[str, str, str, str, str, str, str]:
+        """A frame's line as (number's padding, number, time, connection and channel, name,
+        detail, body preview), the very text `frame_pieces` lays out (a space after the
+        number), for a line the fast sinks can write without checking its captured text: no
+        error or finding, not a TCP end, a protocol header or an untimed log line, a name of
+        printable ASCII. Its detail and preview are safe already (`highlights`, `body_text`):
+        no control character. Otherwise the name is "" and the line is `frame_pieces`' to lay
+        out.
 
         Strings, not pieces: one `frame_pieces` line made about ten objects (tuples, a list, the
         joined line) and a per-character scan of it; most of its parts repeat, so the time of the
@@ -354,22 +360,22 @@ class Timeline:
             or (frame.source is not None and not frame.ts)
             or error_in(frame.findings, frame.fields, name)
         ):
-            return "", "", "", "", "", ""
+            return "", "", "", "", "", "", ""
         channel = frame.channel
         if channel is not None and not 0 <= channel < 65536:  # not a key of `_middles`
-            return "", "", "", "", "", ""
+            return "", "", "", "", "", "", ""
         plain = self._names.get(name)
         if plain is None:
             plain = ONE_CELL_ASCII.fullmatch(name) is not None and bool(name)
             self._names[name] = plain
         if not plain:
-            return "", "", "", "", "", ""
+            return "", "", "", "", "", "", ""
         x = frame.ts - (self.first_ts or 0.0)
         if x != self._last_x:  # frames of one packet share its time
             self._last_x = x
             self._last_when = seconds(x)
         digits = str(frame.number)
-        number = f"{_PADS[len(digits)]}{digits} " if len(digits) < 7 else digits + " "
+        pad = _PADS[len(digits)] if len(digits) < 7 else ""
         direction = frame.direction
         arrow = 0 if direction == "c2s" else 1 if direction == "s2c" else 2
         key = frame.conn * 1048576 + (0 if channel is None else channel + 1) * 4 + arrow
@@ -379,18 +385,20 @@ class Timeline:
             if len(self._middles) >= MIDDLES_KEPT:
                 self._middles.clear()
             self._middles[key] = middle
-        tail = message_tail(frame, BODY_FULL if self.body else BODY_PREVIEW)
-        return number, self._last_when, middle, name, highlights(frame), tail
+        tail = (
+            message_tail(frame, BODY_FULL if self.body else BODY_PREVIEW) if frame.message else ""
+        )
+        return pad, digits, self._last_when, middle, name, highlights(frame), tail
 
     def _plain_line(self, frame: Frame) -> bool:
         """The plain sink's line of a frame `_layout` lays out (False: any other frame)."""
-        number, when, middle, name, detail, tail = self._layout(frame)
+        pad, digits, when, middle, name, detail, tail = self._layout(frame)
         if not name:
             return False
         if detail:
-            line = f"{number}{when}{middle}{name} {detail}{tail}\n"
+            line = f"{pad}{digits} {when}{middle}{name} {detail}{tail}\n"
         else:
-            line = f"{number}{when}{middle}{name}{tail}\n"
+            line = f"{pad}{digits} {when}{middle}{name}{tail}\n"
         if self._flush_each:
             assert self._write is not None and self.out is not None
             self._write(line)
@@ -406,9 +414,10 @@ class Timeline:
         """The ANSI sink's line of a frame `_layout` lays out, uncut and with no detail two
         styles would overlap in (False: any other line, for `_ansi`): what `_ansi` writes of
         its pieces, made as one string."""
-        number, when, middle, name, detail, tail = self._layout(frame)
+        pad, digits, when, middle, name, detail, tail = self._layout(frame)
         if not name:
             return False
+        number = f"{pad}{digits} "
         if not self._pending:  # as `_emit`: the terminal's size, once a block
             self._width = self.console.width
         size = len(number) + len(when) + len(middle) + len(name) + len(tail)
@@ -701,9 +710,13 @@ def seconds(x: float) -> str:
         n = int(micro)
         off = micro - n
         if 0.001 < off < 0.999:
-            whole = n // 1_000_000
-            text = str(whole) + "." + str(n - whole * 1_000_000 + 1_000_000)[1:]
-            return _TIME_PADS[len(text)] + text if len(text) < 10 else text
+            digits = str(n)  # one int written, cut at the point
+            size = len(digits)
+            if size <= 6:
+                return _ZEROS[size] + digits
+            if size >= 9:  # ten characters or more: no padding
+                return digits[:-6] + "." + digits[-6:]
+            return f"{_TIME_PADS[size + 1]}{digits[:-6]}.{digits[-6:]}"
     return "%10.6f" % x  # noqa: UP031 (compiled, % is a C call; format() is not)
 
 
