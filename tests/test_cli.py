@@ -53,9 +53,12 @@ def test_empty_file_exits_1(tmp_path: Path) -> None:
     assert_one_line_error(amqpscope("read", str(empty)), 1)
 
 
-def test_directory_exits_with_an_error(tmp_path: Path) -> None:
-    result = amqpscope("read", str(tmp_path))
-    assert result.returncode in (1, 2) and "Traceback" not in result.stderr
+@pytest.mark.parametrize("command", ["read", "summary", "diagnose", "export", "tui"])
+def test_directory_is_unreadable_input_exits_1(tmp_path: Path, command: str) -> None:
+    """As a missing file: input that cannot be read (1, one line), not bad usage (2)."""
+    result = amqpscope(command, str(tmp_path))
+    assert_one_line_error(result, 1)
+    assert result.stderr == f"amqpscope: {tmp_path}: is a directory, not a capture or log file\n"
 
 
 @pytest.mark.parametrize(

@@ -70,7 +70,7 @@ def files_argument(fn: Callable[..., Any]) -> Callable[..., Any]:
         nargs=-1,
         required=True,
         metavar="FILE...",
-        type=click.Path(dir_okay=False, path_type=str),
+        type=click.Path(path_type=str),  # a directory is unreadable input (1), told when opened
         callback=several_files,
     )(fn)
 
