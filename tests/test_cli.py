@@ -61,6 +61,34 @@ def test_directory_is_unreadable_input_exits_1(tmp_path: Path, command: str) -> 
     assert result.stderr == f"amqpscope: {tmp_path}: is a directory, not a capture or log file\n"
 
 
+def test_an_output_that_cannot_be_written_is_one_line_not_an_internal_error(
+    tmp_path: Path,
+) -> None:
+    """Its folder missing (export -o as report -o), or the disk full (/dev/full): exit 1 and
+    what went wrong, not "internal error ... please report it"."""
+    missing = tmp_path / "no-such-folder" / "out.json"
+    result = amqpscope("export", str(SAMPLE), "-o", str(missing))
+    assert_one_line_error(result, 1)
+    assert result.stderr == f"amqpscope: cannot write {missing}: No such file or directory\n"
+    if not os.path.exists("/dev/full"):
+        return
+    for args in (("export", "-o", "/dev/full"), ("read", "-w", "/dev/full")):
+        result = amqpscope(*args, str(SAMPLE))
+        assert_one_line_error(result, 1)
+        assert result.stderr == "amqpscope: cannot write the output: No space left on device\n"
+    for command in ("read", "summary", "diagnose"):
+        with open("/dev/full", "w") as full:
+            run = subprocess.run(
+                [sys.executable, "-m", "amqpscope.cli", command, str(SAMPLE)],
+                stdout=full,
+                stderr=subprocess.PIPE,
+                text=True,
+                timeout=120,
+            )
+        assert run.returncode == 1
+        assert run.stderr == "amqpscope: cannot write the output: No space left on device\n"
+
+
 @pytest.mark.parametrize(
     "args", [("read",), ("bogus-command",), ("read", "--no-such-option", "x.pcap"), ()]
 )

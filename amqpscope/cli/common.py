@@ -4,6 +4,7 @@ sinks, and the options several commands take."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import gc
 import os
 import sys
@@ -33,6 +34,10 @@ PIPED_WIDTH = 10_000
 
 
 _VERSION = "%(prog)s %(version)s (" + build_text().replace("%", "%%") + ")"
+
+#: what a write to an output fails with that is the disk's or the device's fault, not a bug:
+#: the input's read errors never reach `guarded` (they are findings), so these are the output's
+WRITE_ERRNOS: Final = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS})
 
 
 def steady_gc() -> None:
@@ -78,10 +83,24 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
             fail("interrupted", 130)
         except (click.exceptions.Exit, click.ClickException, SystemExit):
             raise
+        except OSError as exc:
+            if exc.errno not in WRITE_ERRNOS:
+                fail(f"internal error: {type(exc).__name__}: {exc} (please report it)")
+            fail(f"cannot write the output: {exc.strerror or exc}")
         except Exception as exc:  # the promise: never a traceback
             fail(f"internal error: {type(exc).__name__}: {exc} (please report it)")
 
     return wrapper
+
+
+def open_output(path: str) -> Any:
+    """`click.open_file(path, "w")` (- is stdout), or one line and exit 1 when it cannot be
+    opened (its folder missing, no permission), as `report -o` says it."""
+    try:
+        return click.open_file(path, "w", encoding="utf-8")
+    except OSError as exc:
+        fail(f"cannot write {path}: {exc.strerror or exc}", 1)
+        raise  # not reached: fail() exits
 
 
 def report_findings(findings: list[Finding]) -> None:
