@@ -437,3 +437,35 @@ def test_an_interrupted_read_json_still_writes_every_line_made(select: list[str]
     )  # fmt: skip
     assert result.returncode == 130 and result.stderr == "amqpscope: interrupted\n"
     assert len(whole) > 40 and result.stdout.splitlines() == whole[:29]
+
+
+INTERRUPT_LOADING = """
+import os, runpy, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as on a terminal, not under `&`
+module, sys.argv = sys.argv[1], ["amqpscope", *sys.argv[2:]]
+class Interrupting:  # Ctrl-C as `module` starts to load
+    def find_spec(self, name, path=None, target=None):
+        if name == module:
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+sys.meta_path.insert(0, Interrupting())
+runpy.run_module("amqpscope.cli", run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "amqpscope.render.lines",  # while amqpscope.cli itself loads
+        "amqpscope.cli.read",  # while click loads the command asked for
+    ],
+)
+def test_ctrl_c_while_the_modules_load_is_one_line_and_130(module: str) -> None:
+    """Not a KeyboardInterrupt's traceback from whichever import it hit, nor click's
+    "Aborted!" and 1: half a second of loading (pure Python) is long enough to hit."""
+    result = subprocess.run(
+        [sys.executable, "-c", INTERRUPT_LOADING, module, "read", str(SAMPLE)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert (result.returncode, result.stderr) == (130, "amqpscope: interrupted\n")
+    assert result.stdout == ""

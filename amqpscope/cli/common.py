@@ -376,6 +376,14 @@ class Program(click.Group):
         self.ran = command.name if command is not None else None
         return name, command, rest
 
+    def invoke(self, ctx: click.Context) -> Any:
+        """Ctrl-C before a command's own `guarded` runs (while its module loads): the promised
+        line and 130, not click's "Aborted!" and 1."""
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            fail("interrupted", 130)
+
     def main(self, args: Any = None, *rest: Any, **options: Any) -> Any:
         try:
             return super().main(args, *rest, **options)
