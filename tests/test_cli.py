@@ -211,6 +211,21 @@ def test_count_conn_and_time_window() -> None:
     assert len(window) == len(late)
 
 
+@pytest.mark.parametrize("command", ["read", "diagnose", "report"])
+def test_a_time_window_that_selects_nothing_is_a_usage_error(command: str, tmp_path: Path) -> None:
+    """--from after --to (either order given) or not a number: 2 and why, not an empty
+    output and 0 (or everything, for nan, which no comparison selects against)."""
+    out = ["-o", str(tmp_path / "r.html")] if command == "report" else []
+    for window in (["--from", "5", "--to", "1"], ["--to", "1", "--from", "5"]):
+        result = amqpscope(command, str(SAMPLE), *out, *window)
+        assert_one_line_error(result, 2)
+        assert "--from 5 is after --to 1" in result.stderr
+    result = amqpscope(command, str(SAMPLE), *out, "--from", "nan")
+    assert_one_line_error(result, 2)
+    assert "not a number of seconds" in result.stderr
+    assert amqpscope(command, str(SAMPLE), *out, "--from", "1", "--to", "1").returncode == 0
+
+
 def test_piped_output_is_neither_coloured_nor_cut() -> None:
     text = amqpscope("read", str(CAPTURES / "091-channel-errors.pcap")).stdout
     assert "\x1b[" not in text

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import gc
+import math
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -224,6 +225,20 @@ def load_keylog(path: str | None) -> Any:
     refresh()
     keylog.refresh = refresh
     return keylog
+
+
+def time_window(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """--from and --to's check: a number, and --from not after --to (which would select
+    nothing, silently); whichever of the two click processes second sees the other."""
+    if value is None:
+        return None
+    if math.isnan(value):
+        raise click.BadParameter("not a number of seconds")
+    start = value if param.name == "start" else ctx.params.get("start")
+    stop = value if param.name == "stop" else ctx.params.get("stop")
+    if start is not None and stop is not None and start > stop:
+        raise click.BadParameter(f"--from {start:g} is after --to {stop:g}: nothing between")
+    return value
 
 
 def keylog_option(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -17,6 +17,7 @@ from amqpscope.cli.common import (
     redact_bodies_option,
     report_findings,
     steady_gc,
+    time_window,
 )
 from amqpscope.cli.inputs import files_argument, format_option, open_input, shown_name
 from amqpscope.cli.inspect import Inspect
@@ -50,8 +51,14 @@ if TYPE_CHECKING:
 @click.option("--channel", "channels", type=int, multiple=True, help="Only channel N (repeatable).")
 @click.option("--link", "links", multiple=True, metavar="NAME", help="Only this 1.0 link's frames.")
 @click.option("--queue", "queues", multiple=True, metavar="NAME", help="Only this queue's frames.")
-@click.option("--from", "start", type=float, metavar="SECONDS", help="From this relative time.")
-@click.option("--to", "stop", type=float, metavar="SECONDS", help="Up to this relative time.")
+@click.option(
+    "--from", "start", type=float, metavar="SECONDS", callback=time_window,
+    help="From this relative time (seconds from the first frame).",
+)  # fmt: skip
+@click.option(
+    "--to", "stop", type=float, metavar="SECONDS", callback=time_window,
+    help="Up to this relative time.",
+)  # fmt: skip
 @keylog_option
 @format_option
 @guarded
