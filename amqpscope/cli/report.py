@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -35,8 +36,8 @@ if TYPE_CHECKING:
     "-o",
     "--output",
     required=True,
-    type=click.Path(dir_okay=False, path_type=str),
-    help="The HTML file to write.",
+    type=click.Path(dir_okay=False, allow_dash=True, path_type=str),
+    help="The HTML file to write (- for standard output).",
 )
 @click.option(
     "--show-secrets",
@@ -148,8 +149,12 @@ def report(
     except ReportError as exc:
         fail(str(exc), 1)
     try:
-        with open(output, "wb") as out:
-            out.write(page)
+        if output == "-":  # as export -o - and read -w -, not a file named "-"
+            sys.stdout.buffer.write(page)
+            sys.stdout.flush()
+        else:
+            with open(output, "wb") as out:
+                out.write(page)
     except OSError as exc:
         fail(f"cannot write {output}: {exc.strerror or exc}", 1)
     report_findings(findings)
