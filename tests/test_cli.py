@@ -98,6 +98,16 @@ def test_bad_usage_exits_2(args: tuple[str, ...]) -> None:
     assert "Traceback" not in result.stderr
 
 
+def test_a_capture_given_as_the_command_says_how_to_read_it() -> None:
+    """`amqpscope capture.pcap` (tshark -r's habit): still bad usage, with the command to run."""
+    result = amqpscope(str(SAMPLE))
+    assert result.returncode == 2
+    assert f"No such command '{SAMPLE}'. To decode the file: amqpscope read {SAMPLE}" in (
+        result.stderr
+    )
+    assert "To decode" not in amqpscope("bogus-command").stderr
+
+
 def test_truncated_capture_gives_what_was_complete_and_a_finding(tmp_path: Path) -> None:
     data = SAMPLE.read_bytes()
     whole = amqpscope("read", str(SAMPLE), "--json").stdout.splitlines()

@@ -8,6 +8,7 @@ import errno
 import gc
 import math
 import os
+import shlex
 import sys
 from collections.abc import Callable, Iterator
 from functools import wraps
@@ -387,7 +388,13 @@ class Program(click.Group):
     def resolve_command(
         self, ctx: click.Context, args: list[str]
     ) -> tuple[str | None, click.Command | None, list[str]]:
-        name, command, rest = super().resolve_command(ctx, args)
+        try:
+            name, command, rest = super().resolve_command(ctx, args)
+        except click.UsageError as exc:
+            # `amqpscope capture.pcap`, as tshark -r or tcpdump -r users try first
+            if args and os.path.exists(args[0]):
+                exc.message += f" To decode the file: amqpscope read {shlex.quote(args[0])}"
+            raise
         self.ran = command.name if command is not None else None
         return name, command, rest
 
