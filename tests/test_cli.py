@@ -53,9 +53,40 @@ def test_empty_file_exits_1(tmp_path: Path) -> None:
     assert_one_line_error(amqpscope("read", str(empty)), 1)
 
 
-def test_directory_exits_with_an_error(tmp_path: Path) -> None:
-    result = amqpscope("read", str(tmp_path))
-    assert result.returncode in (1, 2) and "Traceback" not in result.stderr
+@pytest.mark.parametrize("command", ["read", "summary", "diagnose", "export", "tui"])
+def test_directory_is_unreadable_input_exits_1(tmp_path: Path, command: str) -> None:
+    """As a missing file: input that cannot be read (1, one line), not bad usage (2)."""
+    result = amqpscope(command, str(tmp_path))
+    assert_one_line_error(result, 1)
+    assert result.stderr == f"amqpscope: {tmp_path}: is a directory, not a capture or log file\n"
+
+
+def test_an_output_that_cannot_be_written_is_one_line_not_an_internal_error(
+    tmp_path: Path,
+) -> None:
+    """Its folder missing (export -o as report -o), or the disk full (/dev/full): exit 1 and
+    what went wrong, not "internal error ... please report it"."""
+    missing = tmp_path / "no-such-folder" / "out.json"
+    result = amqpscope("export", str(SAMPLE), "-o", str(missing))
+    assert_one_line_error(result, 1)
+    assert result.stderr == f"amqpscope: cannot write {missing}: No such file or directory\n"
+    if not os.path.exists("/dev/full"):
+        return
+    for args in (("export", "-o", "/dev/full"), ("read", "-w", "/dev/full")):
+        result = amqpscope(*args, str(SAMPLE))
+        assert_one_line_error(result, 1)
+        assert result.stderr == "amqpscope: cannot write the output: No space left on device\n"
+    for command in ("read", "summary", "diagnose"):
+        with open("/dev/full", "w") as full:
+            run = subprocess.run(
+                [sys.executable, "-m", "amqpscope.cli", command, str(SAMPLE)],
+                stdout=full,
+                stderr=subprocess.PIPE,
+                text=True,
+                timeout=120,
+            )
+        assert run.returncode == 1
+        assert run.stderr == "amqpscope: cannot write the output: No space left on device\n"
 
 
 @pytest.mark.parametrize(
@@ -65,6 +96,16 @@ def test_bad_usage_exits_2(args: tuple[str, ...]) -> None:
     result = amqpscope(*args)
     assert result.returncode == 2, (args, result.returncode, result.stderr)
     assert "Traceback" not in result.stderr
+
+
+def test_a_capture_given_as_the_command_says_how_to_read_it() -> None:
+    """`amqpscope capture.pcap` (tshark -r's habit): still bad usage, with the command to run."""
+    result = amqpscope(str(SAMPLE))
+    assert result.returncode == 2
+    assert f"No such command '{SAMPLE}'. To decode the file: amqpscope read {SAMPLE}" in (
+        result.stderr
+    )
+    assert "To decode" not in amqpscope("bogus-command").stderr
 
 
 def test_truncated_capture_gives_what_was_complete_and_a_finding(tmp_path: Path) -> None:
@@ -178,6 +219,21 @@ def test_count_conn_and_time_window() -> None:
     late = [r for r in every if r["ts"] - first > 0.01]
     window = amqpscope("read", capture, "--json", "--from", "0.01").stdout.splitlines()
     assert len(window) == len(late)
+
+
+@pytest.mark.parametrize("command", ["read", "diagnose", "report"])
+def test_a_time_window_that_selects_nothing_is_a_usage_error(command: str, tmp_path: Path) -> None:
+    """--from after --to (either order given) or not a number: 2 and why, not an empty
+    output and 0 (or everything, for nan, which no comparison selects against)."""
+    out = ["-o", str(tmp_path / "r.html")] if command == "report" else []
+    for window in (["--from", "5", "--to", "1"], ["--to", "1", "--from", "5"]):
+        result = amqpscope(command, str(SAMPLE), *out, *window)
+        assert_one_line_error(result, 2)
+        assert "--from 5 is after --to 1" in result.stderr
+    result = amqpscope(command, str(SAMPLE), *out, "--from", "nan")
+    assert_one_line_error(result, 2)
+    assert "not a number of seconds" in result.stderr
+    assert amqpscope(command, str(SAMPLE), *out, "--from", "1", "--to", "1").returncode == 0
 
 
 def test_piped_output_is_neither_coloured_nor_cut() -> None:
@@ -406,3 +462,35 @@ def test_an_interrupted_read_json_still_writes_every_line_made(select: list[str]
     )  # fmt: skip
     assert result.returncode == 130 and result.stderr == "amqpscope: interrupted\n"
     assert len(whole) > 40 and result.stdout.splitlines() == whole[:29]
+
+
+INTERRUPT_LOADING = """
+import os, runpy, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as on a terminal, not under `&`
+module, sys.argv = sys.argv[1], ["amqpscope", *sys.argv[2:]]
+class Interrupting:  # Ctrl-C as `module` starts to load
+    def find_spec(self, name, path=None, target=None):
+        if name == module:
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+sys.meta_path.insert(0, Interrupting())
+runpy.run_module("amqpscope.cli", run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "amqpscope.render.lines",  # while amqpscope.cli itself loads
+        "amqpscope.cli.read",  # while click loads the command asked for
+    ],
+)
+def test_ctrl_c_while_the_modules_load_is_one_line_and_130(module: str) -> None:
+    """Not a KeyboardInterrupt's traceback from whichever import it hit, nor click's
+    "Aborted!" and 1: half a second of loading (pure Python) is long enough to hit."""
+    result = subprocess.run(
+        [sys.executable, "-c", INTERRUPT_LOADING, module, "read", str(SAMPLE)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert (result.returncode, result.stderr) == (130, "amqpscope: interrupted\n")
+    assert result.stdout == ""

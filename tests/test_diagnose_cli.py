@@ -85,6 +85,25 @@ def test_no_diagnosis_said_in_words() -> None:
     assert some.stdout.decode().startswith("No diagnosis: nothing in what was selected of ")
 
 
+def test_a_capture_with_no_amqp_read_says_so_not_that_nothing_looks_wrong() -> None:
+    """Another port's traffic, or TLS without its keys: what it held, as read says it (on
+    stderr with --json, whose document stays the empty list)."""
+    for name in ("non-amqp.pcap", "091-tls12.pcap"):
+        path = CAPTURES / name
+        said = run("read", str(path)).stderr.decode().replace("amqpscope: ", "")
+        assert said.startswith(f"no AMQP in {path}: ")
+        result = run("diagnose", str(path))
+        assert result.returncode == 0
+        assert result.stdout.decode() == said
+        as_json = run("diagnose", str(path), "--json")
+        assert json.loads(as_json.stdout) == {"diagnoses": []}
+        assert f"amqpscope: no AMQP in {path}: " in as_json.stderr.decode()
+    keyed = run(
+        "diagnose", str(CAPTURES / "091-tls12.pcap"), "--keylog", str(CAPTURES / "091-tls12.keys")
+    )
+    assert keyed.stdout.decode().startswith("No diagnosis: nothing in this capture ")
+
+
 def test_unreadable_input_is_one_line_and_exit_1(tmp_path: Path) -> None:
     junk = tmp_path / "junk.pcap"
     junk.write_bytes(b"this is not a capture at all")

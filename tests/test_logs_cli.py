@@ -113,6 +113,28 @@ def test_text_in_no_known_format_is_one_line_error(tmp_path: Path) -> None:
     assert b"log.skipped-lines" in forced.stderr and b"2 of 2 lines" in forced.stderr
 
 
+def test_format_given_with_a_capture_is_a_usage_error(tmp_path: Path) -> None:
+    """A capture's bytes read as a log hold no frame: not an empty output and exit 0 (with
+    "N of N lines are no pika frame"), but one line saying what the file is, and 2. Also
+    gzip'd and on standard input."""
+    zipped = tmp_path / "cap.pcap.gz"
+    zipped.write_bytes(gzip.compress(PCAP.read_bytes()))
+    for command in ("read", "summary", "diagnose", "export"):
+        done = amqpscope(command, str(PCAP), "--format", "pika")
+        assert (done.returncode, done.stdout) == (2, b"")
+        said = f"amqpscope: --format pika: {PCAP} is a pcap capture, not a frame-trace log\n"
+        assert done.stderr.decode() == said
+    done = amqpscope("read", str(zipped), "--format", "proton")
+    assert done.returncode == 2 and b"is a pcap capture" in done.stderr
+    done = amqpscope("read", "-", "--format", "rhea", stdin=PCAP.read_bytes())
+    assert (
+        done.returncode == 2
+        and done.stderr == b"amqpscope: --format rhea: - is a pcap capture, not a frame-trace log\n"
+    )
+    ng = amqpscope("read", str(CAPTURES / "pcapng.pcapng"), "--format", "proton")
+    assert ng.returncode == 2 and b"is a pcapng capture" in ng.stderr
+
+
 @pytest.mark.parametrize("at", [3, 20, 0.5])
 def test_cut_log_is_read_with_a_finding(tmp_path: Path, at: float) -> None:
     """A log copied while it was written: its last line cut short (in the prefix, inside the

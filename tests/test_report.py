@@ -92,6 +92,17 @@ def test_same_bytes_from_separate_processes(tmp_path: Path) -> None:
     assert pages[0] == pages[1]
 
 
+def test_dash_is_standard_output_as_for_export_and_read_w(tmp_path: Path) -> None:
+    """`-o -`: the page on stdout, the same bytes as -o FILE's; no file named "-" is made."""
+    capture = str(CAPTURES / "091-get.pcap")
+    out = tmp_path / "page.html"
+    run = [sys.executable, "-m", "amqpscope.cli", "report", capture, "-o"]
+    subprocess.run([*run, str(out)], check=True, timeout=120, cwd=tmp_path)
+    piped = subprocess.run([*run, "-"], capture_output=True, timeout=120, cwd=tmp_path)
+    assert piped.returncode == 0 and piped.stdout == out.read_bytes()
+    assert not (tmp_path / "-").exists()
+
+
 def test_without_bokeh_one_line_and_exit_1(tmp_path: Path) -> None:
     """The `report` extra not installed: said before the capture is read, no page written."""
     out = tmp_path / "r.html"

@@ -6,10 +6,12 @@ being written: `tcpdump -U -w - | amqpscope read -`), and one line for what is n
 from __future__ import annotations
 
 import gzip
+import os
 import select
 import struct
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -104,3 +106,30 @@ def test_damaged_captures_read_from_a_pipe_as_from_the_file(tmp_path: Path) -> N
         assert (piped.returncode, piped.stdout) == (direct.returncode, direct.stdout), case.name
         said = piped.stderr.replace(b"-: ", b"")
         assert said == direct.stderr.replace(f"{path}: ".encode(), b""), case.name
+
+
+@pytest.mark.parametrize(
+    "name", ["091-ack-nack-reject.pcap", "091-tls13-embedded.pcapng", "log-proton-broker.log"]
+)
+def test_a_fifo_reads_as_the_file_does(tmp_path: Path, name: str) -> None:
+    """A named pipe (`mkfifo`, `<(zcat cap.pcap.gz)`) cannot seek either: a whole pcap read from
+    one is not "damaged" at its end, and a pcapng's blocks are read, not refused at the first."""
+    path = CAPTURES / name
+    for data in (path.read_bytes(), path.read_bytes()[: path.stat().st_size * 2 // 3]):
+        cut = tmp_path / name
+        cut.write_bytes(data)
+        fifo = tmp_path / "fifo"
+        fifo.unlink(missing_ok=True)
+        os.mkfifo(fifo)
+        writer = threading.Thread(target=fifo.write_bytes, args=(data,))
+        writer.start()
+        try:
+            piped = run(["read", "--json", str(fifo)])
+        finally:
+            writer.join(timeout=60)
+        direct = run(["read", "--json", str(cut)])
+        assert direct.stdout.count(b"\n") > 10
+        # a log's records name their file
+        out = piped.stdout.replace(str(fifo).encode(), str(cut).encode())
+        assert (piped.returncode, out) == (direct.returncode, direct.stdout)
+        assert piped.stderr.replace(str(fifo).encode(), str(cut).encode()) == direct.stderr

@@ -141,3 +141,35 @@ def test_the_window_bounds_memory_and_counts_what_it_lost(window: int) -> None:
         assert holder.lost > 0
     else:
         assert holder.lost == 0
+
+
+INTERRUPT_AT = """
+import sys
+from amqpscope.track import tracker
+feed, seen, at = tracker.Tracker.feed, [0], int(sys.argv[1])
+def interrupting(self, frame):
+    seen[0] += 1
+    if seen[0] == at:
+        raise KeyboardInterrupt
+    feed(self, frame)
+tracker.Tracker.feed = interrupting
+from amqpscope import cli
+sys.argv = ["amqpscope", *sys.argv[2:]]
+cli.main()
+"""
+
+
+def test_ctrl_c_leaves_the_cut_of_what_was_read(tmp_path: Path) -> None:
+    """As tcpdump -w's file after Ctrl-C: readable, with the frames read so far (they were
+    still in the window), not an empty file; then one line and 130."""
+    name = "091-publish-consume.pcap"
+    out = tmp_path / "cut.pcap"
+    result = subprocess.run(
+        [sys.executable, "-c", INTERRUPT_AT, "40", "read", str(CAPTURES / name), "-w", str(out)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert (result.returncode, result.stderr) == (130, "amqpscope: interrupted\n")
+    got = [(f.number, f.name) for f in dissect(out)]
+    whole = [(f.number, f.name) for f in dissect(CAPTURES / name)]
+    assert len(whole) > 60 and len(got) >= 30
+    assert got == whole[: len(got)]

@@ -37,7 +37,7 @@ from typing import IO, TYPE_CHECKING, Any, Final, cast
 
 from ..findings import Finding, finding
 from .packet import RawPacket
-from .pipe import STDIN, open_stdin
+from .pipe import STDIN, open_path, open_stdin
 
 if TYPE_CHECKING:
     from .pcapng import NgReader
@@ -232,7 +232,7 @@ class CaptureReader:
                 raw = self._raw = open_stdin(sys.stdin.fileno())
             else:
                 # closed by close(); 64 KiB reads, not the default 8 (two small reads a packet)
-                raw = self._raw = io.BufferedReader(io.FileIO(self.path), buffer_size=1 << 16)
+                raw = self._raw = open_path(self.path, 1 << 16)
         except FileNotFoundError:
             raise self._fail("no such file") from None
         except IsADirectoryError:
@@ -543,7 +543,7 @@ class CaptureReader:
         else "damaged". Runs once per file, so seeking back (even in gzip) is fine."""
         f = self._f
         assert f is not None
-        if self.path == STDIN:  # a pipe cannot go back: whether anything follows tells them apart
+        if not self._seekable():  # a pipe cannot go back: whether anything follows tells them apart
             try:
                 return "damaged" if _read_tolerant(f, 1) else "truncated"
             except Exception:
@@ -577,6 +577,13 @@ class CaptureReader:
             return "truncated"
         except Exception:
             return "damaged"
+
+    def _seekable(self) -> bool:
+        raw = self._raw
+        try:
+            return raw is not None and raw.seekable()
+        except (OSError, ValueError):
+            return False
 
     def _summarise_snaplen(self, snapped: int, first: int) -> None:
         if snapped:

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from typing import IO, Final
 
 from amqpscope.capture.files import CAPTURE_MAGICS, GZIP_MAGIC, CaptureError
-from amqpscope.capture.pipe import STDIN, open_stdin
+from amqpscope.capture.pipe import STDIN, open_path, open_stdin
 from amqpscope.findings import Finding, finding
 
 #: bytes peeked to look inside a gzip stream
@@ -33,7 +33,7 @@ def open_stream(path: str) -> io.BufferedReader:
     try:
         if path == STDIN:
             return open_stdin(sys.stdin.fileno())
-        return io.BufferedReader(io.FileIO(path), buffer_size=_PEEK)
+        return open_path(path, _PEEK)
     except FileNotFoundError:
         raise CaptureError(f"{path}: no such file") from None
     except IsADirectoryError:

@@ -4,8 +4,11 @@ sinks, and the options several commands take."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import gc
+import math
 import os
+import shlex
 import sys
 from collections.abc import Callable, Iterator
 from functools import wraps
@@ -33,6 +36,10 @@ PIPED_WIDTH = 10_000
 
 
 _VERSION = "%(prog)s %(version)s (" + build_text().replace("%", "%%") + ")"
+
+#: what a write to an output fails with that is the disk's or the device's fault, not a bug:
+#: the input's read errors never reach `guarded` (they are findings), so these are the output's
+WRITE_ERRNOS: Final = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS})
 
 
 def steady_gc() -> None:
@@ -78,10 +85,24 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
             fail("interrupted", 130)
         except (click.exceptions.Exit, click.ClickException, SystemExit):
             raise
+        except OSError as exc:
+            if exc.errno not in WRITE_ERRNOS:
+                fail(f"internal error: {type(exc).__name__}: {exc} (please report it)")
+            fail(f"cannot write the output: {exc.strerror or exc}")
         except Exception as exc:  # the promise: never a traceback
             fail(f"internal error: {type(exc).__name__}: {exc} (please report it)")
 
     return wrapper
+
+
+def open_output(path: str) -> Any:
+    """`click.open_file(path, "w")` (- is stdout), or one line and exit 1 when it cannot be
+    opened (its folder missing, no permission), as `report -o` says it."""
+    try:
+        return click.open_file(path, "w", encoding="utf-8")
+    except OSError as exc:
+        fail(f"cannot write {path}: {exc.strerror or exc}", 1)
+        raise  # not reached: fail() exits
 
 
 def report_findings(findings: list[Finding]) -> None:
@@ -205,6 +226,20 @@ def load_keylog(path: str | None) -> Any:
     refresh()
     keylog.refresh = refresh
     return keylog
+
+
+def time_window(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """--from and --to's check: a number, and --from not after --to (which would select
+    nothing, silently); whichever of the two click processes second sees the other."""
+    if value is None:
+        return None
+    if math.isnan(value):
+        raise click.BadParameter("not a number of seconds")
+    start = value if param.name == "start" else ctx.params.get("start")
+    stop = value if param.name == "stop" else ctx.params.get("stop")
+    if start is not None and stop is not None and start > stop:
+        raise click.BadParameter(f"--from {start:g} is after --to {stop:g}: nothing between")
+    return value
 
 
 def keylog_option(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -353,9 +388,23 @@ class Program(click.Group):
     def resolve_command(
         self, ctx: click.Context, args: list[str]
     ) -> tuple[str | None, click.Command | None, list[str]]:
-        name, command, rest = super().resolve_command(ctx, args)
+        try:
+            name, command, rest = super().resolve_command(ctx, args)
+        except click.UsageError as exc:
+            # `amqpscope capture.pcap`, as tshark -r or tcpdump -r users try first
+            if args and os.path.exists(args[0]):
+                exc.message += f" To decode the file: amqpscope read {shlex.quote(args[0])}"
+            raise
         self.ran = command.name if command is not None else None
         return name, command, rest
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Ctrl-C before a command's own `guarded` runs (while its module loads): the promised
+        line and 130, not click's "Aborted!" and 1."""
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            fail("interrupted", 130)
 
     def main(self, args: Any = None, *rest: Any, **options: Any) -> Any:
         try:

@@ -16,14 +16,16 @@ from amqpscope.cli.common import (
     load_keylog,
     main,
     make_console,
+    no_amqp_lines,
     progress,
     replace_unencodable,
     report_findings,
     retiring,
     steady_gc,
+    time_window,
     uncoloured,
 )
-from amqpscope.cli.inputs import files_argument, format_option, open_input
+from amqpscope.cli.inputs import files_argument, format_option, open_input, shown_name
 from amqpscope.diagnose import Diagnoser, Diagnosis
 from amqpscope.diagnose.causes import DUPLICATES_LATER
 from amqpscope.diagnose.model import ranked
@@ -96,8 +98,14 @@ def _diagnoses(
 @files_argument
 @click.option("--json", "as_json", is_flag=True, help='{"diagnoses": [...]} as one document.')
 @click.option("--conn", "conns", multiple=True, type=int, metavar="N", help="Only connection N.")
-@click.option("--from", "start", type=float, metavar="SECONDS", help="From this relative time.")
-@click.option("--to", "stop", type=float, metavar="SECONDS", help="Up to this relative time.")
+@click.option(
+    "--from", "start", type=float, metavar="SECONDS", callback=time_window,
+    help="From this relative time (seconds from the first frame).",
+)  # fmt: skip
+@click.option(
+    "--to", "stop", type=float, metavar="SECONDS", callback=time_window,
+    help="Up to this relative time.",
+)  # fmt: skip
 @keylog_option
 @format_option
 @display_options
@@ -157,9 +165,18 @@ def diagnose(
         # no time to show (a log without timestamps): diagnoses say where, not when
         first_ts = diagnoser.evidence.first_ts if diagnoser.evidence.timed else None
         found = selected(_diagnoses(diagnoser, tracker, retired), conns, start, stop, first_ts)
+        # a capture with no AMQP read (another port's traffic, TLS without its keys) is not one
+        # where "nothing looks wrong": say what it held instead, as read and summary do
+        others = []
+        if not found and source.dissector is not None:
+            others = no_amqp_lines(source.dissector, shown_name(files))
         if as_json:
             document = {"diagnoses": [d.to_json() for d in found]}
             sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+            for text in others:
+                click.echo(f"amqpscope: {text}", err=True)
+        elif others:
+            sys.stdout.write("".join(text + "\n" for text in others))
         else:
             from amqpscope.render.diagnoses import write_diagnoses
             from amqpscope.render.timeline import Timeline

@@ -9,6 +9,7 @@ from amqpscope.cli.common import (
     keylog_option,
     load_keylog,
     main,
+    open_output,
     progress,
     redact_bodies_option,
     report_findings,
@@ -62,7 +63,7 @@ def export(
     steady_gc()
     with (
         open_input(files, fmt) as source,
-        click.open_file(output, "w", encoding="utf-8") as out,
+        open_output(output) as out,
         progress(source.file, output != "-") as bar,
     ):
         if source.capture is not None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from amqpscope.capture.files import CaptureError, CaptureReader
+from amqpscope.capture.files import PCAPNG_MAGIC, CaptureError, CaptureReader
 from amqpscope.capture.pipe import STDIN
 from amqpscope.capture.textlog import (
     LogFile,
@@ -70,7 +70,7 @@ def files_argument(fn: Callable[..., Any]) -> Callable[..., Any]:
         nargs=-1,
         required=True,
         metavar="FILE...",
-        type=click.Path(dir_okay=False, path_type=str),
+        type=click.Path(path_type=str),  # a directory is unreadable input (1), told when opened
         callback=several_files,
     )(fn)
 
@@ -191,6 +191,9 @@ def open_input(paths: str | Sequence[str], fmt: str | None = None) -> Iterator[I
     stream = open_stream(path)
     try:
         head, compressed = head_of(stream)
+        if fmt is not None and is_capture(head):  # its bytes, read as text, hold no frame
+            kind = "pcapng" if head[:4] == PCAPNG_MAGIC else "pcap"
+            fail(f"--format {fmt}: {path} is a {kind} capture, not a frame-trace log", 2)
         if fmt is None and (is_capture(head) or not looks_like_text(head)):
             with CaptureReader(path, stream) as capture:
                 yield Input(path, capture=capture)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +18,7 @@ from amqpscope.cli.common import (
     redact_bodies_option,
     report_findings,
     steady_gc,
+    time_window,
 )
 from amqpscope.cli.inputs import files_argument, format_option, open_input, shown_name
 from amqpscope.cli.inspect import Inspect
@@ -34,8 +36,8 @@ if TYPE_CHECKING:
     "-o",
     "--output",
     required=True,
-    type=click.Path(dir_okay=False, path_type=str),
-    help="The HTML file to write.",
+    type=click.Path(dir_okay=False, allow_dash=True, path_type=str),
+    help="The HTML file to write (- for standard output).",
 )
 @click.option(
     "--show-secrets",
@@ -50,8 +52,14 @@ if TYPE_CHECKING:
 @click.option("--channel", "channels", type=int, multiple=True, help="Only channel N (repeatable).")
 @click.option("--link", "links", multiple=True, metavar="NAME", help="Only this 1.0 link's frames.")
 @click.option("--queue", "queues", multiple=True, metavar="NAME", help="Only this queue's frames.")
-@click.option("--from", "start", type=float, metavar="SECONDS", help="From this relative time.")
-@click.option("--to", "stop", type=float, metavar="SECONDS", help="Up to this relative time.")
+@click.option(
+    "--from", "start", type=float, metavar="SECONDS", callback=time_window,
+    help="From this relative time (seconds from the first frame).",
+)  # fmt: skip
+@click.option(
+    "--to", "stop", type=float, metavar="SECONDS", callback=time_window,
+    help="Up to this relative time.",
+)  # fmt: skip
 @keylog_option
 @format_option
 @guarded
@@ -141,8 +149,12 @@ def report(
     except ReportError as exc:
         fail(str(exc), 1)
     try:
-        with open(output, "wb") as out:
-            out.write(page)
+        if output == "-":  # as export -o - and read -w -, not a file named "-"
+            sys.stdout.buffer.write(page)
+            sys.stdout.flush()
+        else:
+            with open(output, "wb") as out:
+                out.write(page)
     except OSError as exc:
         fail(f"cannot write {output}: {exc.strerror or exc}", 1)
     report_findings(findings)

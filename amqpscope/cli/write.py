@@ -74,19 +74,28 @@ def write_packets(
             for ready in cut.take():
                 writer.write(ready)
 
-    for frame in dissector.run(packets()):
-        tracker.feed(frame)
-        if first_ts is None:
-            first_ts = frame.ts
-        chosen = (count is None or selected < count) and accepts(frame, first_ts)
-        connection = dissector.connections.get(frame.conn)
-        layered = connection is not None and bool(connection.codec.layers)
-        cut.frame(frame, chosen, layered)
-        selected += chosen
-    cut.finish()
-    for ready in cut.take():
-        writer.write(ready)
-    writer.close()
+    def finish() -> None:
+        cut.finish()
+        for ready in cut.take():
+            writer.write(ready)
+        writer.close()
+
+    try:
+        for frame in dissector.run(packets()):
+            tracker.feed(frame)
+            if first_ts is None:
+                first_ts = frame.ts
+            chosen = (count is None or selected < count) and accepts(frame, first_ts)
+            connection = dissector.connections.get(frame.conn)
+            layered = connection is not None and bool(connection.codec.layers)
+            cut.frame(frame, chosen, layered)
+            selected += chosen
+    except KeyboardInterrupt:
+        # Ctrl-C: the cut of what was read so far, still held in the window, goes out as a
+        # readable file (tcpdump -w's is readable after Ctrl-C too), not an empty one
+        finish()
+        raise
+    finish()
     return Written(writer.packets, selected, cut.lost)
 
 
