@@ -963,16 +963,22 @@ class ConnectionTracker:
         ts = frame.ts
         lowered: list[Link] = []
         stats = self.stats
+        deliveries = half.deliveries  # `matched` came from it: each one's sender is `owner`
         for delivery in matched:
             if disposed is not None:
                 self._apply_state(session, delivery, disposed, frame, out)
             link = delivery.link
-            if (
-                self._forget(session, delivery, level=False)
-                and stats
-                and (not lowered or lowered[-1] is not link)
-            ):
-                lowered.append(link)
+            # `_forget`'s work inline (its level set once below, not per delivery)
+            did = delivery.id
+            if deliveries.get(did) is delivery:
+                del deliveries[did]
+            tag = delivery.tag
+            key = tag if tag is not None else f"#{did}"
+            unsettled = link.unsettled
+            if unsettled.get(key) is delivery:
+                del unsettled[key]
+                if stats and (not lowered or lowered[-1] is not link):
+                    lowered.append(link)
             link.settled += 1
             if stats:
                 link.latency.add(ts - delivery.ts)
@@ -1031,11 +1037,10 @@ class ConnectionTracker:
             link.latency.add(ts - delivery.ts)
             link.latency_series.add(ts, ts - delivery.ts)
 
-    def _forget(
-        self, session: Session, delivery: Delivery, left: bool = False, level: bool = True
-    ) -> bool:
+    def _forget(self, session: Session, delivery: Delivery, left: bool = False) -> bool:
         """Drop a delivery from the unsettled maps (settled, aborted, or replaced); whether its
-        link's unsettled count went down (then set in its series now, unless not `level`)."""
+        link's unsettled count went down (then set in its series now). A settling disposition
+        does this inline (`_disposition`)."""
         half = session.half[delivery.sender]
         if half.deliveries.get(delivery.id) is delivery:
             del half.deliveries[delivery.id]
@@ -1045,7 +1050,7 @@ class ConnectionTracker:
         if link.unsettled.get(key) is delivery:
             del link.unsettled[key]
             lowered = True
-            if level and self.stats:
+            if self.stats:
                 link.unsettled_series.set(self.ts, len(link.unsettled))
         if left:
             link.left += 1
