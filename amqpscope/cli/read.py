@@ -188,7 +188,7 @@ def read(
         write_cut(files, out, accepts, whole, show_secrets, keylog, count)
         return
     retire = retiring()  # each connection forgotten once its TCP ended
-    tracker = Tracker(retire=retire)
+    tracker = Tracker(retire=retire, stats=False)  # `read` shows no summary
     lines = Lines(0 if files == (STDIN,) else Lines.CHUNK)
     timeline = None
     if not as_json:

@@ -64,11 +64,18 @@ def _endpoints(frame: Frame) -> tuple[str, str]:
 
 class Tracker:
     """`journeys` False: no RPC pairs or message journeys across connections (the Spark tables
-    have none, and matching them costs a few percent)."""
+    have none, and matching them costs a few percent). `stats` False: the 1.0 trackers keep none
+    of what only the summary shows (settle latencies and the sparklines' series, a few percent
+    of `read`), and their summaries show none; findings are the same either way."""
 
     def __init__(
-        self, journeys: bool = True, retire: bool = False, on_retire: Retire | None = None
+        self,
+        journeys: bool = True,
+        retire: bool = False,
+        on_retire: Retire | None = None,
+        stats: bool = True,
     ) -> None:
+        self.stats = stats
         self.connections: dict[int, amqp10.ConnectionTracker | amqp091.ConnectionTracker] = {}
         self.correlator: amqp091.Correlator | None = amqp091.Correlator() if journeys else None
         self.findings: list[Finding] = []
@@ -107,8 +114,12 @@ class Tracker:
             if frame.version not in TRACKED_VERSIONS:
                 return  # named, not tracked (0-10, unknown headers)
             client, server = _endpoints(frame)
-            kind = amqp10 if frame.version == "1.0" else amqp091
-            tracker = kind.ConnectionTracker(frame.conn, client, server, frame.version)
+            if frame.version == "1.0":
+                tracker = amqp10.ConnectionTracker(
+                    frame.conn, client, server, frame.version, self.stats
+                )
+            else:
+                tracker = amqp091.ConnectionTracker(frame.conn, client, server, frame.version)
             self.connections[frame.conn] = tracker
             if self.retire:
                 self.order[frame.conn] = self.created

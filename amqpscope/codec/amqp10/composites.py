@@ -443,6 +443,7 @@ def decode_fields(
     # read again); `i` is the first field not put in: from there on the defaults
     depth += 1
     i = 0
+    gaps = False  # a field read left out of `out` (null without a default, or no value)
     try:
         while i < count:
             if pos >= stop:
@@ -457,6 +458,8 @@ def decode_fields(
                 default = defaults[i]
                 if default is not _MISSING:
                     out[names[i]] = default
+                else:
+                    gaps = True
                 pos += 1
                 i += 1
                 continue
@@ -495,15 +498,22 @@ def decode_fields(
                 value, pos = read_at(ctx, c, pos + 1, stop, depth)
             if value is not _MISSING:
                 out[names[i]] = value
+            else:
+                gaps = True
             i += 1
     except Malformed as exc:
         ctx.malformed(exc)
         pos = stop
+        gaps = True
     if pos != stop:
         ctx.note("amqp10.bad-encoding", pos, f"{stop - pos} bytes left over in {cspec.name}")
-    for j in cspec.mandatory:
-        if j >= i or names[j] not in out:
-            ctx.note("amqp10.missing-mandatory", off, f"{cspec.name} without {fields[j].name}")
+    mandatory = cspec.mandatory
+    # a mandatory field can be missing only if one was left out or the list ended before the
+    # last of them (they are in field order): else no lookup per mandatory field
+    if mandatory and (gaps or i <= mandatory[-1]):
+        for j in mandatory:
+            if j >= i or names[j] not in out:
+                ctx.note("amqp10.missing-mandatory", off, f"{cspec.name} without {fields[j].name}")
     while i < nfields:
         default = defaults[i]
         if default is not _MISSING:

@@ -132,8 +132,13 @@ class Side:
 class ConnectionTracker:
     """Frames of one connection in; state, and findings about what the frames mean, out."""
 
-    def __init__(self, conn: int, client: str, server: str, version: str) -> None:
+    def __init__(
+        self, conn: int, client: str, server: str, version: str, stats: bool = True
+    ) -> None:
         self.conn = conn
+        #: keep what only the summary shows (each link's settle-latency reservoir and its
+        #: sparklines' series); False for a reader that never asks for a summary (`read`)
+        self.stats = stats
         self.client = client
         self.server = server
         self.version = version
@@ -610,7 +615,8 @@ class ConnectionTracker:
             link.resume_unsettled = max(link.resume_unsettled, len(unsettled))
         if role == "sender":
             link.credit.sender_attached(fields.get("initial-delivery-count"))
-            link.credit_series.set(frame.ts, link.credit.credit)
+            if self.stats:
+                link.credit_series.set(frame.ts, link.credit.credit)
             target = fields.get("target")
             if isinstance(target, dict) and target.get("type") == "coordinator":
                 if not link.coordinator:
@@ -712,7 +718,8 @@ class ConnectionTracker:
             link.no_credit_run = False
         else:
             return  # an inferred link whose direction is not known yet
-        link.credit_series.set(frame.ts, link.credit.credit)
+        if self.stats:
+            link.credit_series.set(frame.ts, link.credit.credit)
         if waited is not None:
             self._stall_credit(out, link, waited)
 
@@ -845,9 +852,11 @@ class ConnectionTracker:
             self._forget(session, old, left=True)
         count = link.credit.count
         credit = link.credit.transfer(frame.ts)
-        link.delivery_series.add(frame.ts)
-        if credit is not None:
-            link.credit_series.set(frame.ts, credit - 1)  # this delivery used one
+        stats = self.stats
+        if stats:
+            link.delivery_series.add(frame.ts)
+            if credit is not None:
+                link.credit_series.set(frame.ts, credit - 1)  # this delivery used one
         if credit is not None and credit <= 0:
             if not link.no_credit_run:
                 link.no_credit_run = True
@@ -895,7 +904,8 @@ class ConnectionTracker:
         else:
             half.deliveries[did] = delivery
             link.unsettled[tag if tag is not None else f"#{did}"] = delivery
-            link.unsettled_series.set(frame.ts, len(link.unsettled))
+            if stats:
+                link.unsettled_series.set(frame.ts, len(link.unsettled))
             if len(link.unsettled) >= BACKLOG and not link.backlogged:
                 link.backlogged = True
                 out.append(
@@ -959,17 +969,27 @@ class ConnectionTracker:
         # forgotten here lowers it at this same time: its last value is all the series keeps)
         ts = frame.ts
         lowered: list[Link] = []
+        stats = self.stats
+        deliveries = half.deliveries  # `matched` came from it: each one's sender is `owner`
         for delivery in matched:
             if disposed is not None:
                 self._apply_state(session, delivery, disposed, frame, out)
             link = delivery.link
-            if self._forget(session, delivery, level=False) and (
-                not lowered or lowered[-1] is not link
-            ):
-                lowered.append(link)
+            # `_forget`'s work inline (its level set once below, not per delivery)
+            did = delivery.id
+            if deliveries.get(did) is delivery:
+                del deliveries[did]
+            tag = delivery.tag
+            key = tag if tag is not None else f"#{did}"
+            unsettled = link.unsettled
+            if unsettled.get(key) is delivery:
+                del unsettled[key]
+                if stats and (not lowered or lowered[-1] is not link):
+                    lowered.append(link)
             link.settled += 1
-            link.latency.add(ts - delivery.ts)
-            link.latency_series.add(ts, ts - delivery.ts)
+            if stats:
+                link.latency.add(ts - delivery.ts)
+                link.latency_series.add(ts, ts - delivery.ts)
         for link in lowered:
             link.unsettled_series.set(ts, len(link.unsettled))
 
@@ -1020,14 +1040,14 @@ class ConnectionTracker:
         link = delivery.link
         self._forget(session, delivery)
         link.settled += 1
-        link.latency.add(ts - delivery.ts)
-        link.latency_series.add(ts, ts - delivery.ts)
+        if self.stats:
+            link.latency.add(ts - delivery.ts)
+            link.latency_series.add(ts, ts - delivery.ts)
 
-    def _forget(
-        self, session: Session, delivery: Delivery, left: bool = False, level: bool = True
-    ) -> bool:
+    def _forget(self, session: Session, delivery: Delivery, left: bool = False) -> bool:
         """Drop a delivery from the unsettled maps (settled, aborted, or replaced); whether its
-        link's unsettled count went down (then set in its series now, unless not `level`)."""
+        link's unsettled count went down (then set in its series now). A settling disposition
+        does this inline (`_disposition`)."""
         half = session.half[delivery.sender]
         if half.deliveries.get(delivery.id) is delivery:
             del half.deliveries[delivery.id]
@@ -1037,7 +1057,7 @@ class ConnectionTracker:
         if link.unsettled.get(key) is delivery:
             del link.unsettled[key]
             lowered = True
-            if level:
+            if self.stats:
                 link.unsettled_series.set(self.ts, len(link.unsettled))
         if left:
             link.left += 1
