@@ -165,3 +165,42 @@ def test_redact_bodies_drops_a_logs_bodies_as_a_captures() -> None:
     assert [r["message"]["body"] for r in logged] == [r["message"]["body"] for r in captured]
     assert all(r["message"]["body"].get("redacted") for r in logged)
     assert "log message" not in json.dumps(logged)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["latin-1", "nuls", "copytruncate", "utf-16"],
+)
+def test_a_log_with_bytes_no_utf8_text_has_is_read(tmp_path: Path, damage: str) -> None:
+    """A log that is mostly UTF-8 text is a log: a Latin-1 application line among the frames,
+    NULs a crash left, the hole `logrotate copytruncate` leaves at its start, or UTF-16 with a
+    byte order mark (Windows PowerShell's `>`). Every frame is read; bytes that are no text
+    are a `log.not-text` finding naming the first such line."""
+    data = LOG.read_bytes()
+    lines = data.splitlines(keepends=True)
+    if damage == "latin-1":
+        damaged = b"".join(lines[:5]) + "café au lait\n".encode("latin-1") + b"".join(lines[5:])
+        first = 6
+    elif damage == "nuls":
+        damaged = b"".join(lines[:7]) + b"\0\0" + b"".join(lines[7:])
+        first = 8
+    elif damage == "copytruncate":
+        damaged = bytes(5000) + data
+        first = 1
+    else:
+        damaged = data.decode().encode("utf-16")
+        first = 0
+    log = tmp_path / "damaged.log"
+    log.write_bytes(damaged)
+    done = amqpscope("read", str(log), "--json")
+    assert done.returncode == 0, done.stderr
+    expected = records(str(LOG))
+    got = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [r["name"] for r in got] == [r["name"] for r in expected]
+    assert [r["fields"] for r in got] == [r["fields"] for r in expected]
+    stderr = done.stderr.decode()
+    assert "Traceback" not in stderr
+    if first:
+        assert f"log.not-text: {log}:{first}: 1 line(s)" in stderr, stderr
+    else:
+        assert "log.not-text" not in stderr, stderr
