@@ -204,3 +204,23 @@ def test_a_log_with_bytes_no_utf8_text_has_is_read(tmp_path: Path, damage: str) 
         assert f"log.not-text: {log}:{first}: 1 line(s)" in stderr, stderr
     else:
         assert "log.not-text" not in stderr, stderr
+
+
+def test_frames_of_another_format_are_a_finding(tmp_path: Path) -> None:
+    """Two logs in one file (`cat client.log server.log`), of two formats: the file reads as
+    one of them, and the other's frames, which it does not read, are a warning naming their
+    format and first line, not lines merely skipped. A wrong --format says the same."""
+    rhea = (CAPTURES / "log-rhea-broker.log").read_bytes()
+    both = tmp_path / "both.log"
+    both.write_bytes(LOG.read_bytes() + rhea)
+    done = amqpscope("read", str(both), "--json")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count(b"\n") == len(records(str(CAPTURES / "log-rhea-broker.log")))
+    stderr = done.stderr.decode()
+    proton_lines = LOG.read_bytes().count(b"\n")
+    assert f"log.other-format: {both}:1: {proton_lines} line(s) are proton frames" in stderr
+    forced = amqpscope("read", str(LOG), "--format", "rhea", "--json")
+    assert forced.returncode == 0 and forced.stdout == b""
+    assert b"log.other-format" in forced.stderr and b"--format proton" in forced.stderr
+    clean = amqpscope("read", str(CAPTURES / "log-pika-broker.log"), "--json")
+    assert b"log.other-format" not in clean.stderr  # a library's own lines are no frames

@@ -63,6 +63,10 @@ _ENCODING_ERRORS: Final = (
 MAX_WRAPPED: Final = 16
 #: connections followed at once; past it the oldest is forgotten (memory stays bounded)
 MAX_CONNECTIONS: Final = 10_000
+#: lines that are no frame of the log's format asked whether they are another format's frames
+#: (two logs in one file, a wrong `--format`): the first ones only, so a log of mostly other
+#: lines costs no more past them
+OTHERS_ASKED: Final = 20_000
 
 
 class _Connection:
@@ -145,6 +149,8 @@ class LogReader:
         #: findings frames carry (`_not_shown`, `_cut`)
         self.not_shown: dict[tuple[str, str], Finding] = {}
         self.cuts: dict[int, Finding] = {}
+        #: skipped lines that another format reads as its frames: format -> (count, first line)
+        self.others: dict[str, tuple[int, int]] = {}
 
     def feed(self, line: str, number: int) -> list[k.Frame]:
         """The records line `number` (1-based) holds: none, or one. A frame whose text ends
@@ -239,8 +245,25 @@ class LogReader:
                 self.findings.append(finding("log.cut-line", what))
             else:
                 self.skipped += 1
+                if self.skipped <= OTHERS_ASKED:
+                    self._other_format(line, number)
             return []
         return self._emit(logged, line, number)
+
+    def _other_format(self, line: str, number: int) -> None:
+        """Count `line` under the other format that reads it as a frame, if one does: such a
+        line is not read here, and must not pass as one more line of no frame."""
+        for name, fmt in FORMATS.items():
+            if fmt.parse is self.parse or not fmt.looks_like(line):
+                continue
+            try:
+                read = fmt.parse(line)
+            except _ENCODING_ERRORS:
+                continue
+            if read is not None:
+                count, first = self.others.get(name, (0, number))
+                self.others[name] = (count + 1, first)
+                return
 
     def _emit(self, logged: Logged, line: str, number: int) -> list[k.Frame]:
         """The record of what line `number` logged (none for an end of stream)."""
@@ -277,6 +300,13 @@ class LogReader:
         for connection in self.connections.values():
             self._forget(connection)
         self.connections.clear()
+        for name, (count, first) in self.others.items():
+            what = (
+                f"{self.name}:{first}: {count} line(s) are {name} frames, not read in a log read"
+                f" as {self.fmt} (two logs in one file? read each alone, or with --format {name})"
+            )
+            self.findings.append(finding("log.other-format", what))
+        self.others.clear()
         return self.findings
 
     def skipped_finding(self) -> Finding | None:
