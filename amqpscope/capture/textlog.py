@@ -13,6 +13,7 @@ import contextlib
 import gzip
 import io
 import os
+import re
 import sys
 import zlib
 from collections.abc import Iterator
@@ -70,6 +71,8 @@ _NOT_TEXT_SHARE: Final = 0.02
 #: control characters no text log holds (tab, newlines, form feed and ESC are text)
 _CONTROLS: Final = bytes(c for c in range(32) if c not in b"\t\n\r\f\x1b") + b"\x7f"
 _UTF16_BOMS: Final = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+#: a terminal's colour and style sequences (SGR), as loggers write them to one
+_COLOURS: Final = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def looks_like_text(head: bytes) -> bool:
@@ -116,6 +119,8 @@ class LogFile:
                 if "\0" in line:
                     line = line.replace("\0", "")
                     self._not_text(number)
+                if "\x1b" in line:  # a terminal's colours (a trace copied from one): no text
+                    line = _COLOURS.sub("", line)
                 yield line
         except (OSError, EOFError, zlib.error, ValueError) as exc:
             what = "cut short" if isinstance(exc, EOFError) else f"damaged: {exc}"
