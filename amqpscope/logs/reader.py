@@ -72,7 +72,7 @@ OTHERS_ASKED: Final = 20_000
 class _Connection:
     """One logged connection: its number, the logger's role, a decoder per direction."""
 
-    __slots__ = ("client", "conn", "decoders", "ended", "label")
+    __slots__ = ("client", "conn", "decoders", "ended", "label", "last_line")
     # `ended`: the directions whose end of stream the log showed (Proton logs `-> EOS` when
     # its output closes and `<- EOS` when its input does; the connection is over with both)
 
@@ -105,6 +105,7 @@ class _Connection:
             for way in ("c2s", "s2c")
         }
         self.ended: set[str] = set()
+        self.last_line = 0  # the line of its last frame (0: none yet)
 
     def direction(self, arrow: str) -> str:
         return "c2s" if (arrow == SENT) == self.client else "s2c"
@@ -149,6 +150,9 @@ class LogReader:
         #: findings frames carry (`_not_shown`, `_cut`)
         self.not_shown: dict[tuple[str, str], Finding] = {}
         self.cuts: dict[int, Finding] = {}
+        #: the last line that looked like a frame and did not parse (0: none): a frame after it
+        #: whose connection had one before it carries `log.lost-line`
+        self.bad_line = 0
         #: skipped lines that another format reads as its frames: format -> (count, first line)
         self.others: dict[str, tuple[int, int]] = {}
 
@@ -192,6 +196,7 @@ class LogReader:
                 return self._emit(alone, text, first) + self._line(line, number)
             what = f"{self.name}:{first}: a frame's text that ends unfinished"
             self.findings.append(finding("log.bad-line", what))
+            self.bad_line = first
         return self._line(line, number)
 
     def _frame_alone(self, line: str) -> bool:
@@ -235,6 +240,7 @@ class LogReader:
                 return []
             code = "log.cut-line" if cut and line.strip() else "log.bad-line"
             self.findings.append(finding(code, f"{self.name}:{number}: {why}"))
+            self.bad_line = number
             return []
         if logged is not None and not cut and _payload_cut(logged):
             self.pending = (line.rstrip("\r\n"), number, 1, logged)  # wrapped, or cut short
@@ -273,9 +279,19 @@ class LogReader:
             cut = not line.endswith("\n") and line.strip()
             code = "log.cut-line" if cut else "log.bad-line"
             self.findings.append(finding(code, f"{self.name}:{number}: {why}"))
+            self.bad_line = number
             return []
         if frame is None:
             return []
+        connection = self.connections.get(logged.conn)
+        if connection is not None:
+            if 0 < connection.last_line < self.bad_line:
+                what = (
+                    f"line {self.bad_line}, before this frame, looked like a frame and did not"
+                    " parse: a frame of this connection may be missing from the log before it"
+                )
+                frame.findings.append(finding("log.lost-line", what))
+            connection.last_line = number
         self.number += 1
         frame.number = self.number
         frame.source = {"file": self.name, "line": number}
