@@ -111,3 +111,42 @@ def test_a_confirm_the_capture_lost_is_not_seen_rather_than_never_sent(tmp_path:
     ended = the_finding(read, "amqp091.unconfirmed-at-end")
     assert "were not seen confirmed by the broker when it closed" in ended
     assert "the capture lost bytes the broker sent" in ended
+
+
+def log_json(command: str, path: Path) -> list[dict[str, Any]]:
+    """`command --json` of a log: its standard output only (a damaged log's findings go to
+    standard error)."""
+    result = CliRunner().invoke(main, [command, str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    return (
+        [json.loads(text)] if command == "diagnose" else [json.loads(x) for x in text.splitlines()]
+    )
+
+
+def test_a_rule_broken_after_a_logs_bad_line_is_doubted(tmp_path: Path) -> None:
+    """A frame-trace log whose line of the server's open does not parse: the begin after it
+    looks sent before any open, a rule broken. The log lost that frame, the server did not
+    break the rule: the diagnosis says so (info, naming the line and its frame), the frame
+    carries `log.lost-line`. The same log whole blames no one for it."""
+    log = ROOT / "captures" / "log-proton-broker.log"
+    lines = log.read_text().splitlines(keepends=True)
+    assert "<- @open(16)" in lines[10]
+    lines[10] = lines[10][:60] + "@@@]]]\n"
+    damaged = tmp_path / "damaged.log"
+    damaged.write_text("".join(lines))
+    (doubted,) = [
+        d for d in log_json("diagnose", damaged)[0]["diagnoses"] if d["code"] == "spec.violation"
+    ]
+    assert doubted["severity"] == "info"
+    assert "or the log lost a frame" in doubted["title"]
+    assert "line 11 of the log" in doubted["explanation"]
+    assert "the bug is on its side" not in doubted["explanation"]
+    begin = next(r for r in log_json("read", damaged) if r["name"] == "begin" and r["dir"] == "s2c")
+    assert doubted["evidence"] == [begin["frame"]]
+    assert "log.lost-line" in {f["code"] for f in begin["findings"]}
+    whole = [d for d in log_json("diagnose", log)[0]["diagnoses"] if d["code"] == "spec.violation"]
+    assert all("log lost" not in d["title"] for d in whole)
+    assert not any(
+        f["code"] == "log.lost-line" for r in log_json("read", log) for f in r["findings"]
+    )

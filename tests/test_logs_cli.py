@@ -187,3 +187,62 @@ def test_redact_bodies_drops_a_logs_bodies_as_a_captures() -> None:
     assert [r["message"]["body"] for r in logged] == [r["message"]["body"] for r in captured]
     assert all(r["message"]["body"].get("redacted") for r in logged)
     assert "log message" not in json.dumps(logged)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["latin-1", "nuls", "copytruncate", "utf-16"],
+)
+def test_a_log_with_bytes_no_utf8_text_has_is_read(tmp_path: Path, damage: str) -> None:
+    """A log that is mostly UTF-8 text is a log: a Latin-1 application line among the frames,
+    NULs a crash left, the hole `logrotate copytruncate` leaves at its start, or UTF-16 with a
+    byte order mark (Windows PowerShell's `>`). Every frame is read; bytes that are no text
+    are a `log.not-text` finding naming the first such line."""
+    data = LOG.read_bytes()
+    lines = data.splitlines(keepends=True)
+    if damage == "latin-1":
+        damaged = b"".join(lines[:5]) + "café au lait\n".encode("latin-1") + b"".join(lines[5:])
+        first = 6
+    elif damage == "nuls":
+        damaged = b"".join(lines[:7]) + b"\0\0" + b"".join(lines[7:])
+        first = 8
+    elif damage == "copytruncate":
+        damaged = bytes(5000) + data
+        first = 1
+    else:
+        damaged = data.decode().encode("utf-16")
+        first = 0
+    log = tmp_path / "damaged.log"
+    log.write_bytes(damaged)
+    done = amqpscope("read", str(log), "--json")
+    assert done.returncode == 0, done.stderr
+    expected = records(str(LOG))
+    got = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [r["name"] for r in got] == [r["name"] for r in expected]
+    assert [r["fields"] for r in got] == [r["fields"] for r in expected]
+    stderr = done.stderr.decode()
+    assert "Traceback" not in stderr
+    if first:
+        assert f"log.not-text: {log}:{first}: 1 line(s)" in stderr, stderr
+    else:
+        assert "log.not-text" not in stderr, stderr
+
+
+def test_frames_of_another_format_are_a_finding(tmp_path: Path) -> None:
+    """Two logs in one file (`cat client.log server.log`), of two formats: the file reads as
+    one of them, and the other's frames, which it does not read, are a warning naming their
+    format and first line, not lines merely skipped. A wrong --format says the same."""
+    rhea = (CAPTURES / "log-rhea-broker.log").read_bytes()
+    both = tmp_path / "both.log"
+    both.write_bytes(LOG.read_bytes() + rhea)
+    done = amqpscope("read", str(both), "--json")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count(b"\n") == len(records(str(CAPTURES / "log-rhea-broker.log")))
+    stderr = done.stderr.decode()
+    proton_lines = LOG.read_bytes().count(b"\n")
+    assert f"log.other-format: {both}:1: {proton_lines} line(s) are proton frames" in stderr
+    forced = amqpscope("read", str(LOG), "--format", "rhea", "--json")
+    assert forced.returncode == 0 and forced.stdout == b""
+    assert b"log.other-format" in forced.stderr and b"--format proton" in forced.stderr
+    clean = amqpscope("read", str(CAPTURES / "log-pika-broker.log"), "--json")
+    assert b"log.other-format" not in clean.stderr  # a library's own lines are no frames

@@ -212,3 +212,33 @@ def test_performatives_are_named_as_their_pattern_reads_them() -> None:
         assert m is not None and m.end() == len(token) + 1
         assert int(m.group(2), 16) == code
         assert spec.COMPOSITES[code].name == m.group(1).replace("_", "-")
+
+
+def test_a_trace_copied_from_a_terminal() -> None:
+    """On a terminal the `debug` package writes no ISO time: each line starts with the
+    logger's name in colour and ends with the time since the line before (`+3ms`, `+2s`).
+    Such a trace, through the file reader that drops the colours, reads as the recorded one
+    does, frame for frame, without times (those deltas are rounded: not read)."""
+    import io
+    import re
+
+    from amqpscope.capture.textlog import LogFile
+
+    lines = (CAPTURES / f"{NAME}.log").read_text().splitlines()
+    units = ["ms", "s", "m", "h", "d"]
+    shown = []
+    for i, line in enumerate(lines):
+        rest = re.sub(r"^\S+ rhea:frames ", "", line)
+        shown.append(f"  \x1b[36;1mrhea:frames \x1b[0m{rest} \x1b[36m+{i}{units[i % 5]}\x1b[0m\n")
+    terminal = "".join(shown).encode()
+    with LogFile("tty.log", io.BufferedReader(io.BytesIO(terminal)), False) as log:
+        text = list(log)
+    assert detect(text) == "rhea"
+    found: list[Finding] = []
+    frames = list(records_from_log(text, "tty.log", fmt="rhea", findings=found))
+    expected, expected_found = logged()
+    assert [(f.name, f.direction, f.fields) for f in frames] == [
+        (f.name, f.direction, f.fields) for f in expected
+    ]
+    assert all(f.ts == 0.0 for f in frames)
+    assert [f.code for f in found] == [f.code for f in expected_found]

@@ -427,6 +427,27 @@ def test_a_frame_trace_log(tmp_path: Path) -> None:
     assert sorted(cell(data, u, "deliveries") for u in links) == [6, 6]
 
 
+def test_the_inputs_own_findings_are_on_the_page(tmp_path: Path) -> None:
+    """What `read` says on stderr of a damaged log (a line that does not parse, lines that are
+    no frame) is on the page, line numbers and all: the diagnoses are `diagnose`'s, which
+    carry none of it, so a report alone hid the damage."""
+    lines = (CAPTURES / "log-proton-broker.log").read_text().splitlines(keepends=True)
+    lines[15] = "[0x56080b9f7cb0]: AMQP:FRAME:0 -> @flow(19) [incoming-window=0xzz]\n"
+    lines.insert(3, "an application's own line\n")
+    log = tmp_path / "damaged.log"
+    log.write_text("".join(lines))
+    out = tmp_path / "report.html"
+    result = CliRunner().invoke(main, ["report", str(log), "-o", str(out)])
+    assert result.exit_code == 0, result.stderr
+    data = data_of(out.read_bytes())
+    said = {(f["code"], f["message"].split(": ")[0]) for f in data["input-findings"]}
+    assert ("log.bad-line", f"{log}:17") in said
+    assert ("log.skipped-lines", str(log)) in said
+    assert all(f["code"].startswith("log.") for f in data["input-findings"])
+    clean_page = data_of(make(tmp_path, "log-proton-broker.log"))
+    assert clean_page["input-findings"] == []
+
+
 def test_a_page_over_its_budget_leaves_out_messages_then_fields_then_rows() -> None:
     """page.packed_frames within a smaller and smaller budget: the records lose their messages,
     then their fields, then the last rows go; the facts say which, and what is left is the

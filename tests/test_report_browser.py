@@ -255,6 +255,22 @@ def test_hostile_strings_are_inert(tmp_path: Path, chromium: browser.Chromium) -
     assert foreign(page, page_file) == []
 
 
+def test_the_inputs_own_findings_are_shown(tmp_path: Path, chromium: browser.Chromium) -> None:
+    """A log with a line that does not parse: the page says so, as `read` does on stderr; a
+    clean log's page has no such list."""
+    lines = (CAPTURES / "log-proton-broker.log").read_text().splitlines(keepends=True)
+    lines[15] = "[0x56080b9f7cb0]: AMQP:FRAME:0 -> @flow(19) [incoming-window=0xzz]\n"
+    log = tmp_path / "damaged.log"
+    log.write_text("".join(lines))
+    page = opened(chromium, make(tmp_path, log))
+    assert page.eval("document.getElementById('input-findings-box').hidden") is False
+    shown = page.eval("document.getElementById('input-findings').textContent")
+    assert "log.bad-line" in shown and "damaged.log:16:" in shown
+    assert page.console_errors == []
+    clean = opened(chromium, make(tmp_path, CAPTURES / "log-proton-broker.log"))
+    assert clean.eval("document.getElementById('input-findings-box').hidden") is True
+
+
 def test_diagnoses_plug_in_and_link_to_their_evidence(
     tmp_path: Path, chromium: browser.Chromium
 ) -> None:

@@ -734,6 +734,33 @@ def test_a_frame_trace_log_opens_like_a_capture() -> None:
     asyncio.run(run())
 
 
+def test_a_logs_bad_lines_are_in_the_d_list(tmp_path: Path) -> None:
+    """A log with a line that does not parse: `d` lists it, with its line number, after the
+    diagnoses (as `read` says it on stderr); the diagnoses carry none of it, so the TUI
+    showed a damaged log as a whole one."""
+    lines = (CAPTURES / "log-proton-broker.log").read_text().splitlines(keepends=True)
+    lines[15] = "[0x56080b9f7cb0]: AMQP:FRAME:0 -> @flow(19) [incoming-window=0xzz]\n"
+    log = tmp_path / "damaged.log"
+    log.write_text("".join(lines))
+
+    async def run() -> None:
+        app = AmqpScope(partial(load_file, path=str(log)), title="damaged.log")
+        async with app.run_test(size=(160, 48)) as pilot:
+            await loaded(pilot)
+            assert app.loading.diagnoses is not None  # read whole: diagnose's list
+            await pilot.press("d")
+            await pilot.pause()
+            options = app.screen.query_one(OptionList)
+            texts = []
+            for i in range(options.option_count):
+                prompt = options.get_option_at_index(i).prompt
+                texts.append(prompt.plain if isinstance(prompt, Text) else str(prompt))
+            (bad,) = [t for t in texts if "log.bad-line" in t]
+            assert f"{log}:16:" in bad and "no frame" in bad
+
+    asyncio.run(run())
+
+
 def test_the_pieces_of_a_rotated_capture_open_as_one(tmp_path: Path) -> None:
     """editcap's pieces of a recorded capture: the rows are the whole capture's frames, and `w`
     cuts from the pieces what `read -w` cuts from the whole."""

@@ -13,6 +13,7 @@ import contextlib
 import gzip
 import io
 import os
+import re
 import sys
 import zlib
 from collections.abc import Iterator
@@ -63,23 +64,41 @@ def is_capture(head: bytes) -> bool:
     return head[:4] in CAPTURE_MAGICS
 
 
+#: of a text's first bytes, at most this share may be no text (bytes that are not UTF-8, NULs,
+#: control characters): a log of some other encoding's bytes, or one with a few NULs (a crash
+#: mid-write), is still a log to read; a capture's bytes are far past it
+_NOT_TEXT_SHARE: Final = 0.02
+#: control characters no text log holds (tab, newlines, form feed and ESC are text)
+_CONTROLS: Final = bytes(c for c in range(32) if c not in b"\t\n\r\f\x1b") + b"\x7f"
+_UTF16_BOMS: Final = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+#: a terminal's colour and style sequences (SGR), as loggers write them to one
+_COLOURS: Final = re.compile(r"\x1b\[[0-9;]*m")
+
+
 def looks_like_text(head: bytes) -> bool:
-    """Whether a file's first bytes read as text (UTF-8 without NULs, a character cut by the
-    peek's end allowed): what is not is left to the capture readers."""
-    if not head or b"\0" in head:
+    """Whether a file's first bytes read as text: UTF-8 (or UTF-16 with its byte order mark, as
+    Windows PowerShell's `>` writes), where at most `_NOT_TEXT_SHARE` of the bytes after a
+    leading run of NULs (the hole `logrotate copytruncate` leaves) are no text. What is not
+    text is left to the capture readers."""
+    if head.startswith(_UTF16_BOMS):
+        head = head.decode("utf-16", "replace").encode("utf-8", "replace")
+    head = head.lstrip(b"\0")
+    if not head:
         return False
-    try:
-        head.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return exc.start >= len(head) - 3
-    return True
+    text = head.decode("utf-8", "replace")
+    if text.endswith("\ufffd"):  # a character cut by the peek's end
+        text = text.rstrip("\ufffd")
+    bad = text.count("\ufffd") + sum(text.count(chr(c)) for c in _CONTROLS)
+    return bad <= _NOT_TEXT_SHARE * len(text)
 
 
 class LogFile:
     """A text log's lines (each with its newline; the last may lack one), from an open stream.
 
-    Undecodable bytes are kept as `\\xNN` escapes rather than dropped; a gzip stream that is
-    damaged or cut short ends the lines with a finding."""
+    UTF-8, or UTF-16 when it starts with a byte order mark. Bytes that are not UTF-8 are kept as
+    `\\xNN` escapes rather than dropped, NULs are dropped; either makes a `log.not-text` finding
+    (once, counting the lines). A gzip stream that is damaged or cut short ends the lines with a
+    finding."""
 
     def __init__(self, path: str, stream: IO[bytes], compressed: bool) -> None:
         self.path = path
@@ -89,28 +108,74 @@ class LogFile:
         self._f: IO[bytes] = (
             gzip.GzipFile(fileobj=stream, mode="rb") if compressed else stream  # type: ignore[assignment]
         )
+        #: lines that held bytes no text has, and the first of them
+        self.not_text = 0
+        self.first_not_text = 0
+        self.last_not_text = 0
 
     def __iter__(self) -> Iterator[str]:
-        decoder = codecs.getincrementaldecoder("utf-8")("backslashreplace")
-        f = self._f
         try:
-            while True:
-                line = f.readline(MAX_LINE)
-                if not line:
-                    break
-                if len(line) == MAX_LINE and not line.endswith(b"\n"):
-                    # past any frame's length: its start is kept (to be read, or reported, as
-                    # one line), the rest skipped up to the newline, never held
-                    rest = f.readline(MAX_LINE)
-                    while rest and not rest.endswith(b"\n"):
-                        rest = f.readline(MAX_LINE)
-                    line += b"\n"
-                yield decoder.decode(line)
+            for number, line in enumerate(self._lines(), 1):
+                if "\0" in line:
+                    line = line.replace("\0", "")
+                    self._not_text(number)
+                if "\x1b" in line:  # a terminal's colours (a trace copied from one): no text
+                    line = _COLOURS.sub("", line)
+                yield line
         except (OSError, EOFError, zlib.error, ValueError) as exc:
             what = "cut short" if isinstance(exc, EOFError) else f"damaged: {exc}"
             self.findings.append(
                 finding("log.cut-line", f"{self.path}: the gzip-compressed log is {what}")
             )
+        if self.not_text:
+            what = (
+                f"{self.path}:{self.first_not_text}: {self.not_text} line(s) hold bytes that are"
+                " no UTF-8 text (kept as \\xNN) or NULs (dropped)"
+            )
+            self.findings.append(finding("log.not-text", what))
+
+    def _not_text(self, number: int) -> None:
+        if number == self.last_not_text:
+            return
+        self.last_not_text = number
+        self.not_text += 1
+        if not self.first_not_text:
+            self.first_not_text = number
+
+    def _lines(self) -> Iterator[str]:
+        """The lines, decoded."""
+        f = self._f
+        if f.peek(2)[:2] in _UTF16_BOMS:  # type: ignore[attr-defined]
+            text = io.TextIOWrapper(f, encoding="utf-16", errors="backslashreplace", newline="")
+            while True:
+                chunk = text.readline(MAX_LINE)
+                if not chunk:
+                    return
+                if len(chunk) == MAX_LINE and not chunk.endswith("\n"):
+                    more = text.readline(MAX_LINE)
+                    while more and not more.endswith("\n"):
+                        more = text.readline(MAX_LINE)
+                    chunk += "\n"
+                yield chunk
+        number = 0
+        while True:
+            line = f.readline(MAX_LINE)
+            if not line:
+                break
+            number += 1
+            if len(line) == MAX_LINE and not line.endswith(b"\n"):
+                # past any frame's length: its start is kept (to be read, or reported, as
+                # one line), the rest skipped up to the newline, never held
+                rest = f.readline(MAX_LINE)
+                while rest and not rest.endswith(b"\n"):
+                    rest = f.readline(MAX_LINE)
+                line += b"\n"
+            try:
+                decoded = line.decode("utf-8")
+            except UnicodeDecodeError:
+                self._not_text(number)
+                decoded = line.decode("utf-8", "backslashreplace")
+            yield decoded
 
     def position(self) -> tuple[int, int]:
         """(bytes read, file size) for a progress bar; (0, 0) for a pipe."""

@@ -13,7 +13,7 @@ from typing import Any, Final
 from amqpscope.codec.amqp091.spec import REPLY_CODES
 from amqpscope.diagnose import causes
 from amqpscope.diagnose.evidence import Evidence, Placed, Seen
-from amqpscope.diagnose.lost import caveat
+from amqpscope.diagnose.lost import caveat, lost_line
 from amqpscope.diagnose.model import Diagnosis, make
 from amqpscope.diagnose.redelivery import Redelivery
 from amqpscope.findings import INFO
@@ -728,19 +728,21 @@ def violations(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
             if code == "amqp091.unknown-delivery-tag" and _in_a_hole(conn, placed.frame):
                 continue
             who = _side(placed.frame.direction)
-            out.append(
-                make(
-                    "spec.violation",
-                    f"The {who} broke a rule: {placed.frame.name} on channel"
-                    f" {placed.frame.channel}",
-                    f"{placed.finding.message}. Rule: {rule} ({section}). The {who} sent the"
-                    " frame, so the bug is on its side.",
-                    conn=conn.conn,
-                    channel=placed.frame.channel or None,
-                    start=placed.frame.ts,
-                    evidence=[placed.frame.number],
-                )
+            doubt, lost = lost_line(ev, conn.conn, placed.frame.number)
+            diagnosis = make(
+                "spec.violation",
+                f"The {who} broke a rule: {placed.frame.name} on channel"
+                f" {placed.frame.channel}" + (", or the log lost a frame" if doubt else ""),
+                f"{placed.finding.message}. Rule: {rule} ({section}). The {who} sent the"
+                + (" frame." + doubt if doubt else " frame, so the bug is on its side."),
+                conn=conn.conn,
+                channel=placed.frame.channel or None,
+                start=placed.frame.ts,
+                evidence=sorted({*lost, placed.frame.number}),
             )
+            if doubt:
+                diagnosis.severity = INFO
+            out.append(diagnosis)
     return out
 
 

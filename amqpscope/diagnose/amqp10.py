@@ -13,7 +13,7 @@ from typing import Final
 from amqpscope.diagnose import causes
 from amqpscope.diagnose.amqp091 import LISTED, came_back, per_finding, redelivered
 from amqpscope.diagnose.evidence import Evidence, Placed, Seen
-from amqpscope.diagnose.lost import caveat
+from amqpscope.diagnose.lost import caveat, lost_line
 from amqpscope.diagnose.model import Diagnosis, make
 from amqpscope.diagnose.tokens import expired_token, requests
 from amqpscope.findings import INFO
@@ -437,18 +437,20 @@ def violations(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
         for placed in ev.found(conn.conn, code):
             side = SIDE_OF.get(placed.frame.direction, "?")
             harmless = placed.frame.name in causes.HARMLESS.get(code, ())
+            doubt, lost = lost_line(ev, conn.conn, placed.frame.number)
             diagnosis = make(
                 "spec.violation",
-                f"The {side} broke a rule: {placed.frame.name} on channel {placed.frame.channel}",
+                f"The {side} broke a rule: {placed.frame.name} on channel {placed.frame.channel}"
+                + (", or the log lost a frame" if doubt else ""),
                 f"{placed.finding.message}. Rule: {rule} ({section}). The {side} sent the"
-                " frame, so the bug is on its side."
+                + (" frame." + doubt if doubt else " frame, so the bug is on its side.")
                 + (" Harmless: the connection was closing anyway." if harmless else ""),
                 conn=conn.conn,
                 channel=placed.frame.channel,
                 start=placed.frame.ts,
-                evidence=[placed.frame.number],
+                evidence=sorted({*lost, placed.frame.number}),
             )
-            if harmless:
+            if harmless or doubt:
                 diagnosis.severity = INFO
             out.append(diagnosis)
     return out

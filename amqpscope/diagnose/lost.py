@@ -115,3 +115,20 @@ def lost_bytes(conn: int, ev: Evidence) -> list[Diagnosis]:
             evidence=frames + acked[:LISTED],
         )
     ]
+
+
+def lost_line(ev: Evidence, conn: int, number: int) -> tuple[str, list[int]]:
+    """(a sentence, its frame) when a frame-trace log had a line that did not parse in `conn`
+    before frame `number` (`log.lost-line`): the frame missing there can make this one look
+    out of place, so a rule it seems to break may be the log's damage, not a peer's bug."""
+    before = [p for p in ev.found(conn, "log.lost-line") if p.frame.number <= number]
+    if not before:
+        return "", []
+    last = before[-1]
+    line = last.finding.message.split(",", 1)[0]  # "line 11"
+    return (
+        f" But {line} of the log, just before frame {last.frame.number}, looked like a frame"
+        " and did not parse: a frame missing from the log can make this one look out of place,"
+        " so check that line before blaming a peer.",
+        [last.frame.number],
+    )

@@ -63,12 +63,16 @@ _ENCODING_ERRORS: Final = (
 MAX_WRAPPED: Final = 16
 #: connections followed at once; past it the oldest is forgotten (memory stays bounded)
 MAX_CONNECTIONS: Final = 10_000
+#: lines that are no frame of the log's format asked whether they are another format's frames
+#: (two logs in one file, a wrong `--format`): the first ones only, so a log of mostly other
+#: lines costs no more past them
+OTHERS_ASKED: Final = 20_000
 
 
 class _Connection:
     """One logged connection: its number, the logger's role, a decoder per direction."""
 
-    __slots__ = ("client", "conn", "decoders", "ended", "label")
+    __slots__ = ("client", "conn", "decoders", "ended", "label", "last_line")
     # `ended`: the directions whose end of stream the log showed (Proton logs `-> EOS` when
     # its output closes and `<- EOS` when its input does; the connection is over with both)
 
@@ -101,6 +105,7 @@ class _Connection:
             for way in ("c2s", "s2c")
         }
         self.ended: set[str] = set()
+        self.last_line = 0  # the line of its last frame (0: none yet)
 
     def direction(self, arrow: str) -> str:
         return "c2s" if (arrow == SENT) == self.client else "s2c"
@@ -145,6 +150,11 @@ class LogReader:
         #: findings frames carry (`_not_shown`, `_cut`)
         self.not_shown: dict[tuple[str, str], Finding] = {}
         self.cuts: dict[int, Finding] = {}
+        #: the last line that looked like a frame and did not parse (0: none): a frame after it
+        #: whose connection had one before it carries `log.lost-line`
+        self.bad_line = 0
+        #: skipped lines that another format reads as its frames: format -> (count, first line)
+        self.others: dict[str, tuple[int, int]] = {}
 
     def feed(self, line: str, number: int) -> list[k.Frame]:
         """The records line `number` (1-based) holds: none, or one. A frame whose text ends
@@ -186,6 +196,7 @@ class LogReader:
                 return self._emit(alone, text, first) + self._line(line, number)
             what = f"{self.name}:{first}: a frame's text that ends unfinished"
             self.findings.append(finding("log.bad-line", what))
+            self.bad_line = first
         return self._line(line, number)
 
     def _frame_alone(self, line: str) -> bool:
@@ -229,6 +240,7 @@ class LogReader:
                 return []
             code = "log.cut-line" if cut and line.strip() else "log.bad-line"
             self.findings.append(finding(code, f"{self.name}:{number}: {why}"))
+            self.bad_line = number
             return []
         if logged is not None and not cut and _payload_cut(logged):
             self.pending = (line.rstrip("\r\n"), number, 1, logged)  # wrapped, or cut short
@@ -239,8 +251,25 @@ class LogReader:
                 self.findings.append(finding("log.cut-line", what))
             else:
                 self.skipped += 1
+                if self.skipped <= OTHERS_ASKED:
+                    self._other_format(line, number)
             return []
         return self._emit(logged, line, number)
+
+    def _other_format(self, line: str, number: int) -> None:
+        """Count `line` under the other format that reads it as a frame, if one does: such a
+        line is not read here, and must not pass as one more line of no frame."""
+        for name, fmt in FORMATS.items():
+            if fmt.parse is self.parse or not fmt.looks_like(line):
+                continue
+            try:
+                read = fmt.parse(line)
+            except _ENCODING_ERRORS:
+                continue
+            if read is not None:
+                count, first = self.others.get(name, (0, number))
+                self.others[name] = (count + 1, first)
+                return
 
     def _emit(self, logged: Logged, line: str, number: int) -> list[k.Frame]:
         """The record of what line `number` logged (none for an end of stream)."""
@@ -250,9 +279,19 @@ class LogReader:
             cut = not line.endswith("\n") and line.strip()
             code = "log.cut-line" if cut else "log.bad-line"
             self.findings.append(finding(code, f"{self.name}:{number}: {why}"))
+            self.bad_line = number
             return []
         if frame is None:
             return []
+        connection = self.connections.get(logged.conn)
+        if connection is not None:
+            if 0 < connection.last_line < self.bad_line:
+                what = (
+                    f"line {self.bad_line}, before this frame, looked like a frame and did not"
+                    " parse: a frame of this connection may be missing from the log before it"
+                )
+                frame.findings.append(finding("log.lost-line", what))
+            connection.last_line = number
         self.number += 1
         frame.number = self.number
         frame.source = {"file": self.name, "line": number}
@@ -277,6 +316,13 @@ class LogReader:
         for connection in self.connections.values():
             self._forget(connection)
         self.connections.clear()
+        for name, (count, first) in self.others.items():
+            what = (
+                f"{self.name}:{first}: {count} line(s) are {name} frames, not read in a log read"
+                f" as {self.fmt} (two logs in one file? read each alone, or with --format {name})"
+            )
+            self.findings.append(finding("log.other-format", what))
+        self.others.clear()
         return self.findings
 
     def skipped_finding(self) -> Finding | None:

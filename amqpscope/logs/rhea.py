@@ -6,7 +6,10 @@ Written from rhea's own code (read with the `search` tool and in the npm package
   a header as `[connection-1] -> { protocol_id: 3, major: 1, minor: 0, revision: 0 }` (Node's
   `%o`), a frame as `[connection-1]:0 -> open#10 {...} <payload>` (the performative's
   constructor prints `name#code` in hex, `%j` its JSON), an empty frame as `-> empty`. The
-  `debug` package puts an ISO time before each line when stderr is not a terminal.
+  `debug` package puts an ISO time before each line when stderr is not a terminal; on a
+  terminal it puts none, and ends each line with the time since the one before instead
+  (`+3ms`, `+2s`: rounded, so not read as a time), in colours (`capture/textlog.py` drops
+  them): a trace copied from a terminal.
 - the JSON is `toJSON` of `lib/types.js`'s composite: **only fields that are truthy**, by rhea's
   names (`container_id`, `link_credit`); a Buffer as `{"type":"Buffer","data":[...]}`; a nested
   described value (source, target, error, a delivery state) as the bare list of its fields.
@@ -55,6 +58,9 @@ _PERFORMATIVE: Final = re.compile(r"([a-z_]+)#([0-9a-f]+) ")
 #: a payload as Node's inspect prints a Buffer (`_buffer` finds what this pattern does)
 _BUFFER: Final = re.compile(r"<Buffer((?: [0-9a-f]{2})*)(?: \.\.\. (\d+) more bytes?)?>")
 _PROTOCOLS: Final = {0: "AMQP", 2: "TLS", 3: "SASL"}
+#: the `debug` package's time since the line before, at the end of a line written to a terminal
+_SINCE: Final = re.compile(r" \+\d+(?:ms|s|m|h|d)$", re.ASCII)
+_UNITS: Final = frozenset("smhd")
 _DECODER: Final = json.JSONDecoder()
 #: composite name -> (descriptor code, composite)
 _COMPOSITES: Final = {c.name: (code, c) for code, c in spec.COMPOSITES.items()}
@@ -132,6 +138,10 @@ def parse(line: str) -> Logged | None:
     at, conn, channel, direction, start = split
     ts = timestamp(line[:at])
     rest = line[start:].rstrip()
+    if rest[-1:] in _UNITS and " +" in rest[-12:]:
+        since = _SINCE.search(rest)
+        if since is not None:
+            rest = rest[: since.start()]
     if rest.startswith("{"):
         header = _HEADER.fullmatch(rest)
         if header is not None:

@@ -409,6 +409,9 @@ class AmqpScope(App[int]):
         found = self.loading.diagnoses
         if found is None:  # still reading: what the trackers found so far
             found = seams.diagnoses(self._summary_with_unplaced())
+        else:  # and the input's own (a log's bad lines, a capture cut short): no diagnosis has them
+            own = [f.to_json() for f in self.loading.findings if f.conn is None and f.frame is None]
+            found = [*found, *seams.diagnoses({"findings": own})]
 
         def answer(number: int | None) -> None:
             if number is not None:

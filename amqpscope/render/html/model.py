@@ -269,6 +269,9 @@ class ReportBuilder:
                     "units-left-out": max(len(units) - MAX_LISTED, 0),
                 },
                 "diagnoses": diagnoses[:MAX_LISTED],
+                # the input's own findings (a damaged capture, a log's bad lines): what `read`
+                # says on stderr, which no diagnosis carries when `diagnose` made them
+                "input-findings": loose[:MAX_LISTED],
                 "connections": [
                     _connection(
                         c, self.opens.get((c["id"], "c2s")), self.opens.get((c["id"], "s2c"))

@@ -150,6 +150,15 @@
       });
       list.appendChild(item);
     });
+    var read = DATA["input-findings"] || [];  // what read says on stderr: damage, skipped lines
+    if (read.length) document.getElementById("input-findings-box").hidden = false;
+    read.forEach(function (f) {
+      document.getElementById("input-findings").appendChild(el("li", { cls: "diagnosis sev-" + str(f.severity) }, [
+        el("span", { cls: "badge", text: str(f.severity).toUpperCase() }), " ",
+        el("code", { text: str(f.code) }), " ",
+        el("span", { text: str(f.message) })
+      ]));
+    });
     var body = document.querySelector("#connections tbody");
     DATA.connections.forEach(function (c) {
       body.appendChild(el("tr", {}, [
