@@ -225,6 +225,13 @@ def load_keylog(path: str | None) -> Any:
 
     refresh()
     keylog.refresh = refresh
+    if path and not KeyLog("".join(KeyLogFiles([path]).read_new())):
+        # a file of no keys decrypts nothing: said once, then the input is read all the same
+        click.echo(
+            f"amqpscope: warning: --keylog {path} holds no TLS keys "
+            "(NSS key log lines, as SSLKEYLOGFILE writes); TLS stays encrypted without them",
+            err=True,
+        )
     return keylog
 
 
@@ -356,6 +363,10 @@ def frame_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 QUICK_EXIT: Final = frozenset({"read", "summary", "export", "schema", "diagnose"})
 
 
+#: the commands that read capture files, given as arguments (not with tshark's -r)
+FILE_COMMANDS: Final = frozenset({"read", "summary", "export", "diagnose", "report", "tui"})
+
+
 #: every command, each defined (and registered with `main`) by the module of its name in this
 #: package; `Program` imports a command's module only when that command is asked for
 COMMANDS: Final = (
@@ -405,6 +416,13 @@ class Program(click.Group):
             return super().invoke(ctx)
         except KeyboardInterrupt:
             fail("interrupted", 130)
+        except click.NoSuchOption as exc:
+            # `amqpscope read -r capture.pcap`, the tshark and tcpdump habit
+            if exc.option_name == "-r" and self.ran in FILE_COMMANDS:
+                exc.message += (
+                    f" amqpscope reads the file as an argument: amqpscope {self.ran} file.pcap"
+                )
+            raise
 
     def main(self, args: Any = None, *rest: Any, **options: Any) -> Any:
         try:
