@@ -15,8 +15,12 @@ so that Wireshark and amqpscope read the cut from its start. They are kept per c
 (`HANDSHAKE` packets at most, for the `CONNECTIONS` most recent connections) until it is
 selected or closed; when a connection is selected after they left the window, they are written
 then, ahead of later packets of other connections (each connection's own packets stay in order).
-A connection inside TLS or WebSocket is cut whole from its selection on (its records cannot be
-read with some missing), as is every connection of `whole` (`--conn N` alone).
+Its FIN and RST packets carry no frame but say how it ended: a selected connection's are kept
+(those still in the window when it is selected, and every later one), so that the cut reads back
+with the same end and no reset or gap the capture did not have.
+A connection inside TLS or WebSocket is cut whole from its selection on, or from when its TLS
+begins (1.0's in-band TLS, after a chosen protocol header): its records cannot be read with
+some missing. So is every connection of `whole` (`--conn N` alone).
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ class Cut:
         self.window_bytes = 0
         self.wanted: set[int] = set()  # packet numbers in the window to write
         self.opening: set[int] = set()  # packet numbers in the window that open a connection
+        self.ending: set[int] = set()  # packet numbers in the window that end one (FIN, RST)
         self.kept: OrderedDict[int, list[Any]] = OrderedDict()  # connection -> handshake
         self.selected: set[int] = set()
         self.layered: set[int] = set()
@@ -63,9 +68,9 @@ class Cut:
         self.lost = 0  # packets of selected frames that had left the window
         self.oldest = 0  # number of the oldest packet still in the window
 
-    def packet(self, raw: Any, conn: int | None, opens: bool) -> None:
+    def packet(self, raw: Any, conn: int | None, opens: bool, ends: bool = False) -> None:
         """A packet the dissector has taken (after the frames it completed: `frame` may have
-        named it already); `conn`: its connection; `opens`: a SYN."""
+        named it already); `conn`: its connection; `opens`: a SYN; `ends`: a FIN or RST."""
         self.window.append((raw, conn))
         self.window_bytes += len(raw.data)
         if self.oldest == 0:
@@ -76,8 +81,11 @@ class Cut:
                 self.wanted.add(number)
             elif opens:
                 self.opening.add(number)
-            if conn in self.selected and number in self.opening:
-                self.wanted.add(number)  # an opening frame of a chosen connection ends here
+            elif ends:
+                self.ending.add(number)
+            if conn in self.selected and (number in self.opening or ends):
+                # an opening frame of a chosen connection ends here, or the connection does
+                self.wanted.add(number)
         while self.window_bytes > self.window_limit and len(self.window) > 1:
             self._evict()
 
@@ -85,8 +93,10 @@ class Cut:
         """A frame the dissector made: whether it is selected; whether its connection is inside
         TLS or WebSocket."""
         carriers = frame.carriers or ((frame.packet, 0, 0, 0),)
-        if layered:
+        if layered and frame.conn not in self.layered:
             self.layered.add(frame.conn)
+            if frame.conn in self.selected:  # chosen before its TLS began (1.0's in-band TLS)
+                self._whole(frame.conn)
         if frame.name in OPENING or frame.kind == "sasl" or frame.kind == "layer":
             self.opening.update(p for p, *_ in carriers)
         if not selected:
@@ -96,15 +106,24 @@ class Cut:
             self.selected.add(conn)
             self.ready.extend(self.kept.pop(conn, ()))  # its handshake, gone from the window
             if conn in self.layered:
-                self.whole.add(conn)
+                self._whole(conn)
+            ends = self.ending
             for raw, owner in self.window:
-                if owner == conn and (raw.number in self.opening or conn in self.whole):
-                    self.wanted.add(raw.number)
+                number = raw.number
+                if owner == conn and (number in self.opening or number in ends):
+                    self.wanted.add(number)
         for packet, *_ in carriers:
             if packet < self.oldest:
                 self.lost += 1
             else:
                 self.wanted.add(packet)
+
+    def _whole(self, conn: int) -> None:
+        """Cut `conn` whole from now on, and what of it the window still holds."""
+        self.whole.add(conn)
+        for raw, owner in self.window:
+            if owner == conn:
+                self.wanted.add(raw.number)
 
     def closed(self, conn: int) -> None:
         """A connection ended: its handshake need not wait any longer."""
@@ -131,6 +150,7 @@ class Cut:
             if len(self.kept) > CONNECTIONS:
                 self.kept.popitem(last=False)
         self.opening.discard(number)
+        self.ending.discard(number)
 
     def take(self) -> list[Any]:
         """The packets to write now, in order; the list is emptied."""

@@ -4,6 +4,7 @@ the input is never overwritten; memory is bounded by the cut's window."""
 
 from __future__ import annotations
 
+import json
 import struct
 import subprocess
 import sys
@@ -173,3 +174,42 @@ def test_ctrl_c_leaves_the_cut_of_what_was_read(tmp_path: Path) -> None:
     whole = [(f.number, f.name) for f in dissect(CAPTURES / name)]
     assert len(whole) > 60 and len(got) >= 30
     assert got == whole[: len(got)]
+
+
+BUNDLED = sorted(
+    p.name for p in CAPTURES.iterdir() if p.suffix in (".pcap", ".pcapng") and p.is_file()
+)
+
+
+def ends(path: Path, *args: str) -> tuple[dict[int, str], dict[str, tuple], list[tuple]]:
+    """`summary --json`'s connections (id -> client) and, by client endpoint (a cut numbers its
+    connections afresh), each connection's end and its findings' codes."""
+    result = CliRunner().invoke(main, ["summary", "--json", str(path), *args])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    who = {c["id"]: c["client"] for c in summary["connections"]}
+    end = {  # the close's frame number aside: a cut of one connection numbers frames afresh
+        c["client"]: (c["state"], c["transport"], c["close"] and c["close"] | {"frame": 0})
+        for c in summary["connections"]
+    }
+    findings = sorted((f["code"], who.get(f.get("conn"))) for f in summary["findings"])
+    return who, end, findings
+
+
+@pytest.mark.parametrize("name", BUNDLED)
+def test_a_cut_ends_each_connection_as_the_capture_did(tmp_path: Path, name: str) -> None:
+    """FIN and RST packets carry no frame, but say how a connection ended: a cut of everything
+    (no filter), and a cut of each connection by a filter (`-Y 'conn == N'`: not `--conn N`
+    alone, which cuts it whole), read back with the same ends and no finding the capture had
+    not (no `tcp.reset` for a connection that ended with a FIN, no gap)."""
+    keys = CAPTURES / (name.rsplit(".", 1)[0] + ".keys")
+    keylog = ("--keylog", str(keys)) if keys.exists() else ()
+    who, end, findings = ends(CAPTURES / name, *keylog)
+    suffix = ".pcapng" if name.endswith(".pcapng") else ".pcap"
+    out = cut(tmp_path, name, *keylog, out="all" + suffix)
+    assert ends(out, *keylog)[1:] == (end, findings)
+    for conn, client in who.items():
+        out = cut(tmp_path, name, "-Y", f"conn == {conn}", *keylog, out=f"c{conn}{suffix}")
+        _, back_end, back_findings = ends(out, *keylog)
+        assert back_end == {client: end[client]}
+        assert back_findings == [f for f in findings if f[1] == client]

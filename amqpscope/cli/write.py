@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
-from amqpscope.capture.packet import SYN, RawPacket
+from amqpscope.capture.packet import FIN, RST, SYN, RawPacket
 from amqpscope.capture.pipe import STDIN
 from amqpscope.capture.rotated import open_captures
 from amqpscope.capture.writer import CaptureWriter, format_for
@@ -70,7 +70,8 @@ def write_packets(
             yield raw  # the dissector takes it, and hands on the frames it completed
             segment = dissector.segment
             conn = dissector.conn_of(segment) if segment is not None else None
-            cut.packet(raw, conn, segment is not None and bool(segment.flags & SYN))
+            flags = segment.flags if segment is not None else 0
+            cut.packet(raw, conn, bool(flags & SYN), bool(flags & (FIN | RST)))
             for ready in cut.take():
                 writer.write(ready)
 
