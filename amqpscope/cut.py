@@ -26,6 +26,7 @@ some missing. So is every connection of `whole` (`--conn N` alone).
 from __future__ import annotations
 
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from typing import Any, Final
 
 #: packets kept per connection for its handshake and opening frames
@@ -53,7 +54,14 @@ OPENING: Final = frozenset(
 class Cut:
     """The packet bookkeeping of one `read -w` pass."""
 
-    def __init__(self, whole: frozenset[int] = frozenset(), window: int = WINDOW) -> None:
+    def __init__(
+        self,
+        whole: frozenset[int] = frozenset(),
+        window: int = WINDOW,
+        mask: Callable[[Any, list[Any]], Any] | None = None,
+    ) -> None:
+        self.mask = mask  # masks a packet's secrets (`capture.writer.mask_packet`)
+        self.secrets: dict[int, list[Any]] = {}  # packet number in the window -> its secrets
         self.whole = set(whole)  # connections cut whole (and those inside a layer, once chosen)
         self.window_limit = window
         self.window: deque[tuple[Any, int | None]] = deque()  # (raw packet, connection)
@@ -125,6 +133,12 @@ class Cut:
             if owner == conn:
                 self.wanted.add(raw.number)
 
+    def secret(self, packet: int, spans: list[Any]) -> None:
+        """Packet `packet` (in the window, or the one to come in next) carried credentials
+        (`spans`, for `mask`): it leaves the window masked, written or not."""
+        if self.mask is not None and packet >= self.oldest:
+            self.secrets.setdefault(packet, []).extend(spans)
+
     def closed(self, conn: int) -> None:
         """A connection ended: its handshake need not wait any longer."""
         self.kept.pop(conn, None)
@@ -139,6 +153,9 @@ class Cut:
         self.window_bytes -= len(raw.data)
         self.oldest = self.window[0][0].number if self.window else 0
         number = raw.number
+        spans = self.secrets.pop(number, None)
+        if spans and self.mask is not None:
+            raw = self.mask(raw, spans)
         if number in self.wanted or (conn is not None and conn in self.whole):
             self.wanted.discard(number)
             self.ready.append(raw)

@@ -334,7 +334,8 @@ def frame_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--show-secrets",
             is_flag=True,
-            help="Show credentials (SASL responses, connection.start-ok) instead of redacting.",
+            help="Show credentials (SASL responses, connection.start-ok) instead of redacting "
+            "(with -w: write them as captured; the cut's are masked otherwise).",
         ),
         redact_bodies_option,
         click.option("-Y", "--filter", "expression", metavar="EXPR", help="Display filter."),
