@@ -15,13 +15,18 @@ so that Wireshark and amqpscope read the cut from its start. They are kept per c
 (`HANDSHAKE` packets at most, for the `CONNECTIONS` most recent connections) until it is
 selected or closed; when a connection is selected after they left the window, they are written
 then, ahead of later packets of other connections (each connection's own packets stay in order).
-A connection inside TLS or WebSocket is cut whole from its selection on (its records cannot be
-read with some missing), as is every connection of `whole` (`--conn N` alone).
+Its FIN and RST packets carry no frame but say how it ended: a selected connection's are kept
+(those still in the window when it is selected, and every later one), so that the cut reads back
+with the same end and no reset or gap the capture did not have.
+A connection inside TLS or WebSocket is cut whole from its selection on, or from when its TLS
+begins (1.0's in-band TLS, after a chosen protocol header): its records cannot be read with
+some missing. So is every connection of `whole` (`--conn N` alone).
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from typing import Any, Final
 
 #: packets kept per connection for its handshake and opening frames
@@ -49,13 +54,21 @@ OPENING: Final = frozenset(
 class Cut:
     """The packet bookkeeping of one `read -w` pass."""
 
-    def __init__(self, whole: frozenset[int] = frozenset(), window: int = WINDOW) -> None:
+    def __init__(
+        self,
+        whole: frozenset[int] = frozenset(),
+        window: int = WINDOW,
+        mask: Callable[[Any, list[Any]], Any] | None = None,
+    ) -> None:
+        self.mask = mask  # masks a packet's secrets (`capture.writer.mask_packet`)
+        self.secrets: dict[int, list[Any]] = {}  # packet number in the window -> its secrets
         self.whole = set(whole)  # connections cut whole (and those inside a layer, once chosen)
         self.window_limit = window
         self.window: deque[tuple[Any, int | None]] = deque()  # (raw packet, connection)
         self.window_bytes = 0
         self.wanted: set[int] = set()  # packet numbers in the window to write
         self.opening: set[int] = set()  # packet numbers in the window that open a connection
+        self.ending: set[int] = set()  # packet numbers in the window that end one (FIN, RST)
         self.kept: OrderedDict[int, list[Any]] = OrderedDict()  # connection -> handshake
         self.selected: set[int] = set()
         self.layered: set[int] = set()
@@ -63,9 +76,9 @@ class Cut:
         self.lost = 0  # packets of selected frames that had left the window
         self.oldest = 0  # number of the oldest packet still in the window
 
-    def packet(self, raw: Any, conn: int | None, opens: bool) -> None:
+    def packet(self, raw: Any, conn: int | None, opens: bool, ends: bool = False) -> None:
         """A packet the dissector has taken (after the frames it completed: `frame` may have
-        named it already); `conn`: its connection; `opens`: a SYN."""
+        named it already); `conn`: its connection; `opens`: a SYN; `ends`: a FIN or RST."""
         self.window.append((raw, conn))
         self.window_bytes += len(raw.data)
         if self.oldest == 0:
@@ -76,8 +89,11 @@ class Cut:
                 self.wanted.add(number)
             elif opens:
                 self.opening.add(number)
-            if conn in self.selected and number in self.opening:
-                self.wanted.add(number)  # an opening frame of a chosen connection ends here
+            elif ends:
+                self.ending.add(number)
+            if conn in self.selected and (number in self.opening or ends):
+                # an opening frame of a chosen connection ends here, or the connection does
+                self.wanted.add(number)
         while self.window_bytes > self.window_limit and len(self.window) > 1:
             self._evict()
 
@@ -85,8 +101,10 @@ class Cut:
         """A frame the dissector made: whether it is selected; whether its connection is inside
         TLS or WebSocket."""
         carriers = frame.carriers or ((frame.packet, 0, 0, 0),)
-        if layered:
+        if layered and frame.conn not in self.layered:
             self.layered.add(frame.conn)
+            if frame.conn in self.selected:  # chosen before its TLS began (1.0's in-band TLS)
+                self._whole(frame.conn)
         if frame.name in OPENING or frame.kind == "sasl" or frame.kind == "layer":
             self.opening.update(p for p, *_ in carriers)
         if not selected:
@@ -96,15 +114,30 @@ class Cut:
             self.selected.add(conn)
             self.ready.extend(self.kept.pop(conn, ()))  # its handshake, gone from the window
             if conn in self.layered:
-                self.whole.add(conn)
+                self._whole(conn)
+            ends = self.ending
             for raw, owner in self.window:
-                if owner == conn and (raw.number in self.opening or conn in self.whole):
-                    self.wanted.add(raw.number)
+                number = raw.number
+                if owner == conn and (number in self.opening or number in ends):
+                    self.wanted.add(number)
         for packet, *_ in carriers:
             if packet < self.oldest:
                 self.lost += 1
             else:
                 self.wanted.add(packet)
+
+    def _whole(self, conn: int) -> None:
+        """Cut `conn` whole from now on, and what of it the window still holds."""
+        self.whole.add(conn)
+        for raw, owner in self.window:
+            if owner == conn:
+                self.wanted.add(raw.number)
+
+    def secret(self, packet: int, spans: list[Any]) -> None:
+        """Packet `packet` (in the window, or the one to come in next) carried credentials
+        (`spans`, for `mask`): it leaves the window masked, written or not."""
+        if self.mask is not None and packet >= self.oldest:
+            self.secrets.setdefault(packet, []).extend(spans)
 
     def closed(self, conn: int) -> None:
         """A connection ended: its handshake need not wait any longer."""
@@ -120,6 +153,9 @@ class Cut:
         self.window_bytes -= len(raw.data)
         self.oldest = self.window[0][0].number if self.window else 0
         number = raw.number
+        spans = self.secrets.pop(number, None)
+        if spans and self.mask is not None:
+            raw = self.mask(raw, spans)
         if number in self.wanted or (conn is not None and conn in self.whole):
             self.wanted.discard(number)
             self.ready.append(raw)
@@ -131,6 +167,7 @@ class Cut:
             if len(self.kept) > CONNECTIONS:
                 self.kept.popitem(last=False)
         self.opening.discard(number)
+        self.ending.discard(number)
 
     def take(self) -> list[Any]:
         """The packets to write now, in order; the list is emptied."""

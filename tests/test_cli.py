@@ -494,3 +494,33 @@ def test_ctrl_c_while_the_modules_load_is_one_line_and_130(module: str) -> None:
     )  # fmt: skip
     assert (result.returncode, result.stderr) == (130, "amqpscope: interrupted\n")
     assert result.stdout == ""
+
+
+@pytest.mark.parametrize("command", ["read", "summary"])
+def test_tshark_dash_r_says_the_file_is_an_argument(command: str) -> None:
+    """`amqpscope read -r file.pcap` (tshark's and tcpdump's habit): bad usage still (2), and a
+    hint at what works, not click's bare "no such option"."""
+    result = amqpscope(command, "-r", str(SAMPLE))
+    assert result.returncode == 2, result.stderr
+    assert "No such option '-r'" in result.stderr
+    assert f"reads the file as an argument: amqpscope {command} file.pcap" in result.stderr
+    assert result.stdout == ""
+
+
+def test_keylog_without_keys_is_a_warning_and_the_read_goes_on(tmp_path: Path) -> None:
+    """A --keylog file holding no key (empty, a comment, another format) decrypts nothing: one
+    warning line on stderr, and the capture is read as without it. A real key log: no warning."""
+    empty = tmp_path / "empty.keys"
+    empty.write_text("# no keys here\nnot a key log line\n")
+    capture = str(CAPTURES / "091-tls12.pcap")
+    result = amqpscope("summary", "--keylog", str(empty), capture)
+    assert result.returncode == 0, result.stderr
+    warnings = [line for line in result.stderr.splitlines() if "holds no TLS keys" in line]
+    assert warnings == [f"amqpscope: warning: --keylog {empty} holds no TLS keys "
+                        "(NSS key log lines, as SSLKEYLOGFILE writes); TLS stays encrypted "
+                        "without them"]  # fmt: skip
+    assert result.stdout == amqpscope("summary", capture).stdout
+    keys = str(CAPTURES / "091-tls12.keys")
+    decrypted = amqpscope("summary", "--keylog", keys, capture)
+    assert "holds no TLS keys" not in decrypted.stderr
+    assert "AMQP 0-9-1" in decrypted.stdout

@@ -533,14 +533,16 @@ def test_write_a_cut_that_amqpscope_and_tshark_read_back(tmp_path: Path) -> None
     original = read_json(CAPTURES / "091-rpc.pcap")
     assert {r["conn"] for r in original} == {1, 2}
     back = read_json(cut)
-    # the AMQP frames come back as they were; how TCP ended is told by packets without a
-    # frame (the client's FIN), which a cut of the frames' packets does not hold
+    # the AMQP frames come back as they were (the password masked, the user kept), and how
+    # TCP ended: the cut keeps the connection's FIN packets, which carry no frame
 
     def amqp(records: list[dict[str, Any]]) -> list[tuple[str, Any]]:
         return [(r["name"], r["fields"]) for r in records if r["kind"] != "transport"]
 
     assert len(amqp(kept)) > 20
     assert amqp(back) == amqp(kept)
+    ends = [(r["name"], r["fields"]) for r in kept if r["kind"] == "transport"]
+    assert ends and [(r["name"], r["fields"]) for r in back if r["kind"] == "transport"] == ends
     if TSHARK is not None:
         theirs = [name for _, name in tshark_frames(str(cut))]
         packets = {r["packet"] for r in kept}

@@ -4,6 +4,7 @@ the input is never overwritten; memory is bounded by the cut's window."""
 
 from __future__ import annotations
 
+import json
 import struct
 import subprocess
 import sys
@@ -14,7 +15,10 @@ import pytest
 from click.testing import CliRunner
 
 from amqpscope.capture.files import open_capture
+from amqpscope.capture.packet import RawPacket
+from amqpscope.capture.writer import _sum16, mask_packet
 from amqpscope.cli import main
+from amqpscope.cli.write import secret_spans
 from amqpscope.cut import Cut
 from amqpscope.dissect import Dissector
 from tests.oracle import TSHARK, tshark_frames
@@ -45,7 +49,7 @@ def packets(path: Path) -> list[bytes]:
 def test_conn_alone_cuts_one_connection_whole(tmp_path: Path) -> None:
     """091-rpc.pcap holds two connections (an RPC server and its client): --conn 2 -w writes
     every packet of the second and none of the first; both readers read it back."""
-    out = cut(tmp_path, "091-rpc.pcap", "--conn", "2")
+    out = cut(tmp_path, "091-rpc.pcap", "--conn", "2", "--show-secrets")  # bytes as captured
     source = dissect(CAPTURES / "091-rpc.pcap")
     mine = [(f.name, f.data) for f in source if f.conn == 2]
     back = dissect(out)
@@ -105,8 +109,9 @@ def test_the_input_is_never_overwritten_and_dash_is_stdout(tmp_path: Path) -> No
     result = CliRunner().invoke(main, ["read", str(copy), "-w", str(copy)])
     assert result.exit_code == 2 and "capture being read" in result.stderr
     assert copy.read_bytes() == before
+    command = ["read", str(copy), "--conn", "1", "-w", "-", "--show-secrets"]  # start-ok as is
     done = subprocess.run(
-        [sys.executable, "-m", "amqpscope.cli", "read", str(copy), "--conn", "1", "-w", "-"],
+        [sys.executable, "-m", "amqpscope.cli", *command],
         capture_output=True,
         timeout=120,
     )
@@ -173,3 +178,117 @@ def test_ctrl_c_leaves_the_cut_of_what_was_read(tmp_path: Path) -> None:
     whole = [(f.number, f.name) for f in dissect(CAPTURES / name)]
     assert len(whole) > 60 and len(got) >= 30
     assert got == whole[: len(got)]
+
+
+BUNDLED = sorted(
+    p.name for p in CAPTURES.iterdir() if p.suffix in (".pcap", ".pcapng") and p.is_file()
+)
+
+
+def ends(path: Path, *args: str) -> tuple[dict[int, str], dict[str, tuple], list[tuple]]:
+    """`summary --json`'s connections (id -> client) and, by client endpoint (a cut numbers its
+    connections afresh), each connection's end and its findings' codes."""
+    result = CliRunner().invoke(main, ["summary", "--json", str(path), *args])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    who = {c["id"]: c["client"] for c in summary["connections"]}
+    end = {  # the close's frame number aside: a cut of one connection numbers frames afresh
+        c["client"]: (c["state"], c["transport"], c["close"] and c["close"] | {"frame": 0})
+        for c in summary["connections"]
+    }
+    findings = sorted((f["code"], who.get(f.get("conn"))) for f in summary["findings"])
+    return who, end, findings
+
+
+@pytest.mark.parametrize("name", BUNDLED)
+def test_a_cut_ends_each_connection_as_the_capture_did(tmp_path: Path, name: str) -> None:
+    """FIN and RST packets carry no frame, but say how a connection ended: a cut of everything
+    (no filter), and a cut of each connection by a filter (`-Y 'conn == N'`: not `--conn N`
+    alone, which cuts it whole), read back with the same ends and no finding the capture had
+    not (no `tcp.reset` for a connection that ended with a FIN, no gap)."""
+    keys = CAPTURES / (name.rsplit(".", 1)[0] + ".keys")
+    keylog = ("--keylog", str(keys)) if keys.exists() else ()
+    who, end, findings = ends(CAPTURES / name, *keylog)
+    suffix = ".pcapng" if name.endswith(".pcapng") else ".pcap"
+    out = cut(tmp_path, name, *keylog, out="all" + suffix)
+    assert ends(out, *keylog)[1:] == (end, findings)
+    for conn, client in who.items():
+        out = cut(tmp_path, name, "-Y", f"conn == {conn}", *keylog, out=f"c{conn}{suffix}")
+        _, back_end, back_findings = ends(out, *keylog)
+        assert back_end == {client: end[client]}
+        assert back_findings == [f for f in findings if f[1] == client]
+
+
+def credentials(path: Path) -> list[bytes]:
+    """The SASL PLAIN responses `path` carries, as on the wire (`\\0user\\0password`)."""
+    with open_capture(str(path)) as capture:
+        frames = list(Dissector(show_secrets=True).run(capture))
+    out = []
+    for frame in frames:
+        if frame.name in ("sasl-init", "connection.start-ok"):
+            fields = frame.fields
+            plain = fields.get("initial-response") or fields.get("response")
+            assert isinstance(plain, dict) and plain["password"], fields
+            out.append(f"{plain['authzid']}\0{plain['username']}\0{plain['password']}".encode())
+    return out
+
+
+@pytest.mark.parametrize(
+    "name", ["10-sasl-plain.pcap", "10-sasl-failed.pcap", "091-refused-login.pcap"]
+)
+def test_a_cut_masks_credentials_unless_asked(tmp_path: Path, name: str) -> None:
+    """The cut holds no password (masked, the same length: every packet as long as before; the
+    user kept, as `read` shows it), unless --show-secrets, which writes the
+    captured packets byte for byte. Both read back, with tshark too, frame for frame."""
+    secrets = credentials(CAPTURES / name)
+    assert secrets
+    original = packets(CAPTURES / name)
+    shown = cut(tmp_path, name, "--show-secrets", out="shown.pcap")
+    masked = cut(tmp_path, name)
+    assert set(packets(shown)) <= set(original)
+    raw = masked.read_bytes()
+    assert all(secret not in raw for secret in secrets)
+    for secret in secrets:  # the password masked, the user kept (every output shows it)
+        user, password = secret.rsplit(b"\0", 1)
+        assert user + b"\0" + b"*" * len(password) in raw
+    assert all(secret in shown.read_bytes() for secret in secrets)
+    changed = [(a, b) for a, b in zip(packets(shown), packets(masked), strict=True) if a != b]
+    assert len(changed) == len(secrets) and all(len(a) == len(b) for a, b in changed)
+    names = [f.name for f in dissect(shown)]
+    assert [f.name for f in dissect(masked)] == names
+    assert not [f for f in dissect(masked) if f.findings]  # the TCP stream is whole still
+    if TSHARK:
+        for out in (shown, masked):
+            done = subprocess.run(["tshark", "-r", str(out)], capture_output=True)
+            assert done.returncode == 0 and b"Malformed" not in done.stdout
+        assert tshark_frames(str(masked)) == tshark_frames(str(shown))
+
+
+def tcp_checksum(data: bytes, ip: int) -> int:
+    """The TCP checksum over an IPv4 packet at `ip` in `data` (0 when right)."""
+    hlen = (data[ip] & 15) * 4
+    total = struct.unpack_from("!H", data, ip + 2)[0]
+    segment = data[ip + hlen : ip + total]
+    pseudo = data[ip + 12 : ip + 20] + struct.pack("!BBH", 0, 6, len(segment))
+    return ~_sum16(pseudo + segment) & 0xFFFF
+
+
+def test_masking_keeps_a_right_tcp_checksum_right() -> None:
+    """Loopback captures carry checksums the kernel never filled in; a packet whose checksum
+    was right (made so here) is still right once masked (RFC 1624's update)."""
+    with open_capture(str(CAPTURES / "10-sasl-plain.pcap")) as capture:
+        frames = list(Dissector(carriers=True).run(capture))
+    with open_capture(str(CAPTURES / "10-sasl-plain.pcap")) as capture:
+        by_number = {p.number: p for p in capture}
+    frame = next(f for f in frames if f.name == "sasl-init")
+    ((number, spans),) = secret_spans(frame).items()
+    packet = by_number[number]
+    ip = 14 if packet.linktype == 1 else 4 if packet.linktype in (0, 108) else 16
+    data = bytearray(packet.data)
+    struct.pack_into("!H", data, ip + 20 + 16, 0)
+    struct.pack_into("!H", data, ip + 20 + 16, tcp_checksum(bytes(data), ip))
+    assert tcp_checksum(bytes(data), ip) == 0
+    right = RawPacket(packet.number, packet.ts, packet.linktype, bytes(data), packet.wirelen)
+    masked = mask_packet(right, spans)
+    assert masked.data != right.data and len(masked.data) == len(right.data)
+    assert tcp_checksum(masked.data, ip) == 0

@@ -10,6 +10,7 @@ resolution) unless the name asks for pcapng. Packets are written as they come: n
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass
 from typing import IO, Any, Final
 
 from amqpscope.capture.packet import RawPacket
@@ -128,3 +129,96 @@ class CaptureWriter:
         if self.format == "pcapng":
             self._catch_up()
         self.out.flush()
+
+
+#: what a credential's bytes become in a written packet (`read -w` without --show-secrets): as
+#: many as there were, so that TCP's sequence numbers and the frames' sizes still hold
+MASK: Final = 0x2A  # "*", as `read -x` blanks them
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """Secret bytes within one packet's share of a frame: `chunk` the frame's bytes that packet
+    carried, `start` and `length` the secret's place in `chunk`; `where` the chunk's place in
+    the TCP payload: "end" (the frame goes on in the next packet), "start" (it began in an
+    earlier one), "whole", or "any" (the frame is whole in this packet: it is looked for)."""
+
+    chunk: bytes
+    start: int
+    length: int
+    where: str
+
+
+def _sum16(data: bytes) -> int:
+    """The one's complement sum of `data` as 16-bit words (TCP's checksum arithmetic)."""
+    if len(data) % 2:
+        data += b"\0"
+    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return total
+
+
+def mask_packet(packet: RawPacket, spans: list[Span]) -> RawPacket:
+    """`packet` with the bytes of `spans` masked (MASK), its TCP checksum updated for the change
+    (RFC 1624: a checksum that was right stays right; one a NIC was to fill in stays as it
+    was). A payload not whole in the packet (an IP fragment's) has its secrets looked for in
+    the packet's bytes, when they are long enough (8 bytes) to be found only where they are."""
+    from amqpscope.capture.linklayer import SegmentDecoder
+
+    segment = SegmentDecoder().decode(packet)
+    raw = packet.data
+    data = bytearray(raw)
+    payload = segment.payload if segment is not None else b""
+    at = raw.rfind(payload) if payload else -1
+    end = at + len(payload)
+    for span in spans:
+        size = len(span.chunk)
+        places: list[int] = []
+        if at >= 0:
+            if span.where == "end":
+                places = [end - size]
+            elif span.where in ("start", "whole"):
+                places = [at]
+            else:
+                places = _occurrences(raw, span.chunk, at, end)
+            places = [p for p in places if at <= p and raw[p : p + size] == span.chunk]
+        if not places and size >= 8:
+            places = _occurrences(raw, span.chunk, 0, len(raw))
+        for place in places:
+            first = place + span.start
+            data[first : first + span.length] = bytes([MASK]) * span.length
+    if at >= 0 and segment is not None:
+        _fix_checksum(data, raw, at, end, segment)
+    return RawPacket(
+        packet.number, packet.ts, packet.linktype, bytes(data), packet.wirelen, packet.interface
+    )
+
+
+def _occurrences(data: bytes, chunk: bytes, start: int, end: int) -> list[int]:
+    out = []
+    place = data.find(chunk, start, end)
+    while place >= 0:
+        out.append(place)
+        place = data.find(chunk, place + 1, end)
+    return out
+
+
+def _fix_checksum(data: bytearray, raw: bytes, at: int, end: int, segment: Any) -> None:
+    """Update the TCP checksum of the header before the payload at `at` (found by its data
+    offset and ports) for the payload's change from `raw` to `data`."""
+    ports = struct.pack("!HH", segment.src[1], segment.dst[1])
+    for hlen in range(20, 64, 4):
+        head = at - hlen
+        if head >= 0 and raw[head + 12] >> 4 == hlen // 4 and raw[head : head + 4] == ports:
+            break
+    else:
+        return
+    old, new = _sum16(raw[at:end]), _sum16(bytes(data[at:end]))
+    if old == new:
+        return
+    checksum = struct.unpack_from("!H", raw, head + 16)[0]
+    total = (~checksum & 0xFFFF) + (~old & 0xFFFF) + new
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    struct.pack_into("!H", data, head + 16, ~total & 0xFFFF)

@@ -225,6 +225,13 @@ def load_keylog(path: str | None) -> Any:
 
     refresh()
     keylog.refresh = refresh
+    if path and not KeyLog("".join(KeyLogFiles([path]).read_new())):
+        # a file of no keys decrypts nothing: said once, then the input is read all the same
+        click.echo(
+            f"amqpscope: warning: --keylog {path} holds no TLS keys "
+            "(NSS key log lines, as SSLKEYLOGFILE writes); TLS stays encrypted without them",
+            err=True,
+        )
     return keylog
 
 
@@ -327,7 +334,8 @@ def frame_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--show-secrets",
             is_flag=True,
-            help="Show credentials (SASL responses, connection.start-ok) instead of redacting.",
+            help="Show credentials (SASL responses, connection.start-ok) instead of redacting "
+            "(with -w: write them as captured; the cut's are masked otherwise).",
         ),
         redact_bodies_option,
         click.option("-Y", "--filter", "expression", metavar="EXPR", help="Display filter."),
@@ -354,6 +362,10 @@ def frame_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 #: temporary file; their files closed, their output written): run as the program, the process
 #: ends as soon as one has, without the interpreter's teardown (`Program`)
 QUICK_EXIT: Final = frozenset({"read", "summary", "export", "schema", "diagnose"})
+
+
+#: the commands that read capture files, given as arguments (not with tshark's -r)
+FILE_COMMANDS: Final = frozenset({"read", "summary", "export", "diagnose", "report", "tui"})
 
 
 #: every command, each defined (and registered with `main`) by the module of its name in this
@@ -405,6 +417,13 @@ class Program(click.Group):
             return super().invoke(ctx)
         except KeyboardInterrupt:
             fail("interrupted", 130)
+        except click.NoSuchOption as exc:
+            # `amqpscope read -r capture.pcap`, the tshark and tcpdump habit
+            if exc.option_name == "-r" and self.ran in FILE_COMMANDS:
+                exc.message += (
+                    f" amqpscope reads the file as an argument: amqpscope {self.ran} file.pcap"
+                )
+            raise
 
     def main(self, args: Any = None, *rest: Any, **options: Any) -> Any:
         try:

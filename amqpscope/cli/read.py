@@ -102,7 +102,8 @@ def frame_numbers(value: str | None) -> frozenset[int] | None:
     "out",
     metavar="OUT",
     help="Write the packets of the selected frames (and their connections' handshakes) to OUT "
-    "(pcap, or pcapng for a pcapng input or a .pcapng name; - for standard output).",
+    "(pcap, or pcapng for a pcapng input or a .pcapng name; - for standard output). "
+    "Passwords in it (SASL, connection.start-ok) are masked unless --show-secrets.",
 )
 @format_option
 @display_options

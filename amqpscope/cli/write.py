@@ -12,13 +12,16 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, Final
 
-from amqpscope.capture.packet import SYN, RawPacket
+from amqpscope.capture.packet import FIN, RST, SYN, RawPacket
 from amqpscope.capture.pipe import STDIN
 from amqpscope.capture.rotated import open_captures
-from amqpscope.capture.writer import CaptureWriter, format_for
+from amqpscope.capture.writer import CaptureWriter, Span, format_for, mask_packet
 from amqpscope.cli.common import fail, load_keylog
+from amqpscope.codec.amqp091.tree import SECRET_ARGUMENTS
+from amqpscope.codec.amqp10.tree import SECRET_FIELDS
+from amqpscope.codec.tree import frame_tree
 from amqpscope.cut import Cut
 from amqpscope.dissect import Dissector
 from amqpscope.track.tracker import Tracker
@@ -43,6 +46,58 @@ class Written:
     lost: int
 
 
+#: the frames that may carry credentials (their trees flag which bytes: `read -x` blanks them)
+SECRET_FRAMES: Final = frozenset(
+    {name for name, _ in SECRET_ARGUMENTS} | {name for name, _ in SECRET_FIELDS}
+)
+
+
+#: the bytes before a secret's value: an AMQP 1.0 variable-width constructor's (its code and
+#: size), a 0-9-1 long string's (its size); these stay, so that the masked frame still decodes
+VALUE_HEADS: Final = {0xA0: 2, 0xA1: 2, 0xA3: 2, 0xB0: 5, 0xB1: 5, 0xB3: 5}
+LONGSTR_HEAD: Final = 4
+
+
+def value_bytes(frame: Any, node: Any) -> tuple[int, int] | None:
+    """Where a secret node's value is in the frame (offset, length), its encoding's head left
+    out; a node of another encoding is masked whole, as `read -x` blanks it. A PLAIN response's
+    password only: its user is no secret (`read`, `summary` show it). None: no secret."""
+    if not node.secret:
+        return None
+    head = 0
+    if frame.version == "1.0" and node.offset < len(frame.data):
+        head = VALUE_HEADS.get(frame.data[node.offset], 0)
+    elif node.type == "longstr":
+        head = LONGSTR_HEAD
+    if node.length < head:
+        head = 0
+    start, length = node.offset + head, node.length - head
+    value = frame.data[start : start + length]
+    if frame.fields.get("mechanism") == "PLAIN" and value.count(b"\0") == 2:
+        # `authzid \0 user \0 password`: the user stays, as every output shows it
+        password = value.rindex(b"\0") + 1
+        return start + password, length - password
+    return start, length
+
+
+def secret_spans(frame: Any) -> dict[int, list[Span]]:
+    """Where `frame`'s credentials are, per packet that carried them (`Frame.carriers`). Inside
+    TLS or WebSocket the packets carry other bytes: not asked for those."""
+    secrets = [value_bytes(frame, node) for root in frame_tree(frame) for node in root.walk()]
+    secrets = [span for span in secrets if span is not None]
+    carriers = frame.carriers or ()
+    last = len(carriers) - 1
+    out: dict[int, list[Span]] = {}
+    for i, (packet, offset, length, _) in enumerate(carriers):
+        where = "any" if last == 0 else "end" if i == 0 else "start" if i == last else "whole"
+        chunk = frame.data[offset : offset + length]
+        for start, size in secrets:
+            first, stop = max(start, offset), min(start + size, offset + length)
+            if first < stop:
+                out.setdefault(packet, []).append(Span(chunk, first - offset, stop - first, where))
+    return out
+
+
 def write_packets(
     capture: Any,
     sink: IO[bytes],
@@ -58,7 +113,7 @@ def write_packets(
     or writing raises; the TUI's `w` calls it too."""
     dissector = Dissector(show_secrets=show_secrets, carriers=True)
     tracker = Tracker()
-    cut = Cut(whole)
+    cut = Cut(whole, mask=None if show_secrets else mask_packet)
     dissector.context.keylog = keylog
     dissector.take_secrets(capture.secrets)
     writer = CaptureWriter(sink, capture, fmt)
@@ -70,7 +125,8 @@ def write_packets(
             yield raw  # the dissector takes it, and hands on the frames it completed
             segment = dissector.segment
             conn = dissector.conn_of(segment) if segment is not None else None
-            cut.packet(raw, conn, segment is not None and bool(segment.flags & SYN))
+            flags = segment.flags if segment is not None else 0
+            cut.packet(raw, conn, bool(flags & SYN), bool(flags & (FIN | RST)))
             for ready in cut.take():
                 writer.write(ready)
 
@@ -88,6 +144,9 @@ def write_packets(
             chosen = (count is None or selected < count) and accepts(frame, first_ts)
             connection = dissector.connections.get(frame.conn)
             layered = connection is not None and bool(connection.codec.layers)
+            if not show_secrets and frame.name in SECRET_FRAMES and not layered:
+                for packet, spans in secret_spans(frame).items():
+                    cut.secret(packet, spans)
             cut.frame(frame, chosen, layered)
             selected += chosen
     except KeyboardInterrupt:
