@@ -249,6 +249,19 @@ def time_window(ctx: click.Context, param: click.Parameter, value: float | None)
     return value
 
 
+def window_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--from and --to, as `read`, `diagnose` and `report` take them (seconds from the first
+    frame), checked together by `time_window`."""
+    command = click.option(
+        "--to", "stop", type=float, metavar="SECONDS", callback=time_window,
+        help="Up to this relative time.",
+    )(command)  # fmt: skip
+    return click.option(
+        "--from", "start", type=float, metavar="SECONDS", callback=time_window,
+        help="From this relative time (seconds from the first frame).",
+    )(command)  # fmt: skip
+
+
 def keylog_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     """--keylog, for every command that decodes traffic."""
     return click.option(

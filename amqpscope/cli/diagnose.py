@@ -22,8 +22,8 @@ from amqpscope.cli.common import (
     report_findings,
     retiring,
     steady_gc,
-    time_window,
     uncoloured,
+    window_options,
 )
 from amqpscope.cli.inputs import files_argument, format_option, open_input, shown_name
 from amqpscope.diagnose import Diagnoser, Diagnosis
@@ -98,14 +98,7 @@ def _diagnoses(
 @files_argument
 @click.option("--json", "as_json", is_flag=True, help='{"diagnoses": [...]} as one document.')
 @click.option("--conn", "conns", multiple=True, type=int, metavar="N", help="Only connection N.")
-@click.option(
-    "--from", "start", type=float, metavar="SECONDS", callback=time_window,
-    help="From this relative time (seconds from the first frame).",
-)  # fmt: skip
-@click.option(
-    "--to", "stop", type=float, metavar="SECONDS", callback=time_window,
-    help="Up to this relative time.",
-)  # fmt: skip
+@window_options
 @keylog_option
 @format_option
 @display_options

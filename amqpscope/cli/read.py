@@ -25,8 +25,8 @@ from amqpscope.cli.common import (
     report_findings,
     retiring,
     steady_gc,
-    time_window,
     uncoloured,
+    window_options,
 )
 from amqpscope.cli.inputs import files_argument, format_option, open_input, shown_name
 from amqpscope.cli.inspect import Inspect
@@ -64,14 +64,7 @@ def frame_numbers(value: str | None) -> frozenset[int] | None:
 @click.option(
     "--queue", "queues", multiple=True, metavar="Q", help="Only frames concerning queue Q."
 )
-@click.option(
-    "--from", "start", type=float, metavar="SECONDS", callback=time_window,
-    help="From this relative time (seconds from the first frame).",
-)  # fmt: skip
-@click.option(
-    "--to", "stop", type=float, metavar="SECONDS", callback=time_window,
-    help="Up to this relative time.",
-)  # fmt: skip
+@window_options
 @click.option(
     "--frames",
     "numbers",

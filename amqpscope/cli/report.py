@@ -18,7 +18,7 @@ from amqpscope.cli.common import (
     redact_bodies_option,
     report_findings,
     steady_gc,
-    time_window,
+    window_options,
 )
 from amqpscope.cli.inputs import files_argument, format_option, open_input, shown_name
 from amqpscope.cli.inspect import Inspect
@@ -52,14 +52,7 @@ if TYPE_CHECKING:
 @click.option("--channel", "channels", type=int, multiple=True, help="Only channel N (repeatable).")
 @click.option("--link", "links", multiple=True, metavar="NAME", help="Only this 1.0 link's frames.")
 @click.option("--queue", "queues", multiple=True, metavar="NAME", help="Only this queue's frames.")
-@click.option(
-    "--from", "start", type=float, metavar="SECONDS", callback=time_window,
-    help="From this relative time (seconds from the first frame).",
-)  # fmt: skip
-@click.option(
-    "--to", "stop", type=float, metavar="SECONDS", callback=time_window,
-    help="Up to this relative time.",
-)  # fmt: skip
+@window_options
 @keylog_option
 @format_option
 @guarded
