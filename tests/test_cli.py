@@ -435,6 +435,7 @@ def test_completion_works_in_bash() -> None:
     assert "_amqpscope_completion" in lines[1]
 
 
+#: a child process running the CLI whose tracker raises KeyboardInterrupt at the Nth frame (argv[1])
 INTERRUPT_AT = """
 import sys
 from amqpscope.track import tracker

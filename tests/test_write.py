@@ -22,6 +22,7 @@ from amqpscope.cli.write import secret_spans
 from amqpscope.cut import Cut
 from amqpscope.dissect import Dissector
 from tests.oracle import TSHARK, tshark_frames
+from tests.test_cli import INTERRUPT_AT
 
 CAPTURES = Path(__file__).resolve().parent.parent / "captures"
 
@@ -146,22 +147,6 @@ def test_the_window_bounds_memory_and_counts_what_it_lost(window: int) -> None:
         assert holder.lost > 0
     else:
         assert holder.lost == 0
-
-
-INTERRUPT_AT = """
-import sys
-from amqpscope.track import tracker
-feed, seen, at = tracker.Tracker.feed, [0], int(sys.argv[1])
-def interrupting(self, frame):
-    seen[0] += 1
-    if seen[0] == at:
-        raise KeyboardInterrupt
-    feed(self, frame)
-tracker.Tracker.feed = interrupting
-from amqpscope import cli
-sys.argv = ["amqpscope", *sys.argv[2:]]
-cli.main()
-"""
 
 
 def test_ctrl_c_leaves_the_cut_of_what_was_read(tmp_path: Path) -> None:
