@@ -81,3 +81,44 @@ def test_ndjson_export_has_the_same_content() -> None:
     assert kinds[0] == "capture" and kinds[-1] == "summary"
     assert kinds.count("frame") == len(cli("read", str(path), "--json").splitlines())
     assert kinds.count("connection") == 2
+
+
+def summary_of(path: Path) -> tuple[dict, str]:
+    """`summary --json` of `path`, validated; and what it said on stderr."""
+    done = subprocess.run(
+        [sys.executable, "-m", "amqpscope.cli", "summary", str(path), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    document = json.loads(done.stdout)
+    errors = list(schema.validator("summary").iter_errors(document))
+    assert not errors, errors[0].message
+    return document, done.stderr
+
+
+def test_summary_json_holds_the_inputs_own_findings(tmp_path: Path) -> None:
+    """What the input itself said (a capture cut short, a log's lines that are no frame) is in
+    the document as `input-findings`, shaped as findings are everywhere (the frame schema's),
+    and still on stderr; a whole capture has none."""
+    assert "input-findings" in schema.load("summary")["properties"]
+    source = CAPTURES / "091-rpc.pcap"
+    whole, said = summary_of(source)
+    assert whole["input-findings"] == [] and said == ""
+    data = source.read_bytes()
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(data[: len(data) - 30])  # the last record cut short
+    damaged, said = summary_of(cut)
+    (truncated,) = damaged["input-findings"]
+    assert truncated["code"] == "capture.truncated" and truncated["severity"] == "warning"
+    assert truncated["message"] in said and truncated["packet"] == 94
+    assert damaged["connections"][0]["id"] == whole["connections"][0]["id"]
+    lines = (CAPTURES / "log-proton-broker.log").read_text().splitlines(keepends=True)
+    log = tmp_path / "bad.log"
+    noise, garbled = "a line of no frame\n", "[0x1]:0 -> @garbage(1)\n"
+    log.write_text("".join([*lines[:3], noise, *lines[3:5], garbled, *lines[5:]]))
+    logged, said = summary_of(log)
+    codes = [f["code"] for f in logged["input-findings"]]
+    assert codes == ["log.bad-line", "log.skipped-lines"]
+    assert all(f["message"] in said for f in logged["input-findings"])

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -21,8 +22,10 @@ from amqpscope.cli import main
 from amqpscope.cli.write import secret_spans
 from amqpscope.cut import Cut
 from amqpscope.dissect import Dissector
+from amqpscope.stream.events import StreamData
 from tests.oracle import TSHARK, tshark_frames
 from tests.test_cli import INTERRUPT_AT
+from tests.test_websocket import ws_wire
 
 CAPTURES = Path(__file__).resolve().parent.parent / "captures"
 
@@ -277,3 +280,95 @@ def test_masking_keeps_a_right_tcp_checksum_right() -> None:
     masked = mask_packet(right, spans)
     assert masked.data != right.data and len(masked.data) == len(right.data)
     assert tcp_checksum(masked.data, ip) == 0
+
+
+def stream_writes(path: Path) -> list[tuple[str, bytes]]:
+    """The AMQP bytes of `path`'s one connection as its peers wrote them, by direction, in order
+    (the stream layer's reassembly)."""
+    dissector = Dissector()
+    out: list[tuple[str, bytes]] = []
+    with open_capture(str(path)) as capture:
+        for packet in capture:
+            segment = dissector.segments.decode(packet)
+            for event in dissector.tcp.feed(segment) if segment else ():
+                if isinstance(event, StreamData):
+                    out.append((event.direction, bytes(event.data)))
+    return out
+
+
+def write_conversation(path: Path, wire: list[tuple[str, bytes]], segment: int) -> None:
+    """An Ethernet/IPv4/TCP capture of `wire` (bytes by direction) between a client and port 80
+    (where tshark looks for HTTP and follows the WebSocket upgrade), each write cut into TCP
+    segments of `segment` bytes (0: one segment), with right checksums (scapy's)."""
+    from scapy.all import IP, TCP, Ether, wrpcap  # type: ignore[attr-defined]
+
+    ends = {"c2s": (("10.0.0.1", 40000), ("10.0.0.2", 80))}
+    ends["s2c"] = (ends["c2s"][1], ends["c2s"][0])
+    seq = {"c2s": 1000, "s2c": 5000}
+
+    def tcp(direction: str, flags: str, payload: bytes = b"") -> Any:
+        (src, sport), (dst, dport) = ends[direction]
+        ack = seq["s2c" if direction == "c2s" else "c2s"]
+        head = TCP(sport=sport, dport=dport, flags=flags, seq=seq[direction], ack=ack)
+        seq[direction] += len(payload) + (flags in ("S", "SA"))
+        return Ether() / IP(src=src, dst=dst) / head / payload
+
+    out = [tcp("c2s", "S"), tcp("s2c", "SA"), tcp("c2s", "A")]
+    for direction, data in wire:
+        step = segment or len(data)
+        out.extend(tcp(direction, "PA", data[i : i + step]) for i in range(0, len(data), step))
+    wrpcap(str(path), out)
+
+
+def ws_messages(path: Path) -> list[bytes]:
+    """The WebSocket messages of `path` as tshark reassembles and unmasks them."""
+    command = ["tshark", "-r", str(path), "-Y", "websocket", "-T", "fields", "-e", "data.data"]
+    done = subprocess.run(command, capture_output=True, text=True, check=True, timeout=120)
+    hexes = done.stdout.replace(":", "").split()
+    return [bytes.fromhex(h) for line in hexes for h in line.split(",") if h]
+
+
+@pytest.mark.skipif(not TSHARK, reason="tshark decodes the cut independently")
+@pytest.mark.parametrize("fragment", [0, 5])
+@pytest.mark.parametrize("segment", [0, 7])
+def test_a_websocket_cut_masks_the_password_inside_the_frames(
+    tmp_path: Path, fragment: int, segment: int
+) -> None:
+    """The client's WebSocket frames are XOR-masked, which hides nothing: the password inside
+    the unmasked payload is masked and re-masked with the frame's own key, so the cut is still
+    WebSocket of the same length that tshark and amqpscope unwrap, with `*` where the password
+    was; --show-secrets writes it as captured. 10-sasl-plain's recorded bytes are carried by the
+    websockets package (`fragment`: payload bytes per WebSocket frame, so the password spans
+    frames with different keys), over TCP segments of `segment` bytes (the frames cut across
+    packets)."""
+    (secret,) = credentials(CAPTURES / "10-sasl-plain.pcap")
+    user, password = secret.rsplit(b"\0", 1)
+    source = tmp_path / "ws.pcap"
+    wire = ws_wire(stream_writes(CAPTURES / "10-sasl-plain.pcap"), fragment=fragment)
+    write_conversation(source, wire, segment)
+    original = packets(source)
+    assert any(secret in message for message in ws_messages(source))
+
+    def cut_ws(*args: str, out: str) -> Path:
+        target = tmp_path / out
+        command = ["read", str(source), *args, "-w", str(target)]
+        result = CliRunner().invoke(main, command, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        return target
+
+    shown = cut_ws("--show-secrets", out="shown.pcap")
+    masked = cut_ws(out="masked.pcap")
+    assert packets(shown) == original
+    messages = b"|".join(ws_messages(masked))
+    assert secret not in messages and user + b"\0" + b"*" * len(password) in messages
+    assert any(secret in message for message in ws_messages(shown))
+    changed = [(a, b) for a, b in zip(original, packets(masked), strict=True) if a != b]
+    assert changed and all(len(a) == len(b) for a, b in changed)
+    assert all(tcp_checksum(b, 14) == 0 for _, b in changed)  # right before, right after
+    back = dissect(masked)
+    assert [f.name for f in back] == [f.name for f in dissect(shown)]
+    assert not [f for f in back if f.findings]  # every WebSocket frame still reads
+    with open_capture(str(masked)) as capture:
+        frames = list(Dissector(show_secrets=True).run(capture))
+    (init,) = [f for f in frames if f.name == "sasl-init"]
+    assert init.fields["initial-response"]["password"] == "*" * len(password)

@@ -141,12 +141,17 @@ class Span:
     """Secret bytes within one packet's share of a frame: `chunk` the frame's bytes that packet
     carried, `start` and `length` the secret's place in `chunk`; `where` the chunk's place in
     the TCP payload: "end" (the frame goes on in the next packet), "start" (it began in an
-    earlier one), "whole", or "any" (the frame is whole in this packet: it is looked for)."""
+    earlier one), "whole", "any" (the frame is whole in this packet: it is looked for), or
+    "tail" (it begins `tail` bytes before the payload's end: a WebSocket frame's payload, whose
+    place only the layer knew). `fill`: what the secret's bytes become, when not MASK bytes (a
+    masked WebSocket payload's: MASK under the frame's own masking key)."""
 
     chunk: bytes
     start: int
     length: int
     where: str
+    fill: bytes = b""
+    tail: int = 0
 
 
 def _sum16(data: bytes) -> int:
@@ -178,6 +183,8 @@ def mask_packet(packet: RawPacket, spans: list[Span]) -> RawPacket:
         if at >= 0:
             if span.where == "end":
                 places = [end - size]
+            elif span.where == "tail":
+                places = [end - span.tail]
             elif span.where in ("start", "whole"):
                 places = [at]
             else:
@@ -187,7 +194,7 @@ def mask_packet(packet: RawPacket, spans: list[Span]) -> RawPacket:
             places = _occurrences(raw, span.chunk, 0, len(raw))
         for place in places:
             first = place + span.start
-            data[first : first + span.length] = bytes([MASK]) * span.length
+            data[first : first + span.length] = span.fill or bytes([MASK]) * span.length
     if at >= 0 and segment is not None:
         _fix_checksum(data, raw, at, end, segment)
     return RawPacket(

@@ -104,6 +104,10 @@ def summary(
             others = no_amqp_lines(source.dissector, shown_name(files))
         if bar is not None:
             bar.clear()
+        if as_json:
+            # the input's own findings (a damaged capture, a log's bad lines), which no
+            # connection carries: in the document too, not on stderr alone
+            result["input-findings"] = [f.to_json() for f in source.findings]
         try:
             _write(result, live, digest, spool, as_json, show_all, others, color, width, untimed)
         finally:

@@ -10,18 +10,19 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO, Any, Final
 
 from amqpscope.capture.packet import FIN, RST, SYN, RawPacket
 from amqpscope.capture.pipe import STDIN
 from amqpscope.capture.rotated import open_captures
-from amqpscope.capture.writer import CaptureWriter, Span, format_for, mask_packet
+from amqpscope.capture.writer import MASK, CaptureWriter, Span, format_for, mask_packet
 from amqpscope.cli.common import fail, load_keylog
 from amqpscope.codec.amqp091.tree import SECRET_ARGUMENTS
 from amqpscope.codec.amqp10.tree import SECRET_FIELDS
 from amqpscope.codec.tree import frame_tree
+from amqpscope.codec.websocket import WIRE_OPTION, WebSocketLayer, unmask
 from amqpscope.cut import Cut
 from amqpscope.dissect import Dissector
 from amqpscope.track.tracker import Tracker
@@ -80,11 +81,13 @@ def value_bytes(frame: Any, node: Any) -> tuple[int, int] | None:
     return start, length
 
 
-def secret_spans(frame: Any) -> dict[int, list[Span]]:
-    """Where `frame`'s credentials are, per packet that carried them (`Frame.carriers`). Inside
-    TLS or WebSocket the packets carry other bytes: not asked for those."""
+def secret_spans(frame: Any, layers: Sequence[Any] = ()) -> dict[int, list[Span]]:
+    """Where `frame`'s credentials are, per packet that carried them (`Frame.carriers`).
+    `layers`: its connection's (`ConnectionCodec.layers`), when its AMQP is wrapped."""
     secrets = [value_bytes(frame, node) for root in frame_tree(frame) for node in root.walk()]
     secrets = [span for span in secrets if span is not None]
+    if layers:
+        return websocket_spans(frame, secrets, layers)
     carriers = frame.carriers or ()
     last = len(carriers) - 1
     out: dict[int, list[Span]] = {}
@@ -96,6 +99,43 @@ def secret_spans(frame: Any) -> dict[int, list[Span]]:
             if first < stop:
                 out.setdefault(packet, []).append(Span(chunk, first - offset, stop - first, where))
     return out
+
+
+def websocket_spans(
+    frame: Any, secrets: list[tuple[int, int]], layers: Sequence[Any]
+) -> dict[int, list[Span]]:
+    """Where `frame`'s credentials are in the packets of a WebSocket connection: the client's
+    frames are XOR-masked (RFC 6455), which hides nothing, so the password's bytes are found on
+    the wire through the layer's pieces (`WebSocketLayer.wire`) and become MASK under the same
+    masking key: the packet stays a valid WebSocket frame of the same length. Inside TLS the
+    packets carry ciphertext (nothing to mask); a deflated message has no byte-for-byte place."""
+    layer = layers[0].layer if len(layers) == 1 else None
+    carriers = frame.carriers or ()
+    if not isinstance(layer, WebSocketLayer) or not carriers or not secrets:
+        return {}
+    origin = carriers[0][3] - carriers[0][1]  # the frame's first byte in the AMQP stream
+    out: dict[int, list[Span]] = {}
+    for packet, _, length, at in carriers:
+        for piece in layer.wire(at, at + length):
+            low, high = max(at, piece.start), min(at + length, piece.start + piece.length)
+            if low >= high:
+                continue
+            skip = low - piece.start
+            plain = frame.data[low - origin : high - origin]
+            chunk = _on_wire(plain, piece.key, piece.phase + skip)
+            for start, size in secrets:
+                first, stop = max(origin + start, low), min(origin + start + size, high)
+                if first < stop:
+                    fill = bytes([MASK]) * (stop - first)
+                    fill = _on_wire(fill, piece.key, piece.phase + skip + first - low)
+                    span = Span(chunk, first - low, stop - first, "tail", fill, piece.tail - skip)
+                    out.setdefault(packet, []).append(span)
+    return out
+
+
+def _on_wire(data: bytes, key: bytes | None, phase: int) -> bytes:
+    """Payload bytes as a WebSocket frame with masking `key` carries them from byte `phase`."""
+    return unmask(data, key, phase) if key is not None else bytes(data)
 
 
 def write_packets(
@@ -115,6 +155,8 @@ def write_packets(
     tracker = Tracker()
     cut = Cut(whole, mask=None if show_secrets else mask_packet)
     dissector.context.keylog = keylog
+    if not show_secrets:  # where WebSocket payloads were on the wire, to mask credentials there
+        dissector.context.options[WIRE_OPTION] = True
     dissector.take_secrets(capture.secrets)
     writer = CaptureWriter(sink, capture, fmt)
     selected = 0
@@ -144,8 +186,9 @@ def write_packets(
             chosen = (count is None or selected < count) and accepts(frame, first_ts)
             connection = dissector.connections.get(frame.conn)
             layered = connection is not None and bool(connection.codec.layers)
-            if not show_secrets and frame.name in SECRET_FRAMES and not layered:
-                for packet, spans in secret_spans(frame).items():
+            if not show_secrets and frame.name in SECRET_FRAMES:
+                wrapped = connection.codec.layers if connection is not None and layered else ()
+                for packet, spans in secret_spans(frame, wrapped).items():
                     cut.secret(packet, spans)
             cut.frame(frame, chosen, layered)
             selected += chosen

@@ -29,6 +29,7 @@ Damage and oddities become findings in `findings`, never exceptions.
 from __future__ import annotations
 
 import zlib
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,6 +107,12 @@ RESYNC_BUDGET = 4 * 1024 * 1024
 #: opcodes a frame found by that search may have (AMQP travels in binary frames)
 RESYNC_OPCODES = frozenset({CONTINUATION, BINARY, CLOSE, PING, PONG})
 
+#: the client payload pieces `WebSocketLayer.wire` keeps (the newest): enough for an opening
+#: frame that carries credentials, which completes in the call whose bytes end it
+WIRE_PIECES = 4096
+#: the option (`LayerContext.options`) that asks for them: `read -w` masking credentials
+WIRE_OPTION = "websocket-wire"
+
 # where a frame's payload goes
 _STREAM, _CONTROL, _SKIP = "stream", "control", "skip"
 
@@ -176,6 +183,21 @@ def _redact_query(target: str) -> str:
     return path + "?" + "&".join(f"{quote(n)}=<redacted>" for n in names)
 
 
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """Client payload bytes of one WebSocket frame as one `data()` call took them: where they are
+    in the AMQP stream (`start`, `length`), the frame's masking key (None: not masked) and its
+    position at the first byte (`phase`), and how many bytes before the end of that call's bytes
+    they begin (`tail`: a packet's payload ends where the call's bytes end). What `read -w`
+    needs to mask a password on the wire: the stream's bytes are not the packets'."""
+
+    start: int
+    length: int
+    key: bytes | None
+    phase: int
+    tail: int
+
+
 @dataclass(slots=True)
 class _Side:
     """One direction: its state, the frame in progress, the message in progress, its counts."""
@@ -211,15 +233,20 @@ class WebSocketLayer:
     they arrive and returns the AMQP bytes they complete. `show_secrets`: keep query strings of
     the request target as they were (they may carry tokens). `log`: a list to append every
     frame header to, as (direction, opcode, fin, masked, payload length): for tests and tools,
-    off by default so that memory stays bounded."""
+    off by default so that memory stays bounded. `wire`: keep where the client's latest payload
+    bytes were on the wire (`wire()`), for `read -w` to mask credentials."""
 
     name = "websocket"
 
     def __init__(
-        self, show_secrets: bool = False, log: list[tuple[str, int, bool, bool, int]] | None = None
+        self,
+        show_secrets: bool = False,
+        log: list[tuple[str, int, bool, bool, int]] | None = None,
+        wire: bool = False,
     ) -> None:
         self.show_secrets = show_secrets
         self.log = log
+        self.pieces: deque[Piece] | None = deque(maxlen=WIRE_PIECES) if wire else None
         self.findings: list[Finding] = []
         self.sides = {C2S: _Side(C2S), S2C: _Side(S2C)}
         self.request: dict[str, Any] = {}
@@ -396,6 +423,13 @@ class WebSocketLayer:
         keys = ("frames", "messages", "payload", "pings", "pongs")
         return {key: {d: getattr(s, key) for d, s in self.sides.items()} for key in keys}
 
+    def wire(self, start: int, end: int) -> list[Piece]:
+        """The kept client pieces (`wire=True`) with bytes `start` to `end` of the AMQP stream
+        (offsets as the AMQP framer counts them): where those bytes were on the wire, and under
+        which masking key. A deflated message's bytes have no place on the wire: none."""
+        pieces = self.pieces or ()
+        return [p for p in pieces if p.start < end and start < p.start + p.length]
+
     # -- the handshake -------------------------------------------------------------------------
     def _request(self, head: bytes) -> None:
         side = self.sides[C2S]
@@ -506,6 +540,8 @@ class WebSocketLayer:
         while pos < size and side.state == FRAMES:
             if side.in_payload:
                 take = min(side.remaining, size - pos)
+                if self.pieces is not None and take:
+                    self._piece(side, take, size - pos)
                 chunk: bytes | memoryview = view[pos : pos + take]
                 if side.mask is not None:
                     chunk = unmask(chunk, side.mask, side.phase)
@@ -525,6 +561,15 @@ class WebSocketLayer:
                 self._frame_done(side, out)
         if side.state == OPAQUE:
             side.dropped += size - pos
+
+    def _piece(self, side: _Side, take: int, tail: int) -> None:
+        """Keep where `take` payload bytes of a client frame, `tail` bytes before the end of
+        this call's bytes, were on the wire (`wire()`): those the AMQP stream gets as they are."""
+        pieces = self.pieces
+        if pieces is not None and side.direction == C2S and side.sink == _STREAM:
+            if side.deflated:
+                return  # inflated bytes have no place on the wire
+            pieces.append(Piece(side.payload, take, side.mask, side.phase, tail))
 
     def _header(self, side: _Side, view: memoryview, pos: int) -> int:
         """Read the frame header at `pos`: its length in bytes, 0 if it is not all there."""
@@ -743,7 +788,8 @@ def _match(direction: str, head: bytes) -> str:
 
 
 def _make(context: layers.LayerContext) -> WebSocketLayer:
-    return WebSocketLayer(show_secrets=context.show_secrets)
+    wire = bool(context.options.get(WIRE_OPTION))
+    return WebSocketLayer(show_secrets=context.show_secrets, wire=wire)
 
 
 layers.register(layers.Detector(WebSocketLayer.name, _match, _make))
