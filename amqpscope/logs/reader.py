@@ -11,8 +11,9 @@ and makes the frame records the trackers take:
   sends `sasl-mechanisms`, which only a server does.
 - fields and messages: a 1.0 frame is encoded back into bytes and decoded by
   `codec.amqp10.Decoder` (one per direction), so names and value shapes are the capture's.
-- `ts` from the line's timestamp (0.0, shown as null, when it has none); `source` is the file
-  and line number.
+- `ts` from the line's timestamp (0.0, shown as null, when it has none), placed by a
+  `lines.Clock` (a time with no date, a date with no year: see there); a time in a form no
+  grammar reads is one `log.no-time` finding for the log. `source` is the file and line number.
 
 Damage never raises: a line that looks like a frame and does not parse is a `log.bad-line`
 finding with its line number; the last line cut short is `log.cut-line`; lines that are no
@@ -35,7 +36,7 @@ from amqpscope.findings import Finding, finding
 from amqpscope.logs import direct, pika, proton
 from amqpscope.logs.amqp10_encode import TYPE_AMQP, encode, frame_bytes
 from amqpscope.logs.formats import FORMATS
-from amqpscope.logs.lines import ACCEPTED, EMPTY, EOS, HEADER, SENT, Logged
+from amqpscope.logs.lines import ACCEPTED, EMPTY, EOS, HEADER, SENT, Clock, Logged
 from amqpscope.logs.proton_values import Described, LogLineEnded, LogSyntaxError
 
 #: protocol header bytes of the pseudo frames
@@ -123,8 +124,13 @@ class LogReader:
         messages: bool = True,
         redact_bodies: bool = False,
         direct_fields: bool = True,
+        now: float | None = None,
     ) -> None:
         self.name = name
+        #: places times with no date or no year (`now`: when the log is read, for the year)
+        self.clock = Clock(now)
+        #: the first line whose time no form reads (0: none)
+        self.no_time = 0
         #: fields made straight in the decoder's shapes (`direct.py`); False: every frame by
         #: the round trip through bytes (the reference `tests/test_logs_direct.py` holds it to)
         self.direct = direct_fields
@@ -283,6 +289,8 @@ class LogReader:
             return []
         if frame is None:
             return []
+        if logged.ts != logged.ts and not self.no_time:  # NaN: a time no form reads
+            self.no_time = number
         connection = self.connections.get(logged.conn)
         if connection is not None:
             if 0 < connection.last_line < self.bad_line:
@@ -323,6 +331,14 @@ class LogReader:
             )
             self.findings.append(finding("log.other-format", what))
         self.others.clear()
+        if self.no_time:
+            what = (
+                f"{self.name}:{self.no_time}: the lines' time is in a form amqpscope does not"
+                " read (it reads ISO 8601, ctime, syslog's, a time of day, epoch seconds):"
+                " frames carry no times"
+            )
+            self.findings.append(finding("log.no-time", what))
+            self.no_time = 0
         return self.findings
 
     def skipped_finding(self) -> Finding | None:
@@ -382,7 +398,7 @@ class LogReader:
             frame = self._frame(connection, logged, direction)
         frame.direction = direction
         frame.conn = connection.conn
-        frame.ts = logged.ts
+        frame.ts = self.clock.place(logged.ts)
         # the log names one end, the logger's (`0x55d2...`, `C3`); the other is its peer
         sender, receiver = (
             (connection.label, "peer") if logged.direction == SENT else ("peer", connection.label)
