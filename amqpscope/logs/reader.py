@@ -73,7 +73,7 @@ OTHERS_ASKED: Final = 20_000
 class _Connection:
     """One logged connection: its number, the logger's role, a decoder per direction."""
 
-    __slots__ = ("client", "conn", "decoders", "ended", "label", "last_line")
+    __slots__ = ("client", "conn", "damage", "decoders", "ended", "label", "last_line", "unsure")
     # `ended`: the directions whose end of stream the log showed (Proton logs `-> EOS` when
     # its output closes and `<- EOS` when its input does; the connection is over with both)
 
@@ -107,6 +107,10 @@ class _Connection:
         }
         self.ended: set[str] = set()
         self.last_line = 0  # the line of its last frame (0: none yet)
+        #: the last line that did not parse since this connection's frames began (0: none),
+        #: and the directions whose first frame after it is still to come (`log.lost-line`)
+        self.damage = 0
+        self.unsure: tuple[str, ...] = ()
 
     def direction(self, arrow: str) -> str:
         return "c2s" if (arrow == SENT) == self.client else "s2c"
@@ -156,8 +160,10 @@ class LogReader:
         #: findings frames carry (`_not_shown`, `_cut`)
         self.not_shown: dict[tuple[str, str], Finding] = {}
         self.cuts: dict[int, Finding] = {}
-        #: the last line that looked like a frame and did not parse (0: none): a frame after it
-        #: whose connection had one before it carries `log.lost-line`
+        #: the last line that looked like a frame and did not parse (0: none): the first frame
+        #: after it in each direction of a connection that had one before it carries
+        #: `log.lost-line` (`diagnose.lost.lost_line` doubts the frames from the first to the
+        #: last of them, no later one)
         self.bad_line = 0
         #: skipped lines that another format reads as its frames: format -> (count, first line)
         self.others: dict[str, tuple[int, int]] = {}
@@ -293,10 +299,17 @@ class LogReader:
             self.no_time = number
         connection = self.connections.get(logged.conn)
         if connection is not None:
-            if 0 < connection.last_line < self.bad_line:
+            if 0 < connection.last_line < self.bad_line and connection.damage != self.bad_line:
+                # a line that looked like a frame and did not parse, since this connection's
+                # last frame: the first frame after it in each direction is in doubt (up to
+                # both, a frame missing there can make a frame look out of place)
+                connection.damage = self.bad_line
+                connection.unsure = ("c2s", "s2c")
+            if frame.direction in connection.unsure:
+                connection.unsure = tuple(d for d in connection.unsure if d != frame.direction)
                 what = (
-                    f"line {self.bad_line}, before this frame, looked like a frame and did not"
-                    " parse: a frame of this connection may be missing from the log before it"
+                    f"line {connection.damage}, before this frame, looked like a frame and did"
+                    " not parse: a frame of this connection may be missing from the log before it"
                 )
                 frame.findings.append(finding("log.lost-line", what))
             connection.last_line = number
