@@ -140,6 +140,7 @@ class LogReader:
         self.direct = direct_fields
         self.fmt = fmt
         self.parse: Callable[[str], Logged | None] = FORMATS[fmt].parse
+        self.damaged = FORMATS[fmt].damaged
         make = FORMATS[fmt].completions
         self.completions = make() if make is not None else None
         self.show_secrets = show_secrets
@@ -261,6 +262,9 @@ class LogReader:
             if cut and line.strip():  # the last line, unterminated: cut while it was written
                 what = f"{self.name}:{number}: no frame in the log's unterminated last line"
                 self.findings.append(finding("log.cut-line", what))
+            elif self.damaged is not None and (broken := self.damaged(line)) is not None:
+                self.findings.append(finding("log.bad-line", f"{self.name}:{number}: {broken}"))
+                self.bad_line = number
             else:
                 self.skipped += 1
                 if self.skipped <= OTHERS_ASKED:
