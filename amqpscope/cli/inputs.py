@@ -112,6 +112,11 @@ class Input:
         self.dissector: Dissector | None = None
         self.reader: LogReader | None = None
 
+    @property
+    def source(self) -> str:
+        """What findings call the input: "log" or "capture" (a `Tracker`'s `source`)."""
+        return "log" if self.log is not None else "capture"
+
     def frames(
         self,
         show_secrets: bool = False,
