@@ -222,6 +222,21 @@ _TIMELIKE: Final = re.compile(
 def _partial(prefix: str) -> float:
     """The time of `prefix` in one of the `_PARTIAL` forms (see `timestamp`), NaN when it has
     something like a time that none reads, 0.0 when it has nothing like one."""
+    if prefix[2:3] == ":" and prefix[5:6] == ":":  # `hh:mm:ss` first (go-amqp's, every line)
+        hour, minute, second = _two(prefix, 0), _two(prefix, 3), _two(prefix, 6)
+        after = prefix[8:9]
+        if 0 <= hour <= 23 and 0 <= minute <= 59 and 0 <= second <= 60 and not after.isdigit():
+            fraction = 0.0
+            if after in (".", ","):
+                end = 9
+                while end < len(prefix) and end < 18 and "0" <= prefix[end] <= "9":
+                    end += 1
+                if prefix[end : end + 1] in (":",) or "0" <= prefix[end : end + 1] <= "9":
+                    fraction = -1.0  # not a time this reads plainly: the regex decides
+                else:
+                    fraction = _fraction(prefix[9:end])
+            if fraction >= 0.0 and after != ":":
+                return -(1.0 + hour * 3600 + minute * 60 + second + fraction)
     for m in _PARTIAL.finditer(prefix):
         at_start = not prefix[: m.start()].strip(" [")
         if m.group("mon") is not None:
