@@ -91,6 +91,7 @@ CODES: Final[dict[str, tuple[str, str]]] = {
     "log.skipped-lines": (INFO, "lines of a log that are no frame of its format (counted)"),
     "log.lost-line": (INFO, "a frame after a log line that did not parse: one may be missing"),
     "log.other-format": (WARNING, "log lines that are frames of another format than the log's"),
+    "log.no-time": (INFO, "a log whose lines' times are in a form amqpscope does not read"),
     "log.not-text": (WARNING, "log lines holding bytes that are not UTF-8 text, or NULs"),
     # codec/amqp10: fields and messages
     "amqp10.bad-encoding": (ERROR, "an AMQP 1.0 value is malformed or runs past its frame"),

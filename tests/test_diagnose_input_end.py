@@ -62,7 +62,7 @@ def test_a_trace_cut_before_the_receiver_settled(tmp_path: Path) -> None:
 
     found = unsettled(cut)
     assert found["explanation"].startswith("6 deliveries left unsettled on link")
-    assert "when the capture ended" in found["explanation"]
+    assert "when the log ended" in found["explanation"]
     assert found["ongoing"] and found["start"] is None and found["duration"] == 0.0
     assert "oldest" not in found["title"] and "ages" not in found["explanation"]
     assert found["evidence"] == [t["frame"] for t in transfers]

@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 import hypothesis.strategies as st
+import pytest
 from hypothesis import given, settings
 
 from amqpscope.logs.detect import detect
@@ -278,7 +279,7 @@ def test_go_amqp_text_reads_back(frames: list[Any], channel: int, form: str) -> 
     assert len(records) == len(frames)
     for record, ((_, expected), _) in zip(records, frames, strict=True):
         assert record.channel == (channel if form == "new" else None)
-        assert record.ts == 0.0
+        assert record.ts == pytest.approx(36672.123456)  # `PREFIX`'s time, on 1970-01-01
         fields = json.loads(frame_ndjson(record))["fields"]
         assert holds(fields, expected), (fields, expected)
         assert not [f for f in record.findings if f.code == "log.not-shown"]

@@ -1,4 +1,5 @@
-"""Opening an input that may be a capture or a text log (plain, gzip'd, or standard input).
+"""Opening an input that may be a capture or a text log (plain, gzip'd, xz'd or bzip2'd, or
+standard input).
 
 Why here: `capture/` is the one layer that touches files. What an input is, is told by its
 first bytes, not its name: a pcap or pcapng magic (inside gzip too) is a capture, anything else
@@ -8,10 +9,12 @@ from the one buffered stream that is then read, by `CaptureReader` or `LogFile`.
 
 from __future__ import annotations
 
+import bz2
 import codecs
 import contextlib
 import gzip
 import io
+import lzma
 import os
 import re
 import sys
@@ -23,8 +26,13 @@ from amqpscope.capture.files import CAPTURE_MAGICS, GZIP_MAGIC, CaptureError
 from amqpscope.capture.pipe import STDIN, open_path, open_stdin
 from amqpscope.findings import Finding, finding
 
-#: bytes peeked to look inside a gzip stream
+#: bytes peeked to look inside a compressed stream
 _PEEK: Final = 1 << 16
+#: the compressions a text log is read through, by their first bytes (a capture reads gzip
+#: only: its reader names the others), and what decompressing them raises on damage
+XZ_MAGIC: Final = b"\xfd7zXZ\x00"
+BZ2_MAGIC: Final = b"BZh"
+_DAMAGE: Final = (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError)
 #: a text line longer than this is cut into pieces (a frame line is far shorter)
 MAX_LINE: Final = 1 << 20
 
@@ -45,23 +53,44 @@ def open_stream(path: str) -> io.BufferedReader:
         raise CaptureError(f"{path}: cannot open: {exc.strerror or exc}") from None
 
 
-def head_of(stream: io.BufferedReader) -> tuple[bytes, bool]:
-    """The first bytes of what the stream holds (gunzipped when it is gzip), and whether it is
-    gzip; nothing is consumed."""
+def head_of(stream: io.BufferedReader, path: str = "") -> tuple[bytes, str]:
+    """The first bytes of what the stream holds (decompressed when it is gzip, xz or bzip2),
+    and its compression ("gzip", "xz", "bz2"; "" for none); nothing is consumed. An xz or bzip2
+    stream whose first bytes do not decompress is a CaptureError naming `path` (a capture
+    reader, which would be asked next, knows gzip only)."""
     try:
         raw = stream.peek(_PEEK)
     except OSError as exc:
         raise CaptureError(f"cannot read: {exc.strerror or exc}") from None
-    if raw[:2] != GZIP_MAGIC:
-        return raw, False
-    try:
-        return zlib.decompressobj(wbits=31).decompress(raw, _PEEK), True
-    except zlib.error:
-        return b"", True
+    if raw[:2] == GZIP_MAGIC:
+        try:
+            return zlib.decompressobj(wbits=31).decompress(raw, _PEEK), "gzip"
+        except zlib.error:
+            return b"", "gzip"
+    if raw.startswith(XZ_MAGIC) or raw.startswith(BZ2_MAGIC):
+        kind = "xz" if raw.startswith(XZ_MAGIC) else "bz2"
+        inflater = lzma.LZMADecompressor() if kind == "xz" else bz2.BZ2Decompressor()
+        try:
+            return inflater.decompress(raw, _PEEK), kind
+        except _DAMAGE as exc:
+            what = f"{path}: the {_NAMES[kind]}-compressed data is damaged: {exc}"
+            raise CaptureError(what.removeprefix(": ")) from None
+    return raw, ""
+
+
+#: the compressions' names in messages
+_NAMES: Final = {"gzip": "gzip", "xz": "xz", "bz2": "bzip2"}
 
 
 def is_capture(head: bytes) -> bool:
     return head[:4] in CAPTURE_MAGICS
+
+
+def is_text(head: bytes, compressed: str) -> bool:
+    """Whether a stream whose first bytes (decompressed) are `head` is read as a text log: text,
+    or xz or bzip2 that gave nothing yet (bzip2 decompresses a block of up to 900 kB whole;
+    no capture reader reads either, so a log is what such a file may be)."""
+    return looks_like_text(head) or (not head and compressed in ("xz", "bz2"))
 
 
 #: of a text's first bytes, at most this share may be no text (bytes that are not UTF-8, NULs,
@@ -97,17 +126,22 @@ class LogFile:
 
     UTF-8, or UTF-16 when it starts with a byte order mark. Bytes that are not UTF-8 are kept as
     `\\xNN` escapes rather than dropped, NULs are dropped; either makes a `log.not-text` finding
-    (once, counting the lines). A gzip stream that is damaged or cut short ends the lines with a
-    finding."""
+    (once, counting the lines). A compressed stream (`compressed`: "gzip", "xz", "bz2", or True
+    for gzip) that is damaged or cut short ends the lines with a finding."""
 
-    def __init__(self, path: str, stream: IO[bytes], compressed: bool) -> None:
+    def __init__(self, path: str, stream: IO[bytes], compressed: bool | str) -> None:
         self.path = path
-        self.compressed = compressed
+        self.compression = "gzip" if compressed is True else compressed or ""
+        self.compressed = bool(self.compression)
         self.findings: list[Finding] = []
         self._raw = stream
-        self._f: IO[bytes] = (
-            gzip.GzipFile(fileobj=stream, mode="rb") if compressed else stream  # type: ignore[assignment]
-        )
+        self._f: IO[bytes] = stream
+        if self.compression == "gzip":
+            self._f = gzip.GzipFile(fileobj=stream, mode="rb")  # type: ignore[assignment]
+        elif self.compression == "xz":
+            self._f = lzma.LZMAFile(stream, mode="rb")  # type: ignore[assignment]  # noqa: SIM115
+        elif self.compression == "bz2":
+            self._f = bz2.BZ2File(stream, mode="rb")  # type: ignore[assignment]
         #: lines that held bytes no text has, and the first of them
         self.not_text = 0
         self.first_not_text = 0
@@ -122,10 +156,11 @@ class LogFile:
                 if "\x1b" in line:  # a terminal's colours (a trace copied from one): no text
                     line = _COLOURS.sub("", line)
                 yield line
-        except (OSError, EOFError, zlib.error, ValueError) as exc:
+        except _DAMAGE as exc:
             what = "cut short" if isinstance(exc, EOFError) else f"damaged: {exc}"
+            kind = _NAMES.get(self.compression, self.compression)
             self.findings.append(
-                finding("log.cut-line", f"{self.path}: the gzip-compressed log is {what}")
+                finding("log.cut-line", f"{self.path}: the {kind}-compressed log is {what}")
             )
         if self.not_text:
             what = (

@@ -67,8 +67,8 @@ def evidence_frames(
     found: dict[int, Frame] = {}
     last = max(wanted)
     retire = retiring()
-    tracker = Tracker(journeys=False, retire=retire)
     with open_input(files, fmt) as source:
+        tracker = Tracker(journeys=False, retire=retire, source=source.source)
         for frame in source.frames(keylog=load_keylog(keylog), retire=retire):
             tracker.feed(frame)
             if frame.number in wanted:
@@ -146,6 +146,7 @@ def diagnose(
     tracker = Tracker(retire=retiring(), on_retire=retire)
     steady_gc()
     with open_input(files, fmt) as source, progress(source.file, not as_json) as bar:
+        tracker.source = source.source  # before its first frame: findings say "the log ended"
         wrap = bar.wrap if bar is not None and source.capture is not None else None
         # messages decoded: a redelivery is linked to its earlier delivery by message-id or body
         for frame in source.frames(keylog=load_keylog(keylog), wrap=wrap, retire=tracker.retire):

@@ -66,6 +66,7 @@ def export(
         open_output(output) as out,
         progress(source.file, output != "-") as bar,
     ):
+        tracker.source = source.source  # before its first frame: findings say "the log ended"
         if source.capture is not None:
             metadata = capture_metadata(source.capture, shown_name(files))
         else:

@@ -12,7 +12,7 @@ import contextlib
 import itertools
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import click
 
@@ -22,6 +22,7 @@ from amqpscope.capture.textlog import (
     LogFile,
     head_of,
     is_capture,
+    is_text,
     looks_like_text,
     open_stream,
 )
@@ -111,6 +112,11 @@ class Input:
         self.dissector: Dissector | None = None
         self.reader: LogReader | None = None
 
+    @property
+    def source(self) -> str:
+        """What findings call the input: "log" or "capture" (a `Tracker`'s `source`)."""
+        return "log" if self.log is not None else "capture"
+
     def frames(
         self,
         show_secrets: bool = False,
@@ -190,11 +196,11 @@ def open_input(paths: str | Sequence[str], fmt: str | None = None) -> Iterator[I
     path = paths if isinstance(paths, str) else paths[0]
     stream = open_stream(path)
     try:
-        head, compressed = head_of(stream)
+        head, compressed = head_of(stream, path)
         if fmt is not None and is_capture(head):  # its bytes, read as text, hold no frame
             kind = "pcapng" if head[:4] == PCAPNG_MAGIC else "pcap"
             fail(f"--format {fmt}: {path} is a {kind} capture, not a frame-trace log", 2)
-        if fmt is None and (is_capture(head) or not looks_like_text(head)):
+        if fmt is None and (is_capture(head) or not is_text(head, compressed)):
             with CaptureReader(path, stream) as capture:
                 yield Input(path, capture=capture)
             return
@@ -213,9 +219,9 @@ def open_input(paths: str | Sequence[str], fmt: str | None = None) -> Iterator[I
             stream.close()
 
 
-def _not_a_log(path: str, compressed: bool, library: tuple[str, str] | None) -> str:
-    """The one-line error for text in no format amqpscope reads."""
-    inner = " (after gunzip)" if compressed else ""
+def _not_a_log(path: str, compressed: str, library: tuple[str, str] | None) -> str:
+    """The one-line error for text in no format amqpscope reads (`compressed`: how it was)."""
+    inner = f" (after {_UNPACKED.get(compressed, compressed)})" if compressed else ""
     if library is not None:
         name, why = library
         return (
@@ -227,6 +233,10 @@ def _not_a_log(path: str, compressed: bool, library: tuple[str, str] | None) -> 
         f"{path}: not a pcap or pcapng file, nor a frame-trace log amqpscope "
         f"reads{inner} (log formats: {names}; --format forces one)"
     )
+
+
+#: what decompressing each compression is called, for `_not_a_log`
+_UNPACKED: Final = {"gzip": "gunzip", "xz": "unxz", "bz2": "bunzip2"}
 
 
 @contextlib.contextmanager
@@ -253,7 +263,7 @@ def _no_text_among(paths: Sequence[str]) -> None:
         except CaptureError:
             continue
         try:
-            head, _ = head_of(stream)
+            head, _ = head_of(stream, path)
         finally:
             with contextlib.suppress(OSError, ValueError):
                 stream.close()

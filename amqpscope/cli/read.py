@@ -210,6 +210,7 @@ def read(
     ended: list[Finding] = []
     steady_gc()
     with open_input(files, fmt) as source, progress(source.file, not as_json) as bar:
+        tracker.source = source.source  # before its first frame: findings say "the log ended"
         if (tree or dump) and source.capture is None:
             fail("-V and -x show a captured frame's bytes; a log has none (try --json)", 2)
         first_ts: float | None = None

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from amqpscope.diagnose.evidence import Evidence, Seen
+from amqpscope.diagnose.evidence import Evidence, Placed, Seen
 from amqpscope.diagnose.model import Diagnosis, make
 from amqpscope.findings import GAP_SNAPPED, gap_lost
 
@@ -119,16 +119,26 @@ def lost_bytes(conn: int, ev: Evidence) -> list[Diagnosis]:
 
 def lost_line(ev: Evidence, conn: int, number: int) -> tuple[str, list[int]]:
     """(a sentence, its frame) when a frame-trace log had a line that did not parse in `conn`
-    before frame `number` (`log.lost-line`): the frame missing there can make this one look
-    out of place, so a rule it seems to break may be the log's damage, not a peer's bug."""
-    before = [p for p in ev.found(conn, "log.lost-line") if p.frame.number <= number]
-    if not before:
-        return "", []
-    last = before[-1]
-    line = last.finding.message.split(",", 1)[0]  # "line 11"
-    return (
-        f" But {line} of the log, just before frame {last.frame.number}, looked like a frame"
-        " and did not parse: a frame missing from the log can make this one look out of place,"
-        " so check that line before blaming a peer.",
-        [last.frame.number],
-    )
+    just before frame `number` (`log.lost-line`): the frame missing there can make this one
+    look out of place, so a rule it seems to break may be the log's damage, not a peer's bug.
+
+    Just before: from the first frame after the damage up to the first frame after it in the
+    other direction (the reader marks each direction's first frame; both sides have spoken
+    since, from what they knew). With no frame of the other direction after it, to the end.
+    A rule broken later is the peers' again, at its full severity."""
+    windows: dict[str, list[Placed]] = {}  # the damaged line ("line 11") -> its marks
+    for placed in ev.found(conn, "log.lost-line"):
+        windows.setdefault(placed.finding.message.split(",", 1)[0], []).append(placed)
+    for line, marks in reversed(windows.items()):
+        first, last = marks[0].frame.number, marks[-1].frame.number
+        if first > number:
+            continue
+        if len(marks) > 1 and number > last:
+            break  # the latest window before this frame closed before it
+        return (
+            f" But {line} of the log, just before frame {first}, looked like a frame"
+            " and did not parse: a frame missing from the log can make this one look out of"
+            " place, so check that line before blaming a peer.",
+            [first],
+        )
+    return "", []

@@ -16,20 +16,23 @@ class Format(NamedTuple):
     #: makes a per-reader object whose `complete(logged)` puts back what the protocol pins
     #: down and the format leaves out (rhea's dropped zeros); None when nothing is left out
     completions: Callable[[], Any] | None = None
+    #: why a line `parse` found no frame in is one of its frame lines all the same, its prefix
+    #: damaged (a `log.bad-line`, not a skipped line); None when the format cannot tell
+    damaged: Callable[[str], str | None] | None = None
 
 
 FORMATS: Final[dict[str, Format]] = {
     f.name: f
     for f in (
-        Format(proton.NAME, proton.looks_like, proton.parse),
-        Format(rhea.NAME, rhea.looks_like, rhea.parse, rhea.Completions),
+        Format(proton.NAME, proton.looks_like, proton.parse, damaged=proton.damaged),
+        Format(rhea.NAME, rhea.looks_like, rhea.parse, rhea.Completions, rhea.damaged),
         Format(pyamqp.NAME, pyamqp.looks_like, pyamqp.parse),
         Format(protonj.NAME, protonj.looks_like, protonj.parse),
         Format(amqpnetlite.NAME, amqpnetlite.looks_like, amqpnetlite.parse),
         Format(pika.NAME, pika.looks_like, pika.parse),
         Format(goamqp.NAME, goamqp.looks_like, goamqp.parse),
         # a router's log is Proton's text behind its own prefix: the same grammar
-        Format("router", proton.looks_like, proton.parse),
+        Format("router", proton.looks_like, proton.parse, damaged=proton.damaged),
     )
 }
 #: every name `--format` accepts, including formats whose grammar is still to come

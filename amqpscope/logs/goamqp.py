@@ -2,7 +2,8 @@
 
 Written from its code (read with the `search` tool's `fetch` of Azure/go-amqp):
 `internal/debug/debug_debug.go` prints through `log.New(os.Stderr, "", log.Lmicroseconds)` (a
-`15:04:05.000000 ` time, no date: no `ts`); `conn.go` prints each frame it writes or reads:
+`15:04:05.000000 ` time, no date: the reader's `lines.Clock` places it); `conn.go` prints each
+frame it writes or reads:
 `TX (connWriter %p): %s`, `RX (connReader %p): %s`, and the handshake's `TX (openAMQP %p)`,
 `RX (openAMQP %p)`, `RX (negotiateSASL %p)`, `RX (saslOutcome %p)`, `sasl.go`'s
 `TX (ConnSASLPlain %p)` (`%p` the connection: one label per connection).
@@ -30,7 +31,7 @@ import re
 from typing import Any, Final
 
 from amqpscope.codec.amqp10 import spec
-from amqpscope.logs.lines import FRAME, RECEIVED, SENT, Logged
+from amqpscope.logs.lines import FRAME, RECEIVED, SENT, Logged, timestamp
 from amqpscope.logs.proton_values import (
     Array,
     Binary,
@@ -276,14 +277,17 @@ def parse(line: str) -> Logged | None:
             return None  # some other debug line
         raise LogSyntaxError(m.start("rest"), f"no frame body named {name!r}")
     direction = SENT if m.group("dir") == "TX" else RECEIVED
+    ts = timestamp(line[: m.start()]) if m.start() else 0.0
     found = _SHAPES.made(body)
     if found is not None:
-        logged = Logged(m.group("ptr") or "go-amqp", direction, FRAME, channel=channel)
+        logged = Logged(m.group("ptr") or "go-amqp", direction, FRAME, channel=channel, ts=ts)
         logged.made, logged.lossy = found
         return logged
     value, lossy = _read(body, m.start("rest"))
     _SHAPES.learn(body, value, lossy)
-    logged = Logged(m.group("ptr") or "go-amqp", direction, FRAME, channel=channel, value=value)
+    logged = Logged(
+        m.group("ptr") or "go-amqp", direction, FRAME, channel=channel, value=value, ts=ts
+    )
     logged.lossy = lossy
     return logged
 

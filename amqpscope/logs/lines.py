@@ -8,7 +8,9 @@ about text only: no spec tables, no connection state.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
+import time
 from collections.abc import Callable
 from typing import Any, Final, final
 
@@ -62,7 +64,9 @@ class Logged:
         self.protocol = protocol  # HEADER: AMQP, SASL, TLS
         self.payload = payload  # a transfer's payload bytes, when the log shows them whole
         self.payload_size = payload_size  # the payload's size as the log says it
-        self.ts = ts  # epoch seconds from the line's timestamp, 0.0 when it has none
+        #: epoch seconds from the line's timestamp, 0.0 when it has none; negative or NaN as
+        #: `timestamp` gives them, for the reader's `Clock`
+        self.ts = ts
         self.version = version
         self.lossy: list[str] = []  # fields the logger printed without what they need to be read
         #: the frame's fields already made (a grammar's cache of lines like this one); `value`
@@ -149,7 +153,12 @@ _SPACES: Final = " \t\n\r\f\v"  # `\s` (ASCII)
 def timestamp(prefix: str) -> float:
     """Epoch seconds of the first date-and-time in `prefix` (ISO 8601, the
     `2024-01-31 12:00:00.123456 +0000` of routers and Python logging, or C's ctime
-    `Thu May 30 10:11:12 2019`), UTC unless it says a zone; 0.0 when there is none.
+    `Thu May 30 10:11:12 2019`), UTC unless it says a zone; 0.0 when there is none. Failing
+    those, the forms `_PARTIAL` reads: epoch seconds (`1795324933.572`, Python logging's
+    `%(created)f`), and a date without a year (syslog's `Nov 27 06:33:37`) or a time without a
+    date (`06:33:37.123`), which only a `Clock` can place: given as negative numbers (see
+    `Clock`). A prefix that holds something like a time in no form read here is NaN (the reader
+    says so once: its frames carry no times).
 
     What `_TIMESTAMP.search` finds, without it on every line (a regex search is a good part of
     a line's reading): a match has its first `-` four characters in, so the `-`s are tried in
@@ -173,9 +182,160 @@ def timestamp(prefix: str) -> float:
     colon = prefix.find(":")
     while colon >= 0:  # ctime's `10:11:12 `, before its regex
         if prefix.startswith(":", colon + 3) and prefix.startswith(" ", colon + 6):
-            return _ctime(prefix)
+            when = _ctime(prefix)
+            if when:
+                return when
+            break
         colon = prefix.find(":", colon + 1)
-    return 0.0
+    if not prefix or not _HAS_DIGIT(prefix):
+        return 0.0
+    return _partial(prefix)
+
+
+#: a digit anywhere (no time without one)
+_HAS_DIGIT: Final = re.compile(r"\d", re.ASCII).search
+#: a time of day with no date is placed after `-(ts + 1)` seconds of its day; a date with no
+#: year after `-(ts + YEARLESS)` seconds of a leap year (so that Feb 29 has a place)
+YEARLESS: Final = 1_000_000.0
+_LEAP: Final = 2000
+#: the forms a prefix's time may have besides ISO 8601 and ctime: syslog's date without a
+#: year (with one after it: ctime without its weekday), a time of day alone, and epoch seconds
+#: (`%(created)f`) or milliseconds (Java's, JavaScript's), the last two at the prefix's start
+#: unless they have a fraction (a bare number inside a prefix is more likely a thread or pid)
+_PARTIAL: Final = re.compile(
+    r"(?<![\w.:])(?:"
+    r"(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +(?P<day>\d{1,2})[ T]"
+    r"(?P<sh>\d\d):(?P<sm>\d\d):(?P<ss>\d\d)(?:[.,](?P<sf>\d{1,9}))?(?: (?P<year>\d{4})(?!\d))?"
+    r"|(?P<h>\d\d):(?P<m>\d\d):(?P<s>\d\d)(?:[.,](?P<f>\d{1,9}))?(?![\d:])"
+    r"|(?P<ms>1\d{12})(?![\w.])"
+    r"|(?P<epoch>1\d{9})(?:\.(?P<ef>\d{1,9}))?(?![\w.])"
+    r")",
+    re.ASCII,
+)
+#: something like a time or a date that no form here reads (`06h33m37`, `2026/11/27`,
+#: `27.11.2026 06.33.37`): frames without times, said once
+_TIMELIKE: Final = re.compile(
+    r"\d[:.h]\d\d[:.m]\d\d|\d{4}[-/.]\d\d?[-/.]\d\d?|\d\d?[-/.]\d\d?[-/.]\d{4}", re.ASCII
+)
+
+
+def _partial(prefix: str) -> float:
+    """The time of `prefix` in one of the `_PARTIAL` forms (see `timestamp`), NaN when it has
+    something like a time that none reads, 0.0 when it has nothing like one."""
+    if prefix[2:3] == ":" and prefix[5:6] == ":":  # `hh:mm:ss` first (go-amqp's, every line)
+        hour, minute, second = _two(prefix, 0), _two(prefix, 3), _two(prefix, 6)
+        after = prefix[8:9]
+        if 0 <= hour <= 23 and 0 <= minute <= 59 and 0 <= second <= 60 and not after.isdigit():
+            fraction = 0.0
+            if after in (".", ","):
+                end = 9
+                while end < len(prefix) and end < 18 and "0" <= prefix[end] <= "9":
+                    end += 1
+                if prefix[end : end + 1] in (":",) or "0" <= prefix[end : end + 1] <= "9":
+                    fraction = -1.0  # not a time this reads plainly: the regex decides
+                else:
+                    fraction = _fraction(prefix[9:end])
+            if fraction >= 0.0 and after != ":":
+                return -(1.0 + hour * 3600 + minute * 60 + second + fraction)
+    for m in _PARTIAL.finditer(prefix):
+        at_start = not prefix[: m.start()].strip(" [")
+        if m.group("mon") is not None:
+            hour, minute, second = int(m.group("sh")), int(m.group("sm")), int(m.group("ss"))
+            if hour > 23 or minute > 59 or second > 60:
+                continue
+            fraction = _fraction(m.group("sf"))
+            day = int(m.group("day"))
+            month = _MONTHS[m.group("mon")]
+            year = m.group("year")
+            try:
+                when = dt.datetime(
+                    int(year) if year else _LEAP, month, day, hour, minute, tzinfo=dt.UTC
+                )
+            except ValueError:
+                continue
+            if year:
+                return when.timestamp() + second + fraction
+            into = (when - dt.datetime(_LEAP, 1, 1, tzinfo=dt.UTC)).total_seconds()
+            return -(YEARLESS + into + second + fraction)
+        if m.group("h") is not None:
+            hour, minute, second = int(m.group("h")), int(m.group("m")), int(m.group("s"))
+            if hour > 23 or minute > 59 or second > 60:
+                continue
+            return -(1.0 + hour * 3600 + minute * 60 + second + _fraction(m.group("f")))
+        if m.group("ms") is not None:
+            if at_start:
+                return int(m.group("ms")) / 1000
+            continue
+        if at_start or m.group("ef") is not None:
+            return int(m.group("epoch")) + _fraction(m.group("ef"))
+    return math.nan if _TIMELIKE.search(prefix) else 0.0
+
+
+def _fraction(digits: str | None) -> float:
+    return int(digits) / _SCALES[len(digits)] if digits else 0.0
+
+
+class Clock:
+    """Places the times `timestamp` gives on a line of time that only goes forward, for one log.
+
+    - A time with no date (`06:33:37.123`) is on 1970-01-01, the day of epoch second 0: the
+      log does not say its day, and a made-up one would pass for known. The timeline (seconds
+      from the first frame, as tshark's) and every gap and timeout are right; a JSON `ts`
+      says plainly that the date is unknown. A time more than 12 hours before the last one is
+      the next day (the log crossed midnight); more than 12 hours after it, a line of the day
+      before written late (a thread's line around midnight).
+    - A date with no year (syslog's `Nov 27 06:33:37`, as journalctl prints it) is in the year
+      `now` is in, or the year before when that would put it more than a day after `now` (as
+      syslog readers take it: a log is read after it is written); a month more than half a
+      year before the last line's is the next year (the log crossed New Year).
+    - Anything else is as it is (0.0: no time; NaN, a time no form reads, is 0.0 too)."""
+
+    __slots__ = ("day", "last_day", "last_year", "now", "year")
+
+    def __init__(self, now: float | None = None) -> None:
+        self.now = now
+        self.day = 0  # days a dateless log has crossed
+        self.last_day = -1.0  # the last dateless time's seconds into its day (-1: none yet)
+        self.year = 0  # the year of a yearless log (0: not chosen yet)
+        self.last_year = -1.0  # the last yearless time's seconds into its (leap) year
+
+    def place(self, ts: float) -> float:
+        if ts >= 0.0:
+            return ts
+        if ts != ts:  # NaN
+            return 0.0
+        if ts > -YEARLESS:
+            return self._dateless(-ts - 1.0)
+        return self._yearless(-ts - YEARLESS)
+
+    def _dateless(self, into: float) -> float:
+        last = self.last_day
+        if last >= 0.0 and into < last - 43_200:
+            self.day += 1
+        elif last >= 0.0 and into > last + 43_200 and self.day > 0:
+            return (self.day - 1) * 86_400 + into  # late, from before midnight
+        self.last_day = into
+        return self.day * 86_400 + into
+
+    def _yearless(self, into: float) -> float:
+        leap = dt.datetime(_LEAP, 1, 1, tzinfo=dt.UTC) + dt.timedelta(seconds=into)
+        if not self.year:
+            now = self.now if self.now is not None else time.time()
+            this = dt.datetime.fromtimestamp(now, dt.UTC).year
+            self.year = this if _in_year(leap, this) <= now + 86_400 else this - 1
+        elif into < self.last_year - 183 * 86_400:
+            self.year += 1
+        self.last_year = into
+        return _in_year(leap, self.year)
+
+
+def _in_year(leap: dt.datetime, year: int) -> float:
+    """The epoch second of `leap`'s month, day and time in `year` (Feb 29: Mar 1 in a year
+    without one)."""
+    try:
+        return leap.replace(year=year).timestamp()
+    except ValueError:
+        return (leap.replace(year=year, day=28) + dt.timedelta(days=1)).timestamp()
 
 
 def _second(text: str) -> float:

@@ -72,6 +72,22 @@ def looks_like(line: str) -> bool:
     )
 
 
+#: what only a Proton frame line has after its prefix: a layer's `AMQP:FRAME:`, or an arrow and a
+#: performative dumped with its code (`-> @open(16)`) or an empty frame
+_FRAME_MARK: Final = re.compile(
+    r"(?:AMQP|SASL|IO):FRAME:|(?:->|<-) ?(?:@[a-z-]+\(\d+\)|\(EMPTY FRAME\))", re.ASCII
+)
+
+
+def damaged(line: str) -> str | None:
+    """Why a line `parse` reads as no frame is a frame line all the same, its prefix damaged
+    (`[0x5581...:0 -> @open(16)` with its `]` lost, or a line cut into mid-prefix); None when
+    it is not one. Asked of the lines `parse` found no frame in."""
+    if ("->" not in line and "<-" not in line) or _FRAME_MARK.search(line) is None:
+        return None
+    return "a Proton frame line without its `[connection]:` before the arrow (damaged prefix)"
+
+
 def parse(line: str) -> Logged | None:
     """The frame `line` shows, None when it shows none; LogSyntaxError when it looks like a
     frame and does not parse."""

@@ -11,8 +11,9 @@ and makes the frame records the trackers take:
   sends `sasl-mechanisms`, which only a server does.
 - fields and messages: a 1.0 frame is encoded back into bytes and decoded by
   `codec.amqp10.Decoder` (one per direction), so names and value shapes are the capture's.
-- `ts` from the line's timestamp (0.0, shown as null, when it has none); `source` is the file
-  and line number.
+- `ts` from the line's timestamp (0.0, shown as null, when it has none), placed by a
+  `lines.Clock` (a time with no date, a date with no year: see there); a time in a form no
+  grammar reads is one `log.no-time` finding for the log. `source` is the file and line number.
 
 Damage never raises: a line that looks like a frame and does not parse is a `log.bad-line`
 finding with its line number; the last line cut short is `log.cut-line`; lines that are no
@@ -35,7 +36,7 @@ from amqpscope.findings import Finding, finding
 from amqpscope.logs import direct, pika, proton
 from amqpscope.logs.amqp10_encode import TYPE_AMQP, encode, frame_bytes
 from amqpscope.logs.formats import FORMATS
-from amqpscope.logs.lines import ACCEPTED, EMPTY, EOS, HEADER, SENT, Logged
+from amqpscope.logs.lines import ACCEPTED, EMPTY, EOS, HEADER, SENT, Clock, Logged
 from amqpscope.logs.proton_values import Described, LogLineEnded, LogSyntaxError
 
 #: protocol header bytes of the pseudo frames
@@ -72,7 +73,7 @@ OTHERS_ASKED: Final = 20_000
 class _Connection:
     """One logged connection: its number, the logger's role, a decoder per direction."""
 
-    __slots__ = ("client", "conn", "decoders", "ended", "label", "last_line")
+    __slots__ = ("client", "conn", "damage", "decoders", "ended", "label", "last_line", "unsure")
     # `ended`: the directions whose end of stream the log showed (Proton logs `-> EOS` when
     # its output closes and `<- EOS` when its input does; the connection is over with both)
 
@@ -106,6 +107,10 @@ class _Connection:
         }
         self.ended: set[str] = set()
         self.last_line = 0  # the line of its last frame (0: none yet)
+        #: the last line that did not parse since this connection's frames began (0: none),
+        #: and the directions whose first frame after it is still to come (`log.lost-line`)
+        self.damage = 0
+        self.unsure: tuple[str, ...] = ()
 
     def direction(self, arrow: str) -> str:
         return "c2s" if (arrow == SENT) == self.client else "s2c"
@@ -123,13 +128,19 @@ class LogReader:
         messages: bool = True,
         redact_bodies: bool = False,
         direct_fields: bool = True,
+        now: float | None = None,
     ) -> None:
         self.name = name
+        #: places times with no date or no year (`now`: when the log is read, for the year)
+        self.clock = Clock(now)
+        #: the first line whose time no form reads (0: none)
+        self.no_time = 0
         #: fields made straight in the decoder's shapes (`direct.py`); False: every frame by
         #: the round trip through bytes (the reference `tests/test_logs_direct.py` holds it to)
         self.direct = direct_fields
         self.fmt = fmt
         self.parse: Callable[[str], Logged | None] = FORMATS[fmt].parse
+        self.damaged = FORMATS[fmt].damaged
         make = FORMATS[fmt].completions
         self.completions = make() if make is not None else None
         self.show_secrets = show_secrets
@@ -150,8 +161,10 @@ class LogReader:
         #: findings frames carry (`_not_shown`, `_cut`)
         self.not_shown: dict[tuple[str, str], Finding] = {}
         self.cuts: dict[int, Finding] = {}
-        #: the last line that looked like a frame and did not parse (0: none): a frame after it
-        #: whose connection had one before it carries `log.lost-line`
+        #: the last line that looked like a frame and did not parse (0: none): the first frame
+        #: after it in each direction of a connection that had one before it carries
+        #: `log.lost-line` (`diagnose.lost.lost_line` doubts the frames from the first to the
+        #: last of them, no later one)
         self.bad_line = 0
         #: skipped lines that another format reads as its frames: format -> (count, first line)
         self.others: dict[str, tuple[int, int]] = {}
@@ -249,6 +262,9 @@ class LogReader:
             if cut and line.strip():  # the last line, unterminated: cut while it was written
                 what = f"{self.name}:{number}: no frame in the log's unterminated last line"
                 self.findings.append(finding("log.cut-line", what))
+            elif self.damaged is not None and (broken := self.damaged(line)) is not None:
+                self.findings.append(finding("log.bad-line", f"{self.name}:{number}: {broken}"))
+                self.bad_line = number
             else:
                 self.skipped += 1
                 if self.skipped <= OTHERS_ASKED:
@@ -283,12 +299,21 @@ class LogReader:
             return []
         if frame is None:
             return []
+        if logged.ts != logged.ts and not self.no_time:  # NaN: a time no form reads
+            self.no_time = number
         connection = self.connections.get(logged.conn)
         if connection is not None:
-            if 0 < connection.last_line < self.bad_line:
+            if 0 < connection.last_line < self.bad_line and connection.damage != self.bad_line:
+                # a line that looked like a frame and did not parse, since this connection's
+                # last frame: the first frame after it in each direction is in doubt (up to
+                # both, a frame missing there can make a frame look out of place)
+                connection.damage = self.bad_line
+                connection.unsure = ("c2s", "s2c")
+            if frame.direction in connection.unsure:
+                connection.unsure = tuple(d for d in connection.unsure if d != frame.direction)
                 what = (
-                    f"line {self.bad_line}, before this frame, looked like a frame and did not"
-                    " parse: a frame of this connection may be missing from the log before it"
+                    f"line {connection.damage}, before this frame, looked like a frame and did"
+                    " not parse: a frame of this connection may be missing from the log before it"
                 )
                 frame.findings.append(finding("log.lost-line", what))
             connection.last_line = number
@@ -323,6 +348,14 @@ class LogReader:
             )
             self.findings.append(finding("log.other-format", what))
         self.others.clear()
+        if self.no_time:
+            what = (
+                f"{self.name}:{self.no_time}: the lines' time is in a form amqpscope does not"
+                " read (it reads ISO 8601, ctime, syslog's, a time of day, epoch seconds):"
+                " frames carry no times"
+            )
+            self.findings.append(finding("log.no-time", what))
+            self.no_time = 0
         return self.findings
 
     def skipped_finding(self) -> Finding | None:
@@ -382,7 +415,7 @@ class LogReader:
             frame = self._frame(connection, logged, direction)
         frame.direction = direction
         frame.conn = connection.conn
-        frame.ts = logged.ts
+        frame.ts = self.clock.place(logged.ts)
         # the log names one end, the logger's (`0x55d2...`, `C3`); the other is its peer
         sender, receiver = (
             (connection.label, "peer") if logged.direction == SENT else ("peer", connection.label)

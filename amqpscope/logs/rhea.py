@@ -131,6 +131,21 @@ def looks_like(line: str) -> bool:
     return "rhea:frames [" in line and _LINE.search(line) is not None
 
 
+#: what a rhea frame line has after its prefix: an arrow and a performative with its code
+#: (`-> open#10 {`), or a header (`-> { protocol_id: 0`)
+_FRAME_MARK: Final = re.compile(r"(?:->|<-) (?:[a-z_]+#[0-9a-f]+ ?\{|\{ ?protocol_id)", re.ASCII)
+
+
+def damaged(line: str) -> str | None:
+    """Why a line `parse` reads as no frame is a rhea frame line all the same, its
+    `rhea:frames [connection]` prefix damaged; None when it is not one."""
+    if ("->" not in line and "<-" not in line) or _FRAME_MARK.search(line) is None:
+        return None
+    return (
+        "a rhea frame line without its `rhea:frames [connection]` before the arrow (damaged prefix)"
+    )
+
+
 def parse(line: str) -> Logged | None:
     split = _split(line)
     if split is None:

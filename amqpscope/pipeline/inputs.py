@@ -24,7 +24,9 @@ GLOB = re.compile(r"[*?\[]")
 MAGICS = (*CAPTURE_MAGICS, GZIP_MAGIC)
 #: names a folder's frame-trace logs have (a folder's other text files are left alone; a file
 #: named outright is read whatever its name)
-LOG_SUFFIXES = (".log", ".log.gz", ".trace", ".trace.gz")
+LOG_SUFFIXES = tuple(
+    f"{stem}{z}" for stem in (".log", ".trace") for z in ("", ".gz", ".xz", ".bz2")
+)
 
 
 def looks_like_capture(head: bytes) -> bool:

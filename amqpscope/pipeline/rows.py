@@ -60,14 +60,14 @@ def input_kind(path: str) -> tuple[str, str | None]:
         LogFile,
         head_of,
         is_capture,
-        looks_like_text,
+        is_text,
         open_stream,
     )
 
     stream = open_stream(path)
     try:
-        head, compressed = head_of(stream)
-        if is_capture(head) or not looks_like_text(head):
+        head, compressed = head_of(stream, path)
+        if is_capture(head) or not is_text(head, compressed):
             return "capture", None
         from amqpscope.logs.detect import sniff
 
@@ -769,7 +769,7 @@ def decode_log(
         messages=options.get("messages", True),
     )
     stream = open_stream(local)
-    _, compressed = head_of(stream)
+    _, compressed = head_of(stream, local)
     with LogFile(local, stream, compressed) as log:
 
         def frames() -> Iterator[Frame]:

@@ -74,8 +74,11 @@ class Tracker:
         retire: bool = False,
         on_retire: Retire | None = None,
         stats: bool = True,
+        source: str = "capture",
     ) -> None:
         self.stats = stats
+        #: what the frames come from, as findings name it ("the capture ended", "the log ended")
+        self.source = source
         self.connections: dict[int, amqp10.ConnectionTracker | amqp091.ConnectionTracker] = {}
         self.correlator: amqp091.Correlator | None = amqp091.Correlator() if journeys else None
         self.findings: list[Finding] = []
@@ -116,10 +119,12 @@ class Tracker:
             client, server = _endpoints(frame)
             if frame.version == "1.0":
                 tracker = amqp10.ConnectionTracker(
-                    frame.conn, client, server, frame.version, self.stats
+                    frame.conn, client, server, frame.version, self.stats, self.source
                 )
             else:
-                tracker = amqp091.ConnectionTracker(frame.conn, client, server, frame.version)
+                tracker = amqp091.ConnectionTracker(
+                    frame.conn, client, server, frame.version, self.source
+                )
             self.connections[frame.conn] = tracker
             if self.retire:
                 self.order[frame.conn] = self.created

@@ -74,6 +74,7 @@ def load_file(
     next_summary = time.monotonic() + SUMMARY_SECONDS
     try:
         with open_input(path, fmt) as source:
+            tracker.source = source.source  # before its first frame
             for frame in source.frames(show_secrets, redact_bodies, keylog=keylog):
                 tracker.feed(frame)
                 diagnoser.feed(frame)

@@ -129,8 +129,11 @@ class Consumer:
 class ChannelEpoch:
     """The state and counts of one use of a channel number."""
 
-    def __init__(self, number: int, epoch: int, frame: Frame, from_start: bool) -> None:
+    def __init__(
+        self, number: int, epoch: int, frame: Frame, from_start: bool, source: str = "capture"
+    ) -> None:
         self.number = number
+        self.source = source  # what findings call the frames' source: "capture", "log"
         self.epoch = epoch  # 1 for the first use of the number in the capture, 2 after a reopen
         self.from_start = from_start  # False: adopted mid-stream, its start was not captured
         # the capture lost bytes of its connection while it was open: a tag or a method the
@@ -346,7 +349,9 @@ class ChannelEpoch:
                     "frame": frame.number,
                 }
             )
-        where = f"the publish in frame {publish}" if publish else "a publish not in the capture"
+        where = (
+            f"the publish in frame {publish}" if publish else f"a publish not in the {self.source}"
+        )
         out.append(
             finding(
                 "amqp091.returned",
@@ -691,7 +696,7 @@ class ChannelEpoch:
         if self.saturated_since is not None:
             self.saturated_seconds += max(0.0, ts - self.saturated_since)
             self._stall_ended(ts, 0)
-        where = ENDED_WHEN[why]
+        where = ENDED_WHEN[why] if why != "capture" else f"when the {self.source} ended"
         if left:
             lost = lost_c2s >= first_unacked
             notes = (

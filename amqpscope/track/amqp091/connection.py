@@ -44,8 +44,11 @@ def _product(properties: Any) -> dict[str, Any] | None:
 class ConnectionTracker:
     """Frames of one connection in; state, and findings about what the frames mean, out."""
 
-    def __init__(self, conn: int, client: str, server: str, version: str) -> None:
+    def __init__(
+        self, conn: int, client: str, server: str, version: str, source: str = "capture"
+    ) -> None:
         self.conn = conn
+        self.source = source  # what findings call the frames' source: "capture", "log"
         self.client = client
         self.server = server
         self.version = version
@@ -153,13 +156,15 @@ class ConnectionTracker:
         self.from_start = frame.kind == PROTOCOL_HEADER
         if not self.from_start:
             self.state = rules.OPEN
+            source = self.source
+            seen = "was not captured" if source == "capture" else f"is not in the {source}"
             out.append(
                 finding(
                     "amqp091.mid-stream",
-                    "the capture starts inside this connection: its handshake (products, user,"
-                    " vhost, tune and heartbeat) was not captured, and channels, consumers and"
+                    f"the {source} starts inside this connection: its handshake (products, user,"
+                    f" vhost, tune and heartbeat) {seen}, and channels, consumers and"
                     " delivery tags already in use are adopted as they first show up (acks of"
-                    " deliveries from before the capture are counted, not checked)",
+                    f" deliveries from before the {source} are counted, not checked)",
                 )
             )
 
@@ -411,7 +416,7 @@ class ConnectionTracker:
     def _new_epoch(self, number: int, frame: Frame, from_start: bool) -> ChannelEpoch:
         use = self.uses.get(number, 0) + 1
         self.uses[number] = use
-        epoch = ChannelEpoch(number, use, frame, from_start)
+        epoch = ChannelEpoch(number, use, frame, from_start, self.source)
         if len(self.epochs) < MAX_EPOCHS:
             self.epochs.append(epoch)
         else:

@@ -133,9 +133,16 @@ class ConnectionTracker:
     """Frames of one connection in; state, and findings about what the frames mean, out."""
 
     def __init__(
-        self, conn: int, client: str, server: str, version: str, stats: bool = True
+        self,
+        conn: int,
+        client: str,
+        server: str,
+        version: str,
+        stats: bool = True,
+        source: str = "capture",
     ) -> None:
         self.conn = conn
+        self.source = source  # what findings call the frames' source: "capture", "log"
         #: keep what only the summary shows (each link's settle-latency reservoir and its
         #: sparklines' series); False for a reader that never asks for a summary (`read`)
         self.stats = stats
@@ -278,7 +285,7 @@ class ConnectionTracker:
         """The capture ended: findings for what was left open (unsettled, stalls, unknowns)."""
         out: list[Finding] = []
         closed = self.client_side.closed is not None or self.server_side.closed is not None
-        reason = "the connection closed" if closed else "the capture ended"
+        reason = "the connection closed" if closed else f"the {self.source} ended"
         self._end_sessions(out, "connection closed" if closed else "open at end", reason)
         if self.notes or self.mid_stream:
             first = f" (first frame {self.first_frame})" if self.mid_stream else ""
@@ -286,7 +293,11 @@ class ConnectionTracker:
             out.append(
                 finding(
                     "amqp10.mid-stream",
-                    ("the capture starts mid-connection" if self.mid_stream else "bytes were lost")
+                    (
+                        f"the {self.source} starts mid-connection"
+                        if self.mid_stream
+                        else "bytes were lost"
+                    )
                     + f"{first}; not known: "
                     + "; ".join(self.notes)
                     + more,
@@ -1075,7 +1086,7 @@ class ConnectionTracker:
                 "amqp10.credit-starvation",
                 f"the sender on {link.label()} had messages (available "
                 f"{link.credit.available}) but no credit for {seconds:.3f} s"
-                + (" (still waiting when the capture ended)" if open_at_end else ""),
+                + (f" (still waiting when the {self.source} ended)" if open_at_end else ""),
             )
         )
 

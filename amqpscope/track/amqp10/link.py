@@ -230,6 +230,7 @@ ENDED_AS: Final = {
     "the connection closed": "connection closed",
     "the TCP connection ended": "transport closed",
     "the capture ended": "open at end",
+    "the log ended": "open at end",
 }
 
 
