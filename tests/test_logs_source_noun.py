@@ -25,7 +25,7 @@ def test_a_log_cut_at_both_ends_is_told_as_a_log(tmp_path: Path) -> None:
     lines = (CAPTURES / "log-proton-broker.log").read_text().splitlines(keepends=True)
     cut = tmp_path / "middle.log"
     cut.write_text("".join(lines[12:30]))
-    for command in ("read", "diagnose", "export"):
+    for command in ("read", "diagnose", "export", "summary"):
         done = amqpscope(command, str(cut), "--ndjson" if command == "export" else "--json")
         assert done.returncode in (0, 3), done.stderr
         said = (done.stdout + done.stderr).decode()

@@ -84,6 +84,7 @@ def summary(
     tracker = Tracker(retire=retire, on_retire=retired)
     steady_gc()
     with open_input(files, fmt) as source, progress(source.file, not as_json) as bar:
+        tracker.source = source.source  # before its first frame: findings say "the log ended"
         wrap = bar.wrap if bar is not None and source.capture is not None else None
         # the summary needs no message decoded
         frames = source.frames(messages=False, keylog=load_keylog(keylog), wrap=wrap, retire=retire)
