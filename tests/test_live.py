@@ -629,6 +629,39 @@ def test_every_backend_reads_back_what_it_showed(tmp_path: Path, backend: str) -
     assert [json.dumps(f) for f in read_json(written)] == [json.dumps(f) for f in mine]
 
 
+@pytest.mark.broker
+def test_pyshark_stopped_soon_after_the_traffic_still_shows_it(tmp_path: Path) -> None:
+    """pyshark's tshark hands packets over about a second after they are captured: a stop
+    half a second after the traffic ends its dumpcap and decodes what tshark still held (the
+    backend used to end tshark and leave at once: nothing shown, nothing written)."""
+    if not live._pyshark_available():
+        pytest.skip(reason="pyshark or tshark is not installed")
+    written = tmp_path / "out.pcap"
+    proc = LiveProcess(
+        tmp_path, "lo", "--backend", "pyshark", "-f", "tcp port 5672", "--json", "-w", str(written)
+    )
+    try:
+        assert "with pyshark" in proc.stderr()
+        import pika
+
+        conn = pika.BlockingConnection(pika.ConnectionParameters("127.0.0.1", 5672))
+        try:
+            ch = conn.channel()
+            queue = ch.queue_declare("", exclusive=True).method.queue
+            for i in range(5):
+                ch.basic_publish("", queue, f"message {i}".encode())
+        finally:
+            conn.close()
+        time.sleep(0.5)
+        code = proc.stop(signal.SIGTERM)
+    finally:
+        proc.stop(signal.SIGKILL)
+    assert code == 0, proc.stderr()
+    names = Counter(f["name"] for f in proc.frames())
+    assert names["basic.publish"] == 5 and names["connection.close-ok"] == 1, names
+    assert len(read_json(written)) == sum(names.values())
+
+
 def test_live_keeps_undecoded_connections_it_evicted() -> None:
     """A TLS connection without its key ends and is evicted: the summary still lists it as
     `undecoded`, as `summary` of the same capture does."""

@@ -42,7 +42,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, Final
 
 from amqpscope.capture.packet import RawPacket
 from amqpscope.capture.spool import (
@@ -604,6 +604,10 @@ class _SaysCapturing(logging.Handler):
             self.ready.set()
 
 
+#: after a stop, how long pyshark's tshark may go on handing over the packets it captured before
+DRAIN_SECONDS: Final = 5.0
+
+
 class PysharkBackend(Backend):
     """tshark through pyshark, raw bytes included. Slow (tshark dissects every packet and pyshark
     parses its JSON); kernel drops are not reported."""
@@ -615,6 +619,7 @@ class PysharkBackend(Backend):
         self.capture: Any = None
         self._stop = threading.Event()
         self._ready = threading.Event()
+        self._drain_until = 0.0
 
     def start(self) -> None:
         check_filter(self.bpf, self.linktype)
@@ -636,7 +641,9 @@ class PysharkBackend(Backend):
         self.capture._log.addHandler(_SaysCapturing(self._ready))
         try:
             for pkt in self.capture.sniff_continuously():
-                if self._stop.is_set():
+                # stopped: tshark (ended by `stop`) still hands over what it had captured, up to
+                # its end or DRAIN_SECONDS; breaking at once lost every packet it held back
+                if self._stop.is_set() and time.monotonic() > self._drain_until:
                     break
                 data = pkt.get_raw_packet()
                 sec, _, frac = str(pkt.sniff_timestamp).partition(".")
@@ -660,13 +667,37 @@ class PysharkBackend(Backend):
                 return
 
     def stop(self) -> None:
+        if not self._stop.is_set():
+            self._drain_until = time.monotonic() + DRAIN_SECONDS
         self._stop.set()
         capture = self.capture
         if capture is not None:
-            # sniff_continuously waits for tshark's next packet: end tshark so it returns
-            for proc in list(getattr(capture, "_running_processes", ())):
-                with contextlib.suppress(Exception):
-                    os.kill(proc.pid, signal.SIGTERM)
+            # sniff_continuously waits for tshark's next packet: end the capture so it returns.
+            # pyshark pipes a dumpcap into a tshark: ending dumpcap ends tshark's input, so
+            # tshark writes out what it had and exits (ending tshark lost that); the rest after
+            # DRAIN_SECONDS
+            pids = [proc.pid for proc in list(getattr(capture, "_running_processes", ()))]
+            dumpcaps = [pid for pid in pids if _command(pid) == "dumpcap"]
+            _terminate(dumpcaps or pids)
+            if dumpcaps:
+                later = threading.Timer(DRAIN_SECONDS, _terminate, (pids,))
+                later.daemon = True
+                later.start()
+
+
+def _command(pid: int) -> str:
+    """The program a process runs (Linux's /proc; "" where it cannot be told)."""
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def _terminate(pids: list[int]) -> None:
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
 
 
 def make_backend(name: str, iface: str, bpf: str, directory: str = "", size: int = 0) -> Backend:
