@@ -71,6 +71,12 @@ RING_KIB = 65536
 #: is full or after tcpdump's timeout (1 s): stopping waits this long before tcpdump's SIGINT,
 #: else a quiet link's last packets are lost (uncounted as drops)
 TOOL_HANDOVER = 1.25
+#: dumpcap's libpcap the same, with dumpcap's own timeout (250 ms): stopped at once, the packets
+#: of the last quarter second were lost (all five publishes of a short run stopped right after)
+DUMPCAP_HANDOVER = 0.6
+#: after a stop, how long scapy's socket and pyshark's tshark may go on handing over the packets
+#: they captured before it (a flood would never end)
+DRAIN_SECONDS: Final = 5.0
 #: the queue between the capture thread and the decoder
 QUEUE_PACKETS = 100_000
 QUEUE_BYTES = 128 * 1024 * 1024
@@ -435,10 +441,13 @@ class ToolBackend(Backend):
         return True
 
     def stop(self) -> None:
-        """Interrupt the tool, tcpdump after `TOOL_HANDOVER` (its last block handed over);
-        safe from a signal handler: it only notes when."""
+        """Interrupt the tool once its last block is handed over (`TOOL_HANDOVER`,
+        `DUMPCAP_HANDOVER`); safe from a signal handler: it only notes when."""
         if self.interrupt_at is None:
-            wait = TOOL_HANDOVER if self.name == "tcpdump" and self.listening else 0.0
+            if not self.listening:
+                wait = 0.0
+            else:
+                wait = TOOL_HANDOVER if self.name == "tcpdump" else DUMPCAP_HANDOVER
             self.interrupt_at = time.monotonic() + wait
         self.running()
 
@@ -556,13 +565,20 @@ class ScapyBackend(Backend):
         recv = sock._recv_raw  # bytes, sockaddr_ll and the kernel's timestamp; no dissection
         skip_outgoing = self.skip_outgoing
         last_stats = time.monotonic()
-        while not self._stop.is_set():
+        drain_until = None  # once stopped: what the socket still holds is read, for a while
+        while True:
+            if drain_until is None and self._stop.is_set():
+                drain_until = time.monotonic() + DRAIN_SECONDS
             try:
-                ready, _, _ = select.select([ins], [], [], 0.2)
+                ready, _, _ = select.select([ins], [], [], 0.2 if drain_until is None else 0)
             except (OSError, ValueError):
                 break
             if not ready:
+                if drain_until is not None:
+                    break
                 continue
+            if drain_until is not None and time.monotonic() > drain_until:
+                break
             try:
                 data, sa_ll, ts = recv(ins, RECV_SIZE)
             except OSError as exc:
@@ -602,10 +618,6 @@ class _SaysCapturing(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         if str(record.msg).startswith("Capturing on"):
             self.ready.set()
-
-
-#: after a stop, how long pyshark's tshark may go on handing over the packets it captured before
-DRAIN_SECONDS: Final = 5.0
 
 
 class PysharkBackend(Backend):
@@ -667,22 +679,28 @@ class PysharkBackend(Backend):
                 return
 
     def stop(self) -> None:
-        if not self._stop.is_set():
-            self._drain_until = time.monotonic() + DRAIN_SECONDS
+        if self._stop.is_set():
+            return
+        self._drain_until = time.monotonic() + DUMPCAP_HANDOVER + DRAIN_SECONDS
         self._stop.set()
         capture = self.capture
         if capture is not None:
             # sniff_continuously waits for tshark's next packet: end the capture so it returns.
-            # pyshark pipes a dumpcap into a tshark: ending dumpcap ends tshark's input, so
-            # tshark writes out what it had and exits (ending tshark lost that); the rest after
-            # DRAIN_SECONDS
+            # pyshark pipes a dumpcap into a tshark: ending dumpcap (once it has handed its
+            # last block over) ends tshark's input, so tshark writes out what it had and exits
+            # (ending tshark lost that); the rest after DRAIN_SECONDS
             pids = [proc.pid for proc in list(getattr(capture, "_running_processes", ()))]
             dumpcaps = [pid for pid in pids if _command(pid) == "dumpcap"]
-            _terminate(dumpcaps or pids)
-            if dumpcaps:
-                later = threading.Timer(DRAIN_SECONDS, _terminate, (pids,))
-                later.daemon = True
-                later.start()
+            if not dumpcaps:
+                _terminate(pids)
+                return
+            for wait, which in (
+                (DUMPCAP_HANDOVER, dumpcaps),
+                (DUMPCAP_HANDOVER + DRAIN_SECONDS, pids),
+            ):
+                timer = threading.Timer(wait, _terminate, (which,))
+                timer.daemon = True
+                timer.start()
 
 
 def _command(pid: int) -> str:
