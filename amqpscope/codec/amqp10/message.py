@@ -255,11 +255,11 @@ def _sections(
             ctx.note("amqp10.bad-message", pos, f"{end - pos} bytes that are not a section")
             return
         if buf[pos + 1] == SMALL_ULONG and pos + 2 < end:  # the usual form: a one-byte code
-            code: int = buf[pos + 2]
-            descriptor = code
+            code = buf[pos + 2]  # the descriptor (made an object only for an unknown section)
             vpos = pos + 3
             section = _SECTION_BY_CODE[code]
         else:
+            code = -1
             descriptor, vpos = read_descriptor(ctx, pos + 1, end, 0)
             kind = type(descriptor)
             section = _SECTIONS.get(descriptor) if kind is int or kind is str else None
@@ -267,6 +267,8 @@ def _sections(
             raise Malformed(vpos, "section without its value")
         ctor = buf[vpos]
         if section is None:
+            if code >= 0:
+                descriptor = code
             what = f"unknown section {jsonmap.descriptor(descriptor)}"
             ctx.note("amqp10.bad-message", pos, what)
             value, pos = READERS[ctor](ctx, vpos + 1, end, 1)

@@ -81,6 +81,8 @@ KEEP_LINKS: Final = (
 )
 NOTES: Final = 50  # things a mid-stream capture could not know, listed (the rest counted)
 _TRANSFER_ROLE: Final = ROLE_REQUIRED["transfer"]  # the role of a link's sending end
+#: the connection state after a transfer on an open connection (it stays open)
+_TRANSFER_OPENED: Final = CONNECTION_TRANSITIONS[OPENED].get("transfer")
 #: outcomes a settling disposition applies itself (`rejected` has a finding to make)
 _PLAIN_OUTCOMES: Final = frozenset(kind for kind in OUTCOMES if kind != "rejected")
 #: whether the tables allow a transfer on a mapped session, on an attached link (they do)
@@ -221,7 +223,10 @@ class ConnectionTracker:
             if not codes.isdisjoint(TYPE_DAMAGE):  # compute only with values of their fields' types
                 frame = frame.with_fields(typed_fields(frame))
         state = me.state
-        nxt = CONNECTION_TRANSITIONS[state].get(name)
+        if name == "transfer" and state == OPENED:  # most frames: no table lookups
+            nxt: str | None = _TRANSFER_OPENED
+        else:
+            nxt = CONNECTION_TRANSITIONS[state].get(name)
         if nxt is None:
             self._violation(out, CONNECTION_VIOLATION[state], (state, side), side, frame)
         else:
@@ -431,7 +436,14 @@ class ConnectionTracker:
             return  # not negotiated yet (or before the capture): nothing to hold it to
         side = me.name
         limit = me.peer.max_frame
-        if limit is not None and frame.size > limit:
+        if limit is None:
+            over = False
+        elif type(limit) is int:  # the usual: compared as ints
+            frame_limit: int = limit
+            over = frame.size > frame_limit
+        else:
+            over = frame.size > limit
+        if over:
             self._violation(
                 out,
                 "amqp10.frame-too-large",

@@ -80,7 +80,7 @@ class Half:
         self.transfers += 1
         if self.next_outgoing is not None:
             self.next_outgoing = serial_add(self.next_outgoing, 1)
-        if window == 1:
+        if window is not None and window == 1:
             self.exhausted.start(ts)
         return window
 
