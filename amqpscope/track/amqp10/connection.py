@@ -757,7 +757,7 @@ class ConnectionTracker:
             handle = frame.fields.get("handle")
             if handle is not None:
                 side = me.name
-                half = session.half[side]
+                half = session.client_half if side == CLIENT else session.server_half
                 link = half.handles.get(handle)
                 if link is not None and _TRANSFER_ATTACHED:
                     if self.noted:
