@@ -437,12 +437,6 @@ class LineWriter:
         self.ends: dict[int, tuple[str, str, str, str, str]] = {}
         #: name: (kind, `,"kind":..,"name":..,"size":`)
         self.names: dict[str, tuple[str, str]] = {}
-        #: the last frame's key in `ends` and name, and what they found (frames come in runs
-        #: of one connection and direction, and of one name): no dict lookup for those
-        self.last_key = -1
-        self.last_ends: tuple[str, str, str, str, str] | None = None
-        self.last_name: str | None = None
-        self.last_named: tuple[str, str] | None = None
         #: the last packet and float time written, and their text (`,"packet":..,"ts":..`):
         #: the frames of one packet share it
         self.packet = -1
@@ -465,7 +459,7 @@ class LineWriter:
         dumps = self.dumps
         direction = frame.direction
         key = frame.conn * 2 + 1 if direction == "s2c" else frame.conn * 2
-        ends = self.last_ends if key == self.last_key else self.ends.get(key)
+        ends = self.ends.get(key)
         if (
             ends is None
             or ends[0] != direction
@@ -474,14 +468,9 @@ class LineWriter:
             or ends[3] != frame.version
         ):
             ends = self._ends(frame, key)
-        self.last_key = key
-        self.last_ends = ends
-        frame_name = frame.name
-        name = self.last_named if frame_name is self.last_name else self.names.get(frame_name)
+        name = self.names.get(frame.name)
         if name is None or name[0] != frame.kind:
             name = self._name(frame)
-        self.last_name = frame_name
-        self.last_named = name
         packet = frame.packet
         ts = frame.ts
         if packet == self.packet and ts == self.ts and isinstance(ts, float):

@@ -157,9 +157,6 @@ class CompositeSpec(NamedTuple):
     #: `_NOT_ALLOWED` for a valid constructor the field may not have): one byte looked up per
     #: field instead of set and dict lookups
     kinds: bytes
-    #: every field's name, in order, each None: a frame's fields dict starts as a copy of it
-    #: (`decode_body`), its keys laid out at once, not added and the dict grown one by one
-    shape: dict[str, Any]
 
 
 def compile_composite(code: int, composite: spec.Composite) -> CompositeSpec:
@@ -193,7 +190,6 @@ def compile_composite(code: int, composite: spec.Composite) -> CompositeSpec:
         tuple(f.allowed for f in fields),
         plain,
         b"".join(_kinds(f.allowed, is_plain) for f, is_plain in zip(fields, plain, strict=True)),
-        dict.fromkeys(f.name for f in fields),
     )
 
 
@@ -412,21 +408,11 @@ def _ctor_name(ctor: int) -> str:
 
 
 def decode_fields(
-    ctx: Context,
-    cspec: CompositeSpec,
-    ctor: int,
-    off: int,
-    end: int,
-    depth: int,
-    out: dict,
-    shaped: bool = False,
+    ctx: Context, cspec: CompositeSpec, ctor: int, off: int, end: int, depth: int, out: dict
 ) -> int:
     """Fill `out` with the fields of the composite list whose constructor `ctor` was just read
     (`off` is past it); return the position after the list. Damage inside a field is a finding;
-    the fields before it are kept. `shaped`: `out` is a copy of `cspec.shape`, each value put
-    in its key's place and the keys of the fields left out taken out: the same keys in the same
-    order as filling an empty dict (a list whose header is damaged raises before any value is
-    put, and the caller keeps the dict it had instead)."""
+    the fields before it are kept."""
     width = _LIST_WIDTHS.get(ctor)
     if width is None:
         raise Malformed(off - 1, f"{cspec.name} is not a list but {_ctor_name(ctor)}")
@@ -474,8 +460,6 @@ def decode_fields(
                     out[names[i]] = default
                 else:
                     gaps = True
-                    if shaped:
-                        del out[names[i]]
                 pos += 1
                 i += 1
                 continue
@@ -516,8 +500,6 @@ def decode_fields(
                 out[names[i]] = value
             else:
                 gaps = True
-                if shaped:
-                    del out[names[i]]
             i += 1
     except Malformed as exc:
         ctx.malformed(exc)
@@ -536,8 +518,6 @@ def decode_fields(
         default = defaults[i]
         if default is not _MISSING:
             out[names[i]] = default
-        elif shaped:
-            del out[names[i]]
         i += 1
     return stop
 
@@ -617,9 +597,7 @@ def decode_body(ctx: Context, off: int, end: int) -> tuple[str | None, dict[str,
         if cspec is None:
             value, pos = READERS[buf[pos]](ctx, pos + 1, end, 1)
             return None, {"descriptor": jsonmap.descriptor(descriptor), "value": value}, pos
-        shaped = cspec.shape.copy()
-        pos = decode_fields(ctx, cspec, buf[pos], pos + 1, end, 1, shaped, True)
-        return cspec.name, shaped, pos
+        return cspec.name, fields, decode_fields(ctx, cspec, buf[pos], pos + 1, end, 1, fields)
     except Malformed as exc:
         ctx.malformed(exc)
         return None, fields, end
