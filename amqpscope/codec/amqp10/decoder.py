@@ -93,6 +93,12 @@ class Decoder:
         # none), except on transaction coordinator links and links whose attach was not seen
         self.messages = messages
         self.links: dict[tuple[int | None, int], Link] = {}
+        # the last (channel, handle) looked up in `links` and what it found (`_link`): a link's
+        # transfers come in runs; `link_known` False: none kept (`links` changed since)
+        self.link_channel: int | None = None
+        self.link_handle = 0
+        self.link_found: Link | None = None
+        self.link_known = False
         self.deliveries: dict[tuple[int | None, int], _Delivery] = {}
         # after bytes were lost (or a capture that started mid-stream): the links (channel,
         # handle) that have begun a delivery since (None: no loss). On any other, a transfer
@@ -216,7 +222,7 @@ class Decoder:
         end = len(buf)
         more = fields.get("more") is True
         if not self.messages:
-            link = self.links.get(key)
+            link = self._link(key)
             if link is not None and not link.coordinator:
                 self._count(key, delivery, fields, frame, end - pos, more)
                 return
@@ -296,7 +302,7 @@ class Decoder:
             else:
                 frame.message = meta | {"size": end - start, "hex": buf[start:end].hex()}
             return
-        link = self.links.get(key)
+        link = self._link(key)
         message, found = decode_message(
             buf,
             start,
@@ -324,13 +330,29 @@ class Decoder:
         if found:
             notes.extend(found)
 
+    def _link(self, key: tuple[int | None, int]) -> Link | None:
+        """`links.get(key)`, the last answer kept: no tuple hashed and looked up per transfer
+        of a run on one link (a channel is matched by identity, as small ints and None are
+        shared: another channel number is looked up)."""
+        channel, handle = key
+        if self.link_known and handle == self.link_handle and channel is self.link_channel:
+            return self.link_found
+        link = self.links.get(key)
+        self.link_channel = channel
+        self.link_handle = handle
+        self.link_found = link
+        self.link_known = True
+        return link
+
     def _attach(self, frame: Frame, fields: dict, buf: bytes, pos: int, notes: list) -> None:
+        self.link_known = False
         handle = fields.get("handle")
         if type(handle) is int:
             self.links[(frame.channel, handle)] = link_of(fields)
         _trailing(buf, pos, "attach", notes)
 
     def _detach(self, frame: Frame, fields: dict, buf: bytes, pos: int, notes: list) -> None:
+        self.link_known = False
         handle = fields.get("handle")
         self.links.pop((frame.channel, handle), None)  # type: ignore[arg-type]
         delivery = self.deliveries.pop((frame.channel, handle), None)  # type: ignore[arg-type]
@@ -339,6 +361,7 @@ class Decoder:
         _trailing(buf, pos, "detach", notes)
 
     def _end(self, frame: Frame, fields: dict, buf: bytes, pos: int, notes: list) -> None:
+        self.link_known = False
         for table in (self.links, self.deliveries):
             for key in [k for k in table if k[0] == frame.channel]:
                 gone = table.pop(key)

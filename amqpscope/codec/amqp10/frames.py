@@ -101,6 +101,10 @@ def frame_length(buf: bytes | bytearray | memoryview, off: int) -> int:
 
 #: descriptor code -> name of the AMQP frame bodies (performatives), the usual case
 _PERFORMATIVES: Final[dict[int, str]] = BODIES[TYPE_AMQP]
+#: the same by code, for `make_frame`: a tuple index, not a dict lookup
+_PERFORMATIVE_BY_CODE: Final[tuple[str | None, ...]] = tuple(
+    [_PERFORMATIVES.get(code) for code in range(256)]
+)
 
 
 def make_frame(data: bytes) -> k.Frame:
@@ -118,7 +122,7 @@ def make_frame(data: bytes) -> k.Frame:
             and data[body] == 0x00
             and data[body + 1] == 0x53
         ):
-            name = _PERFORMATIVES.get(data[body + 2])
+            name = _PERFORMATIVE_BY_CODE[data[body + 2]]
             if name is not None:
                 return k.Frame("1.0", k.PERFORMATIVE, name, data[6] << 8 | data[7], data)
     return _checked_frame(data)

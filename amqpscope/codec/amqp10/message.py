@@ -62,10 +62,21 @@ _COMPOSITE_SECTIONS: Final = {
 class _Section:
     """What `_sections` needs to know of a section, looked up once by its descriptor."""
 
-    __slots__ = ("allowed", "body", "composite", "name", "rank", "repeatable")
+    __slots__ = (
+        "allowed",
+        "annotations",
+        "body",
+        "composite",
+        "name",
+        "properties",
+        "rank",
+        "repeatable",
+    )
 
     def __init__(self, name: str) -> None:
         self.name = name
+        self.annotations = name in ("delivery-annotations", "message-annotations")
+        self.properties = name == "properties"
         self.rank = _RANK[name]
         self.repeatable = name in REPEATABLE
         self.body = name in BODY_SECTIONS
@@ -98,6 +109,8 @@ ANNOTATIONS: Final[dict[str, tuple[str, str]]] = {
 }
 #: request/reply nodes, by the last segment of an address
 NODES: Final = ("$cbs", "$management")
+#: the application-properties a request or a response has one of (`request_reply`)
+_PATTERN_KEYS: Final = frozenset(("operation", "status-code", "statusCode"))
 
 
 class Link(NamedTuple):
@@ -166,8 +179,8 @@ def decode_message(
     if body.kind is None:
         ctx.note("amqp10.bad-message", end, "message without a body section")
     else:
-        props = message.get("properties")
-        if type(props) is dict:
+        props = body.properties  # the message's "properties", kept by `_sections`
+        if props is not None:
             content_type = props.get("content-type")
             content_encoding = props.get("content-encoding")
         else:
@@ -176,7 +189,7 @@ def decode_message(
     if redact_bodies:
         for unknown in message.get("unknown-sections", ()):
             unknown["value"] = REDACTED
-    if "delivery-annotations" in message or "message-annotations" in message:
+    if body.annotated:  # "delivery-annotations" or "message-annotations" in `message`
         named = _named_annotations(message)
         if named:
             message["named-annotations"] = named
@@ -191,9 +204,13 @@ def decode_message(
 class _Body:
     """The body sections seen so far."""
 
-    __slots__ = ("count", "kind", "parts", "size", "values")
+    __slots__ = ("annotated", "count", "kind", "parts", "properties", "size", "values")
 
     def __init__(self) -> None:
+        #: what `decode_message` reads of the message's sections: its properties, whether it
+        #: has annotations (set by `_sections` as it puts them in, not looked up again)
+        self.properties: dict[str, Any] | None = None
+        self.annotated = False
         self.kind: str | None = None
         self.parts: list[bytes] = []
         self.values: list[Any] = []
@@ -238,11 +255,11 @@ def _sections(
             ctx.note("amqp10.bad-message", pos, f"{end - pos} bytes that are not a section")
             return
         if buf[pos + 1] == SMALL_ULONG and pos + 2 < end:  # the usual form: a one-byte code
-            code: int = buf[pos + 2]
-            descriptor = code
+            code = buf[pos + 2]  # the descriptor (made an object only for an unknown section)
             vpos = pos + 3
             section = _SECTION_BY_CODE[code]
         else:
+            code = -1
             descriptor, vpos = read_descriptor(ctx, pos + 1, end, 0)
             kind = type(descriptor)
             section = _SECTIONS.get(descriptor) if kind is int or kind is str else None
@@ -250,6 +267,8 @@ def _sections(
             raise Malformed(vpos, "section without its value")
         ctor = buf[vpos]
         if section is None:
+            if code >= 0:
+                descriptor = code
             what = f"unknown section {jsonmap.descriptor(descriptor)}"
             ctx.note("amqp10.bad-message", pos, what)
             value, pos = READERS[ctor](ctx, vpos + 1, end, 1)
@@ -274,6 +293,8 @@ def _sections(
             fields: dict[str, Any] = {}
             pos = composites.decode_fields(ctx, cspec, ctor, vpos + 1, end, 1, fields)
             message[name] = fields
+            if section.properties:
+                body.properties = fields
         elif name == "data":
             pos = _data(ctx, ctor, vpos, end, body)
         else:
@@ -291,6 +312,8 @@ def _sections(
                 body.count += 1
             else:
                 message[name] = value
+                if section.annotations:
+                    body.annotated = True
 
 
 def _data(ctx: Context, ctor: int, vpos: int, end: int, body: _Body) -> int:
@@ -337,6 +360,11 @@ def request_reply(message: dict[str, Any], link: Link | None) -> dict[str, Any] 
     Without the link's attach (a capture started late) a `put-token` request is still known."""
     app = message.get("application-properties")
     if type(app) is not dict:
+        return None
+    for key in app:  # most messages: none of the keys looked up below (one look per key)
+        if key in _PATTERN_KEYS:
+            break
+    else:
         return None
     operation = app.get("operation")
     status = app.get("status-code", app.get("statusCode"))

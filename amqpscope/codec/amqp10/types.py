@@ -317,13 +317,12 @@ def read_map(ctx: Context, off: int, end: int, depth: int, width: int) -> tuple[
     buf = ctx.buf
     out: dict[str, Any] = {}
     depth += 1
-    map_key = jsonmap.map_key
     for i in range((count + 1) // 2):
         if pos >= stop:
             raise Malformed(pos, f"map ends after {i} of {count // 2} entries")
         key, pos = read_at(ctx, buf[pos], pos + 1, stop, depth)
-        if type(key) is not str:
-            key = map_key(key)
+        if type(key) is not str:  # (the module's attribute looked up only then)
+            key = jsonmap.map_key(key)
         if 2 * i + 1 < count:
             if pos >= stop:
                 raise Malformed(pos, f"map ends after {i} of {count // 2} entries")

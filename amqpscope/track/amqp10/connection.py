@@ -81,6 +81,10 @@ KEEP_LINKS: Final = (
 )
 NOTES: Final = 50  # things a mid-stream capture could not know, listed (the rest counted)
 _TRANSFER_ROLE: Final = ROLE_REQUIRED["transfer"]  # the role of a link's sending end
+#: the connection state after a transfer on an open connection (it stays open)
+_TRANSFER_OPENED: Final = CONNECTION_TRANSITIONS[OPENED].get("transfer")
+#: outcomes a settling disposition applies itself (`rejected` has a finding to make)
+_PLAIN_OUTCOMES: Final = frozenset(kind for kind in OUTCOMES if kind != "rejected")
 #: whether the tables allow a transfer on a mapped session, on an attached link (they do)
 _TRANSFER_MAPPED: Final = SESSION_TRANSITIONS[MAPPED].get("transfer") is not None
 _TRANSFER_ATTACHED: Final = LINK_TRANSITIONS[ATTACHED].get("transfer") is not None
@@ -226,7 +230,10 @@ class ConnectionTracker:
             if not codes.isdisjoint(TYPE_DAMAGE):  # compute only with values of their fields' types
                 frame = frame.with_fields(typed_fields(frame))
         state = me.state
-        nxt = CONNECTION_TRANSITIONS[state].get(name)
+        if name == "transfer" and state == OPENED:  # most frames: no table lookups
+            nxt: str | None = _TRANSFER_OPENED
+        else:
+            nxt = CONNECTION_TRANSITIONS[state].get(name)
         if nxt is None:
             self._violation(out, CONNECTION_VIOLATION[state], (state, side), side, frame)
         else:
@@ -440,7 +447,14 @@ class ConnectionTracker:
             return  # not negotiated yet (or before the capture): nothing to hold it to
         side = me.name
         limit = me.peer.max_frame
-        if limit is not None and frame.size > limit:
+        if limit is None:
+            over = False
+        elif type(limit) is int:  # the usual: compared as ints
+            frame_limit: int = limit
+            over = frame.size > frame_limit
+        else:
+            over = frame.size > limit
+        if over:
             self._violation(
                 out,
                 "amqp10.frame-too-large",
@@ -620,7 +634,15 @@ class ConnectionTracker:
                 )
             half.handles[handle] = link
         link.handle[side] = handle
-        link.attach[side] = {k: fields[k] for k in ATTACH_FIELDS if k in fields}
+        attach = link.attach[side] = {k: fields[k] for k in ATTACH_FIELDS if k in fields}
+        # the `settled` flag its snd-settle-mode requires of this side's first transfers,
+        # looked up here once, not per transfer
+        mode = attach.get("snd-settle-mode")
+        required = SETTLED_REQUIRED.get(mode) if isinstance(mode, str) else None
+        if side == CLIENT:
+            link.client_settled = required
+        else:
+            link.server_settled = required
         unsettled = fields.get("unsettled")
         if isinstance(unsettled, dict):
             link.resume_unsettled = max(link.resume_unsettled, len(unsettled))
@@ -746,7 +768,7 @@ class ConnectionTracker:
             handle = frame.fields.get("handle")
             if handle is not None:
                 side = me.name
-                half = session.half[side]
+                half = session.client_half if side == CLIENT else session.server_half
                 link = half.handles.get(handle)
                 if link is not None and _TRANSFER_ATTACHED:
                     if self.noted:
@@ -888,10 +910,10 @@ class ConnectionTracker:
             link.no_credit_run = False
         if resume:
             link.resumed += 1
-        attach = link.attach[side]
-        mode = attach.get("snd-settle-mode") if attach is not None else None
-        required = SETTLED_REQUIRED.get(mode) if mode is not None else None
+        required = link.client_settled if side == CLIENT else link.server_settled
         if required is not None and settled != required:
+            attach = link.attach[side]
+            mode = attach.get("snd-settle-mode") if attach is not None else None
             self._violation(
                 out,
                 "amqp10.settle-mode-violated",
@@ -945,13 +967,16 @@ class ConnectionTracker:
             span = 1
         settled = bool(fields.get("settled"))
         state = fields.get("state")
-        if span <= RANGE_WALK or span <= len(half.deliveries):
-            deliveries = half.deliveries
+        deliveries = half.deliveries
+        # walked: a settling disposition's deliveries are taken out of `deliveries` as they are
+        # found (one lookup, not a lookup to find and another to delete)
+        walked = span <= RANGE_WALK or span <= len(deliveries)
+        if walked:
             matched = []
             unknown = []
             for i in range(span):  # one pass over the range (batches of dozens are usual)
                 did = serial_add(first, i)
-                delivery = deliveries.get(did)
+                delivery = deliveries.pop(did, None) if settled else deliveries.get(did)
                 if delivery is not None:
                     matched.append(delivery)
                 elif not half.ever_sent(did, self.lenient):
@@ -976,19 +1001,36 @@ class ConnectionTracker:
                 for delivery in matched:
                     self._apply_state(session, delivery, disposed, frame, out)
             return
+        # the usual state, a plain outcome (accepted, released, modified), is applied here:
+        # each delivery's state and outcome set, its link's count added once per run of the
+        # same link (`_apply_state` for anything else, and on a coordinator's link)
+        kind = disposed.get("type") if disposed is not None else None
+        plain = kind if isinstance(kind, str) and kind in _PLAIN_OUTCOMES else None
+        counting: Link | None = None
+        counted = 0
         # settled: each link's unsettled level is set once, after the range (every delivery
         # forgotten here lowers it at this same time: its last value is all the series keeps)
         ts = frame.ts
         lowered: list[Link] = []
         stats = self.stats
-        deliveries = half.deliveries  # `matched` came from it: each one's sender is `owner`
         for delivery in matched:
-            if disposed is not None:
-                self._apply_state(session, delivery, disposed, frame, out)
             link = delivery.link
-            # `_forget`'s work inline (its level set once below, not per delivery)
+            if plain is not None and not link.coordinator:
+                delivery.state = plain
+                if delivery.outcome is None:
+                    delivery.outcome = plain
+                    if link is not counting:
+                        if counting is not None:
+                            counting.outcomes[plain] += counted
+                        counting = link
+                        counted = 0
+                    counted += 1
+            elif disposed is not None:
+                self._apply_state(session, delivery, disposed, frame, out)
+            # `_forget`'s work inline (its level set once below, not per delivery); `matched`
+            # came from `deliveries` (each one's sender is `owner`), walked: already out of it
             did = delivery.id
-            if deliveries.get(did) is delivery:
+            if not walked and deliveries.get(did) is delivery:
                 del deliveries[did]
             tag = delivery.tag
             key = tag if tag is not None else f"#{did}"
@@ -1001,6 +1043,8 @@ class ConnectionTracker:
             if stats:
                 link.latency.add(ts - delivery.ts)
                 link.latency_series.add(ts, ts - delivery.ts)
+        if counting is not None and plain is not None:
+            counting.outcomes[plain] += counted
         for link in lowered:
             link.unsettled_series.set(ts, len(link.unsettled))
 

@@ -241,6 +241,7 @@ class Link:
         "aborted",
         "attach",
         "backlogged",
+        "client_settled",
         "coordinator",
         "credit",
         "credit_series",
@@ -263,6 +264,7 @@ class Link:
         "resume_unsettled",
         "resumed",
         "sender",
+        "server_settled",
         "settled",
         "states",
         "unsettled",
@@ -274,6 +276,10 @@ class Link:
         self.sender = sender  # the side whose end is the sender (None: not known yet)
         self.handle: dict[str, int | None] = {CLIENT: None, SERVER: None}
         self.attach: dict[str, dict[str, Any] | None] = {CLIENT: None, SERVER: None}
+        #: the `settled` flag each side's attach (snd-settle-mode) requires of its first
+        #: transfers (None: either, or no attach)
+        self.client_settled: bool | None = None
+        self.server_settled: bool | None = None
         self.detach: dict[str, dict[str, Any] | None] = {CLIENT: None, SERVER: None}
         self.credit = Credit()
         self.deliveries = 0

@@ -80,7 +80,7 @@ class Half:
         self.transfers += 1
         if self.next_outgoing is not None:
             self.next_outgoing = serial_add(self.next_outgoing, 1)
-        if window == 1:
+        if window is not None and window == 1:
             self.exhausted.start(ts)
         return window
 
@@ -118,10 +118,22 @@ class Half:
 class Session:
     """Both sides' begins paired by channel and remote-channel; the links attached on it."""
 
-    __slots__ = ("begun_by", "by_name", "ended", "half", "inferred", "links")
+    __slots__ = (
+        "begun_by",
+        "by_name",
+        "client_half",
+        "ended",
+        "half",
+        "inferred",
+        "links",
+        "server_half",
+    )
 
     def __init__(self, begun_by: str | None, inferred: bool = False) -> None:
-        self.half = {CLIENT: Half(), SERVER: Half()}
+        #: each side's half, also as attributes (a field read, not a dict lookup, per transfer)
+        self.client_half = Half()
+        self.server_half = Half()
+        self.half = {CLIENT: self.client_half, SERVER: self.server_half}
         self.begun_by = begun_by
         self.links: list[Link] = []
         self.by_name: dict[tuple[str | None, str], Link] = {}  # (name, sender side) -> open link
