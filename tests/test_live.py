@@ -586,56 +586,10 @@ def test_replayed_load_every_frame_decoded_and_counted(tmp_path: Path) -> None:
         assert names["basic.publish"] <= sent and len(acked) <= sent
 
 
-@pytest.mark.broker
-@pytest.mark.parametrize("backend", ["scapy", "dumpcap", "pyshark"])
-def test_every_backend_reads_back_what_it_showed(tmp_path: Path, backend: str) -> None:
-    if backend == "pyshark" and not live._pyshark_available():
-        pytest.skip(reason="pyshark or tshark is not installed")
-    written = tmp_path / "out.pcap"
-    proc = LiveProcess(
-        tmp_path,
-        "lo",
-        "--backend",
-        backend,
-        "-f",
-        "tcp port 5672",
-        "--json",
-        "-w",
-        str(written),
-        "--duration",
-        "30",
-    )
-    try:
-        assert f"with {backend}" in proc.stderr()
-        import pika
-
-        conn = pika.BlockingConnection(pika.ConnectionParameters("127.0.0.1", 5672))
-        try:
-            ch = conn.channel()
-            queue = ch.queue_declare("", exclusive=True).method.queue
-            for i in range(5):
-                ch.basic_publish("", queue, f"message {i}".encode())
-            while ch.basic_get(queue, auto_ack=True)[0] is not None:
-                pass
-        finally:
-            conn.close()
-        time.sleep(1.5)
-        code = proc.stop(signal.SIGTERM)
-    finally:
-        proc.stop(signal.SIGKILL)
-    assert code == 0, proc.stderr()
-    mine = proc.frames()
-    assert Counter(f["name"] for f in mine)["basic.publish"] >= 5
-    assert [json.dumps(f) for f in read_json(written)] == [json.dumps(f) for f in mine]
-
-
-@pytest.mark.broker
-@pytest.mark.parametrize("backend", ["tcpdump", "dumpcap", "scapy", "pyshark"])
-def test_a_stop_right_after_the_traffic_still_shows_it(tmp_path: Path, backend: str) -> None:
-    """Stopped the moment a short run ends, every backend still decodes and writes what it had
-    captured: libpcap hands a block over at its timeout (tcpdump 1 s, dumpcap 250 ms), scapy's
-    socket holds packets not read yet, pyshark's tshark hands them over about a second late.
-    dumpcap, scapy and pyshark used to stop at once and lose them (pyshark and dumpcap all)."""
+def short_run(tmp_path: Path, backend: str, get: bool, wait: float) -> tuple[LiveProcess, int, str]:
+    """`live --backend BACKEND -w out.pcap` while pika publishes five messages to a queue of its
+    own (and gets them back, `get`), stopped with SIGTERM `wait` seconds after pika closed: the
+    process, its exit status and the queue's name."""
     if backend == "pyshark" and not live._pyshark_available():
         pytest.skip(reason="pyshark or tshark is not installed")
     written = tmp_path / "out.pcap"
@@ -652,11 +606,36 @@ def test_a_stop_right_after_the_traffic_still_shows_it(tmp_path: Path, backend: 
             queue = ch.queue_declare("", exclusive=True).method.queue
             for i in range(5):
                 ch.basic_publish("", queue, f"message {i}".encode())
+            while get and ch.basic_get(queue, auto_ack=True)[0] is not None:
+                pass
         finally:
             conn.close()
+        time.sleep(wait)
         code = proc.stop(signal.SIGTERM)
     finally:
         proc.stop(signal.SIGKILL)
+    return proc, code, queue
+
+
+@pytest.mark.broker
+@pytest.mark.parametrize("backend", ["scapy", "dumpcap", "pyshark"])
+def test_every_backend_reads_back_what_it_showed(tmp_path: Path, backend: str) -> None:
+    proc, code, _ = short_run(tmp_path, backend, get=True, wait=1.5)
+    assert code == 0, proc.stderr()
+    mine = proc.frames()
+    assert Counter(f["name"] for f in mine)["basic.publish"] >= 5
+    written = read_json(tmp_path / "out.pcap")
+    assert [json.dumps(f) for f in written] == [json.dumps(f) for f in mine]
+
+
+@pytest.mark.broker
+@pytest.mark.parametrize("backend", ["tcpdump", "dumpcap", "scapy", "pyshark"])
+def test_a_stop_right_after_the_traffic_still_shows_it(tmp_path: Path, backend: str) -> None:
+    """Stopped the moment a short run ends, every backend still decodes and writes what it had
+    captured: libpcap hands a block over at its timeout (tcpdump 1 s, dumpcap 250 ms), scapy's
+    socket holds packets not read yet, pyshark's tshark hands them over about a second late.
+    dumpcap, scapy and pyshark used to stop at once and lose them (pyshark and dumpcap all)."""
+    proc, code, queue = short_run(tmp_path, backend, get=False, wait=0.0)
     assert code == 0, proc.stderr()
     # this connection's frames (other tests' clients may use the broker meanwhile)
     mine = [f for f in proc.frames() if f.get("fields", {}).get("routing-key") == queue]
@@ -664,7 +643,7 @@ def test_a_stop_right_after_the_traffic_still_shows_it(tmp_path: Path, backend: 
     conn_id = mine[0]["conn"]
     shown = [f for f in proc.frames() if f["conn"] == conn_id]
     assert "connection.close-ok" in [f["name"] for f in shown], shown[-3:]
-    assert [f for f in read_json(written) if f["conn"] == conn_id] == shown
+    assert [f for f in read_json(tmp_path / "out.pcap") if f["conn"] == conn_id] == shown
 
 
 def test_live_keeps_undecoded_connections_it_evicted() -> None:
