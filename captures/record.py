@@ -63,6 +63,11 @@ BROKER_HOST = "127.0.0.1"
 BROKER_PORT = 5672
 STREAM_PORT = 5552
 P2P_PORT = 5673
+#: garagemq (a Go 0-9-1 broker, Debian's `garagemq`) listens here, beside RabbitMQ on 5672
+GARAGEMQ_PORT = 5674
+GARAGEMQ_ADMIN_PORT = 15674
+#: garagemq's own configuration, database and log: outside the work tree, kept between runs
+GARAGEMQ_HOME = Path(os.environ.get("AMQPSCOPE_GARAGEMQ_HOME", "/var/tmp/amqpscope-garagemq"))
 GUEST = ("guest", "guest")
 # Plugins the scenarios use; only amqp1_0 is mandatory, the others add coverage.
 REQUIRED_PLUGINS = ("rabbitmq_amqp1_0",)
@@ -406,6 +411,74 @@ def ensure_broker() -> None:
         time.sleep(1)
     log("RabbitMQ is up with AMQP 1.0 on 5672")
     ensure_tls_listener()
+
+
+#: garagemq's configuration: its package's /etc/garagemq/config.yaml (guest/guest, md5 checked),
+#: moved to GARAGEMQ_PORT, with a database of its own so the Debian service is never touched
+GARAGEMQ_CONFIG = """\
+proto: amqp-rabbit
+users:
+  - username: guest
+    password: 084e0343a0486ff05530df6c705c8bb4 # guest md5
+tcp:
+  ip: 127.0.0.1
+  port: {port}
+  nodelay: false
+  readBufSize: 196608
+  writeBufSize: 196608
+admin:
+  ip: 127.0.0.1
+  port: {admin_port}
+queue:
+  shardSize: 8192
+  maxMessagesInRam: 131072
+db:
+  defaultPath: {db}
+  engine: badger
+vhost:
+  defaultPath: /
+security:
+  passwordCheck: md5
+connection:
+  channelsMax: 4096
+  frameMaxSize: 65536
+"""
+
+
+def ensure_garagemq() -> None:
+    """Make sure garagemq runs on GARAGEMQ_PORT; idempotent.
+
+    Why: diagnoses must hold on other brokers than RabbitMQ (garagemq answers differently: 530 on
+    a wrong password, no tx.select-ok, requeues without the redelivered bit). It is started
+    detached with a configuration of its own, as `make broker` starts RabbitMQ.
+    """
+    if port_open(BROKER_HOST, GARAGEMQ_PORT):
+        return
+    binary = shutil.which("garagemq")
+    if binary is None:
+        raise RuntimeError("no garagemq (Debian's garagemq package has it)")
+    GARAGEMQ_HOME.mkdir(parents=True, exist_ok=True)
+    config = GARAGEMQ_HOME / "config.yaml"
+    config.write_text(
+        GARAGEMQ_CONFIG.format(
+            port=GARAGEMQ_PORT, admin_port=GARAGEMQ_ADMIN_PORT, db=GARAGEMQ_HOME / "db"
+        )
+    )
+    with open(GARAGEMQ_HOME / "garagemq.log", "ab") as out:
+        subprocess.Popen(
+            [binary, "--config", str(config)],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=GARAGEMQ_HOME,
+            start_new_session=True,
+        )
+    deadline = time.monotonic() + 30
+    while not port_open(BROKER_HOST, GARAGEMQ_PORT):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"garagemq did not listen on {GARAGEMQ_PORT}: see {out.name}")
+        time.sleep(0.2)
+    log(f"garagemq is up on {GARAGEMQ_PORT}")
 
 
 def first_line(cmd: list[str]) -> str | None:
@@ -3435,6 +3508,11 @@ def broker_or_error() -> int:
     except (RuntimeError, OSError, subprocess.SubprocessError) as err:
         log(f"cannot start RabbitMQ: {err}")
         return 1
+    try:
+        ensure_garagemq()
+    except (RuntimeError, OSError, subprocess.SubprocessError) as err:
+        log(f"cannot start garagemq: {err}")
+        return 1
     return 0
 
 
@@ -3449,7 +3527,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--ensure-broker",
         action="store_true",
-        help="only start/configure RabbitMQ, then exit (used by `make broker`)",
+        help="only start/configure RabbitMQ and garagemq, then exit (used by `make broker`)",
     )
     parser.add_argument("--timeout", type=float, help="per-scenario timeout override, seconds")
     parser.add_argument("--no-check", action="store_true", help="skip the tshark sanity check")
