@@ -147,6 +147,8 @@ class Watch:
         self.subjects: dict[Key, str] = {}
         #: how long each reported stall was last seen on (live time runs on between frames)
         self.seen: dict[Key, float] = {}
+        #: each reported stall still on, as the last check saw it (its length so far)
+        self.latest: dict[Key, Diagnosis] = {}
 
     def check(self, tracker: Tracker, now: float) -> list[tuple[str, Diagnosis]]:
         """(BEGAN or ENDED, diagnosis) for each stall that passed the threshold or ended."""
@@ -161,14 +163,16 @@ class Watch:
                 current.add(key)
                 if key in self.reported:
                     self.seen[key] = diagnosis.duration
+                    self.latest[key] = diagnosis
                 elif diagnosis.duration >= causes.STALL_SECONDS:
-                    self.reported[key] = diagnosis
+                    self.reported[key] = self.latest[key] = diagnosis
                     self.subjects[key] = subject
                     self.seen[key] = diagnosis.duration
                     out.append((BEGAN, diagnosis))
         for key in [k for k in self.reported if k not in current]:
             began = self.reported.pop(key)
             seen = self.seen.pop(key)
+            self.latest.pop(key, None)
             gone = tracker.connections.get(key[1])
             subject = self.subjects.pop(key)
             out.append((ENDED, _ended(gone, key, subject, began, now, seen, gone is None)))
@@ -183,8 +187,14 @@ class Watch:
         last = conn.last_ts if isinstance(conn, amqp091.ConnectionTracker) else conn.ts
         for key in [k for k in self.reported if k[1] == conn.conn]:
             began, subject = self.reported.pop(key), self.subjects.pop(key)
+            self.latest.pop(key, None)
             out.append((ENDED, _ended(conn, key, subject, began, last, self.seen.pop(key), True)))
         return out
+
+    def ongoing(self) -> list[Diagnosis]:
+        """The reported stalls still on, each as long as the last `check` saw it (`tui
+        --live`'s `d` list shows them while they last)."""
+        return list(self.latest.values())
 
 
 def _ended(

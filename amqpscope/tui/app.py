@@ -406,18 +406,22 @@ class AmqpScope(App[int]):
         self.push_screen(HelpScreen())
 
     def action_diagnoses(self) -> None:
-        found = self.loading.diagnoses
-        if found is None:  # still reading: what the trackers found so far
-            found = seams.diagnoses(self._summary_with_unplaced())
+        loading = self.loading
+        found = loading.diagnoses
+        if found is None:  # still reading: the stalls seen so far, and the trackers' findings
+            reading = True
+            found = list(loading.stalls)
+            notes = seams.diagnoses(self._summary_with_unplaced())
         else:  # and the input's own (a log's bad lines, a capture cut short): no diagnosis has them
-            own = [f.to_json() for f in self.loading.findings if f.conn is None and f.frame is None]
-            found = [*found, *seams.diagnoses({"findings": own})]
+            reading = False
+            own = [f.to_json() for f in loading.findings if f.conn is None and f.frame is None]
+            notes = seams.diagnoses({"findings": own})
 
         def answer(number: int | None) -> None:
             if number is not None:
                 self.jump(number)
 
-        self.push_screen(DiagnosesScreen(found), answer)
+        self.push_screen(DiagnosesScreen(found, notes, reading), answer)
 
     def _summary_with_unplaced(self) -> dict[str, Any]:
         summary = dict(self.loading.summary or {})

@@ -66,14 +66,33 @@ class PromptScreen(ModalScreen[str | None]):
         self.dismiss(None)
 
 
+def counted(count: int, one: str, many: str) -> str:
+    return f"{count} {one if count == 1 else many}"
+
+
 class DiagnosesScreen(ModalScreen[int | None]):
-    """The diagnoses (`seams.diagnoses`); Enter answers the first evidence frame's number."""
+    """The diagnoses, then `notes` (`seams.diagnoses`: the input's own findings, a log's bad
+    lines; while `reading`, the trackers' findings so far), each counted as what it is; Enter
+    answers the first evidence frame's number."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,d,q", "cancel", "Close")]
 
-    def __init__(self, diagnoses: list[dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        diagnoses: list[dict[str, Any]],
+        notes: list[dict[str, Any]] | None = None,
+        reading: bool = False,
+    ) -> None:
         super().__init__()
-        self.diagnoses = diagnoses
+        self.diagnoses = [*diagnoses, *(notes or ())]
+        head = counted(len(diagnoses), "diagnosis", "diagnoses")
+        if reading:
+            head += " so far (the rest when the input ends)"
+        if notes and reading:
+            head += " · " + counted(len(notes), "finding", "findings")
+        elif notes:
+            head += " · " + counted(len(notes), "note on the input", "notes on the input")
+        self.head = head + " — Enter: evidence"
 
     def compose(self) -> ComposeResult:
         options = []
@@ -87,8 +106,7 @@ class DiagnosesScreen(ModalScreen[int | None]):
             line.append(safe(str(entry.get("explanation", ""))), style="dim")
             options.append(Option(line, id=str(i)))
         with Vertical(id="diagnoses-box"):
-            count = len(self.diagnoses)
-            yield Static(Text(f"{count} diagnos{'i' if count == 1 else 'e'}s — Enter: evidence"))
+            yield Static(Text(self.head), id="diagnoses-head")
             if options:
                 yield OptionList(*options, id="diagnoses")
             else:
