@@ -27,7 +27,17 @@ from amqpscope.diagnose.redelivery import Redeliveries
 from amqpscope.filter import FilterError, compile_filter
 from amqpscope.render.lines import safe
 from amqpscope.tui import seams
-from amqpscope.tui.follow import delivery_of, follow, peer_channels, same_message
+from amqpscope.tui.follow import (
+    Publish,
+    deliveries_of,
+    delivery_of,
+    follow,
+    follow_publish,
+    owner_of,
+    peer_channels,
+    publish_of,
+    same_message,
+)
 from amqpscope.tui.framelist import FrameList
 from amqpscope.tui.loader import Loading
 from amqpscope.tui.scopes import Node, build_tree, mark_findings, walk
@@ -439,17 +449,66 @@ class AmqpScope(App[int]):
         index = self.frames.selected()
         if index is None:
             return
+        store = self.store
+        record = store.record(index)
+        conn = record.get("conn", 0)
+        earlier = ((i, store.record(i)) for i in range(index - 1, -1, -1) if store.conns[i] == conn)
+        owner = owner_of(record, earlier)  # a content frame: the method it is the content of
+        if owner is not None:
+            index, record = owner, store.record(owner)
         peers = peer_channels(self.loading.summary or {})
-        delivery = delivery_of(self.store.record(index), peers)
+        publish = publish_of(record, index)
+        if publish is not None:
+            self._follow_publish(publish, peers)
+            return
+        delivery = delivery_of(record, peers)
         if delivery is None:
             self.notify(
-                "not a frame of a delivery (a transfer, disposition, deliver, get-ok, ack, "
-                "nack or reject)",
+                "not a frame of a delivery or a publish (a transfer, disposition, publish,"
+                " deliver, get-ok, their content, ack, nack or reject)",
                 severity="warning",
                 markup=False,
             )
             return
         self._follow(delivery, index, peers)
+
+    @work(thread=True, exclusive=True, group="filter")
+    def _follow_publish(self, publish: Publish, peers: Any) -> None:
+        """The publish, its content, return and confirm; then each delivery of the message
+        (and the same message's redeliveries), followed as `f` follows a delivery."""
+        store, worker = self.store, get_current_worker()
+        end = len(store)
+        conns, raw = store.conns, store.records
+        mine = ((i, store.record(i)) for i in range(end) if conns[i] == publish.conn)
+        rows, message = follow_publish(publish, mine)
+        label = publish.label()
+        if message is None:
+            label += " (its content is not in the capture whole: its deliveries are not known)"
+        else:
+            kinds = (b'"message"', b'"basic.deliver"', b'"basic.get-ok"')
+            carrying = (  # the records `deliveries_of` reads; a cheap look at the bytes first
+                (i, store.record(i)) for i in range(end) if any(kind in raw[i] for kind in kinds)
+            )
+            firsts = deliveries_of(message, publish.index, carrying)
+            delivered = list(firsts)
+            if firsts and self._link(end, lambda: worker.is_cancelled):
+                for first in firsts:
+                    number = store.numbers[first]
+                    for other in same_message(number, self.redeliveries.links):
+                        at = store.index_of(other)
+                        if at is not None and at not in delivered:
+                            delivered.append(at)
+            for at in delivered:
+                found = delivery_of(store.record(at), peers)
+                if found is not None:
+                    rows = sorted({*rows, *self._delivery(found, at, peers, end)})
+            numbers = ", ".join(str(store.numbers[at]) for at in sorted(delivered))
+            if delivered:
+                label += f", delivered at frame{'s' if len(delivered) > 1 else ''} {numbers}"
+            else:
+                label += ", delivered nowhere in this capture"
+        if not worker.is_cancelled:
+            self.call_from_thread(self._followed, View(label, fixed=rows), label)
 
     @work(thread=True, exclusive=True, group="filter")
     def _follow(self, delivery: Any, index: int, peers: Any) -> None:

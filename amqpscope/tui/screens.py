@@ -24,8 +24,10 @@ amqpscope tui — keys (the mouse works too: click a row, a node, scroll)
   g        go to frame number
   d        diagnoses; Enter jumps to the evidence frame
   f        follow the delivery of the selected frame (transfer, disposition,
-           deliver, content, ack / nack / reject) and the same message's
-           other deliveries (a redelivery and the delivery before it)
+           deliver, get-ok, their content, ack / nack / reject) and the same
+           message's other deliveries (a redelivery and the delivery before it);
+           on a publish (or its content): the publish, its return and confirm,
+           and the message's deliveries
   w        write the shown frames' packets to a pcap file
   Tab      move between the tree, the frame list and the detail
   ↑ ↓ PgUp PgDn Home End   move in the frame list
