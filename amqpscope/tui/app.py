@@ -12,6 +12,7 @@ import sys
 import threading
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
+from functools import partial
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -41,7 +42,7 @@ from amqpscope.tui.follow import (
 from amqpscope.tui.framelist import FrameList
 from amqpscope.tui.loader import Loading
 from amqpscope.tui.scopes import Node, build_tree, mark_findings, walk
-from amqpscope.tui.screens import DiagnosesScreen, HelpScreen, PromptScreen
+from amqpscope.tui.screens import ConfirmScreen, DiagnosesScreen, HelpScreen, PromptScreen
 from amqpscope.tui.view import View
 
 #: nodes of one frame's detail tree drawn (a map of thousands of headers is cut)
@@ -555,34 +556,52 @@ class AmqpScope(App[int]):
 
     # -- write ---------------------------------------------------------------------------------
     def action_write(self) -> None:
+        """Ask for a file, refuse the capture being read, ask before replacing a file that
+        exists; every message names the file."""
         if self.capture_path is None:
             self.notify("nothing to cut from: no capture file", severity="error", markup=False)
             return
 
+        def confirmed(path: str, yes: bool | None) -> None:
+            if yes:
+                self._write(path, overwrite=True)
+            else:
+                self.notify(safe(f"not written: {path} exists and was kept"), markup=False)
+
         def answer(path: str | None) -> None:
-            if path:
-                self._write(path.strip())
+            path = (path or "").strip()
+            if not path:
+                return
+            refused = seams.refused_output(self.capture_path or (), path)
+            if refused:
+                self.notify(safe(refused), severity="error", markup=False)
+            elif os.path.lexists(path):
+                question = f"{path} exists. Replace it with the cut?"
+                self.push_screen(ConfirmScreen(question), partial(confirmed, path))
+            else:
+                self._write(path)
 
         self.push_screen(
             PromptScreen("Write the shown frames' packets to (pcap):", "cut.pcap"), answer
         )
 
     @work(thread=True, exclusive=True, group="write")
-    def _write(self, path: str) -> None:
+    def _write(self, path: str, overwrite: bool = False) -> None:
         store, view = self.store, self.frames.view
         count = view.count(store)
         if not count:
-            self.call_from_thread(self.notify, "no frames shown: nothing to write", markup=False)
+            message = f"nothing written to {path}: no frames shown"
+            self.call_from_thread(self.notify, safe(message), markup=False)
             return
         places = {store.place(view.index(row)) for row in range(count)}
         try:
             assert self.capture_path is not None
             packets, frames, lost = seams.write_cut(
-                self.capture_path, places, path, self.show_secrets, self.keylog
+                self.capture_path, places, path, self.show_secrets, self.keylog, overwrite
             )
-        except Exception as exc:  # the writer's error, said in one line
+        except Exception as exc:  # the writer's error, said in one line, with the file's name
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-            message = f"not written: {reason}"
+            message = f"not written to {path}: {reason}"
             self.call_from_thread(self.notify, safe(message), severity="error", markup=False)
             return
         message = f"wrote {packets} packets carrying {frames} frames to {path}"

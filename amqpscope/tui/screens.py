@@ -1,4 +1,5 @@
-"""The TUI's pop-ups: help, a one-line prompt (go to frame, write to file), the diagnoses."""
+"""The TUI's pop-ups: help, a one-line prompt (go to frame, write to file), a yes-or-no
+question (overwrite a file), the diagnoses."""
 
 from __future__ import annotations
 
@@ -70,6 +71,25 @@ class PromptScreen(ModalScreen[str | None]):
 
 def counted(count: int, one: str, many: str) -> str:
     return f"{count} {one if count == 1 else many}"
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """A yes-or-no question: y answers True; n, Esc or Enter False (the safe answer)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "answer(True)", "Yes"),
+        Binding("n,escape,enter", "answer(False)", "No"),
+    ]
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(safe(self.question) + "  [y/N]"), id="prompt")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
 
 
 class DiagnosesScreen(ModalScreen[int | None]):
