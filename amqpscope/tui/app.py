@@ -69,7 +69,7 @@ CSS = """
 #filter { border: none; height: 1; padding: 0 1; }
 #filter-error { height: auto; color: $error; }
 #status { height: 1; background: $boost; }
-HelpScreen, PromptScreen, DiagnosesScreen { align: center middle; }
+HelpScreen, PromptScreen, ConfirmScreen, DiagnosesScreen { align: center middle; }
 #help { width: auto; max-width: 90%; height: auto; border: round $primary; padding: 0 1;
         background: $surface; }
 #prompt { width: 70%; height: auto; border: round $primary; background: $surface; }

@@ -29,7 +29,8 @@ amqpscope tui — keys (the mouse works too: click a row, a node, scroll)
            message's other deliveries (a redelivery and the delivery before it);
            on a publish (or its content): the publish, its return and confirm,
            and the message's deliveries
-  w        write the shown frames' packets to a pcap file
+  w        write the shown frames' packets to a pcap file (asks before it
+           replaces a file; never the capture being read)
   Tab      move between the tree, the frame list and the detail
   ↑ ↓ PgUp PgDn Home End   move in the frame list
   ?        this help          q  quit
