@@ -97,3 +97,49 @@ def test_a_stall_its_connection_ends_is_reported_ended_with_it() -> None:
     assert ended_at - ended["duration"] - ended["start"] <= IDLE + TICK
     assert ended["ongoing"] and "still on" in ended["title"]
     assert "credit came" not in ended["explanation"]
+
+
+def _frames(name: str) -> list:
+    with open_capture(str(CAPTURES / name)) as capture:
+        return list(Dissector().run(capture))
+
+
+def test_stall_texts_name_who_stalled_where_and_what_ended_it() -> None:
+    """`live --diagnose` and `tui --live` print these texts alone: each names the consumer (its
+    tag, channel, connection and queue), the blocked connection, the starved link (its name
+    and address), and what the wire showed end it. They said "ended: the acked again in frame
+    73", "the unblocked", "the credit came", and named no connection or queue."""
+    frames = _frames("091-stalled-consumer.pcap")
+    (tag,) = [f.fields["consumer-tag"] for f in frames if f.name == "basic.consume-ok"]
+    (queue,) = [f.fields["queue"] for f in frames if f.name == "basic.consume"]
+    events, _ = replay("091-stalled-consumer.pcap")
+    (_, _, began), (_, _, ended) = events
+    who = f"consumer {tag!r} on channel 1 of connection c1 (queue {queue!r})"
+    assert began["title"].startswith(f"Consumer {tag!r} on channel 1 of connection c1 (queue")
+    assert who in ended["title"]
+    acked = min(
+        f.number for f in frames if f.name == "basic.ack" and f.number > began["evidence"][0]
+    )
+    assert ended["explanation"].endswith(f"ended: {who} acked again in frame {acked}.")
+
+    frames = _frames("091-blocked-publisher.pcap")
+    (unblocked,) = [f.number for f in frames if f.name == "connection.unblocked"]
+    events, _ = replay("091-blocked-publisher.pcap")
+    (_, _, began), (_, _, ended) = events
+    assert began["title"].startswith("Publishing on connection c1 blocked by the broker")
+    assert ended["explanation"].endswith(
+        f"ended: the broker unblocked connection c1 in frame {unblocked}."
+    )
+
+    frames = _frames("10-credit-starved.pcap")
+    attach = next(  # the client's receiving link, from the queue
+        f
+        for f in frames
+        if f.name == "attach" and f.fields["role"] == "receiver" and "address" in f.fields["source"]
+    )
+    link, address = attach.fields["name"], attach.fields["source"]["address"]
+    events, _ = replay("10-credit-starved.pcap")
+    (_, _, began), (_, _, ended) = events
+    who = f"link {link!r} (handle 1/1) from {address!r} on channel 0 of connection c1"
+    assert began["title"].startswith(f"Link {link!r} (handle 1/1) from {address!r}")
+    assert ended["explanation"].endswith(f"ended: {who} was granted credit.")

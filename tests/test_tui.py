@@ -590,7 +590,8 @@ def test_w_writes_what_read_w_writes_a_frame_of_two_packets_whole(tmp_path: Path
             await write_from(pilot, cut)
             await write_from(pilot, tmp_path / "no" / "such.pcap")  # said in one line
             said = [str(n.message) for n in pilot.app._notifications]
-            assert "not written: No such file or directory" in said
+            nowhere = tmp_path / "no" / "such.pcap"
+            assert f"not written to {nowhere}: No such file or directory" in said
             assert not (tmp_path / "no").exists()
         async with opened("091-tls13-embedded.pcapng") as pilot:
             await filter_with(pilot, 'name == "basic.publish"')

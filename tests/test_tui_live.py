@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,6 +26,7 @@ from amqpscope.capture.packet import RawPacket
 from amqpscope.cli.common import load_keylog
 from amqpscope.tui.app import AmqpScope
 from amqpscope.tui.loader import load_live
+from tests.test_diagnose_live import broker_lock  # noqa: F401 (a fixture)
 from tests.test_tui import CAPTURES, filter_with, read_w, shown, truth, write_from
 
 MESSAGES = 30
@@ -190,3 +192,89 @@ def test_live_keylog_decrypts_and_w_cuts_with_it(tmp_path: Path) -> None:
     assert cut.read_bytes() == read_w(
         tmp_path, capture.name, expression, "read.pcap", "--keylog", str(keys)
     )
+
+
+@pytest.mark.broker
+@pytest.mark.usefixtures("broker_lock")  # captures on lo, which the recordings share
+def test_live_d_lists_a_stalled_consumer_while_it_is_stalled_and_once_it_acks(
+    tmp_path: Path,
+) -> None:
+    """`tui --live` on the traffic `live --diagnose` reports a stall on (test_diagnose_live's
+    client: pika stops acking at its prefetch of 2 for 3 s): `d` lists the consumer stalled
+    while it is, naming its tag, connection and queue, and its end once it acks; it listed
+    only the trackers' findings until the capture stopped."""
+    pika = pytest.importorskip("pika", reason="pika comes with the dev extra")
+    queue = f"amqpscope.tui-stall.{uuid.uuid4().hex[:8]}"
+    spool = tmp_path / "spool.pcap"
+    capture = LiveCapture("lo", "tcp port 5672", None, str(spool))
+    capture.start()
+
+    async def run() -> tuple[list[str], list[str], str, float]:
+        app = AmqpScope(
+            partial(load_live, capture=capture), capture_path=str(spool), on_exit=capture.stop
+        )
+        async with app.run_test(size=(160, 48)) as pilot:
+            await pilot.pause(0.5)
+            conn = pika.BlockingConnection(pika.ConnectionParameters("127.0.0.1", 5672))
+            try:
+                ch = conn.channel()
+                ch.queue_declare(queue)
+                ch.basic_qos(prefetch_count=2)
+                for i in range(4):
+                    ch.basic_publish("", queue, f"m{i}".encode())
+                held: list[int] = []
+                ch.basic_consume(queue, lambda _c, m, _p, _b: held.append(m.delivery_tag))
+                tag = ch.consumer_tags[0]
+                deadline = time.monotonic() + 15
+                while len(held) < 2 and time.monotonic() < deadline:
+                    conn.process_data_events(time_limit=0.05)
+                began = time.monotonic()
+                while time.monotonic() < began + 3.0:  # stalled: pika acks nothing
+                    conn.process_data_events(time_limit=0.05)
+                    await pilot.pause(0.05)
+                during = await texts_of_d(pilot)
+                ch.basic_ack(held[-1], multiple=True)
+                acked = time.monotonic()
+                while len(held) < 4 and time.monotonic() < acked + 15:
+                    conn.process_data_events(time_limit=0.05)
+                stalled = acked - began
+                ch.basic_ack(held[-1], multiple=True)
+                ch.queue_delete(queue)
+                await pilot.pause(2.0)  # the watch's next check (a tick, or the next frame)
+                after = await texts_of_d(pilot)
+            finally:
+                with contextlib.suppress(Exception):
+                    conn.close()
+            assert not app.loading.done  # still capturing
+            return during, after, tag, stalled
+
+    try:
+        during, after, tag, stalled = asyncio.run(run())
+    finally:
+        capture.close()
+    who = f"onsumer {tag!r} on channel 1 of connection c"
+    (now,) = [t for t in during if who in t]
+    assert f"(queue {queue!r}) stopped: 2 of 2 prefetched messages unacked for" in now
+    assert "so far" in now
+    (ended,) = [t for t in after if who in t]
+    assert ended.startswith("warning Stall of consumer") and "acked again in frame" in ended
+    seconds = float(ended.split(" ended after ")[1].split(" s")[0])
+    assert abs(seconds - stalled) <= 0.2 * stalled
+
+
+async def texts_of_d(pilot: Any) -> list[str]:
+    """`d`'s entries, as their lines read, then closed."""
+    from rich.text import Text
+    from textual.widgets import OptionList
+
+    app = pilot.app
+    await pilot.press("d")
+    await pilot.pause()
+    texts = []
+    for options in app.screen.query(OptionList):
+        for i in range(options.option_count):
+            prompt = options.get_option_at_index(i).prompt
+            texts.append(prompt.plain if isinstance(prompt, Text) else str(prompt))
+    await pilot.press("escape")
+    await pilot.pause()
+    return texts

@@ -83,12 +83,12 @@ HIGHLIGHTS: Final[dict[str, dict[str, tuple[Highlight, ...]]]] = {
             ("in-win=", "incoming-window"),
             ("out-win=", "outgoing-window"),
         ),
-        "attach": (
+        "attach": (  # the addresses before the name, which clients often generate (a UUID)
             ("h", "handle"),
             ("", "role"),
-            ("", "name"),
             ("source=", "source.address"),
             ("target=", "target.address"),
+            ("name=", "name"),
             ("snd=", "snd-settle-mode"),
         ),
         "flow": (

@@ -12,6 +12,7 @@ import sys
 import threading
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
+from functools import partial
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -27,11 +28,21 @@ from amqpscope.diagnose.redelivery import Redeliveries
 from amqpscope.filter import FilterError, compile_filter
 from amqpscope.render.lines import safe
 from amqpscope.tui import seams
-from amqpscope.tui.follow import delivery_of, follow, peer_channels, same_message
+from amqpscope.tui.follow import (
+    Publish,
+    deliveries_of,
+    delivery_of,
+    follow,
+    follow_publish,
+    owner_of,
+    peer_channels,
+    publish_of,
+    same_message,
+)
 from amqpscope.tui.framelist import FrameList
 from amqpscope.tui.loader import Loading
 from amqpscope.tui.scopes import Node, build_tree, mark_findings, walk
-from amqpscope.tui.screens import DiagnosesScreen, HelpScreen, PromptScreen
+from amqpscope.tui.screens import ConfirmScreen, DiagnosesScreen, HelpScreen, PromptScreen
 from amqpscope.tui.view import View
 
 #: nodes of one frame's detail tree drawn (a map of thousands of headers is cut)
@@ -58,7 +69,7 @@ CSS = """
 #filter { border: none; height: 1; padding: 0 1; }
 #filter-error { height: auto; color: $error; }
 #status { height: 1; background: $boost; }
-HelpScreen, PromptScreen, DiagnosesScreen { align: center middle; }
+HelpScreen, PromptScreen, ConfirmScreen, DiagnosesScreen { align: center middle; }
 #help { width: auto; max-width: 90%; height: auto; border: round $primary; padding: 0 1;
         background: $surface; }
 #prompt { width: 70%; height: auto; border: round $primary; background: $surface; }
@@ -406,18 +417,22 @@ class AmqpScope(App[int]):
         self.push_screen(HelpScreen())
 
     def action_diagnoses(self) -> None:
-        found = self.loading.diagnoses
-        if found is None:  # still reading: what the trackers found so far
-            found = seams.diagnoses(self._summary_with_unplaced())
+        loading = self.loading
+        found = loading.diagnoses
+        if found is None:  # still reading: the stalls seen so far, and the trackers' findings
+            reading = True
+            found = list(loading.stalls)
+            notes = seams.diagnoses(self._summary_with_unplaced())
         else:  # and the input's own (a log's bad lines, a capture cut short): no diagnosis has them
-            own = [f.to_json() for f in self.loading.findings if f.conn is None and f.frame is None]
-            found = [*found, *seams.diagnoses({"findings": own})]
+            reading = False
+            own = [f.to_json() for f in loading.findings if f.conn is None and f.frame is None]
+            notes = seams.diagnoses({"findings": own})
 
         def answer(number: int | None) -> None:
             if number is not None:
                 self.jump(number)
 
-        self.push_screen(DiagnosesScreen(found), answer)
+        self.push_screen(DiagnosesScreen(found, notes, reading), answer)
 
     def _summary_with_unplaced(self) -> dict[str, Any]:
         summary = dict(self.loading.summary or {})
@@ -435,17 +450,66 @@ class AmqpScope(App[int]):
         index = self.frames.selected()
         if index is None:
             return
+        store = self.store
+        record = store.record(index)
+        conn = record.get("conn", 0)
+        earlier = ((i, store.record(i)) for i in range(index - 1, -1, -1) if store.conns[i] == conn)
+        owner = owner_of(record, earlier)  # a content frame: the method it is the content of
+        if owner is not None:
+            index, record = owner, store.record(owner)
         peers = peer_channels(self.loading.summary or {})
-        delivery = delivery_of(self.store.record(index), peers)
+        publish = publish_of(record, index)
+        if publish is not None:
+            self._follow_publish(publish, peers)
+            return
+        delivery = delivery_of(record, peers)
         if delivery is None:
             self.notify(
-                "not a frame of a delivery (a transfer, disposition, deliver, get-ok, ack, "
-                "nack or reject)",
+                "not a frame of a delivery or a publish (a transfer, disposition, publish,"
+                " deliver, get-ok, their content, ack, nack or reject)",
                 severity="warning",
                 markup=False,
             )
             return
         self._follow(delivery, index, peers)
+
+    @work(thread=True, exclusive=True, group="filter")
+    def _follow_publish(self, publish: Publish, peers: Any) -> None:
+        """The publish, its content, return and confirm; then each delivery of the message
+        (and the same message's redeliveries), followed as `f` follows a delivery."""
+        store, worker = self.store, get_current_worker()
+        end = len(store)
+        conns, raw = store.conns, store.records
+        mine = ((i, store.record(i)) for i in range(end) if conns[i] == publish.conn)
+        rows, message = follow_publish(publish, mine)
+        label = publish.label()
+        if message is None:
+            label += " (its content is not in the capture whole: its deliveries are not known)"
+        else:
+            kinds = (b'"message"', b'"basic.deliver"', b'"basic.get-ok"')
+            carrying = (  # the records `deliveries_of` reads; a cheap look at the bytes first
+                (i, store.record(i)) for i in range(end) if any(kind in raw[i] for kind in kinds)
+            )
+            firsts = deliveries_of(message, publish.index, carrying)
+            delivered = list(firsts)
+            if firsts and self._link(end, lambda: worker.is_cancelled):
+                for first in firsts:
+                    number = store.numbers[first]
+                    for other in same_message(number, self.redeliveries.links):
+                        at = store.index_of(other)
+                        if at is not None and at not in delivered:
+                            delivered.append(at)
+            for at in delivered:
+                found = delivery_of(store.record(at), peers)
+                if found is not None:
+                    rows = sorted({*rows, *self._delivery(found, at, peers, end)})
+            numbers = ", ".join(str(store.numbers[at]) for at in sorted(delivered))
+            if delivered:
+                label += f", delivered at frame{'s' if len(delivered) > 1 else ''} {numbers}"
+            else:
+                label += ", delivered nowhere in this capture"
+        if not worker.is_cancelled:
+            self.call_from_thread(self._followed, View(label, fixed=rows), label)
 
     @work(thread=True, exclusive=True, group="filter")
     def _follow(self, delivery: Any, index: int, peers: Any) -> None:
@@ -492,34 +556,52 @@ class AmqpScope(App[int]):
 
     # -- write ---------------------------------------------------------------------------------
     def action_write(self) -> None:
+        """Ask for a file, refuse the capture being read, ask before replacing a file that
+        exists; every message names the file."""
         if self.capture_path is None:
             self.notify("nothing to cut from: no capture file", severity="error", markup=False)
             return
 
+        def confirmed(path: str, yes: bool | None) -> None:
+            if yes:
+                self._write(path, overwrite=True)
+            else:
+                self.notify(safe(f"not written: {path} exists and was kept"), markup=False)
+
         def answer(path: str | None) -> None:
-            if path:
-                self._write(path.strip())
+            path = (path or "").strip()
+            if not path:
+                return
+            refused = seams.refused_output(self.capture_path or (), path)
+            if refused:
+                self.notify(safe(refused), severity="error", markup=False)
+            elif os.path.lexists(path):
+                question = f"{path} exists. Replace it with the cut?"
+                self.push_screen(ConfirmScreen(question), partial(confirmed, path))
+            else:
+                self._write(path)
 
         self.push_screen(
             PromptScreen("Write the shown frames' packets to (pcap):", "cut.pcap"), answer
         )
 
     @work(thread=True, exclusive=True, group="write")
-    def _write(self, path: str) -> None:
+    def _write(self, path: str, overwrite: bool = False) -> None:
         store, view = self.store, self.frames.view
         count = view.count(store)
         if not count:
-            self.call_from_thread(self.notify, "no frames shown: nothing to write", markup=False)
+            message = f"nothing written to {path}: no frames shown"
+            self.call_from_thread(self.notify, safe(message), markup=False)
             return
         places = {store.place(view.index(row)) for row in range(count)}
         try:
             assert self.capture_path is not None
             packets, frames, lost = seams.write_cut(
-                self.capture_path, places, path, self.show_secrets, self.keylog
+                self.capture_path, places, path, self.show_secrets, self.keylog, overwrite
             )
-        except Exception as exc:  # the writer's error, said in one line
+        except Exception as exc:  # the writer's error, said in one line, with the file's name
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-            message = f"not written: {reason}"
+            message = f"not written to {path}: {reason}"
             self.call_from_thread(self.notify, safe(message), severity="error", markup=False)
             return
         message = f"wrote {packets} packets carrying {frames} frames to {path}"

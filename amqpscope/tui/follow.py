@@ -194,3 +194,130 @@ def same_message(first: int, links: Mapping[int, Any]) -> list[int]:
                 seen.add(other)
                 todo.append(other)
     return sorted(seen)
+
+
+def owner_of(chosen: dict[str, Any], before: Iterable[tuple[int, dict[str, Any]]]) -> int | None:
+    """The index of the method a 0-9-1 content frame (`chosen`) carries the content of: the
+    last method before it sent the same way on the same channel. `before` are (index, record)
+    going back from it; None when a frame of another kind comes first, or none is found."""
+    if chosen.get("version") == "1.0" or chosen.get("kind") not in CONTENT:
+        return None
+    where = (chosen.get("conn"), chosen.get("dir"), chosen.get("channel"))
+    for index, record in before:
+        if (record.get("conn"), record.get("dir"), record.get("channel")) != where:
+            continue
+        if record.get("kind") in CONTENT:
+            continue
+        return index if record.get("kind") == "method" else None
+    return None
+
+
+@dataclass(frozen=True)
+class Publish:
+    """A 0-9-1 basic.publish to follow: on `conn` and `channel`, at store index `index`."""
+
+    conn: int
+    channel: int
+    index: int
+
+    def label(self) -> str:
+        return f"follow c{self.conn} ch{self.channel} publish"
+
+
+def publish_of(record: dict[str, Any], index: int) -> Publish | None:
+    """The publish a frame is, or None (a content frame is followed through `owner_of`)."""
+    if record.get("version") == "1.0" or record.get("name") != "basic.publish":
+        return None
+    channel = record.get("channel")
+    if record.get("dir") != "c2s" or channel is None:
+        return None
+    return Publish(record.get("conn", 0), channel, index)
+
+
+def follow_publish(
+    publish: Publish, records: Iterable[tuple[int, dict[str, Any]]]
+) -> tuple[list[int], dict[str, Any] | None]:
+    """The frames of a publish on its own channel: the method, its content, the broker's
+    basic.return of it (and that content) and its confirm (the basic.ack or nack whose tag,
+    or `multiple` up to it, covers the publish's number since confirm.select); and the
+    message it completed (None when its content was not seen whole). `records` are the
+    publisher's connection's (index, record) in capture order."""
+    from amqpscope.track.amqp091.journeys import message_key
+
+    group: list[int] = []
+    message: dict[str, Any] | None = None
+    confirming, number, mine = False, 0, 0
+    content = False  # the frames after the publish (or its return) are its content
+    returned: list[int] = []  # a basic.return and its content, kept if it is this message
+    for index, record in records:
+        if record.get("conn") != publish.conn or record.get("channel") != publish.channel:
+            continue
+        name, kind, fields = record.get("name"), record.get("kind"), record.get("fields") or {}
+        if record.get("dir") == "c2s":
+            if name == "confirm.select":
+                confirming, number = True, 0
+            elif name == "channel.open":
+                confirming, number = False, 0
+                if group:
+                    break
+            elif name == "basic.publish":
+                number += confirming
+                if index == publish.index:
+                    group, mine, content = [index], number, True
+                    continue
+            if kind in CONTENT and content and record.get("dir") == "c2s":
+                group.append(index)
+                message = record.get("message") or message
+            elif kind == "method":
+                content = False
+            continue
+        if not group:
+            continue
+        if name == "basic.return":
+            returned, content = [index], False
+            continue
+        if kind in CONTENT and returned:
+            returned.append(index)
+            back = record.get("message")
+            if back is not None:
+                if message is not None and message_key(back) == message_key(message):
+                    group += returned
+                returned = []
+            continue
+        if name in ("basic.ack", "basic.nack") and mine and _covers_091(fields, mine):
+            group.append(index)
+            break
+        if name in ("channel.close", "channel.close-ok"):
+            break
+    return group, message
+
+
+def deliveries_of(
+    message: dict[str, Any], publish: int, records: Iterable[tuple[int, dict[str, Any]]]
+) -> list[int]:
+    """The indexes of the basic.deliver / get-ok frames that delivered `message`, published
+    at index `publish`, first (not redelivered: `same_message` links a redelivery to the
+    delivery before it), matched as the journeys match them (`message_key`: its message-id,
+    else exchange, routing key, body size and body). An identical message published more than
+    once: the n-th publish is the n-th delivery (one queue, in order, as the journeys count)."""
+    from amqpscope.track.amqp091.journeys import message_key
+
+    key = message_key(message)
+    last: dict[tuple[Any, Any, Any], int] = {}  # the deliver before the content, per channel
+    found: list[int] = []
+    published = rank = 0
+    for index, record in records:
+        where = (record.get("conn"), record.get("dir"), record.get("channel"))
+        if record.get("name") in DELIVERIES_091:
+            last[where] = index
+            continue
+        carried = record.get("message")
+        if carried is None or message_key(carried) != key:
+            continue
+        if carried.get("method") == "basic.publish":
+            published += 1
+            rank += index < publish
+        elif carried.get("method") in DELIVERIES_091 and where in last:
+            redelivered = (carried.get("arguments") or {}).get("redelivered")
+            found += [] if redelivered else [last.pop(where)]
+    return found if published <= 1 else found[rank : rank + 1]

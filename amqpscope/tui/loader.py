@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,9 @@ class Loading:
     findings: list[Finding] = field(default_factory=list)  # carried by no frame
     #: `Diagnosis.to_json()` of every diagnosis, once the whole input is read (None before)
     diagnoses: list[dict[str, Any]] | None = None
+    #: live: the stalls `live --diagnose` reports while they happen (`diagnose.Watch`), ended
+    #: ones then those still on, as `Diagnosis.to_json()`; replaced whole, never changed
+    stalls: list[dict[str, Any]] = field(default_factory=list)
     done: bool = False
     error: str = ""
     position: tuple[int, int] = (0, 0)  # bytes read, file size
@@ -115,12 +119,29 @@ def load_live(
 ) -> None:
     """Decode a started `LiveCapture` into `loading` until it stops (run in a worker thread);
     `keylog` a loaded key log (`load_keylog`, re-read as a client appends to it)."""
-    from amqpscope.diagnose import Diagnoser
-    from amqpscope.live_pipeline import LivePipeline
+    from amqpscope.diagnose import Diagnoser, Watch
+    from amqpscope.diagnose.watch import ENDED
+    from amqpscope.live_pipeline import KEEP_FINDINGS, LivePipeline
 
-    diagnoser = Diagnoser()
-    pipeline = LivePipeline(show_secrets, idle, redact_bodies=redact_bodies, diagnoser=diagnoser)
+    diagnoser, watch = Diagnoser(), Watch()
+    pipeline = LivePipeline(
+        show_secrets, idle, redact_bodies=redact_bodies, diagnoser=diagnoser, watch=watch
+    )
     pipeline.dissector.context.keylog = keylog
+    ended: deque[dict[str, Any]] = deque(maxlen=KEEP_FINDINGS)
+
+    def watched(now: float) -> None:
+        """The stalls as `live --diagnose` checks them: after frames, at their time, and on
+        each tick (a stall goes on while the wire is quiet)."""
+        events, pipeline.watched = pipeline.watched, []  # of connections just forgotten
+        changed = bool(events)
+        for event, diagnosis in events + watch.check(pipeline.tracker, now):
+            changed = True
+            if event == ENDED:
+                ended.append(diagnosis.to_json())
+        if changed or watch.latest:
+            loading.stalls = [*ended, *(d.to_json() for d in watch.ongoing())]
+
     last_tick = time.monotonic()
     next_summary = last_tick
     next_batch = last_tick + LIVE_BATCH_SECONDS
@@ -128,11 +149,16 @@ def load_live(
     try:
         for pkt in capture.packets():
             if pkt is not None:
-                pending.extend(pipeline.feed(pkt))
+                frames = pipeline.feed(pkt)
+                if frames:
+                    pending.extend(frames)
+                    watched(frames[-1].ts)
             now = time.monotonic()
             if now - last_tick >= 1.0:
                 last_tick = now
-                pending.extend(pipeline.tick(time.time()))
+                wall = time.time()
+                pending.extend(pipeline.tick(wall))
+                watched(wall)
             # to the screen when the wire pauses, a batch is full, or a tenth of a second passed
             if pending and (pkt is None or len(pending) >= BATCH or now >= next_batch):
                 loading._add(pending)
@@ -148,6 +174,7 @@ def load_live(
         loading._add(pending)
         pending = []
         loading.findings = list(pipeline.findings)
+        watched(time.time())
         # once the capture stopped: a diagnosis of what was open speaks of the end
         loading.diagnoses = [d.to_json() for d in diagnoser.diagnoses(pipeline.tracker)]
         loading._publish(pipeline.summary())

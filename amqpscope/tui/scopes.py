@@ -78,19 +78,22 @@ def _session_nodes(conn: int, session: dict[str, Any]) -> Node:
         handles = (link.get("handle"), link.get("remote-handle"))
         address = link.get("target") if link.get("role") == "sender" else link.get("source")
         counts = f"settled {link.get('settled', 0)} unsettled {link.get('unsettled', 0)}"
-        text = f"h{handles[0]} {link.get('role', '?')} {_name(link.get('name', ''))}"
+        # role and address first, the name (often a client's UUID) last: a narrow pane cuts it
+        text = str(link.get("role", "?"))
         if address:
             text += (
                 f" → {_name(address)}" if link.get("role") == "sender" else f" ← {_name(address)}"
             )
+        text += f"  h{handles[0]}"
         expression = _sides(
             conn,
             None if client is None or handles[0] is None else (client, handles[0]),
             None if server is None or handles[1] is None else (server, handles[1]),
             "fields.handle",
         )
+        name = _name(link.get("name", ""))
         node.children.append(
-            Node(f"{text}  {link.get('state', '')}  {counts}", expression, "link", conn)
+            Node(f"{text}  {link.get('state', '')}  {counts}  {name}", expression, "link", conn)
         )
     return node
 

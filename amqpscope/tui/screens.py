@@ -1,4 +1,5 @@
-"""The TUI's pop-ups: help, a one-line prompt (go to frame, write to file), the diagnoses."""
+"""The TUI's pop-ups: help, a one-line prompt (go to frame, write to file), a yes-or-no
+question (overwrite a file), the diagnoses."""
 
 from __future__ import annotations
 
@@ -24,9 +25,12 @@ amqpscope tui — keys (the mouse works too: click a row, a node, scroll)
   g        go to frame number
   d        diagnoses; Enter jumps to the evidence frame
   f        follow the delivery of the selected frame (transfer, disposition,
-           deliver, content, ack / nack / reject) and the same message's
-           other deliveries (a redelivery and the delivery before it)
-  w        write the shown frames' packets to a pcap file
+           deliver, get-ok, their content, ack / nack / reject) and the same
+           message's other deliveries (a redelivery and the delivery before it);
+           on a publish (or its content): the publish, its return and confirm,
+           and the message's deliveries
+  w        write the shown frames' packets to a pcap file (asks before it
+           replaces a file; never the capture being read)
   Tab      move between the tree, the frame list and the detail
   ↑ ↓ PgUp PgDn Home End   move in the frame list
   ?        this help          q  quit
@@ -66,14 +70,52 @@ class PromptScreen(ModalScreen[str | None]):
         self.dismiss(None)
 
 
+def counted(count: int, one: str, many: str) -> str:
+    return f"{count} {one if count == 1 else many}"
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """A yes-or-no question: y answers True; n, Esc or Enter False (the safe answer)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "answer(True)", "Yes"),
+        Binding("n,escape,enter", "answer(False)", "No"),
+    ]
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(safe(self.question) + "  [y/N]"), id="prompt")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
+
+
 class DiagnosesScreen(ModalScreen[int | None]):
-    """The diagnoses (`seams.diagnoses`); Enter answers the first evidence frame's number."""
+    """The diagnoses, then `notes` (`seams.diagnoses`: the input's own findings, a log's bad
+    lines; while `reading`, the trackers' findings so far), each counted as what it is; Enter
+    answers the first evidence frame's number."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,d,q", "cancel", "Close")]
 
-    def __init__(self, diagnoses: list[dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        diagnoses: list[dict[str, Any]],
+        notes: list[dict[str, Any]] | None = None,
+        reading: bool = False,
+    ) -> None:
         super().__init__()
-        self.diagnoses = diagnoses
+        self.diagnoses = [*diagnoses, *(notes or ())]
+        head = counted(len(diagnoses), "diagnosis", "diagnoses")
+        if reading:
+            head += " so far (the rest when the input ends)"
+        if notes and reading:
+            head += " · " + counted(len(notes), "finding", "findings")
+        elif notes:
+            head += " · " + counted(len(notes), "note on the input", "notes on the input")
+        self.head = head + " — Enter: evidence"
 
     def compose(self) -> ComposeResult:
         options = []
@@ -87,8 +129,7 @@ class DiagnosesScreen(ModalScreen[int | None]):
             line.append(safe(str(entry.get("explanation", ""))), style="dim")
             options.append(Option(line, id=str(i)))
         with Vertical(id="diagnoses-box"):
-            count = len(self.diagnoses)
-            yield Static(Text(f"{count} diagnos{'i' if count == 1 else 'e'}s — Enter: evidence"))
+            yield Static(Text(self.head), id="diagnoses-head")
             if options:
                 yield OptionList(*options, id="diagnoses")
             else:
