@@ -120,6 +120,9 @@ class ReportBuilder:
         self.first_ts: float | None = None
         self.last_ts = 0.0
         self.frames = 0
+        #: a frame had a time: a capture's always, a log's line when it showed one (Proton's
+        #: trace has none, so its rows show their line and nothing is plotted over time)
+        self.timed = False
         self.rows: list[list[Any]] = []
         self.records = Shredder()  # as columns at once: the frames need not stay in memory
         #: (conn, channel, dir, handle) -> the name of the 1.0 link its attach gave it
@@ -143,11 +146,15 @@ class ReportBuilder:
             self.first_ts = frame.ts
         self.last_ts = max(self.last_ts, frame.ts)
         self.frames += 1
+        line = _untimed_line(frame)
+        if line is None:
+            self.timed = True
         continues = self.starts.continues(frame) if self.tree is not None else False
         if self.keeps is not None and not self.keeps(frame, self.first_ts):
             self.out_of_scope += 1
             return
-        t = round(frame.ts - self.first_ts, 6)
+        # a line without a time shows its line number where a time would be, as `read` does
+        t = round(frame.ts - self.first_ts, 6) if line is None else line
         error = is_error(frame)
         flags = (ERROR if error else 0) | (FINDING if frame.findings else 0)
         record = frame.to_json() if self.accepts or len(self.rows) < self.max_rows else None
@@ -251,14 +258,23 @@ class ReportBuilder:
             diagnoses = diagnoses_from(found + loose, self.finding_times)
         connections = summary["connections"]
         units = [u for conn in tracker.connections.values() for u in _units(conn, origin)]
+        timed = self.timed or not self.frames
+        if not timed:
+            units = [_untimed(u) for u in units]
         data = clean(
             {
                 "format": 2,
                 "facts": {
                     **facts,
                     "frames": self.frames,
-                    "duration": round(self.last_ts - origin, 6) if self.frames else 0.0,
-                    "start": round(origin, 6),
+                    # none without times: the page says the log has no timestamps
+                    "timed": timed,
+                    "duration": (
+                        (round(self.last_ts - origin, 6) if self.frames else 0.0)
+                        if timed
+                        else None
+                    ),
+                    "start": round(origin, 6) if timed else None,
                     "rows-left-out": self.rows_left_out,
                     "out-of-scope": self.out_of_scope,
                     "details-left-out": self.details_left_out,
@@ -287,6 +303,7 @@ class ReportBuilder:
                 "windows": [
                     {"conn": c, "channel": ch, "dir": d, "points": points}
                     for (c, ch, d), points in sorted(self.windows.items())
+                    if timed
                 ],
                 "details": {str(n): tree for n, tree in self.details.items()},
             }
@@ -364,6 +381,29 @@ def _plotted(units: list[dict[str, Any]]) -> list[dict[str, Any]]:
         unit["plotted"] = False if has else None  # None: nothing to plot
         unit["series"], unit["histograms"] = {}, {}
     return units
+
+
+def _untimed_line(frame: Frame) -> int | None:
+    """The log line of a frame read from a log line without a timestamp; None for a frame
+    with a time (a capture's, a timed log line's)."""
+    source = frame.source
+    if source is None or frame.ts:
+        return None
+    line = source.get("line")
+    return line if isinstance(line, int) else 0
+
+
+def _untimed(unit: dict[str, Any]) -> dict[str, Any]:
+    """A link or channel of an input without times: no series or histograms (every event at
+    time 0 would draw one bucket of a huge rate and latencies of 0 ms), no latency cells."""
+    columns = LINK_COLUMNS if unit["kind"] == "link" else CHANNEL_COLUMNS
+    unit["cells"] = [
+        None if heading.endswith(" ms") else value
+        for (heading, _), value in zip(columns, unit["cells"], strict=True)
+    ]
+    unit["series"] = {}
+    unit["histograms"] = {}
+    return unit
 
 
 def _peer(product: Any, open_fields: Any) -> str:

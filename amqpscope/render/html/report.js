@@ -39,7 +39,9 @@
   }
   function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); }
   function str(v) { return v === null || v === undefined ? "" : String(v); }
-  function fmtTime(t) { return Number(t).toFixed(6); }
+  // a log without timestamps (Proton's trace): rows carry their log line where a time would be
+  var UNTIMED = DATA.facts.timed === false;
+  function fmtTime(t) { return UNTIMED ? "L" + t : Number(t).toFixed(6); }
 
   // ---- the packed frames (pack.py): base64 of deflated JSON, columns to rows and records ----
   var TAG = "\u0000";
@@ -106,7 +108,8 @@
     document.title = "amqpscope report: " + str(f.file);
     var facts = [
       ["File", f.file], f["log-format"] ? ["Log format", f["log-format"]] : ["Packets", f.packets], ["Frames", f.frames],
-      ["Duration (s)", f.duration], ["Connections", DATA.connections.length],
+      UNTIMED ? ["Duration", "not known: the log has no timestamps (frames show their log line, L1 ...)"] : ["Duration (s)", f.duration],
+      ["Connections", DATA.connections.length],
       ["Display filter", f.filter || "none"],
       ["Secrets", f["show-secrets"] ? "shown (--show-secrets)" : "redacted"],
       ["Bodies", f["redact-bodies"] ? "redacted (--redact-bodies)" : "kept"]
@@ -136,7 +139,7 @@
       ["channel", "session", "link", "queue", "address"].forEach(function (k) {
         if (d[k] !== null && d[k] !== undefined) where.push(k + " " + d[k]);
       });
-      if (typeof d.start === "number") {
+      if (typeof d.start === "number" && !UNTIMED) {
         var start = d.start > 1e8 ? d.start - DATA.facts.start : d.start;  // absolute or relative
         where.push("at " + start.toFixed(3) + " s" + (typeof d.duration === "number" ? " for " + d.duration.toFixed(3) + " s" : ""));
       }
@@ -291,7 +294,7 @@
       if (a.folded.length) label += "  [+" + a.folded.length + " folded]";
       if (finding) label = "\u26a0 " + label + "  (" + r[8].join(", ") + ")";
       else if (error) label = "\u2716 " + label;
-      g.setAttribute("aria-label", "frame " + r[0] + " at " + fmtTime(r[1]) + " s, " + (c2s ? "client to server" : "server to client") + ", " + key + ": " + label);
+      g.setAttribute("aria-label", "frame " + r[0] + (UNTIMED ? " on log line " + r[1] : " at " + fmtTime(r[1]) + " s") + ", " + (c2s ? "client to server" : "server to client") + ", " + key + ": " + label);
       g.appendChild(svg("rect", { x: 0, y: y - 24, width: width, height: step, "class": "hit" }));
       g.appendChild(svg("text", { x: 8, y: y + 4, "class": "when" }, "#" + r[0] + "  " + fmtTime(r[1])));
       g.appendChild(svg("line", { x1: x1, y1: y, x2: x2, y2: y, stroke: error ? "#c00000" : lane[0], "stroke-dasharray": lane[1], "stroke-width": error ? 3 : 1.5, "class": "shaft" }));
@@ -351,6 +354,11 @@
     showDetail(n);
   }
   function diagramControls() {
+    if (UNTIMED) {  // the range is of log lines; there are no plots to take one from
+      document.querySelectorAll(".when-unit").forEach(function (u) { u.textContent = "line"; });
+      document.getElementById("diagram-from-plots").hidden = true;
+      document.getElementById("frames-when").textContent = "line";
+    }
     var sel = document.getElementById("diagram-conn");
     conns.forEach(function (id) {
       var c = connById[id] || {};
@@ -382,6 +390,12 @@
     var area = document.getElementById("plot-area");
     if (typeof Bokeh === "undefined" || !Bokeh.Plotting) {
       area.appendChild(el("p", { text: "The plotting library did not load." }));
+      return;
+    }
+    if (UNTIMED) {
+      document.getElementById("plots-about").hidden = true;
+      area.appendChild(el("p", { id: "plots-untimed", text: "No plots: the log has no timestamps, so there are no rates, latencies or levels over time to draw (every frame would be at 0 s). The tables count what happened." }));
+      plotsDone = true;
       return;
     }
     var P = Bokeh.Plotting;
