@@ -58,6 +58,9 @@ MAX_PLOTTED: Final = 24
 MAX_WINDOW_POINTS: Final = 2_000
 #: bars of a latency histogram
 HISTOGRAM_BINS: Final = 20
+#: intervals the plots' time axis is cut into, about: one width for every plot, from the
+#: capture's whole span (a power of two of seconds, as the trackers' own buckets are)
+PLOT_INTERVALS: Final = 40
 #: a string value in a detail tree is cut to this many characters (the JSON export keeps all)
 MAX_DETAIL_TEXT: Final = 2_000
 
@@ -261,6 +264,12 @@ class ReportBuilder:
         timed = self.timed or not self.frames
         if not timed:
             units = [_untimed(u) for u in units]
+        plotted = _plotted(units[:MAX_LISTED])
+        # one interval for every plot, from the capture's span: a rate bucketed at 15 us beside
+        # one at 0.125 s read as 100,000 a second beside nothing
+        width = plot_width(self.last_ts - origin if self.frames else 0.0, plotted)
+        for unit in plotted:
+            unit["series"] = {k: regrid(v, width) for k, v in unit["series"].items()}
         data = clean(
             {
                 "format": 2,
@@ -270,11 +279,10 @@ class ReportBuilder:
                     # none without times: the page says the log has no timestamps
                     "timed": timed,
                     "duration": (
-                        (round(self.last_ts - origin, 6) if self.frames else 0.0)
-                        if timed
-                        else None
+                        (round(self.last_ts - origin, 6) if self.frames else 0.0) if timed else None
                     ),
                     "start": round(origin, 6) if timed else None,
+                    "bucket-seconds": width,
                     "rows-left-out": self.rows_left_out,
                     "out-of-scope": self.out_of_scope,
                     "details-left-out": self.details_left_out,
@@ -295,7 +303,7 @@ class ReportBuilder:
                     for c in connections[:MAX_LISTED]
                 ],
                 "undecoded": summary.get("undecoded", [])[:MAX_LISTED],
-                "units": _plotted(units[:MAX_LISTED]),
+                "units": plotted,
                 "columns": {
                     "link": [name for name, _ in LINK_COLUMNS],
                     "channel": [name for name, _ in CHANNEL_COLUMNS],
@@ -381,6 +389,64 @@ def _plotted(units: list[dict[str, Any]]) -> list[dict[str, Any]]:
         unit["plotted"] = False if has else None  # None: nothing to plot
         unit["series"], unit["histograms"] = {}, {}
     return units
+
+
+def plot_width(span: float, units: list[dict[str, Any]]) -> float:
+    """The plots' interval: the power of two of seconds nearest above a PLOT_INTERVALS-th of
+    `span`, and no finer than any series' own buckets (which it then holds whole)."""
+    widths = [s["bucket-seconds"] for u in units for s in u["series"].values() if s]
+    wanted = max([span / PLOT_INTERVALS, *widths]) if span > 0 or widths else 1.0
+    return float(2.0 ** math.ceil(math.log2(wanted))) if wanted > 0 else 1.0
+
+
+def regrid(series: dict[str, Any] | None, width: float) -> dict[str, Any] | None:
+    """A tracker series (start from the first frame, buckets of its own width) on the plots'
+    grid: interval i is [i * width, (i + 1) * width) from the first frame, and each of the
+    series' buckets counts in the interval that holds its middle. Counts and totals add up,
+    a level keeps its extremes, a latency its longest and its mean over the samples; an
+    interval with no latency sample is null in both (a gap, not a line across it)."""
+    if not series:
+        return series
+    own = series["bucket-seconds"]
+    start = series["start"]
+    n = len(series.get("counts") or series.get("max") or [])
+    if not n:
+        return series
+    slots = [int((start + (i + 0.5) * own) / width) for i in range(n)]
+    first = slots[0]
+    size = slots[-1] - first + 1
+    out: dict[str, Any] = {"start": round(first * width, 9), "bucket-seconds": width}
+    if "max-ms" in series:  # latencies: longest, mean over the samples, how many
+        counts, totals = [0] * size, [0.0] * size
+        longest: list[float | None] = [None] * size
+        for i, slot in enumerate(slots):
+            count = series["counts"][i]
+            if not count:
+                continue
+            j = slot - first
+            counts[j] += count
+            totals[j] += series["mean-ms"][i] * count
+            high = series["max-ms"][i]
+            longest[j] = high if longest[j] is None else max(longest[j], high)
+        out["max-ms"] = longest
+        pairs = zip(totals, counts, strict=True)
+        out["mean-ms"] = [round(t / c, 3) if c else None for t, c in pairs]
+        out["counts"] = counts
+    elif "max" in series:  # a level: its extremes in each interval
+        highs: list[int | None] = [None] * size
+        lows: list[int | None] = [None] * size
+        for i, slot in enumerate(slots):
+            j = slot - first
+            high, low = series["max"][i], series["min"][i]
+            highs[j] = high if highs[j] is None else max(highs[j], high)
+            lows[j] = low if lows[j] is None else min(lows[j], low)
+        out["max"], out["min"] = highs, lows
+    else:  # a rate: how many in each interval
+        totals_n = [0] * size
+        for i, slot in enumerate(slots):
+            totals_n[slot - first] += series["counts"][i]
+        out["counts"] = totals_n
+    return out
 
 
 def _untimed_line(frame: Frame) -> int | None:
@@ -482,6 +548,7 @@ def _units(conn: Any, origin: float) -> list[dict[str, Any]]:
                         "conn": conn.conn,
                         "kind": "link",
                         "label": f"c{conn.conn} h{row.get('handle')} {row.get('name')}",
+                        "key": f"c{conn.conn} h{row.get('handle')}",  # plot titles: short
                         "cells": _cells(row, LINK_COLUMNS),
                         "series": {k: _series(v, origin) for k, v in series.items()},
                         "histograms": {"settle latency": _histogram(link.latency.samples)},
@@ -492,12 +559,15 @@ def _units(conn: Any, origin: float) -> list[dict[str, Any]]:
     for epoch in listed:
         row = epoch.to_json()
         series = row.pop("series", {})
+        label = f"c{conn.conn} ch{row.get('channel')}" + (
+            f" (use {row['use']})" if row.get("use", 1) != 1 else ""
+        )
         out.append(
             {
                 "conn": conn.conn,
                 "kind": "channel",
-                "label": f"c{conn.conn} ch{row.get('channel')}"
-                + (f" (use {row['use']})" if row.get("use", 1) != 1 else ""),
+                "label": label,
+                "key": label,
                 "cells": _cells(row, CHANNEL_COLUMNS),
                 "series": {k: _series(v, origin) for k, v in series.items()},
                 "histograms": {
