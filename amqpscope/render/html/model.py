@@ -415,7 +415,8 @@ def regrid(series: dict[str, Any] | None, width: float) -> dict[str, Any] | None
     slots = [int((start + (i + 0.5) * own) / width) for i in range(n)]
     first = slots[0]
     size = slots[-1] - first + 1
-    out: dict[str, Any] = {"start": round(first * width, 9), "bucket-seconds": width}
+    # exact: a power of two times a whole number (the page adds intervals to it)
+    out: dict[str, Any] = {"start": first * width, "bucket-seconds": width}
     if "max-ms" in series:  # latencies: longest, mean over the samples, how many
         counts, totals = [0] * size, [0.0] * size
         longest: list[float | None] = [None] * size
