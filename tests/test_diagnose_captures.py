@@ -356,9 +356,16 @@ def test_receiver_that_stopped_granting_credit_starved_the_broker() -> None:
     assert close_to(starved["duration"], truth["starvation"]["seconds"])
     assert abs(starved["start"] - truth["starvation"]["started"]) < 0.1
     assert starved["link"] == "amqpscope-starved" and starved["queue"].endswith(".q")
-    granted, resumed = evidence(name, starved)
+    granted, ran_out, resumed = evidence(name, starved)
     first, rest = truth["credit_granted"]
     assert granted["name"] == "flow" and granted["dir"] == "s2c"  # the broker's answer
+    # the broker's delivery that used the last credit, with what the client saw still waiting
+    assert ran_out["name"] == "transfer" and ran_out["dir"] == "s2c"
+    waiting = truth["waiting_when_starved"]
+    assert (
+        f"frame {ran_out['frame']} used the last credit with {waiting} still to send"
+        in (starved["explanation"])
+    )
     assert granted["fields"]["link-credit"] == first
     assert granted["fields"]["available"] >= truth["waiting_when_starved"]
     assert resumed["name"] == "flow" and resumed["dir"] == "c2s"

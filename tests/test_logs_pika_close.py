@@ -81,3 +81,17 @@ def test_any_reply_text_as_pika_prints_it(code: int, text: str) -> None:
     (frame,) = records_from_log(iter([line]), "pika.log", fmt="pika", findings=found)
     assert (frame.name, frame.channel) == ("channel.close", 1)
     assert frame.fields["reply-code"] == code and frame.fields["reply-text"] == text
+
+
+def test_summary_of_the_log_ending_with_close_ok_says_closed() -> None:
+    """pika logs the broker's connection.close-ok but not the close it sent: the connection,
+    adopted mid-stream, is closed as the capture of the same run says, not left open."""
+
+    def states(path: Path) -> list[str]:
+        result = CliRunner().invoke(main, ["summary", str(path), "--json"])
+        assert result.exit_code == 0, result.output
+        return [c["state"] for c in json.loads(result.stdout)["connections"]]
+
+    logged = [r["name"] for r in records(CAPTURES / f"{NAME}.log")]
+    assert logged[-1] == "connection.close-ok"
+    assert states(CAPTURES / f"{NAME}.log") == states(CAPTURES / f"{NAME}.pcap") == ["closed"]

@@ -11,6 +11,7 @@ starvation and the diagnosis are lost.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -92,3 +93,33 @@ def test_a_receivers_attach_gets_no_initial_delivery_count() -> None:
     flipped = line.replace('<- attach#12 {"name":', '<- attach#12 {"role":true,"name":')
     (record,) = [f for f in logged(flipped + "\n") if f.name == "attach"]
     assert record.fields["role"] == "receiver" and "initial-delivery-count" not in record.fields
+
+
+def test_the_starvation_cites_frames_as_they_read() -> None:
+    """The diagnosis of the log and of the capture names the flow that stated `available`
+    with the numbers that flow shows (its credit too: it was not starved then), and the
+    transfer that used the last credit, the client's `credit_granted`-th delivery, is in the
+    evidence with what was still waiting then."""
+    for path in (CAPTURES / f"{NAME}.log", CAPTURES / f"{NAME}.pcap"):
+        read = CliRunner().invoke(main, ["read", str(path), "--json"])
+        frames = {r["frame"]: r for r in map(json.loads, read.stdout.splitlines()) if r.get("name")}
+        result = CliRunner().invoke(main, ["diagnose", str(path), "--json"])
+        (starved,) = [
+            d for d in json.loads(result.stdout)["diagnoses"] if d["code"] == "credit.starved"
+        ]
+        text = starved["explanation"]
+        said = re.search(r"frame (\d+) reported (\d+) available with link-credit (\d+)", text)
+        assert said, text
+        flow = frames[int(said[1])]
+        assert flow["name"] == "flow"
+        assert flow["fields"]["available"] == int(said[2])
+        assert flow["fields"]["link-credit"] == int(said[3])
+        assert int(said[3]) == TRUTH["credit_granted"]
+        # the deliveries after that flow: the last its credit allowed used the last of it
+        sent = [
+            n for n, r in sorted(frames.items()) if r["name"] == "transfer" and n > flow["frame"]
+        ]
+        last = sent[TRUTH["credit_granted"] - 1]
+        assert last in starved["evidence"]
+        waiting = int(said[2]) - TRUTH["credit_granted"]
+        assert f"frame {last} used the last credit with {waiting} still to send" in text

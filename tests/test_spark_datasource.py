@@ -412,7 +412,7 @@ def test_trace_logs_give_the_rows_read_and_summary_print(spark: Any, log_folder:
             assert (json.loads(row["message"]) if row["message"] else None) == record.get("message")
             assert [f["code"] for f in row["findings"]] == [f["code"] for f in record["findings"]]
             if record["ts"] is None:
-                assert row["time"] is None and row["date"] is None
+                assert row["time"] is None and row["date"] == tables.UNDATED
         (summary,) = cli_json("summary", path)
         mine = sorted(
             (json.loads(r["summary"]) for r in conns if r["capture"] == path),

@@ -54,6 +54,26 @@ def _flows(ev: Evidence, conn: int, session: Session, link: Link) -> list[Seen]:
     return sorted(out, key=lambda seen: seen.number)
 
 
+def _waiting(granted: Seen | None, began: int | None, waited: int | None) -> str:
+    """What the sender had to send, in the frames' own words: the last flow that stated
+    `available` (with the credit it stated) and the frame that used the last credit, with what
+    was still waiting then (the flow's `available` is older: transfers spent credit since)."""
+    said = []
+    if granted is not None:
+        fields = granted.fields
+        credit = fields.get("link-credit")
+        said.append(
+            f"its flow in frame {granted.number} reported {fields['available']} available"
+            + (f" with link-credit {credit}" if isinstance(credit, int) else "")
+        )
+    if began is not None:
+        said.append(
+            f"frame {began} used the last credit"
+            + (f" with {waited} still to send" if waited else "")
+        )
+    return f" ({'; '.join(said)})" if said else ""
+
+
 def _starving(link: Link) -> bool:
     """At the end of the input the link's sender had messages waiting and no credit."""
     credit = link.credit.credit
@@ -72,9 +92,12 @@ def _starved_untimed(
     listed from one second on, which such an input cannot show; a stall still on at its end is
     worth saying, without a length: a dip to zero credit that the next flow refills is not."""
     granted = [s for s in flows if s.fields.get("available")][-1:]
+    began = link.credit.starvation.opened[0]  # the transfer that used the last credit
     waiting = (
         f" (its flow in frame {granted[0].number} reported"
-        f" {granted[0].fields['available']} available, {link.credit.available} still waiting)"
+        f" {granted[0].fields['available']} available, {link.credit.available} still waiting"
+        + (f"; frame {began} used the last credit" if began else "")
+        + ")"
         if granted
         else ""
     )
@@ -92,7 +115,7 @@ def _starved_untimed(
         channel=channel,
         link=link.name,
         queue=address,
-        evidence=[s.number for s in granted + flows[-1:]],
+        evidence=sorted({s.number for s in granted + flows[-1:]} | ({began} if began else set())),
         ongoing=True,
     )
 
@@ -104,7 +127,9 @@ def credit(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
         address = _address(link)
         channel = session.half[CLIENT].channel
         sender = link.sender or "?"
-        for start, seconds, at_end in link.credit.starvation.periods:
+        starvation = link.credit.starvation
+        for i, (start, seconds, at_end) in enumerate(starvation.periods):
+            began, waited = starvation.starts[i] if i < len(starvation.starts) else (None, None)
             before = [s.number for s in flows if s.ts <= start][-1:]
             after = [s.number for s in flows if start < s.ts <= start + seconds + 1e-6][:1]
             ending = (
@@ -113,12 +138,7 @@ def credit(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
                 else "until the receiver granted credit again"
             )
             granted = [s for s in flows if s.ts <= start and s.fields.get("available")][-1:]
-            waiting = (
-                f" (its flow in frame {granted[0].number} reported"
-                f" {granted[0].fields['available']} available)"
-                if granted
-                else ""
-            )
+            waiting = _waiting(granted[0] if granted else None, began, waited)
             out.append(
                 make(
                     "credit.starved",
@@ -135,7 +155,7 @@ def credit(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
                     queue=address,
                     start=start,
                     duration=seconds,
-                    evidence=before + after,
+                    evidence=sorted({*before, *([began] if began else []), *after}),
                     ongoing=at_end,
                 )
             )

@@ -36,7 +36,7 @@ from amqpscope.pipeline.inputs import (  # noqa: F401  (also this module's names
     looks_like_log,
 )
 from amqpscope.pipeline.stitch import Edge, flow_pair
-from amqpscope.pipeline.tables import frame_text_bytes, row
+from amqpscope.pipeline.tables import UNDATED, frame_text_bytes, row
 from amqpscope.track.tracker import Tracker
 
 Record = tuple[str, Any]
@@ -79,9 +79,10 @@ def input_kind(path: str) -> tuple[str, str | None]:
             stream.close()
 
 
-def day(ts: float | None) -> str | None:
+def day(ts: float | None) -> str:
+    """The UTC day of `ts` (`YYYY-MM-DD`), or `UNDATED` for no time (`tables.UNDATED`)."""
     if ts is None:
-        return None
+        return UNDATED
     key = int(ts // 86400)
     text = _DAYS.get(key)
     if text is None:
@@ -502,7 +503,7 @@ def _finding(
 def _internal(place: Place, message: str) -> dict[str, Any]:
     return {
         "capture": place.capture,
-        "date": None,
+        "date": UNDATED,
         "code": "pipeline.internal-error",
         "severity": "error",
         "message": message,
@@ -866,6 +867,7 @@ def _sequence(edge: Edge, sender: str, segment: Segment) -> None:
 def unreadable(capture: str, why: str) -> dict[str, Any]:
     return {
         "capture": capture,
+        "date": UNDATED,
         "code": "capture.unreadable",
         "severity": "error",
         "message": why,

@@ -18,6 +18,12 @@ import json
 import math
 from typing import Any
 
+#: the `date` of a row with no time (a log line without a timestamp, a file that is no capture):
+#: a partition value, never null, because a table whose rows are all in Hive's null partition
+#: (`date=__HIVE_DEFAULT_PARTITION__`) is one pyarrow cannot read (it infers a partition's type
+#: from its non-null folder names); DuckDB and Spark read this as the text it is
+UNDATED = "undated"
+
 FINDING = "struct<code:string,severity:string,message:string,packet:long,conn:long,frame:long>"
 
 #: table -> [(column, type)]; types are Spark SQL type names

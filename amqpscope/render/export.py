@@ -74,10 +74,12 @@ class ExportWriter:
             yield frame
 
     def frame(self, frame: Frame) -> None:
-        if self.first_ts is None:
-            self.first_ts = frame.ts
-        self.last_ts = frame.ts
         record = frame.to_json()
+        ts = record["ts"]  # null for a log line without a timestamp: no time, not 0.0
+        if ts is not None:
+            if self.first_ts is None:
+                self.first_ts = ts
+            self.last_ts = ts
         if self.ndjson:
             if self.count == 0:
                 self._capture_record()

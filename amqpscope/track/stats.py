@@ -96,7 +96,7 @@ MAX_LISTED: Final = 16
 class Episodes:
     """Periods of a stall (no credit, no window): how many, and for how long in total."""
 
-    __slots__ = ("count", "longest", "periods", "seconds", "since")
+    __slots__ = ("count", "longest", "opened", "periods", "seconds", "since", "starts")
 
     def __init__(self) -> None:
         self.count = 0
@@ -106,10 +106,17 @@ class Episodes:
         #: episodes of LISTED_SECONDS or more: (start, length, still open when the capture or
         #: the connection ended), the first MAX_LISTED (diagnoses show when each happened)
         self.periods: list[tuple[float, float, bool]] = []
+        #: beside each of `periods`: the frame that began it and a count then (a starved
+        #: link's messages waiting), None where unknown; `opened` is the open episode's
+        self.starts: list[tuple[int | None, int | None]] = []
+        self.opened: tuple[int | None, int | None] = (None, None)
 
-    def start(self, ts: float) -> None:
+    def start(self, ts: float, frame: int | None = None, count: int | None = None) -> None:
+        """An episode starts at `ts` unless one is open; `frame` began it (the transfer that
+        used the last credit), `count` what was waiting then: a diagnosis cites them."""
         if self.since is None:
             self.since = ts
+            self.opened = (frame, count)
 
     def cancel(self) -> None:
         self.since = None
@@ -122,6 +129,7 @@ class Episodes:
         length = max(ts - self.since, 0.0)
         if length >= LISTED_SECONDS and len(self.periods) < MAX_LISTED:
             self.periods.append((self.since, length, at_end))
+            self.starts.append(self.opened)
         self.since = None
         self.count += 1
         self.seconds += length

@@ -58,6 +58,9 @@ MAX_PLOTTED: Final = 24
 MAX_WINDOW_POINTS: Final = 2_000
 #: bars of a latency histogram
 HISTOGRAM_BINS: Final = 20
+#: intervals the plots' time axis is cut into, about: one width for every plot, from the
+#: capture's whole span (a power of two of seconds, as the trackers' own buckets are)
+PLOT_INTERVALS: Final = 40
 #: a string value in a detail tree is cut to this many characters (the JSON export keeps all)
 MAX_DETAIL_TEXT: Final = 2_000
 
@@ -120,6 +123,9 @@ class ReportBuilder:
         self.first_ts: float | None = None
         self.last_ts = 0.0
         self.frames = 0
+        #: a frame had a time: a capture's always, a log's line when it showed one (Proton's
+        #: trace has none, so its rows show their line and nothing is plotted over time)
+        self.timed = False
         self.rows: list[list[Any]] = []
         self.records = Shredder()  # as columns at once: the frames need not stay in memory
         #: (conn, channel, dir, handle) -> the name of the 1.0 link its attach gave it
@@ -143,11 +149,15 @@ class ReportBuilder:
             self.first_ts = frame.ts
         self.last_ts = max(self.last_ts, frame.ts)
         self.frames += 1
+        line = _untimed_line(frame)
+        if line is None:
+            self.timed = True
         continues = self.starts.continues(frame) if self.tree is not None else False
         if self.keeps is not None and not self.keeps(frame, self.first_ts):
             self.out_of_scope += 1
             return
-        t = round(frame.ts - self.first_ts, 6)
+        # a line without a time shows its line number where a time would be, as `read` does
+        t = round(frame.ts - self.first_ts, 6) if line is None else line
         error = is_error(frame)
         flags = (ERROR if error else 0) | (FINDING if frame.findings else 0)
         record = frame.to_json() if self.accepts or len(self.rows) < self.max_rows else None
@@ -251,14 +261,28 @@ class ReportBuilder:
             diagnoses = diagnoses_from(found + loose, self.finding_times)
         connections = summary["connections"]
         units = [u for conn in tracker.connections.values() for u in _units(conn, origin)]
+        timed = self.timed or not self.frames
+        if not timed:
+            units = [_untimed(u) for u in units]
+        plotted = _plotted(units[:MAX_LISTED])
+        # one interval for every plot, from the capture's span: a rate bucketed at 15 us beside
+        # one at 0.125 s read as 100,000 a second beside nothing
+        width = plot_width(self.last_ts - origin if self.frames else 0.0, plotted)
+        for unit in plotted:
+            unit["series"] = {k: regrid(v, width) for k, v in unit["series"].items()}
         data = clean(
             {
                 "format": 2,
                 "facts": {
                     **facts,
                     "frames": self.frames,
-                    "duration": round(self.last_ts - origin, 6) if self.frames else 0.0,
-                    "start": round(origin, 6),
+                    # none without times: the page says the log has no timestamps
+                    "timed": timed,
+                    "duration": (
+                        (round(self.last_ts - origin, 6) if self.frames else 0.0) if timed else None
+                    ),
+                    "start": round(origin, 6) if timed else None,
+                    "bucket-seconds": width,
                     "rows-left-out": self.rows_left_out,
                     "out-of-scope": self.out_of_scope,
                     "details-left-out": self.details_left_out,
@@ -279,7 +303,7 @@ class ReportBuilder:
                     for c in connections[:MAX_LISTED]
                 ],
                 "undecoded": summary.get("undecoded", [])[:MAX_LISTED],
-                "units": _plotted(units[:MAX_LISTED]),
+                "units": plotted,
                 "columns": {
                     "link": [name for name, _ in LINK_COLUMNS],
                     "channel": [name for name, _ in CHANNEL_COLUMNS],
@@ -287,6 +311,7 @@ class ReportBuilder:
                 "windows": [
                     {"conn": c, "channel": ch, "dir": d, "points": points}
                     for (c, ch, d), points in sorted(self.windows.items())
+                    if timed
                 ],
                 "details": {str(n): tree for n, tree in self.details.items()},
             }
@@ -366,6 +391,88 @@ def _plotted(units: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return units
 
 
+def plot_width(span: float, units: list[dict[str, Any]]) -> float:
+    """The plots' interval: the power of two of seconds nearest above a PLOT_INTERVALS-th of
+    `span`, and no finer than any series' own buckets (which it then holds whole)."""
+    widths = [s["bucket-seconds"] for u in units for s in u["series"].values() if s]
+    wanted = max([span / PLOT_INTERVALS, *widths]) if span > 0 or widths else 1.0
+    return float(2.0 ** math.ceil(math.log2(wanted))) if wanted > 0 else 1.0
+
+
+def regrid(series: dict[str, Any] | None, width: float) -> dict[str, Any] | None:
+    """A tracker series (start from the first frame, buckets of its own width) on the plots'
+    grid: interval i is [i * width, (i + 1) * width) from the first frame, and each of the
+    series' buckets counts in the interval that holds its middle. Counts and totals add up,
+    a level keeps its extremes, a latency its longest and its mean over the samples; an
+    interval with no latency sample is null in both (a gap, not a line across it)."""
+    if not series:
+        return series
+    own = series["bucket-seconds"]
+    start = series["start"]
+    n = len(series.get("counts") or series.get("max") or [])
+    if not n:
+        return series
+    slots = [int((start + (i + 0.5) * own) / width) for i in range(n)]
+    first = slots[0]
+    size = slots[-1] - first + 1
+    # exact: a power of two times a whole number (the page adds intervals to it)
+    out: dict[str, Any] = {"start": first * width, "bucket-seconds": width}
+    if "max-ms" in series:  # latencies: longest, mean over the samples, how many
+        counts, totals = [0] * size, [0.0] * size
+        longest: list[float | None] = [None] * size
+        for i, slot in enumerate(slots):
+            count = series["counts"][i]
+            if not count:
+                continue
+            j = slot - first
+            counts[j] += count
+            totals[j] += series["mean-ms"][i] * count
+            high = series["max-ms"][i]
+            longest[j] = high if longest[j] is None else max(longest[j], high)
+        out["max-ms"] = longest
+        pairs = zip(totals, counts, strict=True)
+        out["mean-ms"] = [round(t / c, 3) if c else None for t, c in pairs]
+        out["counts"] = counts
+    elif "max" in series:  # a level: its extremes in each interval
+        highs: list[int | None] = [None] * size
+        lows: list[int | None] = [None] * size
+        for i, slot in enumerate(slots):
+            j = slot - first
+            high, low = series["max"][i], series["min"][i]
+            highs[j] = high if highs[j] is None else max(highs[j], high)
+            lows[j] = low if lows[j] is None else min(lows[j], low)
+        out["max"], out["min"] = highs, lows
+    else:  # a rate: how many in each interval
+        totals_n = [0] * size
+        for i, slot in enumerate(slots):
+            totals_n[slot - first] += series["counts"][i]
+        out["counts"] = totals_n
+    return out
+
+
+def _untimed_line(frame: Frame) -> int | None:
+    """The log line of a frame read from a log line without a timestamp; None for a frame
+    with a time (a capture's, a timed log line's)."""
+    source = frame.source
+    if source is None or frame.ts:
+        return None
+    line = source.get("line")
+    return line if isinstance(line, int) else 0
+
+
+def _untimed(unit: dict[str, Any]) -> dict[str, Any]:
+    """A link or channel of an input without times: no series or histograms (every event at
+    time 0 would draw one bucket of a huge rate and latencies of 0 ms), no latency cells."""
+    columns = LINK_COLUMNS if unit["kind"] == "link" else CHANNEL_COLUMNS
+    unit["cells"] = [
+        None if heading.endswith(" ms") else value
+        for (heading, _), value in zip(columns, unit["cells"], strict=True)
+    ]
+    unit["series"] = {}
+    unit["histograms"] = {}
+    return unit
+
+
 def _peer(product: Any, open_fields: Any) -> str:
     """A peer in a few words: 0-9-1's product and version, 1.0's container id."""
     if isinstance(product, dict):
@@ -442,6 +549,7 @@ def _units(conn: Any, origin: float) -> list[dict[str, Any]]:
                         "conn": conn.conn,
                         "kind": "link",
                         "label": f"c{conn.conn} h{row.get('handle')} {row.get('name')}",
+                        "key": f"c{conn.conn} h{row.get('handle')}",  # plot titles: short
                         "cells": _cells(row, LINK_COLUMNS),
                         "series": {k: _series(v, origin) for k, v in series.items()},
                         "histograms": {"settle latency": _histogram(link.latency.samples)},
@@ -452,12 +560,15 @@ def _units(conn: Any, origin: float) -> list[dict[str, Any]]:
     for epoch in listed:
         row = epoch.to_json()
         series = row.pop("series", {})
+        label = f"c{conn.conn} ch{row.get('channel')}" + (
+            f" (use {row['use']})" if row.get("use", 1) != 1 else ""
+        )
         out.append(
             {
                 "conn": conn.conn,
                 "kind": "channel",
-                "label": f"c{conn.conn} ch{row.get('channel')}"
-                + (f" (use {row['use']})" if row.get("use", 1) != 1 else ""),
+                "label": label,
+                "key": label,
                 "cells": _cells(row, CHANNEL_COLUMNS),
                 "series": {k: _series(v, origin) for k, v in series.items()},
                 "histograms": {

@@ -39,7 +39,15 @@
   }
   function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); }
   function str(v) { return v === null || v === undefined ? "" : String(v); }
-  function fmtTime(t) { return Number(t).toFixed(6); }
+  // a log without timestamps (Proton's trace): rows carry their log line where a time would be
+  var UNTIMED = DATA.facts.timed === false;
+  function fmtTime(t) { return UNTIMED ? "L" + t : Number(t).toFixed(6); }
+  // an interval in words: "0.25 s", "7.8 ms", "31 µs"
+  function fmtWidth(w) {
+    if (w >= 1) return +w.toPrecision(3) + " s";
+    if (w >= 1e-3) return +(w * 1e3).toPrecision(3) + " ms";
+    return +(w * 1e6).toPrecision(3) + " \u00b5s";
+  }
 
   // ---- the packed frames (pack.py): base64 of deflated JSON, columns to rows and records ----
   var TAG = "\u0000";
@@ -106,7 +114,8 @@
     document.title = "amqpscope report: " + str(f.file);
     var facts = [
       ["File", f.file], f["log-format"] ? ["Log format", f["log-format"]] : ["Packets", f.packets], ["Frames", f.frames],
-      ["Duration (s)", f.duration], ["Connections", DATA.connections.length],
+      UNTIMED ? ["Duration", "not known: the log has no timestamps (frames show their log line, L1 ...)"] : ["Duration (s)", f.duration],
+      ["Connections", DATA.connections.length],
       ["Display filter", f.filter || "none"],
       ["Secrets", f["show-secrets"] ? "shown (--show-secrets)" : "redacted"],
       ["Bodies", f["redact-bodies"] ? "redacted (--redact-bodies)" : "kept"]
@@ -136,7 +145,7 @@
       ["channel", "session", "link", "queue", "address"].forEach(function (k) {
         if (d[k] !== null && d[k] !== undefined) where.push(k + " " + d[k]);
       });
-      if (typeof d.start === "number") {
+      if (typeof d.start === "number" && !UNTIMED) {
         var start = d.start > 1e8 ? d.start - DATA.facts.start : d.start;  // absolute or relative
         where.push("at " + start.toFixed(3) + " s" + (typeof d.duration === "number" ? " for " + d.duration.toFixed(3) + " s" : ""));
       }
@@ -291,7 +300,7 @@
       if (a.folded.length) label += "  [+" + a.folded.length + " folded]";
       if (finding) label = "\u26a0 " + label + "  (" + r[8].join(", ") + ")";
       else if (error) label = "\u2716 " + label;
-      g.setAttribute("aria-label", "frame " + r[0] + " at " + fmtTime(r[1]) + " s, " + (c2s ? "client to server" : "server to client") + ", " + key + ": " + label);
+      g.setAttribute("aria-label", "frame " + r[0] + (UNTIMED ? " on log line " + r[1] : " at " + fmtTime(r[1]) + " s") + ", " + (c2s ? "client to server" : "server to client") + ", " + key + ": " + label);
       g.appendChild(svg("rect", { x: 0, y: y - 24, width: width, height: step, "class": "hit" }));
       g.appendChild(svg("text", { x: 8, y: y + 4, "class": "when" }, "#" + r[0] + "  " + fmtTime(r[1])));
       g.appendChild(svg("line", { x1: x1, y1: y, x2: x2, y2: y, stroke: error ? "#c00000" : lane[0], "stroke-dasharray": lane[1], "stroke-width": error ? 3 : 1.5, "class": "shaft" }));
@@ -351,6 +360,11 @@
     showDetail(n);
   }
   function diagramControls() {
+    if (UNTIMED) {  // the range is of log lines; there are no plots to take one from
+      document.querySelectorAll(".when-unit").forEach(function (u) { u.textContent = "line"; });
+      document.getElementById("diagram-from-plots").hidden = true;
+      document.getElementById("frames-when").textContent = "line";
+    }
     var sel = document.getElementById("diagram-conn");
     conns.forEach(function (id) {
       var c = connById[id] || {};
@@ -384,6 +398,12 @@
       area.appendChild(el("p", { text: "The plotting library did not load." }));
       return;
     }
+    if (UNTIMED) {
+      document.getElementById("plots-about").hidden = true;
+      area.appendChild(el("p", { id: "plots-untimed", text: "No plots: the log has no timestamps, so there are no rates, latencies or levels over time to draw (every frame would be at 0 s). The tables count what happened." }));
+      plotsDone = true;
+      return;
+    }
     var P = Bokeh.Plotting;
     var duration = DATA.facts.duration || 1e-3;
     // the plots open on the time their series cover (often far less than the capture's)
@@ -403,8 +423,20 @@
     var pad = (last - first) * 0.05;
     var xr = plotRange = new Bokeh.Range1d({ start: Math.max(0, first - pad), end: last + pad });
     var figures = [];
+    // axes in plain numbers (no 1.2e+5); a figure's legend beside its data, never over it
+    var SECONDS = new Bokeh.BasicTickFormatter({ use_scientific: false });
+    var AMOUNT = new Bokeh.NumeralTickFormatter({ format: "0,0.[000]" });
     function figure(title, ylabel, xrange, xlabel) {
-      return P.figure({ title: title, height: 220, width: 900, x_range: xrange, x_axis_label: xlabel || "seconds from the first frame", y_axis_label: ylabel, tools: "xpan,xwheel_zoom,box_zoom,reset,save", output_backend: "canvas" });
+      var p = P.figure({ title: title, frame_height: 140, width: 900, min_border_left: 100, x_range: xrange, x_axis_label: xlabel || "seconds from the first frame", y_axis_label: ylabel, tools: "xpan,xwheel_zoom,box_zoom,reset,save", output_backend: "canvas" });
+      p.xaxis.formatter = xlabel ? AMOUNT : SECONDS;
+      p.yaxis.formatter = AMOUNT;
+      p.legendItems = [];
+      return p;
+    }
+    function legend(p, label, renderers) { p.legendItems.push(new Bokeh.LegendItem({ label: label, renderers: renderers })); }
+    function placeLegend(p) {
+      if (p.legendItems.length) { p.add_layout(new Bokeh.Legend({ items: p.legendItems, location: "top_left", orientation: "horizontal", ncols: 3, click_policy: "hide" }), "below"); }
+      return p;
     }
     function levelGlyphs(p, s, color, name, dash) {
       var xs = [], hi = [], lo = [];
@@ -412,53 +444,60 @@
         var x0 = s.start + i * s["bucket-seconds"];
         xs.push(x0, x0 + s["bucket-seconds"]); hi.push(s.max[i], s.max[i]); lo.push(s.min[i], s.min[i]);
       }
-      p.varea({ x: xs, y1: lo, y2: hi, fill_color: color, fill_alpha: 0.25, legend_label: name + " (min..max)" });
-      p.line({ x: xs, y: hi, line_color: color, line_width: 2, line_dash: dash, legend_label: name + " (max)" });
+      legend(p, name + " (min..max)", [p.varea({ x: xs, y1: lo, y2: hi, fill_color: color, fill_alpha: 0.25 })]);
+      legend(p, name + " (max)", [p.line({ x: xs, y: hi, line_color: color, line_width: 2, line_dash: dash })]);
     }
     function rateGlyphs(p, s, color, name, hatch) {
       var w = s["bucket-seconds"], left = [], right = [], top = [], bottom = [];
       s.counts.forEach(function (n, i) { left.push(s.start + i * w); right.push(s.start + (i + 1) * w); top.push(n / w); bottom.push(0); });
-      p.quad({ left: left, right: right, top: top, bottom: bottom, fill_color: color, fill_alpha: 0.45, line_color: color, hatch_pattern: hatch, legend_label: name + " per second" });
+      legend(p, name + " per second", [p.quad({ left: left, right: right, top: top, bottom: bottom, fill_color: color, fill_alpha: 0.45, line_color: color, hatch_pattern: hatch })]);
     }
     var units = DATA.units.filter(function (u) {
       return Object.keys(u.series).some(function (k) { return u.series[k]; });
     });
     var unplotted = DATA.units.filter(function (u) { return u.plotted === false; }).length;
     if (unplotted) area.appendChild(el("p", { text: unplotted + " links and channels are not plotted: the report plots the first ones that carried deliveries (the tables list them all; --conn picks others)." }));
+    // titles name a link by connection and handle (a link's name can be longer than a plot is
+    // wide); this list gives each its name
+    var named = units.filter(function (u) { return u.key !== u.label; });
+    if (named.length) {
+      area.appendChild(el("ul", { id: "plot-keys", cls: "muted" }, named.map(function (u) { return el("li", { text: u.key + ": " + (u.label.indexOf(u.key + " ") === 0 ? u.label.slice(u.key.length + 1) : u.label) }); })));
+    }
     units.forEach(function (u) {
       var s = u.series;
       var levels = ["link-credit", "unsettled", "unacked"].filter(function (k) { return s[k]; });
       var rates = ["deliveries", "publishes"].filter(function (k) { return s[k]; });
       if (levels.length) {
-        var p = figure(u.label + ": credit and outstanding deliveries", "count", xr);
+        var p = figure(u.key + ": credit and outstanding deliveries", "count", xr);
         levels.forEach(function (k, i) { levelGlyphs(p, s[k], LANES[i][0], k, i ? "dashed" : "solid"); });
-        figures.push(p);
+        figures.push(placeLegend(p));
       }
       if (rates.length) {
-        var q = figure(u.label + ": rates", "per second", xr);
+        var q = figure(u.key + ": rates, per " + fmtWidth(DATA.facts["bucket-seconds"]), "per second", xr);
         rates.forEach(function (k, i) { rateGlyphs(q, s[k], LANES[i + 2][0], k, i ? "/" : " "); });
-        figures.push(q);
+        figures.push(placeLegend(q));
       }
       var latencies = ["settle-latency", "ack-latency", "confirm-latency"].filter(function (k) { return s[k]; });
       if (latencies.length) {
-        var l = figure(u.label + ": latency over time (by when each settled)", "milliseconds", xr);
+        var l = figure(u.key + ": latency by when each settled", "milliseconds", xr);
         latencies.forEach(function (k, i) {
-          var d = s[k], w = d["bucket-seconds"], xs = [], hi = [], mean = [];
+          var d = s[k], w = d["bucket-seconds"], xs = [], hi = [], mean = [], at = [];
           d.counts.forEach(function (n, j) {
-            if (!n) return;
-            xs.push(d.start + (j + 0.5) * w); hi.push(d["max-ms"][j]); mean.push(d["mean-ms"][j]);
+            var x = d.start + (j + 0.5) * w;
+            at.push(x); mean.push(n ? d["mean-ms"][j] : NaN);  // NaN: the line breaks over an interval with none
+            if (n) { xs.push(x); hi.push(d["max-ms"][j]); }
           });
           var colour = LANES[i + 4][0];
-          l.scatter({ x: xs, y: hi, marker: i ? "triangle" : "circle", size: 7, fill_color: colour, line_color: colour, legend_label: k + " (longest)" });
-          l.line({ x: xs, y: mean, line_color: colour, line_width: 1.5, line_dash: i ? "dashed" : "solid", legend_label: k + " (mean)" });
+          legend(l, k + " (longest)", [l.scatter({ x: xs, y: hi, marker: i ? "triangle" : "circle", size: 7, fill_color: colour, line_color: colour })]);
+          legend(l, k + " (mean)", [l.line({ x: at, y: mean, line_color: colour, line_width: 1.5, line_dash: i ? "dashed" : "solid" })]);
         });
-        figures.push(l);
+        figures.push(placeLegend(l));
       }
       Object.keys(u.histograms).forEach(function (name) {
         var h = u.histograms[name];
         if (!h) return;
         var hx = new Bokeh.Range1d({ start: Math.max(0, h.low - h.width), end: h.low + h.width * (h.counts.length + 1) });
-        var r = figure(u.label + ": " + name + " histogram", "how many", hx, name + " (ms)");
+        var r = figure(u.key + ": " + name + " histogram", "how many", hx, name + " (ms)");
         var left = [], right = [], top = [], bottom = [];
         h.counts.forEach(function (n, i) { left.push(h.low + i * h.width); right.push(h.low + (i + 1) * h.width); top.push(n); bottom.push(0); });
         r.quad({ left: left, right: right, top: top, bottom: bottom, fill_color: "#455a64", line_color: "#000000" });
@@ -466,14 +505,14 @@
       });
     });
     if (DATA.windows.length) {
-      var w = figure("Session windows: incoming-window as each side stated it (begin, flow)", "transfers", xr);
+      var w = figure("Session windows: incoming-window as each side stated it", "transfers", xr);
       DATA.windows.forEach(function (ws, i) {
         var xs = ws.points.map(function (p) { return p[0]; }), ys = ws.points.map(function (p) { return p[1]; });
         xs.push(duration); ys.push(ys[ys.length - 1]);
         var lane = LANES[i % LANES.length];
-        w.step({ x: xs, y: ys, mode: "after", line_color: lane[0], line_width: 2, line_dash: lane[1] ? lane[1].split(" ").map(Number) : "solid", legend_label: "c" + ws.conn + " s" + ws.channel + " " + ws.dir });
+        legend(w, "c" + ws.conn + " s" + ws.channel + " " + ws.dir, [w.step({ x: xs, y: ys, mode: "after", line_color: lane[0], line_width: 2, line_dash: lane[1] ? lane[1].split(" ").map(Number) : "solid" })]);
       });
-      figures.push(w);
+      figures.push(placeLegend(w));
     }
     if (!figures.length) {
       area.appendChild(el("p", { text: "No link or channel carried deliveries to plot." }));

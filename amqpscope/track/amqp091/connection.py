@@ -220,6 +220,8 @@ class ConnectionTracker:
                 after = None  # crossed closes: stays CLOSING
         if after is None and self.lenient:
             after = rules.CONNECTION_ADOPTED.get(key)
+        if after is None and not self.from_start and state == rules.OPEN:
+            after = rules.CONNECTION_ADOPTED_CLOSE.get(key)
         if after is None:
             allowed = rules.CONNECTION_STAYS.get(key)
             if (allowed is None or state not in allowed) and self.from_start and not self.lenient:

@@ -9,7 +9,8 @@ Rule 3: a capture is evidence, not a peer. An event a table does not allow is no
         nothing raises.
 Rule 4: a capture may start anywhere (mid-stream). Whatever first shows up on a channel or a
         connection that was never seen opening is adopted as OPEN, and the caller says once that
-        the start was not seen.
+        the start was not seen. Such a connection closes on a close-ok whose close is not in the
+        input (a log that shows one side).
 
 The connection (spec section 4.2.3, "connection" class):
 
@@ -82,6 +83,12 @@ CONNECTION_ADOPTED: Final[dict[tuple[str, str], str]] = {
 CONNECTION_ANY_STATE: Final[dict[tuple[str, str], str]] = {
     (C2S, "connection.close"): CLOSING,
     (S2C, "connection.close"): CLOSING,
+}
+#: a connection adopted mid-stream (rule 4): a close-ok closes it though its close is not in the
+#: input (pika's log shows the broker's close-ok, not the close pika sent)
+CONNECTION_ADOPTED_CLOSE: Final[dict[tuple[str, str], str]] = {
+    (C2S, "connection.close-ok"): CLOSED,
+    (S2C, "connection.close-ok"): CLOSED,
 }
 #: channel-0 events that leave the state as it is, and the states that allow them
 CONNECTION_STAYS: Final[dict[tuple[str, str], frozenset[str]]] = {

@@ -747,6 +747,7 @@ class ConnectionTracker:
                 drain,
                 echo,
                 frame.ts,
+                frame.number,
             )
             link.no_credit_run = False
         else:
@@ -884,7 +885,7 @@ class ConnectionTracker:
             )
             self._forget(session, old, left=True)
         count = link.credit.count
-        credit = link.credit.transfer(frame.ts)
+        credit = link.credit.transfer(frame.ts, frame.number)
         stats = self.stats
         if stats:
             link.delivery_series.add(frame.ts)

@@ -126,9 +126,10 @@ class Credit:
         drain: bool,
         echo: bool,
         ts: float,
+        frame: int | None = None,
     ) -> float | None:
         """A flow from the sending end: its own delivery-count and link-credit, `available`.
-        Returns a finished starvation episode's length."""
+        Returns a finished starvation episode's length. `frame`: the flow's number."""
         self._echo("sender", echo)
         before = self.credit
         if delivery_count is not None:
@@ -148,13 +149,14 @@ class Credit:
         ended = self._renewed(before, ts)
         if credit is not None and credit <= 0:
             if self.available:
-                self.starvation.start(ts)
+                self.starvation.start(ts, frame, self.available)
             elif self.available == 0:
                 ended = self.starvation.stop(ts)  # nothing left to send: the wait is over
         return ended
 
-    def transfer(self, ts: float) -> int | None:
-        """A delivery's first transfer; returns the credit it was sent with (None: unknown)."""
+    def transfer(self, ts: float, frame: int | None = None) -> int | None:
+        """A delivery's first transfer (`frame`, its number); returns the credit it was sent
+        with (None: unknown)."""
         credit = self.credit
         if self.count is not None:  # unknown mid-stream until the sender's first flow
             self.count = serial_add(self.count, 1)
@@ -168,7 +170,7 @@ class Credit:
                     self.drains_completed += 1
                     self.draining = False
                 if self.available:
-                    self.starvation.start(ts)
+                    self.starvation.start(ts, frame, self.available)
         return credit
 
     def forget(self) -> None:
