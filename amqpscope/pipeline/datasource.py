@@ -17,7 +17,8 @@ Options: `table` (frames, connections, links, channels, deliveries, findings; de
 (`true`/`false`), `maxGap` (seconds between the parts of one connection, default 3600),
 `pushFilters` (filters on the file skip files: `AmqpFilteringReader`); for a
 stream also `settleSeconds` (the newest file counts as complete once unchanged this long,
-default 120; any file is once a newer one exists) and `maxFilesPerTrigger`.
+default 120; any file is once a newer one exists) and `maxFilesPerTrigger`. A stream takes
+every new file whatever its name.
 
 Inputs: capture files and frame-trace logs (`rows.decode_file` tells them apart by content; a
 log is planned alone, never stitched), local or behind URIs (`remote`: listed in the planning
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import logging
 import os
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -57,6 +59,8 @@ BATCH = int(os.environ.get("AMQPSCOPE_SOURCE_BATCH", "8192"))
 #: (Python data sources are not told which columns a query selects: the table is the pruning.)
 BODY_FREE = frozenset(("links", "channels"))
 SETTLE = 120.0
+
+log = logging.getLogger(__name__)
 
 
 class _Later:
@@ -333,6 +337,25 @@ def _rows(task: plan.Task, table: str, options: dict[str, Any]) -> Iterator[list
             value = [r for r in value if r[at] not in without]
         if value:
             yield value
+    if table == "findings" and task.notes:
+        yield [_note_row(task.capture, conn, ts, text) for conn, ts, text in task.notes]
+
+
+def _note_row(capture: str, conn: int, ts: float | None, text: str) -> tuple[Any, ...]:
+    """A finding row of the plan's own about one of `capture`'s connections (`plan.LATE`)."""
+    from amqpscope.pipeline.tables import row
+
+    values = {
+        "capture": capture,
+        "date": rows.day(ts),
+        "conn_key": rows.file_key(capture, conn),
+        "conn": conn,
+        "code": plan.LATE,
+        "severity": "warning",
+        "message": text,
+        "origin": "capture",
+    }
+    return row("findings", values)
 
 
 def _starts_like_capture(path: str) -> bool:
@@ -353,13 +376,16 @@ def _starts_like_capture(path: str) -> bool:
 
 
 class AmqpStreamReader(DataSourceStreamReader):
-    """A folder that a rotating capture (`tcpdump -G/-C`, dumpcap's ring buffer) fills.
+    """A folder that rotating captures (`tcpdump -G/-C`, dumpcap's ring buffer) fill, or that
+    captures from several hosts are dropped into.
 
-    The offset is the last file taken (in the order of its name, numbers as numbers) and the
-    carried chains (`plan.Carry`): connections open at the end of the newest file, which a later
-    file may continue. Both are checkpointed by Spark with the offset, so a restarted query plans
-    the same batches again: no frame lost, none repeated. A file is taken once a newer one exists,
-    or when it has not changed for `settleSeconds`."""
+    The offset is the names of the files taken (every new file is taken, whatever its name, as
+    Spark's own file source does), the carried chains (`plan.Carry`: connections open at the end
+    of the newest file, which a later file may continue, and the connections decoded last,
+    which a file taken later may belong with). Files are placed by their packets' times, not
+    their names (`plan.stream_tasks`). All of it is checkpointed by Spark with the offset, so a
+    restarted query plans the same batches again: no frame lost, none repeated. A file is taken
+    once a file modified after it exists, or when it has not changed for `settleSeconds`."""
 
     def __init__(self, options: Any, columns: list[str] | None = None) -> None:
         self.table = _table(options)
@@ -385,32 +411,44 @@ class AmqpStreamReader(DataSourceStreamReader):
         self._listed: dict[str, tuple[float, int]] = {}  # a URI folder's files: (mtime, size)
 
     def initialOffset(self) -> dict[str, Any]:
-        return {"last": None, "carry": plan.Carry().to_json()}
+        return {"taken": [], "carry": plan.Carry().to_json()}
 
-    def _after(self, last: str | None) -> list[str]:
-        """The complete files after `last`, in order."""
+    def _name(self, path: str) -> str:
+        """A file's name in the offset: its path in the folder."""
+        return path[len(self.folder) + 1 :] if path.startswith(self.folder + "/") else path
+
+    def _path(self, name: str) -> str:
+        return name if name.startswith(self.folder + "/") else f"{self.folder}/{name}"
+
+    def _taken(self, offset: dict[str, Any]) -> set[str]:
+        """The names of the files an offset had taken (an offset of an amqpscope that took files
+        in name order: every file up to its `last`)."""
+        if "taken" in offset:
+            return set(offset["taken"])
+        last = offset.get("last")
+        if last is None:
+            return set()
+        key = plan.natural(last)
+        listed = plan.folder_files(self.folder)
+        return {self._name(path) for path, _ in listed if plan.natural(path) <= key}
+
+    def _new(self, taken: set[str]) -> list[str]:
+        """The complete files not taken yet, by modification time (then name): each one a file
+        was modified after, and the newest once unchanged for `settleSeconds`. As a batch read
+        walks a folder: what does not start like a capture is not one (one that does is read
+        in full, so a damaged one is still a finding, not skipped); a file too new to have its
+        header yet is taken in a later batch."""
         import time
 
-        found = sorted(plan.folder_files(self.folder), key=lambda f: plan.natural(f[0]))
-        if last is not None:
-            key = plan.natural(last)
-            found = [f for f in found if plan.natural(f[0]) > key]
-        # as a batch read walks a folder: what does not start like a capture is not one (one
-        # that does is read in full, so a damaged one is still a finding, not skipped); a file
-        # too new to have its header yet is taken in a later batch
-        found = [f for f in found if _starts_like_capture(f[0])]
-        if found and time.time() - found[-1][1] < self.settle:
-            found = found[:-1]  # the newest may still be written
+        listed = list(plan.folder_files(self.folder))
+        new = [f for f in listed if self._name(f[0]) not in taken and _starts_like_capture(f[0])]
+        # the newest capture, taken or not (the folder's other files do not count)
+        latest = max((m for p, m in listed if self._name(p) in taken), default=0.0)
+        latest = max((m for _, m in new), default=latest)
+        now = time.time()
+        found = [f for f in new if f[1] < latest or now - f[1] >= self.settle]
+        found.sort(key=lambda f: (f[1], plan.natural(f[0])))
         return [path for path, _ in found]
-
-    def _between(self, begin: str | None, last: str) -> list[str]:
-        """The files after `begin` up to `last`, in order (what a planned batch took)."""
-        key = plan.natural(last)
-        after = None if begin is None else plan.natural(begin)
-        found = [path for path, _ in plan.folder_files(self.folder)]
-        taken = [p for p in found if (after is None or plan.natural(p) > after)]
-        taken = [p for p in taken if plan.natural(p) <= key and _starts_like_capture(p)]
-        return sorted(taken, key=plan.natural)
 
     def _scan(self, path: str) -> plan.Scan:
         from amqpscope.pipeline import remote
@@ -429,29 +467,37 @@ class AmqpStreamReader(DataSourceStreamReader):
             found = self._scans[key] = plan.scan(path)
         return found
 
-    def _plan(self, start: dict[str, Any], files: list[str]) -> tuple[list[plan.Task], Any]:
+    def _plan(self, carry: plan.Carry, files: list[str]) -> tuple[list[plan.Task], plan.Carry]:
         from amqpscope.pipeline import remote
 
         if remote.scheme(self.folder) is not None:  # listed once a plan, not once a file
             self._listed = {u: (m, n) for u, m, n in remote.folder_entries(self.folder)}
         scans = [self._scan(path) for path in files]
-        return plan.stream_tasks(plan.Carry.from_json(start.get("carry")), scans, self.max_gap)
+        return plan.stream_tasks(carry, scans, self.max_gap)
 
     def latestOffset(self, start: dict[str, Any], limit: Any = None) -> dict[str, Any]:
-        files = self._after(start.get("last"))
+        taken = self._taken(start)
+        files = self._new(taken)
         if self.most:
             files = files[: self.most]
+        carry = plan.Carry.from_json(start.get("carry"))
         if not files:
             return start
-        _, carry = self._plan(start, files)
-        return {"last": files[-1], "carry": carry.to_json()}
+        _, after = self._plan(carry, files)
+        names = sorted(taken | {self._name(path) for path in files}, key=plan.natural)
+        return {"taken": names, "carry": after.to_json()}
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
-        last = end.get("last")
-        if last is None or last == start.get("last"):
+        before = self._taken(start)
+        names = sorted(self._taken(end) - before, key=plan.natural)
+        carry = plan.Carry.from_json(start.get("carry"))
+        if not names:
             return []
-        files = self._between(start.get("last"), last)
-        tasks, _ = self._plan(start, files)
+        tasks, _ = self._plan(carry, [self._path(name) for name in names])
+        for task in tasks:  # a file's part too late to be stitched: a log line beside its row
+            if isinstance(task, plan.FileTask):
+                for _, _, text in task.notes:
+                    log.warning("amqp: %s: %s", task.capture, text)
         return [InputPartition(task) for task in tasks]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
