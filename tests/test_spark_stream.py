@@ -1,7 +1,8 @@
 """`spark.readStream.format("amqp")` over a folder that captures from several hosts are dropped
 into, and files that come out of their capture order (issue 39, items 13 and 14): every new file
 is taken whatever its name, files are placed by their packets' times, a file that comes too late
-to be stitched is a finding row and a log line.
+to be stitched is a finding row and a log line, and `trigger(availableNow=True)` ends with the
+rows of a batch read of the same files, connections open at the newest file's end included.
 
 The planning tests drive the stream reader as Spark does (`initialOffset`, `latestOffset`,
 `partitions`, `read`, a new reader for each batch as after a restart) without a JVM; the others
@@ -21,7 +22,7 @@ import pytest
 
 from amqpscope.pipeline import tables
 from tests.test_spark import CAPTURES, SPLIT, needs_java, packets_of, write_pcap
-from tests.test_spark_datasource import arrive, canonical, source, spark
+from tests.test_spark_datasource import arrive, canonical, rotated, source, spark
 
 pytest.importorskip(
     "pyspark.sql.datasource", reason="needs pyspark 4 (the spark extra; make install installs it)"
@@ -76,10 +77,13 @@ def fed_one_by_one(folder: Path, arrivals: list[Path], table: str) -> list[dict[
     return out
 
 
-def batch_rows(folder: Path, table: str) -> list[dict[str, Any]]:
+def batch_rows(folder: Path | list[Path], table: str) -> list[dict[str, Any]]:
     from amqpscope.pipeline.datasource import AmqpReader
 
-    reader = AmqpReader({"path": str(folder), "table": table})
+    if isinstance(folder, list):
+        reader = AmqpReader({"paths": json.dumps([str(p) for p in folder]), "table": table})
+    else:
+        reader = AmqpReader({"path": str(folder), "table": table})
     return reader_rows(reader, reader.partitions())
 
 
@@ -132,6 +136,31 @@ def test_a_file_too_late_to_be_stitched_is_a_finding_and_a_log_line(
     assert len(frames) == len(batch_rows(live, "frames"))
 
 
+def test_available_now_takes_the_files_of_its_start_and_carries_nothing(tmp_path: Path) -> None:
+    """Planning of `trigger(availableNow=True)` (`prepareForTriggerAvailableNow`, then offsets
+    until one comes back unchanged): the files complete at its start, not one that comes
+    after; its last offset carries nothing, so its rows are the batch read's of those files,
+    the connection open at the newest one's end included. A stream run otherwise carries that
+    connection (its rows wait for a later file)."""
+    from amqpscope.pipeline.datasource import AmqpStreamReader
+
+    first, second = rotated(tmp_path / "ring")
+    options = {"path": str(tmp_path / "ring"), "settleSeconds": "0", "table": "connections"}
+    reader = AmqpStreamReader(options)
+    reader.prepareForTriggerAvailableNow()
+    shutil.copy(CAPTURES / "091-tx.pcap", tmp_path / "ring" / "later.pcap")  # after the start
+    start = reader.initialOffset()
+    end = reader.latestOffset(start, None)
+    assert end["taken"] == ["cap-1.pcap", "cap-2.pcap"] and end["flush"]
+    assert not end["carry"]["chains"] and reader.latestOffset(end, None) == end
+    got = reader_rows(reader, reader.partitions(start, end))
+    batch = batch_rows([first, second], "connections")
+    assert Counter(map(key, got)) == Counter(map(key, batch))
+    assert str(second) in {r["capture"] for r in got}  # the one open at the end of cap-2
+    carried = AmqpStreamReader(options).latestOffset(start, None)
+    assert [len(chain) for chain in carried["carry"]["chains"]] == [1]
+
+
 def stream_sink(spark: Any, checkpoints: Path, table: str) -> list[str]:
     names = [n for n, _ in tables.COLUMNS[table]]
     sink = spark.read.schema(tables.struct_type(table)).parquet(str(checkpoints / f"sink-{table}"))
@@ -140,7 +169,8 @@ def stream_sink(spark: Any, checkpoints: Path, table: str) -> list[str]:
 
 def run_stream(spark: Any, folder: Path, checkpoints: Path, table: str, **options: Any) -> None:
     """A stream of `table` over `folder` into a Parquet sink (a checkpoint of its own), run until
-    caught up (`processAllAvailable`)."""
+    caught up (`processAllAvailable`) or, with `availableNow`, until it ends by itself."""
+    available_now = options.pop("availableNow", False)
     reader = (
         spark.readStream.format("amqp")
         .option("table", table)
@@ -155,6 +185,13 @@ def run_stream(spark: Any, folder: Path, checkpoints: Path, table: str, **option
         .option("path", str(checkpoints / f"sink-{table}"))
         .option("checkpointLocation", str(checkpoints / f"checkpoint-{table}"))
     )
+    if available_now:
+        query = writer.trigger(availableNow=True).start()
+        try:
+            assert query.awaitTermination(300), f"{table}: availableNow did not end"
+        finally:
+            query.stop()
+        return
     query = writer.start()
     try:
         query.processAllAvailable()
@@ -192,3 +229,25 @@ def test_a_stream_takes_every_new_file_whatever_its_name(spark: Any, tmp_path: P
         for text in same_files(stream_sink(spark, checkpoints, "connections"), live)
     ]
     assert sorted({c["capture"] for c in conns}) == [f"DIR/{name}" for name, _ in sorted(HOSTS)]
+
+
+@needs_java
+def test_available_now_ends_with_the_batch_rows(spark: Any, tmp_path: Path) -> None:
+    """`trigger(availableNow=True)`, a file a batch (`maxFilesPerTrigger` 1): the query ends by
+    itself with the rows of a batch read of the folder, the connection still open at the end of
+    the newest file included (what a stream carries, flushed by its last batch); run again with
+    nothing new, it adds no row."""
+    ring = tmp_path / "ring"
+    rotated(ring)
+    checkpoints = tmp_path / "stream"
+    names = ("frames", "connections", "deliveries", "findings")  # (no finding in these files)
+    for _ in range(2):
+        for table in names:
+            run_stream(spark, ring, checkpoints, table, availableNow=True, maxFilesPerTrigger="1")
+        for table in names:
+            got = stream_sink(spark, checkpoints, table)
+            batch = canonical(source(spark, table, str(ring)), table)
+            assert (got or table == "findings") and Counter(got) == Counter(batch), table
+    conns = [json.loads(t) for t in stream_sink(spark, checkpoints, "connections")]
+    cut = [c for c in conns if c["capture"] == str(ring / "cap-2.pcap")]  # open at its end
+    assert cut and all(c["frames"] for c in cut)

@@ -18,7 +18,7 @@ Options: `table` (frames, connections, links, channels, deliveries, findings; de
 `pushFilters` (filters on the file skip files: `AmqpFilteringReader`); for a
 stream also `settleSeconds` (the newest file counts as complete once unchanged this long,
 default 120; any file is once a newer one exists) and `maxFilesPerTrigger`. A stream takes
-every new file whatever its name.
+every new file whatever its name, and `trigger(availableNow=True)` ends with a batch read's rows.
 
 Inputs: capture files and frame-trace logs (`rows.decode_file` tells them apart by content; a
 log is planned alone, never stitched), local or behind URIs (`remote`: listed in the planning
@@ -46,6 +46,14 @@ from pyspark.sql.datasource import (
     InputPartition,
 )
 from pyspark.sql.types import StructType
+
+try:  # pyspark 4.2 and later: a `trigger(availableNow=True)` query tells the source it is one
+    from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
+except ImportError:  # earlier: Spark runs such a query to the offset of its start, nothing flushed
+
+    class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
+        """What pyspark 4.2 calls to start a `trigger(availableNow=True)` query (not before)."""
+
 
 from amqpscope.pipeline import inputs
 from amqpscope.pipeline.stitch import MAX_GAP
@@ -375,14 +383,15 @@ def _starts_like_capture(path: str) -> bool:
     return _is_log(path, os.path.basename(path))
 
 
-class AmqpStreamReader(DataSourceStreamReader):
+class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """A folder that rotating captures (`tcpdump -G/-C`, dumpcap's ring buffer) fill, or that
     captures from several hosts are dropped into.
 
     The offset is the names of the files taken (every new file is taken, whatever its name, as
     Spark's own file source does), the carried chains (`plan.Carry`: connections open at the end
     of the newest file, which a later file may continue, and the connections decoded last,
-    which a file taken later may belong with). Files are placed by their packets' times, not
+    which a file taken later may belong with) and whether the batch that ended there flushed
+    them (`trigger(availableNow=True)`'s last). Files are placed by their packets' times, not
     their names (`plan.stream_tasks`). All of it is checkpointed by Spark with the offset, so a
     restarted query plans the same batches again: no frame lost, none repeated. A file is taken
     once a file modified after it exists, or when it has not changed for `settleSeconds`."""
@@ -409,6 +418,8 @@ class AmqpStreamReader(DataSourceStreamReader):
         self.options = decoder_options(options, self.table, columns)
         self._scans: dict[tuple[str, int, int], plan.Scan] = {}
         self._listed: dict[str, tuple[float, int]] = {}  # a URI folder's files: (mtime, size)
+        #: `trigger(availableNow=True)`: the names of the files complete at the query's start
+        self._target: set[str] | None = None
 
     def initialOffset(self) -> dict[str, Any]:
         return {"taken": [], "carry": plan.Carry().to_json()}
@@ -467,33 +478,45 @@ class AmqpStreamReader(DataSourceStreamReader):
             found = self._scans[key] = plan.scan(path)
         return found
 
-    def _plan(self, carry: plan.Carry, files: list[str]) -> tuple[list[plan.Task], plan.Carry]:
+    def _plan(
+        self, carry: plan.Carry, files: list[str], flush: bool
+    ) -> tuple[list[plan.Task], plan.Carry]:
         from amqpscope.pipeline import remote
 
         if remote.scheme(self.folder) is not None:  # listed once a plan, not once a file
             self._listed = {u: (m, n) for u, m, n in remote.folder_entries(self.folder)}
         scans = [self._scan(path) for path in files]
-        return plan.stream_tasks(carry, scans, self.max_gap)
+        return plan.stream_tasks(carry, scans, self.max_gap, flush=flush)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """`trigger(availableNow=True)`: the files complete now are the query's; its last batch
+        flushes what it carries, so it ends with the rows of a batch read of those files."""
+        self._target = {self._name(path) for path in self._new(set())}
 
     def latestOffset(self, start: dict[str, Any], limit: Any = None) -> dict[str, Any]:
         taken = self._taken(start)
         files = self._new(taken)
+        if self._target is not None:
+            files = [path for path in files if self._name(path) in self._target]
+        pending = len(files)
         if self.most:
             files = files[: self.most]
         carry = plan.Carry.from_json(start.get("carry"))
-        if not files:
+        flush = self._target is not None and len(files) == pending
+        if not files and not (flush and carry.chains):
             return start
-        _, after = self._plan(carry, files)
+        _, after = self._plan(carry, files, flush)
         names = sorted(taken | {self._name(path) for path in files}, key=plan.natural)
-        return {"taken": names, "carry": after.to_json()}
+        return {"taken": names, "carry": after.to_json(), "flush": flush}
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         before = self._taken(start)
         names = sorted(self._taken(end) - before, key=plan.natural)
+        flush = bool(end.get("flush"))
         carry = plan.Carry.from_json(start.get("carry"))
-        if not names:
+        if not names and not (flush and carry.chains):
             return []
-        tasks, _ = self._plan(carry, [self._path(name) for name in names])
+        tasks, _ = self._plan(carry, [self._path(name) for name in names], flush)
         for task in tasks:  # a file's part too late to be stitched: a log line beside its row
             if isinstance(task, plan.FileTask):
                 for _, _, text in task.notes:

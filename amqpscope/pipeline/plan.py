@@ -477,15 +477,17 @@ def stream_tasks(
     scans: list[Scan],
     max_gap: float = MAX_GAP,
     max_parts: int = 256,
+    flush: bool = False,
 ) -> tuple[list[Task], Carry]:
     """The tasks of one stream batch (`scans`: the files new since `carry`, in any order) and
     what it carries on. Files are placed by their packets' times: a new file may continue a
     carried chain, or come before one (a file taken later than a newer one). A chain is carried
     while its last part is open at its file's end and its file is the newest, or is no more
     than `max_gap` seconds older than the newest file's start (the timeout for a connection
-    that never reappears), and has fewer than `max_parts` parts. A chain that stops is decoded
-    now (one part alone: its file's rows for it, from that file decoded again). A new file's
-    part that belongs with a chain decoded in an earlier batch (`past`) cannot join it: its rows
+    that never reappears), and has fewer than `max_parts` parts; `flush` carries nothing (the
+    last batch of a `trigger(availableNow=True)` query). A chain that stops is decoded now
+    (one part alone: its file's rows for it, from that file decoded again). A new file's part
+    that belongs with a chain decoded in an earlier batch (`past`) cannot join it: its rows
     are its file's own, with a `capture.late-part` finding (`FileTask.notes`)."""
     held_parts: list[Part] = [p for chain in carry.chains for p in chain]
     new_parts: list[Part] = []
@@ -522,7 +524,7 @@ def stream_tasks(
         open_end = tail.tail_open and tail.amqp and len(chain) < max_parts
         in_newest = newest is None or _file_time(last) >= newest
         fresh = newest is None or newest - tail.last_ts <= max_gap
-        if open_end and (in_newest or fresh):
+        if open_end and not flush and (in_newest or fresh):
             held.append(chain)
         elif len(chain) > 1 or id(chain[0]) not in fresh_ids:
             done.append(chain)
