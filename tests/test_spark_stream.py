@@ -151,7 +151,7 @@ def test_available_now_takes_the_files_of_its_start_and_carries_nothing(tmp_path
     shutil.copy(CAPTURES / "091-tx.pcap", tmp_path / "ring" / "later.pcap")  # after the start
     start = reader.initialOffset()
     end = reader.latestOffset(start, None)
-    assert end["taken"] == ["cap-1.pcap", "cap-2.pcap"] and end["flush"]
+    assert list(end["taken"]) == ["cap-1.pcap", "cap-2.pcap"] and end["flush"]
     assert not end["carry"]["chains"] and reader.latestOffset(end, None) == end
     got = reader_rows(reader, reader.partitions(start, end))
     batch = batch_rows([first, second], "connections")
@@ -159,6 +159,47 @@ def test_available_now_takes_the_files_of_its_start_and_carries_nothing(tmp_path
     assert str(second) in {r["capture"] for r in got}  # the one open at the end of cap-2
     carried = AmqpStreamReader(options).latestOffset(start, None)
     assert [len(chain) for chain in carried["carry"]["chains"]] == [1]
+
+
+def test_a_file_changed_after_it_was_read_is_a_finding_and_a_log_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A ring that reuses names (`tcpdump -C -W`) writes a file the stream has read again: a
+    stream reads each file once, so the file's new content is not read, and it is not passed
+    over in silence either: a `capture.changed-after-read` finding row and a log line, once."""
+    import os
+    import time
+
+    from amqpscope.pipeline.datasource import AmqpStreamReader
+
+    live = tmp_path / "live"
+    live.mkdir()
+    arrive(CAPTURES / "091-tx.pcap", live)
+    os.utime(live / "091-tx.pcap", (time.time() - 60, time.time() - 60))
+    options = {"path": str(live), "settleSeconds": "0", "table": "findings"}
+    reader = AmqpStreamReader(options)
+    start = reader.initialOffset()
+    first = json.loads(json.dumps(reader.latestOffset(start, None)))
+    assert not any(
+        r["code"] == "capture.changed-after-read"
+        for r in reader_rows(reader, reader.partitions(start, first))
+    )
+    assert reader.latestOffset(first, None) == first  # nothing new, nothing changed
+    shutil.copyfile(CAPTURES / "091-get.pcap", live / "091-tx.pcap")  # the name written again
+    caplog.set_level(logging.WARNING, logger="amqpscope.pipeline.datasource")
+    reader = AmqpStreamReader(options)  # as after a restart
+    second = json.loads(json.dumps(reader.latestOffset(first, None)))
+    assert second != first and list(second["taken"]) == ["091-tx.pcap"]
+    found = reader_rows(reader, reader.partitions(first, second))
+    assert [(r["capture"], r["code"], r["severity"], r["conn_key"]) for r in found] == [
+        (str(live / "091-tx.pcap"), "capture.changed-after-read", "warning", None)
+    ]
+    assert "not read" in found[0]["message"] and found[0]["date"]
+    logged = [r.getMessage() for r in caplog.records if "091-tx.pcap" in r.getMessage()]
+    assert len(logged) == 1 and found[0]["message"] in logged[0]
+    assert reader.latestOffset(second, None) == second  # said once
+    frames = AmqpStreamReader({**options, "table": "frames"})
+    assert reader_rows(frames, frames.partitions(first, second)) == []  # not read again
 
 
 def stream_sink(spark: Any, checkpoints: Path, table: str) -> list[str]:

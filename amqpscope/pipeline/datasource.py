@@ -328,6 +328,10 @@ def _rows(task: plan.Task, table: str, options: dict[str, Any]) -> Iterator[list
             if kind == table:
                 yield value
         return
+    if task.unread:
+        if table == "findings":
+            yield [_note_row(task.capture, *note) for note in task.notes]
+        return
     at = index(table)["conn_key"]
     without = {rows.file_key(task.capture, conn) for conn in task.without}
     only = None if task.only is None else {rows.file_key(task.capture, c) for c in task.only}
@@ -346,19 +350,41 @@ def _rows(task: plan.Task, table: str, options: dict[str, Any]) -> Iterator[list
         if value:
             yield value
     if table == "findings" and task.notes:
-        yield [_note_row(task.capture, conn, ts, text) for conn, ts, text in task.notes]
+        yield [_note_row(task.capture, *note) for note in task.notes]
 
 
-def _note_row(capture: str, conn: int, ts: float | None, text: str) -> tuple[Any, ...]:
-    """A finding row of the plan's own about one of `capture`'s connections (`plan.LATE`)."""
+def _moved(taken: float | None, now: float | None) -> bool:
+    """Whether a file's modification time moved since it was taken (not when either is not
+    known; within a microsecond, as its offset's JSON keeps it)."""
+    return taken is not None and now is not None and abs(now - taken) > 1e-6
+
+
+def _changed(mtime: float | None) -> plan.Note:
+    """The finding of a file that changed after the stream read it."""
+    import time
+
+    when = "?" if mtime is None else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(mtime))
+    text = (
+        f"this file was modified (at {when}) after the stream had read it: a stream reads each "
+        "file once, so what it holds now is not read (a rotation that reuses names, as "
+        "tcpdump -C -W, or a writer that paused longer than settleSeconds, does this)"
+    )
+    return plan.CHANGED, None, mtime, text
+
+
+def _note_row(
+    capture: str, code: str, conn: int | None, ts: float | None, text: str
+) -> tuple[Any, ...]:
+    """A finding row of the plan's own: about one of `capture`'s connections (`plan.LATE`), or
+    about the file (`plan.CHANGED`)."""
     from amqpscope.pipeline.tables import row
 
     values = {
         "capture": capture,
         "date": rows.day(ts),
-        "conn_key": rows.file_key(capture, conn),
+        "conn_key": None if conn is None else rows.file_key(capture, conn),
         "conn": conn,
-        "code": plan.LATE,
+        "code": code,
         "severity": "warning",
         "message": text,
         "origin": "capture",
@@ -387,14 +413,16 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """A folder that rotating captures (`tcpdump -G/-C`, dumpcap's ring buffer) fill, or that
     captures from several hosts are dropped into.
 
-    The offset is the names of the files taken (every new file is taken, whatever its name, as
-    Spark's own file source does), the carried chains (`plan.Carry`: connections open at the end
-    of the newest file, which a later file may continue, and the connections decoded last,
-    which a file taken later may belong with) and whether the batch that ended there flushed
-    them (`trigger(availableNow=True)`'s last). Files are placed by their packets' times, not
-    their names (`plan.stream_tasks`). All of it is checkpointed by Spark with the offset, so a
-    restarted query plans the same batches again: no frame lost, none repeated. A file is taken
-    once a file modified after it exists, or when it has not changed for `settleSeconds`."""
+    The offset is the names of the files taken with their modification times (every new file
+    is taken, whatever its name, as Spark's own file source does; one modified after it was
+    read is a finding, not read again), the carried chains (`plan.Carry`: connections open at
+    the end of the newest file, which a later file may continue, and the connections decoded
+    last, which a file taken later may belong with) and whether the batch that ended there
+    flushed them (`trigger(availableNow=True)`'s last). Files are placed by their packets'
+    times, not their names (`plan.stream_tasks`). All of it is checkpointed by Spark with the
+    offset, so a restarted query plans the same batches again: no frame lost, none repeated. A
+    file is taken once a file modified after it exists, or when it has not changed for
+    `settleSeconds`."""
 
     def __init__(self, options: Any, columns: list[str] | None = None) -> None:
         self.table = _table(options)
@@ -422,7 +450,7 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: set[str] | None = None
 
     def initialOffset(self) -> dict[str, Any]:
-        return {"taken": [], "carry": plan.Carry().to_json()}
+        return {"taken": {}, "carry": plan.Carry().to_json()}
 
     def _name(self, path: str) -> str:
         """A file's name in the offset: its path in the folder."""
@@ -431,35 +459,50 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _path(self, name: str) -> str:
         return name if name.startswith(self.folder + "/") else f"{self.folder}/{name}"
 
-    def _taken(self, offset: dict[str, Any]) -> set[str]:
-        """The names of the files an offset had taken (an offset of an amqpscope that took files
-        in name order: every file up to its `last`)."""
-        if "taken" in offset:
-            return set(offset["taken"])
+    def _taken(self, offset: dict[str, Any]) -> dict[str, float | None]:
+        """The files an offset had taken: name -> modification time when taken (None where not
+        known: an offset of an amqpscope that took files in name order, every file up to its
+        `last`)."""
+        taken = offset.get("taken")
+        if isinstance(taken, dict):
+            return dict(taken)
+        if taken is not None:
+            return dict.fromkeys(taken)
         last = offset.get("last")
         if last is None:
-            return set()
+            return {}
         key = plan.natural(last)
         listed = plan.folder_files(self.folder)
-        return {self._name(path) for path, _ in listed if plan.natural(path) <= key}
+        return {self._name(path): None for path, _ in listed if plan.natural(path) <= key}
 
-    def _new(self, taken: set[str]) -> list[str]:
+    def _new(
+        self, taken: dict[str, float | None]
+    ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
         """The complete files not taken yet, by modification time (then name): each one a file
-        was modified after, and the newest once unchanged for `settleSeconds`. As a batch read
-        walks a folder: what does not start like a capture is not one (one that does is read
-        in full, so a damaged one is still a finding, not skipped); a file too new to have its
-        header yet is taken in a later batch."""
+        was modified after, and the newest once unchanged for `settleSeconds`; and the complete
+        files taken that changed since (path, mtime). As a batch read walks a folder: what does
+        not start like a capture is not one (one that does is read in full, so a damaged one is
+        still a finding, not skipped); a file too new to have its header yet is taken in a later
+        batch."""
         import time
 
         listed = list(plan.folder_files(self.folder))
         new = [f for f in listed if self._name(f[0]) not in taken and _starts_like_capture(f[0])]
+        old = [f for f in listed if self._name(f[0]) in taken]
         # the newest capture, taken or not (the folder's other files do not count)
-        latest = max((m for p, m in listed if self._name(p) in taken), default=0.0)
-        latest = max((m for _, m in new), default=latest)
+        latest = max((m for _, m in old + new), default=0.0)
         now = time.time()
-        found = [f for f in new if f[1] < latest or now - f[1] >= self.settle]
-        found.sort(key=lambda f: (f[1], plan.natural(f[0])))
-        return [path for path, _ in found]
+
+        def complete(mtime: float) -> bool:
+            return mtime < latest or now - mtime >= self.settle
+
+        found = sorted((f for f in new if complete(f[1])), key=lambda f: (f[1], plan.natural(f[0])))
+        changed = [
+            (path, mtime)
+            for path, mtime in old
+            if _moved(taken[self._name(path)], mtime) and complete(mtime)
+        ]
+        return found, changed
 
     def _scan(self, path: str) -> plan.Scan:
         from amqpscope.pipeline import remote
@@ -491,35 +534,47 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def prepareForTriggerAvailableNow(self) -> None:
         """`trigger(availableNow=True)`: the files complete now are the query's; its last batch
         flushes what it carries, so it ends with the rows of a batch read of those files."""
-        self._target = {self._name(path) for path in self._new(set())}
+        self._target = {self._name(path) for path, _ in self._new({})[0]}
 
     def latestOffset(self, start: dict[str, Any], limit: Any = None) -> dict[str, Any]:
         taken = self._taken(start)
-        files = self._new(taken)
+        files, changed = self._new(taken)
         if self._target is not None:
-            files = [path for path in files if self._name(path) in self._target]
+            files = [f for f in files if self._name(f[0]) in self._target]
         pending = len(files)
         if self.most:
             files = files[: self.most]
         carry = plan.Carry.from_json(start.get("carry"))
         flush = self._target is not None and len(files) == pending
-        if not files and not (flush and carry.chains):
+        if not files and not changed and not (flush and carry.chains):
             return start
-        _, after = self._plan(carry, files, flush)
-        names = sorted(taken | {self._name(path) for path in files}, key=plan.natural)
-        return {"taken": names, "carry": after.to_json(), "flush": flush}
+        _, after = self._plan(carry, [path for path, _ in files], flush)
+        if None in taken.values():  # an older offset's: the times as they are now
+            now = {self._name(path): mtime for path, mtime in plan.folder_files(self.folder)}
+            taken = {n: now.get(n) if t is None else t for n, t in taken.items()}
+        taken.update((self._name(path), mtime) for path, mtime in files + changed)
+        names = sorted(taken, key=plan.natural)
+        return {
+            "taken": {name: taken[name] for name in names},
+            "carry": after.to_json(),
+            "flush": flush,
+        }
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
-        before = self._taken(start)
-        names = sorted(self._taken(end) - before, key=plan.natural)
+        before, now = self._taken(start), self._taken(end)
+        names = sorted(now.keys() - before.keys(), key=plan.natural)
+        changed = [n for n, t in now.items() if n in before and _moved(before[n], t)]
         flush = bool(end.get("flush"))
         carry = plan.Carry.from_json(start.get("carry"))
-        if not names and not (flush and carry.chains):
+        if not names and not changed and not (flush and carry.chains):
             return []
         tasks, _ = self._plan(carry, [self._path(name) for name in names], flush)
-        for task in tasks:  # a file's part too late to be stitched: a log line beside its row
+        for name in sorted(changed, key=plan.natural):
+            path = self._path(name)
+            tasks.append(plan.FileTask(path, path, notes=(_changed(now[name]),), unread=True))
+        for task in tasks:  # a file too late to be stitched, or changed: a log line beside its row
             if isinstance(task, plan.FileTask):
-                for _, _, text in task.notes:
+                for _, _, _, text in task.notes:
                     log.warning("amqp: %s: %s", task.capture, text)
         return [InputPartition(task) for task in tasks]
 

@@ -106,17 +106,24 @@ class Scan:
     error: str | None = None
 
 
+#: a finding row a plan adds: (code, the file's connection or None, time, message)
+Note = tuple[str, int | None, float | None, str]
+
+
 @dataclass(slots=True)
 class FileTask:
     """A file's own decode; rows of the connections in `without` are left out, or with `only`
     set, only theirs are kept. `notes`: findings rows the plan adds for it (a stream's part
-    that came too late to be stitched: `stream_tasks`), as (conn, time, message)."""
+    that came too late to be stitched: `stream_tasks`; a file changed after a stream read it),
+    as (code, conn or None, time, message); `unread`: the notes' rows alone, the file not
+    read."""
 
     capture: str
     path: str
     without: frozenset[int] = frozenset()
     only: frozenset[int] | None = None
-    notes: tuple[tuple[int, float | None, str], ...] = ()
+    notes: tuple[Note, ...] = ()
+    unread: bool = False
 
 
 @dataclass(slots=True)
@@ -389,6 +396,8 @@ def _chains(parts: list[Part], max_gap: float) -> list[list[Part]]:
 PAST = 256
 #: the finding row of a file's part that came after its connection's rows were made
 LATE = "capture.late-part"
+#: the finding row of a file that changed after a stream read it (read once: not again)
+CHANGED = "capture.changed-after-read"
 
 
 @dataclass(slots=True)
@@ -456,7 +465,7 @@ def _belongs(part: Part, chain: list[Part], max_gap: float) -> bool:
     )
 
 
-def _late_note(part: Part, chain: list[Part]) -> tuple[int, float | None, str]:
+def _late_note(part: Part, chain: list[Part]) -> Note:
     """The finding of a part that came after its connection's rows were made: which files it
     belongs with, and that its rows are its own file's (the stream cannot take rows back)."""
     edge = part.edge
@@ -469,7 +478,7 @@ def _late_note(part: Part, chain: list[Part]) -> tuple[int, float | None, str]:
         "whose rows the stream had made before it took this file: its rows here are this "
         "file's alone, not stitched to those"
     )
-    return edge.conn, edge.first_ts, text
+    return LATE, edge.conn, edge.first_ts, text
 
 
 def stream_tasks(
@@ -500,7 +509,7 @@ def stream_tasks(
     newest = max(
         (t for t in [carry.newest, *(s.first_ts for s in scans)] if t is not None), default=None
     )
-    notes: dict[str, list[tuple[int, float | None, str]]] = {}
+    notes: dict[str, list[Note]] = {}
     late: set[int] = set()
     for part in new_parts:
         for chain in past:
