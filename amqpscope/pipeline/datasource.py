@@ -457,7 +457,10 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return path[len(self.folder) + 1 :] if path.startswith(self.folder + "/") else path
 
     def _path(self, name: str) -> str:
-        return name if name.startswith(self.folder + "/") else f"{self.folder}/{name}"
+        """The file of a name in the offset (a listing's path kept whole where it was not in
+        the folder's own form)."""
+        whole = name.startswith("/") or inputs.URI.match(name) is not None
+        return name if whole else f"{self.folder}/{name}"
 
     def _taken(self, offset: dict[str, Any]) -> dict[str, float | None]:
         """The files an offset had taken: name -> modification time when taken (None where not
