@@ -269,33 +269,40 @@ def test_pushed_filters_on_the_file_leave_other_files_out(spark: Any, tmp_path: 
     assert stitched and {r["capture_file"] for r in stitched} == {"cap-2.pcap"}
 
 
-def test_a_stream_takes_captures_in_name_order_and_waits_for_the_newest(tmp_path: Path) -> None:
-    """Files in the order a rotation names them (numbers as numbers), what is not a capture
-    left alone, and the newest file taken only once it has settled (no JVM needed: the offsets
-    are the reader's own)."""
+def test_a_stream_takes_every_capture_and_waits_for_the_newest(tmp_path: Path) -> None:
+    """Every capture is taken whatever its name, oldest modified first; what is not a capture
+    is left alone, and the file modified last is taken only once it has settled (no JVM
+    needed: the offsets are the reader's own)."""
     from amqpscope.pipeline.datasource import AmqpStreamReader
 
     folder = tmp_path / "caps"
     folder.mkdir()
-    for name in ("cap.pcap2", "cap.pcap10", "cap.pcap9"):
+    now = time.time()
+    for age, name in ((30, "cap.pcap2"), (10, "cap.pcap10"), (20, "cap.pcap9")):
         shutil.copy(CAPTURES / "091-tx.pcap", folder / name)
+        os.utime(folder / name, (now - age, now - age))
     (folder / "notes.txt").write_text("not a capture")
     (folder / ".cap.pcap11").write_bytes((CAPTURES / "091-tx.pcap").read_bytes())  # half written
     waiting = AmqpStreamReader({"path": str(folder), "settleSeconds": "3600"})
     start = waiting.initialOffset()
     end = waiting.latestOffset(start, None)
-    assert end["last"] == str(folder / "cap.pcap9")  # cap.pcap10, the newest, still written
+    assert list(end["taken"]) == ["cap.pcap2", "cap.pcap9"]  # cap.pcap10, the newest, still written
     settled = AmqpStreamReader({"path": str(folder), "settleSeconds": "0"})
     end = settled.latestOffset(start, None)
-    assert end["last"] == str(folder / "cap.pcap10")
+    assert list(end["taken"]) == ["cap.pcap2", "cap.pcap9", "cap.pcap10"]
     taken = [p.value.capture for p in settled.partitions(start, end)]
     assert taken == [str(folder / n) for n in ("cap.pcap2", "cap.pcap9", "cap.pcap10")]
     assert settled.latestOffset(end, None) == end  # nothing new
     assert settled.partitions(end, end) == []
     one = AmqpStreamReader({"path": str(folder), "settleSeconds": "0", "maxFilesPerTrigger": "1"})
     first = one.latestOffset(start, None)
-    assert first["last"] == str(folder / "cap.pcap2")
-    assert one.latestOffset(first, None)["last"] == str(folder / "cap.pcap9")
+    assert list(first["taken"]) == ["cap.pcap2"]
+    assert list(one.latestOffset(first, None)["taken"]) == ["cap.pcap2", "cap.pcap9"]
+    # an offset checkpointed by an amqpscope that took files in name order: all up to `last`
+    old = {"last": str(folder / "cap.pcap9"), "carry": end["carry"]}
+    assert list(settled.latestOffset(old, None)["taken"]) == list(end["taken"])
+    shutil.copy(CAPTURES / "091-tx.pcap", folder / "cap.pcap1")  # sorts first, comes last
+    assert list(settled.latestOffset(end, None)["taken"]) == ["cap.pcap1", *end["taken"]]
 
 
 @needs_java

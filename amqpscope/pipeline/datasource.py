@@ -17,7 +17,8 @@ Options: `table` (frames, connections, links, channels, deliveries, findings; de
 (`true`/`false`), `maxGap` (seconds between the parts of one connection, default 3600),
 `pushFilters` (filters on the file skip files: `AmqpFilteringReader`); for a
 stream also `settleSeconds` (the newest file counts as complete once unchanged this long,
-default 120; any file is once a newer one exists) and `maxFilesPerTrigger`.
+default 120; any file is once a newer one exists) and `maxFilesPerTrigger`. A stream takes
+every new file whatever its name, and `trigger(availableNow=True)` ends with a batch read's rows.
 
 Inputs: capture files and frame-trace logs (`rows.decode_file` tells them apart by content; a
 log is planned alone, never stitched), local or behind URIs (`remote`: listed in the planning
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import logging
 import os
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -44,6 +46,14 @@ from pyspark.sql.datasource import (
     InputPartition,
 )
 from pyspark.sql.types import StructType
+
+try:  # pyspark 4.2 and later: a `trigger(availableNow=True)` query tells the source it is one
+    from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
+except ImportError:  # earlier: Spark runs such a query to the offset of its start, nothing flushed
+
+    class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
+        """What pyspark 4.2 calls to start a `trigger(availableNow=True)` query (not before)."""
+
 
 from amqpscope.pipeline import inputs
 from amqpscope.pipeline.stitch import MAX_GAP
@@ -57,6 +67,8 @@ BATCH = int(os.environ.get("AMQPSCOPE_SOURCE_BATCH", "8192"))
 #: (Python data sources are not told which columns a query selects: the table is the pruning.)
 BODY_FREE = frozenset(("links", "channels"))
 SETTLE = 120.0
+
+log = logging.getLogger(__name__)
 
 
 class _Later:
@@ -316,6 +328,10 @@ def _rows(task: plan.Task, table: str, options: dict[str, Any]) -> Iterator[list
             if kind == table:
                 yield value
         return
+    if task.unread:
+        if table == "findings":
+            yield [_note_row(task.capture, *note) for note in task.notes]
+        return
     at = index(table)["conn_key"]
     without = {rows.file_key(task.capture, conn) for conn in task.without}
     only = None if task.only is None else {rows.file_key(task.capture, c) for c in task.only}
@@ -333,6 +349,47 @@ def _rows(task: plan.Task, table: str, options: dict[str, Any]) -> Iterator[list
             value = [r for r in value if r[at] not in without]
         if value:
             yield value
+    if table == "findings" and task.notes:
+        yield [_note_row(task.capture, *note) for note in task.notes]
+
+
+def _moved(taken: float | None, now: float | None) -> bool:
+    """Whether a file's modification time moved since it was taken (not when either is not
+    known; within a microsecond, as its offset's JSON keeps it)."""
+    return taken is not None and now is not None and abs(now - taken) > 1e-6
+
+
+def _changed(mtime: float | None) -> plan.Note:
+    """The finding of a file that changed after the stream read it."""
+    import time
+
+    when = "?" if mtime is None else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(mtime))
+    text = (
+        f"this file was modified (at {when}) after the stream had read it: a stream reads each "
+        "file once, so what it holds now is not read (a rotation that reuses names, as "
+        "tcpdump -C -W, or a writer that paused longer than settleSeconds, does this)"
+    )
+    return plan.CHANGED, None, mtime, text
+
+
+def _note_row(
+    capture: str, code: str, conn: int | None, ts: float | None, text: str
+) -> tuple[Any, ...]:
+    """A finding row of the plan's own: about one of `capture`'s connections (`plan.LATE`), or
+    about the file (`plan.CHANGED`)."""
+    from amqpscope.pipeline.tables import row
+
+    values = {
+        "capture": capture,
+        "date": rows.day(ts),
+        "conn_key": None if conn is None else rows.file_key(capture, conn),
+        "conn": conn,
+        "code": code,
+        "severity": "warning",
+        "message": text,
+        "origin": "capture",
+    }
+    return row("findings", values)
 
 
 def _starts_like_capture(path: str) -> bool:
@@ -352,14 +409,20 @@ def _starts_like_capture(path: str) -> bool:
     return _is_log(path, os.path.basename(path))
 
 
-class AmqpStreamReader(DataSourceStreamReader):
-    """A folder that a rotating capture (`tcpdump -G/-C`, dumpcap's ring buffer) fills.
+class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """A folder that rotating captures (`tcpdump -G/-C`, dumpcap's ring buffer) fill, or that
+    captures from several hosts are dropped into.
 
-    The offset is the last file taken (in the order of its name, numbers as numbers) and the
-    carried chains (`plan.Carry`): connections open at the end of the newest file, which a later
-    file may continue. Both are checkpointed by Spark with the offset, so a restarted query plans
-    the same batches again: no frame lost, none repeated. A file is taken once a newer one exists,
-    or when it has not changed for `settleSeconds`."""
+    The offset is the names of the files taken with their modification times (every new file
+    is taken, whatever its name, as Spark's own file source does; one modified after it was
+    read is a finding, not read again), the carried chains (`plan.Carry`: connections open at
+    the end of the newest file, which a later file may continue, and the connections decoded
+    last, which a file taken later may belong with) and whether the batch that ended there
+    flushed them (`trigger(availableNow=True)`'s last). Files are placed by their packets'
+    times, not their names (`plan.stream_tasks`). All of it is checkpointed by Spark with the
+    offset, so a restarted query plans the same batches again: no frame lost, none repeated. A
+    file is taken once a file modified after it exists, or when it has not changed for
+    `settleSeconds`."""
 
     def __init__(self, options: Any, columns: list[str] | None = None) -> None:
         self.table = _table(options)
@@ -383,34 +446,66 @@ class AmqpStreamReader(DataSourceStreamReader):
         self.options = decoder_options(options, self.table, columns)
         self._scans: dict[tuple[str, int, int], plan.Scan] = {}
         self._listed: dict[str, tuple[float, int]] = {}  # a URI folder's files: (mtime, size)
+        #: `trigger(availableNow=True)`: the names of the files complete at the query's start
+        self._target: set[str] | None = None
 
     def initialOffset(self) -> dict[str, Any]:
-        return {"last": None, "carry": plan.Carry().to_json()}
+        return {"taken": {}, "carry": plan.Carry().to_json()}
 
-    def _after(self, last: str | None) -> list[str]:
-        """The complete files after `last`, in order."""
+    def _name(self, path: str) -> str:
+        """A file's name in the offset: its path in the folder."""
+        return path[len(self.folder) + 1 :] if path.startswith(self.folder + "/") else path
+
+    def _path(self, name: str) -> str:
+        """The file of a name in the offset (a listing's path kept whole where it was not in
+        the folder's own form)."""
+        whole = name.startswith("/") or inputs.URI.match(name) is not None
+        return name if whole else f"{self.folder}/{name}"
+
+    def _taken(self, offset: dict[str, Any]) -> dict[str, float | None]:
+        """The files an offset had taken: name -> modification time when taken (None where not
+        known: an offset of an amqpscope that took files in name order, every file up to its
+        `last`)."""
+        taken = offset.get("taken")
+        if isinstance(taken, dict):
+            return dict(taken)
+        if taken is not None:
+            return dict.fromkeys(taken)
+        last = offset.get("last")
+        if last is None:
+            return {}
+        key = plan.natural(last)
+        listed = plan.folder_files(self.folder)
+        return {self._name(path): None for path, _ in listed if plan.natural(path) <= key}
+
+    def _new(
+        self, taken: dict[str, float | None]
+    ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+        """The complete files not taken yet, by modification time (then name): each one a file
+        was modified after, and the newest once unchanged for `settleSeconds`; and the complete
+        files taken that changed since (path, mtime). As a batch read walks a folder: what does
+        not start like a capture is not one (one that does is read in full, so a damaged one is
+        still a finding, not skipped); a file too new to have its header yet is taken in a later
+        batch."""
         import time
 
-        found = sorted(plan.folder_files(self.folder), key=lambda f: plan.natural(f[0]))
-        if last is not None:
-            key = plan.natural(last)
-            found = [f for f in found if plan.natural(f[0]) > key]
-        # as a batch read walks a folder: what does not start like a capture is not one (one
-        # that does is read in full, so a damaged one is still a finding, not skipped); a file
-        # too new to have its header yet is taken in a later batch
-        found = [f for f in found if _starts_like_capture(f[0])]
-        if found and time.time() - found[-1][1] < self.settle:
-            found = found[:-1]  # the newest may still be written
-        return [path for path, _ in found]
+        listed = list(plan.folder_files(self.folder))
+        new = [f for f in listed if self._name(f[0]) not in taken and _starts_like_capture(f[0])]
+        old = [f for f in listed if self._name(f[0]) in taken]
+        # the newest capture, taken or not (the folder's other files do not count)
+        latest = max((m for _, m in old + new), default=0.0)
+        now = time.time()
 
-    def _between(self, begin: str | None, last: str) -> list[str]:
-        """The files after `begin` up to `last`, in order (what a planned batch took)."""
-        key = plan.natural(last)
-        after = None if begin is None else plan.natural(begin)
-        found = [path for path, _ in plan.folder_files(self.folder)]
-        taken = [p for p in found if (after is None or plan.natural(p) > after)]
-        taken = [p for p in taken if plan.natural(p) <= key and _starts_like_capture(p)]
-        return sorted(taken, key=plan.natural)
+        def complete(mtime: float) -> bool:
+            return mtime < latest or now - mtime >= self.settle
+
+        found = sorted((f for f in new if complete(f[1])), key=lambda f: (f[1], plan.natural(f[0])))
+        changed = [
+            (path, mtime)
+            for path, mtime in old
+            if _moved(taken[self._name(path)], mtime) and complete(mtime)
+        ]
+        return found, changed
 
     def _scan(self, path: str) -> plan.Scan:
         from amqpscope.pipeline import remote
@@ -429,29 +524,61 @@ class AmqpStreamReader(DataSourceStreamReader):
             found = self._scans[key] = plan.scan(path)
         return found
 
-    def _plan(self, start: dict[str, Any], files: list[str]) -> tuple[list[plan.Task], Any]:
+    def _plan(
+        self, carry: plan.Carry, files: list[str], flush: bool
+    ) -> tuple[list[plan.Task], plan.Carry]:
         from amqpscope.pipeline import remote
 
         if remote.scheme(self.folder) is not None:  # listed once a plan, not once a file
             self._listed = {u: (m, n) for u, m, n in remote.folder_entries(self.folder)}
         scans = [self._scan(path) for path in files]
-        return plan.stream_tasks(plan.Carry.from_json(start.get("carry")), scans, self.max_gap)
+        return plan.stream_tasks(carry, scans, self.max_gap, flush=flush)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """`trigger(availableNow=True)`: the files complete now are the query's; its last batch
+        flushes what it carries, so it ends with the rows of a batch read of those files."""
+        self._target = {self._name(path) for path, _ in self._new({})[0]}
 
     def latestOffset(self, start: dict[str, Any], limit: Any = None) -> dict[str, Any]:
-        files = self._after(start.get("last"))
+        taken = self._taken(start)
+        files, changed = self._new(taken)
+        if self._target is not None:
+            files = [f for f in files if self._name(f[0]) in self._target]
+        pending = len(files)
         if self.most:
             files = files[: self.most]
-        if not files:
+        carry = plan.Carry.from_json(start.get("carry"))
+        flush = self._target is not None and len(files) == pending
+        if not files and not changed and not (flush and carry.chains):
             return start
-        _, carry = self._plan(start, files)
-        return {"last": files[-1], "carry": carry.to_json()}
+        _, after = self._plan(carry, [path for path, _ in files], flush)
+        if None in taken.values():  # an older offset's: the times as they are now
+            now = {self._name(path): mtime for path, mtime in plan.folder_files(self.folder)}
+            taken = {n: now.get(n) if t is None else t for n, t in taken.items()}
+        taken.update((self._name(path), mtime) for path, mtime in files + changed)
+        names = sorted(taken, key=plan.natural)
+        return {
+            "taken": {name: taken[name] for name in names},
+            "carry": after.to_json(),
+            "flush": flush,
+        }
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
-        last = end.get("last")
-        if last is None or last == start.get("last"):
+        before, now = self._taken(start), self._taken(end)
+        names = sorted(now.keys() - before.keys(), key=plan.natural)
+        changed = [n for n, t in now.items() if n in before and _moved(before[n], t)]
+        flush = bool(end.get("flush"))
+        carry = plan.Carry.from_json(start.get("carry"))
+        if not names and not changed and not (flush and carry.chains):
             return []
-        files = self._between(start.get("last"), last)
-        tasks, _ = self._plan(start, files)
+        tasks, _ = self._plan(carry, [self._path(name) for name in names], flush)
+        for name in sorted(changed, key=plan.natural):
+            path = self._path(name)
+            tasks.append(plan.FileTask(path, path, notes=(_changed(now[name]),), unread=True))
+        for task in tasks:  # a file too late to be stitched, or changed: a log line beside its row
+            if isinstance(task, plan.FileTask):
+                for _, _, _, text in task.notes:
+                    log.warning("amqp: %s: %s", task.capture, text)
         return [InputPartition(task) for task in tasks]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:

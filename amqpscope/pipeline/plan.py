@@ -37,7 +37,7 @@ from typing import Any
 from amqpscope.capture.files import CaptureError, open_capture
 from amqpscope.capture.linklayer import SegmentDecoder
 from amqpscope.capture.packet import FIN, SYN, RawPacket
-from amqpscope.pipeline.stitch import MAX_GAP, Edge, flow_pair, groups
+from amqpscope.pipeline.stitch import MAX_GAP, Edge, flow_pair, follows, groups
 from amqpscope.stream.events import StreamClose, StreamData, StreamOpen
 from amqpscope.stream.tcp import TcpReassembler
 
@@ -54,6 +54,8 @@ class Part:
     path: str  # where the file is read (the capture's local path)
     start: int
     end: int
+    #: the file's first packet's time: a stream orders files by it (`stream_tasks`)
+    file_ts: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         e = self.edge
@@ -72,6 +74,7 @@ class Part:
             "seqs": e.seqs,
             "start": self.start,
             "end": self.end,
+            "file_ts": self.file_ts,
         }
 
     @classmethod
@@ -89,7 +92,7 @@ class Part:
             amqp=value["amqp"],
             seqs={k: list(v) for k, v in value["seqs"].items()},
         )
-        return cls(edge, value["path"], value["start"], value["end"])
+        return cls(edge, value["path"], value["start"], value["end"], value.get("file_ts"))
 
 
 @dataclass(slots=True)
@@ -103,15 +106,24 @@ class Scan:
     error: str | None = None
 
 
+#: a finding row a plan adds: (code, the file's connection or None, time, message)
+Note = tuple[str, int | None, float | None, str]
+
+
 @dataclass(slots=True)
 class FileTask:
     """A file's own decode; rows of the connections in `without` are left out, or with `only`
-    set, only theirs are kept."""
+    set, only theirs are kept. `notes`: findings rows the plan adds for it (a stream's part
+    that came too late to be stitched: `stream_tasks`; a file changed after a stream read it),
+    as (code, conn or None, time, message); `unread`: the notes' rows alone, the file not
+    read."""
 
     capture: str
     path: str
     without: frozenset[int] = frozenset()
     only: frozenset[int] | None = None
+    notes: tuple[Note, ...] = ()
+    unread: bool = False
 
 
 @dataclass(slots=True)
@@ -379,40 +391,134 @@ def _chains(parts: list[Part], max_gap: float) -> list[list[Part]]:
 
 
 # -- a stream: files one batch at a time, the open connections carried -------------------------
+#: how many decoded chains a stream remembers (`Carry.past`): a later file that would have joined
+#: one of them is a finding, not silently a connection of its own
+PAST = 256
+#: the finding row of a file's part that came after its connection's rows were made
+LATE = "capture.late-part"
+#: the finding row of a file that changed after a stream read it (read once: not again)
+CHANGED = "capture.changed-after-read"
+
+
 @dataclass(slots=True)
 class Carry:
-    """Chains that the next file may continue (each ends with a part open at its file's end),
-    and how many files came before (the next file's order)."""
+    """What a stream keeps between batches: the chains that a later file may continue (each
+    ends with a part open at its file's end); the newest chains it has decoded (`past`: their
+    parts, which a file taken later may belong with); how many files it has taken; and the
+    newest file's first packet's time."""
 
     chains: list[list[Part]] = field(default_factory=list)
     files: int = 0
+    newest: float | None = None
+    past: list[list[Part]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {"files": self.files, "chains": [[p.to_json() for p in c] for c in self.chains]}
+        return {
+            "files": self.files,
+            "newest": self.newest,
+            "chains": [[p.to_json() for p in c] for c in self.chains],
+            "past": [[p.to_json() for p in c] for c in self.past],
+        }
 
     @classmethod
     def from_json(cls, value: dict[str, Any] | None) -> Carry:
         if not value:
             return cls()
         chains = [[Part.from_json(p) for p in chain] for chain in value.get("chains") or []]
-        return cls(chains, int(value.get("files") or 0))
+        past = [[Part.from_json(p) for p in chain] for chain in value.get("past") or []]
+        newest = value.get("newest")
+        files = int(value.get("files") or 0)
+        return cls(chains, files, None if newest is None else float(newest), past)
+
+
+def _file_time(part: Part) -> float:
+    return part.file_ts if part.file_ts is not None else part.edge.first_ts
+
+
+def _time_order(parts: Iterable[Part]) -> None:
+    """Each part's `order`: its file's place among these parts' files by capture time (then
+    name). Which file continues which connection is a matter of the packets' times, never of
+    the files' names or of the order they arrived in."""
+    when: dict[str, float] = {}
+    every = list(parts)
+    for part in every:
+        t = _file_time(part)
+        capture = part.edge.capture
+        if capture not in when or t < when[capture]:
+            when[capture] = t
+    rank = {c: i for i, c in enumerate(sorted(when, key=lambda c: (when[c], c)))}
+    for part in every:
+        part.edge.order = rank[part.edge.capture]
+
+
+def _belongs(part: Part, chain: list[Part], max_gap: float) -> bool:
+    """Whether `part` has its place in `chain` (a connection already decoded): before its first
+    part, after its last or between two, continuing and continued as `stitch` chains them."""
+    edge = part.edge
+    if chain[0].edge.pair != edge.pair or any(p.edge.capture == edge.capture for p in chain):
+        return False
+    at = sum(1 for p in chain if p.edge.order < edge.order)
+    before = chain[at - 1].edge if at else None
+    after = chain[at].edge if at < len(chain) else None
+    return (before is None or follows(before, edge, max_gap)) and (
+        after is None or follows(edge, after, max_gap)
+    )
+
+
+def _late_note(part: Part, chain: list[Part]) -> Note:
+    """The finding of a part that came after its connection's rows were made: which files it
+    belongs with, and that its rows are its own file's (the stream cannot take rows back)."""
+    edge = part.edge
+    ends = [name for name, open_ in (("start", edge.head_open), ("end", edge.tail_open)) if open_]
+    at = " and ".join(ends)
+    files = ", ".join(dict.fromkeys(os.path.basename(p.edge.capture) for p in chain))
+    text = (
+        f"the TCP connection {edge.client} <-> {edge.server}, open at this file's {at}, "
+        f"belongs by its endpoints, TCP sequence numbers and time with the one in {files}, "
+        "whose rows the stream had made before it took this file: its rows here are this "
+        "file's alone, not stitched to those"
+    )
+    return LATE, edge.conn, edge.first_ts, text
 
 
 def stream_tasks(
-    carry: Carry, scans: list[Scan], max_gap: float = MAX_GAP, max_parts: int = 256
+    carry: Carry,
+    scans: list[Scan],
+    max_gap: float = MAX_GAP,
+    max_parts: int = 256,
+    flush: bool = False,
 ) -> tuple[list[Task], Carry]:
-    """The tasks of one stream batch (`scans`: the files new since `carry`, in arrival order)
-    and what it carries on. A chain is carried while its last part is open at its file's end and
-    no more than `max_gap` seconds older than the newest file's start (the timeout for a
-    connection that never reappears), and has fewer than `max_parts` parts; a chain that stops
-    is decoded now (one part alone: its file's rows for it, from that file decoded again)."""
-    parts: list[Part] = [p for chain in carry.chains for p in chain]
-    for i, found in enumerate(scans):
+    """The tasks of one stream batch (`scans`: the files new since `carry`, in any order) and
+    what it carries on. Files are placed by their packets' times: a new file may continue a
+    carried chain, or come before one (a file taken later than a newer one). A chain is carried
+    while its last part is open at its file's end and its file is the newest, or is no more
+    than `max_gap` seconds older than the newest file's start (the timeout for a connection
+    that never reappears), and has fewer than `max_parts` parts; `flush` carries nothing (the
+    last batch of a `trigger(availableNow=True)` query). A chain that stops is decoded now
+    (one part alone: its file's rows for it, from that file decoded again). A new file's part
+    that belongs with a chain decoded in an earlier batch (`past`) cannot join it: its rows
+    are its file's own, with a `capture.late-part` finding (`FileTask.notes`)."""
+    held_parts: list[Part] = [p for chain in carry.chains for p in chain]
+    new_parts: list[Part] = []
+    for found in scans:
         for part in found.parts:
-            part.edge.order = carry.files + i
-            parts.append(part)
-    newest = max((s.first_ts for s in scans if s.first_ts is not None), default=None)
-    last = carry.files + len(scans) - 1
+            part.file_ts = found.first_ts
+            new_parts.append(part)
+    past = [list(chain) for chain in carry.past]
+    _time_order([p for chain in past for p in chain] + held_parts + new_parts)
+    newest = max(
+        (t for t in [carry.newest, *(s.first_ts for s in scans)] if t is not None), default=None
+    )
+    notes: dict[str, list[Note]] = {}
+    late: set[int] = set()
+    for part in new_parts:
+        for chain in past:
+            if _belongs(part, chain, max_gap):
+                late.add(id(part))
+                notes.setdefault(part.edge.capture, []).append(_late_note(part, chain))
+                break
+    fresh_ids = {id(p) for p in new_parts}
+    parts = held_parts + [p for p in new_parts if id(p) not in late]
     chains = _chains(parts, max_gap)
     chained = {id(p) for chain in chains for p in chain}
     # a lone part may still be continued: a chain of one
@@ -420,22 +526,31 @@ def stream_tasks(
     chains.sort(key=lambda c: (c[0].edge.order, c[0].edge.conn))
     held: list[list[Part]] = []
     done: list[list[Part]] = []
+    ended: list[list[Part]] = []  # lone parts of new files that stop here
     for chain in chains:
-        tail = chain[-1].edge
+        last = chain[-1]
+        tail = last.edge
         open_end = tail.tail_open and tail.amqp and len(chain) < max_parts
+        in_newest = newest is None or _file_time(last) >= newest
         fresh = newest is None or newest - tail.last_ts <= max_gap
-        # a file newer than the tail's that did not continue it: carried only within max_gap
-        if open_end and (tail.order == last or fresh):
+        if open_end and not flush and (in_newest or fresh):
             held.append(chain)
-        elif len(chain) > 1 or chain[0].edge.order < carry.files:
+        elif len(chain) > 1 or id(chain[0]) not in fresh_ids:
             done.append(chain)
-        # else: a lone part of a new file that stops here: its file's own decode has its rows
+        else:  # a lone part of a new file that stops here: its file's own decode has its rows
+            ended.append(chain)
     leave_out: dict[str, set[int]] = {}
     for chain in held + [c for c in done if len(c) > 1]:
         for part in chain:
             leave_out.setdefault(part.edge.capture, set()).add(part.edge.conn)
     out: list[Task] = [
-        FileTask(s.capture, s.path, frozenset(leave_out.get(s.capture, ()))) for s in scans
+        FileTask(
+            s.capture,
+            s.path,
+            frozenset(leave_out.get(s.capture, ())),
+            notes=tuple(notes.get(s.capture, ())),
+        )
+        for s in scans
     ]
     for chain in done:
         if len(chain) > 1:
@@ -443,7 +558,9 @@ def stream_tasks(
         else:  # carried alone, never continued: as its own file's decode has it
             part = chain[0]
             out.append(FileTask(part.edge.capture, part.path, only=frozenset((part.edge.conn,))))
-    return out, Carry(held, carry.files + len(scans))
+    past += done + ended + [[p] for p in new_parts if id(p) in late]
+    kept = Carry(held, carry.files + len(scans), newest, past[-PAST:])
+    return out, kept
 
 
 def part_packets(part: Part) -> list[RawPacket]:

@@ -55,7 +55,8 @@ class Edge:
         return a, b
 
 
-def _follows(earlier: Edge, later: Edge, max_gap: float) -> bool:
+def follows(earlier: Edge, later: Edge, max_gap: float) -> bool:
+    """Whether `later` continues `earlier` (the rules above)."""
     if not (earlier.tail_open and later.head_open and earlier.order < later.order):
         return False
     if later.first_ts - earlier.last_ts > max_gap:
@@ -81,7 +82,7 @@ def groups(edges: list[Edge], max_gap: float = MAX_GAP) -> list[list[Edge]]:
         chains: list[list[Edge]] = []
         for edge in candidates:
             for chain in chains:
-                if _follows(chain[-1], edge, max_gap):
+                if follows(chain[-1], edge, max_gap):
                     chain.append(edge)
                     break
             else:
