@@ -320,6 +320,10 @@ VIOLATIONS: Final[dict[str, tuple[str, str]]] = {
 HARMLESS: Final[dict[str, frozenset[str]]] = {
     "amqp10.frame-after-close": frozenset(("detach", "end")),
 }
+#: violations harmless whatever the frame when the connection ended cleanly (no close carried an
+#: error): RabbitMQ 3.10 sends a flow after its close when a credit refresh crossed the close.
+#: Reported once per connection, as info
+HARMLESS_ON_CLEAN_END: Final = frozenset({"amqp10.frame-after-close"})
 
 #: diagnoses that cite where what a connection left unacked or unsettled was delivered again:
 #: a connection retired early (`diagnose` of many) is diagnosed with these at the capture's end

@@ -1,0 +1,60 @@
+"""`diagnose` on the AMQP 1.0 recordings of other peers (captures/scenarios/peers10.py): the
+node amqp10 client, Qpid Proton's C++ example broker, garagemq, RabbitMQ with a client that has
+no SASL mechanism in common with it. Each answer is checked against what the client observed
+(NAME.json `expect`) and its evidence by what `read --json` says each frame is.
+"""
+
+from __future__ import annotations
+
+from amqpscope.capture.files import open_capture
+from amqpscope.diagnose.amqp10 import _address
+from amqpscope.dissect import Dissector
+from amqpscope.track.tracker import Tracker
+from tests.test_diagnose_captures import CAPTURES, evidence, expect, frames_of, of_code
+
+
+def _links(name: str) -> list:
+    """The links of the capture's connections, as the tracker left them."""
+    tracker = Tracker()
+    with open_capture(str(CAPTURES / name)) as capture:
+        for frame in Dissector().run(capture):
+            tracker.feed(frame)
+    tracker.finish()
+    return [link for c in tracker.connections.values() for s in c.sessions for link in s.links]
+
+
+def _terminus(frame: dict, key: str) -> str | None:
+    value = frame["fields"].get(key)
+    return value.get("address") if isinstance(value, dict) else None
+
+
+def test_a_link_is_named_by_its_node_not_the_clients_own_terminus() -> None:
+    """amqp10 fills in its own end ('localhost': the target of its receivers, the source of
+    its senders); the node is the receiver's source and the sender's target."""
+    name = "10-amqp10-cpp-starved.pcap"
+    queue = expect("10-amqp10-cpp-starved")["address"]
+    attaches = [f for f in frames_of(name).values() if f["name"] == "attach" and f["dir"] == "c2s"]
+    ends = {(f["fields"]["role"], _terminus(f, "source"), _terminus(f, "target")) for f in attaches}
+    assert ends == {("sender", "localhost", queue), ("receiver", queue, "localhost")}
+    links = _links(name)
+    assert len(links) == 2
+    assert [_address(link) for link in links] == [queue, queue]
+    links = _links("10-amqp10-never-granted.pcap")
+    assert [_address(link) for link in links] == [expect("10-amqp10-never-granted")["address"]] * 2
+
+
+def test_a_frame_after_a_clean_close_is_info_whatever_it_is() -> None:
+    """RabbitMQ 3.10 answers amqp10's close, then sends the flow of the credit amqp10 refreshed
+    just before: harmless on a clean end, like the detach after close of the other captures."""
+    name = "10-amqp10-rabbitmq.pcap"
+    (diagnosis,) = of_code(name, "spec.violation")
+    (late,) = evidence(name, diagnosis)
+    assert late["name"] == "flow" and late["dir"] == "s2c"
+    closes = [f for f in frames_of(name).values() if f["name"] == "close"]
+    assert [c["dir"] for c in closes] == ["c2s", "s2c"] and closes[1]["frame"] < late["frame"]
+    assert not any(c["fields"].get("error") for c in closes)
+    assert diagnosis["severity"] == "info" and "Harmless" in diagnosis["explanation"]
+    for other in ("10-presettled.pcap", "10-amqp10-rabbitmq.pcap"):
+        violations = of_code(other, "spec.violation")
+        after = [d for d in violations if "after its close" in d["explanation"]]
+        assert len(after) == 1 and after[0]["severity"] == "info"
