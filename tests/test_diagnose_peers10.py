@@ -10,7 +10,7 @@ from amqpscope.capture.files import open_capture
 from amqpscope.diagnose.amqp10 import _address
 from amqpscope.dissect import Dissector
 from amqpscope.track.tracker import Tracker
-from tests.test_diagnose_captures import CAPTURES, evidence, expect, frames_of, of_code
+from tests.test_diagnose_captures import CAPTURES, WITHIN, evidence, expect, frames_of, of_code
 
 
 def _links(name: str) -> list:
@@ -39,8 +39,61 @@ def test_a_link_is_named_by_its_node_not_the_clients_own_terminus() -> None:
     links = _links(name)
     assert len(links) == 2
     assert [_address(link) for link in links] == [queue, queue]
-    links = _links("10-amqp10-never-granted.pcap")
-    assert [_address(link) for link in links] == [expect("10-amqp10-never-granted")["address"]] * 2
+    (starved,) = of_code(name, "credit.starved")
+    assert starved["queue"] == queue and "localhost" not in starved["title"]
+    (never,) = of_code("10-amqp10-never-granted.pcap", "credit.never-granted")
+    assert never["queue"] == expect("10-amqp10-never-granted")["address"]
+
+
+def test_starvation_inferred_from_transfers_that_follow_a_grant() -> None:
+    """Proton's C++ broker never states `available`: the wait shows as a grant that transfers
+    answer at once, and the diagnosis says it is inferred, from what, and how sure."""
+    name = "10-amqp10-cpp-starved.pcap"
+    truth = expect("10-amqp10-cpp-starved")
+    (diagnosis,) = of_code(name, "credit.starved")
+    frames = frames_of(name)
+    assert not any(f["fields"].get("available") for f in frames.values() if f["dir"] == "s2c")
+    seconds = truth["starvation"]["seconds"]
+    assert abs(diagnosis["duration"] - seconds) <= WITHIN * seconds
+    last, grant, first = evidence(name, diagnosis)
+    assert last["name"] == first["name"] == "transfer" and last["dir"] == first["dir"] == "s2c"
+    assert grant["name"] == "flow" and grant["dir"] == "c2s"
+    granted = [g["credit"] for g in truth["credit_granted"]]
+    assert grant["fields"]["link-credit"] == granted[1] == 10
+    # the 10 transfers that answered the grant: all between it and the next grant
+    between = [
+        f
+        for f in frames.values()
+        if f["name"] == "transfer" and f["dir"] == "s2c" and f["frame"] > grant["frame"]
+    ][:10]
+    within_ms = (between[-1]["ts"] - grant["ts"]) * 1000
+    assert "(inferred)" in diagnosis["title"]
+    text = diagnosis["explanation"]
+    assert text.startswith("Inferred, confidence high: 10 transfers followed the grant within")
+    assert f"within {within_ms:.1f} ms" in text and "available" in text
+    assert first["frame"] == between[0]["frame"]
+    assert truth["waiting_when_starved"] == 15
+
+
+def test_a_receiver_that_never_grants_credit() -> None:
+    name = "10-amqp10-never-granted.pcap"
+    truth = expect("10-amqp10-never-granted")
+    (diagnosis,) = of_code(name, "credit.never-granted")
+    seconds = truth["no_credit_seconds"]
+    assert abs(diagnosis["duration"] - seconds) <= WITHIN * seconds
+    attach, close = evidence(name, diagnosis)
+    assert attach["name"] == "attach" and attach["dir"] == "c2s"
+    assert attach["fields"]["role"] == "receiver"
+    assert _terminus(attach, "source") == truth["address"]
+    assert close["name"] == "close"
+    flows = [
+        f
+        for f in frames_of(name).values()
+        if f["name"] == "flow" and f["fields"].get("handle") == attach["fields"]["handle"]
+    ]
+    assert flows == [] and truth["credit_granted"] == []
+    assert "granted no link-credit" in diagnosis["explanation"]
+    assert "client attached" in diagnosis["explanation"]
 
 
 def test_a_frame_after_a_clean_close_is_info_whatever_it_is() -> None:

@@ -49,6 +49,7 @@ CODES: Final[dict[str, tuple[str, str]]] = {
     ),
     "request.failed": (WARNING, "a management request answered with an error status"),
     "request.unanswered": (WARNING, "management or CBS requests never answered"),
+    "credit.never-granted": (WARNING, "a 1.0 receiver that granted no credit after attaching"),
 }
 
 #: how a redelivery was matched to its earlier delivery (`redelivery`), in words
