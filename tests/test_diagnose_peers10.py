@@ -96,6 +96,38 @@ def test_a_receiver_that_never_grants_credit() -> None:
     assert "client attached" in diagnosis["explanation"]
 
 
+def test_a_server_that_answers_another_protocol_and_hangs_up() -> None:
+    name = "10-header-hangup.pcap"
+    error = expect("10-header-hangup")["proton_error"]
+    # Proton saw the 0-9-1 header: AMQP 0 0 9 1
+    assert error["condition"] == "amqp:connection:framing-error"
+    assert "AMQP\\x00\\x00\\x09\\x01" in error["description"]
+    (diagnosis,) = of_code(name, "connection.not-opened")
+    header, end = evidence(name, diagnosis)
+    assert header["name"] == "protocol-header" and header["dir"] == "s2c"
+    assert header["fields"]["protocol"] == "AMQP 0-9-1"
+    assert end["kind"] == "transport" and end["fields"]["by"] == "server"
+    assert "AMQP 0-9-1" in diagnosis["title"]
+    assert "the server closed the TCP connection" in diagnosis["explanation"]
+
+
+def test_no_sasl_mechanism_in_common() -> None:
+    name = "10-sasl-no-mechanism.pcap"
+    truth = expect("10-sasl-no-mechanism")
+    assert truth["connections_opened"] == 0
+    (diagnosis,) = of_code(name, "connection.not-opened")
+    offered, end = evidence(name, diagnosis)
+    assert offered["name"] == "sasl-mechanisms"
+    mechanisms = offered["fields"]["sasl-server-mechanisms"]
+    assert not set(truth["allowed_mechs"]) & set(mechanisms)
+    assert "No SASL mechanism in common" in diagnosis["title"]
+    assert ", ".join(mechanisms) in diagnosis["explanation"]
+    # the client left (its FIN); the server's RST answered it
+    assert end["fields"].get("after-fin") == "client"
+    assert "the client closed the TCP connection" in diagnosis["explanation"]
+    assert not any(f["name"] == "sasl-init" for f in frames_of(name).values())
+
+
 def test_a_frame_after_a_clean_close_is_info_whatever_it_is() -> None:
     """RabbitMQ 3.10 answers amqp10's close, then sends the flow of the credit amqp10 refreshed
     just before: harmless on a clean end, like the detach after close of the other captures."""

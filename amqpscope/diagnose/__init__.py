@@ -17,6 +17,7 @@ from amqpscope.diagnose.credit10 import credit_waits
 from amqpscope.diagnose.evidence import Evidence
 from amqpscope.diagnose.lost import lost_bytes
 from amqpscope.diagnose.model import Diagnosis, ranked
+from amqpscope.diagnose.opening10 import not_opened
 from amqpscope.diagnose.watch import Watch
 from amqpscope.track import amqp091, amqp10
 from amqpscope.track.tracker import Tracker
@@ -27,7 +28,7 @@ __all__ = ["Diagnoser", "Diagnosis", "Watch", "diagnose_frames"]
 #: diagnoses of connections that ended and were evicted (live capture), the latest kept
 MAX_KEPT = 10_000
 #: the 1.0 rules: `amqp10`'s, then those of modules built on its helpers
-RULES10 = (*rules10.RULES, credit_waits)
+RULES10 = (*rules10.RULES, credit_waits, not_opened)
 
 
 class Diagnoser:

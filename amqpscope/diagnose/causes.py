@@ -50,6 +50,7 @@ CODES: Final[dict[str, tuple[str, str]]] = {
     "request.failed": (WARNING, "a management request answered with an error status"),
     "request.unanswered": (WARNING, "management or CBS requests never answered"),
     "credit.never-granted": (WARNING, "a 1.0 receiver that granted no credit after attaching"),
+    "connection.not-opened": (ERROR, "a 1.0 connection whose TCP ended before either open"),
 }
 
 #: how a redelivery was matched to its earlier delivery (`redelivery`), in words
