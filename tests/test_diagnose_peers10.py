@@ -39,6 +39,9 @@ def test_a_link_is_named_by_its_node_not_the_clients_own_terminus() -> None:
     links = _links(name)
     assert len(links) == 2
     assert [_address(link) for link in links] == [queue, queue]
+    # uamqp fills in its own end with its container-id; its node address is its URL's
+    uamqp = f"amqps://localhost/{expect('10-uamqp-cpp-broker')['address']}"
+    assert [_address(link) for link in _links("10-uamqp-cpp-broker.pcap")] == [uamqp] * 2
     (starved,) = of_code(name, "credit.starved")
     assert starved["queue"] == queue and "localhost" not in starved["title"]
     (never,) = of_code("10-amqp10-never-granted.pcap", "credit.never-granted")

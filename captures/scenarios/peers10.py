@@ -158,6 +158,7 @@ record.DECODE_AS_AMQP.update(
         "10-amqp10-cpp-broker": CPP_PORT,
         "10-amqp10-cpp-starved": CPP_PORT,
         "10-amqp10-never-granted": CPP_PORT,
+        "10-uamqp-cpp-broker": CPP_PORT,
         "10-header-hangup": record.GARAGEMQ_PORT,
     }
 )
@@ -224,6 +225,66 @@ def s10_amqp10_never_granted(ctx: record.Ctx) -> dict[str, Any]:
     counts = _on_cpp(ctx, "never", NEVER_SECONDS)
     times = counts["times"]
     counts["no_credit_seconds"] = round(times["disconnect"] - times["receiver_attached"], 6)
+    return counts
+
+
+def _uamqp(mode: str, port: int, address: str, cert: Path) -> dict[str, Any]:
+    """Debian's python3-uamqp under the system python3 (_uamqp_client.py), to `port`."""
+    python = "/usr/bin/python3"
+    done = subprocess.run(
+        [python, str(HERE / "_uamqp_client.py"), mode, str(port), address, str(cert)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(
+            f"uamqp ({mode}) exited with {done.returncode} (apt-get install python3-uamqp):"
+            f" {done.stderr.strip()[-400:]}"
+        )
+    result: dict[str, Any] = json.loads(lines[-1])
+    return result
+
+
+@record.scenario(
+    "10-uamqp-cpp-broker",
+    "1.0",
+    "Azure's C uamqp (Debian's python3-uamqp, system python3) against Proton's C++ example"
+    f" broker on 127.0.0.1:{CPP_PORT}, SASL ANONYMOUS. uamqp always speaks TLS: each of its"
+    " connections goes to a loopback relay that terminates TLS (Python's ssl, a throwaway"
+    " certificate uamqp trusts) and carries the bytes to the broker; only the plain leg, relay"
+    " to broker, is captured, so its TCP ends are the relay's. A SendClient sends 3 messages"
+    " to a queue (each accepted) and closes; a ReceiveClient (prefetch 10) takes them back,"
+    " accepts them and closes. uamqp fills in its own terminus (its container-id). A happy"
+    " path.",
+    **CPP,
+)
+def s10_uamqp_cpp_broker(ctx: record.Ctx) -> dict[str, Any]:
+    """A happy path of uamqp, whose own end's terminus names its container."""
+    import ssl
+
+    counts: dict[str, Any] = {"connections": 0, "connections_opened": 0}
+    with tempfile.TemporaryDirectory() as tmp, cpp_broker() as broker:
+        made = record.self_signed_cert(Path(tmp))
+        if made is None:
+            raise RuntimeError("cannot make a certificate for the TLS relay")
+        cert, key = made
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
+        for mode in ("send", "receive"):
+            relay = record.TlsRelay((record.BROKER_HOST, CPP_PORT), context, server=True)
+            try:
+                counts.update(_uamqp(mode, relay.start(), ctx.q(), cert))
+                if not relay.done.wait(10):
+                    raise RuntimeError(f"the TLS relay did not finish: {relay.n}")
+            finally:
+                relay.stop()
+            counts["connections"] += 1
+            counts["connections_opened"] += 1  # uamqp raises unless its connection opened
+    counts.update(broker)
+    counts["address"] = ctx.q()
     return counts
 
 
