@@ -88,6 +88,7 @@ WARNED: dict[str, dict[str, int]] = {
     "10-amqp10-never-granted": {"credit.never-granted": 1},
     "10-header-hangup": {"connection.not-opened": 1},  # garagemq answers 0-9-1 and hangs up
     "10-sasl-no-mechanism": {"connection.not-opened": 1},
+    "10-stream-port-hangup": {"connection.not-opened": 1},  # RabbitMQ's stream port hangs up
 }
 #: a duration measured by the client agrees with the capture's within this fraction
 WITHIN = 0.10

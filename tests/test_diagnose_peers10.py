@@ -114,6 +114,21 @@ def test_a_server_that_answers_another_protocol_and_hangs_up() -> None:
     assert "the server closed the TCP connection" in diagnosis["explanation"]
 
 
+def test_a_server_that_hangs_up_with_no_answer() -> None:
+    """RabbitMQ's stream listener reads the AMQP header as a stream frame's size and closes."""
+    name = "10-stream-port-hangup.pcap"
+    error = expect("10-stream-port-hangup")["proton_error"]
+    assert "no protocol header found" in error["description"]
+    (diagnosis,) = of_code(name, "connection.not-opened")
+    header, end = evidence(name, diagnosis)
+    assert header["name"] == "protocol-header" and header["dir"] == "c2s"
+    assert end["kind"] == "transport" and end["fields"]["by"] == "server"
+    answered = [f for f in frames_of(name).values() if f["dir"] == "s2c"]
+    assert [f["kind"] for f in answered] == ["transport"]  # the FIN, no byte before it
+    assert "hung up after the protocol header" in diagnosis["title"]
+    assert "the server closed the TCP connection with no header" in diagnosis["explanation"]
+
+
 def test_no_sasl_mechanism_in_common() -> None:
     name = "10-sasl-no-mechanism.pcap"
     truth = expect("10-sasl-no-mechanism")

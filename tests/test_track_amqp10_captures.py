@@ -59,6 +59,7 @@ EXPECTED_FINDINGS: dict[str, dict[str, int]] = {
     "10-amqp10-rabbitmq": {"amqp10.frame-after-close": 1},  # RabbitMQ's flow after its close
     "10-header-hangup": {},  # garagemq's 0-9-1 header: a codec finding, not the tracker's
     "10-sasl-no-mechanism": {},
+    "10-stream-port-hangup": {},
     "10-uamqp-cpp-broker": {},  # uamqp's two connections (send, then receive): a happy path
 }
 

@@ -34,8 +34,8 @@ def _how(conn: ConnectionTracker, by: str) -> tuple[str, str, str]:
     if client and not server:
         return (
             "The server hung up after the protocol header: the connection never opened",
-            f"The client sent the protocol header {client[-1]} and {hung_up} before the server"
-            " answered with a header of its own.",
+            f"The client sent the protocol header {client[-1]} and {hung_up} with no header"
+            " from the server in answer.",
             "that the server speaks AMQP 1.0 (or this layer: SASL, TLS) on this port, and its"
             " log for a refused or dropped connection",
         )

@@ -160,6 +160,7 @@ record.DECODE_AS_AMQP.update(
         "10-amqp10-never-granted": CPP_PORT,
         "10-uamqp-cpp-broker": CPP_PORT,
         "10-header-hangup": record.GARAGEMQ_PORT,
+        "10-stream-port-hangup": record.STREAM_PORT,
     }
 )
 
@@ -391,4 +392,26 @@ def s10_sasl_no_mechanism(ctx: record.Ctx) -> dict[str, Any]:
     url = f"amqp://guest:guest@{record.BROKER_HOST}:{record.BROKER_PORT}"
     n = Refused(ctx, url, allowed_mechs="SCRAM-SHA-256").run()
     n["allowed_mechs"] = ["SCRAM-SHA-256"]
+    return n
+
+
+@record.scenario(
+    "10-stream-port-hangup",
+    "1.0",
+    "A python-qpid-proton client (SASL header first) connects to RabbitMQ's stream protocol"
+    f" listener ({record.STREAM_PORT}, the rabbitmq_stream plugin) as if it were AMQP 1.0: the"
+    " broker reads the header as a stream frame's size, sends nothing and closes the TCP"
+    " connection; Proton reports a framing error (no protocol header) and no connection opens."
+    " A real broker that hangs up after the protocol header without a word.",
+    port=record.STREAM_PORT,
+    capture=record.CaptureSpec(bpf=f"tcp port {record.STREAM_PORT}"),
+    queues=(),
+    manual_capture=True,
+)
+def s10_stream_port_hangup(ctx: record.Ctx) -> dict[str, Any]:
+    """A connection that never opens: the server hung up on the header, answering nothing."""
+    if not record.port_open(record.BROKER_HOST, record.STREAM_PORT):
+        raise RuntimeError(f"nothing listens on {record.STREAM_PORT} (the rabbitmq_stream plugin)")
+    n = Refused(ctx, f"amqp://{record.BROKER_HOST}:{record.STREAM_PORT}").run()
+    n["broker"] = "RabbitMQ's stream protocol listener (rabbitmq_stream)"
     return n
