@@ -3443,6 +3443,10 @@ def run_one(
         part.unlink(missing_ok=True)
 
 
+#: scenario name -> a port of its own tshark is told is AMQP (scenario modules add to it)
+DECODE_AS_AMQP: dict[str, int] = {}
+
+
 def tshark_check(out: Path, name: str) -> tuple[bool, str]:
     """Independent look with tshark: the file reads cleanly and AMQP shows up where expected."""
     sc = SCENARIOS[name]
@@ -3452,14 +3456,16 @@ def tshark_check(out: Path, name: str) -> tuple[bool, str]:
         cmd[1:1] = ["-d", f"tcp.port=={P2P_PORT},amqp"]
     what = "AMQP"
     keys = out / f"{name}.keys"
-    if sc.port == TLS_PORT:
+    if name in DECODE_AS_AMQP:
+        cmd[1:1] = ["-d", f"tcp.port=={DECODE_AS_AMQP[name]},amqp"]
+    elif sc.port == TLS_PORT:
         # Wireshark decrypts with the key log (or the secrets in the pcapng). It does not follow
         # the in-band upgrade (10-tls-inband): there it sees the two `AMQP 2 1 0 0` headers.
         what = "TLS"
         cmd[cmd.index("amqp")] = "tls"
         if keys.exists():
             cmd[1:1] = ["-o", f"tls.keylog_file:{keys}"]
-    if sc.port == WS_PORT:  # Wireshark reads no AMQP inside WebSocket: check the framing
+    elif sc.port == WS_PORT:  # Wireshark reads no AMQP inside WebSocket: check the framing
         what = "WebSocket"
         cmd[cmd.index("amqp")] = "websocket"
         cmd[1:1] = ["-d", f"tcp.port=={WS_PORT},http"]

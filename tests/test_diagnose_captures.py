@@ -81,6 +81,14 @@ WARNED: dict[str, dict[str, int]] = {
         "request.failed": 1,
         "request.unanswered": 1,
     },
+    # captures/scenarios/peers10.py: amqp10 and Proton's C++ example broker, garagemq, a
+    # client with no SASL mechanism in common (10-amqp10-cpp-broker and 10-amqp10-rabbitmq
+    # are happy paths: none)
+    "10-amqp10-cpp-starved": {"credit.starved": 1},  # inferred: the broker never says available
+    "10-amqp10-never-granted": {"credit.never-granted": 1},
+    "10-header-hangup": {"connection.not-opened": 1},  # garagemq answers 0-9-1 and hangs up
+    "10-sasl-no-mechanism": {"connection.not-opened": 1},
+    "10-stream-port-hangup": {"connection.not-opened": 1},  # RabbitMQ's stream port hangs up
 }
 #: a duration measured by the client agrees with the capture's within this fraction
 WITHIN = 0.10

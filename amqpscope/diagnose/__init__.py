@@ -13,9 +13,11 @@ from collections.abc import Iterable
 from amqpscope.codec.frames import Frame
 from amqpscope.diagnose import amqp091 as rules091
 from amqpscope.diagnose import amqp10 as rules10
+from amqpscope.diagnose.credit10 import credit_waits
 from amqpscope.diagnose.evidence import Evidence
 from amqpscope.diagnose.lost import lost_bytes
 from amqpscope.diagnose.model import Diagnosis, ranked
+from amqpscope.diagnose.opening10 import not_opened
 from amqpscope.diagnose.watch import Watch
 from amqpscope.track import amqp091, amqp10
 from amqpscope.track.tracker import Tracker
@@ -25,6 +27,8 @@ __all__ = ["Diagnoser", "Diagnosis", "Watch", "diagnose_frames"]
 
 #: diagnoses of connections that ended and were evicted (live capture), the latest kept
 MAX_KEPT = 10_000
+#: the 1.0 rules: `amqp10`'s, then those of modules built on its helpers
+RULES10 = (*rules10.RULES, credit_waits, not_opened)
 
 
 class Diagnoser:
@@ -45,7 +49,7 @@ class Diagnoser:
             for rule in rules091.RULES:
                 out.extend(rule(conn, self.evidence))
         else:
-            for rule10 in rules10.RULES:
+            for rule10 in RULES10:
                 out.extend(rule10(conn, self.evidence))
         out.extend(lost_bytes(conn.conn, self.evidence))
         return out

@@ -29,15 +29,32 @@ ERROR_CODES: Final = {"close": "close.connection", "end": "close.session", "deta
 ANSWERS: Final = {"detach": ("attach",), "end": ("attach", "begin"), "close": ("open",)}
 
 
+#: a link end's role -> the terminus that names the node it is attached to: a receiver's
+#: messages come from its source, a sender's go to its target (the other terminus is the
+#: end's own, which amqp10 and uamqp fill in: 'localhost', a container-id)
+NODE_TERMINUS: Final = {"receiver": "source", "sender": "target"}
+
+
+def terminus_address(fields: dict[str, object], key: str) -> str | None:
+    """The address of an attach's `key` terminus, or None."""
+    value = fields.get(key)
+    if isinstance(value, dict) and isinstance(value.get("address"), str):
+        return str(value["address"])
+    return None
+
+
 def _address(link: Link) -> str | None:
-    for side in (CLIENT, SERVER):
-        attach = link.attach[side]
-        if not attach:
-            continue
-        for key in ("source", "target") if link.sender == side else ("target", "source"):
-            value = attach.get(key)
-            if isinstance(value, dict) and isinstance(value.get("address"), str):
-                return str(value["address"])
+    """The node `link` is attached to: the terminus that names it for the client's role,
+    whichever end's attach says it (the broker's usually echoes it). A link whose roles are
+    not known (no attach seen) tries the source, then the target."""
+    role = link.role_of(CLIENT)
+    keys = (NODE_TERMINUS[role],) if role is not None else ("source", "target")
+    for key in keys:
+        for side in (CLIENT, SERVER):
+            attach = link.attach[side]
+            address = terminus_address(attach, key) if attach else None
+            if address is not None:
+                return address
     return None
 
 
@@ -259,10 +276,10 @@ def errors(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
         named = ""
         address = None
         if answered is not None and answered.name == "attach":
-            for key in ("source", "target"):
-                value = answered.fields.get(key)
-                if isinstance(value, dict) and isinstance(value.get("address"), str):
-                    address = address or str(value["address"])
+            role = answered.fields.get("role")
+            keys = (NODE_TERMINUS[role],) if role in NODE_TERMINUS else ("source", "target")
+            for key in keys:
+                address = address or terminus_address(answered.fields, key)
             named = f" The attach it answers is frame {answered.number}" + (
                 f" (address {address!r})." if address else "."
             )
@@ -449,14 +466,28 @@ def liveness(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
     return out
 
 
+def _clean_end(conn: ConnectionTracker) -> bool:
+    """The connection was closed (by either side) and no close carried an error."""
+    closes = [c for c in (conn.client_side.closed, conn.server_side.closed) if c is not None]
+    return bool(closes) and not any(c.get("error") for c in closes)
+
+
 def violations(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
     out = []
+    clean = _clean_end(conn)
     for code, (rule, section) in causes.VIOLATIONS.items():
         if not code.startswith("amqp10."):
             continue
+        told = False  # a harmless one reported for this connection already
         for placed in ev.found(conn.conn, code):
             side = SIDE_OF.get(placed.frame.direction, "?")
-            harmless = placed.frame.name in causes.HARMLESS.get(code, ())
+            harmless = placed.frame.name in causes.HARMLESS.get(code, ()) or (
+                clean and code in causes.HARMLESS_ON_CLEAN_END
+            )
+            if harmless and code in causes.HARMLESS_ON_CLEAN_END:
+                if told:
+                    continue
+                told = True
             doubt, lost = lost_line(ev, conn.conn, placed.frame.number)
             diagnosis = make(
                 "spec.violation",

@@ -49,6 +49,8 @@ CODES: Final[dict[str, tuple[str, str]]] = {
     ),
     "request.failed": (WARNING, "a management request answered with an error status"),
     "request.unanswered": (WARNING, "management or CBS requests never answered"),
+    "credit.never-granted": (WARNING, "a 1.0 receiver that granted no credit after attaching"),
+    "connection.not-opened": (ERROR, "a 1.0 connection whose TCP ended before either open"),
 }
 
 #: how a redelivery was matched to its earlier delivery (`redelivery`), in words
@@ -320,6 +322,10 @@ VIOLATIONS: Final[dict[str, tuple[str, str]]] = {
 HARMLESS: Final[dict[str, frozenset[str]]] = {
     "amqp10.frame-after-close": frozenset(("detach", "end")),
 }
+#: violations harmless whatever the frame when the connection ended cleanly (no close carried an
+#: error): RabbitMQ 3.10 sends a flow after its close when a credit refresh crossed the close.
+#: Reported once per connection, as info
+HARMLESS_ON_CLEAN_END: Final = frozenset({"amqp10.frame-after-close"})
 
 #: diagnoses that cite where what a connection left unacked or unsettled was delivered again:
 #: a connection retired early (`diagnose` of many) is diagnosed with these at the capture's end

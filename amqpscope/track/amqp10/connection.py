@@ -656,6 +656,7 @@ class ConnectionTracker:
                     self.txns.coordinators += 1
                 link.coordinator = True
         elif role == "receiver":
+            link.credit.receiver_attached(frame.ts, frame.number)
             target = fields.get("target")
             if isinstance(target, dict) and target.get("type") == "coordinator":
                 link.coordinator = True
@@ -689,6 +690,7 @@ class ConnectionTracker:
     def _end_link(self, out: list[Finding], session: Session, link: Link, why: str) -> None:
         link.ended = ENDED_AS.get(why, "open at end")
         link.current = None
+        link.credit.ended(self.ts)
         key = (link.name, link.sender or _attacher(link))
         if session.by_name.get(key) is link:
             del session.by_name[key]
@@ -737,7 +739,12 @@ class ConnectionTracker:
         echo = bool(fields.get("echo"))
         if role == "receiver":
             waited = link.credit.receiver_flow(
-                fields.get("delivery-count"), fields.get("link-credit"), drain, echo, frame.ts
+                fields.get("delivery-count"),
+                fields.get("link-credit"),
+                drain,
+                echo,
+                frame.ts,
+                frame.number,
             )
         elif role == "sender":
             waited = link.credit.sender_flow(

@@ -21,35 +21,76 @@ from typing import Any, Final
 from amqpscope.track.amqp10.delivery import Delivery
 from amqpscope.track.amqp10.rules import (
     CLIENT,
+    FOLLOW_SECONDS,
     OUTCOMES,
     RESERVOIR,
     SERVER,
+    STALL_SECONDS,
     serial_add,
     serial_diff,
 )
 from amqpscope.track.stats import Durations, Episodes, Latency, Level, Rate
 
 
+class Wait:
+    """A wait for credit inferred on a link whose sender never states `available`: its last
+    credit used by a transfer (`dry_frame` at `start`), no grant for `seconds`, then a grant
+    (`grant_frame`, `granted` credits) that `followed` transfers answered within `within`
+    seconds (the first of them `first_frame`): the sender had them ready."""
+
+    __slots__ = (
+        "dry_frame",
+        "first_frame",
+        "followed",
+        "grant_frame",
+        "granted",
+        "granted_at",
+        "seconds",
+        "start",
+        "within",
+    )
+
+    def __init__(
+        self, start: float, dry_frame: int, granted_at: float, grant_frame: int, granted: int
+    ) -> None:
+        self.start = start
+        self.dry_frame = dry_frame
+        self.granted_at = granted_at
+        self.grant_frame = grant_frame
+        self.granted = granted
+        self.seconds = granted_at - start
+        self.followed = 0
+        self.within = 0.0
+        self.first_frame = 0
+
+
 class Credit:
     """One link's flow control, from the flows and transfers on the wire. Unknown is None."""
 
     __slots__ = (
+        "attached_at",
+        "attached_frame",
         "available",
+        "burst",
         "count",
         "drained",
         "draining",
         "drains",
         "drains_completed",
+        "dry",
         "echo_answered",
         "echo_asked",
         "echo_pending",
         "high",
+        "inferred",
         "initial",
         "issued",
         "last_receiver",
         "limit",
         "pending",
         "starvation",
+        "stated",
+        "ungranted",
         "without_credit",
     )
 
@@ -73,6 +114,17 @@ class Credit:
         self.without_credit = 0  # deliveries sent with no credit
         self.starvation = Episodes()
         self.last_receiver: tuple[int | None, int] | None = None  # (delivery-count, link-credit)
+        #: the sender stated `available` in a flow: starvation is known, not inferred
+        self.stated = False
+        #: (time, frame) of the transfer that used the last credit, while `available` is unknown
+        self.dry: tuple[float, int] | None = None
+        self.burst: Wait | None = None  # a wait ended by a grant, its transfers still coming
+        self.inferred: list[Wait] = []  # waits inferred from transfers that followed a grant
+        #: when the receiving end attached (its frame), and the wait for a first grant that
+        #: lasted until the link ended: (start, seconds, the attach's frame)
+        self.attached_at: float | None = None
+        self.attached_frame = 0
+        self.ungranted: tuple[float, float, int] | None = None
 
     @property
     def credit(self) -> int | None:
@@ -101,6 +153,7 @@ class Credit:
         drain: bool,
         echo: bool,
         ts: float,
+        number: int = 0,
     ) -> float | None:
         """A flow from the receiving end; returns a finished starvation episode's length."""
         self._echo("receiver", echo)
@@ -116,6 +169,8 @@ class Credit:
             return None
         before = self.credit
         self._grant(base, serial_add(base, link_credit))
+        if self.dry is not None:
+            self._granted_after_dry(before, ts, number)
         return self._renewed(before, ts)
 
     def sender_flow(
@@ -142,6 +197,10 @@ class Credit:
                 self.limit = serial_add(delivery_count, link_credit)
         if available is not None:
             self.available = available
+            if not self.stated:
+                self.stated = True
+                self.dry = None
+                self.burst = None
         credit = self.credit
         if self.draining and drain and credit is not None and credit <= 0:
             self.drains_completed += 1
@@ -158,6 +217,8 @@ class Credit:
         """A delivery's first transfer (`frame`, its number); returns the credit it was sent
         with (None: unknown)."""
         credit = self.credit
+        if not self.stated and credit is not None:
+            self._infer(ts, frame if frame is not None else 0, credit)
         if self.count is not None:  # unknown mid-stream until the sender's first flow
             self.count = serial_add(self.count, 1)
         if self.available:
@@ -179,6 +240,32 @@ class Credit:
         self.limit = None
         self.pending = None
         self.starvation.cancel()
+        self.dry = None
+        self.burst = None
+
+    def receiver_attached(self, ts: float, number: int) -> None:
+        """The receiving end's attach: from here it may grant credit."""
+        if self.attached_at is None:
+            self.attached_at = ts
+            self.attached_frame = number
+
+    def ended(self, ts: float) -> None:
+        """The link ended at `ts`: a receiver that never granted credit since it attached, for
+        STALL_SECONDS or more, is noted (`ungranted`); a burst still coming is complete."""
+        self._close_burst()
+        self.dry = None
+        start = self.attached_at
+        if start is None or self.issued or self.pending is not None or self.ungranted:
+            return
+        if ts - start >= STALL_SECONDS:
+            self.ungranted = (start, ts - start, self.attached_frame)
+
+    def waits(self) -> list[Wait]:
+        """The waits inferred so far, with a burst still coming."""
+        burst = self.burst
+        if burst is not None and burst.followed:
+            return [*self.inferred, burst]
+        return list(self.inferred)
 
     # --- internals ----------------------------------------------------------------------------
 
@@ -190,6 +277,40 @@ class Credit:
         if gained > 0:
             self.issued += gained
             self.high = limit
+
+    def _infer(self, ts: float, number: int, credit: int) -> None:
+        """A transfer while `available` was never stated: counted in the burst that answers a
+        grant when it comes within FOLLOW_SECONDS of it; one that uses the last credit starts a
+        dry spell (the sender may or may not have more: the next grant's burst says)."""
+        burst = self.burst
+        if burst is not None:
+            if ts - burst.granted_at <= FOLLOW_SECONDS:
+                if not burst.followed:
+                    burst.first_frame = number
+                burst.followed += 1
+                burst.within = ts - burst.granted_at
+            else:
+                self._close_burst()
+        if credit == 1:
+            self._close_burst()
+            self.dry = (ts, number)
+
+    def _granted_after_dry(self, before: int | None, ts: float, number: int) -> None:
+        """A grant after a dry spell: one STALL_SECONDS or longer starts a burst to watch."""
+        credit = self.credit
+        dry = self.dry
+        if dry is None or credit is None or credit <= 0 or (before is not None and before > 0):
+            return
+        self.dry = None
+        if ts - dry[0] >= STALL_SECONDS:
+            self.burst = Wait(dry[0], dry[1], ts, number, credit)
+
+    def _close_burst(self) -> None:
+        burst = self.burst
+        if burst is not None:
+            self.burst = None
+            if burst.followed:
+                self.inferred.append(burst)
 
     def _renewed(self, before: int | None, ts: float) -> float | None:
         credit = self.credit

@@ -140,6 +140,9 @@ SETTLED_REQUIRED: Final = {"settled": True, "unsettled": False, "mixed": None}
 
 MIN_MAX_FRAME_SIZE: Final = 512  # frames before the peer's open (spec 2.7.1)
 STALL_SECONDS: Final = 1.0  # a credit or window stall this long is a finding
+#: transfers this soon after a grant came at once: the sender had them waiting (the inference
+#: of a stall for a sender that never states `available`)
+FOLLOW_SECONDS: Final = 0.05
 BACKLOG: Final = 10_000  # unsettled deliveries on one link before `amqp10.unsettled-backlog`
 RESERVOIR: Final = 2048  # settlement-latency samples kept per link
 RANGE_WALK: Final = 4096  # disposition ranges wider than this walk the unsettled map instead
