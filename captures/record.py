@@ -2571,7 +2571,7 @@ def s_non_amqp(ctx: Ctx) -> dict[str, Any]:
 # AMQP 1.0 over WebSocket
 # --------------------------------------------------------------------------
 
-WS_PORT = 5674
+WS_PORT = 5675  # 5674 is garagemq's; captures/10-websocket.pcap was recorded on 5674 before
 WS_PATH = "/amqp"
 WS_FRAGMENT = 64  # the client sends AMQP bytes in frames of at most this size: continuations
 
