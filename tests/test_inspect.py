@@ -5,7 +5,6 @@ piped, in JSON against the frame schema, with hostile strings and secrets; snaps
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
 from pathlib import Path
@@ -22,11 +21,11 @@ from amqpscope.codec.amqp10.tree import amqp_tree as tree10
 from amqpscope.codec.tree import frame_tree
 from amqpscope.dissect import Dissector
 from amqpscope.render.hexdump import hexdump
+from tests.snapshot import matches as snapshot_matches
 from tests.test_terminal_safety import TRUTH, escaped, raw_controls
 
 CAPTURES = Path(__file__).resolve().parent.parent / "captures"
 SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
-UPDATE = os.environ.get("AMQPSCOPE_UPDATE_SNAPSHOTS") == "1"
 SCHEMA = json.loads(
     (Path(__file__).resolve().parent.parent / "amqpscope/schema/frame.schema.json").read_text()
 )
@@ -73,9 +72,7 @@ def test_snapshot(name: str, args: list[str], width: int) -> None:
     assert all(len(line) <= width for line in text.splitlines())
     assert not raw_controls(text)
     snapshot = SNAPSHOTS / f"inspect-{name.split('.')[0]}-{width}.txt"
-    if UPDATE or not snapshot.exists():
-        snapshot.write_text(text)
-    assert text == snapshot.read_text()
+    snapshot_matches(text, snapshot)
 
 
 def test_piped_values_are_never_cut_and_hostile_names_stay_escaped() -> None:
