@@ -17,8 +17,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import is_hypothesis_test, settings
 
 ROOT = str(Path(__file__).resolve().parent.parent)
+
+#: property tests: no deadline (a loaded 2-core machine runs an example slowly, which is no
+#: failure of the code), no example database (a run depends on the seed alone), and a fixed
+#: seed, AMQPSCOPE_HYPOTHESIS_SEED (0 unless given; --hypothesis-seed overrides it), which a
+#: failure's report names
+settings.register_profile("amqpscope", deadline=None, database=None)
+settings.load_profile("amqpscope")
+SEED_VARIABLE = "AMQPSCOPE_HYPOTHESIS_SEED"
+HYPOTHESIS_SEED = os.environ.get(SEED_VARIABLE, "0")
 _paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
 os.environ["PYTHONPATH"] = os.pathsep.join([ROOT, *(p for p in _paths if p != ROOT)])
 
@@ -46,6 +56,13 @@ GROUPS = {
 }
 #: the longest groups first, so that no worker starts one when the others are nearly done
 FIRST = ("builds", "spark", "broker")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """Every property test draws from the fixed seed (before Hypothesis's plugin reads it)."""
+    if config.getoption("--hypothesis-seed", None) is None:
+        config.option.hypothesis_seed = HYPOTHESIS_SEED
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -90,7 +107,17 @@ def pytest_runtest_makereport(
 ) -> Generator[None, Any, None]:
     """A skip in setup (skipif) or in the test (pytest.skip) for a missing oracle."""
     outcome = yield
-    _oracle_required(outcome.get_result())
+    report = outcome.get_result()
+    _oracle_required(report)
+    if report.failed and is_hypothesis_test(getattr(item, "obj", None)):
+        seed = item.config.getoption("--hypothesis-seed", None)
+        report.sections.append(
+            (
+                "hypothesis seed",
+                f"drawn from seed {seed}: {SEED_VARIABLE}={seed} (or --hypothesis-seed={seed})"
+                " runs it again",
+            )
+        )
 
 
 @pytest.hookimpl(hookwrapper=True)
