@@ -14,9 +14,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from click.testing import CliRunner
 from proton import Data
 
 from amqpscope.capture.files import open_capture
+from amqpscope.cli import main
 from amqpscope.dissect import Dissector
 from amqpscope.logs.detect import detect
 from amqpscope.logs.reader import records_from_log
@@ -69,3 +71,67 @@ def test_a_payload_the_log_cut_short_is_found_with_its_whole_size() -> None:
     assert {name for name, code in codes if code == "log.truncated-payload"} == {"transfer"}
     proton = log_records("log-proton-broker.log")
     assert not [f for r in proton for f in r.findings if f.code == "log.truncated-payload"]
+
+
+def diagnoses(name: str) -> list[dict[str, Any]]:
+    result = CliRunner().invoke(main, ["diagnose", "--json", str(CAPTURES / name)])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)["diagnoses"]
+
+
+def frames(name: str) -> dict[int, dict[str, Any]]:
+    """`read --json`'s records by frame number: what each evidence frame is."""
+    result = CliRunner().invoke(main, ["read", "--json", str(CAPTURES / name)])
+    assert result.exit_code == 0, result.output
+    records = map(json.loads, result.stdout.splitlines())
+    return {r["frame"]: r for r in records if "frame" in r}
+
+
+def only(found: list[dict[str, Any]], code: str) -> dict[str, Any]:
+    (diagnosis,) = [d for d in found if d["code"] == code]
+    return diagnosis
+
+
+def test_a_consumer_the_broker_cancelled_and_a_connection_it_forced_closed() -> None:
+    """captures/scenarios/coverage.py: another connection deleted the queue under the
+    consumer (RabbitMQ's basic.cancel, pika's on_cancel callback), then rabbitmqctl
+    close_connection (320, pika's ConnectionClosedByBroker)."""
+    name = "091-broker-cancel-and-close"
+    expect, found, by_number = truth(name), diagnoses(f"{name}.pcap"), frames(f"{name}.pcap")
+    cancelled = only(found, "consumer.cancelled")
+    tag = expect["cancelled_by_broker"]["consumer_tag"]
+    assert cancelled["title"] == f"The broker cancelled consumer {tag!r} on channel 1"
+    assert cancelled["severity"] == "warning"  # not this connection's own queue.delete
+    assert cancelled["queue"] == f"amqpscope.{name}.q"
+    consume, cancel = (by_number[n] for n in cancelled["evidence"])
+    assert (consume["name"], consume["dir"]) == ("basic.consume", "c2s")
+    assert (cancel["name"], cancel["dir"]) == ("basic.cancel", "s2c")
+    assert cancel["fields"]["consumer-tag"] == tag and cancel["conn"] == consume["conn"]
+    closed = only(found, "close.connection")
+    code, text = expect["closed_by_broker"]["reply_code"], expect["closed_by_broker"]["reply_text"]
+    assert closed["title"] == f"Connection closed by the server: {code} CONNECTION-FORCED"
+    assert closed["severity"] == "error" and closed["conn"] == cancel["conn"]
+    (close,) = (by_number[n] for n in closed["evidence"])
+    assert (close["name"], close["dir"]) == ("connection.close", "s2c")
+    assert (close["fields"]["reply-code"], close["fields"]["reply-text"]) == (code, text)
+    assert sorted(d["code"] for d in found) == ["close.connection", "consumer.cancelled"]
+
+
+def test_a_client_that_stopped_the_brokers_content_with_channel_flow() -> None:
+    """captures/scenarios/coverage.py: the client's channel.flow active=false, which RabbitMQ
+    3.x answers with 540 NOT_IMPLEMENTED (what pika raised)."""
+    name = "091-flow-refused"
+    expect, found, by_number = truth(name), diagnoses(f"{name}.pcap"), frames(f"{name}.pcap")
+    stopped = only(found, "consumer.flow-stopped")
+    assert stopped["title"] == "The client stopped content on channel 1 (channel.flow)"
+    (flow,) = (by_number[n] for n in stopped["evidence"])
+    assert (flow["name"], flow["dir"], flow["fields"]["active"]) == ("channel.flow", "c2s", False)
+    closed = only(found, "close.connection")
+    code, text = expect["closed_by_broker"]["reply_code"], expect["closed_by_broker"]["reply_text"]
+    assert closed["title"] == f"Connection closed by the server: {code} NOT-IMPLEMENTED"
+    (close,) = (by_number[n] for n in closed["evidence"])
+    assert (close["name"], close["dir"]) == ("connection.close", "s2c")
+    assert (close["fields"]["reply-code"], close["fields"]["reply-text"]) == (code, text)
+    assert close["frame"] > flow["frame"]
+    unacked = only(found, "delivery.unacked-at-end")  # the one delivery pika held
+    assert unacked["title"].startswith(f"{expect['unacked_when_closed']} deliveries on channel 1")

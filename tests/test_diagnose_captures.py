@@ -81,6 +81,15 @@ WARNED: dict[str, dict[str, int]] = {
         "request.failed": 1,
         "request.unanswered": 1,
     },
+    # captures/scenarios/coverage.py (tests/test_coverage_recorded.py): RabbitMQ cancelled the
+    # consumer whose queue another connection deleted, then rabbitmqctl closed it (320)
+    "091-broker-cancel-and-close": {"consumer.cancelled": 1, "close.connection": 1},
+    # the client's channel.flow active=false, which RabbitMQ answers 540, holding one delivery
+    "091-flow-refused": {
+        "consumer.flow-stopped": 1,
+        "close.connection": 1,
+        "delivery.unacked-at-end": 1,
+    },
 }
 #: a duration measured by the client agrees with the capture's within this fraction
 WITHIN = 0.10

@@ -76,6 +76,14 @@ FINDINGS = {
         "amqp091.prefetch-saturated",  # consumer A holding its 3 of 3
         "amqp091.unacked-at-end",  # ... when it closed its channel
     ],
+    # captures/scenarios/coverage.py: the broker's basic.cancel, then its 320
+    "091-broker-cancel-and-close": ["amqp091.consumer-cancelled", "amqp091.connection-error"],
+    "091-flow-refused": [
+        "amqp091.prefetch-saturated",  # prefetch 1, the delivery held
+        "amqp091.flow-stopped",  # the client's channel.flow active=false ...
+        "amqp091.connection-error",  # ... which RabbitMQ refuses: 540
+        "amqp091.unacked-at-end",
+    ],
 }
 
 
@@ -109,8 +117,11 @@ HERE = {"acked_messages", "unacked_when_killed", "unacked_when_closed", "unconfi
 _DECODED = "decoded frames (test_amqp091_decoder, test_ground_truth)"
 _DIAGNOSED = "diagnoses (test_diagnose_captures)"
 _INPUTS = "inputs (TLS, logs, the report, hostile names)"
+_COVERAGE = "diagnoses (test_coverage_recorded)"
 _NOTES = "how the scenario ran (pika's view, no count the summary gives)"
 ELSEWHERE: dict[str, str] = {
+    "cancelled_by_broker": _COVERAGE,
+    "closed_by_broker": _COVERAGE,
     "body": _DECODED,
     "body_sha256": _DECODED,
     "received_body_sha256": _DECODED,
