@@ -135,3 +135,72 @@ def test_a_client_that_stopped_the_brokers_content_with_channel_flow() -> None:
     assert close["frame"] > flow["frame"]
     unacked = only(found, "delivery.unacked-at-end")  # the one delivery pika held
     assert unacked["title"].startswith(f"{expect['unacked_when_closed']} deliveries on channel 1")
+
+
+def test_a_clients_1_0_link_violations_and_the_listeners_close() -> None:
+    """captures/scenarios/coverage.py: a socket client, its frames encoded by Proton's Data,
+    breaks one link rule per connection against a Proton listener, which closes the last
+    connection with an error of its own (what the client decoded, and Proton reported)."""
+    name = "10-link-violations"
+    expect, found, by_number = truth(name), diagnoses(f"{name}.pcap"), frames(f"{name}.pcap")
+    violations = sorted(
+        (d for d in found if d["code"] == "spec.violation"), key=lambda d: d["evidence"][0]
+    )
+    assert [d["title"] for d in violations] == [
+        "The client broke a rule: attach on channel 0",
+        "The client broke a rule: transfer on channel 0",
+        "The client broke a rule: attach on channel 0",
+    ]
+    in_use, role, over = ([by_number[n] for n in d["evidence"]] for d in violations)
+    assert len({d["conn"] for d in violations}) == 3  # one connection each
+    # (1) link b attached on handle 0 while a was: the client's attaches, in order
+    (attach,) = in_use
+    attaches = [
+        (r["fields"]["name"], r["fields"]["handle"])
+        for r in by_number.values()
+        if r["conn"] == attach["conn"] and r["name"] == "attach" and r["dir"] == "c2s"
+    ]
+    assert [n for n, _ in attaches] == expect["handle_in_use"]["attached_on_handle_0"]
+    assert {h for _, h in attaches} == {0} and attach["fields"]["name"] == "b"
+    assert [f.code for f in _findings(attach)] == ["amqp10.handle-in-use"]
+    # (2) a transfer on the link the client attached as its receiver
+    (transfer,) = role
+    (receiver,) = [
+        r
+        for r in by_number.values()
+        if r["conn"] == transfer["conn"] and r["name"] == "attach" and r["dir"] == "c2s"
+    ]
+    assert receiver["fields"]["name"] == expect["wrong_role"]["receiver_link"]
+    assert receiver["fields"]["role"] == "receiver" and transfer["dir"] == "c2s"
+    assert transfer["fields"]["handle"] == receiver["fields"]["handle"]
+    assert [f.code for f in _findings(transfer)] == ["amqp10.wrong-role"]
+    # (3) an attach above the listener's handle-max, which the listener closed the connection for
+    (high,) = over
+    assert high["fields"]["handle"] == expect["handle_over_max"]["handle"]
+    (begin,) = [
+        r
+        for r in by_number.values()
+        if r["conn"] == high["conn"] and r["name"] == "begin" and r["dir"] == "s2c"
+    ]
+    assert begin["fields"]["handle-max"] == expect["handle_over_max"]["listener_handle_max"]
+    assert [f.code for f in _findings(high)] == ["amqp10.handle-over-max"]
+    closed = only(found, "close.connection")
+    condition, description = expect["handle_over_max"]["listener_closed_with"]
+    assert closed["title"] == f"The server closed the connection: {condition}"
+    assert closed["conn"] == high["conn"] and closed["severity"] == "error"
+    close = by_number[closed["evidence"][-1]]
+    assert (close["name"], close["dir"]) == ("close", "s2c")
+    assert close["fields"]["error"]["condition"] == condition
+    assert close["fields"]["error"]["description"] == description
+    assert [condition, description] in expect["listener_transport_errors"]  # Proton's own word
+    # the other two connections the listener kept open, as the client saw
+    assert expect["handle_in_use"]["listener_closed_with"] is None
+    assert expect["wrong_role"]["listener_closed_with"] is None
+    unsettled = only(found, "delivery.unsettled-at-end")  # the wrong-role transfer, unsettled
+    assert unsettled["conn"] == transfer["conn"]
+
+
+def _findings(record: dict[str, Any]) -> list[Any]:
+    from types import SimpleNamespace
+
+    return [SimpleNamespace(**f) for f in record["findings"]]
