@@ -1,6 +1,8 @@
 """Diagnoses and findings that had no test, each on a recording (issue 40 item 14): what the
 recorded client or peer saw (captures/NAME.json) against what amqpscope reads from the capture
-or log of the same run.
+or log of the same run. consumer.cancelled, close.connection (0-9-1 320 and 540, a 1.0 close
+with an error), consumer.flow-stopped and the 1.0 link violations (handle-in-use,
+handle-over-max, wrong-role) are recorded by captures/scenarios/coverage.py.
 
 log.truncated-payload: rhea's frame trace (DEBUG=rhea:frames) prints a payload as Node prints a
 Buffer, its first 50 bytes and "... N more bytes": every transfer of log-rhea-broker.log is cut,
@@ -87,6 +89,11 @@ def frames(name: str) -> dict[int, dict[str, Any]]:
     return {r["frame"]: r for r in records if "frame" in r}
 
 
+def codes(record: dict[str, Any]) -> list[str]:
+    """The codes of the findings `read --json` gives a frame."""
+    return [f["code"] for f in record["findings"]]
+
+
 def only(found: list[dict[str, Any]], code: str) -> dict[str, Any]:
     (diagnosis,) = [d for d in found if d["code"] == code]
     return diagnosis
@@ -162,7 +169,7 @@ def test_a_clients_1_0_link_violations_and_the_listeners_close() -> None:
     ]
     assert [n for n, _ in attaches] == expect["handle_in_use"]["attached_on_handle_0"]
     assert {h for _, h in attaches} == {0} and attach["fields"]["name"] == "b"
-    assert [f.code for f in _findings(attach)] == ["amqp10.handle-in-use"]
+    assert codes(attach) == ["amqp10.handle-in-use"]
     # (2) a transfer on the link the client attached as its receiver
     (transfer,) = role
     (receiver,) = [
@@ -173,7 +180,7 @@ def test_a_clients_1_0_link_violations_and_the_listeners_close() -> None:
     assert receiver["fields"]["name"] == expect["wrong_role"]["receiver_link"]
     assert receiver["fields"]["role"] == "receiver" and transfer["dir"] == "c2s"
     assert transfer["fields"]["handle"] == receiver["fields"]["handle"]
-    assert [f.code for f in _findings(transfer)] == ["amqp10.wrong-role"]
+    assert codes(transfer) == ["amqp10.wrong-role"]
     # (3) an attach above the listener's handle-max, which the listener closed the connection for
     (high,) = over
     assert high["fields"]["handle"] == expect["handle_over_max"]["handle"]
@@ -183,7 +190,7 @@ def test_a_clients_1_0_link_violations_and_the_listeners_close() -> None:
         if r["conn"] == high["conn"] and r["name"] == "begin" and r["dir"] == "s2c"
     ]
     assert begin["fields"]["handle-max"] == expect["handle_over_max"]["listener_handle_max"]
-    assert [f.code for f in _findings(high)] == ["amqp10.handle-over-max"]
+    assert codes(high) == ["amqp10.handle-over-max"]
     closed = only(found, "close.connection")
     condition, description = expect["handle_over_max"]["listener_closed_with"]
     assert closed["title"] == f"The server closed the connection: {condition}"
@@ -198,9 +205,3 @@ def test_a_clients_1_0_link_violations_and_the_listeners_close() -> None:
     assert expect["wrong_role"]["listener_closed_with"] is None
     unsettled = only(found, "delivery.unsettled-at-end")  # the wrong-role transfer, unsettled
     assert unsettled["conn"] == transfer["conn"]
-
-
-def _findings(record: dict[str, Any]) -> list[Any]:
-    from types import SimpleNamespace
-
-    return [SimpleNamespace(**f) for f in record["findings"]]
