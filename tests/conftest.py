@@ -11,11 +11,24 @@ PYTHONPATH removed.
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Generator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import is_hypothesis_test, settings
 
 ROOT = str(Path(__file__).resolve().parent.parent)
+
+#: property tests: no deadline (a loaded 2-core machine runs an example slowly, which is no
+#: failure of the code), no example database (a run depends on the seed alone), and a fixed
+#: seed, AMQPSCOPE_HYPOTHESIS_SEED (0 unless given; --hypothesis-seed overrides it), which a
+#: failure's report names
+settings.register_profile("amqpscope", deadline=None, database=None)
+settings.load_profile("amqpscope")
+SEED_VARIABLE = "AMQPSCOPE_HYPOTHESIS_SEED"
+HYPOTHESIS_SEED = os.environ.get(SEED_VARIABLE, "0")
 _paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
 os.environ["PYTHONPATH"] = os.pathsep.join([ROOT, *(p for p in _paths if p != ROOT)])
 
@@ -46,6 +59,13 @@ FIRST = ("builds", "spark", "broker")
 
 
 @pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """Every property test draws from the fixed seed (before Hypothesis's plugin reads it)."""
+    if config.getoption("--hypothesis-seed", None) is None:
+        config.option.hypothesis_seed = HYPOTHESIS_SEED
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Every test in a group: a named one above, or else its file (a file's tests stay on one
     worker, so its module fixtures are made once). First: xdist's worker reads the groups in its
@@ -59,3 +79,49 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.add_marker(pytest.mark.xdist_group(group))
         order[item] = FIRST.index(group) if group in FIRST else len(FIRST)
     items.sort(key=order.__getitem__)  # stable: files keep their order within a rank
+
+
+#: `make test` sets it: a test skipped because an oracle that `make test` installs is missing
+#: (its reason says "make test installs" or "make install installs": tests/oracle.py's
+#: `missing`) fails instead, so a run without tshark, tmux, chromium or an extra cannot go green
+REQUIRE_ORACLES = "AMQPSCOPE_REQUIRE_ORACLES"
+_INSTALLED = re.compile(r"make (?:test|install) installs")
+
+
+def _oracle_required(report: pytest.TestReport | pytest.CollectReport) -> None:
+    """Turn `report`, a skip for a missing oracle `make test` installs, into a failure."""
+    if os.environ.get(REQUIRE_ORACLES) != "1" or not report.skipped:
+        return
+    if hasattr(report, "wasxfail"):
+        return
+    longrepr = report.longrepr
+    reason = str(longrepr[2]) if isinstance(longrepr, tuple) else str(longrepr)
+    if _INSTALLED.search(reason):
+        report.outcome = "failed"
+        report.longrepr = f"{REQUIRE_ORACLES}=1 and an oracle is missing: {reason}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, Any, None]:
+    """A skip in setup (skipif) or in the test (pytest.skip) for a missing oracle."""
+    outcome = yield
+    report = outcome.get_result()
+    _oracle_required(report)
+    if report.failed and is_hypothesis_test(getattr(item, "obj", None)):
+        seed = item.config.getoption("--hypothesis-seed", None)
+        report.sections.append(
+            (
+                "hypothesis seed",
+                f"drawn from seed {seed}: {SEED_VARIABLE}={seed} (or --hypothesis-seed={seed})"
+                " runs it again",
+            )
+        )
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, Any, None]:
+    """A module skipped as it is imported (pytest.importorskip) for a missing oracle."""
+    outcome = yield
+    _oracle_required(outcome.get_result())

@@ -12,9 +12,32 @@ import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
+
 from amqpscope.codec.tls import KeyLog
 
 TSHARK = shutil.which("tshark")
+
+#: what the reason of every skip for a missing oracle that `make test` installs says (tshark,
+#: editcap, tmux, chromium, an extra's package): under AMQPSCOPE_REQUIRE_ORACLES=1, which
+#: `make test` sets, tests/conftest.py makes such a skip a failure, so that a run missing one
+#: cannot pass
+INSTALLED = "make test installs it"
+
+
+def missing(what: str) -> str:
+    """The reason for skipping a test whose oracle `what`, which `make test` installs, is not
+    found."""
+    return f"{what} is not installed ({INSTALLED})"
+
+
+def tshark_or_skip() -> str:
+    """tshark's path; where it is not found, the test is reported skipped from here, after what
+    it checked without it (its cross-check with Wireshark is the part that did not run)."""
+    if TSHARK is None:
+        pytest.skip(missing("tshark") + ": the cross-check with Wireshark did not run")
+    return TSHARK
+
 
 _LABEL = re.compile(r":\s*(.*?)\s*\(")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")

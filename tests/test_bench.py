@@ -16,6 +16,7 @@ import pytest
 from amqpscope.capture.files import open_capture
 from amqpscope.dissect import Dissector
 from amqpscope.track.tracker import Tracker
+from tests.oracle import missing
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 sys.path.insert(0, str(BENCH))
@@ -90,7 +91,7 @@ def message_id(frame) -> str:
 
 
 @pytest.mark.tshark
-@pytest.mark.skipif(shutil.which("tshark") is None, reason="needs tshark")
+@pytest.mark.skipif(shutil.which("tshark") is None, reason=missing("tshark"))
 @pytest.mark.parametrize(
     ("build", "field"), [(synth.build_091, "amqp.type"), (synth.build_10, "amqp.performative")]
 )
@@ -112,7 +113,7 @@ def test_tshark_reassembles_the_same_frames(tmp_path: Path, build, field: str) -
 
 
 @pytest.mark.tshark
-@pytest.mark.skipif(shutil.which("tshark") is None, reason="needs tshark")
+@pytest.mark.skipif(shutil.which("tshark") is None, reason=missing("tshark"))
 def test_tshark_reads_the_10_message_ids(tmp_path: Path) -> None:
     """The re-encoded properties sections are well formed to an independent decoder: tshark
     reads every 1.0 message's own id, the ones amqpscope reads, in the same order."""

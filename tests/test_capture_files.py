@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from amqpscope.capture.files import CaptureError, CaptureReader, Interface, open_capture
 from amqpscope.capture.packet import RawPacket
+from tests.oracle import missing
 
 # ---------------------------------------------------------------------------------------------
 # Builders: pcap and pcapng, byte by byte.
@@ -608,7 +609,7 @@ def test_every_truncation_yields_the_complete_packets(tmp_path, fmt, cut, compre
 
 
 @pytest.mark.tshark
-@pytest.mark.skipif(shutil.which("tshark") is None, reason="needs tshark")
+@pytest.mark.skipif(shutil.which("tshark") is None, reason=missing("tshark"))
 @pytest.mark.parametrize(
     "data",
     [

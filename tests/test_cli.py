@@ -419,7 +419,7 @@ def test_completion_of_commands_options_choices_and_files() -> None:
 NO_BASH = shutil.which("bash") is None or shutil.which("amqpscope") is None
 
 
-@pytest.mark.skipif(NO_BASH, reason="needs bash and the installed amqpscope script")
+@pytest.mark.skipif(NO_BASH, reason="needs bash and the amqpscope script (make test installs it)")
 def test_completion_works_in_bash() -> None:
     script = (
         'eval "$(_AMQPSCOPE_COMPLETE=bash_source amqpscope)"\n'

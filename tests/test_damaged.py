@@ -22,7 +22,7 @@ from amqpscope.capture.files import open_capture
 from amqpscope.codec.frames import Frame
 from amqpscope.dissect import Dissector
 from amqpscope.findings import CODES, Finding
-from tests.oracle import TSHARK, tshark_frames, visible_to_wireshark
+from tests.oracle import tshark_frames, tshark_or_skip, visible_to_wireshark
 from tests.scripts import load_tool
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -176,8 +176,8 @@ def test_frames_after_a_gap_name_the_packets_that_brought_them(
     assert len(after) >= 3
     for frame in frames:
         assert frame.data[-16:] in packets[frame.packet - 1].payload, (frame.packet, frame.name)
-    if TSHARK is not None:
-        mine = [(f.packet, f.name) for f in visible_to_wireshark(frames)]
-        theirs = tshark_frames(str(corpus["dir"] / case.file))
-        assert theirs and set(theirs) <= set(mine)
-        assert set(mine) - set(theirs) <= {(p, "protocol-header") for p, _ in mine}
+    tshark_or_skip()
+    mine = [(f.packet, f.name) for f in visible_to_wireshark(frames)]
+    theirs = tshark_frames(str(corpus["dir"] / case.file))
+    assert theirs and set(theirs) <= set(mine)
+    assert set(mine) - set(theirs) <= {(p, "protocol-header") for p, _ in mine}

@@ -89,6 +89,25 @@ WARNED: dict[str, dict[str, int]] = {
     "10-header-hangup": {"connection.not-opened": 1},  # garagemq answers 0-9-1 and hangs up
     "10-sasl-no-mechanism": {"connection.not-opened": 1},
     "10-stream-port-hangup": {"connection.not-opened": 1},  # RabbitMQ's stream port hangs up
+    # captures/scenarios/coverage.py (tests/test_coverage_recorded.py): RabbitMQ cancelled the
+    # consumer whose queue another connection deleted, then rabbitmqctl closed it (320)
+    "091-broker-cancel-and-close": {"consumer.cancelled": 1, "close.connection": 1},
+    # the client's channel.flow active=false, which RabbitMQ answers 540, holding one delivery
+    "091-flow-refused": {
+        "consumer.flow-stopped": 1,
+        "close.connection": 1,
+        "delivery.unacked-at-end": 1,
+    },
+    # a socket client breaks a link rule per connection (handle in use, a transfer from the
+    # receiving end, a handle over handle-max); Proton closes the last with framing-error; the
+    # wrong-role transfer is never settled
+    # (the receiver 'r' attached and never granted credit for the second it was open)
+    "10-link-violations": {
+        "credit.never-granted": 1,
+        "spec.violation": 3,
+        "close.connection": 1,
+        "delivery.unsettled-at-end": 1,
+    },
 }
 #: a duration measured by the client agrees with the capture's within this fraction
 WITHIN = 0.10

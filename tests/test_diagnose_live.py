@@ -149,13 +149,23 @@ def test_a_stall_is_reported_while_it_happens_and_when_it_ends(
     assert [r["diagnosis"] for r in during] == ["began"]
     (report,) = during
     assert report["ongoing"] is True and report["duration"] >= 1.0
-    assert abs(report["start"] - began) < 0.2
     assert stalls(proc)[0] == report
     ended = stalls(proc)[1]
     assert ended["diagnosis"] == "ended" and not ended["ongoing"]
-    truth = acked - began
-    assert abs(ended["duration"] - truth) <= 0.1 * truth
     records = [json.loads(line) for line in proc.out.read_text().splitlines() if line]
+    # when, by the capture's clock (the client's would add how late a loaded machine ran it):
+    # from the delivery that filled the window (the client's tag PREFETCH) to its ack of it
+    frames = {r["frame"]: r for r in records if "frame" in r and r.get("conn") == report["conn"]}
+    filled, ack = ended["evidence"][-2:]  # (the last ack before it: none here)
+    assert frames[filled]["name"] == "basic.deliver"
+    assert frames[filled]["fields"]["delivery-tag"] == held[PREFETCH - 1] == PREFETCH
+    assert frames[filled]["fields"]["routing-key"] == QUEUE
+    assert frames[ack]["name"] == "basic.ack" and frames[ack]["dir"] == "c2s"
+    assert frames[ack]["fields"]["delivery-tag"] == PREFETCH
+    assert report["start"] == ended["start"] == pytest.approx(frames[filled]["ts"], abs=1e-3)
+    wire = frames[ack]["ts"] - frames[filled]["ts"]
+    assert ended["duration"] == pytest.approx(wire, abs=1e-3)
+    assert wire >= STALL and began < acked  # the client held it that long, by its own clock
     final = [r for r in records if "diagnoses" in r][-1]
     assert set(records[-1]) == {"capture"}  # the capture's statistics come last
     assert any(d["code"] == "consumer.stalled" and d["queue"] == QUEUE for d in final["diagnoses"])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +84,23 @@ def test_1_0_tracker_fast_paths_say_what_the_checked_paths_say(
     bench = tmp_path / "bench-10.pcap"
     build_10(bench, 600)
     paths = [*sorted(CAPTURES.glob("10-*.pcap")), CAPTURES / "mid-stream.pcap", bench]
+    calls: Counter[str] = Counter()
+    checked, transfer = ConnectionTracker._transfer_checked, ConnectionTracker._transfer
+
+    def counted_checked(self: ConnectionTracker, *args: Any) -> None:
+        calls["transfers"] += 1
+        checked(self, *args)
+
+    def counted(self: ConnectionTracker, *args: Any) -> None:
+        calls["checked"] += 1  # the fast path declined this one
+        transfer(self, *args)
+
+    monkeypatch.setattr(ConnectionTracker, "_transfer_checked", counted_checked)
+    monkeypatch.setattr(ConnectionTracker, "_transfer", counted)
     fast = _tracked(paths)
+    # the comparison compares something: the fast path took nearly every transfer
+    assert calls["transfers"] > 1000 and calls["checked"] < calls["transfers"] // 20, calls
+    calls.clear()
     forget = ConnectionTracker._forget
 
     def forget_levelled(
@@ -94,3 +111,4 @@ def test_1_0_tracker_fast_paths_say_what_the_checked_paths_say(
     monkeypatch.setattr(connection10, "_TRANSFER_MAPPED", False)  # every transfer checked
     monkeypatch.setattr(ConnectionTracker, "_forget", forget_levelled)
     assert _tracked(paths) == fast
+    assert calls["checked"] == calls["transfers"] > 1000, calls  # and here none of them

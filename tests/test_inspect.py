@@ -5,7 +5,6 @@ piped, in JSON against the frame schema, with hostile strings and secrets; snaps
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
 from pathlib import Path
@@ -22,11 +21,11 @@ from amqpscope.codec.amqp10.tree import amqp_tree as tree10
 from amqpscope.codec.tree import frame_tree
 from amqpscope.dissect import Dissector
 from amqpscope.render.hexdump import hexdump
+from tests.snapshot import matches as snapshot_matches
 from tests.test_terminal_safety import TRUTH, escaped, raw_controls
 
 CAPTURES = Path(__file__).resolve().parent.parent / "captures"
 SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
-UPDATE = os.environ.get("AMQPSCOPE_UPDATE_SNAPSHOTS") == "1"
 SCHEMA = json.loads(
     (Path(__file__).resolve().parent.parent / "amqpscope/schema/frame.schema.json").read_text()
 )
@@ -73,9 +72,7 @@ def test_snapshot(name: str, args: list[str], width: int) -> None:
     assert all(len(line) <= width for line in text.splitlines())
     assert not raw_controls(text)
     snapshot = SNAPSHOTS / f"inspect-{name.split('.')[0]}-{width}.txt"
-    if UPDATE or not snapshot.exists():
-        snapshot.write_text(text)
-    assert text == snapshot.read_text()
+    snapshot_matches(text, snapshot)
 
 
 def test_piped_values_are_never_cut_and_hostile_names_stay_escaped() -> None:
@@ -122,7 +119,9 @@ def test_json_tree_matches_the_schema_and_redacts_secrets() -> None:
 
 def test_tree_leaves_equal_the_frame_records_fields() -> None:
     """The tree walks the bytes on its own; its argument and performative values are the fast
-    decoder's, field by field, on every capture of both versions."""
+    decoder's, field by field, on every capture of both versions. Both ways: every field the
+    tree shows a value of is in the record, and the record has no other field but the defaults
+    the spec gives a field left out and what it reads out of others (DERIVED)."""
     compared = 0
     for path in sorted(CAPTURES.glob("*.pcap")):
         starts = DeliveryStarts()
@@ -130,6 +129,9 @@ def test_tree_leaves_equal_the_frame_records_fields() -> None:
             root = frame_tree(frame, continues=starts.continues(frame))[-1]
             if frame.kind == "method" and frame.name in _methods():
                 args = next(c for c in root.children if c.name == "arguments")
+                shown = {node.name for node in args.children}
+                assert shown <= set(frame.fields), (path.name, frame.number)
+                assert set(frame.fields) - shown <= DERIVED, (path.name, frame.number)
                 for node in args.children:
                     if node.type not in ("table",) and node.name in frame.fields:
                         if node.name in ("response", "reply-code"):
@@ -138,6 +140,12 @@ def test_tree_leaves_equal_the_frame_records_fields() -> None:
                         compared += 1
             elif frame.kind in ("performative", "sasl") and frame.version == "1.0":
                 performative = next(c for c in root.children if c.name == "performative")
+                nodes = [n for n in performative.children[1:] if n.name not in ("size", "count")]
+                shown = {n.name for n in nodes if n.value is not None or n.children}
+                assert shown <= set(frame.fields), (path.name, frame.number)
+                defaults = spec_defaults(frame.name)
+                for name in set(frame.fields) - {n.name for n in nodes}:
+                    assert frame.fields[name] == defaults.get(name, ...), (path.name, name)
                 for node in performative.children[1:]:
                     mine = frame.fields.get(node.name)
                     if node.secret:
@@ -148,6 +156,27 @@ def test_tree_leaves_equal_the_frame_records_fields() -> None:
                         assert mine == node.value, (path.name, frame.number, node.name)
                         compared += 1
     assert compared > 2000
+
+
+#: 0-9-1 fields a record reads out of others: the user out of a PLAIN response, a reply code's
+#: name, the method a class-id and method-id name
+DERIVED = {"user", "reply-name", "method"}
+
+
+def spec_defaults(name: str) -> dict[str, object]:
+    """The defaults the 1.0 spec gives the fields of composite `name`, as values."""
+    from amqpscope.codec.amqp10 import spec
+
+    (composite,) = [c for c in spec.COMPOSITES.values() if c.name == name]
+    out: dict[str, object] = {}
+    for field in composite.fields:
+        if field.default is not None:
+            text = field.default
+            if text in ("true", "false"):
+                out[field.name] = text == "true"
+            else:
+                out[field.name] = int(text) if text.isdigit() else text
+    return out
 
 
 def _methods() -> set[str]:

@@ -21,6 +21,7 @@ from proton import Data, Described, symbol, ulong
 
 from amqpscope.capture.files import open_capture
 from amqpscope.cli.inputs import FORMAT_NAMES
+from amqpscope.codec.amqp10 import spec as spec10
 from amqpscope.codec.amqp10.decoder import Decoder
 from amqpscope.codec.amqp10.frames import TYPE_SASL, make_frame
 from amqpscope.codec.frames import Frame
@@ -36,7 +37,10 @@ pyamqp = pytest.importorskip(
     reason="the Azure SDK's pyamqp comes with the dev extra (make install installs it)",
 )
 from azure.servicebus._pyamqp import performatives as P  # noqa: E402
-from azure.servicebus._pyamqp._decode import decode_frame  # noqa: E402
+from azure.servicebus._pyamqp._decode import (  # noqa: E402
+    _PERFORMATIVE_FIELD_DEFAULTS,
+    decode_frame,
+)
 from azure.servicebus._pyamqp.endpoints import Source, Target  # noqa: E402
 
 CAPTURES = Path(__file__).resolve().parent.parent / "captures"
@@ -64,6 +68,14 @@ def received_line(body: bytes) -> str:
     return f"{PREFIX}<- {CLASSES[code](*fields)!r}\n"
 
 
+def filled_in(code: int) -> dict[str, Any]:
+    """The fields pyamqp's decode_frame fills in where performative `code` leaves them out,
+    by their spec names, as amqpscope reads them (pyamqp's own values, from its table)."""
+    names = [field.name for field in spec10.COMPOSITES[code].fields]
+    values = _PERFORMATIVE_FIELD_DEFAULTS.get(code, ())
+    return {name: value for name, value in zip(names, values, strict=False) if value is not None}
+
+
 def codec_fields(body: bytes, sasl: bool = False) -> tuple[str, dict[str, Any]]:
     frame = make_frame(frame_bytes(0, TYPE_SASL if sasl else 0, body))
     Decoder(show_secrets=True).decode(frame)
@@ -87,10 +99,13 @@ def test_received_frames_as_pyamqp_logs_them(name: str) -> None:
     for record, frame in zip(records, wire, strict=True):
         assert record.name == frame.name and record.channel is None
         not_shown = {f.message.split(" ")[1].rstrip(":") for f in record.findings}
+        assert {k for k in record.fields if k.split(".")[0] not in not_shown} == {
+            k for k in frame.fields if k.split(".")[0] not in not_shown
+        }, record.source
         for key, value in frame.fields.items():
             if key.split(".")[0] in not_shown:
                 continue
-            assert record.fields.get(key) == value, (record.source, key)
+            assert record.fields[key] == value, (record.source, key)
         if record.name == "transfer":  # the payload is `<memory at 0x...>`: no message
             assert record.message is None
 
@@ -117,8 +132,16 @@ def test_generated_performatives_round_trip(value: Any) -> None:
     (record,) = reader.feed(line, 1)
     name, fields = codec_fields(body)
     assert record.name == name
+    # both ways: every field the codec reads is read from the line, and the line has no other
+    # but those pyamqp fills in with its own defaults where the frame left them out
+    # (a field the reader says the line does not show, with a finding, aside)
+    not_shown = {f.message.split(" ")[1].rstrip(":") for f in record.findings}
+    assert not set(fields) - set(record.fields) - not_shown, line
+    defaults = filled_in(code)
+    for key in set(record.fields) - set(fields):
+        assert key in defaults and _typed(record.fields[key]) == _typed(defaults[key]), (line, key)
     for key, expected in fields.items():
-        if key in record.fields and not _untyped_map(expected):
+        if key not in not_shown and not _untyped_map(expected):
             assert _typed(record.fields[key]) == _typed(expected), (line, key)
 
 

@@ -151,7 +151,9 @@ def test_the_planning_worker_loads_no_decoder(tmp_path: Path) -> None:
     (light scans) load neither the decoder nor the job nor, of ours, pyarrow (Spark's planner
     loads it itself), which took ~0.17 CPU s of that process. A fresh interpreter, as Spark's
     worker is."""
-    pytest.importorskip("pyspark", reason="the data source needs pyspark (the spark extra)")
+    pytest.importorskip(
+        "pyspark", reason="needs pyspark (the spark extra; make install installs it)"
+    )
     import subprocess
     import sys
 

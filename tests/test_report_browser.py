@@ -17,9 +17,10 @@ from PIL import Image
 
 from amqpscope.cli import main
 from tests import browser
+from tests.oracle import missing
 from tests.test_report import data_of
 
-pytestmark = pytest.mark.skipif(not browser.available(), reason="needs Debian's chromium")
+pytestmark = pytest.mark.skipif(not browser.available(), reason=missing("Debian's chromium"))
 
 ROOT = Path(__file__).resolve().parent.parent
 CAPTURES = ROOT / "captures"

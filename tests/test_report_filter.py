@@ -22,8 +22,9 @@ from click.testing import CliRunner
 from amqpscope.cli import main
 from amqpscope.filter import FilterError, compile_filter
 from tests import browser
+from tests.oracle import missing
 
-pytestmark = pytest.mark.skipif(not browser.available(), reason="needs Debian's chromium")
+pytestmark = pytest.mark.skipif(not browser.available(), reason=missing("Debian's chromium"))
 
 ROOT = Path(__file__).resolve().parent.parent
 CAPTURES = ROOT / "captures"

@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 
 from amqpscope import schema
+from tests.oracle import missing
 
 CAPTURES = Path(__file__).resolve().parent.parent / "captures"
 CHECK = shutil.which("check-jsonschema")
-needs_check = pytest.mark.skipif(CHECK is None, reason="check-jsonschema (the dev extra)")
+needs_check = pytest.mark.skipif(CHECK is None, reason=missing("check-jsonschema (the dev extra)"))
 
 
 def cli(*args: str) -> str:

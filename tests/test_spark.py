@@ -31,7 +31,7 @@ CAPTURES = Path(__file__).resolve().parent.parent / "captures"
 FILES = sorted(p for p in CAPTURES.iterdir() if p.suffix in (".pcap", ".pcapng"))
 SPLIT = CAPTURES / "091-publish-consume.pcap"
 
-pyspark = pytest.importorskip("pyspark", reason="needs the spark extra")
+pyspark = pytest.importorskip("pyspark", reason="needs the spark extra (make install installs it)")
 needs_java = pytest.mark.skipif(
     not (shutil.which("java") or os.environ.get("JAVA_HOME")), reason="Spark needs Java"
 )

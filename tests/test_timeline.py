@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -16,10 +15,10 @@ from amqpscope.dissect import Dissector
 from amqpscope.render.summary import print_summary
 from amqpscope.render.timeline import Timeline
 from amqpscope.track.tracker import Tracker
+from tests.snapshot import matches as snapshot_matches
 
 CAPTURES = Path(__file__).resolve().parent.parent / "captures"
 SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
-UPDATE = os.environ.get("AMQPSCOPE_UPDATE_SNAPSHOTS") == "1"
 
 
 def render(name: str, width: int, **options: bool) -> str:
@@ -50,9 +49,7 @@ def test_timeline_snapshot(name: str, options: dict, width: int) -> None:
     assert all(len(line) <= width for line in text.splitlines())
     suffix = "-collapse" if options.get("collapse") else ""
     snapshot = SNAPSHOTS / f"{name.split('.')[0]}{suffix}-{width}.txt"
-    if UPDATE or not snapshot.exists():
-        snapshot.write_text(text)
-    assert text == snapshot.read_text()
+    snapshot_matches(text, snapshot)
 
 
 def test_channel_errors_read_as_the_scenario_says() -> None:
@@ -88,9 +85,7 @@ def test_summary_snapshot(name: str, width: int) -> None:
     text = render_summary(name, width)
     assert all(len(line) <= width for line in text.splitlines())
     snapshot = SNAPSHOTS / f"summary-{name.split('.')[0]}-{width}.txt"
-    if UPDATE or not snapshot.exists():
-        snapshot.write_text(text)
-    assert text == snapshot.read_text()
+    snapshot_matches(text, snapshot)
 
 
 def test_summary_tables_carry_the_scenarios_numbers() -> None:

@@ -15,7 +15,7 @@ import pika.spec as spec
 import pytest
 
 from amqpscope.codec.connection import ConnectionCodec
-from amqpscope.diagnose import diagnose_frames
+from amqpscope.diagnose import Diagnoser, Diagnosis
 from amqpscope.track.amqp091 import journeys, rules
 from amqpscope.track.amqp091.channel import MAX_LEFT
 from amqpscope.track.amqp091.deliveries import Outstanding
@@ -27,10 +27,14 @@ C2S, S2C = "c2s", "s2c"
 
 class Wire:
     """Some 0-9-1 connections: pika encodes what each side writes, amqpscope's codec frames it,
-    and the tracker is fed each frame with a clock that moves `dt` per write."""
+    and the tracker is fed each frame with a clock that moves `dt` per write; the diagnoser
+    reads each frame after the tracker, as `read --diagnose` does (a frame fed to a second
+    tracker would carry its findings twice)."""
 
     def __init__(self, keep: bool = True) -> None:
         self.tracker = Tracker()
+        self.diagnoser = Diagnoser()
+        self.finished = False
         self.codecs: dict[int, ConnectionCodec] = {}
         self.ts = 1000.0
         self.number = 0
@@ -54,6 +58,7 @@ class Wire:
             frame.conn = conn
             frame.src, frame.dst = (client, server) if direction == C2S else (server, client)
             self.tracker.feed(frame)
+            self.diagnoser.feed(frame)
         if self.keep:
             self.frames.extend(out)
         return out
@@ -148,11 +153,22 @@ class Wire:
         method = spec.Basic.Publish(exchange=exchange, routing_key=queue, mandatory=mandatory)
         return self.message(conn, C2S, channel, method, body, **props)
 
+    def finish(self) -> None:
+        """The end of the conversation, once (a second `finish` would keep its findings twice)."""
+        if not self.finished:
+            self.tracker.finish()
+            self.finished = True
+
     def summary(self) -> dict[str, Any]:
-        self.tracker.finish()
+        self.finish()
         out = self.tracker.summary()
         json.dumps(out)  # the contract: always serialisable
         return out
+
+    def diagnoses(self) -> list[Diagnosis]:
+        """What the diagnoser makes of the conversation so far, ended here."""
+        self.finish()
+        return self.diagnoser.diagnoses(self.tracker)
 
 
 def codes(summary: dict[str, Any]) -> list[str]:
@@ -343,7 +359,7 @@ def test_confirms_of_a_channel_adopted_mid_stream_are_counted_not_matched() -> N
     assert confirms["selected"] and confirms["pending"] is None
     assert (confirms["acked"], confirms["nacked"], confirms["latency-ms"]) == (2, 1, None)
     assert "amqp091.unconfirmed-at-end" not in codes(summary)
-    assert not [d for d in diagnose_frames(wire.frames) if d.code == "publish.unconfirmed"]
+    assert not [d for d in wire.diagnoses() if d.code == "publish.unconfirmed"]
 
 
 def test_every_publish_left_unconfirmed_is_counted_not_only_those_listed() -> None:
@@ -360,7 +376,7 @@ def test_every_publish_left_unconfirmed_is_counted_not_only_those_listed() -> No
     assert channels(summary)[0]["confirms"]["pending"] == published - 3
     (finding,) = [f for f in summary["findings"] if f["code"] == "amqp091.unconfirmed-at-end"]
     assert finding["message"].startswith(f"{published - 3} publishes on channel 1 were not yet")
-    (diagnosis,) = [d for d in diagnose_frames(wire.frames) if d.code == "publish.unconfirmed"]
+    (diagnosis,) = [d for d in wire.diagnoses() if d.code == "publish.unconfirmed"]
     assert diagnosis.title.startswith(f"{published - 3} publishes on channel 1 not yet confirmed")
     assert diagnosis.ongoing
 
@@ -378,7 +394,7 @@ def test_a_channel_closed_for_the_consumer_timeout_names_the_delivery_held(wire:
     )
     wire.method(1, S2C, 1, spec.Channel.Close(406, text, 0, 0), dt=1800.0)
     wire.method(1, C2S, 1, spec.Channel.CloseOk())
-    (closed,) = [d for d in diagnose_frames(wire.frames) if d.code == "close.channel"]
+    (closed,) = [d for d in wire.diagnoses() if d.code == "close.channel"]
     assert closed.title == "Channel 1 closed by the server: 406 PRECONDITION-FAILED"
     assert "consumer timeout" in closed.explanation
     held = delivered[1]
@@ -476,6 +492,25 @@ def test_consumers_cancelled_by_either_side(wire: Wire) -> None:
     consumers = {c["tag"]: c["cancelled-by"] for c in channels(summary)[0]["consumers"]}
     assert consumers == {"ca": "client", "cb": "server"}
     assert codes(summary) == ["amqp091.consumer-cancelled"]
+
+
+def test_each_finding_is_placed_and_diagnosed_once(wire: Wire) -> None:
+    """The finding the broker's cancel raises is on its frame once and gives one diagnosis
+    (the helper once tracked the frames a second time to diagnose them: two of each)."""
+    wire.consume(1, 1, "b", "cb")
+    (cancel,) = wire.method(1, S2C, 1, spec.Basic.Cancel("cb"))
+    wire.method(1, C2S, 1, spec.Channel.Flow(active=False))
+    summary = wire.summary()
+    assert codes(summary) == ["amqp091.consumer-cancelled", "amqp091.flow-stopped"]
+    placed = [(f.number, g.code) for f in wire.frames for g in f.findings]
+    assert len(placed) == len(set(placed)) == 2
+    diagnoses = wire.diagnoses()
+    assert [d.code for d in diagnoses if d.code.startswith("consumer.")] == [
+        "consumer.cancelled",
+        "consumer.flow-stopped",
+    ]
+    assert [f.code for f in cancel.findings] == ["amqp091.consumer-cancelled"]
+    assert wire.diagnoses() == diagnoses  # asked again: the same, nothing kept twice
 
 
 # -- the connection ---------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from textual.widgets import Input, OptionList, Static, Tree
 
 from amqpscope.tui.app import AmqpScope
 from amqpscope.tui.loader import load_file
-from tests.oracle import TSHARK, tshark_frames
+from tests.oracle import tshark_frames, tshark_or_skip
 
 ROOT = Path(__file__).resolve().parent.parent
 CAPTURES = ROOT / "captures"
@@ -543,16 +543,14 @@ def test_write_a_cut_that_amqpscope_and_tshark_read_back(tmp_path: Path) -> None
     assert amqp(back) == amqp(kept)
     ends = [(r["name"], r["fields"]) for r in kept if r["kind"] == "transport"]
     assert ends and [(r["name"], r["fields"]) for r in back if r["kind"] == "transport"] == ends
-    if TSHARK is not None:
-        theirs = [name for _, name in tshark_frames(str(cut))]
-        packets = {r["packet"] for r in kept}
-        whole = [
-            name
-            for number, name in tshark_frames(str(CAPTURES / "091-rpc.pcap"))
-            if number in packets
-        ]
-        methods = [r for r in kept if r["kind"] not in ("transport", "protocol-header")]
-        assert theirs == whole and len(theirs) == len(methods)
+    tshark_or_skip()
+    theirs = [name for _, name in tshark_frames(str(cut))]
+    packets = {r["packet"] for r in kept}
+    whole = [
+        name for number, name in tshark_frames(str(CAPTURES / "091-rpc.pcap")) if number in packets
+    ]
+    methods = [r for r in kept if r["kind"] not in ("transport", "protocol-header")]
+    assert theirs == whole and len(theirs) == len(methods)
 
 
 def frames_of(path: Path) -> list[Any]:
@@ -604,17 +602,17 @@ def test_w_writes_what_read_w_writes_a_frame_of_two_packets_whole(tmp_path: Path
     back = frames_of(cut)
     (again,) = [f for f in back if f.data == original.data]  # the whole frame, once
     assert again.name == "content-body" and len(again.data) == 4096
-    if TSHARK is not None:  # tshark reassembles it too: 44 to 50 end in the first of the two
-        # packets, 51 (begun there) to 58 in the second
-        theirs = [number for number, name in tshark_frames(str(cut)) if name == "content-body"]
-        assert len(theirs) == len([f for f in back if f.name == "content-body"]) == 15
-        assert theirs.count(theirs[-1]) == 8
     expression = 'name == "basic.publish"'
     assert tls_cut.read_bytes() == read_w(
         tmp_path, "091-tls13-embedded.pcapng", expression, "r.pcapng"
     )
     publishes = read_json(CAPTURES / "091-tls13-embedded.pcapng", "-Y", expression)
     assert publishes and len(read_json(tls_cut, "-Y", expression)) == len(publishes)
+    tshark_or_skip()  # tshark reassembles it too: 44 to 50 end in the first of the two
+    # packets, 51 (begun there) to 58 in the second
+    theirs = [number for number, name in tshark_frames(str(cut)) if name == "content-body"]
+    assert len(theirs) == len([f for f in back if f.name == "content-body"]) == 15
+    assert theirs.count(theirs[-1]) == 8
 
 
 def test_hostile_names_cannot_drive_the_terminal() -> None:

@@ -20,7 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from amqpscope.cli import main
-from tests.oracle import TSHARK, tshark_frames
+from tests.oracle import tshark_frames, tshark_or_skip
 
 scapy_all = pytest.importorskip(
     "scapy.all", reason="scapy (a dependency of amqpscope: make test installs it)"
@@ -103,8 +103,8 @@ def test_a_tunnel_gives_the_frames_of_the_capture_itself(
     mine, plain = frames(path), frames(CAPTURES / source)
     assert mine and mine == plain
     assert endpoints(path) == endpoints(CAPTURES / source)  # the mirrored packets' own
-    if TSHARK is not None:
-        assert tshark_frames(str(path)) == tshark_frames(str(CAPTURES / source))
+    tshark_or_skip()
+    assert tshark_frames(str(path)) == tshark_frames(str(CAPTURES / source))
 
 
 def test_a_udp_datagram_to_another_port_is_no_tunnel(tmp_path: Path) -> None:

@@ -606,7 +606,7 @@ def test_the_recording_says_the_same_as_its_clear_tcp_twin() -> None:
 
 def test_the_websocket_frames_are_the_ones_tshark_sees() -> None:
     if shutil.which("tshark") is None:
-        pytest.skip(reason="tshark is not installed")
+        pytest.skip(reason="tshark is not installed (make test installs it)")
     meta = json.loads((CAPTURES / "10-websocket.json").read_text())
     port = meta["port"]
     log: list[tuple[str, int, bool, bool, int]] = []
@@ -668,7 +668,7 @@ def test_wireshark_reads_no_amqp_inside_the_websocket() -> None:
     from tests.oracle import tshark_frames
 
     if shutil.which("tshark") is None:
-        pytest.skip(reason="tshark is not installed")
+        pytest.skip(reason="tshark is not installed (make test installs it)")
     path = str(CAPTURES / "10-websocket.pcap")
     assert tshark_frames(path) == [] and tshark_frames(path, (5674,)) == []
     _meta, frames, _ = recording()

@@ -23,7 +23,7 @@ from amqpscope.cli.write import secret_spans
 from amqpscope.cut import Cut
 from amqpscope.dissect import Dissector
 from amqpscope.stream.events import StreamData
-from tests.oracle import TSHARK, tshark_frames
+from tests.oracle import TSHARK, missing, tshark_frames, tshark_or_skip
 from tests.test_cli import INTERRUPT_AT
 from tests.test_websocket import ws_wire
 
@@ -62,10 +62,10 @@ def test_conn_alone_cuts_one_connection_whole(tmp_path: Path) -> None:
     assert not [f for f in back if f.findings]  # read from its SYN: no gap, no resync
     cut_packets = packets(out)
     assert set(cut_packets) <= set(packets(CAPTURES / "091-rpc.pcap"))
-    if TSHARK:
-        theirs = tshark_frames(str(out))
-        assert len(theirs) >= len(mine) - 1  # all but the client's header (test_vs_tshark)
-        assert subprocess.run(["tshark", "-r", str(out)], capture_output=True).returncode == 0
+    tshark_or_skip()
+    theirs = tshark_frames(str(out))
+    assert len(theirs) >= len(mine) - 1  # all but the client's header (test_vs_tshark)
+    assert subprocess.run(["tshark", "-r", str(out)], capture_output=True).returncode == 0
 
 
 def test_a_filter_cuts_its_frames_and_their_connections_opening(tmp_path: Path) -> None:
@@ -101,9 +101,9 @@ def test_pcapng_keeps_its_interfaces_and_secrets_and_still_decrypts(tmp_path: Pa
     assert [f.name for f in back].count("basic.publish") == [
         f.name for f in dissect(CAPTURES / name)
     ].count("basic.publish")
-    if TSHARK:
-        names = [n for _, n in tshark_frames(str(out))]
-        assert "basic.publish" in names
+    tshark_or_skip()
+    names = [n for _, n in tshark_frames(str(out))]
+    assert "basic.publish" in names
 
 
 def test_the_input_is_never_overwritten_and_dash_is_stdout(tmp_path: Path) -> None:
@@ -245,11 +245,11 @@ def test_a_cut_masks_credentials_unless_asked(tmp_path: Path, name: str) -> None
     names = [f.name for f in dissect(shown)]
     assert [f.name for f in dissect(masked)] == names
     assert not [f for f in dissect(masked) if f.findings]  # the TCP stream is whole still
-    if TSHARK:
-        for out in (shown, masked):
-            done = subprocess.run(["tshark", "-r", str(out)], capture_output=True)
-            assert done.returncode == 0 and b"Malformed" not in done.stdout
-        assert tshark_frames(str(masked)) == tshark_frames(str(shown))
+    tshark_or_skip()
+    for out in (shown, masked):
+        done = subprocess.run(["tshark", "-r", str(out)], capture_output=True)
+        assert done.returncode == 0 and b"Malformed" not in done.stdout
+    assert tshark_frames(str(masked)) == tshark_frames(str(shown))
 
 
 def tcp_checksum(data: bytes, ip: int) -> int:
@@ -328,7 +328,7 @@ def ws_messages(path: Path) -> list[bytes]:
     return [bytes.fromhex(h) for line in hexes for h in line.split(",") if h]
 
 
-@pytest.mark.skipif(not TSHARK, reason="tshark decodes the cut independently")
+@pytest.mark.skipif(not TSHARK, reason=missing("tshark"))
 @pytest.mark.parametrize("fragment", [0, 5])
 @pytest.mark.parametrize("segment", [0, 7])
 def test_a_websocket_cut_masks_the_password_inside_the_frames(
