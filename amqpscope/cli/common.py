@@ -10,7 +10,7 @@ import math
 import os
 import shlex
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import wraps
 from typing import TYPE_CHECKING, Any, Final
 
@@ -95,14 +95,38 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def open_output(path: str) -> Any:
-    """`click.open_file(path, "w")` (- is stdout), or one line and exit 1 when it cannot be
-    opened (its folder missing, no permission), as `report -o` says it."""
+def open_output(path: str, force: bool = False) -> Any:
+    """`path` open for text (- is stdout, not closed), or one line and exit 1 when it cannot be
+    opened (its folder missing, no permission), as `report -o` says it; exit 2 when it was made
+    since `check_output` and --force was not given."""
+    from amqpscope.outputs import STDOUT, open_new
+
     try:
-        return click.open_file(path, "w", encoding="utf-8")
+        if path == STDOUT:
+            return click.open_file(path, "w", encoding="utf-8")
+        return open_new(path, force, binary=False)
+    except FileExistsError:
+        fail(f"-o {path}: that file exists; --force overwrites it", 2)
+        raise  # not reached: fail() exits
     except OSError as exc:
         fail(f"cannot write {path}: {exc.strerror or exc}", 1)
         raise  # not reached: fail() exits
+
+
+def check_output(option: str, out: str, inputs: Iterable[str | None], force: bool) -> None:
+    """Before reading anything: one line and exit 2 when `out` may not be written, by the rule
+    every writer keeps (`amqpscope.outputs.refusal`: never an input, never an existing file
+    unless --force)."""
+    from amqpscope.outputs import refusal
+
+    why = refusal(out, inputs, force)
+    if why is not None:
+        fail(f"{option} {out}: {why}", 2)
+
+
+force_option = click.option(
+    "--force", is_flag=True, help="Overwrite the output file when it exists (never an input)."
+)
 
 
 def report_findings(findings: list[Finding]) -> None:

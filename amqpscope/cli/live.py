@@ -10,9 +10,11 @@ import click
 
 from amqpscope.cli.common import (
     Lines,
+    check_output,
     complete_iface,
     display_options,
     fail,
+    force_option,
     frame_options,
     guarded,
     load_keylog,
@@ -71,6 +73,7 @@ class Behind:
     type=click.Path(dir_okay=False, path_type=str),
     help="Also write every captured packet to OUT.pcap (kept on Ctrl-C).",
 )
+@force_option
 @click.option(
     "--backend",
     type=click.Choice(["tcpdump", "dumpcap", "scapy", "pyshark"]),
@@ -139,6 +142,7 @@ def live(
     color: str,
     width: int | None,
     redact_bodies: bool = False,
+    force: bool = False,
 ) -> None:
     """Capture on IFACE and decode AMQP frames as they flow, until Ctrl-C, --duration or -c.
 
@@ -162,6 +166,8 @@ def live(
         selection = Selection(expression, conns, channels, errors, None, None)
     except FilterError as exc:
         fail(f"-Y: {exc}", 2)
+    if write is not None:
+        check_output("-w", write, (keylog,), force)
     try:
         capture = LiveCapture(
             iface, bpf, backend, write, spool_bytes=spool_size * 1_000_000, spool_dir=spool_dir

@@ -14,6 +14,7 @@ from amqpscope.cli.common import (
     Lines,
     display_options,
     fail,
+    force_option,
     frame_options,
     guarded,
     load_keylog,
@@ -98,6 +99,7 @@ def frame_numbers(value: str | None) -> frozenset[int] | None:
     "(pcap, or pcapng for a pcapng input or a .pcapng name; - for standard output). "
     "Passwords in it (SASL, connection.start-ok) are masked unless --show-secrets.",
 )
+@force_option
 @format_option
 @display_options
 @guarded
@@ -127,6 +129,7 @@ def read(
     dump: bool = False,
     out: str | None = None,
     fmt: str | None = None,
+    force: bool = False,
 ) -> None:
     """Decode every AMQP frame of a pcap or pcapng FILE (- for standard input), in capture order,
     or read the frames of a frame-trace log (Proton's PN_TRACE_FRM=1 output, gzip'd or not).
@@ -179,7 +182,7 @@ def read(
 
         else:
             accepts = chosen
-        write_cut(files, out, accepts, whole, show_secrets, keylog, count)
+        write_cut(files, out, accepts, whole, show_secrets, keylog, count, force)
         return
     retire = retiring()  # each connection forgotten once its TCP ended
     tracker = Tracker(retire=retire, stats=False)  # `read` shows no summary
