@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
 import click
 
+from amqpscope.capture.writer import format_for
 from amqpscope.cli.common import (
+    PIPED_WIDTH,
     Lines,
     check_output,
     complete_iface,
@@ -56,6 +59,23 @@ class Behind:
             self.behind = False
 
 
+def _print_summary(result: dict[str, Any], console: Any, color: str, width: int | None) -> None:
+    """--summary's tables as `summary FILE` prints them: piped, at their natural width (not
+    cut to rich's 80 columns), as plain text when nothing is styled."""
+    from amqpscope.render.summary import print_summary, summary_text
+
+    if width is None and not sys.stdout.isatty():
+        width = PIPED_WIDTH
+        console = make_console(color, width)
+    if width is not None and uncoloured(color):
+        encoding = (getattr(sys.stdout, "encoding", None) or "utf-8").lower()
+        text = summary_text(result, width, encoding)
+        if text is not None:
+            sys.stdout.write(text)
+            return
+    print_summary(result, console)
+
+
 @main.command()
 @click.argument("iface", metavar="IFACE", shell_complete=complete_iface)
 @click.option(
@@ -71,7 +91,8 @@ class Behind:
     "write",
     metavar="OUT.pcap",
     type=click.Path(dir_okay=False, path_type=str),
-    help="Also write every captured packet to OUT.pcap (kept on Ctrl-C).",
+    help="Also write every captured packet to OUT.pcap (kept on Ctrl-C); pcap only, so not "
+    "a .pcapng name.",
 )
 @force_option
 @click.option(
@@ -168,6 +189,13 @@ def live(
         fail(f"-Y: {exc}", 2)
     if write is not None:
         check_output("-w", write, (keylog,), force)
+        if format_for(write, "pcap") != "pcap":  # `read -w`'s rule for the name's format
+            fail(
+                f"-w {write}: live writes pcap, as the capture tools hand it over; name it "
+                f".pcap (then `amqpscope read {write[: -len(os.path.splitext(write)[1])]}.pcap "
+                f"-w {write}` makes the pcapng)",
+                2,
+            )
     try:
         capture = LiveCapture(
             iface, bpf, backend, write, spool_bytes=spool_size * 1_000_000, spool_dir=spool_dir
@@ -225,6 +253,8 @@ def live(
             for frame in frames:
                 if first_ts is None:
                     first_ts = frame.ts
+                    if timeline is not None:  # times from the capture's first frame, as `read`
+                        timeline.first_ts = first_ts
                 if not selection.accepts(frame, first_ts):
                     continue
                 if timeline is None:
@@ -303,9 +333,7 @@ def live(
             if as_json:
                 out.write(json.dumps({"summary": pipeline.summary()}, ensure_ascii=False) + "\n")
             else:
-                from amqpscope.render.summary import print_summary
-
-                print_summary(pipeline.summary(), console)
+                _print_summary(pipeline.summary(), console, color, width)
             out.flush()
     finally:
         stats = capture.close()

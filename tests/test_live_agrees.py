@@ -1,0 +1,108 @@
+"""`live` says what `read` and `summary` say of the same packets (issue 40, items 4 and 5): times
+from the capture's first frame whatever the selection shows, the summary's tables at their
+natural width when piped, and -w's format as its name says it (pcap; a .pcapng name refused, not
+written as pcap). pika talks to the RabbitMQ `make test` started while `live` captures on lo."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.test_live import ROOT, LiveProcess
+
+
+def amqpscope(*args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "amqpscope.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def publish(queue: str, count: int = 5) -> None:
+    """A connection of its own: declare `queue`, publish `count` messages to it, close."""
+    import pika
+
+    conn = pika.BlockingConnection(pika.ConnectionParameters("127.0.0.1", 5672))
+    try:
+        ch = conn.channel()
+        ch.queue_declare(queue, exclusive=True)
+        time.sleep(0.2)  # the publishes well after the connection's first frame
+        for i in range(count):
+            ch.basic_publish("", queue, f"message {i}".encode())
+    finally:
+        conn.close()
+
+
+def live_run(tmp_path: Path, *args: str) -> tuple[LiveProcess, Path]:
+    """`live lo -w out.pcap ARGS` while pika publishes to a queue of this run's own (its name in
+    `tmp_path/queue`), stopped with SIGINT once pika closed and the capture caught up."""
+    written = tmp_path / "out.pcap"
+    queue = f"amqpscope-agrees-{uuid.uuid4().hex[:8]}"
+    (tmp_path / "queue").write_text(queue)
+    proc = LiveProcess(tmp_path, "lo", "-f", "tcp port 5672", "-w", str(written), *args)
+    try:
+        publish(queue)
+        time.sleep(1.5)
+        code = proc.stop(signal.SIGINT)
+    finally:
+        proc.stop(signal.SIGKILL)
+    assert code == 0, proc.stderr()
+    return proc, written
+
+
+@pytest.mark.broker
+def test_live_times_count_from_the_captures_first_frame_as_read(tmp_path: Path) -> None:
+    """`live -Y` printed each time from the first frame it *showed* (0.000000 for the first
+    publish); `read` of its -w file counts from the capture's first frame (the README's rule).
+    The same selection now prints the same lines, times included."""
+    queue_filter = 'fields.routing-key matches "^amqpscope-agrees-"'
+    proc, written = live_run(tmp_path, "-Y", queue_filter, "--color", "never")
+    shown = [line for line in proc.out.read_text().splitlines() if "basic.publish" in line]
+    queue = (tmp_path / "queue").read_text()
+    shown = [line for line in shown if queue in line]
+    assert len(shown) == 5, proc.out.read_text()
+    again = amqpscope("read", str(written), "-Y", queue_filter, "--color", "never")
+    assert shown == [line for line in again.splitlines() if queue in line]
+    first_time = float(shown[0].split()[1])
+    assert first_time > 0.1, shown[0]  # the connection's opening came first
+
+
+@pytest.mark.broker
+def test_live_summary_piped_is_the_summary_of_its_capture(tmp_path: Path) -> None:
+    """`live --summary | cat` cut the header and the channel table to 80 columns (rich's width
+    for what is no terminal); `summary FILE | cat` does not. No frame shown (-Y matches none):
+    what live printed is its summary alone, the same text as `summary` of its -w file."""
+    proc, written = live_run(tmp_path, "--summary", "--color", "never", "-Y", 'name == "none"')
+    text = proc.out.read_text()
+    queue = (tmp_path / "queue").read_text()
+    assert queue in amqpscope("read", str(written))  # the run's own connection is in it
+    summary = amqpscope("summary", str(written), "--color", "never")
+    assert max(len(line) for line in summary.splitlines()) > 80, summary  # wider than rich's 80
+    assert text == summary
+
+
+def test_live_w_pcapng_is_refused_not_written_as_pcap(tmp_path: Path) -> None:
+    """`read -w out.pcapng` writes pcapng for that name; `live -w out.pcapng` wrote pcap in it.
+    live hands on what the capture tools write (pcap): the name is refused, before capturing."""
+    out = tmp_path / "out.pcapng"
+    done = subprocess.run(
+        [sys.executable, "-m", "amqpscope.cli", "live", "lo", "-w", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "live writes pcap" in done.stderr and len(done.stderr.splitlines()) == 1
+    assert not out.exists()
