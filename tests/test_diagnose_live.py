@@ -158,4 +158,8 @@ def test_a_stall_is_reported_while_it_happens_and_when_it_ends(
     records = [json.loads(line) for line in proc.out.read_text().splitlines() if line]
     final = [r for r in records if "diagnoses" in r][-1]
     assert set(records[-1]) == {"capture"}  # the capture's statistics come last
+    from amqpscope import schema
+
+    validator = schema.validator("live")  # every record, the stall's `diagnosis` ones too
+    assert not [e.message for r in records for e in validator.iter_errors(r)][:1]
     assert any(d["code"] == "consumer.stalled" and d["queue"] == QUEUE for d in final["diagnoses"])

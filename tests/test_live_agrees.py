@@ -5,6 +5,7 @@ written as pcap). pika talks to the RabbitMQ `make test` started while `live` ca
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -90,6 +91,23 @@ def test_live_summary_piped_is_the_summary_of_its_capture(tmp_path: Path) -> Non
     summary = amqpscope("summary", str(written), "--color", "never")
     assert max(len(line) for line in summary.splitlines()) > 80, summary  # wider than rich's 80
     assert text == summary
+
+
+@pytest.mark.broker
+def test_live_json_records_validate_against_the_live_schema(tmp_path: Path) -> None:
+    """Every line of `live --json --diagnose --summary` (frames, the diagnoses at the end, the
+    summary, the capture's statistics) validates against `amqpscope schema live`; a stall's
+    `diagnosis` records are validated in tests/test_diagnose_live.py (issue 40, item 10)."""
+    from amqpscope import schema
+
+    proc, _ = live_run(tmp_path, "--json", "--diagnose", "--summary")
+    records = [json.loads(line) for line in proc.out.read_text().splitlines()]
+    validator = schema.validator("live")
+    for number, record in enumerate(records, 1):
+        errors = sorted(validator.iter_errors(record), key=str)
+        assert not errors, f"line {number}: {errors[0].message[:400]}"
+    kinds = [next(iter(r)) if len(r) == 1 else "frame" for r in records]
+    assert kinds[-3:] == ["diagnoses", "summary", "capture"] and "frame" in kinds
 
 
 def test_live_w_pcapng_is_refused_not_written_as_pcap(tmp_path: Path) -> None:

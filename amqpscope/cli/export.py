@@ -54,7 +54,8 @@ def export(
 
     \b
     The document follows `amqpscope schema export`; with --ndjson each line is a record
-    with a "record" key (capture, frame, connection, finding, diagnosis, summary).
+    with a "record" key (capture, frame, connection, finding, diagnosis, summary),
+    following `amqpscope schema export-ndjson`.
 
     \b
     Examples:

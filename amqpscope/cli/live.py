@@ -176,6 +176,7 @@ def live(
       amqpscope live eth0 -f 'udp port 4789'   (mirrored traffic in VXLAN, e.g. AWS's)
     Needs root or CAP_NET_RAW. Kernel and amqpscope drops are reported on stderr at the end
     (with --json also as a last {"capture": ...} record), and how far behind the decoder was.
+    --json's lines follow `amqpscope schema live`.
     """
     import signal
     import time
