@@ -129,6 +129,34 @@ force_option = click.option(
 )
 
 
+def selection_words(
+    expression: str | None = None,
+    conns: tuple[int, ...] = (),
+    channels: tuple[int, ...] = (),
+    errors: bool = False,
+    links: tuple[str, ...] = (),
+    queues: tuple[str, ...] = (),
+    start: float | None = None,
+    stop: float | None = None,
+    numbers: frozenset[int] | None = None,
+    around: int | None = None,
+) -> str:
+    """The selecting options as given, for "no frame matched ..." (a selection that chose
+    nothing is said, not left as an empty output that looks like a capture without AMQP)."""
+    words = [f"-Y {shlex.quote(expression)}"] if expression else []
+    words += [f"--conn {n}" for n in conns] + [f"--channel {n}" for n in channels]
+    words += ["--errors"] if errors else []
+    words += [f"--link {shlex.quote(n)}" for n in links]
+    words += [f"--queue {shlex.quote(n)}" for n in queues]
+    words += [] if start is None else [f"--from {start:g}"]
+    words += [] if stop is None else [f"--to {stop:g}"]
+    if numbers:
+        words.append("--frames " + ",".join(str(n) for n in sorted(numbers)[:5]))
+        words[-1] += ",..." if len(numbers) > 5 else ""
+    words += [] if around is None else [f"--around {around}"]
+    return " ".join(words)
+
+
 def report_findings(findings: list[Finding]) -> None:
     for f in findings[:MAX_STDERR_FINDINGS]:
         where = (
@@ -226,12 +254,26 @@ def make_console(color: str, width: int | None) -> Console:
     )
 
 
+def check_keylog(path: str | None) -> None:
+    """--keylog FILE is input: one that cannot be read is one line and exit 1, as an input
+    file's (click's own check made it a usage error, exit 2, in four lines)."""
+    if path is None:
+        return
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as exc:
+        why = "no such file" if isinstance(exc, FileNotFoundError) else exc.strerror or str(exc)
+        fail(f"--keylog {path}: {why}", 1)
+
+
 def load_keylog(path: str | None) -> Any:
     """The TLS secrets of --keylog FILE and SSLKEYLOGFILE, re-read whenever a connection's key
     is missing (a live client appends to its key log). A pcapng's own secrets (Decryption
     Secrets Blocks) are added by `Dissector.run`."""
     from amqpscope.codec.tls import KeyLog
 
+    check_keylog(path)
     env = os.environ.get("SSLKEYLOGFILE")
     files = KeyLogFiles([p for p in (path, env) if p])
     keylog = KeyLog()
@@ -290,7 +332,7 @@ def keylog_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     """--keylog, for every command that decodes traffic."""
     return click.option(
         "--keylog",
-        type=click.Path(exists=True, dir_okay=False, path_type=str),
+        type=click.Path(path_type=str, readable=False),  # told by `check_keylog`
         metavar="FILE",
         help="TLS key log (NSS format, as SSLKEYLOGFILE writes) to decrypt TLS connections.",
     )(fn)
@@ -493,7 +535,8 @@ def main() -> None:
 
     \b
     Exit status: 0 when the input was read (findings in the traffic are output, not
-    failure), 1 when it cannot be read, 2 for bad usage, 130 when interrupted.
+    failure), 1 when it cannot be read, 2 for bad usage, 130 when interrupted (live: Ctrl-C
+    is how it ends, 0; a second Ctrl-C gives up at once, 130).
     Shell completion (bash; or zsh_source, fish_source):
       eval "$(_AMQPSCOPE_COMPLETE=bash_source amqpscope)"
     """

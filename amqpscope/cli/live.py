@@ -174,6 +174,8 @@ def live(
       amqpscope live lo --errors --summary
       amqpscope live lo -f 'tcp port 5672' --diagnose --errors
       amqpscope live eth0 -f 'udp port 4789'   (mirrored traffic in VXLAN, e.g. AWS's)
+    Ctrl-C (or SIGTERM) ends it as --duration does: what was captured is decoded, reported
+    and written, exit 0; a second Ctrl-C gives up at once, exit 130.
     Needs root or CAP_NET_RAW. Kernel and amqpscope drops are reported on stderr at the end
     (with --json also as a last {"capture": ...} record), and how far behind the decoder was.
     --json's lines follow `amqpscope schema live`.

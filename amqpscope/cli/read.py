@@ -25,6 +25,7 @@ from amqpscope.cli.common import (
     replace_unencodable,
     report_findings,
     retiring,
+    selection_words,
     steady_gc,
     uncoloured,
     window_options,
@@ -210,6 +211,7 @@ def read(
                 flush=not lines.chunk,  # from a pipe, each line as its frame arrives
             )
     shown = 0
+    last = 0  # the last frame's number, for a selection that matched none
     ended: list[Finding] = []
     steady_gc()
     with open_input(files, fmt) as source, progress(source.file, not as_json) as bar:
@@ -244,6 +246,7 @@ def read(
             timeline_all(frames, tracker, timeline, bar.wrote if bar is not None else None)
         try:
             for frame in frames:
+                last = frame.number
                 tracker.feed(frame)  # state findings ride the frame that raised them
                 if first_ts is None:
                     first_ts = frame.ts
@@ -287,6 +290,14 @@ def read(
         lines.flush()
         sys.stdout.flush()  # the timeline before the findings, on a terminal showing both
         report_findings(source.findings + ended)
+        held = []
         if not shown and count is None and source.dissector is not None:
-            for text in no_amqp_lines(source.dissector, shown_name(files)):
+            held = no_amqp_lines(source.dissector, shown_name(files))
+            for text in held:
                 click.echo(f"amqpscope: {text}", err=True)
+        if not shown and not held and (choosy or wanted):
+            words = selection_words(
+                expression, conns, channels, errors, links, queues, start, stop, numbers, around
+            )
+            past = f"; the last frame is {last}" if wanted and min(wanted) > last else ""
+            click.echo(f"amqpscope: no frame matched {words}{past}", err=True)

@@ -19,6 +19,7 @@ from amqpscope.cli.common import (
     main,
     redact_bodies_option,
     report_findings,
+    selection_words,
     steady_gc,
     window_options,
 )
@@ -160,3 +161,8 @@ def report(
     except OSError as exc:
         fail(f"cannot write {output}: {exc.strerror or exc}", 1)
     report_findings(findings)
+    if (scoped or predicate is not None) and not data["facts"].get("matched"):
+        words = selection_words(expression, conns, channels, False, links, queues, start, stop)
+        frames = data["facts"].get("frames", 0)
+        said = f"amqpscope: no frame matched {words} (of {frames} read): the report lists none"
+        click.echo(said, err=True)
