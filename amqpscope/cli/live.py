@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from typing import Any
 
 import click
 
-from amqpscope.capture.writer import format_for
 from amqpscope.cli.common import (
     PIPED_WIDTH,
     Lines,
@@ -91,8 +89,8 @@ def _print_summary(result: dict[str, Any], console: Any, color: str, width: int 
     "write",
     metavar="OUT.pcap",
     type=click.Path(dir_okay=False, path_type=str),
-    help="Also write every captured packet to OUT.pcap (kept on Ctrl-C); pcap only, so not "
-    "a .pcapng name.",
+    help="Also write every captured packet to OUT.pcap (kept on Ctrl-C); pcapng for a .pcapng "
+    "name, as read -w.",
 )
 @force_option
 @click.option(
@@ -192,13 +190,6 @@ def live(
         fail(f"-Y: {exc}", 2)
     if write is not None:
         check_output("-w", write, (keylog,), force)
-        if format_for(write, "pcap") != "pcap":  # `read -w`'s rule for the name's format
-            fail(
-                f"-w {write}: live writes pcap, as the capture tools hand it over; name it "
-                f".pcap (then `amqpscope read {write[: -len(os.path.splitext(write)[1])]}.pcap "
-                f"-w {write}` makes the pcapng)",
-                2,
-            )
     try:
         capture = LiveCapture(
             iface, bpf, backend, write, spool_bytes=spool_size * 1_000_000, spool_dir=spool_dir
