@@ -356,10 +356,12 @@ def test_a_console_that_cannot_show_blocks_gets_ascii() -> None:
 
 def test_piped_run_writes_nothing_to_stderr(big_capture: Path) -> None:
     """No progress bar when piped, however long the file."""
-    for args in (("summary",), ("read", "-Y", 'name == "no.such-method"')):
+    selection = 'name == "no.such-method"'
+    said = {"summary": "", "read": f"amqpscope: no frame matched -Y '{selection}'\n"}
+    for args in (("summary",), ("read", "-Y", selection)):
         result = amqpscope(*args, str(big_capture))
         assert result.returncode == 0
-        assert result.stderr == "", result.stderr[:200]
+        assert result.stderr == said[args[0]], result.stderr[:200]  # that line alone
 
 
 # -- shell completion (click's environment protocol) ---------------------------------------------
@@ -407,6 +409,8 @@ def test_completion_of_commands_options_choices_and_files() -> None:
         "plain,summary",
         "plain,export",
         "plain,diagnose",
+        "plain,export-ndjson",
+        "plain,live",
     ]
     for command in ("read", "summary", "export", "diagnose", "report"):
         assert complete("bash", f"amqpscope {command} capt", 2) == ["file,capt"]

@@ -168,4 +168,8 @@ def test_a_stall_is_reported_while_it_happens_and_when_it_ends(
     assert wire >= STALL and began < acked  # the client held it that long, by its own clock
     final = [r for r in records if "diagnoses" in r][-1]
     assert set(records[-1]) == {"capture"}  # the capture's statistics come last
+    from amqpscope import schema
+
+    validator = schema.validator("live")  # every record, the stall's `diagnosis` ones too
+    assert not [e.message for r in records for e in validator.iter_errors(r)][:1]
     assert any(d["code"] == "consumer.stalled" and d["queue"] == QUEUE for d in final["diagnoses"])

@@ -43,7 +43,9 @@ FRAMES_BLOCK = re.compile(
 def make(tmp_path: Path, capture: str, *args: str) -> bytes:
     out = tmp_path / "report.html"
     result = CliRunner().invoke(
-        main, ["report", str(CAPTURES / capture), "-o", str(out), *args], catch_exceptions=False
+        main,
+        ["report", str(CAPTURES / capture), "-o", str(out), "--force", *args],
+        catch_exceptions=False,
     )
     assert result.exit_code == 0, result.stderr
     return out.read_bytes()

@@ -111,7 +111,7 @@ def test_the_input_is_never_overwritten_and_dash_is_stdout(tmp_path: Path) -> No
     copy.write_bytes((CAPTURES / "091-get.pcap").read_bytes())
     before = copy.read_bytes()
     result = CliRunner().invoke(main, ["read", str(copy), "-w", str(copy)])
-    assert result.exit_code == 2 and "capture being read" in result.stderr
+    assert result.exit_code == 2 and "input being read" in result.stderr
     assert copy.read_bytes() == before
     command = ["read", str(copy), "--conn", "1", "-w", "-", "--show-secrets"]  # start-ok as is
     done = subprocess.run(

@@ -56,6 +56,7 @@ from amqpscope.capture.spool import (
 from amqpscope.capture.spool import (
     PcapStreamError as PcapStreamError,  # re-exported: the parser was here
 )
+from amqpscope.capture.writer import PcapToPcapng, format_for
 from amqpscope.findings import Finding
 
 BACKENDS = ("tcpdump", "dumpcap", "scapy", "pyshark")
@@ -731,6 +732,14 @@ def make_backend(name: str, iface: str, bpf: str, directory: str = "", size: int
 # -- the capture: the tool and its spool, or a backend thread and a queue; -w ----------------------
 
 
+def pcapng_for(path: str | None) -> PcapToPcapng | None:
+    """-w's converter when its name asks for pcapng (`read -w`'s rule, `format_for`): the
+    backends and tools hand over pcap."""
+    if path is None or format_for(path, "pcap") != "pcapng":
+        return None
+    return PcapToPcapng()
+
+
 @dataclass
 class CaptureStats:
     captured: int = 0
@@ -888,11 +897,13 @@ class LiveCapture:
             pkt.number = stats.captured
             put(pkt)
 
+        convert = pcapng_for(self.write_path)
+
         def write(data: bytes) -> None:
             out = self._out
             if out is not None:
                 try:
-                    out.write(data)
+                    out.write(convert.feed(data) if convert is not None else data)
                     out.flush()
                     stats.written += len(data)
                 except (OSError, ValueError) as exc:

@@ -28,6 +28,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from amqpscope.capture.files import PCAP_MAGICS, PCAPNG_MAGIC
 from amqpscope.capture.packet import RawPacket
@@ -211,6 +212,13 @@ class Spool:
         self._new_parser = parse
         self.write_path = write
         self._out: int | None = None
+        #: -w NAME.pcapng: the tool's pcap converted as it is copied (`capture.writer`)
+        self._convert: Any = None
+        if write is not None:
+            from amqpscope.capture.writer import PcapToPcapng, format_for
+
+            if format_for(write, "pcap") == "pcapng":
+                self._convert = PcapToPcapng()
         if write is not None:
             self._out = os.open(write, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         self._lock = threading.Lock()  # the reader's file, against the keeper's discards
@@ -458,6 +466,16 @@ class Spool:
             return
         try:
             size = os.fstat(fd).st_size
+            while self._copy_offset < size and self._convert is not None:
+                data = os.pread(fd, min(size - self._copy_offset, 1 << 20), self._copy_offset)
+                if not data:
+                    break
+                self._copy_offset += len(data)
+                converted = self._convert.feed(data)
+                while converted:
+                    sent = os.write(out, converted)
+                    converted = converted[sent:]
+                    self.written += sent
             while self._copy_offset < size:
                 sent = os.sendfile(out, fd, self._copy_offset, size - self._copy_offset)
                 if sent <= 0:

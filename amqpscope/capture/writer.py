@@ -229,3 +229,54 @@ def _fix_checksum(data: bytearray, raw: bytes, at: int, end: int, segment: Any) 
     while total >> 16:
         total = (total & 0xFFFF) + (total >> 16)
     struct.pack_into("!H", data, head + 16, ~total & 0xFFFF)
+
+
+class PcapToPcapng:
+    """pcap bytes in, as a capture tool writes them (in any pieces); the same packets out as
+    pcapng blocks (`live -w NAME.pcapng`, as `read -w` writes that name): a Section Header and
+    an Interface Description (the pcap header's link type, snap length and time resolution),
+    then an Enhanced Packet Block per record, its timestamp in the pcap's own units, exact.
+    ValueError: not pcap, or a record no capture tool writes (damage)."""
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+        self._record: struct.Struct | None = None
+        self._units = 1_000_000
+
+    def feed(self, data: bytes) -> bytes:
+        from amqpscope.capture.files import PCAP_MAGICS
+
+        buf = self._buf
+        buf += data
+        out: list[bytes] = []
+        offset = 0
+        if self._record is None:
+            if len(buf) < 24:
+                return b""
+            known = PCAP_MAGICS.get(bytes(buf[:4]))
+            if known is None:
+                raise ValueError(f"not a pcap stream (starts {bytes(buf[:4]).hex()})")
+            endian, self._units = known
+            snaplen, linktype = struct.unpack_from(endian + "II", buf, 16)
+            self._record = struct.Struct(endian + "IIII")
+            out.append(_block(SHB, struct.pack("<IHHq", BYTE_ORDER, 1, 0, -1)))
+            options = b""
+            if self._units == 10**9:
+                options = _option(OPT_TSRESOL, bytes([9])) + _option(OPT_END, b"")
+            head = struct.pack("<HHI", linktype & 0xFFFF, 0, snaplen)
+            out.append(_block(IDB, head + options))
+            offset = 24
+        record = self._record
+        while len(buf) - offset >= 16:
+            seconds, fraction, caplen, wirelen = record.unpack_from(buf, offset)
+            if caplen > 16 * 1024 * 1024:
+                raise ValueError(f"a record of {caplen} bytes: the stream is damaged")
+            if len(buf) - offset - 16 < caplen:
+                break
+            start = offset + 16
+            offset = start + caplen
+            stamp = seconds * self._units + fraction
+            head = struct.pack("<IIIII", 0, stamp >> 32, stamp & 0xFFFFFFFF, caplen, wirelen)
+            out.append(_block(EPB, head + _pad(bytes(buf[start:offset]))))
+        del buf[:offset]
+        return b"".join(out)

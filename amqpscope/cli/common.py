@@ -10,7 +10,7 @@ import math
 import os
 import shlex
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import wraps
 from typing import TYPE_CHECKING, Any, Final
 
@@ -95,14 +95,66 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def open_output(path: str) -> Any:
-    """`click.open_file(path, "w")` (- is stdout), or one line and exit 1 when it cannot be
-    opened (its folder missing, no permission), as `report -o` says it."""
+def open_output(path: str, force: bool = False) -> Any:
+    """`path` open for text (- is stdout, not closed), or one line and exit 1 when it cannot be
+    opened (its folder missing, no permission), as `report -o` says it; exit 2 when it was made
+    since `check_output` and --force was not given."""
+    from amqpscope.outputs import STDOUT, open_new
+
     try:
-        return click.open_file(path, "w", encoding="utf-8")
+        if path == STDOUT:
+            return click.open_file(path, "w", encoding="utf-8")
+        return open_new(path, force, binary=False)
+    except FileExistsError:
+        fail(f"-o {path}: that file exists; --force overwrites it", 2)
+        raise  # not reached: fail() exits
     except OSError as exc:
         fail(f"cannot write {path}: {exc.strerror or exc}", 1)
         raise  # not reached: fail() exits
+
+
+def check_output(option: str, out: str, inputs: Iterable[str | None], force: bool) -> None:
+    """Before reading anything: one line and exit 2 when `out` may not be written, by the rule
+    every writer keeps (`amqpscope.outputs.refusal`: never an input, never an existing file
+    unless --force)."""
+    from amqpscope.outputs import refusal
+
+    why = refusal(out, inputs, force)
+    if why is not None:
+        fail(f"{option} {out}: {why}", 2)
+
+
+force_option = click.option(
+    "--force", is_flag=True, help="Overwrite the output file when it exists (never an input)."
+)
+
+
+def selection_words(
+    expression: str | None = None,
+    conns: tuple[int, ...] = (),
+    channels: tuple[int, ...] = (),
+    errors: bool = False,
+    links: tuple[str, ...] = (),
+    queues: tuple[str, ...] = (),
+    start: float | None = None,
+    stop: float | None = None,
+    numbers: frozenset[int] | None = None,
+    around: int | None = None,
+) -> str:
+    """The selecting options as given, for "no frame matched ..." (a selection that chose
+    nothing is said, not left as an empty output that looks like a capture without AMQP)."""
+    words = [f"-Y {shlex.quote(expression)}"] if expression else []
+    words += [f"--conn {n}" for n in conns] + [f"--channel {n}" for n in channels]
+    words += ["--errors"] if errors else []
+    words += [f"--link {shlex.quote(n)}" for n in links]
+    words += [f"--queue {shlex.quote(n)}" for n in queues]
+    words += [] if start is None else [f"--from {start:g}"]
+    words += [] if stop is None else [f"--to {stop:g}"]
+    if numbers:
+        words.append("--frames " + ",".join(str(n) for n in sorted(numbers)[:5]))
+        words[-1] += ",..." if len(numbers) > 5 else ""
+    words += [] if around is None else [f"--around {around}"]
+    return " ".join(words)
 
 
 def report_findings(findings: list[Finding]) -> None:
@@ -202,12 +254,26 @@ def make_console(color: str, width: int | None) -> Console:
     )
 
 
+def check_keylog(path: str | None) -> None:
+    """--keylog FILE is input: one that cannot be read is one line and exit 1, as an input
+    file's (click's own check made it a usage error, exit 2, in four lines)."""
+    if path is None:
+        return
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as exc:
+        why = "no such file" if isinstance(exc, FileNotFoundError) else exc.strerror or str(exc)
+        fail(f"--keylog {path}: {why}", 1)
+
+
 def load_keylog(path: str | None) -> Any:
     """The TLS secrets of --keylog FILE and SSLKEYLOGFILE, re-read whenever a connection's key
     is missing (a live client appends to its key log). A pcapng's own secrets (Decryption
     Secrets Blocks) are added by `Dissector.run`."""
     from amqpscope.codec.tls import KeyLog
 
+    check_keylog(path)
     env = os.environ.get("SSLKEYLOGFILE")
     files = KeyLogFiles([p for p in (path, env) if p])
     keylog = KeyLog()
@@ -266,7 +332,7 @@ def keylog_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     """--keylog, for every command that decodes traffic."""
     return click.option(
         "--keylog",
-        type=click.Path(exists=True, dir_okay=False, path_type=str),
+        type=click.Path(path_type=str, readable=False),  # told by `check_keylog`
         metavar="FILE",
         help="TLS key log (NSS format, as SSLKEYLOGFILE writes) to decrypt TLS connections.",
     )(fn)
@@ -469,7 +535,8 @@ def main() -> None:
 
     \b
     Exit status: 0 when the input was read (findings in the traffic are output, not
-    failure), 1 when it cannot be read, 2 for bad usage, 130 when interrupted.
+    failure), 1 when it cannot be read, 2 for bad usage, 130 when interrupted (live: Ctrl-C
+    is how it ends, 0; a second Ctrl-C gives up at once, 130).
     Shell completion (bash; or zsh_source, fish_source):
       eval "$(_AMQPSCOPE_COMPLETE=bash_source amqpscope)"
     """

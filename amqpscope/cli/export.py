@@ -5,6 +5,8 @@ from __future__ import annotations
 import click
 
 from amqpscope.cli.common import (
+    check_output,
+    force_option,
     guarded,
     keylog_option,
     load_keylog,
@@ -30,6 +32,7 @@ from amqpscope.track.tracker import Tracker
     show_default=True,
     help="Where to write it (- for stdout).",
 )
+@force_option
 @click.option("--ndjson", is_flag=True, help="One record per line instead of one document.")
 @click.option("--show-secrets", is_flag=True, help="Include credentials instead of redacting.")
 @redact_bodies_option
@@ -44,13 +47,15 @@ def export(
     keylog: str | None,
     redact_bodies: bool = False,
     fmt: str | None = None,
+    force: bool = False,
 ) -> None:
     """Everything about FILE (a capture or a frame-trace log) as JSON: capture, frames,
     connections, findings, diagnoses.
 
     \b
     The document follows `amqpscope schema export`; with --ndjson each line is a record
-    with a "record" key (capture, frame, connection, finding, diagnosis, summary).
+    with a "record" key (capture, frame, connection, finding, diagnosis, summary),
+    following `amqpscope schema export-ndjson`.
 
     \b
     Examples:
@@ -59,11 +64,12 @@ def export(
     """
     from amqpscope.render.export import ExportWriter, capture_metadata
 
+    check_output("-o", output, (*files, keylog), force)
     tracker = Tracker()
     steady_gc()
     with (
         open_input(files, fmt) as source,
-        open_output(output) as out,
+        open_output(output, force) as out,
         progress(source.file, output != "-") as bar,
     ):
         tracker.source = source.source  # before its first frame: findings say "the log ended"

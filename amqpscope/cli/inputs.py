@@ -71,7 +71,9 @@ def files_argument(fn: Callable[..., Any]) -> Callable[..., Any]:
         nargs=-1,
         required=True,
         metavar="FILE...",
-        type=click.Path(path_type=str),  # a directory is unreadable input (1), told when opened
+        # a directory or a file without read permission is unreadable input (1), told when
+        # opened; not click's check (readable), which makes it bad usage (2) in four lines
+        type=click.Path(path_type=str, readable=False),
         callback=several_files,
     )(fn)
 

@@ -9,10 +9,13 @@ from typing import Any
 import click
 
 from amqpscope.cli.common import (
+    PIPED_WIDTH,
     Lines,
+    check_output,
     complete_iface,
     display_options,
     fail,
+    force_option,
     frame_options,
     guarded,
     load_keylog,
@@ -54,6 +57,23 @@ class Behind:
             self.behind = False
 
 
+def _print_summary(result: dict[str, Any], console: Any, color: str, width: int | None) -> None:
+    """--summary's tables as `summary FILE` prints them: piped, at their natural width (not
+    cut to rich's 80 columns), as plain text when nothing is styled."""
+    from amqpscope.render.summary import print_summary, summary_text
+
+    if width is None and not sys.stdout.isatty():
+        width = PIPED_WIDTH
+        console = make_console(color, width)
+    if width is not None and uncoloured(color):
+        encoding = (getattr(sys.stdout, "encoding", None) or "utf-8").lower()
+        text = summary_text(result, width, encoding)
+        if text is not None:
+            sys.stdout.write(text)
+            return
+    print_summary(result, console)
+
+
 @main.command()
 @click.argument("iface", metavar="IFACE", shell_complete=complete_iface)
 @click.option(
@@ -69,8 +89,10 @@ class Behind:
     "write",
     metavar="OUT.pcap",
     type=click.Path(dir_okay=False, path_type=str),
-    help="Also write every captured packet to OUT.pcap (kept on Ctrl-C).",
+    help="Also write every captured packet to OUT.pcap (kept on Ctrl-C); pcapng for a .pcapng "
+    "name, as read -w.",
 )
+@force_option
 @click.option(
     "--backend",
     type=click.Choice(["tcpdump", "dumpcap", "scapy", "pyshark"]),
@@ -139,6 +161,7 @@ def live(
     color: str,
     width: int | None,
     redact_bodies: bool = False,
+    force: bool = False,
 ) -> None:
     """Capture on IFACE and decode AMQP frames as they flow, until Ctrl-C, --duration or -c.
 
@@ -149,8 +172,11 @@ def live(
       amqpscope live lo --errors --summary
       amqpscope live lo -f 'tcp port 5672' --diagnose --errors
       amqpscope live eth0 -f 'udp port 4789'   (mirrored traffic in VXLAN, e.g. AWS's)
+    Ctrl-C (or SIGTERM) ends it as --duration does: what was captured is decoded, reported
+    and written, exit 0; a second Ctrl-C gives up at once, exit 130.
     Needs root or CAP_NET_RAW. Kernel and amqpscope drops are reported on stderr at the end
     (with --json also as a last {"capture": ...} record), and how far behind the decoder was.
+    --json's lines follow `amqpscope schema live`.
     """
     import signal
     import time
@@ -162,6 +188,8 @@ def live(
         selection = Selection(expression, conns, channels, errors, None, None)
     except FilterError as exc:
         fail(f"-Y: {exc}", 2)
+    if write is not None:
+        check_output("-w", write, (keylog,), force)
     try:
         capture = LiveCapture(
             iface, bpf, backend, write, spool_bytes=spool_size * 1_000_000, spool_dir=spool_dir
@@ -219,6 +247,8 @@ def live(
             for frame in frames:
                 if first_ts is None:
                     first_ts = frame.ts
+                    if timeline is not None:  # times from the capture's first frame, as `read`
+                        timeline.first_ts = first_ts
                 if not selection.accepts(frame, first_ts):
                     continue
                 if timeline is None:
@@ -297,9 +327,7 @@ def live(
             if as_json:
                 out.write(json.dumps({"summary": pipeline.summary()}, ensure_ascii=False) + "\n")
             else:
-                from amqpscope.render.summary import print_summary
-
-                print_summary(pipeline.summary(), console)
+                _print_summary(pipeline.summary(), console, color, width)
             out.flush()
     finally:
         stats = capture.close()

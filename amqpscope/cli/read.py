@@ -14,6 +14,7 @@ from amqpscope.cli.common import (
     Lines,
     display_options,
     fail,
+    force_option,
     frame_options,
     guarded,
     load_keylog,
@@ -24,6 +25,7 @@ from amqpscope.cli.common import (
     replace_unencodable,
     report_findings,
     retiring,
+    selection_words,
     steady_gc,
     uncoloured,
     window_options,
@@ -98,6 +100,7 @@ def frame_numbers(value: str | None) -> frozenset[int] | None:
     "(pcap, or pcapng for a pcapng input or a .pcapng name; - for standard output). "
     "Passwords in it (SASL, connection.start-ok) are masked unless --show-secrets.",
 )
+@force_option
 @format_option
 @display_options
 @guarded
@@ -127,6 +130,7 @@ def read(
     dump: bool = False,
     out: str | None = None,
     fmt: str | None = None,
+    force: bool = False,
 ) -> None:
     """Decode every AMQP frame of a pcap or pcapng FILE (- for standard input), in capture order,
     or read the frames of a frame-trace log (Proton's PN_TRACE_FRM=1 output, gzip'd or not).
@@ -179,7 +183,7 @@ def read(
 
         else:
             accepts = chosen
-        write_cut(files, out, accepts, whole, show_secrets, keylog, count)
+        write_cut(files, out, accepts, whole, show_secrets, keylog, count, force)
         return
     retire = retiring()  # each connection forgotten once its TCP ended
     tracker = Tracker(retire=retire, stats=False)  # `read` shows no summary
@@ -207,6 +211,7 @@ def read(
                 flush=not lines.chunk,  # from a pipe, each line as its frame arrives
             )
     shown = 0
+    last = 0  # the last frame's number, for a selection that matched none
     ended: list[Finding] = []
     steady_gc()
     with open_input(files, fmt) as source, progress(source.file, not as_json) as bar:
@@ -241,6 +246,7 @@ def read(
             timeline_all(frames, tracker, timeline, bar.wrote if bar is not None else None)
         try:
             for frame in frames:
+                last = frame.number
                 tracker.feed(frame)  # state findings ride the frame that raised them
                 if first_ts is None:
                     first_ts = frame.ts
@@ -284,6 +290,14 @@ def read(
         lines.flush()
         sys.stdout.flush()  # the timeline before the findings, on a terminal showing both
         report_findings(source.findings + ended)
+        held = []
         if not shown and count is None and source.dissector is not None:
-            for text in no_amqp_lines(source.dissector, shown_name(files)):
+            held = no_amqp_lines(source.dissector, shown_name(files))
+            for text in held:
                 click.echo(f"amqpscope: {text}", err=True)
+        if not shown and not held and (choosy or wanted):
+            words = selection_words(
+                expression, conns, channels, errors, links, queues, start, stop, numbers, around
+            )
+            past = f"; the last frame is {last}" if wanted and min(wanted) > last else ""
+            click.echo(f"amqpscope: no frame matched {words}{past}", err=True)

@@ -10,13 +10,16 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from amqpscope.cli.common import (
+    check_output,
     fail,
+    force_option,
     guarded,
     keylog_option,
     load_keylog,
     main,
     redact_bodies_option,
     report_findings,
+    selection_words,
     steady_gc,
     window_options,
 )
@@ -39,6 +42,7 @@ if TYPE_CHECKING:
     type=click.Path(dir_okay=False, allow_dash=True, path_type=str),
     help="The HTML file to write (- for standard output).",
 )
+@force_option
 @click.option(
     "--show-secrets",
     is_flag=True,
@@ -70,6 +74,7 @@ def report(
     stop: float | None,
     keylog: str | None,
     fmt: str | None = None,
+    force: bool = False,
 ) -> None:
     """Write one HTML file of a capture or frame-trace log FILE (- for standard input): overview
     and diagnoses, a
@@ -83,8 +88,11 @@ def report(
       amqpscope report capture.pcap -o report.html --conn 2 --from 10 --to 20
       PN_TRACE_FRM=1 ./app 2> trace.log; amqpscope report trace.log -o report.html
     """
+    from amqpscope.outputs import open_new
     from amqpscope.render.html import report_data
     from amqpscope.render.html.page import ReportError, bokeh_js, render_page
+
+    check_output("-o", output, (*files, keylog), force)  # before a long read, not after it
 
     try:
         bokeh_js()  # before reading a capture that may take a while: is the extra installed?
@@ -146,8 +154,15 @@ def report(
             sys.stdout.buffer.write(page)
             sys.stdout.flush()
         else:
-            with open(output, "wb") as out:
+            with open_new(output, force) as out:
                 out.write(page)
+    except FileExistsError:
+        fail(f"-o {output}: that file exists; --force overwrites it", 2)
     except OSError as exc:
         fail(f"cannot write {output}: {exc.strerror or exc}", 1)
     report_findings(findings)
+    if (scoped or predicate is not None) and not data["facts"].get("matched"):
+        words = selection_words(expression, conns, channels, False, links, queues, start, stop)
+        frames = data["facts"].get("frames", 0)
+        said = f"amqpscope: no frame matched {words} (of {frames} read): the report lists none"
+        click.echo(said, err=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from amqpscope.cli.common import (
+    check_keylog,
     complete_dirs,
     complete_files,
     fail,
@@ -53,6 +54,7 @@ def spark(
       amqpscope spark hdfs:///captures/2024-05-01/ --out hdfs:///amqp/ --master yarn
     See docs/spark.md (needs the [spark] extra and Java).
     """
+    check_keylog(keylog)
     from amqpscope.pipeline import spark as job  # pyspark only when this command runs
 
     why = job.missing()

@@ -30,7 +30,7 @@ NO_TEXTUAL = "tui needs Textual: pip install 'amqpscope[tui]'"
     "files",
     nargs=-1,
     metavar="[FILE...]",
-    type=click.Path(path_type=str),  # a directory is unreadable input (1), told when opened
+    type=click.Path(path_type=str, readable=False),  # unreadable input (1), told when opened
     callback=several_files,
 )
 @click.option(

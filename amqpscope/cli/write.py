@@ -8,34 +8,25 @@ back, as it comes. One pass; memory bounded by the cut's window, whatever the ca
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO, Any, Final
 
 from amqpscope.capture.packet import FIN, RST, SYN, RawPacket
-from amqpscope.capture.pipe import STDIN
 from amqpscope.capture.rotated import open_captures
 from amqpscope.capture.writer import MASK, CaptureWriter, Span, format_for, mask_packet
-from amqpscope.cli.common import fail, load_keylog
+from amqpscope.cli.common import check_output, fail, load_keylog
 from amqpscope.codec.amqp091.tree import SECRET_ARGUMENTS
 from amqpscope.codec.amqp10.tree import SECRET_FIELDS
 from amqpscope.codec.tree import frame_tree
 from amqpscope.codec.websocket import WIRE_OPTION, WebSocketLayer, unmask
 from amqpscope.cut import Cut
 from amqpscope.dissect import Dissector
+from amqpscope.outputs import open_new, same_file
 from amqpscope.track.tracker import Tracker
 
-
-def same_file(out: str, source: str) -> bool:
-    """Whether writing `out` would overwrite the capture being read."""
-    if out == "-" or source == STDIN or not os.path.exists(out):
-        return False
-    try:
-        return os.path.samefile(out, source)
-    except OSError:
-        return False
+__all__ = ["same_file", "write_cut", "write_packets"]  # same_file: the TUI's `w` asks it
 
 
 @dataclass(frozen=True)
@@ -209,14 +200,17 @@ def write_cut(
     show_secrets: bool,
     keylog: str | None,
     count: int | None,
+    force: bool = False,
 ) -> None:
-    """Read `files`, write the cut to `out` ("-": standard output); say on stderr what it holds."""
-    if any(same_file(out, file) for file in files):
-        fail(f"-w {out}: that is the capture being read; write the cut elsewhere", 2)
+    """Read `files`, write the cut to `out` ("-": standard output); say on stderr what it holds.
+    Never over an input, nor over a file already there unless `force` (`amqpscope.outputs`)."""
+    check_output("-w", out, (*files, keylog), force)
     with open_captures(files) as capture:
         sink: IO[bytes]
         try:
-            sink = sys.stdout.buffer if out == "-" else open(out, "wb")  # noqa: SIM115
+            sink = sys.stdout.buffer if out == "-" else open_new(out, force)
+        except FileExistsError:
+            fail(f"-w {out}: that file exists; --force overwrites it", 2)
         except OSError as exc:
             fail(f"-w {out}: {exc.strerror or exc}", 1)
         try:
