@@ -49,7 +49,7 @@ def test_report_of_a_timed_log_keeps_its_times(tmp_path: Path) -> None:
 
 
 def export(tmp_path: Path, log: str) -> dict:
-    out = tmp_path / "export.json"
+    out = tmp_path / f"{log}.json"  # one file a log: export writes over none without --force
     result = CliRunner().invoke(main, ["export", str(CAPTURES / log), "-o", str(out)])
     assert result.exit_code == 0, result.output
     return json.loads(out.read_text())["capture"]
