@@ -386,6 +386,7 @@ FILE_COMMANDS: Final = frozenset({"read", "summary", "export", "diagnose", "repo
 COMMANDS: Final = (
     *("diagnose", "export", "live", "read", "report"),
     *("schema", "spark", "summary", "tui"),
+    "follow",
 )
 
 

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 #: schema names, each a NAME.schema.json beside this file
-NAMES = ("frame", "summary", "export", "diagnose")
+NAMES = ("frame", "summary", "export", "diagnose", "follow")
 
 
 def text(name: str) -> str:

@@ -138,9 +138,10 @@ def s_journeys(ctx: record.Ctx) -> dict[str, Any]:
     across three connections of two processes."""
     q = ctx.q()
     where = (record.BROKER_HOST, str(record.BROKER_PORT), q)
+    counts = (str(len(MESSAGES)), str(NACKS))
+    messages = json.dumps(MESSAGES)
     consumers = subprocess.Popen(
-        [sys.executable, "-c", CONSUMERS, *where, f"amqpscope {ctx.name}"]
-        + [str(len(MESSAGES)), str(NACKS)],
+        [sys.executable, "-c", CONSUMERS, *where, f"amqpscope {ctx.name}", *counts],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -149,8 +150,7 @@ def s_journeys(ctx: record.Ctx) -> dict[str, Any]:
     if consumers.stdout.readline().strip() != "ready":
         raise RuntimeError(f"consumers did not start: {consumers.communicate()[1].strip()}")
     publisher = subprocess.Popen(
-        [sys.executable, "-c", PUBLISHER, *where, f"amqpscope {ctx.name} publisher"]
-        + [json.dumps(MESSAGES)],
+        [sys.executable, "-c", PUBLISHER, *where, f"amqpscope {ctx.name} publisher", messages],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
