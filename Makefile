@@ -2,14 +2,14 @@
 PYTHON  ?= python3
 PIP     ?= $(PYTHON) -m pip
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT_PKGS := tshark tcpdump rabbitmq-server garagemq amqp-tools tmux chromium
+APT_PKGS := tshark tcpdump rabbitmq-server garagemq amqp-tools tmux chromium npm
 # what the compiled build (mypyc) needs: a C compiler and the Python headers
 BUILD_PKGS := gcc python3-dev
 DEMO_CAPTURE ?= captures/091-ack-nack-reject.pcap
 export DEBIAN_FRONTEND := noninteractive
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test install dev build-deps system-deps broker lint unit captures bench compiled fuzz clean
+.PHONY: demo test install dev build-deps system-deps broker lint unit captures bench compiled fuzz clean node-deps
 
 demo: install
 	@echo "== amqpscope read $(DEMO_CAPTURE)"
@@ -18,7 +18,7 @@ demo: install
 # the suite on every core (pytest-xdist, a worker per logical CPU); tests that cannot share the
 # machine are grouped onto one worker in turn (tests/conftest.py). PYTEST_JOBS=0: one process.
 PYTEST_JOBS ?= logical
-test: install system-deps broker lint
+test: install system-deps broker lint node-deps
 	$(PYTHON) -m pytest -q -n $(PYTEST_JOBS) --dist loadgroup
 
 # the default build: the hot path compiled with mypyc (tools/mypyc_hook.py), or pure Python with
@@ -54,6 +54,12 @@ system-deps:
 	  echo "wireshark-common wireshark-common/install-setuid boolean false" | $(SUDO) debconf-set-selections; \
 	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
+
+# Mermaid (pinned), for the test that parses and draws `export --mermaid`'s diagrams in Chromium
+MERMAID_VERSION ?= 11.17.2
+node-deps: system-deps
+	@[ -f build/node/node_modules/mermaid/package.json ] && grep -q '"version": "$(MERMAID_VERSION)"' build/node/node_modules/mermaid/package.json \
+	|| npm install -s --no-audit --no-fund --prefix build/node mermaid@$(MERMAID_VERSION)
 
 broker: system-deps
 	$(PYTHON) captures/record.py --ensure-broker

@@ -31,6 +31,11 @@ from amqpscope.track.tracker import Tracker
     help="Where to write it (- for stdout).",
 )
 @click.option("--ndjson", is_flag=True, help="One record per line instead of one document.")
+@click.option(
+    "--mermaid",
+    is_flag=True,
+    help="Instead: Markdown with a Mermaid sequenceDiagram per connection (GitHub renders it).",
+)
 @click.option("--show-secrets", is_flag=True, help="Include credentials instead of redacting.")
 @redact_bodies_option
 @keylog_option
@@ -44,6 +49,7 @@ def export(
     keylog: str | None,
     redact_bodies: bool = False,
     fmt: str | None = None,
+    mermaid: bool = False,
 ) -> None:
     """Everything about FILE (a capture or a frame-trace log) as JSON: capture, frames,
     connections, findings, diagnoses.
@@ -56,7 +62,13 @@ def export(
     Examples:
       amqpscope export capture.pcap -o capture.json
       amqpscope export capture.pcap --ndjson | jq 'select(.record == "connection")'
+      amqpscope export capture.pcap --mermaid -o diagrams.md   (paste into an issue)
     """
+    if mermaid:
+        if ndjson:
+            raise click.UsageError("--mermaid and --ndjson: choose one")
+        _mermaid(files, output, show_secrets, redact_bodies, keylog, fmt)
+        return
     from amqpscope.render.export import ExportWriter, capture_metadata
 
     tracker = Tracker()
@@ -88,4 +100,23 @@ def export(
         writer.close(tracker.summary(), unplaced, diagnoses)
         if bar is not None:
             bar.clear()
+        report_findings(source.findings)
+
+
+def _mermaid(
+    files: tuple[str, ...],
+    output: str,
+    show_secrets: bool,
+    redact_bodies: bool,
+    keylog: str | None,
+    fmt: str | None,
+) -> None:
+    """`export --mermaid`: each connection's frames as a sequence diagram, in Markdown."""
+    from amqpscope.render.mermaid import ConnectionDiagrams
+
+    diagrams = ConnectionDiagrams()
+    with open_input(files, fmt) as source, open_output(output) as out:
+        for frame in source.frames(show_secrets, redact_bodies, keylog=load_keylog(keylog)):
+            diagrams.feed(frame)
+        out.write(diagrams.markdown())
         report_findings(source.findings)

@@ -2,9 +2,12 @@
 ```mermaid block): a followed message's journey (`follow --mermaid`) or each connection's
 frames (`export --mermaid`).
 
-Every text comes from the wire (names, routing keys, bodies), so it is escaped as Mermaid's
-sequence grammar needs: `#`, `;`, `<`, `>` and quotes become entity codes (`#35;`), which
-Mermaid itself turns back into the characters; participant names keep only plain characters.
+Every text comes from the wire (names, routing keys, bodies), so it is made safe for Mermaid's
+sequence grammar, where `#` starts a comment, `;` ends a statement and `<br>` breaks a line. Its
+entity codes (`#35;`) would be the documented escape, but Mermaid 11 draws them as they are
+(ﬂ°°35¶ß) in a message's text (seen in Chromium, tests/test_mermaid.py), so look-alike
+fullwidth characters stand in (U+FF03, U+FF1B, U+FF1C, U+FF1E). Participant names keep only
+plain characters.
 """
 
 from __future__ import annotations
@@ -23,8 +26,8 @@ from amqpscope.render.lines import highlights, transport_name
 MAX_ARROWS: Final = 200
 #: characters of a message's text
 MAX_TEXT: Final = 120
-_ENTITIES: Final = {"#": "#35;", ";": "#59;", "<": "#lt;", ">": "#gt;", '"': "#quot;"}
-_SPECIAL: Final = re.compile(r'[#;<>"]')
+_STAND_INS: Final = {"#": "\uff03", ";": "\uff1b", "<": "\uff1c", ">": "\uff1e"}
+_SPECIAL: Final = re.compile(r"[#;<>]")
 _CONTROL: Final = re.compile(r"[\x00-\x1f\x7f]")
 _PLAIN: Final = re.compile(r"[^\w .:/@()-]")
 #: who sends each event of a journey: the client (to the broker) or the broker
@@ -36,7 +39,7 @@ def text(value: str) -> str:
     value = _CONTROL.sub(" ", value)
     if len(value) > MAX_TEXT:
         value = value[: MAX_TEXT - 1] + "…"
-    return _SPECIAL.sub(lambda m: _ENTITIES[m.group()], value).strip() or " "
+    return _SPECIAL.sub(lambda m: _STAND_INS[m.group()], value).strip() or " "
 
 
 def participant(name: str) -> str:
@@ -50,7 +53,7 @@ def fenced(diagram: list[str]) -> str:
 
 def _arrow(hop: Hop) -> str:
     d = hop.details
-    words = [f"#{hop.frame}", hop.event]
+    words = [f"frame {hop.frame}", hop.event]
     if hop.event == "published":
         words.append(f"to {d.get('exchange') or '(default)'} key {d.get('routing-key')}")
     elif hop.event in ("delivered", "redelivered"):
@@ -121,7 +124,7 @@ class ConnectionDiagrams:
             self.left_out[frame.conn] = self.left_out.get(frame.conn, 0) + 1
             return
         name = transport_name(frame) if frame.kind == "transport" else frame.name
-        words = " ".join(w for w in (f"#{frame.number}", name, highlights(frame)) if w)
+        words = " ".join(w for w in (str(frame.number), name, highlights(frame)) if w)
         if frame.channel:
             words += f" (ch {frame.channel})"
         arrow = "client->>server" if frame.direction == "c2s" else "server-->>client"
