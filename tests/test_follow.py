@@ -124,3 +124,35 @@ def test_bad_usage_and_input(tmp_path: Path) -> None:
     done = run(str(tmp_path / "missing.pcap"), "--message-id", "m0")
     assert done.returncode == 1
     assert len(done.stderr.splitlines()) == 1 and "Traceback" not in done.stderr
+
+
+def test_a_10_message_redelivered_to_another_link() -> None:
+    """captures/10-redelivered: receiver A takes 3 messages, detaches without settling them;
+    receiver B gets them again (first-acquirer false) and accepts them. Each journey: the
+    client's transfer (accepted and settled by the broker), A's delivery, B's, B's accept."""
+    capture = CAPTURES / "10-redelivered.pcap"
+    expect = json.loads(capture.with_suffix(".json").read_text())["expect"]
+    done = run(str(capture), "--json")
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert not list(schema.validator("follow").iter_errors(document))
+    journeys = {j["body"]: j for j in document["journeys"]}
+    links = {"A": "amqpscope-first", "B": "amqpscope-second"}
+    bodies = list(dict.fromkeys(d["body"] for d in expect["deliveries"]))
+    assert sorted(journeys) == sorted(bodies)
+    for body in bodies:
+        journey = journeys[body]
+        got = [d for d in expect["deliveries"] if d["body"] == body]
+        assert journey["message-id"] == got[0]["message_id"]
+        transfers = [h for h in journey["hops"] if h["event"] == "transfer"]
+        assert [(h["dir"], h["link"]) for h in transfers[1:]] == [
+            ("s2c", links[d["receiver"]]) for d in got
+        ]
+        assert transfers[0]["dir"] == "c2s"
+        # the redelivery is the one the client saw with first-acquirer false
+        assert [h.get("why") for h in transfers[1:]] == [
+            None if d["first_acquirer"] else "first-acquirer false" for d in got
+        ]
+        outcomes = [(h["role"], h["state"]) for h in journey["hops"] if h["event"] == "disposition"]
+        assert outcomes == [("receiver", "accepted")] * 2  # the broker's of the send, B's
+        assert journey["end"] == "accepted and settled"

@@ -98,6 +98,7 @@ def test_the_parser_rejects_what_it_should(page: browser.Page) -> None:
         ("export", "091-hostile-names.pcap", "--mermaid"),
         ("export", "10-send-receive.pcap", "--mermaid"),
         ("follow", "091-journeys.pcap", "--mermaid"),
+        ("follow", "10-redelivered.pcap", "--mermaid"),
     ],
     ids=lambda a: f"{a[0]}-{a[1]}",
 )

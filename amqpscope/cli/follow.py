@@ -51,7 +51,8 @@ def follow(
     """Where a message went: published on one connection (exchange, routing key), confirmed,
     delivered on another (queue, consumer), acked, nacked, redelivered, acked; with the frame
     and time of each hop and where it stopped. The criteria given must all match; with none,
-    every message of the input. 0-9-1 for now.
+    every message of the input. AMQP 1.0: the client's transfer, the peer's onward ones, and
+    their dispositions.
 
     \b
     Deliveries are matched to their publish by message-id, else by exchange, routing key and
@@ -82,7 +83,7 @@ def follow(
             sys.stdout.write(journeys_diagram(found, follower.first_ts, follower.names))
         elif not found:
             asked = (message_id, correlation_id, frame, body_match) != (None,) * 4
-            sys.stdout.write("no message matches\n" if asked else "no 0-9-1 message\n")
+            sys.stdout.write("no message matches\n" if asked else "no message in the input\n")
         else:
             from amqpscope.render.follow import journey_lines
 

@@ -12,8 +12,14 @@ the bookkeeping of what happened to each: the publisher's confirm (delivery-tag 
 confirm mode), the consumer's ack, nack or reject (delivery-tag of the consumer's channel, with
 `multiple`), a return, and a channel or connection closed with the delivery still unacked.
 
+AMQP 1.0 has no publish/deliver pair to correlate: a message's hops are its transfers (the
+client's into the broker or router, the peer's onward ones) and the dispositions that settle
+them. An onward transfer joins the latest journey with the same identity, taken in
+`Redeliveries`' order with its body digest (message-id, else correlation-id, else body), and a
+redelivery joins the journey of the delivery `Redeliveries` links it to.
+
 The words of a hop say what the wire showed and who did it: "requeue" is what the consumer
-asked; that the broker requeued it shows only as a later redelivery. 0-9-1 only for now.
+asked; that the broker requeued it shows only as a later redelivery.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from amqpscope.codec.frames import METHOD, Frame
-from amqpscope.diagnose.redelivery import Redeliveries
+from amqpscope.diagnose.redelivery import Redeliveries, body_digest
 from amqpscope.track.amqp091.journeys import Correlator, message_key
 
 #: journeys kept (a capture's messages; past this, later publishes start no journey)
@@ -33,6 +39,10 @@ DELIVERIES: Final = frozenset(("basic.deliver", "basic.get-ok"))
 CONTENT_METHODS: Final = frozenset(
     ("basic.publish", "basic.deliver", "basic.get-ok", "basic.return")
 )
+OTHER: Final = {"c2s": "s2c", "s2c": "c2s"}
+SERIAL: Final = 1 << 32
+#: a 1.0 disposition range longer than this is not walked (a damaged or hostile frame)
+MAX_RANGE: Final = 10_000
 
 
 @dataclass(slots=True)
@@ -110,6 +120,13 @@ class Journey:
             return f"{last.event} without requeue (dropped or dead-lettered by the broker)"
         if last.event == "unacked-at-close":
             return "unacked when its channel closed, not delivered again in the input"
+        if last.event == "transfer":
+            if last.details.get("settled"):
+                return "transferred settled (pre-settled: no outcome to wait for)"
+            return "transferred, not settled in the input"
+        if last.event == "disposition":
+            state = last.details.get("state") or "no outcome"
+            return f"{state}{' and settled' if last.details.get('settled') else ', not settled'}"
         return last.event
 
     def to_json(self, first_ts: float | None, names: dict[int, str]) -> dict[str, Any]:
@@ -129,6 +146,16 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _size(message: dict[str, Any]) -> int | None:
+    """The body's size: 0-9-1's content-header body-size, 1.0's body section's."""
+    size = message.get("body-size")
+    if type(size) is int:
+        return size
+    body = message.get("body")
+    size = body.get("size") if isinstance(body, dict) else None
+    return size if type(size) is int else None
+
+
 def _body(message: dict[str, Any]) -> str | None:
     body = message.get("body")
     if not isinstance(body, dict):
@@ -136,10 +163,23 @@ def _body(message: dict[str, Any]) -> str | None:
     text = body.get("text")
     if isinstance(text, str):
         return text
+    value = body.get("value")  # 1.0: an amqp-value section
+    if isinstance(value, str):
+        return value
     raw = body.get("raw")
     if isinstance(raw, (bytes, bytearray)):
         return bytes(raw).decode("utf-8", "replace")
     return None
+
+
+def _identity(properties: dict[str, Any], message: dict[str, Any]) -> tuple[Any, ...] | None:
+    """What a 1.0 message is known by, strongest first (as `Redeliveries` links them)."""
+    for how in ("message-id", "correlation-id"):
+        value = properties.get(how)
+        if value is not None and not isinstance(value, (dict, list)):
+            return (how, f"{type(value).__name__}:{value}")
+    digest = body_digest(message)
+    return ("body", digest) if digest is not None else None
 
 
 class Follower:
@@ -160,12 +200,26 @@ class Follower:
         self._unacked: dict[tuple[int, int], dict[int, Journey]] = {}  # -> delivery-tag -> j.
         self._no_ack: dict[tuple[int, str], bool] = {}  # (conn, consumer-tag) -> no-ack
         self._consuming: dict[tuple[int, int], bool] = {}  # (conn, ch) -> no-ack asked
+        # 1.0: (conn, dir, channel, handle) -> the link's address; (conn, dir, channel) -> the
+        # other side's channel of that session; the first frame of each delivery under way;
+        # the deliveries not yet settled, by the sending side's (conn, dir, channel)
+        self._address: dict[tuple[int, str, int, int], str | None] = {}
+        self._links: dict[tuple[int, str, int, int], str | None] = {}  # -> the link's name
+        self._peer: dict[tuple[int, str, int], int] = {}
+        self._first10: dict[tuple[int, str, int, int], tuple[int, float]] = {}
+        self._open10: dict[tuple[int, str, int], dict[int, Journey]] = {}
+        self._by_identity: dict[tuple[Any, ...], Journey] = {}  # -> the latest with it
 
     # -- input ---------------------------------------------------------------------------------
     def feed(self, frame: Frame) -> None:
         if self.first_ts is None and frame.ts:
             self.first_ts = frame.ts
-        if frame.version != "0-9-1" or frame.channel is None:
+        if frame.channel is None:
+            return
+        if frame.version == "1.0":
+            self._frame10(frame)
+            return
+        if frame.version != "0-9-1":
             return
         where = (frame.conn, frame.channel)
         getting = self.correlator.getting.get(where)
@@ -254,7 +308,7 @@ class Follower:
             _text(properties.get("message-id")),
             _text(properties.get("correlation-id")),
             body[:BODY_KEPT] if body is not None else None,
-            message.get("body-size") if type(message.get("body-size")) is int else None,
+            _size(message),
         )
         self.journeys.append(journey)
         return journey
@@ -358,6 +412,131 @@ class Follower:
                 details = {"closed-by": "client" if frame.direction == "c2s" else "broker"}
                 hop = Hop("unacked-at-close", frame.number, frame.conn, key[1], frame.ts, details)
                 journey.add(hop)
+
+    # -- 1.0 -----------------------------------------------------------------------------------
+    def _frame10(self, frame: Frame) -> None:
+        """Transfers are a message's hops (the client's link into the broker or router, its
+        outgoing link to another); a disposition settles them. A transfer is the next hop of
+        the latest journey with the same identity (message-id, else correlation-id, else body
+        digest: the order `Redeliveries` matches in) and link address that has no hop on this
+        connection and direction yet; a redelivery joins its earlier delivery's journey."""
+        link = self.redeliveries.feed_frame(frame)
+        fields, direction, channel = frame.fields, frame.direction, frame.channel or 0
+        name = frame.name
+        if name == "attach":
+            handle = fields.get("handle")
+            if type(handle) is int and fields.get("role") == "sender":
+                # a client's sender names where it sends (target), a broker's where it takes
+                # messages from (source): either way the queue or address of the journey
+                end = fields.get("target" if direction == "c2s" else "source")
+                address = end.get("address") if isinstance(end, dict) else None
+                key = (frame.conn, direction, channel, handle)
+                self._address[key] = address if isinstance(address, str) else None
+                link_name = fields.get("name")
+                self._links[key] = link_name if isinstance(link_name, str) else None
+        elif name == "begin":
+            remote = fields.get("remote-channel")
+            if type(remote) is int:
+                self._peer[(frame.conn, direction, channel)] = remote
+                self._peer[(frame.conn, OTHER.get(direction, ""), remote)] = channel
+        elif name == "transfer":
+            delivery_id = fields.get("delivery-id")
+            if type(delivery_id) is int:
+                start = (frame.conn, direction, channel, delivery_id)
+                self._first10.setdefault(start, (frame.number, frame.ts))
+            if frame.message is not None:
+                earlier, why = (link.earlier, link.why) if link is not None else (0, "")
+                self._transfer(frame, frame.message, earlier, why)
+        elif name == "disposition":
+            self._disposition(frame)
+        elif name == "open":
+            container = fields.get("container-id")
+            if direction == "c2s" and isinstance(container, str):
+                self.names.setdefault(frame.conn, container)
+
+    def _transfer(self, frame: Frame, message: dict[str, Any], earlier: int, why: str) -> None:
+        delivery_id = message.get("delivery-id")
+        if type(delivery_id) is not int:
+            return
+        direction, channel = frame.direction, frame.channel or 0
+        start, ts = self._first10.pop(
+            (frame.conn, direction, channel, delivery_id), (frame.number, frame.ts)
+        )
+        handle = frame.fields.get("handle")
+        where = (frame.conn, direction, channel, handle)
+        address, link_name = self._address.get(where), self._links.get(where)
+        properties = message.get("properties") or {}
+        identity = _identity(properties, message)
+        journey = self._by_delivery.get(earlier) if earlier else None
+        linked = "redelivery" if journey is not None else ""
+        if journey is None and identity is not None:
+            latest = self._by_identity.get(identity)
+            if latest is not None and not any(
+                h.event == "transfer" and h.conn == frame.conn and h.details.get("dir") == direction
+                for h in latest.hops
+            ):
+                journey, linked = latest, str(identity[0])
+        if journey is None:
+            if len(self.journeys) >= MAX_JOURNEYS:
+                return
+            journey = self._journey(message)
+        if identity is not None:
+            self._by_identity[identity] = journey
+        settled = frame.fields.get("settled") is True
+        details: dict[str, Any] = {
+            "dir": direction,
+            "address": address,
+            "link": link_name,
+            "handle": handle if type(handle) is int else None,
+            "delivery-id": delivery_id,
+            "settled": settled,
+            "linked-by": linked or None,
+        }
+        if earlier:
+            details["earlier-frame"] = earlier
+        if why:
+            details["why"] = why  # what made it a redelivery, as `Redeliveries` says
+        journey.add(Hop("transfer", start, frame.conn, channel, ts, details), frame.number)
+        self._by_delivery[start] = journey
+        if not settled:
+            self._open10.setdefault((frame.conn, direction, channel), {})[delivery_id] = journey
+
+    def _disposition(self, frame: Frame) -> None:
+        fields, direction, channel = frame.fields, frame.direction, frame.channel or 0
+        first, last = fields.get("first"), fields.get("last")
+        if type(first) is not int:
+            return
+        span = (last - first) % SERIAL if type(last) is int else 0
+        if span > MAX_RANGE:
+            return
+        by_receiver = fields.get("role") == "receiver"
+        if by_receiver:  # settles what the other side sent, on its channel of the session
+            side, where = OTHER.get(direction, ""), self._peer.get((frame.conn, direction, channel))
+        else:
+            side, where = direction, channel
+        if where is None:
+            return
+        deliveries = self._open10.get((frame.conn, side, where))
+        if not deliveries:
+            return
+        state = fields.get("state")
+        kind = state.get("type") if isinstance(state, dict) else None
+        settled = fields.get("settled") is True
+        for offset in range(span + 1):
+            delivery_id = (first + offset) % SERIAL
+            journey = deliveries.get(delivery_id)
+            if journey is None:
+                continue
+            if settled:
+                del deliveries[delivery_id]
+            details = {
+                "dir": direction,
+                "role": "receiver" if by_receiver else "sender",
+                "delivery-id": delivery_id,
+                "state": kind if isinstance(kind, str) else None,
+                "settled": settled,
+            }
+            journey.add(Hop("disposition", frame.number, frame.conn, channel, frame.ts, details))
 
     # -- out -----------------------------------------------------------------------------------
     def select(

@@ -35,6 +35,20 @@ def _what(hop: Hop) -> str:
         return "requeue" if d.get("requeue") else "no requeue"
     if hop.event == "returned":
         return f"{d.get('reply-code')} {d.get('reply-text') or ''}".strip()
+    if hop.event == "transfer":
+        arrow = "client → peer" if d.get("dir") == "c2s" else "peer → client"
+        words = [arrow, f"link {d.get('link')} ({d.get('address') or 'no address'})"]
+        words.append(f"delivery-id {d.get('delivery-id')}")
+        if d.get("settled"):
+            words.append("settled")
+        if d.get("earlier-frame"):
+            words.append(f"(again after #{d['earlier-frame']}: {d.get('why')})")
+        elif d.get("linked-by"):
+            words.append(f"(matched by {d['linked-by']})")
+        return " ".join(words)
+    if hop.event == "disposition":
+        words = [str(d.get("state") or "no outcome"), f"by the {d.get('role')}"]
+        return " ".join(words + (["settled"] if d.get("settled") else []))
     if hop.event == "unacked-at-close":
         return f"channel closed by the {d.get('closed-by')}"
     if d.get("multiple"):

@@ -60,6 +60,10 @@ def _arrow(hop: Hop) -> str:
         words.append(f"from {d.get('queue') or '(unknown queue)'} tag {d.get('delivery-tag')}")
     elif hop.event in ("nacked", "rejected"):
         words.append("requeue" if d.get("requeue") else "no requeue")
+    elif hop.event == "transfer":
+        words.append(f"link {d.get('address') or '(no address)'} id {d.get('delivery-id')}")
+    elif hop.event == "disposition":
+        words.append(f"{d.get('state') or 'no outcome'}{' settled' if d.get('settled') else ''}")
     return " ".join(str(w) for w in words)
 
 
@@ -79,7 +83,7 @@ def journey_diagram(journey: Journey, first_ts: float | None, names: dict[int, s
         label = text(_arrow(hop) + at)
         if hop.event == "unacked-at-close":
             lines.append(f"    Note over c{hop.conn}: {label}")
-        elif hop.event in _FROM_CLIENT:
+        elif hop.details.get("dir", "c2s" if hop.event in _FROM_CLIENT else "s2c") == "c2s":
             lines.append(f"    c{hop.conn}->>broker: {label}")
         else:
             lines.append(f"    broker-->>c{hop.conn}: {label}")
