@@ -156,3 +156,17 @@ def test_a_10_message_redelivered_to_another_link() -> None:
         outcomes = [(h["role"], h["state"]) for h in journey["hops"] if h["event"] == "disposition"]
         assert outcomes == [("receiver", "accepted")] * 2  # the broker's of the send, B's
         assert journey["end"] == "accepted and settled"
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/follow.md"])
+def test_the_docs_show_what_follow_prints(doc: str) -> None:
+    """The documented example is the command's output on the recording, as it is now."""
+    text = (CAPTURES.parent / doc).read_text()
+    command = "$ amqpscope follow captures/091-journeys.pcap --message-id m0\n"
+    shown = text[text.index(command) + len(command) :].split("```", 1)[0]
+    done = run(str(CAPTURE), "--message-id", "m0")
+    assert done.returncode == 0, done.stderr
+    assert shown == done.stdout
+    if doc.startswith("docs/"):
+        mermaid = run(str(CAPTURE), "--message-id", "m0", "--mermaid").stdout
+        assert mermaid[mermaid.index("```mermaid") :] in text
