@@ -170,3 +170,29 @@ def test_the_docs_show_what_follow_prints(doc: str) -> None:
     if doc.startswith("docs/"):
         mermaid = run(str(CAPTURE), "--message-id", "m0", "--mermaid").stdout
         assert mermaid[mermaid.index("```mermaid") :] in text
+
+
+ALL = sorted(p for p in CAPTURES.iterdir() if p.suffix in (".pcap", ".pcapng"))
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: p.name)
+def test_every_capture_s_journeys_validate(path: Path) -> None:
+    """Whatever a capture holds (1.0, 0-9-1, damaged, hostile names), its journeys are records
+    the schema describes, and every hop's frame is one of the capture's."""
+    from amqpscope.capture.files import open_capture
+    from amqpscope.dissect import Dissector
+    from amqpscope.journeys import Follower
+    from tests.oracle import keylog_for
+
+    follower = Follower()
+    numbers = set()
+    with open_capture(str(path)) as capture:
+        for frame in Dissector(keylog=keylog_for(path)).run(capture):
+            follower.feed(frame)
+            numbers.add(frame.number)
+    names = follower.names
+    document = {"journeys": [j.to_json(follower.first_ts, names) for j in follower.journeys]}
+    document = json.loads(json.dumps(document))
+    errors = list(schema.validator("follow").iter_errors(document))
+    assert not errors, errors[0].message
+    assert {h["frame"] for j in document["journeys"] for h in j["hops"]} <= numbers
