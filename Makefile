@@ -9,7 +9,7 @@ DEMO_CAPTURE ?= captures/091-ack-nack-reject.pcap
 export DEBIAN_FRONTEND := noninteractive
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test install dev build-deps system-deps broker lint unit captures bench compiled fuzz clean
+.PHONY: demo test install dev build-deps system-deps broker lint unit captures bench compiled fuzz clean node-deps
 
 demo: install
 	@echo "== amqpscope read $(DEMO_CAPTURE)"
@@ -20,7 +20,7 @@ demo: install
 PYTEST_JOBS ?= logical
 # AMQPSCOPE_REQUIRE_ORACLES=1: a test skipped for a missing oracle this target installs (tshark,
 # tmux, chromium, an extra's package) fails instead (tests/conftest.py)
-test: install system-deps broker lint
+test: install system-deps broker lint node-deps
 	AMQPSCOPE_REQUIRE_ORACLES=1 $(PYTHON) -m pytest -q -n $(PYTEST_JOBS) --dist loadgroup
 
 # the default build: the hot path compiled with mypyc (tools/mypyc_hook.py), or pure Python with
@@ -56,6 +56,14 @@ system-deps:
 	  echo "wireshark-common wireshark-common/install-setuid boolean false" | $(SUDO) debconf-set-selections; \
 	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
+
+# Mermaid (pinned), for the test that parses and draws `export --mermaid`'s diagrams in Chromium;
+# npm from Debian only where none is found (a nodejs package that bundles npm conflicts with it)
+MERMAID_VERSION ?= 11.17.2
+node-deps: system-deps
+	@command -v npm >/dev/null || $(MAKE) --no-print-directory system-deps APT_PKGS=npm
+	@[ -f build/node/node_modules/mermaid/package.json ] && grep -q '"version": "$(MERMAID_VERSION)"' build/node/node_modules/mermaid/package.json \
+	|| npm install -s --no-audit --no-fund --prefix build/node mermaid@$(MERMAID_VERSION)
 
 broker: system-deps
 	$(PYTHON) captures/record.py --ensure-broker

@@ -290,6 +290,7 @@ def test_link_scope_follows_a_1_0_link_and_its_dispositions() -> None:
 # -- terminal manners: help, exit codes, paging, narrow and non-UTF consoles, completion ---------
 
 COMMANDS = ("read", "summary", "diagnose", "export", "schema", "live", "spark", "report", "tui")
+COMMANDS += ("follow",)  # issue 44
 SGR = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -411,8 +412,9 @@ def test_completion_of_commands_options_choices_and_files() -> None:
         "plain,diagnose",
         "plain,export-ndjson",
         "plain,live",
+        "plain,follow",
     ]
-    for command in ("read", "summary", "export", "diagnose", "report"):
+    for command in ("read", "summary", "export", "diagnose", "report", "follow"):
         assert complete("bash", f"amqpscope {command} capt", 2) == ["file,capt"]
     assert complete("bash", "amqpscope spark capt", 2) == ["file,capt"]
     assert "plain,lo" in complete("bash", "amqpscope live ", 2)  # this machine's interfaces

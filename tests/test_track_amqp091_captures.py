@@ -53,6 +53,8 @@ FINDINGS = {
     "log-pika-closed": ["amqp091.unknown-delivery-tag", "amqp091.channel-error"],
     # captures/scenarios/logs.py: basic.qos prefetch_count=2, both delivered at once
     "log-pika-broker": ["amqp091.prefetch-saturated"],
+    # captures/scenarios/journeys.py: prefetch 1 on each of the two consumers' channels
+    "091-journeys": ["amqp091.prefetch-saturated"] * 2,
     # captures/scenarios/diagnose.py
     "091-blocked-publisher": ["amqp091.blocked"],  # the memory alarm
     "091-stalled-consumer": ["amqp091.prefetch-saturated"],  # first at tag 5, the stall at 8

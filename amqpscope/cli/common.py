@@ -444,7 +444,9 @@ QUICK_EXIT: Final = frozenset({"read", "summary", "export", "schema", "diagnose"
 
 
 #: the commands that read capture files, given as arguments (not with tshark's -r)
-FILE_COMMANDS: Final = frozenset({"read", "summary", "export", "diagnose", "report", "tui"})
+FILE_COMMANDS: Final = frozenset(
+    {"read", "summary", "export", "diagnose", "report", "tui", "follow"}
+)
 
 
 #: every command, each defined (and registered with `main`) by the module of its name in this
@@ -452,6 +454,7 @@ FILE_COMMANDS: Final = frozenset({"read", "summary", "export", "diagnose", "repo
 COMMANDS: Final = (
     *("diagnose", "export", "live", "read", "report"),
     *("schema", "spark", "summary", "tui"),
+    "follow",
 )
 
 

@@ -34,6 +34,11 @@ from amqpscope.track.tracker import Tracker
 )
 @force_option
 @click.option("--ndjson", is_flag=True, help="One record per line instead of one document.")
+@click.option(
+    "--mermaid",
+    is_flag=True,
+    help="Instead: Markdown with a Mermaid sequenceDiagram per connection (GitHub renders it).",
+)
 @click.option("--show-secrets", is_flag=True, help="Include credentials instead of redacting.")
 @redact_bodies_option
 @keylog_option
@@ -48,6 +53,7 @@ def export(
     redact_bodies: bool = False,
     fmt: str | None = None,
     force: bool = False,
+    mermaid: bool = False,
 ) -> None:
     """Everything about FILE (a capture or a frame-trace log) as JSON: capture, frames,
     connections, findings, diagnoses.
@@ -61,10 +67,16 @@ def export(
     Examples:
       amqpscope export capture.pcap -o capture.json
       amqpscope export capture.pcap --ndjson | jq 'select(.record == "connection")'
+      amqpscope export capture.pcap --mermaid -o diagrams.md   (paste into an issue)
     """
+    if mermaid and ndjson:
+        raise click.UsageError("--mermaid and --ndjson: choose one")
+    check_output("-o", output, (*files, keylog), force)
+    if mermaid:
+        _mermaid(files, output, force, show_secrets, redact_bodies, keylog, fmt)
+        return
     from amqpscope.render.export import ExportWriter, capture_metadata
 
-    check_output("-o", output, (*files, keylog), force)
     tracker = Tracker()
     steady_gc()
     with (
@@ -94,4 +106,24 @@ def export(
         writer.close(tracker.summary(), unplaced, diagnoses)
         if bar is not None:
             bar.clear()
+        report_findings(source.findings)
+
+
+def _mermaid(
+    files: tuple[str, ...],
+    output: str,
+    force: bool,
+    show_secrets: bool,
+    redact_bodies: bool,
+    keylog: str | None,
+    fmt: str | None,
+) -> None:
+    """`export --mermaid`: each connection's frames as a sequence diagram, in Markdown."""
+    from amqpscope.render.mermaid import ConnectionDiagrams
+
+    diagrams = ConnectionDiagrams()
+    with open_input(files, fmt) as source, open_output(output, force) as out:
+        for frame in source.frames(show_secrets, redact_bodies, keylog=load_keylog(keylog)):
+            diagrams.feed(frame)
+        out.write(diagrams.markdown())
         report_findings(source.findings)

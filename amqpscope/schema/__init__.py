@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 #: schema names, each a NAME.schema.json beside this file
-NAMES = ("frame", "summary", "export", "diagnose", "export-ndjson", "live")
+NAMES = ("frame", "summary", "export", "diagnose", "export-ndjson", "live", "follow")
 
 
 def text(name: str) -> str:

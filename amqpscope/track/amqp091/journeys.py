@@ -156,6 +156,9 @@ class Correlator:
         self.pair_count = 0
         self.rpc_latency = Latency()
         self.answered: dict[Any, dict[str, Any]] = {}  # correlation-id -> pair awaiting delivery
+        # the last delivery's publish, (its key's digest, its index among the key's publishes),
+        # None when it was not matched: `follow` builds journeys on this matching, not a copy
+        self.matched: tuple[int, int] | None = None
 
     def feed(self, frame: Frame) -> None:
         """Note one frame (only those that complete a message, and a few methods, matter)."""
@@ -246,6 +249,7 @@ class Correlator:
             del self.keys[key]
 
     def _delivered(self, frame: Frame, message: dict[str, Any], method: str) -> None:
+        self.matched = None
         arguments = _fields(message.get("arguments"))
         if method == "basic.deliver":
             queue = self.consumers.get((frame.conn, name(arguments.get("consumer-tag"))))
@@ -270,7 +274,8 @@ class Correlator:
         if arguments.get("redelivered"):
             stats.redelivered += 1
             return
-        entry = self.keys.get(hash(message_key(message)))
+        digest = hash(message_key(message))
+        entry = self.keys.get(digest)
         if entry is None:
             stats.unmatched += 1
             return
@@ -293,6 +298,7 @@ class Correlator:
         else:
             entry.cursors[queue] = index + 1
         stats.matched += 1
+        self.matched = (digest, index)
         stats.latency.add(frame.ts - entry.times[entry.head + at])
 
     # -- request/reply --------------------------------------------------------------------------
