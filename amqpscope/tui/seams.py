@@ -164,8 +164,9 @@ def diagnoses(summary: dict[str, Any]) -> list[dict[str, Any]]:
 
 def refused_output(source: str | tuple[str, ...], out: str) -> str:
     """Why `out` may not take the cut of `source` (it is the capture being read, one of its
-    files, through a link too), or "" when it may."""
-    from amqpscope.cli.write import same_file
+    files, through a link too), or "" when it may: the rule every writer keeps
+    (amqpscope.outputs), in the TUI's words."""
+    from amqpscope.outputs import same_file
 
     sources = (source,) if isinstance(source, str) else source
     if any(same_file(out, one) for one in sources):
