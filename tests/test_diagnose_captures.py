@@ -75,6 +75,9 @@ WARNED: dict[str, dict[str, int]] = {
     "10-redelivered": {"delivery.unsettled-at-end": 1},  # receiver A detached
     # captures/scenarios/tokens.py: a token refused, one that expired, a management request
     # answered 410 and one never answered
+    # captures/scenarios/garagemq_methods.py: a passive declare of a missing queue (404)
+    "091-passive-declare": {"close.channel": 1},
+    "091-gmq-passive-declare": {"close.channel": 1},
     "10-cbs-tokens": {
         "auth.token-refused": 1,
         "auth.token-expired": 1,

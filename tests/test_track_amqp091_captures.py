@@ -45,6 +45,12 @@ FINDINGS = {
     "091-killed-autoack-consumer": ["amqp091.transport-closed"],  # killed; no-ack: none unacked
     "091-hostile-names": ["amqp091.channel-error"],  # 404 for the missing queue
     "091-html-names": ["amqp091.channel-error"],  # 404 for the missing queue
+    # captures/scenarios/garagemq_methods.py: 404 for the missing queue's passive declare
+    "091-passive-declare": ["amqp091.channel-error"],
+    "091-gmq-passive-declare": ["amqp091.channel-error"],
+    # amqp-consume --count 2 sets basic.qos prefetch_count=2: both come at once
+    "091-amqp-tools": ["amqp091.prefetch-saturated"],
+    "091-gmq-amqp-tools": ["amqp091.prefetch-saturated"],
     "091-qos-prefetch": ["amqp091.prefetch-saturated"],
     "091-refused-login": ["amqp091.login-refused"],
     "091-rpc": ["amqp091.prefetch-saturated"],  # the server's prefetch of 1, full per request
