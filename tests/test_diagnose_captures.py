@@ -181,6 +181,37 @@ def test_missing_queue_names_the_declare() -> None:
     assert close["fields"]["reply-code"] == 404
 
 
+@pytest.mark.parametrize("stem", ["091-passive-declare", "091-gmq-passive-declare"])
+def test_passive_declare_of_a_missing_queue_is_the_clients_check(stem: str) -> None:
+    """RabbitMQ and garagemq close the channel with 404: the client asked whether the queue
+    exists (often expected), it did not name a queue that should have been there."""
+    (diagnosis,) = of_code(f"{stem}.pcap", "close.channel")
+    declare, close = evidence(f"{stem}.pcap", diagnosis)
+    truth = expect(stem)
+    assert declare["name"] == "queue.declare" and declare["fields"]["passive"] is True
+    assert declare["fields"]["queue"] == truth["missing_queue"] == diagnosis["queue"]
+    assert close["fields"]["reply-code"] == truth["channel_errors"][0]["code"] == 404
+    assert diagnosis["title"].endswith("on queue.declare (passive)")
+    words = diagnosis["explanation"]
+    assert "client checked (a passive declare) for a queue that does not exist" in words
+    assert "often expected" in words and "the method named" not in words
+    assert diagnosis["severity"] == "warning"
+    # the timeline says which declares were passive: the check of the queue that exists too
+    lines = {
+        int(line.split()[0]): line
+        for line in run("read", str(CAPTURES / f"{stem}.pcap")).splitlines()
+        if line.strip()[:1].isdigit()
+    }
+    declares = [n for n, r in frames_of(f"{stem}.pcap").items() if r["name"] == "queue.declare"]
+    shown = [lines[n].split()[-1] == "passive" for n in declares]
+    assert (
+        shown
+        == [r["fields"]["passive"] for n, r in frames_of(f"{stem}.pcap").items() if n in declares]
+        == [False, True, True]
+    )
+    assert truth["passive_declares"] == 2 and truth["passive_found"]["queue"].endswith(".q")
+
+
 def test_returned_publish_with_exchange_and_routing_key() -> None:
     name = "091-confirms-return.pcap"
     (detail,) = expect("091-confirms-return")["return_details"]

@@ -16,7 +16,7 @@ from amqpscope.diagnose.evidence import Evidence, Placed, Seen
 from amqpscope.diagnose.lost import caveat, lost_line
 from amqpscope.diagnose.model import Diagnosis, make
 from amqpscope.diagnose.redelivery import Redelivery
-from amqpscope.findings import INFO
+from amqpscope.findings import INFO, WARNING
 from amqpscope.track.amqp091.channel import ChannelEpoch
 from amqpscope.track.amqp091.connection import ConnectionTracker
 
@@ -470,6 +470,9 @@ def closes(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
         name, cause, check = reply_cause(reply, close.get("reply-text"))
         method = close.get("class-method")
         named = _named(placed, method, channel)
+        checked = passive_cause(named, reply)
+        if checked is not None:
+            cause, check = checked
         evidence = [named.number if named else 0, close.get("frame") or 0]
         # the queue the failed method named (a 404's missing queue), else the channel's
         named_queue = str(named.fields["queue"]) if named and named.fields.get("queue") else None
@@ -501,21 +504,36 @@ def closes(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
             title = f"Channel {epoch.number} closed by the {close.get('by')}: {reply} {name}" + (
                 f" on {method}" if method else ""
             )
+            if checked is not None:
+                title += " (passive)"
         else:
             title = f"Connection closed by the {close.get('by')}: {reply} {name}"
-        out.append(
-            make(
-                code,
-                title,
-                f"{close.get('reply-text')!s}. Likely cause: {cause}.{detail} Check {check}.",
-                conn=conn.conn,
-                channel=channel or None,
-                queue=named_queue or (queue_of(epoch) if epoch is not None else None),
-                start=placed.frame.ts if placed else None,
-                evidence=evidence,
-            )
+        diagnosis = make(
+            code,
+            title,
+            f"{close.get('reply-text')!s}. Likely cause: {cause}.{detail} Check {check}.",
+            conn=conn.conn,
+            channel=channel or None,
+            queue=named_queue or (queue_of(epoch) if epoch is not None else None),
+            start=placed.frame.ts if placed else None,
+            evidence=evidence,
         )
+        if checked is not None:
+            diagnosis.severity = WARNING  # the channel is gone, but the client asked for this
+        out.append(diagnosis)
     return out
+
+
+def passive_cause(named: Seen | None, reply: Any) -> tuple[str, str] | None:
+    """(cause, what to check) of a close answering a passive declare, the client's check whether
+    a queue or exchange exists (`causes.PASSIVE_CAUSES`); None for any other close."""
+    if named is None or named.fields.get("passive") is not True or not isinstance(reply, int):
+        return None
+    words = causes.PASSIVE_CAUSES.get(reply)
+    if words is None:
+        return None
+    cause, check = words
+    return cause.format(what=named.name.partition(".")[0]), check
 
 
 def _listed(entries: list[tuple[int, str]], total: int) -> str:

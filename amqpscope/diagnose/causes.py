@@ -131,6 +131,18 @@ REPLY_CAUSES: Final[dict[str, tuple[str, str]]] = {
     "INTERNAL-ERROR": ("the broker failed internally", "the broker's log"),
 }
 
+#: a passive declare (the client asking whether a queue or exchange exists, creating nothing)
+#: answered with this reply code -> (what it means, what to check): the broker says no by closing
+#: the channel, which is often what the client expected
+PASSIVE_CAUSES: Final[dict[int, tuple[str, str]]] = {
+    404: (
+        "the client checked (a passive declare) for a {what} that does not exist: often"
+        " expected, as a passive declare is how a client asks whether it exists, and the broker"
+        " answers no by closing the channel",
+        "whether the client expected it to exist; if so, who deletes it or should declare it",
+    ),
+}
+
 #: RabbitMQ's reply-text when a delivery outlived the consumer timeout (rabbit_channel.erl:
 #: "delivery acknowledgement on channel 1 timed out. Timeout value used: 1800000 ms. ...")
 CONSUMER_TIMEOUT: Final = "delivery acknowledgement on channel"
