@@ -157,6 +157,7 @@ CODES: Final[dict[str, tuple[str, str]]] = {
     "amqp091.unknown-delivery-tag": (ERROR, "an ack, nack or reject of a tag not outstanding"),
     "amqp091.unacked-at-end": (WARNING, "deliveries still unacknowledged when their channel ended"),
     "amqp091.unconfirmed-at-end": (WARNING, "confirm-mode publishes the broker never confirmed"),
+    "amqp091.unanswered": (WARNING, "synchronous methods the broker had not answered at the end"),
     "amqp091.publish-nacked": (WARNING, "the broker nacked a publish (publisher confirms)"),
     "amqp091.returned": (WARNING, "the broker returned a mandatory publish it could not route"),
     "amqp091.prefetch-saturated": (INFO, "unacked deliveries reached the prefetch limit"),

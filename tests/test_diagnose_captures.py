@@ -78,6 +78,8 @@ WARNED: dict[str, dict[str, int]] = {
     # captures/scenarios/garagemq_methods.py: a passive declare of a missing queue (404)
     "091-passive-declare": {"close.channel": 1},
     "091-gmq-passive-declare": {"close.channel": 1},
+    # garagemq never answers tx.select: the client gave up after 3 s
+    "091-gmq-tx": {"method.unanswered": 1},
     "10-cbs-tokens": {
         "auth.token-refused": 1,
         "auth.token-expired": 1,
@@ -210,6 +212,24 @@ def test_passive_declare_of_a_missing_queue_is_the_clients_check(stem: str) -> N
         == [False, True, True]
     )
     assert truth["passive_declares"] == 2 and truth["passive_found"]["queue"].endswith(".q")
+
+
+def test_synchronous_method_never_answered_until_the_client_gave_up() -> None:
+    """garagemq never answers tx.select; the client waited 3 s and closed the connection."""
+    name = "091-gmq-tx.pcap"
+    truth = expect("091-gmq-tx")
+    assert truth["tx_selects"] == 1 and truth["tx_select_ok"] == 0
+    (diagnosis,) = of_code(name, "method.unanswered")
+    select, close = evidence(name, diagnosis)
+    assert (select["name"], select["dir"]) == ("tx.select", "c2s")
+    assert (close["name"], close["dir"]) == ("connection.close", "c2s")
+    assert close["fields"]["reply-text"] == truth["close_reply_text"]
+    assert diagnosis["title"] == (
+        f"The broker (garagemq 0.1) never answered tx.select (frame {select['frame']}) on"
+        " channel 1: it may not support transactions"
+    )
+    assert "gave up waiting" in diagnosis["explanation"]
+    assert abs(diagnosis["duration"] - truth["waited_s"]) <= WITHIN * truth["waited_s"]
 
 
 def test_returned_publish_with_exchange_and_routing_key() -> None:

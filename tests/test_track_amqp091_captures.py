@@ -10,6 +10,7 @@ each one is true of its scenario, and no other is raised.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from functools import cache
 from pathlib import Path
@@ -48,6 +49,8 @@ FINDINGS = {
     # captures/scenarios/garagemq_methods.py: 404 for the missing queue's passive declare
     "091-passive-declare": ["amqp091.channel-error"],
     "091-gmq-passive-declare": ["amqp091.channel-error"],
+    # garagemq never answers tx.select: the client closed the connection 3 s later
+    "091-gmq-tx": ["amqp091.unanswered"],
     # amqp-consume --count 2 sets basic.qos prefetch_count=2: both come at once
     "091-amqp-tools": ["amqp091.prefetch-saturated"],
     "091-gmq-amqp-tools": ["amqp091.prefetch-saturated"],
@@ -223,6 +226,22 @@ def test_transactions_group_their_publishes_and_acks() -> None:
     (chan,) = entries(summary)
     groups = [(t["outcome"], t["publishes"], t.get("acks")) for t in chan["tx"]["transactions"]]
     assert groups == [("commit", 1, 0), ("rollback", 1, None), ("commit", 0, 1)]
+
+
+def test_tx_selected_only_once_the_broker_answered_tx_select() -> None:
+    """garagemq never sent tx.select-ok: the channel never was in a transaction."""
+    expect, summary = scenario(CAPTURES / "091-gmq-tx.json")
+    (chan,) = entries(summary)
+    assert expect["tx_selects"] == 1 and expect["tx_select_ok"] == 0
+    assert chan["tx"]["selected"] is False
+    (unanswered,) = [f for f in summary["findings"] if f["code"] == "amqp091.unanswered"]
+    asked = re.search(r"tx\.select \(frame (\d+), ([\d.]+) s before\)", unanswered["message"])
+    assert asked and chan["tx"]["select-unanswered"] == int(asked[1])
+    assert abs(float(asked[2]) - expect["waited_s"]) < 0.1 * expect["waited_s"]
+    assert "tx.select" in unanswered["message"] and "connection closed" in unanswered["message"]
+    _expect, summary = scenario(CAPTURES / "091-tx.json")  # RabbitMQ answers it
+    (chan,) = entries(summary)
+    assert chan["tx"]["selected"] is True and "select-unanswered" not in chan["tx"]
 
 
 def test_prefetch_and_saturation() -> None:

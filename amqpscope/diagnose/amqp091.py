@@ -17,6 +17,7 @@ from amqpscope.diagnose.lost import caveat, lost_line
 from amqpscope.diagnose.model import Diagnosis, make
 from amqpscope.diagnose.redelivery import Redelivery
 from amqpscope.findings import INFO, WARNING
+from amqpscope.track.amqp091 import rules
 from amqpscope.track.amqp091.channel import ChannelEpoch
 from amqpscope.track.amqp091.connection import ConnectionTracker
 
@@ -536,6 +537,56 @@ def passive_cause(named: Seen | None, reply: Any) -> tuple[str, str] | None:
     return cause.format(what=named.name.partition(".")[0]), check
 
 
+def unanswered(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
+    """Synchronous methods the broker never answered (no -ok, no close) while the client waited
+    `causes.UNANSWERED_SECONDS` or more: the request and what ended the wait as evidence."""
+    out = []
+    product = conn.server_product or {}
+    broker = " ".join(str(product[k]) for k in ("product", "version") if product.get(k))
+    who = f"the broker ({broker})" if broker else "the broker"
+    for epoch in _epochs(conn):
+        ended = _wait_ended(conn, ev, epoch)
+        for method, number, sent, waited in epoch.unanswered:
+            if waited < causes.UNANSWERED_SECONDS:
+                continue
+            hint = causes.UNANSWERED_CAUSES.get(method, causes.UNANSWERED_CAUSES[""])
+            answers = " or ".join(sorted(rules.REPLIES.get(method, ()))) or "answer"
+            never = "has not answered" if epoch.ended == "capture" else "never answered"
+            out.append(
+                make(
+                    "method.unanswered",
+                    f"{who[:1].upper()}{who[1:]} {never} {method} (frame {number}) on channel"
+                    f" {epoch.number}: {hint}",
+                    f"The client sent {method} in frame {number} and waited {waited:.1f} s for"
+                    f" {answers}; {who} neither answered nor closed the channel."
+                    + (f" {ended[1]} (frame {ended[0]})." if ended else "")
+                    + f" A synchronous method is answered, or refused by closing the channel:"
+                    f" {hint}. Check whether the broker supports {method}, and its log.",
+                    conn=conn.conn,
+                    channel=epoch.number,
+                    start=sent,
+                    duration=waited,
+                    evidence=[number, ended[0] if ended else 0],
+                    ongoing=epoch.ended == "capture",
+                )
+            )
+    return out
+
+
+def _wait_ended(
+    conn: ConnectionTracker, ev: Evidence, epoch: ChannelEpoch
+) -> tuple[int, str] | None:
+    """What ended a channel's wait for an answer, in words, and its frame: the client's channel
+    or connection close (it gave up waiting), or the TCP end; None when the capture ended."""
+    for close, what in ((epoch.close, "channel"), (conn.close, "connection")):
+        if close is not None and close.get("by") == "client" and close.get("frame"):
+            return int(close["frame"]), f"Then the client closed the {what}: it gave up waiting"
+    end = ev.ends.get(conn.conn)
+    if epoch.ended == "transport" and end is not None:
+        return end.number, f"Then the TCP connection ended ({end.fields.get('event')})"
+    return None
+
+
 def _listed(entries: list[tuple[int, str]], total: int) -> str:
     """'seq 3 ('key'), seq 4 ('key') ...' of (seq, routing key) pairs."""
     more = " ..." if total > min(len(entries), LISTED) else ""
@@ -771,6 +822,7 @@ RULES: Final[tuple[Callable[[ConnectionTracker, Evidence], list[Diagnosis]], ...
     no_ack_dropped,
     redeliveries,
     closes,
+    unanswered,
     publishers,
     liveness,
     violations,

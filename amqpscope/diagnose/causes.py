@@ -49,6 +49,7 @@ CODES: Final[dict[str, tuple[str, str]]] = {
     ),
     "request.failed": (WARNING, "a management request answered with an error status"),
     "request.unanswered": (WARNING, "management or CBS requests never answered"),
+    "method.unanswered": (WARNING, "a synchronous 0-9-1 method the broker never answered"),
 }
 
 #: how a redelivery was matched to its earlier delivery (`redelivery`), in words
@@ -130,6 +131,17 @@ REPLY_CAUSES: Final[dict[str, tuple[str, str]]] = {
     "NOT-IMPLEMENTED": ("the broker does not implement the method", "the broker's features"),
     "INTERNAL-ERROR": ("the broker failed internally", "the broker's log"),
 }
+
+#: a synchronous 0-9-1 method the broker never answered -> what that may mean ("": any other);
+#: a client waiting less than UNANSWERED_SECONDS before it ended is not worth a diagnosis
+UNANSWERED_CAUSES: Final[dict[str, str]] = {
+    "tx.select": "it may not support transactions",
+    "tx.commit": "it may not support transactions",
+    "tx.rollback": "it may not support transactions",
+    "confirm.select": "it may not support publisher confirms",
+    "": "it may be stuck on it (a broker bug, or a lock it waits for), or not implement it",
+}
+UNANSWERED_SECONDS: Final = 1.0
 
 #: a passive declare (the client asking whether a queue or exchange exists, creating nothing)
 #: answered with this reply code -> (what it means, what to check): the broker says no by closing
