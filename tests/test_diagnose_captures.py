@@ -544,6 +544,33 @@ def test_091_redeliveries_linked_across_connections_to_the_first_consumer() -> N
     assert "the same body from the same queue" in redelivered["explanation"]
 
 
+def test_091_requeued_deliveries_linked_though_the_broker_did_not_mark_them() -> None:
+    """garagemq delivers nacked and rejected messages again without `redelivered`: each is
+    linked to its first delivery by its message-id, and the diagnosis says the flag was not set."""
+    name = "091-gmq-requeue.pcap"
+    truth = expect("091-gmq-requeue")
+    assert truth["redelivered_flag_seen"] == 0 and len(truth["delivered_twice"]) == 3
+    (diagnosis,) = of_code(name, "delivery.redelivered")
+    assert diagnosis["severity"] == "info"
+    assert diagnosis["title"] == "3 deliveries were redelivered (3 without the redelivered flag)"
+    assert (
+        "the broker (garagemq 0.1) did not set their redelivered flag" in diagnosis["explanation"]
+    )
+    pairs = said_pairs(diagnosis)
+    assert diagnosis["evidence"] == sorted(n for pair in pairs for n in pair[:2])
+    frames = frames_of(name)
+    tags = {d["delivery_tag"]: d for d in truth["delivered"]}
+    linked = []
+    for number, before, how in pairs:
+        earlier, later = frames[before], frames[number]
+        assert earlier["name"] == later["name"] == "basic.deliver"
+        assert later["fields"]["redelivered"] is False and how.startswith("the same message-id")
+        was, now = tags[earlier["fields"]["delivery-tag"]], tags[later["fields"]["delivery-tag"]]
+        assert was["message_id"] == now["message_id"] and (was["time"], now["time"]) == (1, 2)
+        linked.append(now["message_id"])
+    assert sorted(linked) == truth["delivered_twice"]
+
+
 def test_10_redeliveries_linked_to_the_receiver_that_left_them_unsettled() -> None:
     name = "10-redelivered.pcap"
     truth = expect("10-redelivered")

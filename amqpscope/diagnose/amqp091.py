@@ -409,15 +409,33 @@ def redelivered(
 
 
 def redeliveries(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
-    count = sum(epoch.redelivered for epoch in _epochs(conn))
-    if not count:
+    marked = sum(epoch.redelivered for epoch in _epochs(conn))
+    unmarked = ev.unmarked.get(conn.conn, 0)
+    if not marked and not unmarked:
         return []
     why = (
         "The broker marked these deliveries redelivered: an earlier delivery of the same"
         " message was not acked (a consumer closed, died or requeued it)."
+        if marked
+        else ""
     )
+    if unmarked:
+        product = conn.server_product or {}
+        broker = " ".join(str(product[k]) for k in ("product", "version") if product.get(k))
+        who = f"the broker ({broker})" if broker else "the broker"
+        why += (
+            f"{' ' if why else ''}{unmarked} came again after the client requeued them"
+            f" (basic.nack or basic.reject with requeue), and {who} did not set their"
+            " redelivered flag: a consumer that checks the flag takes them for first"
+            " deliveries. Each is linked to its first delivery by message identity."
+        )
     links = ev.relinked.get(conn.conn, [])
-    return [redelivered(conn.conn, count, links, ev.redelivered.get(conn.conn, []), why)]
+    diagnosis = redelivered(
+        conn.conn, marked + unmarked, links, ev.redelivered.get(conn.conn, []), why
+    )
+    if unmarked:
+        diagnosis.title += f" ({unmarked} without the redelivered flag)"
+    return [diagnosis]
 
 
 def _named(placed: Placed | None, method: Any, channel: int | None) -> Seen | None:
