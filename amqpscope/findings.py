@@ -139,7 +139,10 @@ CODES: Final[dict[str, tuple[str, str]]] = {
     "amqp10.error": (ERROR, "a close, end or detach carried an error condition"),
     "amqp10.sasl-failed": (ERROR, "SASL authentication did not succeed"),
     "amqp10.rejected": (WARNING, "a delivery was rejected with an error condition"),
-    "amqp10.transaction-failed": (ERROR, "a transaction declare or discharge was rejected"),
+    "amqp10.transaction-failed": (
+        ERROR,
+        "a transaction declare or discharge was rejected (or a declare not declared)",
+    ),
     "amqp10.credit-starvation": (WARNING, "a sender with messages to send waited for credit"),
     "amqp10.window-exhausted": (WARNING, "a session's outgoing transfers waited for window"),
     "amqp10.unsettled-backlog": (WARNING, "a link's unsettled deliveries piled up"),

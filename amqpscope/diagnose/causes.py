@@ -50,6 +50,7 @@ CODES: Final[dict[str, tuple[str, str]]] = {
     "request.failed": (WARNING, "a management request answered with an error status"),
     "request.unanswered": (WARNING, "management or CBS requests never answered"),
     "method.unanswered": (WARNING, "a synchronous 0-9-1 method the broker never answered"),
+    "transaction.failed": (ERROR, "a 1.0 transaction declare or discharge that failed"),
 }
 
 #: how a redelivery was matched to its earlier delivery (`redelivery`), in words
