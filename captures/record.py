@@ -3450,8 +3450,8 @@ def tshark_check(out: Path, name: str) -> tuple[bool, str]:
     cmd = ["tshark", "-n", "-r", str(path), "-Y", "amqp", "-T", "fields", "-e", "frame.number"]
     if sc.port == P2P_PORT:
         cmd[1:1] = ["-d", f"tcp.port=={P2P_PORT},amqp"]
-    if sc.port == GARAGEMQ_PORT:  # not AMQP's port either
-        cmd[1:1] = ["-d", f"tcp.port=={GARAGEMQ_PORT},amqp"]
+    elif isinstance(sc.port, int) and sc.port not in (BROKER_PORT, TLS_PORT, WS_PORT):
+        cmd[1:1] = ["-d", f"tcp.port=={sc.port},amqp"]  # garagemq's: not AMQP's port either
     what = "AMQP"
     keys = out / f"{name}.keys"
     if sc.port == TLS_PORT:

@@ -80,6 +80,8 @@ WARNED: dict[str, dict[str, int]] = {
     "091-gmq-passive-declare": {"close.channel": 1},
     # garagemq never answers tx.select: the client gave up after 3 s
     "091-gmq-tx": {"method.unanswered": 1},
+    # nor a queue.delete of a queue with a consumer (its own broker, stopped afterwards)
+    "091-gmq-stuck-delete": {"method.unanswered": 1},
     # a Proton listener with no coordinator accepted the declare: no transaction began
     "10-tx-no-coordinator": {"transaction.failed": 1},
     "10-cbs-tokens": {
@@ -216,19 +218,30 @@ def test_passive_declare_of_a_missing_queue_is_the_clients_check(stem: str) -> N
     assert truth["passive_declares"] == 2 and truth["passive_found"]["queue"].endswith(".q")
 
 
-def test_synchronous_method_never_answered_until_the_client_gave_up() -> None:
-    """garagemq never answers tx.select; the client waited 3 s and closed the connection."""
-    name = "091-gmq-tx.pcap"
-    truth = expect("091-gmq-tx")
-    assert truth["tx_selects"] == 1 and truth["tx_select_ok"] == 0
+@pytest.mark.parametrize(
+    ("stem", "method", "hint"),
+    [
+        ("091-gmq-tx", "tx.select", "it may not support transactions"),
+        ("091-gmq-stuck-delete", "queue.delete", "it may be stuck on it"),
+    ],
+)
+def test_synchronous_method_never_answered_until_the_client_gave_up(
+    stem: str, method: str, hint: str
+) -> None:
+    """garagemq never answers tx.select, nor a queue.delete of a queue with a consumer; the
+    client waited 3 s and closed the connection."""
+    name = f"{stem}.pcap"
+    truth = expect(stem)
+    counted = method.replace(".", "_")  # tx_selects and tx_select_ok, queue_deletes and ...
+    assert truth[f"{counted}s"] == 1 and truth[f"{counted}_ok"] == 0
     (diagnosis,) = of_code(name, "method.unanswered")
-    select, close = evidence(name, diagnosis)
-    assert (select["name"], select["dir"]) == ("tx.select", "c2s")
+    request, close = evidence(name, diagnosis)
+    assert (request["name"], request["dir"]) == (method, "c2s")
     assert (close["name"], close["dir"]) == ("connection.close", "c2s")
     assert close["fields"]["reply-text"] == truth["close_reply_text"]
-    assert diagnosis["title"] == (
-        f"The broker (garagemq 0.1) never answered tx.select (frame {select['frame']}) on"
-        " channel 1: it may not support transactions"
+    assert diagnosis["title"].startswith(
+        f"The broker (garagemq 0.1) never answered {method} (frame {request['frame']}) on"
+        f" channel 1: {hint}"
     )
     assert "gave up waiting" in diagnosis["explanation"]
     assert abs(diagnosis["duration"] - truth["waited_s"]) <= WITHIN * truth["waited_s"]

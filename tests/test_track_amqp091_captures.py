@@ -51,6 +51,7 @@ FINDINGS = {
     "091-gmq-passive-declare": ["amqp091.channel-error"],
     # garagemq never answers tx.select: the client closed the connection 3 s later
     "091-gmq-tx": ["amqp091.unanswered"],
+    "091-gmq-stuck-delete": ["amqp091.unanswered"],  # a queue.delete, likewise
     # amqp-consume --count 2 sets basic.qos prefetch_count=2: both come at once
     "091-amqp-tools": ["amqp091.prefetch-saturated"],
     "091-gmq-amqp-tools": ["amqp091.prefetch-saturated"],

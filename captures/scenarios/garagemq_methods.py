@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import pika
@@ -224,6 +226,109 @@ def s_gmq_requeue(ctx: record.Ctx) -> dict[str, Any]:
     ch.queue_delete(q)  # after the cancel: garagemq hangs deleting a queue with a consumer
     n.inc("queue_deletes")
     record.close_091(conn, n)
+    return n
+
+
+#: a garagemq of the 091-gmq-stuck-delete scenario's own, which it leaves stuck and then stops
+STUCK_PORT = 5677
+STUCK_HOME = Path(tempfile.gettempdir()) / "amqpscope-garagemq-stuck"
+
+
+def start_stuck_broker(ctx: record.Ctx) -> None:
+    """Start a garagemq of this scenario's own (a fresh database each time): the queue.delete it
+    records leaves the broker's queue operations hung until it is stopped."""
+    binary = shutil.which("garagemq")
+    if binary is None:
+        raise RuntimeError("no garagemq (Debian's garagemq package has it)")
+    shutil.rmtree(STUCK_HOME, ignore_errors=True)
+    STUCK_HOME.mkdir(parents=True)
+    config = STUCK_HOME / "config.yaml"
+    config.write_text(
+        record.GARAGEMQ_CONFIG.format(
+            port=STUCK_PORT, admin_port=STUCK_PORT + 10000, db=STUCK_HOME / "db"
+        )
+    )
+    with open(STUCK_HOME / "garagemq.log", "ab") as out:
+        proc = subprocess.Popen(
+            [binary, "--config", str(config)],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=STUCK_HOME,  # in the scenario's process group: stopped with it on a time-out
+        )
+    ctx.state["stuck_broker"] = proc
+    deadline = time.monotonic() + 30
+    while not record.port_open(record.BROKER_HOST, STUCK_PORT):
+        if time.monotonic() > deadline or proc.poll() is not None:
+            raise RuntimeError(f"garagemq did not listen on {STUCK_PORT}")
+        time.sleep(0.2)
+
+
+def stop_stuck_broker(ctx: record.Ctx) -> None:
+    """Stop the scenario's own garagemq (the one process it started)."""
+    proc = ctx.state.pop("stuck_broker", None)
+    if proc is not None and proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def give_up(conn: pika.BlockingConnection, text: str) -> None:
+    """Close the connection at once, as a client that gave up waiting does: pika would first
+    close its channels, and a channel waiting for an answer waits for it before its close."""
+    impl = conn._impl
+    impl._error = pika.exceptions.ConnectionClosedByClient(200, text)
+    impl._set_connection_state(impl.CONNECTION_CLOSING)
+    impl._send_connection_close(200, text)
+    deadline = time.monotonic() + 2
+    while not conn.is_closed and time.monotonic() < deadline:
+        conn.process_data_events(time_limit=0.05)
+
+
+@record.scenario(
+    "091-gmq-stuck-delete",
+    "0-9-1",
+    "pika against a garagemq of the scenario's own: declare a queue, consume from it, then"
+    " queue.delete it on the same channel with the consumer still on; garagemq never answers"
+    " (its queue operations hang from then on). The client waits 3 s, gives up and closes the"
+    " connection. The broker is stopped afterwards.",
+    port=STUCK_PORT,
+    capture=record.CaptureSpec(bpf=f"tcp port {STUCK_PORT}"),
+    queues=(),
+    needs_broker=False,
+    prepare=start_stuck_broker,
+    cleanup=stop_stuck_broker,
+)
+def s_gmq_stuck_delete(ctx: record.Ctx) -> dict[str, Any]:
+    """A queue.delete the broker never answers: the client gives up waiting."""
+    n = record.Counts()
+    conn = record.connect_091(ctx, n, port=STUCK_PORT)
+    ch = conn.channel()
+    n.inc("channels")
+    q = ctx.q()
+    ch.queue_declare(q)
+    n.inc("queue_declares")
+    ch.basic_consume(q, lambda *_args: None)
+    n.inc("consumers")
+    answered: list[Any] = []
+    ch._impl.queue_delete(q, callback=answered.append)  # pika's asynchronous channel: no wait
+    n.inc("queue_deletes")
+    sent = time.time()
+    deadline = time.monotonic() + GIVE_UP_SECONDS
+    while not answered and time.monotonic() < deadline:
+        conn.process_data_events(time_limit=0.05)
+    n["queue_delete_ok"] = len(answered)
+    n["waited_s"] = round(time.time() - sent, 3)
+    if answered:
+        raise RuntimeError("garagemq answered queue.delete: this scenario records it never does")
+    text = f"queue.delete not answered in {GIVE_UP_SECONDS:g} s"
+    give_up(conn, text)
+    n.inc("connection_closes")
+    n["close_reply_text"] = text
+    n["connection_close_ok"] = conn.is_closed
     return n
 
 
