@@ -64,7 +64,7 @@ BROKER_PORT = 5672
 STREAM_PORT = 5552
 P2P_PORT = 5673
 #: garagemq (a Go 0-9-1 broker, Debian's `garagemq`) listens here, beside RabbitMQ on 5672
-GARAGEMQ_PORT = 5674
+GARAGEMQ_PORT = int(os.environ.get("AMQPSCOPE_GARAGEMQ_PORT", "5674"))  # another: a private one
 GARAGEMQ_ADMIN_PORT = 15674
 #: garagemq's own configuration, database and log: outside the work tree, kept between runs
 GARAGEMQ_HOME = Path(os.environ.get("AMQPSCOPE_GARAGEMQ_HOME", "/var/tmp/amqpscope-garagemq"))
@@ -3454,6 +3454,8 @@ def tshark_check(out: Path, name: str) -> tuple[bool, str]:
     cmd = ["tshark", "-n", "-r", str(path), "-Y", "amqp", "-T", "fields", "-e", "frame.number"]
     if sc.port == P2P_PORT:
         cmd[1:1] = ["-d", f"tcp.port=={P2P_PORT},amqp"]
+    elif isinstance(sc.port, int) and sc.port not in (BROKER_PORT, TLS_PORT, WS_PORT):
+        cmd[1:1] = ["-d", f"tcp.port=={sc.port},amqp"]  # garagemq's: not AMQP's port either
     what = "AMQP"
     keys = out / f"{name}.keys"
     if name in DECODE_AS_AMQP:

@@ -71,10 +71,17 @@ def table_of(element: ET.Element) -> dict[str, Any]:
     return out
 
 
+def decode_as(path: Path) -> tuple[int, ...]:
+    """The port of a capture recorded off AMQP's own (garagemq's), for Wireshark's Decode As."""
+    truth = path.with_suffix(".json")
+    port = json.loads(truth.read_text()).get("port") if truth.exists() else None
+    return (port,) if isinstance(port, int) and port not in (5671, 5672) else ()
+
+
 def tshark_pdus(path: Path) -> list[dict[str, Any]]:
     """Every 0-9-1 method, content header and body tshark dissects, in order."""
     out = []
-    for packet in pdml(path).iter("packet"):
+    for packet in pdml(path, decode_as(path)).iter("packet"):
         number = 0
         for proto in packet.findall("proto"):
             if proto.get("name") == "geninfo":

@@ -75,6 +75,15 @@ WARNED: dict[str, dict[str, int]] = {
     "10-redelivered": {"delivery.unsettled-at-end": 1},  # receiver A detached
     # captures/scenarios/tokens.py: a token refused, one that expired, a management request
     # answered 410 and one never answered
+    # captures/scenarios/garagemq_methods.py: a passive declare of a missing queue (404)
+    "091-passive-declare": {"close.channel": 1},
+    "091-gmq-passive-declare": {"close.channel": 1},
+    # garagemq never answers tx.select: the client gave up after 3 s
+    "091-gmq-tx": {"method.unanswered": 1},
+    # nor a queue.delete of a queue with a consumer (its own broker, stopped afterwards)
+    "091-gmq-stuck-delete": {"method.unanswered": 1},
+    # a Proton listener with no coordinator accepted the declare: no transaction began
+    "10-tx-no-coordinator": {"transaction.failed": 1},
     "10-cbs-tokens": {
         "auth.token-refused": 1,
         "auth.token-expired": 1,
@@ -203,6 +212,66 @@ def test_missing_queue_names_the_declare() -> None:
     assert declare["name"] == "queue.declare" and declare["fields"]["queue"] == missing
     assert diagnosis["queue"] == missing  # the queue the close is about, not the channel's last
     assert close["fields"]["reply-code"] == 404
+
+
+@pytest.mark.parametrize("stem", ["091-passive-declare", "091-gmq-passive-declare"])
+def test_passive_declare_of_a_missing_queue_is_the_clients_check(stem: str) -> None:
+    """RabbitMQ and garagemq close the channel with 404: the client asked whether the queue
+    exists (often expected), it did not name a queue that should have been there."""
+    (diagnosis,) = of_code(f"{stem}.pcap", "close.channel")
+    declare, close = evidence(f"{stem}.pcap", diagnosis)
+    truth = expect(stem)
+    assert declare["name"] == "queue.declare" and declare["fields"]["passive"] is True
+    assert declare["fields"]["queue"] == truth["missing_queue"] == diagnosis["queue"]
+    assert close["fields"]["reply-code"] == truth["channel_errors"][0]["code"] == 404
+    assert diagnosis["title"].endswith("on queue.declare (passive)")
+    words = diagnosis["explanation"]
+    assert "client checked (a passive declare) for a queue that does not exist" in words
+    assert "often expected" in words and "the method named" not in words
+    assert diagnosis["severity"] == "warning"
+    # the timeline says which declares were passive: the check of the queue that exists too
+    lines = {
+        int(line.split()[0]): line
+        for line in run("read", str(CAPTURES / f"{stem}.pcap")).splitlines()
+        if line.strip()[:1].isdigit()
+    }
+    declares = [n for n, r in frames_of(f"{stem}.pcap").items() if r["name"] == "queue.declare"]
+    shown = [lines[n].split()[-1] == "passive" for n in declares]
+    assert (
+        shown
+        == [r["fields"]["passive"] for n, r in frames_of(f"{stem}.pcap").items() if n in declares]
+        == [False, True, True]
+    )
+    assert truth["passive_declares"] == 2 and truth["passive_found"]["queue"].endswith(".q")
+
+
+@pytest.mark.parametrize(
+    ("stem", "method", "hint"),
+    [
+        ("091-gmq-tx", "tx.select", "it may not support transactions"),
+        ("091-gmq-stuck-delete", "queue.delete", "it may be stuck on it"),
+    ],
+)
+def test_synchronous_method_never_answered_until_the_client_gave_up(
+    stem: str, method: str, hint: str
+) -> None:
+    """garagemq never answers tx.select, nor a queue.delete of a queue with a consumer; the
+    client waited 3 s and closed the connection."""
+    name = f"{stem}.pcap"
+    truth = expect(stem)
+    counted = method.replace(".", "_")  # tx_selects and tx_select_ok, queue_deletes and ...
+    assert truth[f"{counted}s"] == 1 and truth[f"{counted}_ok"] == 0
+    (diagnosis,) = of_code(name, "method.unanswered")
+    request, close = evidence(name, diagnosis)
+    assert (request["name"], request["dir"]) == (method, "c2s")
+    assert (close["name"], close["dir"]) == ("connection.close", "c2s")
+    assert close["fields"]["reply-text"] == truth["close_reply_text"]
+    assert diagnosis["title"].startswith(
+        f"The broker (garagemq 0.1) never answered {method} (frame {request['frame']}) on"
+        f" channel 1: {hint}"
+    )
+    assert "gave up waiting" in diagnosis["explanation"]
+    assert abs(diagnosis["duration"] - truth["waited_s"]) <= WITHIN * truth["waited_s"]
 
 
 def test_returned_publish_with_exchange_and_routing_key() -> None:
@@ -522,6 +591,33 @@ def test_091_redeliveries_linked_across_connections_to_the_first_consumer() -> N
         assert was["body"] == now["body"]
         assert how.startswith("the same message-id" if now["message_id"] else "the same body")
     assert "the same body from the same queue" in redelivered["explanation"]
+
+
+def test_091_requeued_deliveries_linked_though_the_broker_did_not_mark_them() -> None:
+    """garagemq delivers nacked and rejected messages again without `redelivered`: each is
+    linked to its first delivery by its message-id, and the diagnosis says the flag was not set."""
+    name = "091-gmq-requeue.pcap"
+    truth = expect("091-gmq-requeue")
+    assert truth["redelivered_flag_seen"] == 0 and len(truth["delivered_twice"]) == 3
+    (diagnosis,) = of_code(name, "delivery.redelivered")
+    assert diagnosis["severity"] == "info"
+    assert diagnosis["title"] == "3 deliveries were redelivered (3 without the redelivered flag)"
+    assert (
+        "the broker (garagemq 0.1) did not set their redelivered flag" in diagnosis["explanation"]
+    )
+    pairs = said_pairs(diagnosis)
+    assert diagnosis["evidence"] == sorted(n for pair in pairs for n in pair[:2])
+    frames = frames_of(name)
+    tags = {d["delivery_tag"]: d for d in truth["delivered"]}
+    linked = []
+    for number, before, how in pairs:
+        earlier, later = frames[before], frames[number]
+        assert earlier["name"] == later["name"] == "basic.deliver"
+        assert later["fields"]["redelivered"] is False and how.startswith("the same message-id")
+        was, now = tags[earlier["fields"]["delivery-tag"]], tags[later["fields"]["delivery-tag"]]
+        assert was["message_id"] == now["message_id"] and (was["time"], now["time"]) == (1, 2)
+        linked.append(now["message_id"])
+    assert sorted(linked) == truth["delivered_twice"]
 
 
 def test_10_redeliveries_linked_to_the_receiver_that_left_them_unsettled() -> None:

@@ -727,3 +727,28 @@ def test_latency_percentiles_are_exact_when_few_and_bounded_when_many() -> None:
     assert len(big.samples) == RESERVOIR and out["sampled"] == RESERVOIR
     assert out["count"] == 50_000 and out["p50"] == pytest.approx(500.0, abs=40.0)
     assert Latency().to_json() is None
+
+
+def test_synchronous_requests_unanswered_when_their_channel_ended(wire: Wire) -> None:
+    """A queue.delete the broker neither answered nor refused for 30 s before the client
+    closed the channel; an answer that arrives while the client closes still answers; a
+    request sent into a channel the broker is closing, or refused by that close, is not one."""
+    (delete,) = wire.method(1, C2S, 1, spec.Queue.Delete(queue="stuck"))
+    wire.method(1, C2S, 1, spec.Channel.Close(200, "gave up", 0, 0), dt=30.0)
+    wire.method(1, S2C, 1, spec.Channel.CloseOk())
+    wire.open(1, 2)
+    wire.method(1, C2S, 2, spec.Queue.Purge(queue="q"))
+    wire.method(1, C2S, 2, spec.Channel.Close(200, "bye", 0, 0))
+    wire.method(1, S2C, 2, spec.Queue.PurgeOk(message_count=0))  # in flight: still answers
+    wire.method(1, S2C, 2, spec.Channel.CloseOk())
+    wire.open(1, 3)
+    wire.method(1, C2S, 3, spec.Queue.Declare(queue="gone", passive=True))
+    wire.method(1, S2C, 3, spec.Channel.Close(404, "NOT_FOUND", 50, 10))  # refused: answered
+    wire.method(1, C2S, 3, spec.Queue.Declare(queue="x"))  # into the closing channel
+    wire.method(1, C2S, 3, spec.Channel.CloseOk())
+    summary = wire.summary()
+    unanswered = [f for f in summary["findings"] if f["code"] == "amqp091.unanswered"]
+    assert [f["message"] for f in unanswered] == [
+        f"the broker had not answered queue.delete (frame {delete.number}, 30.001 s before) on"
+        " channel 1 when it closed"
+    ]

@@ -10,6 +10,7 @@ each one is true of its scenario, and no other is raised.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from functools import cache
 from pathlib import Path
@@ -20,6 +21,7 @@ from click.testing import CliRunner
 
 from amqpscope.cli import main
 from tests.oracle import keys_for
+from tests.test_ground_truth import scenario as scenario_frames
 
 CAPTURES = Path(__file__).resolve().parent.parent / "captures"
 SCENARIOS = [
@@ -45,6 +47,15 @@ FINDINGS = {
     "091-killed-autoack-consumer": ["amqp091.transport-closed"],  # killed; no-ack: none unacked
     "091-hostile-names": ["amqp091.channel-error"],  # 404 for the missing queue
     "091-html-names": ["amqp091.channel-error"],  # 404 for the missing queue
+    # captures/scenarios/garagemq_methods.py: 404 for the missing queue's passive declare
+    "091-passive-declare": ["amqp091.channel-error"],
+    "091-gmq-passive-declare": ["amqp091.channel-error"],
+    # garagemq never answers tx.select: the client closed the connection 3 s later
+    "091-gmq-tx": ["amqp091.unanswered"],
+    "091-gmq-stuck-delete": ["amqp091.unanswered"],  # a queue.delete, likewise
+    # amqp-consume --count 2 sets basic.qos prefetch_count=2: both come at once
+    "091-amqp-tools": ["amqp091.prefetch-saturated"],
+    "091-gmq-amqp-tools": ["amqp091.prefetch-saturated"],
     "091-qos-prefetch": ["amqp091.prefetch-saturated"],
     "091-refused-login": ["amqp091.login-refused"],
     "091-rpc": ["amqp091.prefetch-saturated"],  # the server's prefetch of 1, full per request
@@ -121,6 +132,9 @@ _DIAGNOSED = "diagnoses (test_diagnose_captures)"
 _INPUTS = "inputs (TLS, logs, the report, hostile names)"
 _COVERAGE = "diagnoses (test_coverage_recorded)"
 _NOTES = "how the scenario ran (pika's view, no count the summary gives)"
+_FOLLOWED = "journeys (test_follow)"
+_ANSWERED = "test_answers_are_the_clients"
+_TOOLS = "test_amqp_tools_got_what_the_tools_printed"
 ELSEWHERE: dict[str, str] = {
     "cancelled_by_broker": _COVERAGE,
     "closed_by_broker": _COVERAGE,
@@ -197,6 +211,24 @@ ELSEWHERE: dict[str, str] = {
     "requests_served": _NOTES,
     "channels_opened": _NOTES,
     "channel_closes": _NOTES,
+    "passive_declares": _DIAGNOSED,
+    "passive_found": _DIAGNOSED,
+    "close_reply_text": _DIAGNOSED,
+    "waited_s": _DIAGNOSED,
+    "delivered": _DIAGNOSED,
+    "delivered_twice": _DIAGNOSED,
+    "redelivered_flag_seen": _DIAGNOSED,
+    "connection_names": _FOLLOWED,
+    "published": _FOLLOWED,
+    "tx_select_ok": _ANSWERED,
+    "queue_delete_ok": _ANSWERED,
+    "connection_close_ok": _ANSWERED,
+    "requeued": _ANSWERED,
+    "tools": _TOOLS,
+    "declared": _TOOLS,
+    "got": _TOOLS,
+    "consumed": _TOOLS,
+    "deleted_message_count": _TOOLS,
 }
 
 #: the counts test_counts_match_the_scenario compares with the summary's
@@ -357,6 +389,22 @@ def test_transactions_group_their_publishes_and_acks() -> None:
     assert groups == [("commit", 1, 0), ("rollback", 1, None), ("commit", 0, 1)]
 
 
+def test_tx_selected_only_once_the_broker_answered_tx_select() -> None:
+    """garagemq never sent tx.select-ok: the channel never was in a transaction."""
+    expect, summary = scenario(CAPTURES / "091-gmq-tx.json")
+    (chan,) = entries(summary)
+    assert expect["tx_selects"] == 1 and expect["tx_select_ok"] == 0
+    assert chan["tx"]["selected"] is False
+    (unanswered,) = [f for f in summary["findings"] if f["code"] == "amqp091.unanswered"]
+    asked = re.search(r"tx\.select \(frame (\d+), ([\d.]+) s before\)", unanswered["message"])
+    assert asked and chan["tx"]["select-unanswered"] == int(asked[1])
+    assert abs(float(asked[2]) - expect["waited_s"]) < 0.1 * expect["waited_s"]
+    assert "tx.select" in unanswered["message"] and "connection closed" in unanswered["message"]
+    _expect, summary = scenario(CAPTURES / "091-tx.json")  # RabbitMQ answers it
+    (chan,) = entries(summary)
+    assert chan["tx"]["selected"] is True and "select-unanswered" not in chan["tx"]
+
+
 def test_prefetch_and_saturation() -> None:
     expect, summary = scenario(CAPTURES / "091-qos-prefetch.json")
     (chan,) = entries(summary)
@@ -409,12 +457,17 @@ def test_rpc_pairs_across_two_connections() -> None:
 
 @pytest.mark.parametrize("meta_path", SCENARIOS, ids=lambda p: p.stem)
 def test_journeys_match_every_first_delivery_to_its_publish(meta_path: Path) -> None:
-    _expect, summary = scenario(meta_path)
+    expect, summary = scenario(meta_path)
     deliveries = total(summary, "deliveries")
-    redelivered = total(summary, "redelivered")
+    redelivered = total(summary, "redelivered")  # those the broker marked
     journeys = summary["journeys"]
-    assert sum(j["matched"] for j in journeys) == deliveries - redelivered
-    assert sum(j["redelivered"] for j in journeys) == redelivered
+    # and those it did not (garagemq): a message delivered again, as the client saw it
+    unmarked = sum(j.get("unmarked", 0) for j in journeys)
+    assert unmarked == len(expect.get("delivered_twice", [])) - expect.get(
+        "redelivered_flag_seen", 0
+    )
+    assert sum(j["matched"] for j in journeys) == deliveries - redelivered - unmarked
+    assert sum(j["redelivered"] for j in journeys) == redelivered + unmarked
     assert all(j["unmatched"] == 0 and "(unknown)" not in j["queue"] for j in journeys)
     if deliveries:
         assert all(j["latency-ms"]["count"] == j["matched"] for j in journeys)
@@ -429,3 +482,68 @@ def test_mid_stream_tracks_what_it_can_and_says_once_what_it_cannot() -> None:
     assert (chan["deliveries"], chan["acks"]) == (len(expect["delivery_tags"]), expect["acks"])
     assert [f["code"] for f in summary["findings"]] == ["amqp091.mid-stream"]
     assert conn["close"]["reply-code"] == 200
+
+
+#: a method's answer as the client counted it (0 or False: never answered) and its name
+ANSWERS = {
+    "tx_select_ok": "tx.select-ok",
+    "queue_delete_ok": "queue.delete-ok",
+    "connection_close_ok": "connection.close-ok",
+}
+
+
+def decoded(path: Path) -> list[Any]:
+    return scenario_frames(path)[1]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in SCENARIOS if {*ANSWERS, "requeued"} & set(json.loads(p.read_text())["expect"])],
+    ids=lambda p: p.stem,
+)
+def test_answers_are_the_clients(path: Path) -> None:
+    """The answers the client got (or never got) are the frames the broker sent; the deliveries
+    the consumer requeued are the nacks and rejects with requeue on the wire."""
+    expect = json.loads(path.read_text())["expect"]
+    frames = decoded(path)
+    for key, method in ANSWERS.items():
+        if key in expect:
+            got = sum(1 for f in frames if f.name == method and f.direction == "s2c")
+            assert got == int(expect[key]), f"{key}: {got} {method} from the broker"
+    if "requeued" in expect:
+        requeued = [
+            f
+            for f in frames
+            if f.name in ("basic.nack", "basic.reject") and f.fields.get("requeue") is True
+        ]
+        assert len(requeued) == expect["requeued"]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in SCENARIOS if "tools" in json.loads(p.read_text())["expect"]],
+    ids=lambda p: p.stem,
+)
+def test_amqp_tools_got_what_the_tools_printed(path: Path) -> None:
+    """librabbitmq's amqp-tools, a connection a run: what amqp-get and amqp-consume printed is
+    the bodies delivered, amqp-declare-queue's name the declared queue, amqp-delete-queue's
+    count the delete-ok's."""
+    expect = json.loads(path.read_text())["expect"]
+    frames = decoded(path)
+    assert sum(expect["tools"].values()) == expect["connections"]
+    assert sum(1 for f in frames if f.name == "connection.start-ok") == expect["connections"]
+    (declare_ok,) = [f for f in frames if f.name == "queue.declare-ok"]
+    assert declare_ok.fields["queue"] == expect["declared"]
+    bodies: dict[str, bytes] = {"basic.get-ok": b"", "basic.deliver": b""}
+    carrying: dict[tuple[Any, int], str] = {}  # the broker's method a channel's content follows
+    for f in frames:
+        if f.direction != "s2c":
+            continue
+        if f.name in bodies:
+            carrying[f.conn, f.channel] = f.name
+        elif f.name == "content-body" and (f.conn, f.channel) in carrying:
+            bodies[carrying[f.conn, f.channel]] += f.data[7:-1]  # the frame's payload alone
+    assert bodies["basic.get-ok"].decode() == expect["got"]
+    assert bodies["basic.deliver"].decode() == expect["consumed"]
+    (delete_ok,) = [f for f in frames if f.name == "queue.delete-ok"]
+    assert str(delete_ok.fields["message-count"]) == expect["deleted_message_count"]

@@ -70,6 +70,8 @@ EXPECTED_FINDINGS: dict[str, dict[str, int]] = {
         "amqp10.error": 1,
         "amqp10.unsettled-at-end": 1,
     },
+    # captures/scenarios/garagemq_methods.py: a listener with no coordinator accepts the declare
+    "10-tx-no-coordinator": {"amqp10.transaction-failed": 1},
 }
 
 
@@ -207,6 +209,21 @@ def test_findings_are_the_true_ones(name: str) -> None:
     ids = {c["id"] for c in summary["connections"]}
     for f in summary["findings"]:
         assert f["conn"] in ids
+
+
+def test_a_declare_accepted_not_declared_is_a_failed_declare() -> None:
+    """A peer with no coordinator settles the declare `accepted`: no txn-id, no transaction;
+    Proton's controller called it a failed declare."""
+    meta, summary = summarize("10-tx-no-coordinator")
+    expect = meta["expect"]
+    assert expect["transaction_declare_failed"] and not expect["transaction_declared"]
+    assert expect["declare_outcome"] == "accepted" == next(iter(expect["listener_outcomes"]))
+    (conn,) = summary["connections"]
+    txns = conn["transactions"]
+    assert (txns["declares"], txns["declared"], txns["failed"]) == (1, 0, 1)
+    assert txns["items"] == []
+    (failed,) = [f for f in summary["findings"] if f["code"] == "amqp10.transaction-failed"]
+    assert failed["message"].startswith("declare settled accepted, not declared")
 
 
 def test_bad_address_errors_end_the_sessions_they_name() -> None:

@@ -16,7 +16,8 @@ from amqpscope.diagnose.evidence import Evidence, Placed, Seen
 from amqpscope.diagnose.lost import caveat, lost_line
 from amqpscope.diagnose.model import Diagnosis, make
 from amqpscope.diagnose.redelivery import Redelivery
-from amqpscope.findings import INFO
+from amqpscope.findings import INFO, WARNING
+from amqpscope.track.amqp091 import rules
 from amqpscope.track.amqp091.channel import ChannelEpoch
 from amqpscope.track.amqp091.connection import ConnectionTracker
 
@@ -408,15 +409,33 @@ def redelivered(
 
 
 def redeliveries(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
-    count = sum(epoch.redelivered for epoch in _epochs(conn))
-    if not count:
+    marked = sum(epoch.redelivered for epoch in _epochs(conn))
+    unmarked = ev.unmarked.get(conn.conn, 0)
+    if not marked and not unmarked:
         return []
     why = (
         "The broker marked these deliveries redelivered: an earlier delivery of the same"
         " message was not acked (a consumer closed, died or requeued it)."
+        if marked
+        else ""
     )
+    if unmarked:
+        product = conn.server_product or {}
+        broker = " ".join(str(product[k]) for k in ("product", "version") if product.get(k))
+        who = f"the broker ({broker})" if broker else "the broker"
+        why += (
+            f"{' ' if why else ''}{unmarked} came again after the client requeued them"
+            f" (basic.nack or basic.reject with requeue), and {who} did not set their"
+            " redelivered flag: a consumer that checks the flag takes them for first"
+            " deliveries. Each is linked to its first delivery by message identity."
+        )
     links = ev.relinked.get(conn.conn, [])
-    return [redelivered(conn.conn, count, links, ev.redelivered.get(conn.conn, []), why)]
+    diagnosis = redelivered(
+        conn.conn, marked + unmarked, links, ev.redelivered.get(conn.conn, []), why
+    )
+    if unmarked:
+        diagnosis.title += f" ({unmarked} without the redelivered flag)"
+    return [diagnosis]
 
 
 def _named(placed: Placed | None, method: Any, channel: int | None) -> Seen | None:
@@ -470,6 +489,9 @@ def closes(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
         name, cause, check = reply_cause(reply, close.get("reply-text"))
         method = close.get("class-method")
         named = _named(placed, method, channel)
+        checked = passive_cause(named, reply)
+        if checked is not None:
+            cause, check = checked
         evidence = [named.number if named else 0, close.get("frame") or 0]
         # the queue the failed method named (a 404's missing queue), else the channel's
         named_queue = str(named.fields["queue"]) if named and named.fields.get("queue") else None
@@ -501,21 +523,86 @@ def closes(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
             title = f"Channel {epoch.number} closed by the {close.get('by')}: {reply} {name}" + (
                 f" on {method}" if method else ""
             )
+            if checked is not None:
+                title += " (passive)"
         else:
             title = f"Connection closed by the {close.get('by')}: {reply} {name}"
-        out.append(
-            make(
-                code,
-                title,
-                f"{close.get('reply-text')!s}. Likely cause: {cause}.{detail} Check {check}.",
-                conn=conn.conn,
-                channel=channel or None,
-                queue=named_queue or (queue_of(epoch) if epoch is not None else None),
-                start=placed.frame.ts if placed else None,
-                evidence=evidence,
-            )
+        diagnosis = make(
+            code,
+            title,
+            f"{close.get('reply-text')!s}. Likely cause: {cause}.{detail} Check {check}.",
+            conn=conn.conn,
+            channel=channel or None,
+            queue=named_queue or (queue_of(epoch) if epoch is not None else None),
+            start=placed.frame.ts if placed else None,
+            evidence=evidence,
         )
+        if checked is not None:
+            diagnosis.severity = WARNING  # the channel is gone, but the client asked for this
+        out.append(diagnosis)
     return out
+
+
+def passive_cause(named: Seen | None, reply: Any) -> tuple[str, str] | None:
+    """(cause, what to check) of a close answering a passive declare, the client's check whether
+    a queue or exchange exists (`causes.PASSIVE_CAUSES`); None for any other close."""
+    if named is None or named.fields.get("passive") is not True or not isinstance(reply, int):
+        return None
+    words = causes.PASSIVE_CAUSES.get(reply)
+    if words is None:
+        return None
+    cause, check = words
+    return cause.format(what=named.name.partition(".")[0]), check
+
+
+def unanswered(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
+    """Synchronous methods the broker never answered (no -ok, no close) while the client waited
+    `causes.UNANSWERED_SECONDS` or more: the request and what ended the wait as evidence."""
+    out = []
+    product = conn.server_product or {}
+    broker = " ".join(str(product[k]) for k in ("product", "version") if product.get(k))
+    who = f"the broker ({broker})" if broker else "the broker"
+    for epoch in _epochs(conn):
+        ended = _wait_ended(conn, ev, epoch)
+        for method, number, sent, waited in epoch.unanswered:
+            if waited < causes.UNANSWERED_SECONDS:
+                continue
+            hint = causes.UNANSWERED_CAUSES.get(method, causes.UNANSWERED_CAUSES[""])
+            answers = " or ".join(sorted(rules.REPLIES.get(method, ()))) or "answer"
+            never = "has not answered" if epoch.ended == "capture" else "never answered"
+            out.append(
+                make(
+                    "method.unanswered",
+                    f"{who[:1].upper()}{who[1:]} {never} {method} (frame {number}) on channel"
+                    f" {epoch.number}: {hint}",
+                    f"The client sent {method} in frame {number} and waited {waited:.1f} s for"
+                    f" {answers}; {who} neither answered nor closed the channel."
+                    + (f" {ended[1]} (frame {ended[0]})." if ended else "")
+                    + f" A synchronous method is answered, or refused by closing the channel:"
+                    f" {hint}. Check whether the broker supports {method}, and its log.",
+                    conn=conn.conn,
+                    channel=epoch.number,
+                    start=sent,
+                    duration=waited,
+                    evidence=[number, ended[0] if ended else 0],
+                    ongoing=epoch.ended == "capture",
+                )
+            )
+    return out
+
+
+def _wait_ended(
+    conn: ConnectionTracker, ev: Evidence, epoch: ChannelEpoch
+) -> tuple[int, str] | None:
+    """What ended a channel's wait for an answer, in words, and its frame: the client's channel
+    or connection close (it gave up waiting), or the TCP end; None when the capture ended."""
+    for close, what in ((epoch.close, "channel"), (conn.close, "connection")):
+        if close is not None and close.get("by") == "client" and close.get("frame"):
+            return int(close["frame"]), f"Then the client closed the {what}: it gave up waiting"
+    end = ev.ends.get(conn.conn)
+    if epoch.ended == "transport" and end is not None:
+        return end.number, f"Then the TCP connection ended ({end.fields.get('event')})"
+    return None
 
 
 def _listed(entries: list[tuple[int, str]], total: int) -> str:
@@ -753,6 +840,7 @@ RULES: Final[tuple[Callable[[ConnectionTracker, Evidence], list[Diagnosis]], ...
     no_ack_dropped,
     redeliveries,
     closes,
+    unanswered,
     publishers,
     liveness,
     violations,

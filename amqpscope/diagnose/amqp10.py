@@ -320,6 +320,17 @@ def errors(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
             " message against the receiver's checks.",
         )
     )
+    out.extend(
+        per_finding(
+            conn.conn,
+            ev,
+            "amqp10.transaction-failed",
+            "transaction.failed",
+            "A transaction declare or discharge failed on channel {channel}",
+            "What the controller sent in the transaction did not take effect as one. Check that"
+            " the peer supports transactions (has a coordinator) and the error it gave.",
+        )
+    )
     return out
 
 

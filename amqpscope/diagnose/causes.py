@@ -51,6 +51,8 @@ CODES: Final[dict[str, tuple[str, str]]] = {
     "request.unanswered": (WARNING, "management or CBS requests never answered"),
     "credit.never-granted": (WARNING, "a 1.0 receiver that granted no credit after attaching"),
     "connection.not-opened": (ERROR, "a 1.0 connection whose TCP ended before either open"),
+    "method.unanswered": (WARNING, "a synchronous 0-9-1 method the broker never answered"),
+    "transaction.failed": (ERROR, "a 1.0 transaction declare or discharge that failed"),
 }
 
 #: how a redelivery was matched to its earlier delivery (`redelivery`), in words
@@ -131,6 +133,29 @@ REPLY_CAUSES: Final[dict[str, tuple[str, str]]] = {
     ),
     "NOT-IMPLEMENTED": ("the broker does not implement the method", "the broker's features"),
     "INTERNAL-ERROR": ("the broker failed internally", "the broker's log"),
+}
+
+#: a synchronous 0-9-1 method the broker never answered -> what that may mean ("": any other);
+#: a client waiting less than UNANSWERED_SECONDS before it ended is not worth a diagnosis
+UNANSWERED_CAUSES: Final[dict[str, str]] = {
+    "tx.select": "it may not support transactions",
+    "tx.commit": "it may not support transactions",
+    "tx.rollback": "it may not support transactions",
+    "confirm.select": "it may not support publisher confirms",
+    "": "it may be stuck on it (a broker bug, or a lock it waits for), or not implement it",
+}
+UNANSWERED_SECONDS: Final = 1.0
+
+#: a passive declare (the client asking whether a queue or exchange exists, creating nothing)
+#: answered with this reply code -> (what it means, what to check): the broker says no by closing
+#: the channel, which is often what the client expected
+PASSIVE_CAUSES: Final[dict[int, tuple[str, str]]] = {
+    404: (
+        "the client checked (a passive declare) for a {what} that does not exist: often"
+        " expected, as a passive declare is how a client asks whether it exists, and the broker"
+        " answers no by closing the channel",
+        "whether the client expected it to exist; if so, who deletes it or should declare it",
+    ),
 }
 
 #: RabbitMQ's reply-text when a delivery outlived the consumer timeout (rabbit_channel.erl:

@@ -17,7 +17,7 @@ from typing import Final
 
 from amqpscope.codec.frames import TRANSPORT, Frame
 from amqpscope.codec.typed import typed_fields
-from amqpscope.diagnose.redelivery import Redeliveries, Redelivery
+from amqpscope.diagnose.redelivery import REQUEUED, Redeliveries, Redelivery
 from amqpscope.diagnose.requests import Requests
 from amqpscope.findings import Finding
 
@@ -77,6 +77,7 @@ class Evidence:
         # conn -> its redeliveries (with the frame that completed each) and how many
         self.relinked: dict[int, list[tuple[Redelivery, Seen]]] = {}
         self.redeliveries: dict[int, int] = {}
+        self.unmarked: dict[int, int] = {}  # conn -> redeliveries the broker did not mark
         self.kept_links = 0  # relinked entries kept of connections forgotten
         self.first_ts: float | None = None
         self.last_ts = 0.0
@@ -109,6 +110,8 @@ class Evidence:
         link = self.matcher.feed_frame(frame, seen.fields)
         if link is not None:
             self.redeliveries[conn] = self.redeliveries.get(conn, 0) + 1
+            if link.why == REQUEUED:
+                self.unmarked[conn] = self.unmarked.get(conn, 0) + 1
             links = self.relinked.setdefault(conn, [])
             if len(links) < MAX_REDELIVERED:
                 links.append((link, seen))
@@ -163,6 +166,7 @@ class Evidence:
             self.relinked[conn] = others
             self.kept_links += len(others)
         self.redeliveries.pop(conn, None)
+        self.unmarked.pop(conn, None)
         self.requests.forget(conn)
         self.matcher.forget(conn)
         self.kept -= len(self.placed.pop(conn, ()))

@@ -13,8 +13,9 @@ key; 1.0: the sending link's source address) in the same direction, matched by:
 - `body`: the same body digest (weaker: equal bodies may be different messages).
 
 A redelivery the broker did not mark is linked only to an earlier delivery that came back to
-it (released, modified, or unsettled when its link, session or connection ended), so equal
-messages sent twice on purpose are not taken for redeliveries.
+it (1.0: released, modified, or unsettled when its link, session or connection ended; 0-9-1:
+requeued by the client's basic.nack or basic.reject, which garagemq delivers again without
+setting `redelivered`), so equal messages sent twice on purpose are not taken for redeliveries.
 
 Frames go in as `read --json` records (`feed`, `link_redeliveries`) or `Frame` objects
 (`feed_frame`); frame numbers come out. The frame of a delivery is its first frame: the
@@ -39,8 +40,9 @@ __all__ = ["Redeliveries", "Redelivery", "link_redeliveries"]
 MESSAGE_ID: Final = "message-id"
 CORRELATION_ID: Final = "correlation-id"
 BODY: Final = "body"
-#: 1.0 outcomes (and ends) after which the broker may send the message again
-RETURNED: Final = frozenset(("released", "modified", "detached", "ended"))
+#: 1.0 outcomes (and ends), and 0-9-1's requeue, after which the broker may send the message again
+REQUEUED: Final = "requeued"
+RETURNED: Final = frozenset(("released", "modified", "detached", "ended", REQUEUED))
 #: deliveries remembered (index keys) and 1.0 deliveries followed until settled
 MAX_KEYS: Final = 200_000
 MAX_OPEN: Final = 100_000
@@ -49,6 +51,7 @@ MAX_RANGE: Final = 10_000
 SERIAL: Final = 1 << 32
 OTHER: Final = {"c2s": "s2c", "s2c": "c2s"}
 DELIVERIES_091: Final = frozenset(("basic.deliver", "basic.get-ok"))
+SETTLES_091: Final = frozenset(("basic.ack", "basic.nack", "basic.reject"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +136,9 @@ class Redeliveries:
         self._tags: dict[tuple[int, int, str], str] = {}  # (conn, channel, tag) -> queue
         self._get: dict[tuple[int, int], str] = {}  # (conn, channel) -> last basic.get queue
         self._method: dict[tuple[int, str, int], tuple[int, str | None]] = {}
+        # (conn, channel) -> delivery tag -> its delivery, until the client settles it
+        self._unsettled: dict[tuple[int, int], dict[int, _Seen]] = {}
+        self._requeued = False  # some 0-9-1 delivery was requeued by the client
         # 1.0: links, sessions, and deliveries not yet settled
         self._address: dict[tuple[int, str, int, int], str | None] = {}
         self._names: dict[tuple[int, str, int, int], str] = {}  # handle -> link name
@@ -193,6 +199,7 @@ class Redeliveries:
         """A connection ended and was forgotten (live capture): its channels and links go; its
         deliveries stay, as the earlier deliveries of redeliveries on other connections."""
         tables: tuple[dict[Any, Any], ...] = (
+            self._unsettled,
             self._consume,
             self._tags,
             self._get,
@@ -233,6 +240,11 @@ class Redeliveries:
                 self._tags[(conn, channel, tag)] = self._consume[where]
         elif name == "basic.get" and isinstance(queue, str):
             self._get[where] = queue
+        elif name in SETTLES_091 and direction == "c2s":
+            self._settle091(where, name, fields)
+        elif name in ("channel.close-ok", "connection.close-ok"):
+            for key in [k for k in self._unsettled if k[0] == conn and (not channel or k == where)]:
+                del self._unsettled[key]  # (what a close requeues, RabbitMQ marks redelivered)
         elif name in DELIVERIES_091:
             if name == "basic.get-ok":
                 source = self._get.get(where)
@@ -254,11 +266,43 @@ class Redeliveries:
         scope = (direction, source)
         seen = _Seen(start, conn, body_digest(message), None)
         keys = self._keys(scope, props, seen.digest)
-        found = self._match(keys, seen, any_state=True) if redelivered else None
+        if redelivered:
+            found = self._match(keys, seen, any_state=True)
+        else:  # unmarked: only a message the client requeued can come again
+            found = self._match(keys, seen, any_state=False) if self._requeued else None
         self._remember(keys, seen)
-        if not redelivered:
+        tag = _int(arguments.get("delivery-tag")) if isinstance(arguments, Mapping) else None
+        if tag is not None:
+            unsettled = self._unsettled.get(where)
+            if unsettled is None:
+                if len(self._unsettled) >= MAX_OPEN:
+                    del self._unsettled[next(iter(self._unsettled))]
+                unsettled = self._unsettled[where] = {}
+            if len(unsettled) < MAX_OPEN:  # (no-ack deliveries stay until the channel closes)
+                unsettled[tag] = seen
+        if redelivered:
+            return self._link(seen, found, "redelivered", source)
+        if found is None:
             return None
-        return self._link(seen, found, "redelivered", source)
+        return self._link(seen, found, REQUEUED, source)
+
+    def _settle091(self, where: tuple[int, int], name: str, fields: Mapping[str, Any]) -> None:
+        """The client's ack, nack or reject: its deliveries are settled; requeued ones may come
+        again, with or without the `redelivered` flag."""
+        unsettled = self._unsettled.get(where)
+        if not unsettled:
+            return
+        tag = _int(fields.get("delivery-tag")) or 0
+        if name != "basic.reject" and fields.get("multiple") is True:
+            tags = [t for t in unsettled if t <= tag or tag == 0]
+        else:
+            tags = [tag] if tag in unsettled else []
+        requeue = name != "basic.ack" and fields.get("requeue") is True
+        for settled in tags:
+            seen = unsettled.pop(settled)
+            if requeue:
+                seen.state = REQUEUED
+                self._requeued = True
 
     # -- 1.0 -----------------------------------------------------------------------------------
     def _frame10(

@@ -153,11 +153,21 @@ HIGHLIGHTS: Final[dict[str, dict[str, tuple[Highlight, ...]]]] = {
         "channel.close": _REPLY,
         "connection.blocked": (("", "reason"),),
         "channel.flow": (("!active|paused", "active"),),
-        "exchange.declare": (("", "exchange"), ("type=", "type"), ("!durable", "durable")),
+        "exchange.declare": (
+            ("", "exchange"),
+            ("type=", "type"),
+            ("!passive", "passive"),
+            ("!durable", "durable"),
+        ),
         "exchange.delete": (("", "exchange"),),
         "exchange.bind": _X_BIND,
         "exchange.unbind": _X_BIND,
-        "queue.declare": (("q=", "queue"), ("!durable", "durable"), ("!exclusive", "exclusive")),
+        "queue.declare": (
+            ("q=", "queue"),
+            ("!passive", "passive"),
+            ("!durable", "durable"),
+            ("!exclusive", "exclusive"),
+        ),
         "queue.declare-ok": (
             ("q=", "queue"),
             ("messages=", "message-count"),

@@ -220,6 +220,12 @@ class ChannelEpoch:
         self.tx_ending: deque[tuple[str, dict[str, Any]]] = deque()  # commit/rollback awaiting -ok
         self.transactions: list[dict[str, Any]] = []
         self.transactions_unlisted = 0
+        self.tx_select_frame = 0  # the tx.select seen (0: none; tx adopted from a commit)
+        self.tx_answered = False  # tx.select-ok (or a commit-ok or rollback-ok) came back
+        # synchronous requests awaiting their answer: (method, frame, sent at); at the end,
+        # those never answered: (method, frame, sent at, how long the client waited)
+        self.asked: deque[tuple[str, int, float]] = deque()
+        self.unanswered: list[tuple[str, int, float, float]] = []
         # flow
         self.flow_stops = 0
         # why the epoch ended: "closed", "connection", "transport" (TCP ended), "capture"
@@ -608,9 +614,27 @@ class ChannelEpoch:
     def declare_ok(self, frame: Frame, out: list[Finding]) -> None:
         self.last_queue = rules.name(frame.fields.get("queue"))
 
+    # -- synchronous requests and their answers -------------------------------------------------
+    def ask(self, frame: Frame) -> None:
+        """A client's synchronous request (`rules.REPLIES`) that asks for an answer."""
+        if not frame.fields.get("nowait") and len(self.asked) < MAX_IN_FLIGHT:
+            self.asked.append((frame.name, frame.number, frame.ts))
+
+    def answer(self, name: str) -> None:
+        """The broker's answer `name`: it answers the oldest request waiting for it."""
+        for i, (asked, _frame, _ts) in enumerate(self.asked):
+            if name in rules.REPLIES[asked]:
+                del self.asked[i]
+                return
+
     # -- modes: confirm and tx ----------------------------------------------------------------
     def select(self, frame: Frame, out: list[Finding]) -> None:
         self.modes.add(rules.MODES[(frame.direction, frame.name)])
+        if frame.name == "tx.select" and not self.tx_select_frame:
+            self.tx_select_frame = frame.number
+
+    def tx_select_ok(self, frame: Frame, out: list[Finding]) -> None:
+        self.tx_answered = True
 
     def tx_end(self, frame: Frame, out: list[Finding]) -> None:
         """tx.commit / tx.rollback: the transaction's content is fixed; the -ok applies it."""
@@ -623,6 +647,7 @@ class ChannelEpoch:
             self.tx_ending.append((frame.name, group))
 
     def tx_end_ok(self, frame: Frame, out: list[Finding]) -> None:
+        self.tx_answered = True
         if not self.tx_ending:
             return
         name, group = self.tx_ending.popleft()
@@ -650,6 +675,8 @@ class ChannelEpoch:
         if self.close is not None:
             return
         self.close = info = close_info(frame, by)
+        if by == "server":
+            self.asked.clear()  # the broker's close is its answer to what was waiting
         code = info["reply-code"]
         if code in rules.OK_CODES or code is None:
             return
@@ -689,6 +716,7 @@ class ChannelEpoch:
             (seq, note[0], note[1], note[2])
             for seq, note in islice(self.unconfirmed.tags.items(), MAX_LEFT)
         ]
+        self._unanswered(ts, why, out)
         first_unacked = min((note[0] for note in tags.values()), default=ts)
         first_unconfirmed = min((note[0] for note in self.unconfirmed.tags.values()), default=ts)
         left = self.outstanding.drain()
@@ -730,6 +758,29 @@ class ChannelEpoch:
                     ),
                 )
             )
+
+    def _unanswered(self, ts: float, why: str, out: list[Finding]) -> None:
+        """The synchronous requests still waiting when the epoch ended: never answered."""
+        if not self.asked:
+            return
+        self.unanswered = [
+            (name, number, sent, max(0.0, ts - sent))
+            for name, number, sent in islice(self.asked, MAX_LEFT)
+        ]
+        self.asked.clear()
+        if why == "capture":  # cut short by the capture, not seen unanswered: no finding
+            return
+        where = ENDED_WHEN[why]
+        listed = ", ".join(
+            f"{name} (frame {number}, {waited:.3f} s before)"
+            for name, number, _sent, waited in self.unanswered
+        )
+        out.append(
+            finding(
+                "amqp091.unanswered",
+                f"the broker had not answered {listed} on channel {self.number} {where}",
+            )
+        )
 
     # -- the summary ----------------------------------------------------------------------------
     def counts(self) -> dict[str, int]:
@@ -777,13 +828,21 @@ class ChannelEpoch:
             },
             "returns": self.returns,
             "returned": self.returned,
-            "tx": {"selected": tx, "commits": self.commits, "rollbacks": self.rollbacks},
+            "tx": {
+                # in a transaction once the broker said so (tx.select-ok), or, on a channel the
+                # capture starts inside, once it answered a commit or rollback
+                "selected": tx and (self.tx_answered or not self.tx_select_frame),
+                "commits": self.commits,
+                "rollbacks": self.rollbacks,
+            },
             "consumers": [c.to_json() for c in self.consumers.values()],
             "prefetch": None,
             "get": None,
             "discarded": self.discarded,
             "close": self.close,
         }
+        if tx and self.tx_select_frame and not self.tx_answered:
+            out["tx"]["select-unanswered"] = self.tx_select_frame
         if tx:
             out["tx"]["transactions"] = self.transactions
             if self.transactions_unlisted:
@@ -831,6 +890,7 @@ METHODS: Final = {
     (S2C, "queue.declare-ok"): ChannelEpoch.declare_ok,
     (C2S, "confirm.select"): ChannelEpoch.select,
     (C2S, "tx.select"): ChannelEpoch.select,
+    (S2C, "tx.select-ok"): ChannelEpoch.tx_select_ok,
     (C2S, "tx.commit"): ChannelEpoch.tx_end,
     (C2S, "tx.rollback"): ChannelEpoch.tx_end,
     (S2C, "tx.commit-ok"): ChannelEpoch.tx_end_ok,

@@ -271,6 +271,9 @@ class ConnectionTracker:
             return
         by = "client" if direction == C2S else "server"
         self.close = info = close_info(frame, by)
+        if by == "server":
+            for epoch in self.channels.values():
+                epoch.asked.clear()  # the broker's close is its answer to what was waiting
         code = info["reply-code"]
         if code in rules.OK_CODES or code is None:
             return
@@ -351,6 +354,13 @@ class ConnectionTracker:
                         )
                     )
                 epoch = self._new_epoch(number, frame, False)
+        # synchronous requests and their answers, whatever the channel's state (an answer in
+        # flight while the client closes the channel still answers)
+        if direction == S2C:
+            if name in rules.ANSWERS:
+                epoch.answer(name)
+        elif name in rules.REPLIES and epoch.state in rules.CHANNEL_ACTIVE:
+            epoch.ask(frame)  # (sent into a closing channel, it is discarded unanswered)
         state = epoch.state
         # only the channel class's own methods move its state: no (direction, name) key is made
         # and hashed for the methods of every message

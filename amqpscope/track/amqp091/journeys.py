@@ -11,8 +11,11 @@ exchange and routing key (a delivery carries the publish's), the body's size and
 body (not of the properties: the broker may add headers on the way). Identical messages are
 matched in order, per queue: the n-th delivery of a key from queue Q is the n-th publish of that
 key, so a fanout to several queues makes one journey per queue. Redeliveries are counted, not
-timed (the first delivery was). Latency is from the frame that completed the publish to the one
-that completed the delivery: the broker's routing and queueing time plus any wait for a consumer.
+timed (the first delivery was): those the broker marked `redelivered`, and those it did not (a
+delivery of a message whose every remembered publish its queue already delivered: garagemq
+requeues without the flag), also counted `unmarked`. Latency is from the frame that completed
+the publish to the one that completed the delivery: the broker's routing and queueing time plus
+any wait for a consumer.
 
 Memory is bounded: a publish is remembered as the hash of its key and its time (a few hundred
 bytes); the publishes remembered for matching are the last `MAX_PUBLISHES` (a message
@@ -124,12 +127,13 @@ class _Key:
 
 
 class _Queue:
-    __slots__ = ("latency", "matched", "redelivered", "unmatched")
+    __slots__ = ("latency", "matched", "redelivered", "unmarked", "unmatched")
 
     def __init__(self) -> None:
         self.matched = 0
         self.unmatched = 0
         self.redelivered = 0
+        self.unmarked = 0  # redeliveries without the `redelivered` flag
         self.latency = Latency()
 
 
@@ -289,7 +293,13 @@ class Correlator:
             index = entry.base
         at = index - entry.base
         if at >= len(entry):
-            stats.unmatched += 1
+            # every remembered publish of the key was delivered from this queue already: this is
+            # one of them again, which the broker did not mark redelivered
+            if (first and entry.cursor > 0) or (entry.cursors and queue in entry.cursors):
+                stats.redelivered += 1
+                stats.unmarked += 1
+            else:
+                stats.unmatched += 1
             return
         if first:
             entry.cursor = index + 1
@@ -396,6 +406,9 @@ class Correlator:
             }
             for queue, stats in sorted(self.queues.items())
         ]
+        if any(stats.unmarked for stats in self.queues.values()):  # only then: its column
+            for row, (_queue, stats) in zip(journeys, sorted(self.queues.items()), strict=True):
+                row["unmarked"] = stats.unmarked
         unanswered = sum(len(w) for w in self.requests.values())
         return {
             "rpc": self.pairs,

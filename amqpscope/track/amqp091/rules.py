@@ -38,6 +38,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from amqpscope.codec.amqp091.spec import METHODS as SPEC_METHODS
+
 C2S: Final = "c2s"
 S2C: Final = "s2c"
 
@@ -155,6 +157,24 @@ MODES: Final[dict[tuple[str, str], str]] = {
     (C2S, "confirm.select"): CONFIRM,
     (C2S, "tx.select"): TX,
 }
+
+# -- synchronous requests and their answers (the spec's `synchronous` methods) ----------------
+#: a client's synchronous request on a channel -> the methods that answer it: its -ok (and
+#: basic.get-empty for basic.get). Unless its `nowait` is set, the broker must answer, or close
+#: the channel or connection with an error. channel.open and channel.close answer in the channel
+#: states above; connection methods in the connection's.
+REPLIES: Final[dict[str, frozenset[str]]] = {
+    method.name: frozenset(
+        (method.name + "-ok",) + (("basic.get-empty",) if method.name == "basic.get" else ())
+    )
+    for method in SPEC_METHODS.values()
+    if method.synchronous
+    and not method.name.startswith("connection.")
+    and method.name not in ("channel.open", "channel.close")
+    and any(other.name == method.name + "-ok" for other in SPEC_METHODS.values())
+}
+#: every method that answers one of `REPLIES`
+ANSWERS: Final[frozenset[str]] = frozenset(name for names in REPLIES.values() for name in names)
 
 # -- reply codes (section 1.2 constants) ---------------------------------------------------------
 #: reply codes that are not errors: 200 reply-success, and 0 which clients send for "no reason"

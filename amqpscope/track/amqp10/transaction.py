@@ -3,9 +3,11 @@ whose transfers or dispositions carry a transactional-state, grouped by txn-id.
 
 A controller attaches a link whose target is a `coordinator` and sends messages whose body is an
 amqp-value `declare` or `discharge`. The coordinator settles a declare with `declared` (carrying
-the txn-id) or `rejected`; a discharge with `accepted` (committed, or rolled back when `fail`)
-or `rejected`. Transfers and dispositions in a transaction carry `transactional-state` with the
-txn-id (and, on dispositions, the outcome that takes effect when the transaction commits).
+the txn-id) or `rejected` (a peer with no coordinator may settle it `accepted`, as any message:
+no txn-id, so no transaction; counted failed); a discharge with `accepted` (committed, or rolled
+back when `fail`) or `rejected`. Transfers and dispositions in a transaction carry
+`transactional-state` with the txn-id (and, on dispositions, the outcome that takes effect when
+the transaction commits).
 """
 
 from __future__ import annotations
@@ -85,11 +87,15 @@ class Transactions:
                 self.declared += 1
                 self._get(str(state["txn-id"]), frame, channel)
                 return None
+            self.failed += 1  # no txn-id came back: no transaction began
             if kind == "rejected":
-                self.failed += 1
                 error = error_of(state.get("error"))
                 return "declare rejected" + (f": {error['condition']}" if error else "")
-            return None
+            return (
+                f"declare settled {kind if isinstance(kind, str) else 'with no outcome'}, not"
+                " declared: no txn-id came back, so no transaction began (a peer with no"
+                " transaction coordinator settles a declare as any message)"
+            )
         txn = self._get(str(action["txn-id"]), None, channel)
         delivery.action = None
         if kind == "accepted":
