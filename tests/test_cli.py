@@ -290,6 +290,7 @@ def test_link_scope_follows_a_1_0_link_and_its_dispositions() -> None:
 # -- terminal manners: help, exit codes, paging, narrow and non-UTF consoles, completion ---------
 
 COMMANDS = ("read", "summary", "diagnose", "export", "schema", "live", "spark", "report", "tui")
+COMMANDS += ("metrics",)
 SGR = re.compile(r"\x1b\[[0-9;]*m")
 
 

@@ -378,7 +378,9 @@ QUICK_EXIT: Final = frozenset({"read", "summary", "export", "schema", "diagnose"
 
 
 #: the commands that read capture files, given as arguments (not with tshark's -r)
-FILE_COMMANDS: Final = frozenset({"read", "summary", "export", "diagnose", "report", "tui"})
+FILE_COMMANDS: Final = frozenset(
+    {"read", "summary", "export", "diagnose", "report", "tui", "metrics"}
+)
 
 
 #: every command, each defined (and registered with `main`) by the module of its name in this
@@ -386,6 +388,7 @@ FILE_COMMANDS: Final = frozenset({"read", "summary", "export", "diagnose", "repo
 COMMANDS: Final = (
     *("diagnose", "export", "live", "read", "report"),
     *("schema", "spark", "summary", "tui"),
+    "metrics",
 )
 
 

@@ -1,0 +1,65 @@
+"""`amqpscope metrics`: a capture's (or a trace log's) Prometheus families as OpenMetrics with
+timestamps, for `promtool tsdb create-blocks-from openmetrics`."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from amqpscope.cli.common import guarded, keylog_option, load_keylog, main, report_findings
+from amqpscope.cli.inputs import files_argument, format_option, open_input
+
+
+@main.command()
+@files_argument
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.000001),
+    default=1.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="At most one sample per series per this much capture time (plus the last).",
+)
+@click.option(
+    "--metrics-max-names",
+    "max_names",
+    type=click.IntRange(min=0),
+    default=100,
+    show_default=True,
+    help="Queues and addresses with a label value of their own (the first seen); the rest "
+    "are counted under `other`.",
+)
+@keylog_option
+@format_option
+@guarded
+def metrics(
+    files: tuple[str, ...],
+    interval: float,
+    max_names: int,
+    keylog: str | None,
+    fmt: str | None = None,
+) -> None:
+    """The capture's metrics (the families `live --metrics` serves) as OpenMetrics with
+    timestamps: load them into Prometheus after the fact.
+
+    \b
+    Examples:
+      amqpscope metrics capture.pcap > capture.om
+      promtool tsdb create-blocks-from openmetrics capture.om ./data
+      amqpscope metrics client.log        (a frame-trace log)
+    """
+    from amqpscope.metrics.openmetrics import lines
+    from amqpscope.metrics.sampler import Sampler
+
+    sampler = Sampler(interval=interval, max_names=max_names)
+    with open_input(files, fmt) as source:
+        sampler.tracker.source = source.source
+        for frame in source.frames(messages=True, keylog=load_keylog(keylog), retire=True):
+            sampler.feed(frame)
+        sampler.finish()
+        write = sys.stdout.write
+        for line in lines(sampler.samples):
+            write(line + "\n")
+        sys.stdout.flush()
+        report_findings(source.findings)

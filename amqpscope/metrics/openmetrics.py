@@ -1,0 +1,86 @@
+"""A sampler's samples as OpenMetrics text with timestamps (what `promtool tsdb
+create-blocks-from openmetrics` loads): each family's samples together, each series' in time
+order, `# EOF` last. A series gets a sample when its value changed since its last one, at least
+every `REPEAT_MS` while it did not (so that a query within Prometheus's 5-minute lookback finds
+it), and at the end. Times are written in whole milliseconds (Prometheus keeps no finer), each
+series' last state within a millisecond at that millisecond."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Final
+
+from amqpscope.metrics.families import BUCKETS, FAMILIES, Family
+from amqpscope.metrics.sampler import Labels, Snapshot
+
+REPEAT_MS: Final = 60_000
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _labels(family: Family, labels: Labels, extra: str = "") -> str:
+    parts = [
+        f'{name}="{_escape(value)}"' for name, value in zip(family.labels, labels, strict=True)
+    ]
+    if extra:
+        parts.append(extra)
+    return "{" + ",".join(parts) + "}" if parts else ""
+
+
+def _number(value: float) -> str:
+    if value == int(value) and abs(value) < 1e15:
+        return str(int(value))
+    return repr(float(value))
+
+
+def _ms(ts: float) -> int:
+    return int(ts * 1000)
+
+
+def _ts(ms: int) -> str:
+    return f"{ms // 1000}.{ms % 1000:03d}"
+
+
+def _series(
+    samples: list[tuple[float, Snapshot]], name: str
+) -> dict[Labels, list[tuple[int, Any]]]:
+    """Each series' samples: the changed ones, the repeats, and the last."""
+    out: dict[Labels, list[tuple[int, Any]]] = {}
+    last_at = len(samples) - 1
+    for at, (seconds, snapshot) in enumerate(samples):
+        ts = _ms(seconds)
+        for labels, value in snapshot.get(name, {}).items():
+            kept = out.setdefault(labels, [])
+            if kept and ts <= kept[-1][0]:  # no later time than its last: that one holds it
+                kept[-1] = (kept[-1][0], value)
+                continue
+            if not kept or kept[-1][1] != value or ts - kept[-1][0] >= REPEAT_MS or at == last_at:
+                kept.append((ts, value))
+    return out
+
+
+def lines(samples: list[tuple[float, Snapshot]]) -> Iterator[str]:
+    for family in FAMILIES:
+        series = _series(samples, family.name)
+        base = family.exported
+        yield f"# TYPE {base} {family.kind}"
+        if base.endswith("_seconds"):
+            yield f"# UNIT {base} seconds"
+        yield f"# HELP {base} {_escape(family.help)}"
+        for labels in sorted(series):
+            for ts, value in series[labels]:
+                if family.kind == "histogram":
+                    buckets, count, total = value
+                    bounds = [repr(float(b)) for b in BUCKETS] + ["+Inf"]
+                    for bound, n in zip(bounds, buckets, strict=True):
+                        le = _labels(family, labels, 'le="' + bound + '"')
+                        yield f"{base}_bucket{le} {n} {_ts(ts)}"
+                    yield f"{base}_count{_labels(family, labels)} {count} {_ts(ts)}"
+                    yield f"{base}_sum{_labels(family, labels)} {_number(total)} {_ts(ts)}"
+                elif family.kind == "counter":
+                    yield f"{base}_total{_labels(family, labels)} {_number(value)} {_ts(ts)}"
+                else:
+                    yield f"{base}{_labels(family, labels)} {_number(value)} {_ts(ts)}"
+    yield "# EOF"

@@ -1,0 +1,202 @@
+"""Frames in, the families' values over capture time out (sans-IO).
+
+The sampler owns a `Tracker` and feeds it; it reads the families (`families.FAMILIES`) from the
+trackers' state each time capture time enters a new `interval` (the state as the last frame of
+the interval left it, stamped with that frame's time, so a counter steps at the time of the
+frame that changed it, to within the interval), and once more at the end. Connections whose TCP
+ended are retired by the tracker (constant memory on a long capture or a live interface): their
+counters are folded into `retired` first, and their gauges are 0 from then on.
+
+Label values that are application names (`families.BOUNDED`: queue, address) are bounded: the
+first `max_names` distinct names with traffic keep their own value, every later one is counted
+under `other`. First come rather than busiest: a name that left `other` would make `other`'s
+counter go down, which Prometheus reads as a reset.
+
+Histograms take each `Latency`'s new durations at each sample: exact while the reservoir still
+holds every duration (`stats.RESERVOIR`, 4096 per channel or link); past it, the new durations
+of a sample are counted at their mean (`_count` and `_sum` stay exact).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any, Final
+
+from amqpscope.codec.frames import Frame
+from amqpscope.metrics.families import BOUNDED, BUCKETS, FAMILIES, OTHER, Family
+from amqpscope.track import amqp10
+from amqpscope.track.stats import Latency
+from amqpscope.track.tracker import ConnTracker, Tracker
+
+#: names kept per bounded label unless asked otherwise (`--metrics-max-names`)
+MAX_NAMES: Final = 100
+
+Labels = tuple[str, ...]
+#: family name -> label values -> value (histograms: cumulative bucket counts, then count, sum)
+Snapshot = dict[str, dict[Labels, Any]]
+
+
+class Histogram:
+    """One series' cumulative buckets (per `BUCKETS` bound, then +Inf), count and sum."""
+
+    __slots__ = ("buckets", "count", "total")
+
+    def __init__(self) -> None:
+        self.buckets = [0] * (len(BUCKETS) + 1)
+        self.count = 0
+        self.total = 0.0
+
+    def observe(self, seconds: float, times: int = 1) -> None:
+        for at, bound in enumerate(BUCKETS):
+            if seconds <= bound:
+                self.buckets[at] += times
+        self.buckets[-1] += times
+        self.count += times
+        self.total += seconds * times
+
+    def value(self) -> tuple[tuple[int, ...], int, float]:
+        return tuple(self.buckets), self.count, self.total
+
+
+class Sampler:
+    """Feed frames; read `samples` (time, snapshot) and `snapshot()` at any time."""
+
+    def __init__(self, interval: float = 1.0, max_names: int = MAX_NAMES) -> None:
+        self.interval = interval
+        self.max_names = max_names
+        self.tracker = Tracker(retire=True, on_retire=self._retired)
+        self.retired: dict[str, dict[Labels, float]] = {}
+        self.findings: Counter[tuple[str, str]] = Counter()
+        self.histograms: dict[str, dict[Labels, Histogram]] = {
+            f.name: {} for f in FAMILIES if f.kind == "histogram"
+        }
+        #: id of a Latency -> (it, durations taken, their total)
+        self.watched: dict[int, tuple[Latency, int, float]] = {}
+        self.names: dict[str, dict[str, str]] = {label: {} for label in BOUNDED}
+        self.last_ts: float | None = None
+        self.samples: list[tuple[float, Snapshot]] = []
+
+    # -- frames in ---------------------------------------------------------------------------
+    def feed(self, frame: Frame) -> None:
+        ts = frame.ts
+        last = self.last_ts
+        if last is not None and ts and int(ts // self.interval) > int(last // self.interval):
+            self.sample()
+        self.tracker.feed(frame)
+        for found in frame.findings:
+            self.findings[(found.code, found.severity)] += 1
+        if ts and (last is None or ts > last):
+            self.last_ts = ts
+
+    def finish(self) -> None:
+        """The end of the input: the trackers' end-of-capture findings, and the last sample."""
+        kept = len(self.tracker.findings)
+        self.tracker.finish()
+        for found in self.tracker.findings[kept:]:
+            self.findings[(found.code, found.severity)] += 1
+        self.sample()
+
+    def sample(self) -> Snapshot:
+        """Read every family now (stamped with the last frame's time) and keep it."""
+        snapshot = self.snapshot()
+        self.samples.append((self.last_ts or 0.0, snapshot))
+        return snapshot
+
+    # -- reading the families -----------------------------------------------------------------
+    def snapshot(self) -> Snapshot:
+        now = self.last_ts or 0.0
+        out: Snapshot = {}
+        for family in FAMILIES:
+            if family.kind == "histogram":
+                for labels, latency in self._reads(family, now):
+                    self._harvest(family, labels, latency)
+                out[family.name] = {k: h.value() for k, h in self.histograms[family.name].items()}
+                continue
+            # a gauge's series of connections retired stays, at 0 (`_retired`)
+            values = dict(self.retired.get(family.name, {}))
+            for labels, value in self._reads(family, now):
+                values[labels] = values.get(labels, 0.0) + value
+            out[family.name] = values
+        return out
+
+    def _reads(self, family: Family, now: float) -> Iterable[tuple[Labels, Any]]:
+        if family.scope == "capture":
+            sources: list[Any] = [self]
+        else:
+            sources = [c for c in self.tracker.connections.values() if _in_scope(family, c)]
+        for source in sources:
+            for labels, value in family.read(source, now):
+                yield self._bounded(family, labels), value
+
+    def _bounded(self, family: Family, labels: Labels) -> Labels:
+        if not any(name in BOUNDED for name in family.labels):
+            return labels
+        out = list(labels)
+        for at, name in enumerate(family.labels):
+            if name in BOUNDED:
+                kept = self.names[name]
+                value = out[at]
+                if value not in kept:
+                    if len(kept) >= self.max_names:
+                        out[at] = OTHER
+                        continue
+                    kept[value] = value
+        return tuple(out)
+
+    def _harvest(self, family: Family, labels: Labels, latency: Latency) -> None:
+        """Take the durations `latency` gained since the last sample into its histogram."""
+        key = id(latency)
+        seen = self.watched.get(key)
+        taken, total = (seen[1], seen[2]) if seen is not None and seen[0] is latency else (0, 0.0)
+        new = latency.count - taken
+        if new <= 0:
+            return
+        series = self.histograms[family.name].get(labels)
+        if series is None:
+            series = self.histograms[family.name][labels] = Histogram()
+        if latency.count <= latency.size:
+            for seconds in latency.samples[taken : latency.count]:
+                series.observe(seconds)
+        else:
+            series.observe((latency.total - total) / new, new)
+        self.watched[key] = (latency, latency.count, latency.total)
+
+    def _retired(self, order: int, conn: ConnTracker, layers: Any, found: int) -> None:
+        """A finished connection leaves the tracker: its counters stay in `retired`, its
+        latencies' last durations go into the histograms, and it is watched no more."""
+        now = self.last_ts or 0.0
+        for family in FAMILIES:
+            if family.scope == "capture" or not _in_scope(family, conn):
+                continue
+            if family.kind == "histogram":
+                for labels, latency in family.read(conn, now):
+                    self._harvest(family, self._bounded(family, labels), latency)
+                    self.watched.pop(id(latency), None)
+            else:  # a counter's total is kept; a gauge's series stays, at 0
+                kept = self.retired.setdefault(family.name, {})
+                counter = family.kind == "counter"
+                for labels, value in family.read(conn, now):
+                    key = self._bounded(family, labels)
+                    kept[key] = kept.get(key, 0.0) + (value if counter else 0.0)
+
+    # -- capture-scoped readers (families.py's "capture" scope) --------------------------------
+    def findings_by_code(self) -> list[tuple[Labels, float]]:
+        return [((code, severity), float(n)) for (code, severity), n in self.findings.items()]
+
+    def journey_latencies(self) -> list[tuple[Labels, Latency]]:
+        correlator = self.tracker.correlator
+        if correlator is None:
+            return []
+        return [((queue,), q.latency) for queue, q in correlator.queues.items()]
+
+    def rpc_latencies(self) -> list[tuple[Labels, Latency]]:
+        correlator = self.tracker.correlator
+        return [((), correlator.rpc_latency)] if correlator is not None else []
+
+
+def _in_scope(family: Family, conn: ConnTracker) -> bool:
+    if family.scope == "any":
+        return True
+    is10 = isinstance(conn, amqp10.ConnectionTracker)
+    return is10 if family.scope == "amqp10" else not is10

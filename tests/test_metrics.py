@@ -1,0 +1,282 @@
+"""`amqpscope metrics`: a capture's families as OpenMetrics, held to the captures' ground truth
+(what the recording clients observed), and read back by Prometheus itself: `promtool tsdb
+create-blocks-from openmetrics` loads the output and a Prometheus server started on those
+blocks answers PromQL at the times the clients noted. (prometheus_client's OpenMetrics parser
+is not the reader here: it drops a histogram's buckets after the first at a second timestamp of
+the same series, taking them for duplicates of a truncated timestamp.)"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CAPTURES = Path(__file__).resolve().parent.parent / "captures"
+USED = (
+    "091-confirms-return",
+    "091-ack-nack-reject",
+    "091-nacked-publish",
+    "10-outcomes",
+    "10-credit-starved",
+)
+
+
+def truth(name: str) -> dict[str, Any]:
+    return json.loads((CAPTURES / f"{name}.json").read_text())["expect"]
+
+
+def metrics_text(name: str, *options: str) -> str:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "amqpscope.cli",
+            "metrics",
+            *options,
+            str(CAPTURES / f"{name}.pcap"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+SAMPLE = re.compile(r"^([a-z_]+)(?:\{(.*)\})? (\S+) (\S+)$")
+LABEL = re.compile(r'([a-z_]+)="((?:[^"\\]|\\.)*)"')
+
+
+def last_values(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Each series' last value; checks that every sample has a time, that each series' times
+    never go back, and that the text ends with `# EOF`."""
+    assert text.endswith("# EOF\n")
+    out: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+    times: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        match = SAMPLE.match(line)
+        assert match, line
+        name, labels, value, ts = match.groups()
+        key = (name, tuple(sorted(LABEL.findall(labels or ""))))
+        assert float(ts) >= times.get(key, 0.0), line
+        times[key] = float(ts)
+        out[key] = float(value)
+    return out
+
+
+def total(values: dict, name: str, **labels: str) -> float:
+    """The sum of `name`'s series whose labels include `labels`."""
+    return sum(
+        v
+        for (n, ls), v in values.items()
+        if n == name and all(dict(ls).get(k) == want for k, want in labels.items())
+    )
+
+
+def test_091_counts_are_the_clients() -> None:
+    confirms = last_values(metrics_text("091-confirms-return"))
+    expect = truth("091-confirms-return")
+    assert total(confirms, "amqpscope_channel_messages_published_total") == expect["publishes"]
+    assert total(confirms, "amqpscope_channel_messages_confirmed_total") == expect["confirms_acked"]
+    assert (
+        total(confirms, "amqpscope_channel_messages_unroutable_returned_total") == expect["returns"]
+    )
+    assert total(confirms, "amqpscope_publish_confirm_seconds_count") == expect["confirms_acked"]
+    assert total(confirms, "amqpscope_connections_opened_total") == expect["connections"]
+    assert total(confirms, "amqpscope_connections_closed_total") == expect["connection_closes"]
+
+    acks = last_values(metrics_text("091-ack-nack-reject"))
+    expect = truth("091-ack-nack-reject")
+    assert total(acks, "amqpscope_channel_messages_published_total") == expect["publishes"]
+    assert total(acks, "amqpscope_channel_messages_delivered_ack_total") == expect["deliveries"]
+    assert total(acks, "amqpscope_channel_messages_redelivered_total") == expect["redeliveries"]
+    assert total(acks, "amqpscope_channel_messages_acked_total") == expect["acked_messages"]
+    assert total(acks, "amqpscope_channel_messages_nacked_total") == expect["nacks"]
+    assert total(acks, "amqpscope_channel_messages_rejected_total") == expect["rejects"]
+    # every delivery was settled once (5 acked, 1 nacked, 1 rejected): one consumer time each
+    settled = expect["acked_messages"] + expect["nacks"] + expect["rejects"]
+    assert total(acks, "amqpscope_consumer_ack_seconds_count") == settled == expect["deliveries"]
+    # by the consumer's queue: the one queue the scenario consumed
+    queues = {
+        dict(ls)["queue"] for n, ls in acks if n == "amqpscope_queue_messages_delivered_total"
+    }
+    assert len(queues) == 1
+    assert total(acks, "amqpscope_queue_messages_delivered_total") == expect["deliveries"]
+    # after the consumer was cancelled and the connection closed, nothing is left open
+    assert total(acks, "amqpscope_channel_consumers") == 0
+    assert total(acks, "amqpscope_channel_messages_unacked") == 0
+
+    nacked = last_values(metrics_text("091-nacked-publish"))
+    expect = truth("091-nacked-publish")
+    assert total(nacked, "amqpscope_channel_messages_confirmed_total") == expect["confirms_acked"]
+    assert (
+        total(nacked, "amqpscope_channel_messages_publish_nacked_total")
+        == expect["confirms_nacked"]
+    )
+    assert total(nacked, "amqpscope_publish_confirm_seconds_count") == len(expect["confirms"])
+
+
+def test_10_counts_are_the_clients() -> None:
+    outcomes = last_values(metrics_text("10-outcomes"))
+    expect = truth("10-outcomes")
+    deliveries = "amqpscope_link_deliveries_total"
+    assert total(outcomes, deliveries, role="sender") == expect["transfers_sent"]
+    assert total(outcomes, deliveries, role="receiver") == expect["transfers_received"]
+    for role, key in (("sender", "sender_outcomes"), ("receiver", "receiver_outcomes")):
+        settled = {
+            dict(ls)["outcome"]: v
+            for (n, ls), v in outcomes.items()
+            if n == "amqpscope_link_settled_total" and dict(ls)["role"] == role and v
+        }
+        assert settled == expect[key], role
+    ends = {
+        dict(ls)["condition"]
+        for (n, ls), v in outcomes.items()
+        if n == "amqpscope_session_ends_total" and v and dict(ls)["condition"] != "none"
+    }
+    assert ends == {error["condition"] for error in expect["session_errors"]}
+
+    starved = last_values(metrics_text("10-credit-starved"))
+    expect = truth("10-credit-starved")
+    assert total(starved, deliveries, role="receiver") == expect["transfers_received"]
+    seconds = total(starved, "amqpscope_link_starved_seconds_total", role="receiver")
+    assert seconds == pytest.approx(expect["starvation"]["seconds"], rel=0.1)
+
+
+# -- Prometheus on the blocks promtool makes of the output ------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A Prometheus server on the blocks of the five captures' `metrics --interval 0.001`;
+    yields `query(promql, at)` -> the sum of the vector's values (None: empty)."""
+    promtool, server = shutil.which("promtool"), shutil.which("prometheus")
+    assert promtool and server, "promtool and prometheus come with Debian's prometheus (make test)"
+    root = tmp_path_factory.mktemp("prometheus")
+    data = root / "data"
+    for name in USED:
+        text = root / f"{name}.om"
+        text.write_text(metrics_text(name, "--interval", "0.001"))
+        subprocess.run(
+            [promtool, "tsdb", "create-blocks-from", "openmetrics", str(text), str(data)],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+    config = root / "prometheus.yml"
+    config.write_text("global:\n  scrape_interval: 1h\n")
+    port = _free_port()
+    process = subprocess.Popen(
+        [
+            server,
+            f"--config.file={config}",
+            f"--storage.tsdb.path={data}",
+            # the captures' times are days old: kept whatever the date
+            "--storage.tsdb.retention.time=100y",
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=(root / "prometheus.log").open("w"),
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(base + "/-/ready", timeout=2) as answer:
+                    if answer.status == 200:
+                        break
+            except OSError:
+                pass
+            assert process.poll() is None, (root / "prometheus.log").read_text()
+            assert time.monotonic() < deadline, "prometheus not ready in 60 s"
+            time.sleep(0.2)
+
+        def query(promql: str, at: float) -> float | None:
+            args = urllib.parse.urlencode({"query": promql, "time": f"{at:.6f}"})
+            with urllib.request.urlopen(f"{base}/api/v1/query?{args}", timeout=10) as answer:
+                body = json.load(answer)
+            assert body["status"] == "success", body
+            result = body["data"]["result"]
+            return sum(float(r["value"][1]) for r in result) if result else None
+
+        yield query
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def test_blocks_answer_the_confirms_at_the_clients_times(prometheus: Any) -> None:
+    """After each confirm the publisher got (at the time it got it), Prometheus holds as many
+    confirms and nacks as the publisher had then. Prometheus keeps milliseconds, and its value
+    at a millisecond is the state after every frame within it: a confirm the publisher got by
+    then is counted, one it had not yet asked for by the end of it cannot be."""
+    confirms = truth("091-nacked-publish")["confirms"]
+    assert prometheus("sum(amqpscope_channel_messages_confirmed_total)", confirms[0]["sent"]) in (
+        None,
+        0,
+    )
+    exact = 0
+    for confirm in confirms:
+        at = int(confirm["answered"] * 1000) / 1000  # the millisecond it fell in
+        for outcome, family in (
+            ("acked", "amqpscope_channel_messages_confirmed_total"),
+            ("nacked", "amqpscope_channel_messages_publish_nacked_total"),
+        ):
+            got = [
+                c
+                for c in confirms
+                if c["outcome"] == outcome and c["answered"] <= confirm["answered"]
+            ]
+            asked = [c for c in confirms if c["outcome"] == outcome and c["sent"] < at + 0.001]
+            value = prometheus(f"sum({family})", at) or 0
+            assert len(got) <= value <= len(asked), (outcome, confirm)
+            exact += len(got) == len(asked)
+        answered = sum(c["answered"] <= confirm["answered"] for c in confirms)
+        count = prometheus("sum(amqpscope_publish_confirm_seconds_count)", at)
+        assert answered <= count <= sum(c["sent"] < at + 0.001 for c in confirms)
+    assert exact >= len(confirms)  # most points allow one value only
+
+
+def test_blocks_answer_the_starvation_at_the_clients_times(prometheus: Any) -> None:
+    """While the receiver granted nothing: its first grant's deliveries, and starved seconds
+    growing; after the scenario: every delivery and the starved time of the client's clock."""
+    expect = truth("10-credit-starved")
+    started, ended = expect["starvation"]["started"], expect["starvation"]["ended"]
+    receiver = 'role="receiver"'
+    during = started + (ended - started) / 2
+    assert (
+        prometheus(f"sum(amqpscope_link_deliveries_total{{{receiver}}})", during)
+        == (expect["credit_granted"][0])
+    )
+    after = ended + 1.0
+    assert (
+        prometheus(f"sum(amqpscope_link_deliveries_total{{{receiver}}})", after)
+        == (expect["transfers_received"])
+    )
+    seconds = prometheus(f"sum(amqpscope_link_starved_seconds_total{{{receiver}}})", after)
+    assert seconds == pytest.approx(expect["starvation"]["seconds"], rel=0.1)
+    # the receiver's outcomes, by PromQL's label matching
+    accepted = prometheus(
+        f'sum(amqpscope_link_settled_total{{{receiver},outcome="accepted"}})', after
+    )
+    assert accepted == expect["receiver_outcomes"]["accepted"]
