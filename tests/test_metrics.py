@@ -280,3 +280,51 @@ def test_blocks_answer_the_starvation_at_the_clients_times(prometheus: Any) -> N
         f'sum(amqpscope_link_settled_total{{{receiver},outcome="accepted"}})', after
     )
     assert accepted == expect["receiver_outcomes"]["accepted"]
+
+
+# -- the exposition `live --metrics` serves ---------------------------------------------------
+
+
+def exposition(name: str) -> tuple[bytes, bytes]:
+    """The text and OpenMetrics exposition prometheus_client makes of a capture's last sample
+    (what a scrape of `live --metrics` gets once the capture's traffic has gone by)."""
+    from prometheus_client import generate_latest
+    from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
+
+    from amqpscope.cli.inputs import open_input
+    from amqpscope.metrics.sampler import Sampler
+    from amqpscope.metrics.serve import registry
+
+    sampler = Sampler()
+    with open_input([str(CAPTURES / f"{name}.pcap")]) as source:
+        for frame in source.frames(messages=True, retire=True):
+            sampler.feed(frame)
+        sampler.finish()
+    served = registry(sampler)
+    return generate_latest(served), generate_openmetrics(served)
+
+
+@pytest.mark.parametrize("name", USED)
+def test_promtool_finds_the_exposition_clean(name: str) -> None:
+    """`promtool check metrics` (Prometheus's own linter) has nothing to say of the text
+    exposition, and prometheus_client's parsers read both formats back with the counts."""
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families as read_om
+    from prometheus_client.parser import text_string_to_metric_families as read_text
+
+    promtool = shutil.which("promtool")
+    assert promtool, "promtool comes with Debian's prometheus (make test)"
+    text, openmetrics = exposition(name)
+    done = subprocess.run(
+        [promtool, "check", "metrics"], input=text, capture_output=True, timeout=60
+    )
+    assert done.returncode == 0 and not done.stdout and not done.stderr, done
+    for reader, body in ((read_text, text), (read_om, openmetrics)):
+        values = {
+            (s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in reader(body.decode())
+            for s in family.samples
+        }
+        # the same counts `amqpscope metrics` writes last for the capture
+        for (sample, labels), value in last_values(metrics_text(name)).items():
+            if sample.endswith("_total") or sample.endswith("_count"):
+                assert values.get((sample, labels)) == value, (sample, labels)

@@ -62,10 +62,17 @@ class Histogram:
 class Sampler:
     """Feed frames; read `samples` (time, snapshot) and `snapshot()` at any time."""
 
-    def __init__(self, interval: float = 1.0, max_names: int = MAX_NAMES) -> None:
+    def __init__(
+        self, interval: float = 1.0, max_names: int = MAX_NAMES, tracker: Tracker | None = None
+    ) -> None:
+        """`tracker`: another's (`live`'s pipeline), which feeds it; the sampler then only
+        `observe`s the frames tracked and is told of each connection it forgets (`retire`).
+        Without one it feeds its own, which retires ended connections."""
         self.interval = interval
         self.max_names = max_names
-        self.tracker = Tracker(retire=True, on_retire=self._retired)
+        if tracker is None:
+            tracker = Tracker(retire=True, on_retire=self._retired)
+        self.tracker = tracker
         self.retired: dict[str, dict[Labels, float]] = {}
         self.findings: Counter[tuple[str, str]] = Counter()
         self.histograms: dict[str, dict[Labels, Histogram]] = {
@@ -75,7 +82,11 @@ class Sampler:
         self.watched: dict[int, tuple[Latency, int, float]] = {}
         self.names: dict[str, dict[str, str]] = {label: {} for label in BOUNDED}
         self.last_ts: float | None = None
+        #: every sample taken, for `openmetrics`; `keep=False` (live) keeps the latest only
         self.samples: list[tuple[float, Snapshot]] = []
+        self.keep = True
+        #: the latest sample (replaced whole: a scrape's thread reads it as it is)
+        self.latest: tuple[float, Snapshot] | None = None
 
     # -- frames in ---------------------------------------------------------------------------
     def feed(self, frame: Frame) -> None:
@@ -84,28 +95,43 @@ class Sampler:
         if last is not None and ts and int(ts // self.interval) > int(last // self.interval):
             self.sample()
         self.tracker.feed(frame)
+        self.observe(frame)
+
+    def observe(self, frame: Frame) -> None:
+        """A frame the tracker has been fed: its findings counted, its time the latest."""
         for found in frame.findings:
             self.findings[(found.code, found.severity)] += 1
-        if ts and (last is None or ts > last):
+        ts = frame.ts
+        if ts and (self.last_ts is None or ts > self.last_ts):
             self.last_ts = ts
+
+    def retire(self, conn: ConnTracker) -> None:
+        """The tracker is about to forget `conn` (finished): fold what it counted."""
+        self._retired(0, conn, None, 0)
 
     def finish(self) -> None:
         """The end of the input: the trackers' end-of-capture findings, and the last sample."""
         kept = len(self.tracker.findings)
         self.tracker.finish()
-        for found in self.tracker.findings[kept:]:
-            self.findings[(found.code, found.severity)] += 1
+        self.count_findings(self.tracker.findings[kept:])
         self.sample()
 
-    def sample(self) -> Snapshot:
-        """Read every family now (stamped with the last frame's time) and keep it."""
-        snapshot = self.snapshot()
-        self.samples.append((self.last_ts or 0.0, snapshot))
+    def sample(self, now: float | None = None) -> Snapshot:
+        """Read every family now (by default at the last frame's time) and keep it."""
+        at = (self.last_ts or 0.0) if now is None else now
+        snapshot = self.snapshot(at)
+        if self.keep:
+            self.samples.append((at, snapshot))
+        self.latest = (at, snapshot)
         return snapshot
 
+    def count_findings(self, found: Iterable[Any]) -> None:
+        """Findings no frame carries (a connection's at its end, the capture's own)."""
+        for one in found:
+            self.findings[(one.code, one.severity)] += 1
+
     # -- reading the families -----------------------------------------------------------------
-    def snapshot(self) -> Snapshot:
-        now = self.last_ts or 0.0
+    def snapshot(self, now: float) -> Snapshot:
         out: Snapshot = {}
         for family in FAMILIES:
             if family.kind == "histogram":
