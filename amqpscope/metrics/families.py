@@ -99,7 +99,11 @@ def _consume_deliveries(epoch: Any, no_ack: bool) -> int:
 
 
 def _uncommitted(epoch: Any) -> int:
-    return int(epoch.tx_current["publishes"]) + len(epoch.tx_current["settles"])
+    return int(epoch.tx_current["publishes"])
+
+
+def _acks_uncommitted(epoch: Any) -> int:
+    return len(epoch.tx_current["settles"])
 
 
 def _blocked_seconds(conn: amqp091.ConnectionTracker, now: float) -> Pairs:
@@ -384,10 +388,19 @@ FAMILIES: Final = (
         "channel_messages_uncommitted",
         "gauge",
         ("vhost",),
-        "Publishes and acks in the open transaction of open transactional channels.",
+        "Publishes in the open transaction of open transactional channels.",
         "amqp091",
         _channel_sum(lambda e: _uncommitted(e) if _open(e) else 0),
         "rabbitmq_channel_messages_uncommitted",
+    ),
+    F(
+        "channel_acks_uncommitted",
+        "gauge",
+        ("vhost",),
+        "Acks, nacks and rejects in the open transaction of open transactional channels.",
+        "amqp091",
+        _channel_sum(lambda e: _acks_uncommitted(e) if _open(e) else 0),
+        "rabbitmq_channel_acks_uncommitted",
     ),
     F(
         "channel_prefetch",
