@@ -328,3 +328,40 @@ def test_promtool_finds_the_exposition_clean(name: str) -> None:
         for (sample, labels), value in last_values(metrics_text(name)).items():
             if sample.endswith("_total") or sample.endswith("_count"):
                 assert values.get((sample, labels)) == value, (sample, labels)
+
+
+# -- cardinality ------------------------------------------------------------------------------
+
+
+def series(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], list[float]]:
+    """Each series' values in time order."""
+    out: dict[tuple[str, tuple[tuple[str, str], ...]], list[float]] = {}
+    for line in text.splitlines():
+        match = SAMPLE.match(line)
+        if match:
+            name, labels, value, _ = match.groups()
+            out.setdefault((name, tuple(sorted(LABEL.findall(labels or "")))), []).append(
+                float(value)
+            )
+    return out
+
+
+def test_queue_labels_are_bounded() -> None:
+    """091-channels consumed eight queues: with room for three names, three keep theirs and the
+    rest are counted under `other`; no delivery is lost, and no counter ever goes down (a name
+    never leaves `other`)."""
+    expect = truth("091-channels")
+    family = "amqpscope_queue_messages_delivered_total"
+    every = last_values(metrics_text("091-channels"))
+    named = {dict(ls)["queue"] for n, ls in every if n == family}
+    assert len(named) == expect["queue_declares"] and "other" not in named
+    text = metrics_text("091-channels", "--interval", "0.001", "--metrics-max-names", "3")
+    bounded = last_values(text)
+    kept = {dict(ls)["queue"] for n, ls in bounded if n == family}
+    assert len(kept) == 4 and "other" in kept and kept - {"other"} <= named
+    assert total(bounded, family) == expect["deliveries"]
+    per_queue = expect["deliveries"] // expect["consumers"]  # each queue's own messages
+    assert total(bounded, family, queue="other") == expect["deliveries"] - 3 * per_queue
+    for (name, labels), values in series(text).items():
+        if name.endswith(("_total", "_count", "_bucket")):
+            assert values == sorted(values), (name, labels)
