@@ -212,6 +212,7 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
             time.sleep(0.2)
 
         def query(promql: str, at: float) -> float | None:
+            """The sum of the vector's values at `at` (None: empty)."""
             args = urllib.parse.urlencode({"query": promql, "time": f"{at:.6f}"})
             with urllib.request.urlopen(f"{base}/api/v1/query?{args}", timeout=10) as answer:
                 body = json.load(answer)
@@ -219,6 +220,7 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
             result = body["data"]["result"]
             return sum(float(r["value"][1]) for r in result) if result else None
 
+        query.base = base  # type: ignore[attr-defined]
         yield query
     finally:
         process.terminate()
@@ -365,3 +367,38 @@ def test_queue_labels_are_bounded() -> None:
     for (name, labels), values in series(text).items():
         if name.endswith(("_total", "_count", "_bucket")):
             assert values == sorted(values), (name, labels)
+
+
+# -- the Grafana dashboard --------------------------------------------------------------------
+
+DASHBOARD = CAPTURES.parent / "docs" / "grafana" / "amqpscope.json"
+
+
+def dashboard_expressions() -> list[str]:
+    board = json.loads(DASHBOARD.read_text())
+    return [target["expr"] for panel in board["panels"] for target in panel["targets"]]
+
+
+def test_the_dashboard_reads_what_amqpscope_exports(prometheus: Any) -> None:
+    """Every expression of the shipped Grafana dashboard names only families amqpscope exports,
+    is PromQL Prometheus evaluates (over the blocks of the five captures), and together they
+    read most families."""
+    from amqpscope.metrics.families import FAMILIES, exported_names
+
+    exported = exported_names()
+    expressions = dashboard_expressions()
+    assert expressions
+    read: set[str] = set()
+    for expr in expressions:
+        names = set(re.findall(r"\bamqpscope_[a-z0-9_]+", expr))
+        assert names and names <= exported, (expr, names - exported)
+        read |= names
+        # Grafana's own variable, as Grafana gives it for a 15 s scrape interval
+        promql = expr.replace("$__rate_interval", "1m")
+        args = urllib.parse.urlencode({"query": promql, "time": "1795686361.2"})
+        url = prometheus.base + f"/api/v1/query?{args}"
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            assert json.load(answer)["status"] == "success", expr
+    families = {f.exported for f in FAMILIES}
+    shown = {f for f in families if any(n.startswith(f) for n in read)}
+    assert len(shown) >= len(families) * 2 // 3, families - shown
