@@ -7,6 +7,7 @@ the same series, taking them for duplicates of a truncated timestamp.)"""
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import shutil
@@ -402,3 +403,38 @@ def test_the_dashboard_reads_what_amqpscope_exports(prometheus: Any) -> None:
     families = {f.exported for f in FAMILIES}
     shown = {f for f in families if any(n.startswith(f) for n in read)}
     assert len(shown) >= len(families) * 2 // 3, families - shown
+
+
+# -- layering and laziness --------------------------------------------------------------------
+
+
+def test_only_live_metrics_imports_prometheus_client() -> None:
+    """`read` and `amqpscope metrics` run without prometheus_client imported (the OpenMetrics
+    text is amqpscope's own); the metrics face imports no other face nor the CLI."""
+    code = (
+        "import sys, io, contextlib\n"
+        "from amqpscope.cli import main\n"
+        "for args in (['read', sys.argv[1]], ['metrics', sys.argv[1]]):\n"
+        "    with contextlib.redirect_stdout(io.StringIO()):\n"
+        "        try:\n"
+        "            main(args)\n"
+        "        except SystemExit as exit:\n"
+        "            assert not exit.code, exit.code\n"
+        "    assert 'prometheus_client' not in sys.modules, args\n"
+        "import amqpscope.metrics.serve\n"
+        "assert 'prometheus_client' not in sys.modules\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(CAPTURES / "091-nacked-publish.pcap")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    faces = ("amqpscope.render", "amqpscope.tui", "amqpscope.pipeline", "amqpscope.cli")
+    for path in (CAPTURES.parent / "amqpscope" / "metrics").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                assert not node.module.startswith(faces), (path.name, node.module)
+            elif isinstance(node, ast.Import):
+                assert not any(a.name.startswith(faces) for a in node.names), path.name
