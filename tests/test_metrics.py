@@ -157,6 +157,21 @@ def test_10_counts_are_the_clients() -> None:
     assert seconds == pytest.approx(expect["starvation"]["seconds"], rel=0.1)
 
 
+def test_diagnoses_count_what_the_clients_did() -> None:
+    """A consumer that held its prefetch unacked, and a receiver that granted no credit: one
+    diagnosis each, lasting what the client's own clock says (within 10%), counted when the
+    connection ended."""
+    for name, code, key in (
+        ("091-stalled-consumer", "consumer.stalled", "stall"),
+        ("10-credit-starved", "credit.starved", "starvation"),
+    ):
+        values = last_values(metrics_text(name))
+        expect = truth(name)
+        assert total(values, "amqpscope_diagnoses_total", code=code) == 1, name
+        seconds = total(values, "amqpscope_diagnosis_seconds_total", code=code)
+        assert seconds == pytest.approx(expect[key]["seconds"], rel=0.1), name
+
+
 # -- Prometheus on the blocks promtool makes of the output ------------------------------------
 
 

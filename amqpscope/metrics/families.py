@@ -566,6 +566,23 @@ FAMILIES: Final = (
         "capture",
         _capture("findings_by_code"),
     ),
+    F(
+        "diagnoses",
+        "counter",
+        ("code", "severity"),
+        "Diagnoses (amqpscope diagnose's rules: a stalled consumer, a starved link...) of"
+        " connections that ended, by code and severity.",
+        "capture",
+        _capture("diagnoses_by_code"),
+    ),
+    F(
+        "diagnosis_seconds",
+        "counter",
+        ("code", "severity"),
+        "Seconds the diagnosed conditions lasted (a stall, a starvation), by code and severity.",
+        "capture",
+        _capture("diagnosis_seconds_by_code"),
+    ),
     # latencies, seconds
     F(
         "publish_confirm_seconds",

@@ -12,6 +12,9 @@ first `max_names` distinct names with traffic keep their own value, every later 
 under `other`. First come rather than busiest: a name that left `other` would make `other`'s
 counter go down, which Prometheus reads as a reset.
 
+Diagnoses (`diagnose`'s rules) are read of a connection once it has ended (retired, or at the
+end of the input): they count at that time, with the seconds each lasted.
+
 Histograms take each `Latency`'s new durations at each sample: exact while the reservoir still
 holds every duration (`stats.RESERVOIR`, 4096 per channel or link); past it, the new durations
 of a sample are counted at their mean (`_count` and `_sum` stay exact).
@@ -24,6 +27,7 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 from amqpscope.codec.frames import Frame
+from amqpscope.diagnose import Diagnoser
 from amqpscope.metrics.families import BOUNDED, BUCKETS, FAMILIES, OTHER, Family
 from amqpscope.track import amqp10
 from amqpscope.track.stats import Latency
@@ -75,6 +79,9 @@ class Sampler:
         self.tracker = tracker
         self.retired: dict[str, dict[Labels, float]] = {}
         self.findings: Counter[tuple[str, str]] = Counter()
+        self.diagnoser = Diagnoser()
+        self.diagnosed: Counter[tuple[str, str]] = Counter()  # (code, severity) -> diagnoses
+        self.diagnosed_seconds: dict[tuple[str, str], float] = {}
         self.histograms: dict[str, dict[Labels, Histogram]] = {
             f.name: {} for f in FAMILIES if f.kind == "histogram"
         }
@@ -98,7 +105,9 @@ class Sampler:
         self.observe(frame)
 
     def observe(self, frame: Frame) -> None:
-        """A frame the tracker has been fed: its findings counted, its time the latest."""
+        """A frame the tracker has been fed: its findings counted (and read as the diagnoses'
+        evidence), its time the latest."""
+        self.diagnoser.feed(frame)
         for found in frame.findings:
             self.findings[(found.code, found.severity)] += 1
         ts = frame.ts
@@ -114,6 +123,8 @@ class Sampler:
         kept = len(self.tracker.findings)
         self.tracker.finish()
         self.count_findings(self.tracker.findings[kept:])
+        for conn in self.tracker.connections.values():
+            self._diagnose(conn)
         self.sample()
 
     def sample(self, now: float | None = None) -> Snapshot:
@@ -192,6 +203,8 @@ class Sampler:
         """A finished connection leaves the tracker: its counters stay in `retired`, its
         latencies' last durations go into the histograms, and it is watched no more."""
         now = self.last_ts or 0.0
+        self._diagnose(conn)
+        self.diagnoser.evidence.forget(conn.conn)
         for family in FAMILIES:
             if family.scope == "capture" or not _in_scope(family, conn):
                 continue
@@ -206,7 +219,19 @@ class Sampler:
                     key = self._bounded(family, labels)
                     kept[key] = kept.get(key, 0.0) + (value if counter else 0.0)
 
+    def _diagnose(self, conn: ConnTracker) -> None:
+        for diagnosis in self.diagnoser.connection(conn):
+            key = (diagnosis.code, diagnosis.severity)
+            self.diagnosed[key] += 1
+            self.diagnosed_seconds[key] = self.diagnosed_seconds.get(key, 0.0) + diagnosis.duration
+
     # -- capture-scoped readers (families.py's "capture" scope) --------------------------------
+    def diagnoses_by_code(self) -> list[tuple[Labels, float]]:
+        return [(key, float(n)) for key, n in self.diagnosed.items()]
+
+    def diagnosis_seconds_by_code(self) -> list[tuple[Labels, float]]:
+        return list(self.diagnosed_seconds.items())
+
     def findings_by_code(self) -> list[tuple[Labels, float]]:
         return [((code, severity), float(n)) for (code, severity), n in self.findings.items()]
 
