@@ -172,6 +172,36 @@ def test_diagnoses_count_what_the_clients_did() -> None:
         assert seconds == pytest.approx(expect[key]["seconds"], rel=0.1), name
 
 
+@pytest.mark.parametrize("name", USED)
+def test_bytes_and_frames_are_tsharks(name: str) -> None:
+    """Bytes by direction are the TCP payload tshark counts each way (every byte of these
+    captures is AMQP); frames are the AMQP PDUs tshark dissects (0-9-1: tshark shows no
+    protocol header, amqpscope counts it as the client's first frame)."""
+    from tests.oracle import tshark_frames
+
+    tshark = shutil.which("tshark")
+    assert tshark, "tshark (make test installs it)"
+    meta = json.loads((CAPTURES / f"{name}.json").read_text())
+    path = str(CAPTURES / f"{name}.pcap")
+    done = subprocess.run(
+        [tshark, "-r", path, "-T", "fields", "-e", "tcp.dstport", "-e", "tcp.len"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    payload = {"c2s": 0, "s2c": 0}
+    for line in done.stdout.splitlines():
+        port, size = line.split("\t")
+        payload["c2s" if int(port) == meta["port"] else "s2c"] += int(size or 0)
+    values = last_values(metrics_text(name))
+    for direction, size in payload.items():
+        assert total(values, "amqpscope_connection_bytes_total", direction=direction) == size
+    frames = total(values, "amqpscope_connection_frames_total")
+    headers = 1 if meta["protocol"] == "0-9-1" else 0
+    assert frames == len(tshark_frames(path)) + headers
+
+
 # -- Prometheus on the blocks promtool makes of the output ------------------------------------
 
 

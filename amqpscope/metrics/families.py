@@ -237,10 +237,6 @@ def _closed(conn: Any, now: float) -> Pairs:
     return []
 
 
-def _frames(conn: Any, now: float) -> Pairs:
-    return [((_version(conn),), float(conn.frames))]
-
-
 def _heartbeat_misses(conn: Any, now: float) -> Pairs:
     """Silences past the limit: 0-9-1's two heartbeat intervals, 1.0's peer's idle-time-out."""
     if isinstance(conn, amqp10.ConnectionTracker):
@@ -548,7 +544,23 @@ FAMILIES: Final = (
         _closed,
         "rabbitmq_connections_closed_total",
     ),
-    F("connection_frames", "counter", ("protocol",), "AMQP frames read.", "any", _frames),
+    F(
+        "connection_frames",
+        "counter",
+        ("protocol", "direction"),
+        "AMQP frames (the protocol headers too), by direction (c2s: client to server).",
+        "capture",
+        _capture("frames_by_direction"),
+    ),
+    F(
+        "connection_bytes",
+        "counter",
+        ("protocol", "direction"),
+        "Bytes of the AMQP frames (as on the wire, after TLS), by direction; a log's frames"
+        " count none.",
+        "capture",
+        _capture("bytes_by_direction"),
+    ),
     F(
         "connection_heartbeat_misses",
         "counter",

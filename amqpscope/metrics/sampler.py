@@ -26,13 +26,16 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any, Final
 
-from amqpscope.codec.frames import Frame
+from amqpscope.codec.connection import LAYER_KIND
+from amqpscope.codec.frames import TRANSPORT, Frame
 from amqpscope.diagnose import Diagnoser
 from amqpscope.metrics.families import BOUNDED, BUCKETS, FAMILIES, OTHER, Family
 from amqpscope.track import amqp10
 from amqpscope.track.stats import Latency
 from amqpscope.track.tracker import ConnTracker, Tracker
 
+#: the tracked versions, as the protocol label names them
+VERSIONS: Final = {"1.0": "1.0", "0-9-1": "0-9-1", "0-9": "0-9", "0-8": "0-8"}
 #: names kept per bounded label unless asked otherwise (`--metrics-max-names`)
 MAX_NAMES: Final = 100
 
@@ -80,6 +83,9 @@ class Sampler:
         self.retired: dict[str, dict[Labels, float]] = {}
         self.findings: Counter[tuple[str, str]] = Counter()
         self.diagnoser = Diagnoser()
+        #: (protocol, direction) -> AMQP frames, and their bytes (a log's frames have none)
+        self.frames: Counter[tuple[str, str]] = Counter()
+        self.frame_bytes: Counter[tuple[str, str]] = Counter()
         self.diagnosed: Counter[tuple[str, str]] = Counter()  # (code, severity) -> diagnoses
         self.diagnosed_seconds: dict[tuple[str, str], float] = {}
         self.histograms: dict[str, dict[Labels, Histogram]] = {
@@ -108,6 +114,10 @@ class Sampler:
         """A frame the tracker has been fed: its findings counted (and read as the diagnoses'
         evidence), its time the latest."""
         self.diagnoser.feed(frame)
+        if frame.kind != TRANSPORT and frame.kind != LAYER_KIND and frame.version in VERSIONS:
+            key = (VERSIONS[frame.version], frame.direction)
+            self.frames[key] += 1
+            self.frame_bytes[key] += len(frame.data)
         for found in frame.findings:
             self.findings[(found.code, found.severity)] += 1
         ts = frame.ts
@@ -226,6 +236,12 @@ class Sampler:
             self.diagnosed_seconds[key] = self.diagnosed_seconds.get(key, 0.0) + diagnosis.duration
 
     # -- capture-scoped readers (families.py's "capture" scope) --------------------------------
+    def frames_by_direction(self) -> list[tuple[Labels, float]]:
+        return [(key, float(n)) for key, n in self.frames.items()]
+
+    def bytes_by_direction(self) -> list[tuple[Labels, float]]:
+        return [(key, float(n)) for key, n in self.frame_bytes.items()]
+
     def diagnoses_by_code(self) -> list[tuple[Labels, float]]:
         return [(key, float(n)) for key, n in self.diagnosed.items()]
 
