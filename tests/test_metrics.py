@@ -202,6 +202,33 @@ def test_bytes_and_frames_are_tsharks(name: str) -> None:
     assert frames == len(tshark_frames(path)) + headers
 
 
+def test_conn_labels_only_on_request() -> None:
+    """091-redelivered: consumer A (one connection) got three messages and left them unacked,
+    consumer B (another) got them again, redelivered, and acked them. Without
+    --metrics-labels conn no series names a connection; with it, each connection's series
+    hold its own consumer's counts (from the clients' delivery log), summing to the totals."""
+    expect = truth("091-redelivered")
+    plain = last_values(metrics_text("091-redelivered"))
+    assert not any("conn" in dict(labels) for _, labels in plain)
+    by_conn = last_values(metrics_text("091-redelivered", "--metrics-labels", "conn"))
+    conns = {dict(ls)["conn"] for n, ls in by_conn if n == "amqpscope_connections_opened_total"}
+    assert len(conns) == expect["connections"]
+    log = expect["deliveries_log"]
+    consumers = sorted({d["consumer"] for d in log})
+    for family, counted in (
+        ("amqpscope_channel_messages_delivered_ack_total", lambda d: True),
+        ("amqpscope_channel_messages_redelivered_total", lambda d: d["redelivered"]),
+    ):
+        want = sorted(sum(1 for d in log if d["consumer"] == c and counted(d)) for c in consumers)
+        got = sorted(total(by_conn, family, conn=conn) for conn in conns)
+        assert got == want, family
+        assert sum(got) == total(plain, family)
+    acks = sorted(total(by_conn, "amqpscope_channel_messages_acked_total", conn=c) for c in conns)
+    # A left what it got unacked when it closed its channel; B acked every one
+    first = sum(d["consumer"] == consumers[0] for d in log)
+    assert acks == sorted([first - expect["unacked_when_closed"], expect["acks"]])
+
+
 # -- Prometheus on the blocks promtool makes of the output ------------------------------------
 
 

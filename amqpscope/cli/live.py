@@ -128,6 +128,14 @@ class Behind:
     help="--metrics: queues and addresses with a label value of their own (the first N "
     "seen); the rest are counted under `other`.",
 )
+@click.option(
+    "--metrics-labels",
+    "metrics_labels",
+    type=click.Choice(["conn"]),
+    multiple=True,
+    help="--metrics, conn: a `conn` label (the connection's id) on every family read of "
+    "connections: a series per connection.",
+)
 @click.option("--quiet", is_flag=True, help="Print no frames (with --metrics: serve only).")
 @frame_options
 @display_options
@@ -145,6 +153,7 @@ def live(
     idle_timeout: float,
     metrics_address: str | None,
     metrics_max_names: int,
+    metrics_labels: tuple[str, ...],
     quiet: bool,
     as_json: bool,
     show_secrets: bool,
@@ -223,7 +232,9 @@ def live(
         pipeline.dissector.context.keylog = load_keylog(keylog)  # re-read as the client appends
         sampler = server = None
         if metrics_address is not None:
-            sampler, server = _serve_metrics(pipeline, metrics_address, metrics_max_names)
+            sampler, server = _serve_metrics(
+                pipeline, metrics_address, metrics_max_names, "conn" in metrics_labels
+            )
         out = sys.stdout
         lines = Lines()
         timeline = None
@@ -359,12 +370,14 @@ def live(
         fail(f"capture ended: {capture.error}")
 
 
-def _serve_metrics(pipeline: Any, address: str, max_names: int) -> tuple[Any, Any]:
+def _serve_metrics(
+    pipeline: Any, address: str, max_names: int, conn_labels: bool
+) -> tuple[Any, Any]:
     """`--metrics`: a sampler of the pipeline's tracker, served on `address`; exits with one
     line when prometheus_client is missing or the port cannot be had."""
     from amqpscope.metrics.sampler import Sampler
 
-    sampler = Sampler(max_names=max_names, tracker=pipeline.tracker)
+    sampler = Sampler(max_names=max_names, tracker=pipeline.tracker, conn_labels=conn_labels)
     sampler.keep = False  # the latest sample only: a scrape reads now, not the past
     pipeline.on_evict = sampler.retire
     try:

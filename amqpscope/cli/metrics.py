@@ -30,6 +30,14 @@ from amqpscope.cli.inputs import files_argument, format_option, open_input
     help="Queues and addresses with a label value of their own (the first seen); the rest "
     "are counted under `other`.",
 )
+@click.option(
+    "--metrics-labels",
+    "extra_labels",
+    type=click.Choice(["conn"]),
+    multiple=True,
+    help="conn: a `conn` label (the connection's id, as --conn takes it) on every family read "
+    "of connections: a series per connection.",
+)
 @keylog_option
 @format_option
 @guarded
@@ -37,6 +45,7 @@ def metrics(
     files: tuple[str, ...],
     interval: float,
     max_names: int,
+    extra_labels: tuple[str, ...],
     keylog: str | None,
     fmt: str | None = None,
 ) -> None:
@@ -52,14 +61,15 @@ def metrics(
     from amqpscope.metrics.openmetrics import lines
     from amqpscope.metrics.sampler import Sampler
 
-    sampler = Sampler(interval=interval, max_names=max_names)
+    conn_labels = "conn" in extra_labels
+    sampler = Sampler(interval=interval, max_names=max_names, conn_labels=conn_labels)
     with open_input(files, fmt) as source:
         sampler.tracker.source = source.source
         for frame in source.frames(messages=True, keylog=load_keylog(keylog), retire=True):
             sampler.feed(frame)
         sampler.finish()
         write = sys.stdout.write
-        for line in lines(sampler.samples):
+        for line in lines(sampler.samples, conn_labels):
             write(line + "\n")
         sys.stdout.flush()
         report_findings(source.findings)

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Final
 
-from amqpscope.metrics.families import BUCKETS, FAMILIES, Family
-from amqpscope.metrics.sampler import Labels, Snapshot
+from amqpscope.metrics.families import BUCKETS, FAMILIES
+from amqpscope.metrics.sampler import Labels, Snapshot, label_names
 
 REPEAT_MS: Final = 60_000
 
@@ -20,10 +20,8 @@ def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
-def _labels(family: Family, labels: Labels, extra: str = "") -> str:
-    parts = [
-        f'{name}="{_escape(value)}"' for name, value in zip(family.labels, labels, strict=True)
-    ]
+def _labels(names: tuple[str, ...], labels: Labels, extra: str = "") -> str:
+    parts = [f'{name}="{_escape(value)}"' for name, value in zip(names, labels, strict=True)]
     if extra:
         parts.append(extra)
     return "{" + ",".join(parts) + "}" if parts else ""
@@ -61,8 +59,9 @@ def _series(
     return out
 
 
-def lines(samples: list[tuple[float, Snapshot]]) -> Iterator[str]:
+def lines(samples: list[tuple[float, Snapshot]], conn_labels: bool = False) -> Iterator[str]:
     for family in FAMILIES:
+        names = label_names(family, conn_labels)
         series = _series(samples, family.name)
         base = family.exported
         yield f"# TYPE {base} {family.kind}"
@@ -75,12 +74,12 @@ def lines(samples: list[tuple[float, Snapshot]]) -> Iterator[str]:
                     buckets, count, total = value
                     bounds = [repr(float(b)) for b in BUCKETS] + ["+Inf"]
                     for bound, n in zip(bounds, buckets, strict=True):
-                        le = _labels(family, labels, 'le="' + bound + '"')
+                        le = _labels(names, labels, 'le="' + bound + '"')
                         yield f"{base}_bucket{le} {n} {_ts(ts)}"
-                    yield f"{base}_count{_labels(family, labels)} {count} {_ts(ts)}"
-                    yield f"{base}_sum{_labels(family, labels)} {_number(total)} {_ts(ts)}"
+                    yield f"{base}_count{_labels(names, labels)} {count} {_ts(ts)}"
+                    yield f"{base}_sum{_labels(names, labels)} {_number(total)} {_ts(ts)}"
                 elif family.kind == "counter":
-                    yield f"{base}_total{_labels(family, labels)} {_number(value)} {_ts(ts)}"
+                    yield f"{base}_total{_labels(names, labels)} {_number(value)} {_ts(ts)}"
                 else:
-                    yield f"{base}{_labels(family, labels)} {_number(value)} {_ts(ts)}"
+                    yield f"{base}{_labels(names, labels)} {_number(value)} {_ts(ts)}"
     yield "# EOF"

@@ -70,13 +70,20 @@ class Sampler:
     """Feed frames; read `samples` (time, snapshot) and `snapshot()` at any time."""
 
     def __init__(
-        self, interval: float = 1.0, max_names: int = MAX_NAMES, tracker: Tracker | None = None
+        self,
+        interval: float = 1.0,
+        max_names: int = MAX_NAMES,
+        tracker: Tracker | None = None,
+        conn_labels: bool = False,
     ) -> None:
         """`tracker`: another's (`live`'s pipeline), which feeds it; the sampler then only
         `observe`s the frames tracked and is told of each connection it forgets (`retire`).
-        Without one it feeds its own, which retires ended connections."""
+        Without one it feeds its own, which retires ended connections. `conn_labels`: the
+        families read of connections get a `conn` label (their id, as `--conn` takes it):
+        a series per connection, unbounded, so only on request."""
         self.interval = interval
         self.max_names = max_names
+        self.conn_labels = conn_labels
         if tracker is None:
             tracker = Tracker(retire=True, on_retire=self._retired)
         self.tracker = tracker
@@ -173,8 +180,14 @@ class Sampler:
         else:
             sources = [c for c in self.tracker.connections.values() if _in_scope(family, c)]
         for source in sources:
-            for labels, value in family.read(source, now):
-                yield self._bounded(family, labels), value
+            yield from self._read(family, source, now)
+
+    def _read(self, family: Family, source: Any, now: float) -> Iterable[tuple[Labels, Any]]:
+        """`family`'s pairs of one connection (or the sampler's own), names bounded, and the
+        connection's id last when asked (`conn_labels`)."""
+        conn = (str(source.conn),) if self.conn_labels and family.scope != "capture" else ()
+        for labels, value in family.read(source, now):
+            yield self._bounded(family, labels) + conn, value
 
     def _bounded(self, family: Family, labels: Labels) -> Labels:
         if not any(name in BOUNDED for name in family.labels):
@@ -219,14 +232,13 @@ class Sampler:
             if family.scope == "capture" or not _in_scope(family, conn):
                 continue
             if family.kind == "histogram":
-                for labels, latency in family.read(conn, now):
-                    self._harvest(family, self._bounded(family, labels), latency)
+                for labels, latency in self._read(family, conn, now):
+                    self._harvest(family, labels, latency)
                     self.watched.pop(id(latency), None)
             else:  # a counter's total is kept; a gauge's series stays, at 0
                 kept = self.retired.setdefault(family.name, {})
                 counter = family.kind == "counter"
-                for labels, value in family.read(conn, now):
-                    key = self._bounded(family, labels)
+                for key, value in self._read(family, conn, now):
                     kept[key] = kept.get(key, 0.0) + (value if counter else 0.0)
 
     def _diagnose(self, conn: ConnTracker) -> None:
@@ -260,6 +272,13 @@ class Sampler:
     def rpc_latencies(self) -> list[tuple[Labels, Latency]]:
         correlator = self.tracker.correlator
         return [((), correlator.rpc_latency)] if correlator is not None else []
+
+
+def label_names(family: Family, conn_labels: bool) -> tuple[str, ...]:
+    """The family's label names as the sampler gives its values."""
+    if conn_labels and family.scope != "capture":
+        return (*family.labels, "conn")
+    return family.labels
 
 
 def _in_scope(family: Family, conn: ConnTracker) -> bool:

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from amqpscope.metrics.families import BUCKETS, FAMILIES
-from amqpscope.metrics.sampler import Sampler
+from amqpscope.metrics.sampler import Sampler, label_names
 
 
 class SnapshotCollector:
@@ -32,7 +32,7 @@ class SnapshotCollector:
         snapshot = latest[1] if latest is not None else {}
         bounds = [repr(float(b)) for b in BUCKETS] + ["+Inf"]
         for family in FAMILIES:
-            labels = list(family.labels)
+            labels = list(label_names(family, self.sampler.conn_labels))
             values = snapshot.get(family.name, {})
             unit = "seconds" if family.exported.endswith("_seconds") else ""
             if family.kind == "histogram":
