@@ -56,6 +56,7 @@ def metrics_text(name: str, *options: str) -> str:
 
 
 SAMPLE = re.compile(r"^([a-z_]+)(?:\{(.*)\})? (\S+) (\S+)$")
+SAMPLE_UNTIMED = re.compile(r"^([a-z_]+)(?:\{(.*)\})? (\S+)$")
 LABEL = re.compile(r'([a-z_]+)="((?:[^"\\]|\\.)*)"')
 
 
@@ -227,6 +228,44 @@ def test_conn_labels_only_on_request() -> None:
     # A left what it got unacked when it closed its channel; B acked every one
     first = sum(d["consumer"] == consumers[0] for d in log)
     assert acks == sorted([first - expect["unacked_when_closed"], expect["acks"]])
+
+
+def log_metrics(name: str) -> tuple[str, str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "amqpscope.cli", "metrics", str(CAPTURES / f"{name}.log")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout, done.stderr
+
+
+def test_trace_logs_give_the_same_families() -> None:
+    """A rhea trace (timed) and a Proton trace (PN_TRACE_FRM: no times) give the link counts
+    their clients saw; the untimed one once, without timestamps, with no durations (they would
+    all read 0), and says so on stderr."""
+    text, _ = log_metrics("log-rhea-starved")
+    expect = truth("log-rhea-starved")
+    values = last_values(text)
+    deliveries = "amqpscope_link_deliveries_total"
+    assert total(values, deliveries, role="sender") == expect["transfers_sent"]
+    assert total(values, deliveries, role="receiver") == expect["transfers_received"]
+    text, said = log_metrics("log-proton-starved")
+    expect = truth("log-proton-starved")
+    assert "no times" in said
+    samples = [line for line in text.splitlines() if not line.startswith("#")]
+    assert samples and all(SAMPLE_UNTIMED.match(line) for line in samples)
+    assert "seconds" not in text
+    values = {
+        (m[1], tuple(sorted(LABEL.findall(m[2] or "")))): float(m[3])
+        for m in map(SAMPLE_UNTIMED.match, samples)
+        if m
+    }
+    assert total(values, deliveries, role="sender") == expect["transfers_sent"]
+    assert total(values, deliveries, role="receiver") == expect["transfers_received"]
+    accepted = total(values, "amqpscope_link_settled_total", role="receiver", outcome="accepted")
+    assert accepted == expect["accepted"]
 
 
 # -- Prometheus on the blocks promtool makes of the output ------------------------------------

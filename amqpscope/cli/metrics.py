@@ -68,8 +68,16 @@ def metrics(
         for frame in source.frames(messages=True, keylog=load_keylog(keylog), retire=True):
             sampler.feed(frame)
         sampler.finish()
+        # a log's lines may have no time (Proton's PN_TRACE_FRM): then ts is 0.0 on every frame
+        timed = sampler.last_ts is not None
+        if not timed:
+            click.echo(
+                "amqpscope: the frames have no times: the totals are written once, without"
+                " timestamps, and no durations",
+                err=True,
+            )
         write = sys.stdout.write
-        for line in lines(sampler.samples, conn_labels):
+        for line in lines(sampler.samples, conn_labels, timed):
             write(line + "\n")
         sys.stdout.flush()
         report_findings(source.findings)

@@ -59,8 +59,16 @@ def _series(
     return out
 
 
-def lines(samples: list[tuple[float, Snapshot]], conn_labels: bool = False) -> Iterator[str]:
+def lines(
+    samples: list[tuple[float, Snapshot]], conn_labels: bool = False, timed: bool = True
+) -> Iterator[str]:
+    """`timed` False (a log whose lines have no time): the last sample only, without
+    timestamps, and no family of seconds (every duration would read 0)."""
+    if not timed:
+        samples = samples[-1:]
     for family in FAMILIES:
+        if not timed and "seconds" in family.name:
+            continue
         names = label_names(family, conn_labels)
         series = _series(samples, family.name)
         base = family.exported
@@ -69,17 +77,18 @@ def lines(samples: list[tuple[float, Snapshot]], conn_labels: bool = False) -> I
             yield f"# UNIT {base} seconds"
         yield f"# HELP {base} {_escape(family.help)}"
         for labels in sorted(series):
-            for ts, value in series[labels]:
+            for ms, value in series[labels]:
+                ts = f" {_ts(ms)}" if timed else ""
                 if family.kind == "histogram":
                     buckets, count, total = value
                     bounds = [repr(float(b)) for b in BUCKETS] + ["+Inf"]
                     for bound, n in zip(bounds, buckets, strict=True):
                         le = _labels(names, labels, 'le="' + bound + '"')
-                        yield f"{base}_bucket{le} {n} {_ts(ts)}"
-                    yield f"{base}_count{_labels(names, labels)} {count} {_ts(ts)}"
-                    yield f"{base}_sum{_labels(names, labels)} {_number(total)} {_ts(ts)}"
+                        yield f"{base}_bucket{le} {n}{ts}"
+                    yield f"{base}_count{_labels(names, labels)} {count}{ts}"
+                    yield f"{base}_sum{_labels(names, labels)} {_number(total)}{ts}"
                 elif family.kind == "counter":
-                    yield f"{base}_total{_labels(names, labels)} {_number(value)} {_ts(ts)}"
+                    yield f"{base}_total{_labels(names, labels)} {_number(value)}{ts}"
                 else:
-                    yield f"{base}{_labels(names, labels)} {_number(value)} {_ts(ts)}"
+                    yield f"{base}{_labels(names, labels)} {_number(value)}{ts}"
     yield "# EOF"
