@@ -268,6 +268,32 @@ def test_trace_logs_give_the_same_families() -> None:
     assert accepted == expect["accepted"]
 
 
+def test_management_and_cbs_requests_are_the_listeners() -> None:
+    """10-cbs-tokens: the listener answered two put-tokens on $cbs (401, then 202) and a
+    renew-lock (410), and never answered the peek-message; the requests' counts by operation and
+    status, the one left unanswered, and the timed request/response pairs are those."""
+    expect = truth("10-cbs-tokens")
+    values = last_values(metrics_text("10-cbs-tokens"))
+    answered = {
+        (dict(ls)["operation"], int(dict(ls)["status"])): v
+        for (n, ls), v in values.items()
+        if n == "amqpscope_requests_total"
+    }
+    want: dict[tuple[str, int], float] = {}
+    for answer in expect["listener_answers"]:
+        key = (answer["operation"], answer["status_code"])
+        want[key] = want.get(key, 0) + 1
+    assert answered == want
+    left = {
+        dict(ls)["operation"]
+        for (n, ls), v in values.items()
+        if n == "amqpscope_requests_unanswered_total" and v
+    }
+    assert left == set(expect["listener_unanswered"])
+    timed = total(values, "amqpscope_request_seconds_count")
+    assert timed == len(expect["client_responses"])
+
+
 # -- Prometheus on the blocks promtool makes of the output ------------------------------------
 
 

@@ -33,7 +33,7 @@ BUCKETS: Final = (
 #: the label value a bounded label (queue, address) takes past its limit
 OTHER: Final = "other"
 #: labels whose values are names chosen by applications: bounded by `--metrics-max-names`
-BOUNDED: Final = ("queue", "address")
+BOUNDED: Final = ("queue", "address", "node")
 
 Pairs = Iterable[tuple[tuple[str, ...], float]]
 
@@ -595,6 +595,23 @@ FAMILIES: Final = (
         "capture",
         _capture("diagnosis_seconds_by_code"),
     ),
+    F(
+        "requests",
+        "counter",
+        ("node", "operation", "status"),
+        "AMQP 1.0 management and CBS requests ($management, $cbs: put-token...) answered, by"
+        " node, operation and the response's status-code.",
+        "capture",
+        _capture("requests_by_status"),
+    ),
+    F(
+        "requests_unanswered",
+        "counter",
+        ("node", "operation"),
+        "Management and CBS requests still unanswered when their connection ended.",
+        "capture",
+        _capture("requests_left"),
+    ),
     # latencies, seconds
     F(
         "publish_confirm_seconds",
@@ -628,6 +645,14 @@ FAMILIES: Final = (
         " the broker), seconds.",
         "capture",
         _capture("journey_latencies"),
+    ),
+    F(
+        "request_seconds",
+        "histogram",
+        ("node", "operation"),
+        "A management or CBS request to its response (by correlation-id), seconds.",
+        "capture",
+        _capture("no_latencies"),
     ),
     F(
         "rpc_seconds",

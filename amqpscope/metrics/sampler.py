@@ -29,7 +29,7 @@ from typing import Any, Final
 from amqpscope.codec.connection import LAYER_KIND
 from amqpscope.codec.frames import TRANSPORT, Frame
 from amqpscope.diagnose import Diagnoser
-from amqpscope.metrics.families import BOUNDED, BUCKETS, FAMILIES, OTHER, Family
+from amqpscope.metrics.families import BOUNDED, BUCKETS, BY_NAME, FAMILIES, OTHER, Family
 from amqpscope.track import amqp10
 from amqpscope.track.stats import Latency
 from amqpscope.track.tracker import ConnTracker, Tracker
@@ -95,6 +95,11 @@ class Sampler:
         self.frame_bytes: Counter[tuple[str, str]] = Counter()
         self.diagnosed: Counter[tuple[str, str]] = Counter()  # (code, severity) -> diagnoses
         self.diagnosed_seconds: dict[tuple[str, str], float] = {}
+        #: management / CBS requests (the diagnoser's pairs): per connection, the answered ones
+        #: taken; (node, operation, status) -> answered; (node, operation) -> left unanswered
+        self.requests_taken: dict[int, int] = {}
+        self.requests_answered: Counter[Labels] = Counter()
+        self.requests_unanswered: Counter[Labels] = Counter()
         self.histograms: dict[str, dict[Labels, Histogram]] = {
             f.name: {} for f in FAMILIES if f.kind == "histogram"
         }
@@ -142,6 +147,7 @@ class Sampler:
         self.count_findings(self.tracker.findings[kept:])
         for conn in self.tracker.connections.values():
             self._diagnose(conn)
+            self._left_unanswered(conn.conn)
         self.sample()
 
     def sample(self, now: float | None = None) -> Snapshot:
@@ -160,6 +166,7 @@ class Sampler:
 
     # -- reading the families -----------------------------------------------------------------
     def snapshot(self, now: float) -> Snapshot:
+        self._take_requests()
         out: Snapshot = {}
         for family in FAMILIES:
             if family.kind == "histogram":
@@ -227,6 +234,9 @@ class Sampler:
         latencies' last durations go into the histograms, and it is watched no more."""
         now = self.last_ts or 0.0
         self._diagnose(conn)
+        self._take_requests()
+        self._left_unanswered(conn.conn)
+        self.requests_taken.pop(conn.conn, None)
         self.diagnoser.evidence.forget(conn.conn)
         for family in FAMILIES:
             if family.scope == "capture" or not _in_scope(family, conn):
@@ -241,6 +251,27 @@ class Sampler:
                 for key, value in self._read(family, conn, now):
                     kept[key] = kept.get(key, 0.0) + (value if counter else 0.0)
 
+    def _take_requests(self) -> None:
+        """Requests answered since the last look: counted by status, timed into
+        `request_seconds` (the diagnoser keeps the first MAX_ANSWERED of a connection's)."""
+        histograms = self.histograms["request_seconds"]
+        family = BY_NAME["request_seconds"]
+        for conn, answered in self.diagnoser.evidence.requests.answered.items():
+            taken = self.requests_taken.get(conn, 0)
+            for request in answered[taken:]:
+                labels = self._bounded(family, (request.node, request.operation))
+                self.requests_answered[(*labels, str(request.status))] += 1
+                series = histograms.get(labels)
+                if series is None:
+                    series = histograms[labels] = Histogram()
+                series.observe(max(0.0, request.answer_ts - request.ts))
+            self.requests_taken[conn] = len(answered)
+
+    def _left_unanswered(self, conn: int) -> None:
+        family = BY_NAME["requests_unanswered"]
+        for request in self.diagnoser.evidence.requests.unanswered(conn):
+            self.requests_unanswered[self._bounded(family, (request.node, request.operation))] += 1
+
     def _diagnose(self, conn: ConnTracker) -> None:
         for diagnosis in self.diagnoser.connection(conn):
             key = (diagnosis.code, diagnosis.severity)
@@ -253,6 +284,16 @@ class Sampler:
 
     def bytes_by_direction(self) -> list[tuple[Labels, float]]:
         return [(key, float(n)) for key, n in self.frame_bytes.items()]
+
+    def requests_by_status(self) -> list[tuple[Labels, float]]:
+        return [(key, float(n)) for key, n in self.requests_answered.items()]
+
+    def requests_left(self) -> list[tuple[Labels, float]]:
+        return [(key, float(n)) for key, n in self.requests_unanswered.items()]
+
+    def no_latencies(self) -> list[tuple[Labels, Latency]]:
+        """For a histogram the sampler fills itself (`request_seconds`)."""
+        return []
 
     def diagnoses_by_code(self) -> list[tuple[Labels, float]]:
         return [(key, float(n)) for key, n in self.diagnosed.items()]
