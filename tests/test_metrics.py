@@ -294,6 +294,23 @@ def test_management_and_cbs_requests_are_the_listeners() -> None:
     assert timed == len(expect["client_responses"])
 
 
+def test_rpc_and_time_in_the_broker_are_the_clients() -> None:
+    """091-rpc: three requests each answered (correlation-id matched by the client) make three
+    timed request/reply pairs; every publish of the capture (requests and replies) was
+    delivered once, so each queue's time-in-broker histogram counts its own; 091-ack-nack-reject:
+    six publishes, the redelivery not timed again."""
+    expect = truth("091-rpc")
+    values = last_values(metrics_text("091-rpc"))
+    assert total(values, "amqpscope_rpc_seconds_count") == expect["correlations_matched"]
+    per_queue = [v for (n, _), v in values.items() if n == "amqpscope_queue_time_seconds_count"]
+    assert sorted(per_queue) == [expect["requests_served"], expect["replies_received"]]
+    assert sum(per_queue) == expect["publishes"]
+    expect = truth("091-ack-nack-reject")
+    values = last_values(metrics_text("091-ack-nack-reject"))
+    assert total(values, "amqpscope_queue_time_seconds_count") == expect["publishes"]
+    assert expect["deliveries"] - expect["redeliveries"] == expect["publishes"]
+
+
 # -- Prometheus on the blocks promtool makes of the output ------------------------------------
 
 
