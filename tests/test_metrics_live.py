@@ -119,6 +119,11 @@ def test_prometheus_scrapes_what_the_clients_saw(tmp_path: Path) -> None:
         assert query("sum(amqpscope_channel_messages_nacked_total)") == acks["nacks"]
         assert query("sum(amqpscope_channel_messages_rejected_total)") == acks["rejects"]
         assert query("sum(amqpscope_consumer_ack_seconds_count)") == acks["deliveries"]
+        # each message consumed was timed through the broker once (the redelivery is not);
+        # the nacked-publish scenario consumed none of its messages
+        assert query("sum(amqpscope_queue_time_seconds_count)") == (
+            acks["deliveries"] - acks["redeliveries"]
+        )
         receiver = 'role="receiver"'
         assert (
             query(f"sum(amqpscope_link_deliveries_total{{{receiver}}})")

@@ -224,7 +224,8 @@ def live(
         pipeline = LivePipeline(
             show_secrets,
             idle_timeout,
-            journeys=with_summary,
+            # the journeys feed --summary and the time-in-broker and RPC histograms
+            journeys=with_summary or metrics_address is not None,
             redact_bodies=redact_bodies,
             diagnoser=diagnoser,
             watch=watch,
