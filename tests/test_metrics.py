@@ -311,6 +311,25 @@ def test_rpc_and_time_in_the_broker_are_the_clients() -> None:
     assert expect["deliveries"] - expect["redeliveries"] == expect["publishes"]
 
 
+def test_channel_closes_by_code_are_the_brokers() -> None:
+    """091-channel-errors: the broker closed channel 1 three times (406, 403, 406, as pika
+    reported them) and the client closed two channels itself."""
+    expect = truth("091-channel-errors")
+    values = last_values(metrics_text("091-channel-errors"))
+    family = "amqpscope_channels_closed_total"
+    by_server = {
+        int(dict(ls)["code"]): v
+        for (n, ls), v in values.items()
+        if n == family and v
+        if dict(ls)["by"] == "server"
+    }
+    want: dict[int, float] = {}
+    for error in expect["channel_errors"]:
+        want[error["code"]] = want.get(error["code"], 0) + 1
+    assert by_server == want
+    assert total(values, family, by="client") == expect["channel_closes"]
+
+
 # -- Prometheus on the blocks promtool makes of the output ------------------------------------
 
 

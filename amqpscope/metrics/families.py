@@ -106,6 +106,14 @@ def _acks_uncommitted(epoch: Any) -> int:
     return len(epoch.tx_current["settles"])
 
 
+def _channels_closed(conn: amqp091.ConnectionTracker, now: float) -> Pairs:
+    """Channel uses closed by channel.close: by which side, with which reply-code."""
+    for epoch in _epochs(conn):
+        close = epoch.close
+        if close is not None:
+            yield (_vhost(conn), str(close.get("by") or ""), str(close.get("reply-code"))), 1.0
+
+
 def _blocked_seconds(conn: amqp091.ConnectionTracker, now: float) -> Pairs:
     seconds = conn.blocked_seconds
     if conn.blocked_since is not None:
@@ -434,6 +442,15 @@ FAMILIES: Final = (
         "Messages delivered to consumers (basic.deliver), by the consumer's queue.",
         "amqp091",
         _queue_delivered,
+    ),
+    F(
+        "channels_closed",
+        "counter",
+        ("vhost", "by", "code"),
+        "Channels closed with channel.close, by the closing side and reply-code (406: a"
+        " precondition failed, 403: access refused...).",
+        "amqp091",
+        _channels_closed,
     ),
     F(
         "connection_blocked_seconds",
