@@ -330,6 +330,15 @@ def test_channel_closes_by_code_are_the_brokers() -> None:
     assert total(values, family, by="client") == expect["channel_closes"]
 
 
+def test_blocked_seconds_are_the_publishers() -> None:
+    """091-blocked-publisher: connection.blocked to connection.unblocked lasted what the
+    publisher's clock says (within 10%)."""
+    expect = truth("091-blocked-publisher")
+    values = last_values(metrics_text("091-blocked-publisher"))
+    seconds = total(values, "amqpscope_connection_blocked_seconds_total")
+    assert seconds == pytest.approx(expect["blocked"]["seconds"], rel=0.1)
+
+
 # -- Prometheus on the blocks promtool makes of the output ------------------------------------
 
 
