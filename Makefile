@@ -63,6 +63,7 @@ lint:
 	$(PYTHON) -m ruff format --check amqpscope pyspark_amqpscope tests tools captures bench
 	$(PYTHON) -m mypy
 	@if [ -d ../shared/spec ]; then $(PYTHON) tools/gen_spec.py ../shared/spec --check; fi
+	$(PYTHON) tools/metrics_doc.py --check
 
 unit:
 	$(PYTHON) -m pytest -q -n $(PYTEST_JOBS) --dist loadgroup -m "not broker"

@@ -125,8 +125,8 @@ class Behind:
     default=100,
     show_default=True,
     metavar="N",
-    help="--metrics: queues and addresses with a label value of their own (the first N "
-    "seen); the rest are counted under `other`.",
+    help="--metrics: queues, addresses and management nodes with a label value of their own "
+    "(the first N seen); the rest are counted under `other`.",
 )
 @click.option(
     "--metrics-labels",

@@ -27,8 +27,9 @@ from amqpscope.cli.inputs import files_argument, format_option, open_input
     type=click.IntRange(min=0),
     default=100,
     show_default=True,
-    help="Queues and addresses with a label value of their own (the first seen); the rest "
-    "are counted under `other`.",
+    metavar="N",
+    help="Queues, addresses and management nodes with a label value of their own (the first "
+    "N seen); the rest are counted under `other`.",
 )
 @click.option(
     "--metrics-labels",
