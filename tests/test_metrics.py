@@ -620,3 +620,20 @@ def test_only_live_metrics_imports_prometheus_client() -> None:
                 assert not node.module.startswith(faces), (path.name, node.module)
             elif isinstance(node, ast.Import):
                 assert not any(a.name.startswith(faces) for a in node.names), path.name
+
+
+@pytest.mark.parametrize(
+    "name", ["091-rpc", "091-redelivered", "091-killed-autoack-consumer", "10-peer-to-peer"]
+)
+def test_counters_never_go_down_as_connections_end(name: str) -> None:
+    """Captures of two connections, one ending before the other: when the first is retired
+    (its TCP ended) its counts move into the sampler's own totals, and no counter, histogram
+    count or bucket dips at the millisecond it happens; the last values are the connections'
+    (the opened count is the ground truth's)."""
+    text = metrics_text(name, "--interval", "0.001")
+    for (family, labels), values in series(text).items():
+        if family.endswith(("_total", "_count", "_bucket")):
+            assert values == sorted(values), (family, labels)
+    expect = truth(name)
+    opened = expect.get("connections_opened", expect.get("connections"))
+    assert total(last_values(text), "amqpscope_connections_opened_total") == opened
