@@ -339,6 +339,21 @@ def test_blocked_seconds_are_the_publishers() -> None:
     assert seconds == pytest.approx(expect["blocked"]["seconds"], rel=0.1)
 
 
+def test_gets_are_the_clients() -> None:
+    """091-get, read from standard input: two basic.get-ok and one basic.get-empty."""
+    done = subprocess.run(
+        [sys.executable, "-m", "amqpscope.cli", "metrics", "-"],
+        input=(CAPTURES / "091-get.pcap").read_bytes(),
+        capture_output=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    values = last_values(done.stdout.decode())
+    expect = truth("091-get")
+    assert total(values, "amqpscope_channel_messages_got_total") == expect["get_ok"]
+    assert total(values, "amqpscope_channel_get_empty_total") == expect["get_empty"]
+
+
 # -- Prometheus on the blocks promtool makes of the output ------------------------------------
 
 
