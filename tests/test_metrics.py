@@ -602,6 +602,32 @@ def test_the_dashboard_reads_what_amqpscope_exports(prometheus: Any) -> None:
     assert len(shown) >= len(families) * 2 // 3, families - shown
 
 
+def test_the_busiest_queues_keep_their_names() -> None:
+    """091-busy-queues: the client consumed 'quiet' (1 message) first, then 'busy' (6), then
+    'middle' (3). With room for one name, a capture file keeps the busiest (by the client's
+    delivery counts), not the first seen, and counts the rest under `other`; read from standard
+    input (which cannot be read twice), the first seen."""
+    expect = truth("091-busy-queues")
+    by_queue = expect["deliveries_by_queue"]
+    busiest = max(by_queue, key=by_queue.get)
+    first = expect["queues_in_order"][0]
+    assert busiest != first
+    family = "amqpscope_queue_messages_delivered_total"
+    values = last_values(metrics_text("091-busy-queues", "--metrics-max-names", "1"))
+    kept = {dict(ls)["queue"]: v for (n, ls), v in values.items() if n == family}
+    assert kept == {busiest: by_queue[busiest], "other": expect["deliveries"] - by_queue[busiest]}
+    done = subprocess.run(
+        [sys.executable, "-m", "amqpscope.cli", "metrics", "--metrics-max-names", "1", "-"],
+        input=(CAPTURES / "091-busy-queues.pcap").read_bytes(),
+        capture_output=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    values = last_values(done.stdout.decode())
+    kept = {dict(ls)["queue"]: v for (n, ls), v in values.items() if n == family}
+    assert kept == {first: by_queue[first], "other": expect["deliveries"] - by_queue[first]}
+
+
 # -- layering and laziness --------------------------------------------------------------------
 
 

@@ -44,10 +44,12 @@ No label carries a connection or a channel unless asked: `--metrics-labels conn`
 label (the connection's id, as `--conn` takes it) to every family read of connections, a series
 per connection (unbounded: for a capture or a few connections, not a busy broker). Labels whose
 values are names applications choose ({", ".join(f"`{label}`" for label in BOUNDED)}) are
-bounded: the first N distinct names seen (`--metrics-max-names N`, default {MAX_NAMES}) keep their
-own value, every later one is counted under `{OTHER}`. First seen rather than busiest: a name
-moving out of `{OTHER}` would make `{OTHER}`'s counters go down, which Prometheus reads as a
-counter reset. A capture with 10,000 queues makes at most N + 1 series per family and label set.
+bounded by `--metrics-max-names N` (default {MAX_NAMES}): `amqpscope metrics` reads a file twice
+and keeps the N busiest names (most deliveries, settlements, requests...) with their own value;
+`live --metrics` (and `metrics -`, standard input read once) cannot know the future and keeps the
+first N seen. Every other name is counted under `{OTHER}`, from start to end: a name moving out
+of `{OTHER}` would make `{OTHER}`'s counters go down, which Prometheus reads as a counter reset.
+A capture with 10,000 queues makes at most N + 1 series per family and label set.
 
 Histograms are in seconds, with buckets {", ".join(str(b) for b in BUCKETS)} and +Inf. Their
 `_count` and `_sum` are exact; buckets are exact while a channel's or link's reservoir holds

@@ -28,8 +28,8 @@ from amqpscope.cli.inputs import files_argument, format_option, open_input
     default=100,
     show_default=True,
     metavar="N",
-    help="Queues, addresses and management nodes with a label value of their own (the first "
-    "N seen); the rest are counted under `other`.",
+    help="Queues, addresses and management nodes with a label value of their own (the N "
+    "busiest; from standard input, the first N seen); the rest are counted under `other`.",
 )
 @click.option(
     "--metrics-labels",
@@ -63,7 +63,18 @@ def metrics(
     from amqpscope.metrics.sampler import Sampler
 
     conn_labels = "conn" in extra_labels
-    sampler = Sampler(interval=interval, max_names=max_names, conn_labels=conn_labels)
+    chosen = None
+    if "-" not in files:  # a file can be read twice: its busiest names, then the metrics
+        first = Sampler(interval=float("inf"), max_names=sys.maxsize)
+        with open_input(files, fmt) as source:
+            first.tracker.source = source.source
+            for frame in source.frames(messages=True, keylog=load_keylog(keylog), retire=True):
+                first.feed(frame)
+            first.finish()
+        chosen = first.busiest(max_names)
+    sampler = Sampler(
+        interval=interval, max_names=max_names, conn_labels=conn_labels, chosen=chosen
+    )
     with open_input(files, fmt) as source:
         sampler.tracker.source = source.source
         for frame in source.frames(messages=True, keylog=load_keylog(keylog), retire=True):

@@ -7,10 +7,11 @@ frame that changed it, to within the interval), and once more at the end. Connec
 ended are retired by the tracker (constant memory on a long capture or a live interface): their
 counters are folded into `retired` first, and their gauges are 0 from then on.
 
-Label values that are application names (`families.BOUNDED`: queue, address) are bounded: the
-first `max_names` distinct names with traffic keep their own value, every later one is counted
-under `other`. First come rather than busiest: a name that left `other` would make `other`'s
-counter go down, which Prometheus reads as a reset.
+Label values that are application names (`families.BOUNDED`: queue, address, node) are
+bounded: `chosen` names (`busiest` of a first pass over a file) keep their own value, or without
+a choice the first `max_names` distinct names seen; every other one is counted under `other`.
+Never a name that moves: one that left `other` would make `other`'s counter go down, which
+Prometheus reads as a reset.
 
 Diagnoses (`diagnose`'s rules) are read of a connection once it has ended (retired, or at the
 end of the input): they count at that time, with the seconds each lasted.
@@ -75,6 +76,7 @@ class Sampler:
         max_names: int = MAX_NAMES,
         tracker: Tracker | None = None,
         conn_labels: bool = False,
+        chosen: dict[str, set[str]] | None = None,
     ) -> None:
         """`tracker`: another's (`live`'s pipeline), which feeds it; the sampler then only
         `observe`s the frames tracked and is told of each connection it forgets (`retire`).
@@ -84,6 +86,7 @@ class Sampler:
         self.interval = interval
         self.max_names = max_names
         self.conn_labels = conn_labels
+        self.chosen = chosen
         if tracker is None:
             tracker = Tracker(retire=True, on_retire=self._retired)
         self.tracker = tracker
@@ -201,7 +204,10 @@ class Sampler:
             return labels
         out = list(labels)
         for at, name in enumerate(family.labels):
-            if name in BOUNDED:
+            if name in BOUNDED and self.chosen is not None:
+                if out[at] not in self.chosen.get(name, ()):
+                    out[at] = OTHER
+            elif name in BOUNDED:
                 kept = self.names[name]
                 value = out[at]
                 if value not in kept:
@@ -250,6 +256,24 @@ class Sampler:
                 counter = family.kind == "counter"
                 for key, value in self._read(family, conn, now):
                     kept[key] = kept.get(key, 0.0) + (value if counter else 0.0)
+
+    def busiest(self, count: int) -> dict[str, set[str]]:
+        """Per bounded label, the `count` names with the most activity in the last sample (the
+        sum of the counters and histogram counts that carry the name; ties by name)."""
+        activity: dict[str, Counter[str]] = {label: Counter() for label in BOUNDED}
+        snapshot = self.latest[1] if self.latest is not None else {}
+        for family in FAMILIES:
+            positions = [(at, n) for at, n in enumerate(family.labels) if n in BOUNDED]
+            if not positions or family.kind == "gauge":
+                continue
+            for labels, value in snapshot.get(family.name, {}).items():
+                amount = value[1] if family.kind == "histogram" else value
+                for at, name in positions:
+                    activity[name][labels[at]] += amount
+        return {
+            label: {n for n, _ in sorted(seen.items(), key=lambda kv: (-kv[1], kv[0]))[:count]}
+            for label, seen in activity.items()
+        }
 
     def _take_requests(self) -> None:
         """Requests answered since the last look: counted by status, timed into
