@@ -2,7 +2,7 @@
 PYTHON  ?= python3
 PIP     ?= $(PYTHON) -m pip
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT_PKGS := tshark tcpdump rabbitmq-server garagemq amqp-tools tmux chromium
+APT_PKGS := tshark tcpdump rabbitmq-server garagemq amqp-tools tmux chromium prometheus
 # what the compiled build (mypyc) needs: a C compiler and the Python headers
 BUILD_PKGS := gcc python3-dev
 DEMO_CAPTURE ?= captures/091-ack-nack-reject.pcap
@@ -32,7 +32,7 @@ test: install system-deps broker lint node-deps
 install: build-deps
 	$(PIP) install -q 'build>=1.2'
 	wheel="$$($(PYTHON) tools/compiled.py --wheel)" && \
-	$(PIP) install -q "$$wheel[dev,spark,connect,report,tui]" && \
+	$(PIP) install -q "$$wheel[dev,spark,connect,report,tui,metrics]" && \
 	$(PIP) install -q --no-deps --force-reinstall "$$wheel"
 	@cd / && $(PYTHON) -m amqpscope.cli --version
 
@@ -73,6 +73,7 @@ lint:
 	$(PYTHON) -m ruff format --check amqpscope pyspark_amqpscope tests tools captures bench
 	$(PYTHON) -m mypy
 	@if [ -d ../shared/spec ]; then $(PYTHON) tools/gen_spec.py ../shared/spec --check; fi
+	$(PYTHON) tools/metrics_doc.py --check
 
 unit:
 	$(PYTHON) -m pytest -q -n $(PYTEST_JOBS) --dist loadgroup -m "not broker"

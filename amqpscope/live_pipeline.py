@@ -8,6 +8,7 @@ capture makes packets, this consumes them).
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from amqpscope.capture.packet import RawPacket
@@ -66,6 +67,8 @@ class LivePipeline:
         self.evicted = 0
         self.findings: list[Finding] = []
         self.findings_dropped = 0
+        #: `live --metrics`: told of each finished connection the tracker has just forgotten
+        self.on_evict: Callable[[Any], None] | None = None
 
     def feed(self, pkt: RawPacket) -> list[Frame]:
         frames = self.dissector.feed(pkt)
@@ -106,6 +109,8 @@ class LivePipeline:
             self.watched += self.watch.evicted(tracked)
         if tracked is not None and self.diagnoser is not None:
             self.diagnoser.evicted(tracked)
+        if tracked is not None and self.on_evict is not None:
+            self.on_evict(tracked)
         if summary is None:
             return
         if len(self.closed_summaries) == self.closed_summaries.maxlen:

@@ -291,6 +291,7 @@ def test_link_scope_follows_a_1_0_link_and_its_dispositions() -> None:
 
 COMMANDS = ("read", "summary", "diagnose", "export", "schema", "live", "spark", "report", "tui")
 COMMANDS += ("follow",)  # issue 44
+COMMANDS += ("metrics",)
 SGR = re.compile(r"\x1b\[[0-9;]*m")
 
 

@@ -135,6 +135,7 @@ _NOTES = "how the scenario ran (pika's view, no count the summary gives)"
 _FOLLOWED = "journeys (test_follow)"
 _ANSWERED = "test_answers_are_the_clients"
 _TOOLS = "test_amqp_tools_got_what_the_tools_printed"
+_METRICS = "metrics (test_metrics: the busiest queues keep their names)"
 ELSEWHERE: dict[str, str] = {
     "cancelled_by_broker": _COVERAGE,
     "closed_by_broker": _COVERAGE,
@@ -225,6 +226,8 @@ ELSEWHERE: dict[str, str] = {
     "connection_close_ok": _ANSWERED,
     "requeued": _ANSWERED,
     "tools": _TOOLS,
+    "queues_in_order": _METRICS,
+    "deliveries_by_queue": _METRICS,
     "declared": _TOOLS,
     "got": _TOOLS,
     "consumed": _TOOLS,

@@ -445,7 +445,7 @@ QUICK_EXIT: Final = frozenset({"read", "summary", "export", "schema", "diagnose"
 
 #: the commands that read capture files, given as arguments (not with tshark's -r)
 FILE_COMMANDS: Final = frozenset(
-    {"read", "summary", "export", "diagnose", "report", "tui", "follow"}
+    {"read", "summary", "export", "diagnose", "report", "tui", "follow", "metrics"}
 )
 
 
@@ -455,6 +455,7 @@ COMMANDS: Final = (
     *("diagnose", "export", "live", "read", "report"),
     *("schema", "spark", "summary", "tui"),
     "follow",
+    "metrics",
 )
 
 

@@ -134,6 +134,31 @@ def _print_summary(result: dict[str, Any], console: Any, color: str, width: int 
     metavar="S",
     help="Forget connections without a packet for S seconds.",
 )
+@click.option(
+    "--metrics",
+    "metrics_address",
+    metavar="[HOST:]PORT",
+    help="Serve the metrics (docs/metrics.md) on http://HOST:PORT/metrics while decoding "
+    "(prometheus_client: text, or OpenMetrics when asked; HOST: every interface if not given).",
+)
+@click.option(
+    "--metrics-max-names",
+    type=click.IntRange(min=0),
+    default=100,
+    show_default=True,
+    metavar="N",
+    help="--metrics: queues, addresses and management nodes with a label value of their own "
+    "(the first N seen); the rest are counted under `other`.",
+)
+@click.option(
+    "--metrics-labels",
+    "metrics_labels",
+    type=click.Choice(["conn"]),
+    multiple=True,
+    help="--metrics, conn: a `conn` label (the connection's id) on every family read of "
+    "connections: a series per connection.",
+)
+@click.option("--quiet", is_flag=True, help="Print no frames (with --metrics: serve only).")
 @frame_options
 @display_options
 @guarded
@@ -148,6 +173,10 @@ def live(
     with_summary: bool,
     with_diagnose: bool,
     idle_timeout: float,
+    metrics_address: str | None,
+    metrics_max_names: int,
+    metrics_labels: tuple[str, ...],
+    quiet: bool,
     as_json: bool,
     show_secrets: bool,
     expression: str | None,
@@ -190,6 +219,13 @@ def live(
         fail(f"-Y: {exc}", 2)
     if write is not None:
         check_output("-w", write, (keylog,), force)
+    if metrics_address is not None:
+        from amqpscope.metrics.serve import parse_address
+
+        try:
+            parse_address(metrics_address)
+        except ValueError as exc:
+            fail(f"--metrics: {exc}", 2)
     try:
         capture = LiveCapture(
             iface, bpf, backend, write, spool_bytes=spool_size * 1_000_000, spool_dir=spool_dir
@@ -216,12 +252,18 @@ def live(
         pipeline = LivePipeline(
             show_secrets,
             idle_timeout,
-            journeys=with_summary,
+            # the journeys feed --summary and the time-in-broker and RPC histograms
+            journeys=with_summary or metrics_address is not None,
             redact_bodies=redact_bodies,
             diagnoser=diagnoser,
             watch=watch,
         )
         pipeline.dissector.context.keylog = load_keylog(keylog)  # re-read as the client appends
+        sampler = server = None
+        if metrics_address is not None:
+            sampler, server = _serve_metrics(
+                pipeline, metrics_address, metrics_max_names, "conn" in metrics_labels
+            )
         out = sys.stdout
         lines = Lines()
         timeline = None
@@ -244,6 +286,11 @@ def live(
         def show(frames: list[Any]) -> bool:
             """Print what the filters accept; True once -c is reached."""
             nonlocal shown, first_ts
+            if sampler is not None:
+                for frame in frames:
+                    sampler.observe(frame)
+            if quiet:
+                return False
             for frame in frames:
                 if first_ts is None:
                     first_ts = frame.ts
@@ -300,7 +347,10 @@ def live(
                 behind.check(now)
                 pipeline.add_findings(capture.take_findings())
                 wall = time.time()
-                if show(pipeline.tick(wall)):
+                ticked = pipeline.tick(wall)
+                if sampler is not None:
+                    sampler.sample(wall)
+                if show(ticked):
                     full = True
                     break
                 noticed(wall)
@@ -309,6 +359,8 @@ def live(
         frames = pipeline.finish()
         if not full:
             show(frames)
+        if sampler is not None:
+            sampler.sample()
         if timeline is not None:
             timeline.finish()
         lines.flush()
@@ -330,6 +382,8 @@ def live(
                 _print_summary(pipeline.summary(), console, color, width)
             out.flush()
     finally:
+        if server is not None:
+            server.shutdown()
         stats = capture.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -343,3 +397,26 @@ def live(
     click.echo(f"amqpscope: {stats.line()}", err=True)
     if capture.error:
         fail(f"capture ended: {capture.error}")
+
+
+def _serve_metrics(
+    pipeline: Any, address: str, max_names: int, conn_labels: bool
+) -> tuple[Any, Any]:
+    """`--metrics`: a sampler of the pipeline's tracker, served on `address`; exits with one
+    line when prometheus_client is missing or the port cannot be had."""
+    from amqpscope.metrics.sampler import Sampler
+
+    sampler = Sampler(max_names=max_names, tracker=pipeline.tracker, conn_labels=conn_labels)
+    sampler.keep = False  # the latest sample only: a scrape reads now, not the past
+    pipeline.on_evict = sampler.retire
+    try:
+        from amqpscope.metrics.serve import serve
+
+        server = serve(sampler, address)
+    except ImportError:
+        fail("--metrics needs prometheus_client: pip install 'amqpscope[metrics]'")
+    except OSError as exc:
+        fail(f"--metrics {address}: {exc.strerror or exc}")
+    sampler.sample(0.0)
+    click.echo(f"amqpscope: metrics on http://{address}/metrics", err=True)
+    return sampler, server
