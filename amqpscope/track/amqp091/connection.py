@@ -438,16 +438,20 @@ class ConnectionTracker:
             self._ended(epoch)
 
     # -- the end --------------------------------------------------------------------------------
-    def transport(self, frame: Frame) -> list[Finding]:
-        """The TCP connection ended (a `transport` record: fin, rst or idle). While the AMQP
-        connection was open (tuned, opening or open: no connection.close sent) this is
-        `amqp091.transport-closed`: the client vanished, was killed, or the broker dropped it.
-        A close sent without its close-ok, a refused login and a handshake cut short are not:
-        the summary says so by their state. Channels still open end here (their unacked and
-        unconfirmed findings say "when the TCP connection ended"), so `finish` reports them
-        no second time."""
+    def transport(self, frame: Frame, gone: bool = True) -> list[Finding]:
+        """The TCP connection ended (a `transport` record: fin, rst or idle; the first one says
+        who ended it first). While the AMQP connection was open (tuned, opening or open: no
+        connection.close sent) this is `amqp091.transport-closed`: the client vanished, was
+        killed, or the broker dropped it. A close sent without its close-ok, a refused login and
+        a handshake cut short are not: the summary says so by their state. Channels still open
+        end once the client is `gone` (its FIN, a reset, the second FIN: after the broker's FIN the
+        client may still send, not knowing), with "when the TCP connection ended", so
+        `finish` reports them no second time."""
         out: list[Finding] = []
         if self.transport_end is not None:
+            if gone:
+                self._end_channels(frame.ts, "transport", out)
+                self._unblock(frame.ts, None)
             return out
         fields = frame.fields
         self.transport_end = {"event": fields.get("event"), "by": fields.get("by")}
@@ -468,8 +472,9 @@ class ConnectionTracker:
                     f" (no connection.close): {left}",
                 )
             )
-        self._end_channels(frame.ts, "transport", out)
-        self._unblock(frame.ts, None)  # blocked until the TCP end, not its last frame
+        if gone:
+            self._end_channels(frame.ts, "transport", out)
+            self._unblock(frame.ts, None)  # blocked until the TCP end, not its last frame
         return out
 
     def finish(self) -> list[Finding]:
