@@ -180,6 +180,14 @@ TEXT_CAUSES: Final[tuple[tuple[str, str, str, str], ...]] = (
     ),
 )
 
+#: (cause, what to check) of a close that answered the client's credentials (start-ok or
+#: secure-ok) with a code the reply-text does not narrow down
+LOGIN_CAUSE: Final = (
+    "the broker refused the credentials: a wrong user name or password, or a user that may not"
+    " log in",
+    "the credentials and the user's rights in the broker's configuration",
+)
+
 #: 1.0 error condition (spec part 2 section 2.8.15-2.8.18) -> (cause, what to check)
 CONDITION_CAUSES: Final[dict[str, tuple[str, str]]] = {
     "amqp:internal-error": ("the peer failed internally", "the peer's log"),
@@ -312,6 +320,11 @@ VIOLATIONS: Final[dict[str, tuple[str, str]]] = {
     "amqp091.unexpected-method": (
         "a method its connection or channel state does not allow",
         "AMQP 0-9-1 section 4.2.3 / 4.2.4 (connection and channel state)",
+    ),
+    "amqp091.sent-after-close": (
+        "a peer that sent connection.close sends nothing more but connection.close-ok, and"
+        " discards what it receives but close and close-ok",
+        "AMQP 0-9-1, connection.close",
     ),
 }
 
