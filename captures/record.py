@@ -3448,8 +3448,10 @@ def tshark_check(out: Path, name: str) -> tuple[bool, str]:
     sc = SCENARIOS[name]
     path = out / f"{name}.{sc.capture.ext}"
     cmd = ["tshark", "-n", "-r", str(path), "-Y", "amqp", "-T", "fields", "-e", "frame.number"]
-    if sc.port == P2P_PORT:
-        cmd[1:1] = ["-d", f"tcp.port=={P2P_PORT},amqp"]
+    # garagemq's 0-9-1 port has the number of the WebSocket scenario's (never both at once)
+    garagemq = sc.port == GARAGEMQ_PORT and sc.protocol == "0-9-1"
+    if sc.port == P2P_PORT or garagemq:
+        cmd[1:1] = ["-d", f"tcp.port=={sc.port},amqp"]
     what = "AMQP"
     keys = out / f"{name}.keys"
     if sc.port == TLS_PORT:
@@ -3459,7 +3461,7 @@ def tshark_check(out: Path, name: str) -> tuple[bool, str]:
         cmd[cmd.index("amqp")] = "tls"
         if keys.exists():
             cmd[1:1] = ["-o", f"tls.keylog_file:{keys}"]
-    if sc.port == WS_PORT:  # Wireshark reads no AMQP inside WebSocket: check the framing
+    if sc.port == WS_PORT and not garagemq:  # no AMQP inside WebSocket for Wireshark: framing
         what = "WebSocket"
         cmd[cmd.index("amqp")] = "websocket"
         cmd[1:1] = ["-d", f"tcp.port=={WS_PORT},http"]

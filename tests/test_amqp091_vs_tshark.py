@@ -74,7 +74,11 @@ def table_of(element: ET.Element) -> dict[str, Any]:
 def tshark_pdus(path: Path) -> list[dict[str, Any]]:
     """Every 0-9-1 method, content header and body tshark dissects, in order."""
     out = []
-    for packet in pdml(path).iter("packet"):
+    # a broker on another port than 5672 (garagemq's 5674): Decode As, as a Wireshark user would
+    meta = path.with_suffix(".json")
+    port = json.loads(meta.read_text()).get("port", 5672) if meta.exists() else 5672
+    decode_as = (port,) if isinstance(port, int) and port != 5672 else ()
+    for packet in pdml(path, decode_as).iter("packet"):
         number = 0
         for proto in packet.findall("proto"):
             if proto.get("name") == "geninfo":

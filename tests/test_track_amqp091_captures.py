@@ -76,6 +76,15 @@ FINDINGS = {
         "amqp091.prefetch-saturated",  # consumer A holding its 3 of 3
         "amqp091.unacked-at-end",  # ... when it closed its channel
     ],
+    # captures/scenarios/garagemq_close.py: garagemq hangs up (FIN) on the silent client, which
+    # wakes 3 s later and publishes into the closed socket
+    "091-gmq-heartbeat-fin": ["amqp091.transport-closed", "amqp091.heartbeat-missed"],
+    "091-gmq-refused-login": ["amqp091.login-refused"],  # 530 NOT_ALLOWED, not RabbitMQ's 403
+    "091-gmq-missing-exchange": [
+        "amqp091.channel-error",  # 404: the exchange does not exist
+        "amqp091.connection-error",  # 501 on the publish's content header, in flight
+        "amqp091.sent-after-close",  # garagemq's second connection.close
+    ],
 }
 
 

@@ -51,6 +51,8 @@ EXPECTED_FINDINGS: dict[str, dict[str, int]] = {
     "10-redelivered": {"amqp10.unsettled-at-end": 1, "amqp10.frame-after-close": 1},
     # captures/scenarios/tokens.py: the listener drops the entity's link when the token expires
     "10-cbs-tokens": {"amqp10.error": 1},
+    # captures/scenarios/garagemq_close.py: the client killed holding its link: its FIN
+    "10-killed-client": {"amqp10.transport-closed": 1},
 }
 
 
