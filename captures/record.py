@@ -3448,8 +3448,9 @@ def tshark_check(out: Path, name: str) -> tuple[bool, str]:
     sc = SCENARIOS[name]
     path = out / f"{name}.{sc.capture.ext}"
     cmd = ["tshark", "-n", "-r", str(path), "-Y", "amqp", "-T", "fields", "-e", "frame.number"]
-    # garagemq's 0-9-1 port has the number of the WebSocket scenario's (never both at once)
-    garagemq = sc.port == GARAGEMQ_PORT and sc.protocol == "0-9-1"
+    # 0-9-1 on another broker's port (garagemq's 5674, which has the number of the WebSocket
+    # scenario's: never both at once)
+    garagemq = sc.protocol == "0-9-1" and sc.port not in (BROKER_PORT, TLS_PORT)
     if sc.port == P2P_PORT or garagemq:
         cmd[1:1] = ["-d", f"tcp.port=={sc.port},amqp"]
     what = "AMQP"

@@ -79,6 +79,8 @@ FINDINGS = {
     # captures/scenarios/garagemq_close.py: garagemq hangs up (FIN) on the silent client, which
     # wakes 3 s later and publishes into the closed socket
     "091-gmq-heartbeat-fin": ["amqp091.transport-closed", "amqp091.heartbeat-missed"],
+    # amqp-consume -c 3 asks for 3 at a time (basic.qos 3) and is sent all 3 at once
+    "091-gmq-happy": ["amqp091.prefetch-saturated"],
     "091-gmq-refused-login": ["amqp091.login-refused"],  # 530 NOT_ALLOWED, not RabbitMQ's 403
     "091-gmq-missing-exchange": [
         "amqp091.channel-error",  # 404: the exchange does not exist

@@ -11,6 +11,7 @@ packets with) and the exceptions pika raised, never read from the capture.
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import subprocess
@@ -22,6 +23,11 @@ import pika
 import pika.exceptions
 import record  # captures/record.py, which loads this module
 
+#: garagemq's port: record.ensure_garagemq's, unless AMQPSCOPE_GARAGEMQ_PORT names another
+#: garagemq already running (a shared one stuck or busy with someone else's test); the JSON's
+#: `port` says which was recorded
+PORT = int(os.environ.get("AMQPSCOPE_GARAGEMQ_PORT", record.GARAGEMQ_PORT))
+
 
 def _others_port(line: str) -> int | None:
     """The client port of a connection `record.busy_connections` lists, if garagemq's."""
@@ -29,27 +35,31 @@ def _others_port(line: str) -> int | None:
     if m is None:
         return None
     local, remote = int(m.group(1), 16), int(m.group(2), 16)
-    return local if remote == record.GARAGEMQ_PORT else None
+    return local if remote == PORT else None
 
 
 def _start_capture(ctx: record.Ctx) -> None:
     """Capture garagemq's port, but not the connections already open on it when the scenario
     starts (other users of the shared broker: their heartbeats are no part of this recording)."""
-    busy = record.busy_connections({record.GARAGEMQ_PORT})
+    ctx.port = PORT
+    busy = record.busy_connections({PORT})
     others = sorted({p for p in map(_others_port, busy) if p is not None})
-    bpf = f"tcp port {record.GARAGEMQ_PORT}" + "".join(f" and not tcp port {p}" for p in others)
+    bpf = f"tcp port {PORT}" + "".join(f" and not tcp port {p}" for p in others)
     ctx.capture.start(bpf)
 
 
 def _prepare(ctx: record.Ctx) -> None:
-    record.ensure_garagemq()
+    if PORT == record.GARAGEMQ_PORT:
+        record.ensure_garagemq()
+    elif not record.port_open(record.BROKER_HOST, PORT):
+        raise RuntimeError(f"no garagemq on {PORT} (AMQPSCOPE_GARAGEMQ_PORT)")
 
 
 #: the capture and connection settings every garagemq scenario shares (each starts its capture
 #: with `_start_capture`)
 GARAGEMQ: dict[str, Any] = {
-    "port": record.GARAGEMQ_PORT,
-    "capture": record.CaptureSpec(bpf=f"tcp port {record.GARAGEMQ_PORT}"),
+    "port": PORT,
+    "capture": record.CaptureSpec(bpf=f"tcp port {PORT}"),
     "queues": (),
     "needs_broker": False,
     "prepare": _prepare,
@@ -61,7 +71,7 @@ SILENT_SECONDS = 6.0
 
 def _connect(ctx: record.Ctx, n: record.Counts, **kw: Any) -> pika.BlockingConnection:
     """A counted pika connection to garagemq."""
-    params = record.pika_params(port=record.GARAGEMQ_PORT, name=f"amqpscope {ctx.name}", **kw)
+    params = record.pika_params(port=PORT, name=f"amqpscope {ctx.name}", **kw)
     conn = pika.BlockingConnection(params)
     n.inc("connections")
     return conn
@@ -203,13 +213,15 @@ def s_gmq_happy(ctx: record.Ctx) -> dict[str, Any]:
     ch.queue_delete(q)
     n.inc("queue_deletes")
     record.close_091(conn, n)
-    server = ["--server", record.BROKER_HOST, "--port", str(record.GARAGEMQ_PORT)]
+    server = ["--server", record.BROKER_HOST, "--port", str(PORT)]
     tools = ctx.q("tools")
     tool = {"check": True, "capture_output": True, "timeout": 20}
-    # each amqp-tools command is a connection of its own with one channel (channel 1)
+    # each amqp-tools command is a connection of its own with one channel (channel 1), closed
+    # with connection.close when it exits 0
     subprocess.run(["amqp-declare-queue", *server, "-q", tools], **tool)
     n.inc("connections")
     n.inc("channels")
+    n.inc("connection_closes")
     n.inc("queue_declares")
     for i in range(3):
         subprocess.run(
@@ -220,6 +232,7 @@ def s_gmq_happy(ctx: record.Ctx) -> dict[str, Any]:
         )
         n.inc("connections")
         n.inc("channels")
+        n.inc("connection_closes")
         n.inc("publishes")
     got = subprocess.run(
         ["amqp-consume", *server, "-q", tools, "-c", "3", "cat"],
@@ -230,6 +243,7 @@ def s_gmq_happy(ctx: record.Ctx) -> dict[str, Any]:
     )
     n.inc("connections")
     n.inc("channels")
+    n.inc("connection_closes")
     n.inc("consumers")
     n["tools_deliveries"] = got.stdout.count("tools message")
     n.inc("deliveries", n["tools_deliveries"])
@@ -237,6 +251,7 @@ def s_gmq_happy(ctx: record.Ctx) -> dict[str, Any]:
     subprocess.run(["amqp-delete-queue", *server, "-q", tools], **tool)
     n.inc("connections")
     n.inc("channels")
+    n.inc("connection_closes")
     n.inc("queue_deletes")
     n["amqp_tools"] = "librabbitmq amqp-tools (Debian)"
     return n
