@@ -2,7 +2,8 @@
 that vanishes, on recordings of captures/scenarios/garagemq_close.py, against their ground truth.
 
 1. Who ended the TCP stream first: garagemq's FIN on a silent pika client (3 s before the client
-   woke, published and got a reset), a Proton client killed holding a link (its FIN first).
+   woke, published and got a reset), a Proton client killed holding a link (its FIN first), and
+   Proton's engine closing with framing-error after such a FIN (Proton engines back to back).
 2. A refused login by garagemq's 530 NOT_ALLOWED (not RabbitMQ's 403).
 3. garagemq's close on a frame in flight, and its second connection.close.
 5. Reply names spelled as the wire spells them (NOT_FOUND, not NOT-FOUND).
@@ -13,7 +14,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from amqpscope.capture.packet import ACK, FIN, PSH, RST, SYN, RawPacket
+from amqpscope.diagnose import diagnose_frames
+from amqpscope.dissect import Dissector
+from tests import peers
 from tests.test_diagnose_captures import diagnoses_of, evidence, expect, frames_of, of_code
+from tests.test_transport import _ipv4_tcp
 
 
 def transport(name: str) -> list[dict[str, Any]]:
@@ -132,3 +138,53 @@ def test_reply_names_are_spelled_as_the_wire_spells_them() -> None:
             assert diagnosis["explanation"].startswith(f"{m.group(2)} - "), diagnosis["title"]
             seen.add(m.group(2))
     assert {"NOT_FOUND", "PRECONDITION_FAILED", "FRAME_ERROR"} <= seen
+
+
+def _killed_client_then_proton_closes() -> list[RawPacket]:
+    """A TCP connection (client 40000 -> 5672): Proton engines back to back open a connection,
+    a session and a link; then the client's FIN (killed), and what Proton-C's server engine
+    writes when its input ends so (as Proton's C++ broker does): close with
+    amqp:connection:framing-error "connection aborted"; then the dead client's reset."""
+    pair = peers.ProtonPair()
+    peers.open_link(pair, "held", 10)
+    pair.pump()
+    engine = pair.server_transport
+    engine.close_tail()  # the client's FIN reaches the broker's engine
+    pending = engine.pending()
+    close = bytes(engine.peek(pending))
+    engine.pop(pending)
+    assert b"amqp:connection:framing-error" in close  # Proton's own words, not ours
+    out: list[RawPacket] = []
+    seq = {True: 1001, False: 5000}
+
+    def add(c2s: bool, flags: int, payload: bytes = b"") -> None:
+        sport, dport = (40000, 5672) if c2s else (5672, 40000)
+        data = _ipv4_tcp(sport, dport, seq[c2s], seq[not c2s], flags | ACK, payload)
+        out.append(RawPacket(len(out) + 1, 1.0 + len(out) / 1000, 101, data, len(data)))
+        seq[c2s] = (seq[c2s] + len(payload) + (1 if flags & (SYN | FIN) else 0)) % (1 << 32)
+
+    syn = _ipv4_tcp(40000, 5672, 1000, 0, SYN, b"")
+    out.append(RawPacket(1, 1.0, 101, syn, len(syn)))
+    add(False, SYN)
+    for direction, chunk in pair.conversation.writes:
+        add(direction == "c2s", PSH, chunk)
+    add(True, FIN)
+    add(False, PSH, close)
+    add(True, RST)
+    return out
+
+
+def test_a_close_after_the_peers_fin_reacts_to_a_peer_that_is_gone() -> None:
+    """Proton's engine closes with framing-error once the killed client's FIN ended its input:
+    the diagnosis says the broker reacted to a client that was gone, not that the client sent
+    something unreadable."""
+    frames = list(Dissector().run(_killed_client_then_proton_closes()))
+    fin = next(f for f in frames if f.kind == "transport")
+    close = next(f for f in frames if f.name == "close")
+    assert (fin.name, fin.fields["by"]) == ("fin", "client") and fin.number < close.number
+    found = diagnose_frames(frames)
+    (error,) = [d for d in found if d.code == "close.connection"]
+    assert "amqp:connection:framing-error" in error.title
+    assert f"client had ended its TCP stream (FIN, frame {fin.number})" in error.explanation
+    assert "could not read the framing" not in error.explanation
+    assert fin.number in error.evidence and close.number in error.evidence
