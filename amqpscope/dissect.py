@@ -28,6 +28,7 @@ from amqpscope.stream.events import (
     S2C,
     StreamClose,
     StreamData,
+    StreamFin,
     StreamGap,
     StreamOpen,
     StreamUnseen,
@@ -36,10 +37,12 @@ from amqpscope.stream.tcp import TcpReassembler
 
 #: endpoint pairs with snap-length cuts remembered before the memory starts over
 MAX_CUT_FLOWS = 4096
-#: the TCP ends reported as a `transport` record. Not "eof": the capture stopped, the connection
-#: did not (it may well go on); every capture cut mid-connection would end with such a record,
-#: and the summary already says "open" and its findings "when the capture ended".
-TRANSPORT_EVENTS = ("fin", "rst", "idle")
+#: the TCP ends reported as a `transport` record when the connection closes. Not "eof": the
+#: capture stopped, the connection did not (it may well go on); every capture cut mid-connection
+#: would end with such a record, and the summary already says "open" and its findings "when the
+#: capture ended". Not "fin" either: each side's FIN is a record of its own, at its own time
+#: (`StreamFin`), so that a FIN long before the peer's reset shows when it happened.
+TRANSPORT_EVENTS = ("rst", "idle")
 
 
 def endpoint_text(endpoint: tuple[str, int]) -> str:
@@ -302,6 +305,10 @@ class Dissector:
             conn = self.connections[event.conn]
             text = unseen_message(event.unseen, _sender(conn, event.direction))
             conn.codec.note(finding("tcp.ack-unseen", text, event.packet))
+        elif isinstance(event, StreamFin):
+            conn = self.connections[event.conn]
+            if not conn.closed and conn.is_amqp:
+                self._number(conn, [self._fin(conn, event)], out)
         elif isinstance(event, StreamClose):
             conn = self.connections[event.conn]
             if not conn.closed:
@@ -315,10 +322,11 @@ class Dissector:
 
     @staticmethod
     def _transport(conn: Connection, event: StreamClose) -> Frame:
-        """The `transport` record of an AMQP connection's TCP end: `event` (fin, rst, idle), `by`
-        (client, server, or None when nobody sent a FIN or RST) and, when a FIN came before the
-        reset, `after-fin` (whose). Its direction is the sender of what ended it ("c2s" when
-        nobody sent anything: an idle end), so the timeline's arrow points the way it went."""
+        """The `transport` record of an AMQP connection's TCP end: `event` (rst, idle; each FIN
+        is a record of its own, `_fin`), `by` (client, server, or None when nobody sent the
+        RST) and, when a FIN came before the reset, `after-fin` (whose). Its direction is the
+        sender of what ended it ("c2s" when nobody sent anything: an idle end), so the
+        timeline's arrow points the way it went."""
         frame = Frame(conn.version or "unknown", TRANSPORT, event.how, None, b"")
         frame.packet, frame.ts = event.packet, event.ts
         flip = conn.flipped  # `_number` turns stream directions into client/server ones
@@ -332,6 +340,17 @@ class Dissector:
         frame.fields = {"event": event.how, "by": side(event.by)}
         if event.how == "rst" and event.fin_by is not None:
             frame.fields["after-fin"] = side(event.fin_by)
+        return frame
+
+    @staticmethod
+    def _fin(conn: Connection, event: StreamFin) -> Frame:
+        """The `transport` record of one side's FIN (`event` fin, `by` its sender), at the time
+        of the packet that brought it, going the way it went."""
+        frame = Frame(conn.version or "unknown", TRANSPORT, "fin", None, b"")
+        frame.packet, frame.ts = event.packet, event.ts
+        frame.direction = event.direction
+        by = "client" if (event.direction == C2S) != conn.flipped else "server"
+        frame.fields = {"event": "fin", "by": by}
         return frame
 
     def _cut(self, packet: RawPacket, segment: Segment) -> None:

@@ -157,6 +157,10 @@ CODES: Final[dict[str, tuple[str, str]]] = {
     "amqp091.channel-error": (ERROR, "a channel was closed with an error reply code"),
     "amqp091.unexpected-method": (WARNING, "a method its connection or channel state forbids"),
     "amqp091.frame-after-close": (WARNING, "a channel's frame after the connection closed"),
+    "amqp091.sent-after-close": (
+        WARNING,
+        "a frame sent after its sender's own connection.close (but close-ok)",
+    ),
     "amqp091.unknown-delivery-tag": (ERROR, "an ack, nack or reject of a tag not outstanding"),
     "amqp091.unacked-at-end": (WARNING, "deliveries still unacknowledged when their channel ended"),
     "amqp091.unconfirmed-at-end": (WARNING, "confirm-mode publishes the broker never confirmed"),

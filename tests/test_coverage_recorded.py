@@ -116,7 +116,7 @@ def test_a_consumer_the_broker_cancelled_and_a_connection_it_forced_closed() -> 
     assert cancel["fields"]["consumer-tag"] == tag and cancel["conn"] == consume["conn"]
     closed = only(found, "close.connection")
     code, text = expect["closed_by_broker"]["reply_code"], expect["closed_by_broker"]["reply_text"]
-    assert closed["title"] == f"Connection closed by the server: {code} CONNECTION-FORCED"
+    assert closed["title"] == f"Connection closed by the server: {code} CONNECTION_FORCED"
     assert closed["severity"] == "error" and closed["conn"] == cancel["conn"]
     (close,) = (by_number[n] for n in closed["evidence"])
     assert (close["name"], close["dir"]) == ("connection.close", "s2c")
@@ -135,7 +135,7 @@ def test_a_client_that_stopped_the_brokers_content_with_channel_flow() -> None:
     assert (flow["name"], flow["dir"], flow["fields"]["active"]) == ("channel.flow", "c2s", False)
     closed = only(found, "close.connection")
     code, text = expect["closed_by_broker"]["reply_code"], expect["closed_by_broker"]["reply_text"]
-    assert closed["title"] == f"Connection closed by the server: {code} NOT-IMPLEMENTED"
+    assert closed["title"] == f"Connection closed by the server: {code} NOT_IMPLEMENTED"
     (close,) = (by_number[n] for n in closed["evidence"])
     assert (close["name"], close["dir"]) == ("connection.close", "s2c")
     assert (close["fields"]["reply-code"], close["fields"]["reply-text"]) == (code, text)

@@ -117,6 +117,11 @@ WARNED: dict[str, dict[str, int]] = {
         "close.connection": 1,
         "delivery.unsettled-at-end": 1,
     },
+    # captures/scenarios/garagemq_close.py (tests/test_diagnose_garagemq.py says what each says)
+    "091-gmq-heartbeat-fin": {"liveness.heartbeat-missed": 1, "liveness.dropped": 1},
+    "091-gmq-refused-login": {"auth.refused": 1},
+    "091-gmq-missing-exchange": {"close.channel": 1, "close.connection": 1, "spec.violation": 1},
+    "10-killed-client": {"liveness.dropped": 1},
 }
 #: a duration measured by the client agrees with the capture's within this fraction
 WITHIN = 0.10

@@ -140,8 +140,8 @@ def test_no_sasl_mechanism_in_common() -> None:
     assert not set(truth["allowed_mechs"]) & set(mechanisms)
     assert "No SASL mechanism in common" in diagnosis["title"]
     assert ", ".join(mechanisms) in diagnosis["explanation"]
-    # the client left (its FIN); the server's RST answered it
-    assert end["fields"].get("after-fin") == "client"
+    # the client left: its FIN, the first end of the TCP stream, is the evidence
+    assert end["kind"] == "transport" and end["fields"] == {"by": "client", "event": "fin"}
     assert "the client closed the TCP connection" in diagnosis["explanation"]
     assert not any(f["name"] == "sasl-init" for f in frames_of(name).values())
 

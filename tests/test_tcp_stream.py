@@ -10,7 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from amqpscope.capture.packet import ACK, FIN, PSH, RST, SYN, Segment
-from amqpscope.stream.events import StreamClose, StreamData, StreamGap, StreamOpen, StreamUnseen
+from amqpscope.stream.events import (
+    StreamClose,
+    StreamData,
+    StreamFin,
+    StreamGap,
+    StreamOpen,
+    StreamUnseen,
+)
 from amqpscope.stream.tcp import MAX_AHEAD, TIME_WAIT, TcpReassembler, events_from_segments
 
 MASK = 0xFFFFFFFF
@@ -830,6 +837,7 @@ def test_property_any_input_gives_well_formed_events(raw, cap):
     segs = [w.seg(*r) for r in raw if r[0] != r[1]]
     events, findings = run(segs, TcpReassembler(max_buffer=cap))
     state: dict[int, str] = {}
+    fins: set[tuple[int, str]] = set()
     for e in events:
         if isinstance(e, StreamOpen):
             assert e.conn not in state and e.conn == len(state) + 1
@@ -842,6 +850,10 @@ def test_property_any_input_gives_well_formed_events(raw, cap):
             assert e.data
         elif isinstance(e, StreamUnseen):
             assert e.unseen > 1  # more than a FIN's or a keep-alive's byte
+        elif isinstance(e, StreamFin):
+            assert (e.conn, e.direction) not in fins  # each direction's FIN once
+            fins.add((e.conn, e.direction))
+            assert e.last == ((e.conn, "c2s" if e.direction == "s2c" else "s2c") in fins)
         else:
             assert e.missing > 0
     assert all(v == "closed" for v in state.values())
@@ -892,6 +904,52 @@ def test_a_fin_then_the_peers_reset_names_both():
     ]
     events, _ = run(segs, TcpReassembler(), flush=False)
     assert closes(events) == [StreamClose(1, "rst", 7, 7.0, by="s2c", fin_by="c2s")]
+
+
+def test_each_fin_is_an_event_at_its_own_time():
+    """A broker hangs up on a silent client (its FIN), which wakes much later, sends, and its
+    peer's kernel answers with a reset: the FIN is an event at its own packet and time, long
+    before the close, and after the data it ends; the second FIN is the `last`."""
+    w = Wire()
+    segs = w.handshake(1000, 2000)
+    segs += [
+        w.seg(S, C, 2001, 1001, ACK | PSH, b"hb"),
+        w.seg(S, C, 2003, 1001, FIN | ACK, ts=40.0),
+        w.seg(C, S, 1001, 2004, ACK | PSH, b"late", ts=70.0),
+        w.seg(S, C, 2004, 1001, RST, ts=71.0),
+    ]
+    events, _ = run(segs, TcpReassembler(), flush=False)
+    kinds = [type(e).__name__ for e in events]
+    assert kinds == ["StreamOpen", "StreamData", "StreamFin", "StreamData", "StreamClose"]
+    assert [e for e in events if isinstance(e, StreamFin)] == [StreamFin(1, "s2c", 5, 40.0)]
+    assert closes(events) == [StreamClose(1, "rst", 7, 71.0, by="s2c", fin_by="s2c")]
+    w = Wire()
+    segs = w.handshake(1000, 2000)
+    segs += [w.seg(C, S, 1001, 2001, FIN | ACK), w.seg(S, C, 2001, 1002, FIN | ACK)]
+    events, _ = run(segs, TcpReassembler(), flush=False)
+    assert [e for e in events if isinstance(e, StreamFin)] == [
+        StreamFin(1, "c2s", 4, 4.0),
+        StreamFin(1, "s2c", 5, 5.0, last=True),
+    ]
+
+
+def test_a_fin_behind_a_hole_comes_after_the_gap():
+    """A FIN whose stream has a hole before it is reported once the hole is settled (after the
+    gap), with the time of the packet that brought it."""
+    w = Wire()
+    segs = w.handshake(1000, 2000)
+    segs += [
+        w.seg(C, S, 1001, 2001, ACK, b"a" * 10),
+        w.seg(C, S, 1016, 2001, FIN | ACK),  # 1011..1015 lost
+        w.seg(S, C, 2001, 1017, FIN | ACK),
+    ]
+    events, _ = run(segs)
+    kinds = [type(e).__name__ for e in events if not isinstance(e, (StreamOpen, StreamData))]
+    assert kinds == ["StreamGap", "StreamFin", "StreamFin", "StreamClose"]
+    assert [(e.direction, e.packet) for e in events if isinstance(e, StreamFin)] == [
+        ("c2s", 5),
+        ("s2c", 6),
+    ]
 
 
 def test_a_server_fin_left_half_open_is_named_at_flush():

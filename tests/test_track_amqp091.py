@@ -395,7 +395,7 @@ def test_a_channel_closed_for_the_consumer_timeout_names_the_delivery_held(wire:
     wire.method(1, S2C, 1, spec.Channel.Close(406, text, 0, 0), dt=1800.0)
     wire.method(1, C2S, 1, spec.Channel.CloseOk())
     (closed,) = [d for d in wire.diagnoses() if d.code == "close.channel"]
-    assert closed.title == "Channel 1 closed by the server: 406 PRECONDITION-FAILED"
+    assert closed.title == "Channel 1 closed by the server: 406 PRECONDITION_FAILED"
     assert "consumer timeout" in closed.explanation
     held = delivered[1]
     assert f"tag 2 in frame {held.number}, was 1800.0 s old" in closed.explanation

@@ -97,6 +97,17 @@ FINDINGS = {
         "amqp091.connection-error",  # ... which RabbitMQ refuses: 540
         "amqp091.unacked-at-end",
     ],
+    # captures/scenarios/garagemq_close.py: garagemq hangs up (FIN) on the silent client, which
+    # wakes 3 s later and publishes into the closed socket
+    "091-gmq-heartbeat-fin": ["amqp091.transport-closed", "amqp091.heartbeat-missed"],
+    # amqp-consume -c 3 asks for 3 at a time (basic.qos 3) and is sent all 3 at once
+    "091-gmq-happy": ["amqp091.prefetch-saturated"],
+    "091-gmq-refused-login": ["amqp091.login-refused"],  # 530 NOT_ALLOWED, not RabbitMQ's 403
+    "091-gmq-missing-exchange": [
+        "amqp091.channel-error",  # 404: the exchange does not exist
+        "amqp091.connection-error",  # 501 on the publish's content header, in flight
+        "amqp091.sent-after-close",  # garagemq's second connection.close
+    ],
 }
 
 
@@ -135,6 +146,7 @@ _NOTES = "how the scenario ran (pika's view, no count the summary gives)"
 _FOLLOWED = "journeys (test_follow)"
 _ANSWERED = "test_answers_are_the_clients"
 _TOOLS = "test_amqp_tools_got_what_the_tools_printed"
+_GARAGEMQ = "diagnoses (test_diagnose_garagemq)"
 _METRICS = "metrics (test_metrics: the busiest queues keep their names)"
 ELSEWHERE: dict[str, str] = {
     "cancelled_by_broker": _COVERAGE,
@@ -227,6 +239,11 @@ ELSEWHERE: dict[str, str] = {
     "requeued": _ANSWERED,
     "tools": _TOOLS,
     "queues_in_order": _METRICS,
+    "client_error": _GARAGEMQ,
+    "client_errors": _GARAGEMQ,
+    "exchange": _GARAGEMQ,
+    "amqp_tools": _NOTES,
+    "tools_deliveries": "part of the deliveries compared here (amqp-consume's)",
     "deliveries_by_queue": _METRICS,
     "declared": _TOOLS,
     "got": _TOOLS,

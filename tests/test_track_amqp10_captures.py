@@ -72,6 +72,8 @@ EXPECTED_FINDINGS: dict[str, dict[str, int]] = {
     },
     # captures/scenarios/garagemq_methods.py: a listener with no coordinator accepts the declare
     "10-tx-no-coordinator": {"amqp10.transaction-failed": 1},
+    # captures/scenarios/garagemq_close.py: the client killed holding its link: its FIN
+    "10-killed-client": {"amqp10.transport-closed": 1},
 }
 
 

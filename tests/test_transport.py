@@ -65,35 +65,34 @@ def tcp_ends(path: Path) -> dict[tuple[str, str], list[tuple[int, str, bool]]]:
 @pytest.mark.skipif(TSHARK is None, reason="tshark is not installed (make test installs it)")
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
 def test_each_transport_record_is_the_tcp_end_tshark_sees(path: Path) -> None:
+    """Each side's first FIN is a `fin` record at its own packet, by its sender; the first reset
+    is an `rst` record, the connection's last, naming the FIN before it (whose)."""
     found = records(path)
     ends = tcp_ends(path)
     amqp = {f.conn: (f.src, f.dst, f.direction) for f in found if f.kind != "transport"}
     transport = [f for f in found if f.kind == "transport"]
-    assert len({f.conn for f in transport}) == len(transport)  # at most one per connection
-    for record in transport:
-        assert record.conn in amqp
-        last = max(f.number for f in found if f.conn == record.conn)
-        assert record.number == last  # the connection's last record
-        src, dst, direction = amqp[record.conn]
+    assert {f.conn for f in transport} <= set(amqp)
+    for conn, (src, dst, direction) in amqp.items():
         client = src if direction == "c2s" else dst
-        segments = ends[tuple(sorted((src, dst)))]
-        resets = [s for s in segments if s[2]]
-        fins = [s for s in segments if not s[2]]
-        by = record.fields["by"]
-        if resets:  # the first reset ends it, whoever sent a FIN before
-            number, sender, _ = resets[0]
-            assert (record.name, record.packet) == ("rst", number)
-            assert by == ("client" if sender == client else "server")
-            before = [s for s in fins if s[0] < number]
-            after = None
-            if before:
-                after = "client" if before[0][1] == client else "server"
-            assert record.fields.get("after-fin") == after
-        else:
-            assert record.name == "fin" and fins
-            assert by == ("client" if fins[0][1] == client else "server")
-        assert record.direction == ("c2s" if by == "client" else "s2c")
-        assert record.fields["event"] == record.name and record.size == 0 and not record.data
+        mine = [f for f in transport if f.conn == conn]
+        want: list[tuple[str, int, str]] = []
+        senders: list[str] = []
+        for number, sender, reset in ends[tuple(sorted((src, dst)))]:
+            side = "client" if sender == client else "server"
+            if reset:  # the first reset ends it, whoever sent a FIN before
+                want.append(("rst", number, side))
+                break
+            if side not in senders:
+                senders.append(side)
+                want.append(("fin", number, side))
+        assert [(r.name, r.packet, r.fields["by"]) for r in mine] == want
+        for record in mine:
+            assert record.direction == ("c2s" if record.fields["by"] == "client" else "s2c")
+            assert record.fields["event"] == record.name and record.size == 0 and not record.data
+            if record.name == "rst":
+                last = max(f.number for f in found if f.conn == conn)
+                assert record.number == last  # the connection's last record
+                assert record.fields.get("after-fin") == (senders[0] if senders else None)
 
 
 def test_a_capture_that_stops_mid_connection_writes_no_transport_record() -> None:
@@ -116,12 +115,14 @@ def test_a_capture_that_stops_mid_connection_writes_no_transport_record() -> Non
 @pytest.mark.parametrize(
     ("name", "state", "transport"),
     [
-        # RabbitMQ resets after the client's FIN even when everything closed cleanly
-        ("091-publish-consume", "closed", "rst by server"),
-        # the broker's connection.close 403 ends a refused login: no close-ok came back
-        ("091-refused-login", "closing", "rst by server"),
+        # RabbitMQ resets after the client's FIN even when everything closed cleanly: the
+        # client ended the TCP connection first
+        ("091-publish-consume", "closed", "fin by client"),
+        # the broker's connection.close 403 ends a refused login: no close-ok came back; pika
+        # hangs up first
+        ("091-refused-login", "closing", "fin by client"),
         # the SASL outcome was auth, so no AMQP connection was ever opened
-        ("10-sasl-failed", "sasl-failed", "rst by server"),
+        ("10-sasl-failed", "sasl-failed", "fin by client"),
         ("10-tls-inband", "closed", "fin by server"),
     ],
 )
@@ -139,21 +140,23 @@ def test_the_killed_consumer_is_reported_dropped_with_its_unacked_deliveries() -
     assert truth["killed_with"] == "SIGKILL" and truth["connection_closes"] == 0
     found = records(KILLED)
     assert not [f for f in found if f.name == "connection.close"]
-    last = found[-1]
+    fin, last = found[-2:]
+    assert (fin.kind, fin.name, fin.fields["by"]) == ("transport", "fin", "client")
     assert (last.kind, last.name, last.fields["by"]) == ("transport", "rst", "server")
     assert last.fields["after-fin"] == "client"  # the kernel closed the killed client's socket
     summary = summary_of(KILLED)
     (conn,) = summary["connections"]
-    assert (conn["state"], conn["transport"], conn["dropped"]) == ("open", "rst by server", True)
+    # the client ended the TCP connection first: its kernel's FIN
+    assert (conn["state"], conn["transport"], conn["dropped"]) == ("open", "fin by client", True)
     assert conn["totals"]["unacked"] == truth["unacked_when_killed"]
     (channel,) = conn["channels"]
     assert channel["ended"] == "transport"
     dropped = [f for f in summary["findings"] if f["code"] == "amqp091.transport-closed"]
     (unacked,) = [f for f in summary["findings"] if f["code"] == "amqp091.unacked-at-end"]
-    assert len(dropped) == 1 and dropped[0]["frame"] == unacked["frame"] == last.number
+    assert len(dropped) == 1 and dropped[0]["frame"] == unacked["frame"] == fin.number
     assert dropped[0]["severity"] == "warning"
     text = dropped[0]["message"]
-    assert "server reset" in text and "client's FIN" in text and "no connection.close" in text
+    assert "client closed the TCP connection (FIN)" in text and "no connection.close" in text
     assert f"{truth['unacked_when_killed']} deliveries unacked" in text and "1 channel" in text
     assert f"{truth['unacked_when_killed']} deliveries" in unacked["message"]
 
@@ -161,11 +164,11 @@ def test_the_killed_consumer_is_reported_dropped_with_its_unacked_deliveries() -
 def test_the_killed_consumer_reads_as_dropped_in_the_terminal() -> None:
     result = CliRunner().invoke(main, ["summary", str(KILLED), "--width", "200"])
     assert result.exit_code == 0, result.output
-    assert "dropped (TCP RST by server, no connection.close)" in result.stdout.splitlines()[0]
+    assert "dropped (TCP FIN by client, no connection.close)" in result.stdout.splitlines()[0]
     read = CliRunner().invoke(main, ["read", str(KILLED), "--width", "400"])
-    last = read.stdout.splitlines()[-1]
+    fin, last = read.stdout.splitlines()[-2:]
+    assert "c1 →" in fin and "TCP FIN (client)" in fin and "amqp091.transport-closed" in fin
     assert "c1 ←" in last and "TCP RST (server, after the client's FIN)" in last
-    assert "amqp091.transport-closed" in last
 
 
 def _ipv4_tcp(sport: int, dport: int, seq: int, ack: int, flags: int, payload: bytes) -> bytes:
@@ -215,26 +218,31 @@ def _sender_that_dies() -> list[tuple[str, bytes]]:
 
 
 @pytest.mark.parametrize(
-    ("end", "event", "by"),
+    ("end", "last_event", "by"),
     [
-        ([(True, FIN), (False, RST)], "rst", "server"),  # killed: the kernel's FIN, a reset
+        ([(True, FIN), (False, RST)], "rst", "client"),  # killed: the kernel's FIN, a reset
         ([(False, FIN), (True, FIN)], "fin", "server"),  # the broker hung up
     ],
 )
 def test_a_dropped_10_connection_is_reported_once_with_what_it_left(
-    end: list[tuple[bool, int]], event: str, by: str
+    end: list[tuple[bool, int]], last_event: str, by: str
 ) -> None:
+    """Who ended the TCP connection first is who dropped it (the first FIN); the link ends
+    when the client is gone: at its own FIN, or at the end after the broker's."""
+    event = "fin"
     found = list(Dissector().run(_connection(_sender_that_dies(), end)))
     assert [f.name for f in found if f.name in ("close", "detach", "end")] == []
-    last = found[-1]
-    assert (last.kind, last.name, last.fields["by"]) == ("transport", event, by)
+    first, last = found[-2:]
+    assert (first.kind, first.name, first.fields["by"]) == ("transport", "fin", by)
+    assert (last.kind, last.name) == ("transport", last_event)
     tracker = Tracker()
     for frame in found:
         tracker.feed(frame)
     tracker.finish()
     codes = [f.code for f in tracker.findings]
     assert codes == ["amqp10.transport-closed", "amqp10.unsettled-at-end"]
-    assert all(f.frame == last.number for f in tracker.findings)
+    gone = first if by == "client" else last
+    assert [f.frame for f in tracker.findings] == [first.number, gone.number]
     dropped, unsettled = tracker.findings
     assert f"the {by}" in dropped.message and "(no close)" in dropped.message
     assert "1 session and 1 link still open, 3 deliveries unsettled" in dropped.message

@@ -215,8 +215,14 @@ class Method(NamedTuple):
         out += "\n#: class id -> content properties in flag order (bit 15 first)\n"
         out += f"PROPERTIES: dict[int, tuple[tuple[str, str], ...]] = {_py(props)}\n"
         constants = {c["name"]: c["value"] for c in spec["constants"] if "class" not in c}
-        replies = {c["value"]: (c["name"], c["class"]) for c in spec["constants"] if "class" in c}
-        replies[200] = ("REPLY-SUCCESS", "success")
+        # reply names as the wire, brokers' logs and clients spell them (NOT_FOUND, what users
+        # search for), not as the spec's XML does (NOT-FOUND)
+        replies = {
+            c["value"]: (c["name"].replace("-", "_"), c["class"])
+            for c in spec["constants"]
+            if "class" in c
+        }
+        replies[200] = ("REPLY_SUCCESS", "success")
         out += f"\n#: framing constants\nCONSTANTS: dict[str, int] = {_py(constants)}\n"
         out += "\n#: reply code -> (name, soft-error | hard-error | success)\n"
         out += f"REPLY_CODES: dict[int, tuple[str, str]] = {_py(dict(sorted(replies.items())))}\n"

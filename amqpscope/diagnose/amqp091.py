@@ -53,13 +53,21 @@ def per_finding(
     ]
 
 
-def reply_cause(code: Any, text: Any) -> tuple[str, str, str]:
-    """(reply name, cause, what to check) of a reply code and text, from the tables."""
-    name = REPLY_CODES.get(code, ("UNKNOWN", ""))[0] if isinstance(code, int) else "UNKNOWN"
+def _text_cause(name: str, text: Any) -> tuple[str, str] | None:
+    """(cause, what to check) when the reply-text narrows the reply name down."""
     lowered = str(text or "").lower()
     for key, needle, cause, check in causes.TEXT_CAUSES:
         if key == name and needle in lowered:
-            return name, cause, check
+            return cause, check
+    return None
+
+
+def reply_cause(code: Any, text: Any) -> tuple[str, str, str]:
+    """(reply name, cause, what to check) of a reply code and text, from the tables."""
+    name = REPLY_CODES.get(code, ("UNKNOWN", ""))[0] if isinstance(code, int) else "UNKNOWN"
+    narrowed = _text_cause(name, text)
+    if narrowed is not None:
+        return name, *narrowed
     cause, check = causes.REPLY_CAUSES.get(
         name, ("an error the table does not explain", "the broker's log")
     )
@@ -519,12 +527,34 @@ def closes(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
             start_ok = [s.number for s in login[0].before if s.name == "connection.start-ok"]
             evidence = start_ok[-1:] + evidence
             title = f"The broker refused the login of user {conn.user!r}: {reply} {name}"
+            # a code of its own per broker (garagemq: 530 NOT_ALLOWED): the reply table would
+            # explain that code's other uses (a vhost, a channel-max), not a login
+            cause, check = _text_cause(name, close.get("reply-text")) or causes.LOGIN_CAUSE
         elif epoch is not None:
             title = f"Channel {epoch.number} closed by the {close.get('by')}: {reply} {name}" + (
                 f" on {method}" if method else ""
             )
             if checked is not None:
                 title += " (passive)"
+        elif conn.close_in_flight is not None:
+            # the broker's own breach (garagemq: 501 on the content of a publish whose channel
+            # it had just closed): the client's frame was no malformed one
+            in_channel, sent, closed = conn.close_in_flight
+            title = (
+                f"Connection closed by the {close.get('by')}: {reply} {name} on a frame in flight"
+            )
+            cause = (
+                f"the broker closed the connection on frame {sent}, which the client sent on"
+                f" channel {in_channel} after the broker's own channel.close (frame {closed})"
+                " and before its close-ok: a frame in flight, which a peer that sent"
+                " channel.close must discard (AMQP 0-9-1, channel.close). The broker's error,"
+                " not the client's"
+            )
+            check = (
+                f"the channel's close in frame {closed} (the error to fix) and the broker's"
+                " handling of frames in flight"
+            )
+            evidence = [closed, sent, *evidence[1:]]
         else:
             title = f"Connection closed by the {close.get('by')}: {reply} {name}"
         diagnosis = make(
@@ -772,7 +802,19 @@ def liveness(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
         pending = sum(len(e.left_unconfirmed) for e in _epochs(conn) if e.ended == "transport")
         flight = f"{left} deliveries unacked, {pending} publishes unconfirmed"
         recent = ev.recent.get(conn.conn)
-        silent = [s for s in silences if s[4] and _side(s[1]) != what.get("by")]
+        # the last frame before the end (a side may still send after the other's FIN)
+        before = next((f.number for f in reversed(recent or ()) if f.ts <= end.ts), 0)
+        ender = C2S if what.get("by") == "client" else "s2c"
+        # the other side's silence that was going on when the TCP end came (it may have spoken
+        # again later, not knowing: a client that wakes and publishes after the broker's FIN)
+        silent = [
+            (end.ts - last.ts, direction)
+            for _gap, direction, last, after, for_good in silences
+            if direction != ender
+            and last is not None
+            and last.ts < end.ts <= (end.ts if for_good else after.ts)
+            and end.ts - last.ts > causes.HEARTBEAT_INTERVALS * (interval or 0)
+        ]
         why = (
             f" It came after the {_side(silent[0][1])}'s silence of {silent[0][0]:.1f} s: its"
             " peer gave up on it (missed heartbeats)."
@@ -788,7 +830,7 @@ def liveness(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
                 f" ({what.get('event')}) first, with {flight} in flight." + why,
                 conn=conn.conn,
                 start=end.ts,
-                evidence=[recent[-1].number if recent else 0, end.number],
+                evidence=[before, end.number],
             )
         )
     return out

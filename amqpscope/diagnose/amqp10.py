@@ -251,6 +251,15 @@ def _link_of(conn: ConnectionTracker, placed: Placed) -> Link | None:
     return None
 
 
+def _after_peer_end(conn: ConnectionTracker, ev: Evidence, placed: Placed) -> Seen | None:
+    """The peer's FIN that came before this error frame, when the TCP stream's first end was
+    the other side's: the error answers a peer that is gone, not what it sent."""
+    end = ev.ends.get(conn.conn)
+    if end is None or end.name != "fin" or end.direction == placed.frame.direction:
+        return None
+    return end if end.number < placed.frame.number else None
+
+
 def errors(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
     out = []
     for placed in ev.found(conn.conn, "amqp10.error"):
@@ -261,6 +270,15 @@ def errors(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
             condition, ("an error condition the table does not explain", "the description")
         )
         side = SIDE_OF.get(placed.frame.direction, "?")
+        gone = _after_peer_end(conn, ev, placed)
+        if gone is not None:  # e.g. Proton's engine: framing-error "connection aborted"
+            peer = SIDE_OF.get(gone.direction, "peer")
+            cause = (
+                f"the {peer} had ended its TCP stream (FIN, frame {gone.number}) before this"
+                f" {placed.frame.name}: the {side} reacts to a {peer} that is gone (killed,"
+                f" crashed or vanished with no close), not to anything the {peer} sent"
+            )
+            check = f"the {peer}'s process and why it ended with no close"
         link = _link_of(conn, placed)
         expired = expired_token(
             conn.conn, ev, placed, _address(link) if link else None, link.name if link else None
@@ -293,7 +311,11 @@ def errors(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
                 channel=placed.frame.channel,
                 queue=address,
                 start=placed.frame.ts,
-                evidence=[answered.number if answered else 0, placed.frame.number],
+                evidence=[
+                    answered.number if answered else 0,
+                    gone.number if gone else 0,
+                    placed.frame.number,
+                ],
             )
         )
     for placed in ev.found(conn.conn, "amqp10.sasl-failed"):

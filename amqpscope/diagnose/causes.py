@@ -74,65 +74,65 @@ HEARTBEAT_INTERVALS: Final = 2
 
 #: 0-9-1 reply-code name (spec section 1.2 constants) -> (likely cause, what to check)
 REPLY_CAUSES: Final[dict[str, tuple[str, str]]] = {
-    "CONTENT-TOO-LARGE": (
+    "CONTENT_TOO_LARGE": (
         "the message was larger than the broker accepts",
         "the broker's max message size and the publisher's body sizes",
     ),
-    "NO-ROUTE": (
+    "NO_ROUTE": (
         "a mandatory publish matched no queue",
         "the exchange's bindings and the routing key",
     ),
-    "NO-CONSUMERS": (
+    "NO_CONSUMERS": (
         "an immediate publish found no consumer ready",
         "whether a consumer was subscribed at the time",
     ),
-    "CONNECTION-FORCED": (
+    "CONNECTION_FORCED": (
         "an operator or the broker closed the connection (rabbitmqctl close_connection,"
         " a node shutting down, a policy)",
         "the broker's log at that time, and whether the node was restarting",
     ),
-    "INVALID-PATH": (
+    "INVALID_PATH": (
         "the virtual host named in connection.open does not exist",
         "the vhost in the connection URL",
     ),
-    "ACCESS-REFUSED": (
+    "ACCESS_REFUSED": (
         "the user may not do this: a reserved name (amq.*), an exclusive queue of another"
         " connection, or missing permissions",
         "the user's permissions on the vhost and the names used",
     ),
-    "NOT-FOUND": (
+    "NOT_FOUND": (
         "the method named a queue or exchange that does not exist",
         "the name in the method below, and who deletes or declares it",
     ),
-    "RESOURCE-LOCKED": (
+    "RESOURCE_LOCKED": (
         "the queue is exclusive to another connection, or in use exclusively",
         "exclusive consumers and exclusive queues of other connections",
     ),
-    "PRECONDITION-FAILED": (
+    "PRECONDITION_FAILED": (
         "the method's preconditions failed",
         "the method below and the state it depends on",
     ),
-    "FRAME-ERROR": ("the peer sent a malformed frame", "the client library's version"),
-    "SYNTAX-ERROR": ("a method's fields did not parse", "the client library's version"),
-    "COMMAND-INVALID": (
+    "FRAME_ERROR": ("the peer sent a malformed frame", "the client library's version"),
+    "SYNTAX_ERROR": ("a method's fields did not parse", "the client library's version"),
+    "COMMAND_INVALID": (
         "a method not allowed in the current state",
         "the order of methods the client sent",
     ),
-    "CHANNEL-ERROR": (
+    "CHANNEL_ERROR": (
         "a frame on a channel that is not open",
         "channel numbers the client reuses after a close",
     ),
-    "UNEXPECTED-FRAME": (
+    "UNEXPECTED_FRAME": (
         "a frame the receiver did not expect (e.g. content without a method)",
         "whether two threads share one channel",
     ),
-    "RESOURCE-ERROR": ("the broker ran short of a resource", "the broker's memory and disk"),
-    "NOT-ALLOWED": (
+    "RESOURCE_ERROR": ("the broker ran short of a resource", "the broker's memory and disk"),
+    "NOT_ALLOWED": (
         "the method is not allowed: e.g. a vhost the user may not open, or a channel-max exceeded",
         "the user's vhost access and the negotiated limits",
     ),
-    "NOT-IMPLEMENTED": ("the broker does not implement the method", "the broker's features"),
-    "INTERNAL-ERROR": ("the broker failed internally", "the broker's log"),
+    "NOT_IMPLEMENTED": ("the broker does not implement the method", "the broker's features"),
+    "INTERNAL_ERROR": ("the broker failed internally", "the broker's log"),
 }
 
 #: a synchronous 0-9-1 method the broker never answered -> what that may mean ("": any other);
@@ -166,14 +166,14 @@ CONSUMER_TIMEOUT: Final = "delivery acknowledgement on channel"
 #: reply-text narrows a code down; the first match wins, then REPLY_CAUSES
 TEXT_CAUSES: Final[tuple[tuple[str, str, str, str], ...]] = (
     (
-        "PRECONDITION-FAILED",
+        "PRECONDITION_FAILED",
         "unknown delivery tag",
         "the client acked, nacked or rejected a delivery tag the channel did not hold",
         "acks sent twice, acks on another channel than the delivery's, acks after a reopen,"
         " and acks of deliveries consumed with no-ack",
     ),
     (
-        "PRECONDITION-FAILED",
+        "PRECONDITION_FAILED",
         CONSUMER_TIMEOUT,
         "a delivery stayed unacked longer than the broker's consumer timeout (RabbitMQ's"
         " consumer_timeout, 30 minutes by default; its value is in the reply-text), and the"
@@ -182,29 +182,37 @@ TEXT_CAUSES: Final[tuple[tuple[str, str, str, str], ...]] = (
         " the queue's or consumer's x-consumer-timeout",
     ),
     (
-        "PRECONDITION-FAILED",
+        "PRECONDITION_FAILED",
         "larger than configured max size",
         "a published message was larger than the broker's max_message_size",
         "the size of the publish below and max_message_size in rabbitmq.conf",
     ),
     (
-        "PRECONDITION-FAILED",
+        "PRECONDITION_FAILED",
         "inequivalent arg",
         "a declare named an existing queue or exchange with different arguments",
         "the arguments of every declare of that name (x-max-length, durable, x-queue-type...)",
     ),
     (
-        "ACCESS-REFUSED",
+        "ACCESS_REFUSED",
         "reserved prefix",
         "the name starts with amq., which only the broker may create",
         "the queue or exchange name",
     ),
     (
-        "ACCESS-REFUSED",
+        "ACCESS_REFUSED",
         "login was refused",
         "the user name or password was wrong, or the user may not log in from here",
         "the credentials, and whether guest is connecting from a non-loopback address",
     ),
+)
+
+#: (cause, what to check) of a close that answered the client's credentials (start-ok or
+#: secure-ok) with a code the reply-text does not narrow down
+LOGIN_CAUSE: Final = (
+    "the broker refused the credentials: a wrong user name or password, or a user that may not"
+    " log in",
+    "the credentials and the user's rights in the broker's configuration",
 )
 
 #: 1.0 error condition (spec part 2 section 2.8.15-2.8.18) -> (cause, what to check)
@@ -339,6 +347,11 @@ VIOLATIONS: Final[dict[str, tuple[str, str]]] = {
     "amqp091.unexpected-method": (
         "a method its connection or channel state does not allow",
         "AMQP 0-9-1 section 4.2.3 / 4.2.4 (connection and channel state)",
+    ),
+    "amqp091.sent-after-close": (
+        "a peer that sent connection.close sends nothing more but connection.close-ok, and"
+        " discards what it receives but close and close-ok",
+        "AMQP 0-9-1, connection.close",
     ),
 }
 

@@ -236,8 +236,9 @@ def decode(
             for f in frame.findings:
                 findings.append(_finding(f, place, "frame", frame.ts, frame.conn))
             counted[frame.conn] = counted.get(frame.conn, 0) + len(frame.findings)
-        if frame.kind == TRANSPORT:
-            # its TCP ended: its rows go now and its trackers forget it, so a capture of many
+        if frame.kind == TRANSPORT and frame.conn not in tracker.half_closed:
+            # its TCP ended (a reset, idle, the second FIN: after the first the other side may
+            # still send): its rows go now and its trackers forget it, so a capture of many
             # connections is held a connection at a time, not whole
             if want_deliveries:
                 ended += _deliveries(log.finish(), place, frame.conn)

@@ -1,6 +1,6 @@
 """The terminal report of `amqpscope diagnose`: one block per diagnosis, its proof under it.
 
-    ERROR  close.channel  Channel 1 closed by the server: 406 PRECONDITION-FAILED on queue.declare
+    ERROR  close.channel  Channel 1 closed by the server: 406 PRECONDITION_FAILED on queue.declare
            c1 ch1  at 0.012 s
            PRECONDITION_FAILED - inequivalent arg ... Likely cause: ... Check ...
              14   0.011851 c1 → ch1  queue.declare ...

@@ -1,5 +1,5 @@
 """What TCP reassembly reports: a connection opened, ordered data, a gap, bytes acknowledged
-but not seen, a close.
+but not seen, one side's FIN, a close.
 
 `conn` numbers connections 1, 2, 3... in the order their first segment appears. `direction` is
 "c2s" (client to server) or "s2c". Every event names the packet that caused it, so a frame can be
@@ -74,6 +74,21 @@ class StreamUnseen:
 
 
 @dataclass(slots=True)
+class StreamFin:
+    """`direction` of `conn` ended with a FIN, sent in `packet` at `ts`: reported once every byte
+    before it was delivered or declared missing, so it follows the data it ends. Who sent the
+    first FIN is who ended the TCP stream first (the peer may still send, as a client that wakes
+    and publishes into a socket the broker has left). `last`: the peer's FIN came before, so
+    this one closes the connection (its `StreamClose` follows)."""
+
+    conn: int
+    direction: str
+    packet: int
+    ts: float
+    last: bool = False
+
+
+@dataclass(slots=True)
 class StreamClose:
     """The connection ended: `how` is "fin" (both sides or one), "rst", "eof" (capture ended), or
     "idle" (no packet for too long: `TcpReassembler.expire_idle`). `by` is the direction that
@@ -89,4 +104,4 @@ class StreamClose:
     fin_by: str | None = None
 
 
-StreamEvent = StreamOpen | StreamData | StreamGap | StreamUnseen | StreamClose
+StreamEvent = StreamOpen | StreamData | StreamGap | StreamUnseen | StreamFin | StreamClose

@@ -67,7 +67,9 @@ how="rst". A reset is routine, so `tcp.reset` is reported only when it strands d
 bytes behind a hole, or bytes the capture saw that the peer had not acknowledged (only when acks
 from that peer were seen at all). `StreamClose.by` names the direction that ended the connection
 (the reset's sender, else the first FIN's) and `fin_by` the first FIN's, so that "who hung up"
-reaches the report.
+reaches the report. Each direction's FIN is also a `StreamFin` of its own, at its own packet,
+once the stream reached it (after its data): a FIN long before the peer's reset (a broker
+hanging up on a silent client that wakes later) is seen when it happened.
 """
 
 from __future__ import annotations
@@ -85,6 +87,7 @@ from amqpscope.stream.events import (
     StreamClose,
     StreamData,
     StreamEvent,
+    StreamFin,
     StreamGap,
     StreamOpen,
     StreamUnseen,
@@ -126,6 +129,8 @@ class _Half:
         "done",
         "fast",
         "fin",
+        "fin_packet",
+        "fin_ts",
         "firm",
         "hist",
         "hist_at",
@@ -164,6 +169,8 @@ class _Half:
         self.came: dict[int, tuple[int, float]] = {}  # start -> (packet, ts) that brought it
         self.buffered = 0
         self.fin: int | None = None  # position of the FIN
+        self.fin_packet = 0  # the packet that brought the FIN, and its time
+        self.fin_ts = 0.0
         self.done = False  # every byte before the FIN delivered or declared missing
         #: (end, data) delivered, not yet acked: the entries from `hist_at` on (a list with a
         #: moving start, not a deque: compiled, its appends and reads are native)
@@ -643,7 +650,7 @@ class TcpReassembler:
         if h.hist_len > HISTORY:
             self._trim_hist(h)
         if h.fin is not None and end == h.fin:
-            self._reach_fin(h)
+            self._reach_fin(h, out)
 
     def _snapped(
         self, h: _Half, seq: int, kept: int, cut: int, packet: int, ts: float, out: list
@@ -675,12 +682,15 @@ class TcpReassembler:
         h.firm = True
         h.clear_hist()
         if h.fin is not None and to == h.fin:
-            self._reach_fin(h)
+            self._reach_fin(h, out)
 
     @staticmethod
-    def _reach_fin(h: _Half) -> None:
+    def _reach_fin(h: _Half, out: list[StreamEvent]) -> None:
+        """Every byte before the FIN is delivered or declared missing: the FIN is an event now,
+        at the time of the packet that brought it."""
         fin = h.fin
         assert fin is not None  # called once the stream reached its FIN
+        out.append(StreamFin(h.cid, h.direction, h.fin_packet, h.fin_ts, h.peer.done))
         h.nxt = fin + 1
         h.done = True
         h.fast = False
@@ -851,6 +861,8 @@ class TcpReassembler:
                 h.conn.fin_by = h.direction
             fin = nxt + off
             h.fin = fin
+            h.fin_packet = packet
+            h.fin_ts = ts
             h.fast = False
             starts = h.starts
             while starts and starts[-1] >= fin:  # data past the FIN is ignored
@@ -864,7 +876,7 @@ class TcpReassembler:
                     h.segs[last] = d[: fin - last]
                     h.buffered -= last + len(d) - fin
         if h.nxt == h.fin:
-            self._reach_fin(h)
+            self._reach_fin(h, out)
         elif h.acked > _pos(h):
             self._resolve(h, packet, ts, out)
 

@@ -93,6 +93,8 @@ class Tracker:
         self.retire = retire
         self.on_retire = on_retire
         self.ended: list[int] = []  # connections whose TCP ended, retired at the next frame
+        #: conn -> who sent the first FIN, while the other side may still send (half-closed)
+        self.half_closed: dict[int, str] = {}
         self.order: dict[int, int] = {}  # conn -> its order among tracked connections
         self.created = 0
         self.raised_count: dict[int, int] = {}  # conn -> findings placed on its frames
@@ -108,9 +110,13 @@ class Tracker:
             return
         tracker = self.connections.get(frame.conn)
         if frame.kind == TRANSPORT:  # the TCP end: no frame, and no connection of its own
+            over = self._tcp_over(frame)
             if tracker is not None:
-                self._place(frame, tracker.transport(frame))
-                if self.retire:
+                # the client's FIN ends its channels and links (it sends nothing more); after
+                # the broker's, the client may still send, not knowing, until the TCP end
+                gone = over or frame.fields.get("by") == "client"
+                self._place(frame, tracker.transport(frame, gone))
+                if over and self.retire:
                     self.ended.append(frame.conn)
             return
         if tracker is None:
@@ -198,6 +204,18 @@ class Tracker:
         for _, findings in retired[at:]:
             for found in findings:
                 self._keep(found)
+
+    def _tcp_over(self, frame: Frame) -> bool:
+        """Whether a `transport` record ends the TCP connection: a reset, an idle end, or the
+        second side's FIN (after the first, the other side may still send)."""
+        conn = frame.conn
+        if frame.name == "fin" and self.half_closed.get(conn, frame.fields.get("by")) == (
+            frame.fields.get("by")
+        ):
+            self.half_closed[conn] = str(frame.fields.get("by"))
+            return False
+        self.half_closed.pop(conn, None)
+        return True
 
     def retire_ended(self) -> None:
         """Finish and forget the connections whose TCP ended (after their last frame was

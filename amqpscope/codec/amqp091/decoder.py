@@ -36,7 +36,7 @@ class Tables:
         self.arguments: CompiledMethods = compile_methods(methods)
         self.content = frozenset(ids for ids, m in methods.items() if m.content)
         self.properties = compile_properties(properties)
-        self.replies = {code: name.replace("-", "_") for code, (name, _) in replies.items()}
+        self.replies = {code: name for code, (name, _) in replies.items()}
         self.differences = differences(methods, spec.METHODS)
 
 

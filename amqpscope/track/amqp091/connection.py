@@ -95,6 +95,15 @@ class ConnectionTracker:
         # after connection.close-ok: its frame, and the state each channel was in then
         self.closed_frame = 0
         self.closed_channels: dict[int, str] = {}
+        #: direction -> the frame of that side's own connection.close: it may send nothing after
+        #: it but connection.close-ok (a second close, a method: its breach)
+        self.own_close: dict[str, int] = {}
+        #: channel -> (the client's last frame on it after the server's channel.close, that
+        #: close's frame): frames in flight, which the server must discard until close-ok
+        self.in_flight: dict[int, tuple[int, int]] = {}
+        #: (channel, in-flight frame, the server's channel.close) a server's connection.close
+        #: came on: not the client's error (`diagnose` says so)
+        self.close_in_flight: tuple[int, int, int] | None = None
         self.transport_end: dict[str, Any] | None = None  # the `transport` record's fields
         self.dropped = False  # TCP ended while the AMQP connection was open (transport-closed)
         # when each direction last lost bytes (a `tcp.gap` on its frame; -1.0: never): what it
@@ -132,6 +141,13 @@ class ConnectionTracker:
         if frame.findings:
             self._lost(frame, last)
         kind = frame.kind
+        if self.own_close and kind != HEARTBEAT:
+            own = self.own_close.get(direction)
+            # a channel's frame once the connection closed is amqp091.frame-after-close alone
+            # (_after_close): one finding a frame
+            after_close_ok = self.state == rules.CLOSED and bool(frame.channel)
+            if own and frame.name != "connection.close-ok" and not after_close_ok:
+                self._after_own_close(frame, direction, own, out)
         if kind == METHOD:
             if frame.channel:
                 self._channel(frame, direction, out)
@@ -148,8 +164,26 @@ class ConnectionTracker:
                     if kind == CONTENT_HEADER:
                         epoch.content_header(frame, direction)
                 else:
-                    epoch.discarded += 1
+                    self._discard(epoch, frame, direction)
         return out
+
+    def _discard(self, epoch: ChannelEpoch, frame: Frame, direction: str) -> None:
+        """A frame in flight while its channel closes: its peer drops it. The client's, after
+        the server's channel.close, is remembered: a connection.close on it is the server's."""
+        epoch.discarded += 1
+        if direction == C2S and epoch.state == rules.CH_CLOSING_BY_SERVER and epoch.close:
+            self.in_flight[epoch.number] = (frame.number, epoch.close.get("frame") or 0)
+
+    def _after_own_close(self, frame: Frame, direction: str, own: int, out: list[Finding]) -> None:
+        who = "client" if direction == C2S else "server"
+        self.unexpected += 1
+        out.append(
+            finding(
+                "amqp091.sent-after-close",
+                f"{frame.name} on channel {frame.channel or 0} from the {who} after its own"
+                f" connection.close (frame {own})",
+            )
+        )
 
     def _begin(self, frame: Frame, out: list[Finding]) -> None:
         self.first_ts = frame.ts
@@ -267,6 +301,7 @@ class ConnectionTracker:
         self.vhost = frame.fields.get("virtual-host")
 
     def _close(self, frame: Frame, direction: str, out: list[Finding]) -> None:
+        self.own_close.setdefault(direction, frame.number)
         if self.close is not None:
             return
         by = "client" if direction == C2S else "server"
@@ -278,7 +313,10 @@ class ConnectionTracker:
         if code in rules.OK_CODES or code is None:
             return
         text = info["reply-text"]
-        if self.state in rules.CONNECTION_LOGIN and by == "server" and code in rules.LOGIN_REFUSED:
+        if by == "server" and (
+            self.state in rules.LOGIN_VERDICT
+            or (self.state in rules.CONNECTION_LOGIN and code in rules.LOGIN_REFUSED)
+        ):
             out.append(
                 finding(
                     "amqp091.login-refused",
@@ -288,6 +326,13 @@ class ConnectionTracker:
             )
             return
         failed = f" in reply to {info['class-method']}" if info["class-method"] else ""
+        if by == "server" and self.in_flight and not failed:
+            channel, (sent, closed) = max(self.in_flight.items(), key=lambda i: i[1][0])
+            self.close_in_flight = (channel, sent, closed)
+            failed = (
+                f" on frame {sent}, which the client sent on channel {channel} after the server's"
+                f" channel.close (frame {closed}) and before its close-ok: in flight"
+            )
         out.append(
             finding(
                 "amqp091.connection-error",
@@ -408,7 +453,7 @@ class ConnectionTracker:
                     )
                 )
         else:
-            epoch.discarded += 1  # in flight while the channel closes: its peer drops it
+            self._discard(epoch, frame, direction)  # in flight while the channel closes
 
     def _after_close(self, frame: Frame, number: int, out: list[Finding]) -> None:
         """A channel's frame after connection.close-ok: no channel lives on a closed connection
@@ -450,16 +495,20 @@ class ConnectionTracker:
             self._ended(epoch)
 
     # -- the end --------------------------------------------------------------------------------
-    def transport(self, frame: Frame) -> list[Finding]:
-        """The TCP connection ended (a `transport` record: fin, rst or idle). While the AMQP
-        connection was open (tuned, opening or open: no connection.close sent) this is
-        `amqp091.transport-closed`: the client vanished, was killed, or the broker dropped it.
-        A close sent without its close-ok, a refused login and a handshake cut short are not:
-        the summary says so by their state. Channels still open end here (their unacked and
-        unconfirmed findings say "when the TCP connection ended"), so `finish` reports them
-        no second time."""
+    def transport(self, frame: Frame, gone: bool = True) -> list[Finding]:
+        """The TCP connection ended (a `transport` record: fin, rst or idle; the first one says
+        who ended it first). While the AMQP connection was open (tuned, opening or open: no
+        connection.close sent) this is `amqp091.transport-closed`: the client vanished, was
+        killed, or the broker dropped it. A close sent without its close-ok, a refused login and
+        a handshake cut short are not: the summary says so by their state. Channels still open
+        end once the client is `gone` (its FIN, a reset, the second FIN: after the broker's FIN the
+        client may still send, not knowing), with "when the TCP connection ended", so
+        `finish` reports them no second time."""
         out: list[Finding] = []
         if self.transport_end is not None:
+            if gone:
+                self._end_channels(frame.ts, "transport", out)
+                self._unblock(frame.ts, None)
             return out
         fields = frame.fields
         self.transport_end = {"event": fields.get("event"), "by": fields.get("by")}
@@ -480,8 +529,9 @@ class ConnectionTracker:
                     f" (no connection.close): {left}",
                 )
             )
-        self._end_channels(frame.ts, "transport", out)
-        self._unblock(frame.ts, None)  # blocked until the TCP end, not its last frame
+        if gone:
+            self._end_channels(frame.ts, "transport", out)
+            self._unblock(frame.ts, None)  # blocked until the TCP end, not its last frame
         return out
 
     def finish(self) -> list[Finding]:

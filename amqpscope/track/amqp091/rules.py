@@ -181,6 +181,10 @@ ANSWERS: Final[frozenset[str]] = frozenset(name for names in REPLIES.values() fo
 OK_CODES: Final = frozenset((0, 200))
 #: connection.close codes during the login that mean the credentials were refused
 LOGIN_REFUSED: Final = frozenset((403,))
+#: the client sent its credentials (start-ok, secure-ok) and waits for the broker's verdict: a
+#: close now refuses the login whatever its code (RabbitMQ 403 ACCESS_REFUSED, garagemq 530
+#: NOT_ALLOWED "login failure")
+LOGIN_VERDICT: Final = frozenset((AUTHENTICATING,))
 
 
 def name(value: object) -> str:

@@ -252,15 +252,20 @@ class ConnectionTracker:
             handler(side, frame, out)
         return out
 
-    def transport(self, frame: Frame) -> list[Finding]:
-        """The TCP connection ended (a `transport` record: fin, rst or idle). While the AMQP
-        connection was open or opening (no close from either side) this is
-        `amqp10.transport-closed`: the client vanished, was killed, or the broker dropped it; its
-        sessions and links end here ("transport closed"), so their unsettled deliveries are
-        reported once, now. After a close, or when SASL failed or nothing was opened, the TCP end
-        is the normal end and only the summary's `transport` records it."""
+    def transport(self, frame: Frame, gone: bool = True) -> list[Finding]:
+        """The TCP connection ended (a `transport` record: fin, rst or idle; the first one says
+        who ended it first). While the AMQP connection was open or opening (no close from either
+        side) this is `amqp10.transport-closed`: the client vanished, was killed, or the broker
+        dropped it; its sessions and links end once the client is `gone` (its FIN, a reset, the
+        second FIN: after the broker's FIN the client may still send, not knowing) with
+        "transport closed", so their unsettled deliveries are reported once, then. After a
+        close, or when SASL failed or nothing was opened, the TCP end is the normal end and only
+        the summary's `transport` records it."""
         out: list[Finding] = []
         if self.transport_end is not None:
+            if gone and self.dropped:
+                self.ts = max(self.ts, frame.ts)
+                self._end_sessions(out, "transport closed", "the TCP connection ended")
             return out
         fields = frame.fields
         self.transport_end = {"event": fields.get("event"), "by": fields.get("by")}
@@ -285,7 +290,8 @@ class ConnectionTracker:
                 f" (no close): {left}",
             )
         )
-        self._end_sessions(out, "transport closed", "the TCP connection ended")
+        if gone:
+            self._end_sessions(out, "transport closed", "the TCP connection ended")
         return out
 
     def finish(self) -> list[Finding]:
