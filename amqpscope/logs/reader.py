@@ -36,8 +36,9 @@ from amqpscope.findings import Finding, finding
 from amqpscope.logs import direct, pika, proton
 from amqpscope.logs.amqp10_encode import TYPE_AMQP, encode, frame_bytes
 from amqpscope.logs.formats import FORMATS
-from amqpscope.logs.lines import ACCEPTED, EMPTY, EOS, HEADER, SENT, Clock, Logged
+from amqpscope.logs.lines import ACCEPTED, EMPTY, EOS, HEADER, SENT, Clock, Logged, timestamp
 from amqpscope.logs.proton_values import Described, LogLineEnded, LogSyntaxError
+from amqpscope.logs.unwrap import respace, unwrap
 
 #: protocol header bytes of the pseudo frames
 _HEADER_BYTES: Final = {
@@ -168,6 +169,8 @@ class LogReader:
         self.bad_line = 0
         #: skipped lines that another format reads as its frames: format -> (count, first line)
         self.others: dict[str, tuple[int, int]] = {}
+        #: the time the current line's wrapper held (`unwrap`: a Docker record's), "" if none
+        self.when = ""
 
     def feed(self, line: str, number: int) -> list[k.Frame]:
         """The records line `number` (1-based) holds: none, or one. A frame whose text ends
@@ -176,8 +179,14 @@ class LogReader:
         is (a hard wrap), it is one record on its first line; if neither reads, or the next
         line is a frame of its own, the first line is a finding and this line is read on its
         own. (A hard wrap just before a space inside a string loses that space: the text
-        cannot say.)"""
+        cannot say.) What wraps the line (a JSON record, a bytes repr: `unwrap.py`) is peeled
+        first."""
         self.lines += 1
+        line, self.when = unwrap(line)
+        if not line.isascii() or "\t" in line:
+            spaced = respace(line)  # tabs or no-break spaces where spaces were, unless it reads
+            if spaced != line and not self._frame_alone(line):
+                line = spaced
         pending = self.pending
         if pending is not None:
             self.pending = None
@@ -185,7 +194,12 @@ class LogReader:
             going_on: tuple[str, int, int, Logged | None] | None = None
             # an indented continuation is most likely a logger's indentation, else a hard wrap
             kept, stripped = text + line, text + line.lstrip()
-            order = (stripped, kept) if line[:1] in (" ", "\t") else (kept, stripped)
+            order: tuple[str, ...] = (
+                (stripped, kept) if line[:1] in (" ", "\t") else (kept, stripped)
+            )
+            repeated = _repeated_prefix(text, line)
+            if repeated:  # the logger's prefix again before the rest (journald, a log4j split)
+                order = (text + line[repeated:], *order)
             for joined in () if self._frame_alone(line) else order:
                 try:
                     logged = self.parse(joined)
@@ -415,7 +429,10 @@ class LogReader:
             frame = self._frame(connection, logged, direction)
         frame.direction = direction
         frame.conn = connection.conn
-        frame.ts = self.clock.place(logged.ts)
+        ts = logged.ts
+        if ts == 0.0 and self.when:  # no time in the frame's text: its wrapper's, if it had one
+            ts = timestamp(self.when)
+        frame.ts = self.clock.place(ts)
         # the log names one end, the logger's (`0x55d2...`, `C3`); the other is its peer
         sender, receiver = (
             (connection.label, "peer") if logged.direction == SENT else ("peer", connection.label)
@@ -554,6 +571,27 @@ def _may_go_on(text: str) -> bool:
     opened = text.count("[") + text.count("{") + text.count("(")
     closed = text.count("]") + text.count("}") + text.count(")")
     return opened > closed or text.count('"') % 2 == 1
+
+
+#: the shortest prefix a logger repeats on each piece of a line it split (`_repeated_prefix`)
+_PREFIX_LEAST: Final = 8
+
+
+def _repeated_prefix(text: str, line: str) -> int:
+    """How much of `line`, the next piece of a frame's `text` that a logger split, is the
+    logger's prefix again (a time, a host, a process, as journald writes each piece of a line
+    past its `LineMax`): the two lines' common start, digits matching any digits (the time
+    moves on), up to its last space, `|` or `:`; 0 when it is shorter than `_PREFIX_LEAST`."""
+    size = min(len(text), len(line), 256)
+    end = 0
+    while end < size:
+        a, b = text[end], line[end]
+        if a != b and not (a.isdigit() and b.isdigit()):
+            break
+        end += 1
+    while end > 0 and line[end - 1] not in " |:":
+        end -= 1
+    return end if end >= _PREFIX_LEAST else 0
 
 
 def _header(raw: bytes) -> k.Frame:
