@@ -30,13 +30,25 @@ from amqpscope.codec import detect
 from amqpscope.codec import frames as k
 from amqpscope.codec.amqp091 import decoder as decoder091
 from amqpscope.codec.amqp091 import frames as frames091
+from amqpscope.codec.amqp10 import spec
 from amqpscope.codec.amqp10.decoder import Decoder
 from amqpscope.codec.amqp10.frames import BODIES, TYPE_SASL, make_frame
 from amqpscope.findings import Finding, finding
 from amqpscope.logs import direct, pika, proton
 from amqpscope.logs.amqp10_encode import TYPE_AMQP, encode, frame_bytes
 from amqpscope.logs.formats import FORMATS
-from amqpscope.logs.lines import ACCEPTED, EMPTY, EOS, HEADER, SENT, Clock, Logged, timestamp
+from amqpscope.logs.lines import (
+    ACCEPTED,
+    EMPTY,
+    EOS,
+    FRAME,
+    HEADER,
+    SENT,
+    Clock,
+    Logged,
+    timestamp,
+)
+from amqpscope.logs.partial import closings
 from amqpscope.logs.proton_values import Described, LogLineEnded, LogSyntaxError
 from amqpscope.logs.unwrap import respace, unwrap
 
@@ -142,6 +154,7 @@ class LogReader:
         self.fmt = fmt
         self.parse: Callable[[str], Logged | None] = FORMATS[fmt].parse
         self.damaged = FORMATS[fmt].damaged
+        self.shown = FORMATS[fmt].shown
         make = FORMATS[fmt].completions
         self.completions = make() if make is not None else None
         self.show_secrets = show_secrets
@@ -224,6 +237,7 @@ class LogReader:
             what = f"{self.name}:{first}: a frame's text that ends unfinished"
             self.findings.append(finding("log.bad-line", what))
             self.bad_line = first
+            return self._truncated(text, first) + self._line(line, number)
         return self._line(line, number)
 
     def _frame_alone(self, line: str) -> bool:
@@ -260,7 +274,7 @@ class LogReader:
                 self.pending = (line.rstrip("\r\n"), number, 1, None)
                 return []
             self.findings.append(finding("log.cut-line", f"{self.name}:{number}: {why}"))
-            return []
+            return self._truncated(line, number)
         except (LogSyntaxError, ValueError, KeyError, IndexError, TypeError) as why:
             if not cut and isinstance(why, LogSyntaxError) and _may_go_on(line):
                 self.pending = (line.rstrip("\r\n"), number, 1, None)  # a token cut by a wrap
@@ -268,7 +282,7 @@ class LogReader:
             code = "log.cut-line" if cut and line.strip() else "log.bad-line"
             self.findings.append(finding(code, f"{self.name}:{number}: {why}"))
             self.bad_line = number
-            return []
+            return self._truncated(line, number) if code == "log.cut-line" else []
         if logged is not None and not cut and _payload_cut(logged):
             self.pending = (line.rstrip("\r\n"), number, 1, logged)  # wrapped, or cut short
             return []
@@ -276,6 +290,7 @@ class LogReader:
             if cut and line.strip():  # the last line, unterminated: cut while it was written
                 what = f"{self.name}:{number}: no frame in the log's unterminated last line"
                 self.findings.append(finding("log.cut-line", what))
+                return self._truncated(line, number)
             elif self.damaged is not None and (broken := self.damaged(line)) is not None:
                 self.findings.append(finding("log.bad-line", f"{self.name}:{number}: {broken}"))
                 self.bad_line = number
@@ -347,6 +362,40 @@ class LogReader:
             return self._emit(alone, text, first)
         what = f"{self.name}:{first}: the log ends inside this frame"
         self.findings.append(finding("log.cut-line", what))
+        return self._truncated(text, first)
+
+    def _truncated(self, text: str, number: int) -> list[k.Frame]:
+        """The record of what a frame's `text` (line `number` on), cut short, still says: the
+        frame's name and the fields before the cut (`partial.closings`), its `source` marked
+        `truncated`; none when no closing of it reads as a frame. The cut stays a finding."""
+        if "\n" in text.rstrip("\r\n"):
+            return []
+        for closed in closings(text.rstrip("\r\n")):
+            try:
+                logged = self.parse(closed)
+            except _ENCODING_ERRORS:
+                continue
+            if logged is None or logged.kind != FRAME:
+                continue
+            shown = _shown(logged)  # before rhea's completions fill in what its text omits
+            if shown is not None and self.shown is not None:
+                names = self.shown(closed)
+                if names is not None:
+                    shown = shown[0], names & shown[1]
+            try:
+                frame = self._record(logged)
+            except _ENCODING_ERRORS:
+                continue
+            if frame is None:
+                continue
+            _only_shown(frame, shown)
+            self.number += 1
+            frame.number = self.number
+            frame.source = {"file": self.name, "line": number, "truncated": True}
+            connection = self.connections.get(logged.conn)
+            if connection is not None:
+                connection.last_line = number
+            return [frame]
         return []
 
     def finish(self) -> list[Finding]:
@@ -538,6 +587,42 @@ class LogReader:
         for name in missing:
             frame.fields.pop(name, None)
         return frame
+
+
+def _shown(logged: Logged) -> tuple[list[str], set[str]] | None:
+    """The fields of a logged performative's composite, and those its text shows (None: not
+    a described list of a composite the spec knows)."""
+    value = logged.value
+    if value is None and logged.made is not None:
+        value = logged.made.tree()
+    if not isinstance(value, Described) or not isinstance(value.value, list):
+        return None
+    composite = spec.COMPOSITES.get(value.descriptor) if isinstance(value.descriptor, int) else None
+    if composite is None:
+        composite = _BY_NAME.get(str(value.name))
+    if composite is None:
+        return None
+    names = [f.name for f in composite.fields]
+    shown = {
+        name if name is not None else names[at] if at < len(names) else ""
+        for at, (name, _) in enumerate(value.value)
+    }
+    return names, shown
+
+
+def _only_shown(frame: k.Frame, shown: tuple[list[str], set[str]] | None) -> None:
+    """Out of a truncated frame's fields, those its text did not reach: the decoder (and
+    rhea's completions) put the spec's defaults in their place, which the log never showed."""
+    if shown is not None:
+        for name in shown[0]:
+            if name not in shown[1]:
+                frame.fields.pop(name, None)
+    # a mandatory field the cut took is the log's loss, not the frame's (`log.cut-line` says so)
+    frame.findings = [f for f in frame.findings if f.code != "amqp10.missing-mandatory"]
+
+
+#: the spec's composites by name (a grammar that names a performative without its code)
+_BY_NAME: Final = {c.name: c for c in spec.COMPOSITES.values()}
 
 
 def _no_head() -> int:
