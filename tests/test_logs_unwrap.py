@@ -248,3 +248,19 @@ def test_plain_lines_come_back_as_they_are() -> None:
     for line in _recorded("log-proton-broker.log") + _recorded("log-rhea-broker.log"):
         text = line + "\n"
         assert unwrap(text)[0] is text
+
+
+@pytest.mark.parametrize("fmt", ["amqpnetlite", "pyamqp"])
+def test_a_frame_wrapped_over_lines_is_joined(fmt: str, tmp_path: Path) -> None:
+    """A logger or terminal that wraps a long line at its width: amqpnetlite's and pyamqp's
+    frames (whose text has no quotes to tell a cut by) are joined with the next line as
+    Proton's are, not skipped as no frame."""
+    lines = _lines(fmt, tmp_path)
+    wrapped = []
+    for line in lines:
+        if len(line) > 160:
+            wrapped += [line[:120], line[120:]]
+        else:
+            wrapped.append(line)
+    assert len(wrapped) > len(lines) + 3
+    assert _joined(fmt, wrapped) == _joined(fmt, lines)

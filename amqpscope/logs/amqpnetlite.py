@@ -24,7 +24,15 @@ from typing import Any, Final
 from amqpscope.codec.amqp10 import spec
 from amqpscope.logs.amqp10_encode import primitive
 from amqpscope.logs.lines import FRAME, HEADER, RECEIVED, SENT, Logged, search_at, timestamp
-from amqpscope.logs.proton_values import Array, Binary, Described, Fields, LogSyntaxError, Symbol
+from amqpscope.logs.proton_values import (
+    Array,
+    Binary,
+    Described,
+    Fields,
+    LogLineEnded,
+    LogSyntaxError,
+    Symbol,
+)
 from amqpscope.logs.shapes import Shapes
 
 NAME: Final = "amqpnetlite"
@@ -33,6 +41,8 @@ _LINE: Final = re.compile(
     r"\b(?P<dir>SEND|RECV) (?:\(ch=(?P<ch>\d+)\) )?(?P<rest>[a-z][a-z-]*\(.*\)|AMQP \d .*)$"
 )
 _HEADER: Final = re.compile(r"AMQP (\d) (\d)\.(\d)\.(\d)")
+#: a frame's start whose `)` the line does not reach (cut, or wrapped by a logger)
+_STARTED: Final = re.compile(r"\b(?:SEND|RECV) (?:\(ch=\d+\) )?([a-z][a-z-]*)\(")
 _NAME: Final = re.compile(r"([a-z][a-z-]*)\(")
 _COMPOSITES: Final = {c.name: (code, c) for code, c in spec.COMPOSITES.items()}
 #: amqpnetlite's field names that differ from the spec's
@@ -51,6 +61,9 @@ def parse(line: str) -> Logged | None:
         return None
     m = search_at(_LINE, line, "SEND ", "RECV ")
     if m is None:
+        started = search_at(_STARTED, line, "SEND ", "RECV ")
+        if started is not None and started.group(1) in _COMPOSITES:
+            raise LogLineEnded(len(line), "the frame's text ends before its ')'")
         return None
     direction = SENT if m.group("dir") == "SEND" else RECEIVED
     ts = timestamp(line[: m.start()]) if m.start() else 0.0
