@@ -131,7 +131,14 @@ def tabs(line: str) -> str:
     return line.replace(" ", "\t")
 
 
+def number_after(line: str) -> str:
+    """A line number after the frame (the right-hand column of a side-by-side view or a
+    copied table, after a tab)."""
+    return f"{line}\t{len(line) % 997 + 1}"
+
+
 WRAPPERS: dict[str, Callable[[str], str]] = {
+    "number-after": number_after,
     "docker": docker,
     "json-string": json_string,
     "zap": zap,

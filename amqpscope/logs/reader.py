@@ -50,7 +50,7 @@ from amqpscope.logs.lines import (
 )
 from amqpscope.logs.partial import closings
 from amqpscope.logs.proton_values import Described, LogLineEnded, LogSyntaxError
-from amqpscope.logs.unwrap import respace, unwrap
+from amqpscope.logs.unwrap import number_after, respace, unwrap
 
 #: protocol header bytes of the pseudo frames
 _HEADER_BYTES: Final = {
@@ -196,10 +196,10 @@ class LogReader:
         first."""
         self.lines += 1
         line, self.when = unwrap(line)
-        if not line.isascii() or "\t" in line:
-            spaced = respace(line)  # tabs or no-break spaces where spaces were, unless it reads
-            if spaced != line and not self._frame_alone(line):
-                line = spaced
+        odd = not line.isascii() or "\t" in line
+        last = line[-2:-1] if line[-1:] == "\n" else line[-1:]
+        if (odd or "0" <= last <= "9") and not self._whole(line):
+            line = self._pasted(line, odd)
         pending = self.pending
         if pending is not None:
             self.pending = None
@@ -239,6 +239,28 @@ class LogReader:
             self.bad_line = first
             return self._truncated(text, first) + self._line(line, number)
         return self._line(line, number)
+
+    def _pasted(self, line: str, odd: bool) -> str:
+        """A line that does not read as it is, as the library printed it before a paste put
+        tabs or no-break spaces for its spaces (`odd`), or a line number after it: without
+        the number only if it reads so."""
+        if odd:
+            line = respace(line)
+            if self._whole(line):
+                return line
+        at = number_after(line)
+        if at:
+            bare = line[:at].rstrip() + line[len(line.rstrip("\r\n")) :]
+            if self._frame_alone(bare):
+                return bare
+        return line
+
+    def _whole(self, line: str) -> bool:
+        """Whether `line` reads as a frame as it is, its payload (if any) whole."""
+        if not self._frame_alone(line):
+            return False
+        read = self.read
+        return read is None or read[1] is None or not _payload_cut(read[1])
 
     def _frame_alone(self, line: str) -> bool:
         """Whether `line` is a frame of its own (then it goes on nothing before it). What it

@@ -11,8 +11,8 @@ People paste frame traces as their tools kept them, not as the library printed t
 - Python's `repr` of the bytes a C library logged (`b'<- [DETACH]* {...}'`, uamqp-python's
   logging of the C library's lines), with whatever prefix the Python logger put before it;
 - tabs or non-breaking spaces where the library wrote spaces (a paste through a web page or
-  an editor, `cat -n`'s tab after its line number): `respace`, for a line that does not read
-  as it is (the reader asks).
+  an editor, `cat -n`'s tab after its line number): `respace`, and a line number after the
+  frame: `number_after`, both for a line that does not read as it is (the reader asks).
 
 Prefixes the text keeps before the frame (a timestamp, log4j/NLog layouts, pm2's `0|app  | `,
 journalctl's `Nov 27 06:33:37 host app[1234]: `, `cat -n`'s numbers) are not peeled here: every
@@ -105,6 +105,24 @@ def respace(text: str) -> str:
     if "\t" in text:
         text = text.replace("\t", " ")
     return text
+
+
+#: the most digits a line number after a frame has
+_NUMBER_DIGITS: Final = 7
+
+
+def number_after(text: str) -> int:
+    """Where a line number after the frame starts in `text` (a viewer's or an editor's,
+    `... }    12`: digits after spaces or a tab, at the end), 0 when it has none. Only for a
+    line that does not read as it is, and kept only if the line without it reads (go-amqp's
+    `Handle: 12` ends that way when a wrap cut it)."""
+    end = len(text.rstrip())
+    start = end
+    while start > 0 and "0" <= text[start - 1] <= "9" and end - start < _NUMBER_DIGITS:
+        start -= 1
+    if start == end or start == 0 or text[start - 1] not in " \t":
+        return 0
+    return start
 
 
 def _json(text: str) -> Any:
