@@ -498,7 +498,8 @@ class LogReader:
             frame = self._frame091(connection, logged, direction)
         else:
             frame = self._frame(connection, logged, direction)
-        frame.direction = direction
+        # as the frame may have shown it (a logger that received `sasl-mechanisms` is a client)
+        frame.direction = connection.direction(logged.direction)
         frame.conn = connection.conn
         ts = logged.ts
         if ts == 0.0 and self.when:  # no time in the frame's text: its wrapper's, if it had one
@@ -528,8 +529,10 @@ class LogReader:
                 raise LogSyntaxError(0, "a frame body is a described value")
             sasl = value.descriptor in _SASL_CODES or value.name in _SASL_NAMES
             what = str(value.name)
-        if sasl and what == "sasl-mechanisms" and logged.direction == SENT and connection.client:
-            connection.client = False  # only a server offers mechanisms
+        if sasl and what == "sasl-mechanisms" and (logged.direction == SENT) == connection.client:
+            # only a server offers mechanisms: the logger sent them, or received them (a log
+            # without the headers before them, qpid-jms's FRAMES tracer, starts with this one)
+            connection.client = logged.direction != SENT
             direction = connection.direction(logged.direction)
         if logged.channel is not None and logged.channel > 0xFFFF:
             raise LogSyntaxError(0, f"channel {logged.channel} is past 65535")
