@@ -206,14 +206,16 @@ class LogReader:
             text, first, count, alone = pending
             going_on: tuple[str, int, int, Logged | None] | None = None
             # an indented continuation is most likely a logger's indentation, else a hard wrap
-            kept, stripped = text + line, text + line.lstrip()
-            order: tuple[str, ...] = (
-                (stripped, kept) if line[:1] in (" ", "\t") else (kept, stripped)
-            )
-            repeated = _repeated_prefix(text, line)
-            if repeated:  # the logger's prefix again before the rest (journald, a log4j split)
-                order = (text + line[repeated:], *order)
-            for joined in () if self._frame_alone(line) else order:
+            order: tuple[str, ...] = ()
+            # the joins are made only for a line that is no frame of its own (measured: rhea's
+            # every transfer waits here for the next line, a frame; bench/logs.py's rhea log)
+            if not self._frame_alone(line):
+                kept, stripped = text + line, text + line.lstrip()
+                order = (stripped, kept) if line[:1] in (" ", "\t") else (kept, stripped)
+                repeated = _repeated_prefix(text, line)
+                if repeated:  # the logger's prefix again before the rest (journald's split)
+                    order = (text + line[repeated:], *order)
+            for joined in order:
                 try:
                     logged = self.parse(joined)
                 except (LogSyntaxError, ValueError, KeyError, IndexError, TypeError) as why:
