@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import json
+import warnings
 from typing import Any, Final
 
 #: Unicode spaces a paste puts where the library wrote an ASCII space
@@ -161,7 +162,9 @@ def _bytes_repr(text: str, stripped: str) -> tuple[str, str]:
         if quote != stripped[-1] or not _one_string(stripped, start + 2, quote):
             continue  # the repr would close before the line's end
         try:
-            value = ast.literal_eval(stripped[start:])
+            with warnings.catch_warnings():  # `\O` in text that is no repr: not the user's
+                warnings.simplefilter("ignore")
+                value = ast.literal_eval(stripped[start:])
         except (ValueError, SyntaxError, MemoryError, RecursionError):
             continue
         if isinstance(value, bytes):
