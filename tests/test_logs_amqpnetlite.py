@@ -35,11 +35,32 @@ def wire_value(value: Any, field: spec.Field) -> Any:
     return value
 
 
-def dotnet(value: Any, field: spec.Field | None) -> str:
+#: the field names amqpnetlite prints (the `GetDebugString` calls of its `src/Framing/*.cs`,
+#: Azure/amqpnetlite as fetched, 2026-06): Open's `host-name`, Flow's short names (there since
+#: its first commit, b9e5323 of 2014), Error's `fields`
+PRINTED_NAMES = {
+    "hostname": "host-name",
+    "next-incoming-id": "next-in-id",
+    "incoming-window": "in-window",
+    "next-outgoing-id": "next-out-id",
+    "outgoing-window": "out-window",
+    "info": "fields",
+}
+#: settle modes by their enum names, as 2.2.0 on prints them (4384b12, 2019: Attach's and
+#: Transfer's `SenderSettleMode`/`ReceiverSettleMode` fields, `GetTraceObject` -> ToString())
+ENUM_NAMES = {
+    "sender-settle-mode": {0: "Unsettled", 1: "Settled", 2: "Mixed"},
+    "receiver-settle-mode": {0: "First", 1: "Second"},
+}
+
+
+def dotnet(
+    value: Any, field: spec.Field | None, names: dict[str, str] = ALIASES, enums: bool = False
+) -> str:
     if isinstance(value, dict) and value.get("type") in BY_NAME:
         composite = BY_NAME[value["type"]]
         parts = [
-            f"{ALIASES.get(f.name, f.name)}:{dotnet(value[f.name], f)}"
+            f"{names.get(f.name, f.name)}:{dotnet(value[f.name], f, names, enums)}"
             for f in composite.fields
             if value.get(f.name) is not None
         ]
@@ -48,6 +69,8 @@ def dotnet(value: Any, field: spec.Field | None) -> str:
         return "Amqp.Types.Map"
     if field is not None:
         value = wire_value(value, field)
+        if enums and field.type in ENUM_NAMES:
+            return ENUM_NAMES[field.type][int(value)]
         base = field.type
         while base in spec.RESTRICTED:
             base = spec.RESTRICTED[base].source
@@ -111,3 +134,32 @@ def test_captured_frames_as_amqpnetlite_prints_them(name: str) -> None:
         maps = {k for k, v in frame.fields.items() if isinstance(v, dict) and "type" not in v}
         shown = {f.message.split(" ")[1].rstrip(":") for f in record.findings}
         assert maps <= shown
+
+
+@pytest.mark.parametrize("enums", [True, False], ids=["2.2-on", "before-2.2"])
+@pytest.mark.parametrize(
+    "name", ["log-proton-broker", "log-rhea-broker", "10-peer-to-peer", "10-bad-address"]
+)
+def test_amqpnetlites_own_names_and_enum_names_are_read(name: str, enums: bool) -> None:
+    """The names amqpnetlite prints (`flow(next-in-id:..,in-window:..,next-out-id:..,...)`,
+    issue 42: "no field 'next-in-id' in flow" before) and its settle modes by enum name
+    (`snd-settle-mode:Mixed`, `rcv-settle-mode:First`: "'Mixed' is no ubyte" before) or by
+    number (before 2.2.0) read as the captured frames."""
+    wire = captured(name)
+    lines = []
+    for frame in wire:
+        if frame.kind == "protocol-header":
+            lines.append(line(frame))
+            continue
+        verb = "SEND" if frame.direction == "c2s" else "RECV"
+        body = dotnet(frame.fields | {"type": frame.name}, None, PRINTED_NAMES, enums)
+        channel = "" if frame.kind == "sasl" else f"(ch={frame.channel}) "
+        lines.append(f"[12:00:01.123] {verb} {channel}{body}\n")
+    assert any("next-in-id:" in text or "in-window:" in text for text in lines)
+    assert not enums or any("snd-settle-mode:Mixed" in text for text in lines)
+    reader = LogReader("net.log", "amqpnetlite", show_secrets=True)
+    records = [r for n, text in enumerate(lines, 1) for r in reader.feed(text, n)]
+    assert reader.findings == [], reader.findings[:3]
+    assert len(records) == len(wire)
+    for record, frame in zip(records, wire, strict=True):
+        assert maps_removed(record.fields) == maps_removed(frame.fields), record.source

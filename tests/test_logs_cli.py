@@ -138,7 +138,8 @@ def test_format_given_with_a_capture_is_a_usage_error(tmp_path: Path) -> None:
 @pytest.mark.parametrize("at", [3, 20, 0.5])
 def test_cut_log_is_read_with_a_finding(tmp_path: Path, at: float) -> None:
     """A log copied while it was written: its last line cut short (in the prefix, inside the
-    frame, halfway through the file) is a finding; every whole line before it is read."""
+    frame, halfway through the file) is a finding; every whole line before it is read, and a
+    cut inside the frame is also the frame's record, marked truncated (issue 42)."""
     data = LOG.read_bytes()
     lines = data.splitlines(keepends=True)
     keep = len(lines) // 2
@@ -148,7 +149,12 @@ def test_cut_log_is_read_with_a_finding(tmp_path: Path, at: float) -> None:
     short.write_bytes(whole + lines[keep][:cut])
     done = amqpscope("read", str(short), "--json")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.count(b"\n") == len(records(str(LOG))[:keep])
+    read = [json.loads(line) for line in done.stdout.splitlines()]
+    whole = records(str(LOG))
+    if at == 0.5:  # inside the frame: what was read of it
+        *read, last = read
+        assert last["source"]["truncated"] is True and last["name"] == whole[keep]["name"]
+    assert len(read) == keep and all("truncated" not in r["source"] for r in read)
     stderr = done.stderr.decode()
     assert "log.cut-line" in stderr and f"cut.log:{keep + 1}:" in stderr, stderr
 
@@ -166,15 +172,18 @@ def test_capture_errors_unchanged(tmp_path: Path) -> None:
 
 
 def test_overlong_line_is_a_finding(tmp_path: Path) -> None:
-    """A line of megabytes (a dumped payload): read as far as a line can be, reported, the
-    rest of the log read."""
+    """A line of megabytes (a dumped payload): read as far as a line can be (the frame's name
+    as a truncated record, issue 42), reported, the rest of the log read."""
     lines = LOG.read_bytes().splitlines(keepends=True)
     huge = b'[0x56080b9f7cb0]: AMQP:FRAME:0 -> @open(16) [container-id="' + b"x" * (3 << 20)
     log = tmp_path / "huge.log"
     log.write_bytes(b"".join(lines[:5]) + huge + b'"]\n' + b"".join(lines[5:]))
     done = amqpscope("read", str(log), "--json")
     assert done.returncode == 0, done.stderr[:300]
-    assert done.stdout.count(b"\n") == len(records(str(LOG)))
+    read = [json.loads(line) for line in done.stdout.splitlines()]
+    cut = [r for r in read if r["source"].get("truncated")]
+    assert [(r["name"], r["source"]["line"]) for r in cut] == [("open", 6)]
+    assert len(read) == len(records(str(LOG))) + 1
     assert b"log.bad-line" in done.stderr and b"huge.log:6:" in done.stderr
 
 

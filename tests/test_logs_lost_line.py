@@ -43,7 +43,9 @@ def test_a_violation_far_after_a_bad_line_has_its_full_severity(tmp_path: Path) 
     again = [*lines[:33], lines[11], *lines[33:]]  # a begin on channel 0 again, late
     whole = tmp_path / "again.log"
     whole.write_text("".join(again))
-    again[10] = again[10][:60] + "@@@]]]\n"
+    # damaged before the performative's name: no frame is left of it (damaged after its name,
+    # the line is the frame's truncated record, issue 42)
+    again[10] = again[10][:34] + "@@@]]]\n"
     damaged = tmp_path / "damaged.log"
     damaged.write_text("".join(again))
 

@@ -194,3 +194,39 @@ def test_a_payload_is_read_as_its_pattern_reads_it(tail: str) -> None:
     m = protonj._PAYLOAD.match(tail)
     wanted = None if m is None else (int(m.group(1)), m.group(2), m.group(3) is not None)
     assert protonj._payload(tail) == wanted
+
+
+#: qpid-jms's FRAMES logger (AmqpProvider's ProtocolTracer: `TRACE_FRAMES.trace("RECV: {}",
+#: transportFrame.getBody())`, `"SENT: {}"`) inside a log4j layout (`%d %-5p %c{1} - %m%n`),
+#: and ActiveMQ's / Artemis's (`"{} | RECV: {}"`, the peer's address first)
+TRACERS = {
+    "qpid-jms": "2026-01-31 12:00:00,250 TRACE FRAMES - {verb}: {body}\n",
+    "artemis": "2026-01-31 12:00:00,250 TRACE [org.apache.activemq.artemis.protocol.amqp"
+    ".proton.handler.FRAMES] /127.0.0.1:43210 | {verb}: {body}\n",
+}
+
+
+@pytest.mark.parametrize("tracer", TRACERS)
+@pytest.mark.parametrize("name", ["log-proton-broker", "10-peer-to-peer", "10-bad-address"])
+def test_proton_j_bodies_in_a_frames_tracer_line_are_read(name: str, tracer: str) -> None:
+    """Issue 42: `... TRACE FRAMES - RECV: Begin{remoteChannel=0, ...}` and `SENT: ...`
+    (no channel, no payload shown) read as the captured frames, but their channel."""
+    wire = [f for f in captured(name) if f.kind != "protocol-header"]
+    lines = [
+        TRACERS[tracer].format(
+            verb="SENT" if f.direction == "c2s" else "RECV",
+            body=java(f.fields | {"type": f.name}, None),
+        )
+        for f in wire
+    ]
+    assert any("RECV: Begin{remoteChannel=" in text for text in lines)
+    assert detect(lines) == "proton-j"
+    reader = LogReader("jms.log", "proton-j", show_secrets=True)
+    records = [r for n, text in enumerate(lines, 1) for r in reader.feed(text, n)]
+    assert [f.code for f in reader.findings] == []
+    assert len(records) == len(wire)
+    for record, frame in zip(records, wire, strict=True):
+        assert (record.name, record.direction) == (frame.name, frame.direction)
+        assert record.channel is None or record.kind == "sasl"
+        if frame.name != "transfer":  # its payload is not in the line
+            assert record.fields == frame.fields, record.source

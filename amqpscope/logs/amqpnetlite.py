@@ -5,11 +5,14 @@ the reader log `Trace.WriteLine(TraceLevel.Frame, "SEND (ch={0}) {1}", channel, 
 `RECV`), through the application's `Trace.TraceListener`, which adds its own prefix (the
 samples print `[hh:mm:ss.fff]`). The command is `DescribedList.ToString()` →
 `GetDebugString(name, fieldNames, fields)` (`src/Types/DescribedList.cs`, the field names in
-each `src/Framing/*.cs`): `attach(name:x,handle:0,role:False,snd-settle-mode:2,...)`, only the
+each `src/Framing/*.cs`, some short: `flow(next-in-id:0,in-window:2048,...)`, `host-name`):
+`attach(name:x,handle:0,role:False,snd-settle-mode:Mixed,...)`, only the
 fields that are set, each value by `Trace.GetTraceObject` (`src/Trace.cs`): binary as upper-case
 hex, a list as `[a,b]`, anything else by its `ToString()`: numbers in decimal, booleans `True`
 / `False`, strings and symbols as they are (unquoted), a nested described list the same way
 (`source(address:q,durable:0)`), a map as its .NET type name (`Amqp.Types.Map`): not shown.
+Settle modes print as enum names from 2.2.0 on (`snd-settle-mode:Mixed`, `rcv-settle-mode:First`:
+`_ENUMS`), as numbers before.
 SASL frames have no channel (`SEND sasl-init(...)`), headers read `SEND AMQP 3 1.0.0`.
 
 The text has no quoting: a string ends where `,next-field:` or the closing `)` follows, so a
@@ -24,7 +27,15 @@ from typing import Any, Final
 from amqpscope.codec.amqp10 import spec
 from amqpscope.logs.amqp10_encode import primitive
 from amqpscope.logs.lines import FRAME, HEADER, RECEIVED, SENT, Logged, search_at, timestamp
-from amqpscope.logs.proton_values import Array, Binary, Described, Fields, LogSyntaxError, Symbol
+from amqpscope.logs.proton_values import (
+    Array,
+    Binary,
+    Described,
+    Fields,
+    LogLineEnded,
+    LogSyntaxError,
+    Symbol,
+)
 from amqpscope.logs.shapes import Shapes
 
 NAME: Final = "amqpnetlite"
@@ -33,10 +44,27 @@ _LINE: Final = re.compile(
     r"\b(?P<dir>SEND|RECV) (?:\(ch=(?P<ch>\d+)\) )?(?P<rest>[a-z][a-z-]*\(.*\)|AMQP \d .*)$"
 )
 _HEADER: Final = re.compile(r"AMQP (\d) (\d)\.(\d)\.(\d)")
+#: a frame's start whose `)` the line does not reach (cut, or wrapped by a logger)
+_STARTED: Final = re.compile(r"\b(?:SEND|RECV) (?:\(ch=\d+\) )?([a-z][a-z-]*)\(")
 _NAME: Final = re.compile(r"([a-z][a-z-]*)\(")
 _COMPOSITES: Final = {c.name: (code, c) for code, c in spec.COMPOSITES.items()}
-#: amqpnetlite's field names that differ from the spec's
-_ALIASES: Final = {"host-name": "hostname"}
+#: amqpnetlite's field names that differ from the spec's (`src/Framing/Open.cs`, `Flow.cs` since
+#: its first commit, `Error.cs`'s `fields` for `info`)
+_ALIASES: Final = {
+    "host-name": "hostname",
+    "next-in-id": "next-incoming-id",
+    "in-window": "incoming-window",
+    "next-out-id": "next-outgoing-id",
+    "out-window": "outgoing-window",
+    "fields": "info",
+}
+#: settle modes as .NET prints its enums (2.2.0 on: `Attach.cs` and `Transfer.cs` keep them as
+#: `SenderSettleMode` and `ReceiverSettleMode`, which `GetTraceObject` prints by `ToString()`;
+#: before, as the byte on the wire)
+_ENUMS: Final = {
+    "sender-settle-mode": {"Unsettled": 0, "Settled": 1, "Mixed": 2},
+    "receiver-settle-mode": {"First": 0, "Second": 1},
+}
 _PROTOCOLS: Final = {"0": "AMQP", "2": "TLS", "3": "SASL"}
 #: a .NET type name printed for a map (`Dictionary.ToString()`): the value is not shown
 _TYPE_NAME: Final = re.compile(r"(?:Amqp|System)(?:\.[A-Za-z`0-9\[\], ]+)+")
@@ -51,6 +79,9 @@ def parse(line: str) -> Logged | None:
         return None
     m = search_at(_LINE, line, "SEND ", "RECV ")
     if m is None:
+        started = search_at(_STARTED, line, "SEND ", "RECV ")
+        if started is not None and started.group(1) in _COMPOSITES:
+            raise LogLineEnded(len(line), "the frame's text ends before its ')'")
         return None
     direction = SENT if m.group("dir") == "SEND" else RECEIVED
     ts = timestamp(line[: m.start()]) if m.start() else 0.0
@@ -154,6 +185,9 @@ class _Reader:
                 return token == "True"
             raise LogSyntaxError(0, f"{token!r} is no boolean")
         if base in ("ubyte", "ushort", "uint", "ulong", "byte", "short", "int", "long"):
+            named = _ENUMS.get(field.type)
+            if named is not None and token in named:
+                return named[token]
             try:
                 return int(token)
             except ValueError:

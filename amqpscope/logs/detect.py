@@ -22,6 +22,7 @@ from typing import Final, NamedTuple
 
 from amqpscope.logs.formats import FORMATS, Format
 from amqpscope.logs.reader import _may_go_on
+from amqpscope.logs.unwrap import respace, unwrap
 from amqpscope.logs.values import LogLineEnded, LogSyntaxError
 
 #: lines looked at
@@ -71,7 +72,9 @@ class Detector:
     has come, for a frame a wrap cut in two)."""
 
     def __init__(self) -> None:
-        self.lines: list[str] = []
+        self.lines: list[str] = []  # as they came (read again by the reader)
+        #: the same lines with what wraps them peeled (`unwrap`), which the grammars read
+        self.texts: list[str] = []
         self.votes = dict.fromkeys(FORMATS, 0)
         self.read = dict.fromkeys(FORMATS, 0)
         self.filled = 0  # lines not blank
@@ -80,13 +83,14 @@ class Detector:
 
     def add(self, line: str) -> None:
         self.lines.append(line)
+        self.texts.append(respace(unwrap(line)[0]))
         if line.strip():
             self.filled += 1
         if len(self.lines) >= 2:
             self._look(len(self.lines) - 2)
 
     def _look(self, at: int) -> None:
-        lines, votes, read = self.lines, self.votes, self.read
+        lines, votes, read = self.texts, self.votes, self.read
         line = lines[at]
         for name, (marks, _why) in LIBRARIES.items():  # the library's lines, not its frames
             own = name not in self.own and any(mark in line for mark in marks)

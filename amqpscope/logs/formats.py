@@ -19,13 +19,16 @@ class Format(NamedTuple):
     #: why a line `parse` found no frame in is one of its frame lines all the same, its prefix
     #: damaged (a `log.bad-line`, not a skipped line); None when the format cannot tell
     damaged: Callable[[str], str | None] | None = None
+    #: the names of the fields a frame line's text shows, where the grammar adds some it does
+    #: not show (rhea's zeros); None: the grammar's value holds only those the text shows
+    shown: Callable[[str], set[str] | None] | None = None
 
 
 FORMATS: Final[dict[str, Format]] = {
     f.name: f
     for f in (
         Format(proton.NAME, proton.looks_like, proton.parse, damaged=proton.damaged),
-        Format(rhea.NAME, rhea.looks_like, rhea.parse, rhea.Completions, rhea.damaged),
+        Format(rhea.NAME, rhea.looks_like, rhea.parse, rhea.Completions, rhea.damaged, rhea.shown),
         Format(pyamqp.NAME, pyamqp.looks_like, pyamqp.parse),
         Format(protonj.NAME, protonj.looks_like, protonj.parse),
         Format(amqpnetlite.NAME, amqpnetlite.looks_like, amqpnetlite.parse),

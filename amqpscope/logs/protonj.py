@@ -10,6 +10,13 @@ symbols and numbers bare, enums by name (`SENDER`, `MIXED`, `UNSETTLED_STATE`, `
 `null` for absent fields, capabilities as `[a, b]` (`Arrays.asList`) and maps as Java's
 `{key=value, ...}`. SASL frames are logged the same way (`SaslInit{mechanism=PLAIN, ...}`).
 
+The same bodies in another form: qpid-jms's FRAMES logger (`AmqpProvider`/`AmqpProtocolTracer`,
+a `ProtocolTracer` on proton-j's transport: `TRACE_FRAMES.trace("RECV: {}", frame.getBody())`
+and `"SENT: {}"`, inside the application's log4j/logback layout:
+`... TRACE FRAMES - RECV: Begin{remoteChannel=0, ...}`), and ActiveMQ's and Artemis's
+(`"{} | RECV: {}"`, the peer's address first). They show no channel, no payload and no
+connection but the peer's address (else the log is one connection, `qpid-jms`).
+
 Limits the text imposes: a map's values are Java's `toString()` (a string and a symbol look
 alike; text stays text), binary is shown as `"..."` only where the field is binary, and a
 delivery tag is `Binary` printed the same way.
@@ -84,9 +91,19 @@ _HEADERS: Final = {"AMQP": "AMQP", "SASL": "SASL", "TLS": "TLS"}
 _HEADER_WORDS: Final = tuple(_HEADERS)
 
 
+#: qpid-jms's / ActiveMQ's FRAMES tracer: `RECV: <body>`, `SENT: <body>`, the peer's address
+#: and ` | ` before them in ActiveMQ's and Artemis's
+_TRACER: Final = re.compile(
+    r"(?:(?<![^\s])(?P<peer>[^\s|]+) \| )?(?P<verb>RECV|SENT): "
+    r"(?P<rest>[A-Z][A-Za-z]*\{.*|null\s*)$"
+)
+
+
 def looks_like(line: str) -> bool:
     m = _LINE.search(line)
-    return m is not None and _BODY.match(m.group("rest")) is not None
+    if m is None:
+        return _traced(line) is not None
+    return _BODY.match(m.group("rest")) is not None
 
 
 #: names seen -> hyphenated (a log names the same few fields on every line)
@@ -123,7 +140,7 @@ def parse(line: str) -> Logged | None:
             if rest.startswith(word) and not rest.startswith(word + "{"):
                 return Logged(conn, direction, HEADER, protocol=protocol, ts=ts)
     if rest in ("Empty Frame", "null", ""):
-        return Logged(conn, direction, EMPTY, channel=channel, ts=ts)
+        return Logged(conn, direction, EMPTY, channel=channel or 0, ts=ts)
     if not _body(rest):
         return None
     cut = rest.find("} (")  # a transfer's payload follows its performative
@@ -161,7 +178,18 @@ def parse(line: str) -> Logged | None:
     return logged
 
 
-def _split(line: str) -> tuple[int, str, int, str, int] | None:
+def _traced(line: str) -> tuple[int, str, int | None, str, int] | None:
+    """`_split` of a FRAMES tracer's line (`_TRACER`): no channel."""
+    if "RECV: " not in line and "SENT: " not in line:
+        return None
+    m = _TRACER.search(line)
+    if m is None:
+        return None
+    direction = "->" if m.group("verb") == "SENT" else "<-"
+    return m.start(), m.group("peer") or "qpid-jms", None, direction, m.start("rest")
+
+
+def _split(line: str) -> tuple[int, str, int | None, str, int] | None:
     """What `_LINE.search(line)` finds: where its match starts, the connection, the channel,
     the arrow, and where the rest starts; None when it finds nothing. Read by hand from the
     line's first arrow (the regex and its named groups were a good part of a line's time); a
@@ -170,7 +198,7 @@ def _split(line: str) -> tuple[int, str, int, str, int] | None:
     sent = line.find("] ->")
     received = line.find("] <-")
     if sent < 0 and received < 0:
-        return None
+        return _traced(line)
     close = sent if received < 0 or 0 <= sent < received else received
     if close + 4 >= len(line) or line[close + 4] != " ":
         return _searched(line)
@@ -198,11 +226,11 @@ def _digits_before(line: str, end: int) -> int:
     return pos
 
 
-def _searched(line: str) -> tuple[int, str, int, str, int] | None:
+def _searched(line: str) -> tuple[int, str, int | None, str, int] | None:
     """`_split` by the regex itself."""
     m = _LINE.search(line)
     if m is None:
-        return None
+        return _traced(line)
     return m.start(), m.group("conn"), int(m.group("ch")), m.group("dir"), m.start("rest")
 
 

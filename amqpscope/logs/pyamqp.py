@@ -36,6 +36,7 @@ from amqpscope.logs.proton_values import (
     Binary,
     Described,
     Fields,
+    LogLineEnded,
     LogSyntaxError,
     Map,
     Symbol,
@@ -46,6 +47,8 @@ from amqpscope.logs.shapes import Shapes
 NAME: Final = "pyamqp"
 
 _LINE: Final = re.compile(r"(?P<dir>->|<-) (?P<call>[A-Z][A-Za-z]*\(.*\))\s*$")
+#: a frame's start whose `)` the line does not reach (cut, or wrapped by a logger)
+_STARTED: Final = re.compile(r"(?:->|<-) ([A-Z][A-Za-z]*)\(")
 #: a value repr that is no Python literal (`<memory at 0x7f...>`): not shown
 _OPAQUE: Final = re.compile(r"<[a-z][^<>]* at 0x[0-9a-fA-F]+>")
 _NOT_SHOWN: Final = "_not_shown_"
@@ -94,6 +97,9 @@ def parse(line: str) -> Logged | None:
         return None
     m = search_at(_LINE, line, "-> ", "<- ")
     if m is None:
+        started = search_at(_STARTED, line, "-> ", "<- ")
+        if started is not None and started.group(1) in _FRAMES:
+            raise LogLineEnded(len(line), "the frame's text ends before its ')'")
         return None
     call_text = m.group("call")
     name = call_text.split("(", 1)[0]

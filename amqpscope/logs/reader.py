@@ -30,14 +30,27 @@ from amqpscope.codec import detect
 from amqpscope.codec import frames as k
 from amqpscope.codec.amqp091 import decoder as decoder091
 from amqpscope.codec.amqp091 import frames as frames091
+from amqpscope.codec.amqp10 import spec
 from amqpscope.codec.amqp10.decoder import Decoder
 from amqpscope.codec.amqp10.frames import BODIES, TYPE_SASL, make_frame
 from amqpscope.findings import Finding, finding
 from amqpscope.logs import direct, pika, proton
 from amqpscope.logs.amqp10_encode import TYPE_AMQP, encode, frame_bytes
 from amqpscope.logs.formats import FORMATS
-from amqpscope.logs.lines import ACCEPTED, EMPTY, EOS, HEADER, SENT, Clock, Logged
+from amqpscope.logs.lines import (
+    ACCEPTED,
+    EMPTY,
+    EOS,
+    FRAME,
+    HEADER,
+    SENT,
+    Clock,
+    Logged,
+    timestamp,
+)
+from amqpscope.logs.partial import closings
 from amqpscope.logs.proton_values import Described, LogLineEnded, LogSyntaxError
+from amqpscope.logs.unwrap import number_after, respace, unwrap
 
 #: protocol header bytes of the pseudo frames
 _HEADER_BYTES: Final = {
@@ -141,6 +154,7 @@ class LogReader:
         self.fmt = fmt
         self.parse: Callable[[str], Logged | None] = FORMATS[fmt].parse
         self.damaged = FORMATS[fmt].damaged
+        self.shown = FORMATS[fmt].shown
         make = FORMATS[fmt].completions
         self.completions = make() if make is not None else None
         self.show_secrets = show_secrets
@@ -168,6 +182,8 @@ class LogReader:
         self.bad_line = 0
         #: skipped lines that another format reads as its frames: format -> (count, first line)
         self.others: dict[str, tuple[int, int]] = {}
+        #: the time the current line's wrapper held (`unwrap`: a Docker record's), "" if none
+        self.when = ""
 
     def feed(self, line: str, number: int) -> list[k.Frame]:
         """The records line `number` (1-based) holds: none, or one. A frame whose text ends
@@ -176,17 +192,30 @@ class LogReader:
         is (a hard wrap), it is one record on its first line; if neither reads, or the next
         line is a frame of its own, the first line is a finding and this line is read on its
         own. (A hard wrap just before a space inside a string loses that space: the text
-        cannot say.)"""
+        cannot say.) What wraps the line (a JSON record, a bytes repr: `unwrap.py`) is peeled
+        first."""
         self.lines += 1
+        line, self.when = unwrap(line)
+        odd = not line.isascii() or "\t" in line
+        last = line[-2:-1] if line[-1:] == "\n" else line[-1:]
+        if (odd or "0" <= last <= "9") and not self._whole(line):
+            line = self._pasted(line, odd)
         pending = self.pending
         if pending is not None:
             self.pending = None
             text, first, count, alone = pending
             going_on: tuple[str, int, int, Logged | None] | None = None
             # an indented continuation is most likely a logger's indentation, else a hard wrap
-            kept, stripped = text + line, text + line.lstrip()
-            order = (stripped, kept) if line[:1] in (" ", "\t") else (kept, stripped)
-            for joined in () if self._frame_alone(line) else order:
+            order: tuple[str, ...] = ()
+            # the joins are made only for a line that is no frame of its own (measured: rhea's
+            # every transfer waits here for the next line, a frame; bench/logs.py's rhea log)
+            if not self._frame_alone(line):
+                kept, stripped = text + line, text + line.lstrip()
+                order = (stripped, kept) if line[:1] in (" ", "\t") else (kept, stripped)
+                repeated = _repeated_prefix(text, line)
+                if repeated:  # the logger's prefix again before the rest (journald's split)
+                    order = (text + line[repeated:], *order)
+            for joined in order:
                 try:
                     logged = self.parse(joined)
                 except (LogSyntaxError, ValueError, KeyError, IndexError, TypeError) as why:
@@ -210,7 +239,30 @@ class LogReader:
             what = f"{self.name}:{first}: a frame's text that ends unfinished"
             self.findings.append(finding("log.bad-line", what))
             self.bad_line = first
+            return self._truncated(text, first) + self._line(line, number)
         return self._line(line, number)
+
+    def _pasted(self, line: str, odd: bool) -> str:
+        """A line that does not read as it is, as the library printed it before a paste put
+        tabs or no-break spaces for its spaces (`odd`), or a line number after it: without
+        the number only if it reads so."""
+        if odd:
+            line = respace(line)
+            if self._whole(line):
+                return line
+        at = number_after(line)
+        if at:
+            bare = line[:at].rstrip() + line[len(line.rstrip("\r\n")) :]
+            if self._frame_alone(bare):
+                return bare
+        return line
+
+    def _whole(self, line: str) -> bool:
+        """Whether `line` reads as a frame as it is, its payload (if any) whole."""
+        if not self._frame_alone(line):
+            return False
+        read = self.read
+        return read is None or read[1] is None or not _payload_cut(read[1])
 
     def _frame_alone(self, line: str) -> bool:
         """Whether `line` is a frame of its own (then it goes on nothing before it). What it
@@ -246,7 +298,7 @@ class LogReader:
                 self.pending = (line.rstrip("\r\n"), number, 1, None)
                 return []
             self.findings.append(finding("log.cut-line", f"{self.name}:{number}: {why}"))
-            return []
+            return self._truncated(line, number)
         except (LogSyntaxError, ValueError, KeyError, IndexError, TypeError) as why:
             if not cut and isinstance(why, LogSyntaxError) and _may_go_on(line):
                 self.pending = (line.rstrip("\r\n"), number, 1, None)  # a token cut by a wrap
@@ -254,7 +306,7 @@ class LogReader:
             code = "log.cut-line" if cut and line.strip() else "log.bad-line"
             self.findings.append(finding(code, f"{self.name}:{number}: {why}"))
             self.bad_line = number
-            return []
+            return self._truncated(line, number) if code == "log.cut-line" else []
         if logged is not None and not cut and _payload_cut(logged):
             self.pending = (line.rstrip("\r\n"), number, 1, logged)  # wrapped, or cut short
             return []
@@ -262,6 +314,7 @@ class LogReader:
             if cut and line.strip():  # the last line, unterminated: cut while it was written
                 what = f"{self.name}:{number}: no frame in the log's unterminated last line"
                 self.findings.append(finding("log.cut-line", what))
+                return self._truncated(line, number)
             elif self.damaged is not None and (broken := self.damaged(line)) is not None:
                 self.findings.append(finding("log.bad-line", f"{self.name}:{number}: {broken}"))
                 self.bad_line = number
@@ -333,6 +386,40 @@ class LogReader:
             return self._emit(alone, text, first)
         what = f"{self.name}:{first}: the log ends inside this frame"
         self.findings.append(finding("log.cut-line", what))
+        return self._truncated(text, first)
+
+    def _truncated(self, text: str, number: int) -> list[k.Frame]:
+        """The record of what a frame's `text` (line `number` on), cut short, still says: the
+        frame's name and the fields before the cut (`partial.closings`), its `source` marked
+        `truncated`; none when no closing of it reads as a frame. The cut stays a finding."""
+        if "\n" in text.rstrip("\r\n"):
+            return []
+        for closed in closings(text.rstrip("\r\n")):
+            try:
+                logged = self.parse(closed)
+            except _ENCODING_ERRORS:
+                continue
+            if logged is None or logged.kind != FRAME:
+                continue
+            shown = _shown(logged)  # before rhea's completions fill in what its text omits
+            if shown is not None and self.shown is not None:
+                names = self.shown(closed)
+                if names is not None:
+                    shown = shown[0], names & shown[1]
+            try:
+                frame = self._record(logged)
+            except _ENCODING_ERRORS:
+                continue
+            if frame is None:
+                continue
+            _only_shown(frame, shown)
+            self.number += 1
+            frame.number = self.number
+            frame.source = {"file": self.name, "line": number, "truncated": True}
+            connection = self.connections.get(logged.conn)
+            if connection is not None:
+                connection.last_line = number
+            return [frame]
         return []
 
     def finish(self) -> list[Finding]:
@@ -413,9 +500,13 @@ class LogReader:
             frame = self._frame091(connection, logged, direction)
         else:
             frame = self._frame(connection, logged, direction)
-        frame.direction = direction
+        # as the frame may have shown it (a logger that received `sasl-mechanisms` is a client)
+        frame.direction = connection.direction(logged.direction)
         frame.conn = connection.conn
-        frame.ts = self.clock.place(logged.ts)
+        ts = logged.ts
+        if ts == 0.0 and self.when:  # no time in the frame's text: its wrapper's, if it had one
+            ts = timestamp(self.when)
+        frame.ts = self.clock.place(ts)
         # the log names one end, the logger's (`0x55d2...`, `C3`); the other is its peer
         sender, receiver = (
             (connection.label, "peer") if logged.direction == SENT else ("peer", connection.label)
@@ -440,8 +531,10 @@ class LogReader:
                 raise LogSyntaxError(0, "a frame body is a described value")
             sasl = value.descriptor in _SASL_CODES or value.name in _SASL_NAMES
             what = str(value.name)
-        if sasl and what == "sasl-mechanisms" and logged.direction == SENT and connection.client:
-            connection.client = False  # only a server offers mechanisms
+        if sasl and what == "sasl-mechanisms" and (logged.direction == SENT) == connection.client:
+            # only a server offers mechanisms: the logger sent them, or received them (a log
+            # without the headers before them, qpid-jms's FRAMES tracer, starts with this one)
+            connection.client = logged.direction != SENT
             direction = connection.direction(logged.direction)
         if logged.channel is not None and logged.channel > 0xFFFF:
             raise LogSyntaxError(0, f"channel {logged.channel} is past 65535")
@@ -523,6 +616,42 @@ class LogReader:
         return frame
 
 
+def _shown(logged: Logged) -> tuple[list[str], set[str]] | None:
+    """The fields of a logged performative's composite, and those its text shows (None: not
+    a described list of a composite the spec knows)."""
+    value = logged.value
+    if value is None and logged.made is not None:
+        value = logged.made.tree()
+    if not isinstance(value, Described) or not isinstance(value.value, list):
+        return None
+    composite = spec.COMPOSITES.get(value.descriptor) if isinstance(value.descriptor, int) else None
+    if composite is None:
+        composite = _BY_NAME.get(str(value.name))
+    if composite is None:
+        return None
+    names = [f.name for f in composite.fields]
+    shown = {
+        name if name is not None else names[at] if at < len(names) else ""
+        for at, (name, _) in enumerate(value.value)
+    }
+    return names, shown
+
+
+def _only_shown(frame: k.Frame, shown: tuple[list[str], set[str]] | None) -> None:
+    """Out of a truncated frame's fields, those its text did not reach: the decoder (and
+    rhea's completions) put the spec's defaults in their place, which the log never showed."""
+    if shown is not None:
+        for name in shown[0]:
+            if name not in shown[1]:
+                frame.fields.pop(name, None)
+    # a mandatory field the cut took is the log's loss, not the frame's (`log.cut-line` says so)
+    frame.findings = [f for f in frame.findings if f.code != "amqp10.missing-mandatory"]
+
+
+#: the spec's composites by name (a grammar that names a performative without its code)
+_BY_NAME: Final = {c.name: c for c in spec.COMPOSITES.values()}
+
+
 def _no_head() -> int:
     """`decoded` asks where the payload starts of a transfer only."""
     raise AssertionError("a payload's start asked of a frame that is no transfer")
@@ -554,6 +683,27 @@ def _may_go_on(text: str) -> bool:
     opened = text.count("[") + text.count("{") + text.count("(")
     closed = text.count("]") + text.count("}") + text.count(")")
     return opened > closed or text.count('"') % 2 == 1
+
+
+#: the shortest prefix a logger repeats on each piece of a line it split (`_repeated_prefix`)
+_PREFIX_LEAST: Final = 8
+
+
+def _repeated_prefix(text: str, line: str) -> int:
+    """How much of `line`, the next piece of a frame's `text` that a logger split, is the
+    logger's prefix again (a time, a host, a process, as journald writes each piece of a line
+    past its `LineMax`): the two lines' common start, digits matching any digits (the time
+    moves on), up to its last space, `|` or `:`; 0 when it is shorter than `_PREFIX_LEAST`."""
+    size = min(len(text), len(line), 256)
+    end = 0
+    while end < size:
+        a, b = text[end], line[end]
+        if a != b and not (a.isdigit() and b.isdigit()):
+            break
+        end += 1
+    while end > 0 and line[end - 1] not in " |:":
+        end -= 1
+    return end if end >= _PREFIX_LEAST else 0
 
 
 def _header(raw: bytes) -> k.Frame:

@@ -146,6 +146,23 @@ def damaged(line: str) -> str | None:
     )
 
 
+def shown(line: str) -> set[str] | None:
+    """The spec names of the fields a frame line's JSON shows (`parse` adds the zeros rhea's
+    toJSON dropped, which a line cut short may not have dropped); None if it has no JSON."""
+    split = _split(line)
+    if split is None:
+        return None
+    rest = line[split[4] :]
+    brace = rest.find("{")
+    if brace < 0:
+        return None
+    try:
+        body = json.JSONDecoder().raw_decode(rest, brace)[0]
+    except ValueError:
+        return None
+    return {key.replace("_", "-") for key in body} if isinstance(body, dict) else None
+
+
 def parse(line: str) -> Logged | None:
     split = _split(line)
     if split is None:

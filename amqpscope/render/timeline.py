@@ -357,7 +357,7 @@ class Timeline:
         if (
             kind == TRANSPORT
             or kind == "protocol-header"
-            or (frame.source is not None and not frame.ts)
+            or (frame.source is not None and (not frame.ts or "truncated" in frame.source))
             or error_in(frame.findings, frame.fields, name)
         ):
             return "", "", "", "", "", "", ""
@@ -764,6 +764,10 @@ def name_piece(frame: Frame, error: bool) -> Piece:
     return frame.name, style
 
 
+#: after the line of a frame whose log text was cut short (`source.truncated`)
+TRUNCATED_TAG: Final = "  [truncated]"
+
+
 def frame_pieces(frame: Frame, t0: float, body: bool = False) -> list[Piece]:
     """One frame's line of the timeline, as pieces: what `read` prints and the TUI's frame list
     draws (times count from `t0`, the first frame's)."""
@@ -780,6 +784,9 @@ def frame_pieces(frame: Frame, t0: float, body: bool = False) -> list[Piece]:
     tail = message_tail(frame, BODY_FULL if body else BODY_PREVIEW)
     if tail:
         line.append((tail, "dim" if not body else ""))
+    if frame.source is not None and frame.source.get("truncated"):
+        # what a cut log line showed of the frame, as tshark marks a partial dissection
+        line.append((TRUNCATED_TAG, STYLES["warning"]))
     for found in frame.findings:
         note = f"  [{found.code}: {safe(found.message)}]"
         line.append((note, STYLES.get(found.severity, "")))
