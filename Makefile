@@ -9,7 +9,7 @@ DEMO_CAPTURE ?= captures/091-ack-nack-reject.pcap
 export DEBIAN_FRONTEND := noninteractive
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test install dev build-deps system-deps broker lint unit captures bench compiled fuzz clean node-deps
+.PHONY: demo test install dev build-deps system-deps broker lint unit captures bench compiled fuzz clean node-deps docs reference
 
 demo: install
 	@echo "== amqpscope read $(DEMO_CAPTURE)"
@@ -20,7 +20,7 @@ demo: install
 PYTEST_JOBS ?= logical
 # AMQPSCOPE_REQUIRE_ORACLES=1: a test skipped for a missing oracle this target installs (tshark,
 # tmux, chromium, an extra's package) fails instead (tests/conftest.py)
-test: install system-deps broker lint node-deps
+test: install system-deps broker lint docs node-deps
 	AMQPSCOPE_REQUIRE_ORACLES=1 $(PYTHON) -m pytest -q -n $(PYTEST_JOBS) --dist loadgroup
 
 # the default build: the hot path compiled with mypyc (tools/mypyc_hook.py), or pure Python with
@@ -32,13 +32,13 @@ test: install system-deps broker lint node-deps
 install: build-deps
 	$(PIP) install -q 'build>=1.2'
 	wheel="$$($(PYTHON) tools/compiled.py --wheel)" && \
-	$(PIP) install -q "$$wheel[dev,spark,connect,report,tui,metrics]" && \
+	$(PIP) install -q "$$wheel[dev,spark,connect,report,tui,metrics,docs]" && \
 	$(PIP) install -q --no-deps --force-reinstall "$$wheel"
 	@cd / && $(PYTHON) -m amqpscope.cli --version
 
 # for developers: the editable install, pure Python, so that what you edit is what runs
 dev:
-	$(PIP) install -q -e '.[dev,spark,connect,report,tui]'
+	$(PIP) install -q -e '.[dev,spark,connect,report,tui,metrics,docs]'
 
 # the compiler and headers, from apt, when this Python finds none (else the pure build installs)
 build-deps:
@@ -74,6 +74,19 @@ lint:
 	$(PYTHON) -m mypy
 	@if [ -d ../shared/spec ]; then $(PYTHON) tools/gen_spec.py ../shared/spec --check; fi
 	$(PYTHON) tools/metrics_doc.py --check
+
+# the docs site (MkDocs, Material theme) into build/site, warnings as errors (not --quiet: it hides
+# the warnings and then --strict passes); the reference pages
+# (docs/reference/, generated from the code by tools/gen_reference.py) must match the code first
+docs:
+	$(PYTHON) tools/gen_reference.py --check
+	NO_MKDOCS_2_WARNING=1 $(PYTHON) -m mkdocs build --strict --site-dir build/site
+
+# rewrite docs/reference/ (and docs/metrics.md) from the code after changing a command, a schema,
+# a finding, a diagnosis or a metric family
+reference:
+	$(PYTHON) tools/gen_reference.py
+	$(PYTHON) tools/metrics_doc.py
 
 unit:
 	$(PYTHON) -m pytest -q -n $(PYTEST_JOBS) --dist loadgroup -m "not broker"
