@@ -66,6 +66,10 @@ class Connection:
     last_ts: float = 0.0
     closed: str = ""
     flipped: bool = False  # client and server were guessed the wrong way round
+    #: the second side's FIN record, held until the codec gave what it still held at the close
+    #: (a TLS record or frame cut by a gap): the connection's last record, as each reader of
+    #: `transport` records takes it (the Spark rows retire the connection there)
+    last_fin: Frame | None = None
 
     @property
     def is_amqp(self) -> bool:
@@ -308,12 +312,18 @@ class Dissector:
         elif isinstance(event, StreamFin):
             conn = self.connections[event.conn]
             if not conn.closed and conn.is_amqp:
-                self._number(conn, [self._fin(conn, event)], out)
+                if event.last:  # its StreamClose follows: after what the codec still holds
+                    conn.last_fin = self._fin(conn, event)
+                else:
+                    self._number(conn, [self._fin(conn, event)], out)
         elif isinstance(event, StreamClose):
             conn = self.connections[event.conn]
             if not conn.closed:
                 conn.closed = event.how
                 self._number(conn, conn.codec.end(event.packet), out)
+                if conn.last_fin is not None:
+                    self._number(conn, [conn.last_fin], out)
+                    conn.last_fin = None
                 self._carry(conn)
                 if event.how in TRANSPORT_EVENTS and conn.is_amqp:
                     self._number(conn, [self._transport(conn, event)], out)

@@ -53,6 +53,8 @@ GROUPS = {
     "tests/test_spark_cluster.py": "spark",
     "tests/test_spark_datasource.py": "spark",
     "tests/test_spark_submit.py": "spark",
+    "tests/test_spark_stream.py": "spark",
+    "tests/test_spark_readers.py": "spark",
 }
 #: the longest groups first, so that no worker starts one when the others are nearly done
 FIRST = ("builds", "spark", "broker")

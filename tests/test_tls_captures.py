@@ -176,9 +176,11 @@ def test_the_timeline_names_an_undecrypted_connection() -> None:
     assert "tls.no-key" in line
 
 
-def test_a_missing_key_log_is_a_usage_error() -> None:
+def test_a_missing_key_log_is_an_unreadable_input() -> None:
+    """A key log that cannot be read is an input that cannot be read: one line, exit 1."""
     result = CliRunner().invoke(main, ["read", str(path_of("10-tls")), "--keylog", "/nonexistent"])
-    assert result.exit_code == 2
+    assert result.exit_code == 1
+    assert len(result.output.splitlines()) == 1 and "/nonexistent" in result.output
 
 
 def test_the_summary_of_a_decrypted_capture_counts_its_messages() -> None:

@@ -252,3 +252,20 @@ def test_a_dropped_10_connection_is_reported_once_with_what_it_left(
     assert (conn["state"], conn["transport"], conn["dropped"]) == ("open", f"{event} by {by}", True)
     (session,) = conn["sessions"]
     assert session["state"] == "transport closed"
+
+
+def test_the_second_fin_follows_what_the_codec_held_at_the_close(tmp_path: Path) -> None:
+    """A record the codec still held when both FINs had come (here a TLS record behind a gap,
+    the server's address mangled by tests/test_mutation) is given before the second FIN: that FIN
+    is the connection's last record, where the Spark rows retire it (a record after it was lost
+    from the connection's row)."""
+    from tests.test_mutation import FILES, mutations
+
+    source = next(f for f in FILES if f.name == "10-tls-inband.pcap")
+    _, data = next(iter(mutations(source)))
+    path = tmp_path / "mutated.pcap"
+    path.write_bytes(data)
+    first = [f for f in records(path) if f.conn == 1]
+    names = [(f.kind, f.name) for f in first]
+    assert ("transport", "fin") in names[:-1] and "tls" in [f.name for f in first]
+    assert names[-1] == ("transport", "fin")  # the second FIN, after the held TLS record
