@@ -1,8 +1,9 @@
 """Diagnoses and findings that had no test, each on a recording (issue 40 item 14): what the
 recorded client or peer saw (captures/NAME.json) against what amqpscope reads from the capture
 or log of the same run. consumer.cancelled, close.connection (0-9-1 320 and 540, a 1.0 close
-with an error), consumer.flow-stopped and the 1.0 link violations (handle-in-use,
-handle-over-max, wrong-role) are recorded by captures/scenarios/coverage.py.
+with an error), consumer.flow-stopped, the 1.0 link violations (handle-in-use,
+handle-over-max, wrong-role) and session.window-closed are recorded by
+captures/scenarios/coverage.py.
 
 log.truncated-payload: rhea's frame trace (DEBUG=rhea:frames) prints a payload as Node prints a
 Buffer, its first 50 bytes and "... N more bytes": every transfer of log-rhea-broker.log is cut,
@@ -205,3 +206,37 @@ def test_a_clients_1_0_link_violations_and_the_listeners_close() -> None:
     assert expect["wrong_role"]["listener_closed_with"] is None
     unsettled = only(found, "delivery.unsettled-at-end")  # the wrong-role transfer, unsettled
     assert unsettled["conn"] == transfer["conn"]
+
+
+def test_a_session_window_the_receiver_shut_and_re_opened() -> None:
+    """captures/scenarios/coverage.py: the socket client's begin states incoming-window 1 and
+    its link grants credit 10; Proton, the sender, sends one transfer and waits until the
+    client's session flow re-opens the window 1.5 s later (the client's clock): the diagnosis
+    is the server's session, stopped by the client's window, for that long, citing the
+    transfer that used the window and the flow that re-opened it."""
+    name = "10-session-window"
+    expect, found, by_number = truth(name), diagnoses(f"{name}.pcap"), frames(f"{name}.pcap")
+    window = expect["session_window"]
+    closed = only(found, "session.window-closed")
+    assert closed["title"].startswith("The server's session on channel 0 had no window for")
+    assert "The client's incoming-window for the session was used up" in closed["explanation"]
+    assert not closed["ongoing"]
+    shut = window["shut_seconds"]
+    assert abs(closed["duration"] - shut) <= 0.1 * shut, (closed["duration"], shut)
+    transfer, flow = (by_number[n] for n in closed["evidence"])
+    # the transfer that used the client's window of 1, the only one before the re-opening
+    transfers = [r for r in by_number.values() if r["name"] == "transfer"]
+    assert len(transfers) == window["transfers_before_reopen"] + window["transfers_after_reopen"]
+    before = [r for r in transfers if r["frame"] < flow["frame"]]
+    assert len(before) == window["transfers_before_reopen"] == 1
+    assert (transfer["name"], transfer["dir"]) == ("transfer", "s2c") and before == [transfer]
+    assert abs(closed["start"] - transfer["ts"]) < 1e-6
+    (begin,) = [r for r in by_number.values() if r["name"] == "begin" and r["dir"] == "c2s"]
+    assert begin["fields"]["incoming-window"] == window["client_incoming_window"]
+    # the client's session flow (no handle) that re-opened it: its own next-incoming-id
+    assert (flow["name"], flow["dir"]) == ("flow", "c2s") and "handle" not in flow["fields"]
+    assert flow["fields"]["next-incoming-id"] == window["reopen_next_incoming_id"]
+    assert flow["fields"]["incoming-window"] == window["reopen_incoming_window"]
+    assert codes(flow) == ["amqp10.window-exhausted"]
+    assert [r["fields"]["delivery-id"] for r in transfers] == window["delivery_ids"]
+    assert expect["listener_sent"] == len(window["delivery_ids"])

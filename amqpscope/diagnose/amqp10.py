@@ -196,7 +196,10 @@ def credit(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
             )
     for session in conn.sessions:
         for side, half in session.half.items():
-            for start, seconds, at_end in half.exhausted.periods:
+            for i, (start, seconds, at_end) in enumerate(half.exhausted.periods):
+                starts = half.exhausted.starts
+                began = starts[i][0] if i < len(starts) else None  # the last transfer it allowed
+                reopened = half.reopened.get(i)  # the flow that opened it again
                 out.append(
                     make(
                         "session.window-closed",
@@ -214,6 +217,7 @@ def credit(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
                         channel=session.half[CLIENT].channel,
                         start=start,
                         duration=seconds,
+                        evidence=[f for f in (began, reopened) if f is not None],
                         ongoing=at_end,
                     )
                 )

@@ -2,7 +2,9 @@
 cancels, a connection the broker closes (320 CONNECTION_FORCED), a client that stops the
 broker's content (channel.flow active=false, which RabbitMQ 3.x refuses with 540), and the 1.0
 link rules broken by a client (handle in use, a transfer from the receiving end, a handle above
-handle-max) against a Proton listener, which closes the last connection with an error.
+handle-max) against a Proton listener, which closes the last connection with an error; and a
+1.0 session window the receiving client keeps shut (incoming-window 1) for 1.5 s, which Proton,
+the sender, respects (one transfer, then none until the client's flow re-opens it).
 
 Ground truth is the client's: pika's callbacks and exceptions (the cancelled consumer's tag, the
 reply code and text pika was given), the frames the 1.0 client wrote and the listener's answers as
@@ -154,6 +156,7 @@ class _RawClient:
         self.sock = socket.create_connection(("127.0.0.1", record.P2P_PORT), timeout=5)
         self.buffer = b""
         self.received: list[tuple[str, Any]] = []
+        self.times: list[float] = []  # beside each of `received`: when it was read (monotonic)
 
     def _read(self, size: int) -> bytes:
         while len(self.buffer) < size:
@@ -176,7 +179,8 @@ class _RawClient:
     def send(self, code: int, fields: list[Any], payload: bytes = b"", kind: int = 0) -> None:
         self.sock.sendall(_frame(_performative(code, fields) + payload, kind=kind))
 
-    def start(self) -> None:
+    def start(self, window: int = 100) -> None:
+        """Handshake to a begun session whose begin states incoming-window `window`."""
         header = b"AMQP\x03\x01\x00\x00"
         self.sock.sendall(header)
         assert self._read(8) == header
@@ -188,7 +192,7 @@ class _RawClient:
         self.sock.sendall(header)
         assert self._read(8) == header
         self.send(0x10, ["amqpscope-raw-client", "127.0.0.1"])
-        self.send(0x11, [None, uint(0), uint(100), uint(100)])
+        self.send(0x11, [None, uint(0), uint(window), uint(100)])
         self.listen(0.5)
 
     def listen(self, seconds: float) -> None:
@@ -204,8 +208,10 @@ class _RawClient:
                 if got is not None:
                     name = self.NAMES.get(int(got.descriptor), str(got.descriptor))
                     self.received.append((name, got.value))
+                    self.times.append(time.monotonic())
         except (EOFError, ConnectionResetError):
             self.received.append(("eof", None))
+            self.times.append(time.monotonic())
         finally:
             self.sock.settimeout(5)
 
@@ -231,6 +237,12 @@ class _Listener(MessagingHandler):
         super().__init__()
         self.n = n
         self.listening = threading.Event()
+        self.outbox: list[str] = []  # bodies its senders send while they have credit
+
+    def on_sendable(self, event: Any) -> None:
+        while self.outbox and event.sender.credit > 0:
+            event.sender.send(Message(body=self.outbox.pop(0)))
+            self.n.inc("listener_sent")
 
     def on_start(self, event: Any) -> None:
         self.acceptor = event.container.listen(f"127.0.0.1:{record.P2P_PORT}")
@@ -319,6 +331,81 @@ def s10_link_violations(ctx: record.Ctx) -> dict[str, Any]:
         # the wrong-role transfer was sent unsettled and the listener never settled it
         answered = [name for name, _ in role.received if name == "disposition"]
         n["unsettled_at_end"] = 0 if answered else 1
+    finally:
+        container.stop()
+        thread.join(5)
+    return n
+
+
+@record.scenario(
+    "10-session-window",
+    "1.0",
+    "No broker: the Proton listener (python-qpid-proton's reactor) on 127.0.0.1:5673 with 4"
+    " messages to send, and the raw socket client: its begin states incoming-window 1, it"
+    " attaches a receiver link to node 'w' and grants link-credit 10. Proton, as the sender,"
+    " sends 1 transfer into the window of 1 and stops; the client waits 1.5 s, then sends a"
+    " session flow re-opening its window (next-incoming-id advanced by 1, incoming-window 10),"
+    " Proton sends the other 3; the client settles all 4 (accepted) and closes.",
+    **record.PEER_TO_PEER,
+)
+def s10_session_window(ctx: record.Ctx) -> dict[str, Any]:
+    """session.window-closed: the receiving client's session window shut for ~1.5 s."""
+    record.p2p_port_free()
+    n = record.Counts()
+    listener = _Listener(n)
+    listener.outbox = [f"windowed {i}" for i in range(4)]
+    container = Container(listener)
+    thread = threading.Thread(target=container.run, daemon=True)
+    thread.start()
+    if not listener.listening.wait(10):
+        raise RuntimeError("the Proton listener did not listen")
+    time.sleep(0.2)
+    try:
+        client = _RawClient()
+        client.start(window=1)
+        begins = [f for name, f in client.received if name == "begin"]
+        first_id = int(begins[0][1])  # the listener's initial next-outgoing-id
+        client.send(0x12, ["w", uint(0), True, None, None, _source("w"), _target("r")])
+        client.send(
+            0x13,
+            [uint(first_id), uint(1), uint(0), uint(100), uint(0), uint(0), uint(10)],
+        )
+        deadline = time.monotonic() + 5
+        while not any(name == "transfer" for name, _ in client.received):
+            if time.monotonic() > deadline:
+                raise RuntimeError("the listener sent no transfer")
+            client.listen(0.02)
+        # the first transfer was read: the window of 1 is used
+        shut_at = client.times[[name for name, _ in client.received].index("transfer")]
+        client.listen(1.5 - (time.monotonic() - shut_at))
+        before_reopen = sum(1 for name, _ in client.received if name == "transfer")
+        client.send(0x13, [uint(first_id + before_reopen), uint(10), uint(0), uint(100)])
+        reopened_at = time.monotonic()
+        client.listen(0.5)
+        transfers = [f for name, f in client.received if name == "transfer"]
+        ids = [int(f[1]) for f in transfers]
+        if ids:  # accepted, settled: delivery-ids first..last in one disposition
+            accepted = Described(ulong(0x24), [])
+            client.send(0x15, [True, uint(min(ids)), uint(max(ids)), True, accepted])
+        client.send(0x16, [uint(0), True])
+        client.listen(0.3)
+        client.close()
+        n["session_window"] = {
+            "client_incoming_window": 1,
+            "link_credit": 10,
+            "transfers_before_reopen": before_reopen,
+            "transfers_after_reopen": len(transfers) - before_reopen,
+            # the client's clock, from reading the first transfer to writing the flow
+            "shut_seconds": round(reopened_at - shut_at, 6),
+            "reopen_next_incoming_id": first_id + before_reopen,
+            "reopen_incoming_window": 10,
+            "delivery_ids": ids,
+        }
+        n["connections"] = 1
+        n["connections_opened"] = int(any(name == "open" for name, _ in client.received))
+        n["links_attached"] = {"sender": 0, "receiver": 1}
+        n["transfers_received"] = len(transfers)
+        n["receiver_outcomes"] = {"accepted": len(ids)} if ids else {}
     finally:
         container.stop()
         thread.join(5)

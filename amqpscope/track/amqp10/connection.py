@@ -559,7 +559,7 @@ class ConnectionTracker:
                 self.sides[side].pending[channel] = session
         session.half[side].channel = channel
         self.sides[side].channels[channel] = session
-        session.begin(side, fields, frame.ts)
+        session.begin(side, fields, frame.ts, frame.number)
 
     def _end(self, side: str, frame: Frame, out: list[Finding]) -> None:
         session = self._session(side, frame, out)
@@ -732,7 +732,7 @@ class ConnectionTracker:
         if session is None:
             return
         fields = frame.fields
-        waited = session.flow(side, fields, frame.ts)
+        waited = session.flow(side, fields, frame.ts, frame.number)
         if waited is not None:
             self._stall_window(out, session, session.half[OTHER[side]], waited)
         if fields.get("handle") is None:
@@ -817,7 +817,7 @@ class ConnectionTracker:
                 frame,
                 f"transfer on {link.label()} from {side}, its receiving end",
             )
-        window = half.transferred(frame.ts)
+        window = half.transferred(frame.ts, frame.number)
         if window is not None and window <= 0:
             self._violation(
                 out,

@@ -43,6 +43,7 @@ class Half:
         "outgoing_window",
         "peer_iw",
         "peer_nii",
+        "reopened",
         "transfers",
     )
 
@@ -57,6 +58,8 @@ class Half:
         self.peer_iw: int | None = None  # the peer's incoming-window
         self.transfers = 0
         self.exhausted = Episodes()
+        #: index in `exhausted.periods` -> the peer's begin or flow that re-opened the window
+        self.reopened: dict[int, int] = {}
         self.first_delivery: int | None = None
         self.next_delivery: int | None = None
         self.deliveries: dict[int, Delivery] = {}  # delivery-id -> unsettled delivery
@@ -74,25 +77,35 @@ class Half:
             return None
         return self.peer_iw - serial_diff(self.next_outgoing, nii)
 
-    def transferred(self, ts: float) -> int | None:
-        """One transfer frame sent; returns the window it was sent into (None: unknown)."""
+    def transferred(self, ts: float, frame: int | None = None) -> int | None:
+        """One transfer frame sent (frame number `frame`); returns the window it was sent
+        into (None: unknown)."""
         window = self.window()
         self.transfers += 1
         if self.next_outgoing is not None:
             self.next_outgoing = serial_add(self.next_outgoing, 1)
         if window is not None and window == 1:
-            self.exhausted.start(ts)
+            self.exhausted.start(ts, frame)  # the transfer that used the last of the window
         return window
 
     def peer_stated(
-        self, next_incoming_id: int | None, incoming_window: int, ts: float
+        self,
+        next_incoming_id: int | None,
+        incoming_window: int,
+        ts: float,
+        frame: int | None = None,
     ) -> float | None:
-        """The peer's begin or flow; returns a finished exhaustion episode's length."""
+        """The peer's begin or flow (frame number `frame`); returns a finished exhaustion
+        episode's length. A listed episode keeps the frame that ended it, for the diagnosis."""
         self.peer_nii = next_incoming_id
         self.peer_iw = incoming_window
         window = self.window()
         if window is not None and window > 0:
-            return self.exhausted.stop(ts)
+            listed = len(self.exhausted.periods)
+            length = self.exhausted.stop(ts)
+            if frame is not None and len(self.exhausted.periods) > listed:
+                self.reopened[listed] = frame
+            return length
         return None
 
     def ever_sent(self, delivery_id: int, lenient: bool) -> bool:
@@ -140,7 +153,7 @@ class Session:
         self.inferred = inferred
         self.ended: str | None = None  # why it ended, when both ends are gone
 
-    def begin(self, side: str, fields: dict[str, Any], ts: float) -> None:
+    def begin(self, side: str, fields: dict[str, Any], ts: float, frame: int | None = None) -> None:
         half = self.half[side]
         half.begun = True
         nxt = fields.get("next-outgoing-id")
@@ -149,9 +162,11 @@ class Session:
         half.outgoing_window = fields.get("outgoing-window")
         half.handle_max = fields.get("handle-max")
         if half.incoming_window is not None:  # implied next-incoming-id: the peer's initial id
-            self.half[OTHER[side]].peer_stated(None, half.incoming_window, ts)
+            self.half[OTHER[side]].peer_stated(None, half.incoming_window, ts, frame)
 
-    def flow(self, side: str, fields: dict[str, Any], ts: float) -> float | None:
+    def flow(
+        self, side: str, fields: dict[str, Any], ts: float, frame: int | None = None
+    ) -> float | None:
         """The session part of a flow from `side`: returns an exhaustion episode that ended."""
         half = self.half[side]
         nxt = fields.get("next-outgoing-id")
@@ -165,7 +180,7 @@ class Session:
         if iw is None:
             return None
         half.incoming_window = iw
-        return self.half[OTHER[side]].peer_stated(fields.get("next-incoming-id"), iw, ts)
+        return self.half[OTHER[side]].peer_stated(fields.get("next-incoming-id"), iw, ts, frame)
 
     def end(self, side: str, fields: dict[str, Any]) -> dict[str, Any] | None:
         half = self.half[side]
