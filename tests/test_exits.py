@@ -13,11 +13,19 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from amqpscope.capture.files import open_capture
 from amqpscope.cli import main
+from amqpscope.dissect import Dissector
 
 CAPTURES = Path(__file__).resolve().parent.parent / "captures"
 CAPTURE = str(CAPTURES / "091-get.pcap")
 COMMANDS = ["read", "summary", "export", "diagnose"]
+
+
+def records_in(path: str) -> int:
+    """The records (frames and TCP ends) amqpscope reads in `path`, as the decoder counts them."""
+    with open_capture(path) as capture:
+        return sum(1 for _ in Dissector().run(capture))
 
 
 def run(*args: str) -> tuple[int, str, str]:
@@ -85,8 +93,11 @@ def test_a_keylog_that_cannot_be_read_is_one_line_and_exit_1(
     locked = open_dir / "locked.log"
     locked.write_text("CLIENT_RANDOM 00 00\n")
     locked.chmod(0)
+    capture = open_dir / "capture.pcap"  # one the unprivileged user may read, wherever the tree is
+    capture.write_bytes(Path(CAPTURE).read_bytes())
+    capture.chmod(0o644)
     with unprivileged():
-        code, _, err = run(command, CAPTURE, "--keylog", str(locked))
+        code, _, err = run(command, str(capture), "--keylog", str(locked))
     assert code == 1 and err.startswith(f"amqpscope: --keylog {locked}: ")
     assert len(err.splitlines()) == 1
 
@@ -95,7 +106,10 @@ def test_a_keylog_that_cannot_be_read_is_one_line_and_exit_1(
     ("args", "said"),
     [
         (["--conn", "99"], "no frame matched --conn 99\n"),
-        (["--around", "9999"], "no frame matched --around 9999; the last frame is 35\n"),
+        (
+            ["--around", "9999"],
+            f"no frame matched --around 9999; the last frame is {records_in(CAPTURE)}\n",
+        ),
         (["--json", "-Y", 'name == "nope"'], "no frame matched -Y 'name == \"nope\"'\n"),
     ],
 )
@@ -114,7 +128,8 @@ def test_a_report_of_nothing_matched_says_so(tmp_path: Path) -> None:
     out = tmp_path / "report.html"
     code, _, err = run("report", CAPTURE, "-o", str(out), "--conn", "99")
     assert code == 0 and out.stat().st_size > 1000
-    assert err == "amqpscope: no frame matched --conn 99 (of 35 read): the report lists none\n"
+    read = records_in(CAPTURE)
+    assert err == f"amqpscope: no frame matched --conn 99 (of {read} read): the report lists none\n"
     code, _, err = run("report", CAPTURE, "-o", str(out), "--conn", "1", "--force")
     assert (code, err) == (0, "")
 
