@@ -72,6 +72,7 @@ lint:
 	$(PYTHON) -m ruff check amqpscope pyspark_amqpscope tests tools captures bench
 	$(PYTHON) -m ruff format --check amqpscope pyspark_amqpscope tests tools captures bench
 	$(PYTHON) -m mypy
+	$(PYTHON) -m mypy -p amqpscope -p pyspark_amqpscope  # the whole package, same config (files: what mypyc compiles)
 	@if [ -d ../shared/spec ]; then $(PYTHON) tools/gen_spec.py ../shared/spec --check; fi
 	$(PYTHON) tools/metrics_doc.py --check
 

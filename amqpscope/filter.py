@@ -337,7 +337,7 @@ class LinkScope:
     def __init__(self, names: tuple[str, ...] = (), queues: tuple[str, ...] = ()) -> None:
         self.names = frozenset(names)
         self.queues = tuple(queues)
-        self.handles: dict[tuple[int, int | None, str], set[int]] = {}
+        self.handles: dict[tuple[int, int | None, str], set[int | None]] = {}
         self.ids: dict[tuple[int, int | None, str], set[int]] = {}
 
     def _wanted(self, fields: dict[str, Any]) -> bool:

@@ -25,7 +25,7 @@ may not reach it). With `--baseline`, `tcpdump -w /dev/null` alone under the sam
 With `--stall S`, no amqpscope: tcpdump alone writes a file under the same load with each of
 `STALL_OPTIONS` in turn (`--rounds` times, alternating), stopped (SIGSTOP) for S seconds a third
 of the way in, as a loaded machine starves it: the kernel drops of each are what its ring could
-not hold (`capture/live.py`'s choice of options).
+not hold (`capture/live/tools.py`'s choice of options).
 
 With `--load replay`, no broker and no pika client: bench/replay_load.py plays a consumer
 connection over loopback TCP (frames encoded by pika) at `--rate` messages a second (about three

@@ -15,10 +15,10 @@ CAPTURES = Path(__file__).resolve().parent.parent / "captures"
 def test_both_consumers_note_a_delivery_alike() -> None:
     sys.path.insert(0, str(CAPTURES))
     try:
-        import record  # noqa: F401  (loads captures/scenarios/*.py)
+        import recorder  # noqa: F401  (loads captures/scenarios/*.py)
     finally:
         sys.path.remove(str(CAPTURES))
-    scenarios = sys.modules["record_scenarios.diagnose"]
+    scenarios = sys.modules["scenarios.diagnose"]
     truth = json.loads((CAPTURES / "091-redelivered.json").read_text())["expect"]
     for noted in truth["deliveries_log"]:
         method = pika.spec.Basic.Deliver(

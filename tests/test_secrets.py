@@ -1,8 +1,8 @@
 """No credential reaches any output unless --show-secrets; --redact-bodies drops every payload.
 
-The passwords are those `captures/record.py` logged in with (read from its source, not typed in
-here): the refused 0-9-1 login and the failed SASL PLAIN login use a wrong password, the
-successful SASL PLAIN login guest's. Every output is searched for them, as text and as the hex
+The passwords are those the recorder (captures/recorder/) logged in with (read from its source,
+not typed in here): the refused 0-9-1 login and the failed SASL PLAIN login use a wrong password,
+the successful SASL PLAIN login guest's. Every output is searched for them, as text and as the hex
 a binary field would show: the timeline, `read --json`, `export` (document and NDJSON),
 `summary` (tables and JSON), the stderr of each, and the live pipeline's frames. AMQPLAIN and a
 CBS put-token, which no recording has, come from pika's and Qpid Proton's encoders, wrapped in a
@@ -37,18 +37,22 @@ CAPTURES = ROOT / "captures"
 
 
 def recorded_passwords() -> dict[str, str]:
-    """Scenario function -> the password it logs in with, from record.py's source: the
-    `password=` keyword of its calls, else the default (GUEST)."""
-    tree = ast.parse((CAPTURES / "record.py").read_text())
+    """Scenario function -> the password it logs in with, from the recorder's source
+    (captures/recorder/): the `password=` keyword of its calls, else the default (GUEST)."""
+    body = [
+        node
+        for path in sorted((CAPTURES / "recorder").glob("*.py"))
+        for node in ast.parse(path.read_text()).body
+    ]
     guest = next(
         node.value.elts[1].value
-        for node in tree.body
+        for node in body
         if isinstance(node, ast.Assign)
         and getattr(node.targets[0], "id", "") == "GUEST"
         and isinstance(node.value, ast.Tuple)
     )
     out = {}
-    for fn in tree.body:
+    for fn in body:
         if not isinstance(fn, ast.FunctionDef):
             continue
         given = [

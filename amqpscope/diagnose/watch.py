@@ -214,6 +214,7 @@ def _ended(
     seconds = max(now - since, seen)
     last = 0
     cut = gone  # ended by its channel's, connection's or the capture's end
+    link: Link | None
     if isinstance(conn, amqp091.ConnectionTracker):
         if kind == "stall":
             for epoch in conn.epochs:

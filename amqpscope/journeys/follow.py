@@ -462,7 +462,7 @@ class Follower:
         start, ts = self._first10.pop(
             (frame.conn, direction, channel, delivery_id), (frame.number, frame.ts)
         )
-        handle = frame.fields.get("handle")
+        handle: Any = frame.fields.get("handle")  # the attach's key when an int; else no link
         where = (frame.conn, direction, channel, handle)
         address, link_name = self._address.get(where), self._links.get(where)
         properties = message.get("properties") or {}

@@ -1,4 +1,5 @@
-"""A frame's bytes as `read -x` shows them: 16 bytes a line, offset, hex and ASCII.
+"""A frame's bytes as `read -x` shows them: 16 bytes a line, offset, hex and ASCII; the one hex
+dump (the TUI's bytes pane draws the same one in its own layout, `pane`).
 
 The ASCII column shows printable ASCII only (a dot for anything else), so no byte of a capture
 can reach the terminal as a control. The bytes of a secret (a password in a SASL response) are
@@ -15,10 +16,15 @@ HIDDEN: Final = "**"
 
 
 def hexdump(
-    data: bytes, hide: Iterable[tuple[int, int]] = (), base: int = 0, indent: str = "    "
+    data: bytes,
+    hide: Iterable[tuple[int, int]] = (),
+    base: int = 0,
+    indent: str = "    ",
+    pane: bool = False,
 ) -> list[str]:
     """The dump of `data`, offsets counted from `base`; the (offset, length) ranges of `hide`
-    (offsets within `data`) are blanked."""
+    (offsets within `data`) are blanked. `pane`: the TUI's layout, `offset  hex  |ascii|` (six
+    digits, one run of hex, the ASCII between bars), whose columns the pane highlights."""
     hidden: set[int] = set()
     for offset, length in hide:
         hidden.update(range(max(0, offset), min(len(data), offset + length)))
@@ -35,6 +41,10 @@ def hexdump(
             else:
                 hexes.append(f"{byte:02x}")
                 text.append(chr(byte) if 0x20 <= byte < 0x7F else ".")
+        if pane:
+            line = f"{base + start:06x}  {' '.join(hexes):<47}  |{''.join(text):<16}|"
+            out.append(indent + line)
+            continue
         left = " ".join(hexes[:8])
         right = " ".join(hexes[8:])
         column = f"{left:<23}  {right:<23}"

@@ -96,6 +96,43 @@ def detail_lines(
     return out
 
 
+def value_tree(name: str, value: Any, pane: bool = False, cut: int = 0) -> dict[str, Any]:
+    """A value of a frame's record as a tree node (maps and lists open into their items): the
+    detail of a frame whose bytes give no -V tree (a log's), and what the record adds to one
+    (the message as decoded, the findings). The report's form: a container says how many
+    ("3 entries", "2 items"), a leaf is its value (`true`, `null`; a string cut to `cut`
+    characters). The TUI pane's (`pane`): "{3}", "[2]", a leaf's `str()`, and every node with
+    its (empty) place in the frame and its children."""
+    children: list[dict[str, Any]] = []
+    if isinstance(value, dict):
+        children = [value_tree(str(k), v, pane, cut) for k, v in value.items()]
+        kind, shown = "map", f"{{{len(value)}}}" if pane else f"{len(value)} entries"
+    elif isinstance(value, list):
+        children = [value_tree(f"[{i}]", v, pane, cut) for i, v in enumerate(value)]
+        kind, shown = "list", f"[{len(value)}]" if pane else f"{len(value)} items"
+    elif pane:
+        kind, shown = type(value).__name__, "null" if value is None else str(value)
+    else:
+        kind = "null" if value is None else type(value).__name__
+        shown = "null" if value is None else value
+        if isinstance(value, bool):
+            shown = str(value).lower()
+        if cut and isinstance(shown, str) and len(shown) > cut:
+            shown = shown[: cut - 1] + ELLIPSIS
+    if pane:
+        return {
+            "name": name,
+            "value": shown,
+            "type": kind,
+            "offset": None,
+            "length": None,
+            "children": children,
+        }
+    if kind in ("map", "list"):
+        return {"name": name, "type": kind, "value": shown, "children": children}
+    return {"name": name, "type": kind, "value": shown}
+
+
 def tree_json(nodes: list[Node], show_secrets: bool = False) -> list[dict[str, Any]]:
     """The `tree` of a frame record (`read --json -V`; the frame schema's tree-node)."""
     return [node.to_json(show_secrets) for node in nodes]

@@ -1,12 +1,13 @@
-"""Where the TUI meets parts of amqpscope being built alongside it: one small function each, so
-the lead can wire the real one in at merge without touching the app.
+"""Where the TUI meets the rest of amqpscope: one small function each, so the app never
+depends on how they are made.
 
 - `detail_tree`: the -V detail tree (issue 23's `codec.tree.frame_tree`, each field with its
   offset and length, secrets redacted); the frame's `--json` fields as a tree when it has no
   bytes to decode (a log's frame) or the tree cannot be made.
 - `hex_lines`: the -x bytes: a hex/ASCII dump of the bytes the record keeps, a secret's bytes
   blanked (`**`) as `read -x` blanks them.
-- `diagnoses`: `Diagnosis.to_json()` list (issue 21). Until it lands, the trackers' findings.
+- `diagnoses`: while the input is still being read, the trackers' findings in the shape of
+  `Diagnosis.to_json()` (the diagnoses need the whole input).
 - `write_cut`: `read -w`'s pass (`cli.write.write_packets`, the cut of `amqpscope.cut`).
 """
 

@@ -16,7 +16,7 @@ import time
 from collections import deque
 from typing import Any
 
-import record  # captures/record.py, which loads this module
+import recorder as record  # captures/recorder/: the harness and shared helpers
 
 #: how long each scenario holds its trouble (long enough to stand far above the 1 s threshold)
 STALL_SECONDS = 2.5

@@ -21,7 +21,7 @@ from typing import Any
 
 import pika
 import pika.exceptions
-import record  # captures/record.py, which loads this module
+import recorder as record  # captures/recorder/: the harness and shared helpers
 
 #: garagemq's port: record.ensure_garagemq's, unless AMQPSCOPE_GARAGEMQ_PORT names another
 #: garagemq already running (a shared one stuck or busy with someone else's test); the JSON's

@@ -33,7 +33,7 @@ from typing import Any
 
 import pika
 import pika.exceptions
-import record
+import recorder as record  # captures/recorder/: the harness and shared helpers
 from proton import Delivery
 from proton.handlers import TransactionHandler
 

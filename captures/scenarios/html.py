@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pika
-import record
+import recorder as record  # captures/recorder/: the harness and shared helpers
 
 #: markup a page could take for its own: a script element, an image whose error handler runs
 #: script, an element with an id, an entity; then a right-to-left override and a left-to-right

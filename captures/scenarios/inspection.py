@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import record
+import recorder as record  # captures/recorder/: the harness and shared helpers
 from proton import Delivery, Described, Message, symbol
 from proton.handlers import TransactionHandler
 

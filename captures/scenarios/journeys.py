@@ -19,7 +19,7 @@ import sys
 import time
 from typing import Any
 
-import record  # captures/record.py, which loads this module
+import recorder as record  # captures/recorder/: the harness and shared helpers
 
 #: the messages published: (message-id or None, correlation-id or None, body); the last has no
 #: message-id, so its journey is matched by its body (and found by its correlation-id)

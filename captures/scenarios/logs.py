@@ -99,7 +99,7 @@ def _client(ctx: Any, kind: str, *args: str) -> dict[str, Any]:
 
 
 def _register() -> None:
-    import record  # captures/record.py, which loads this module
+    import recorder as record  # captures/recorder/: the harness and shared helpers
 
     @record.scenario(
         "log-proton-broker",

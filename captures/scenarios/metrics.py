@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import record
+import recorder as record  # captures/recorder/: the harness and shared helpers
 
 #: (queue suffix, messages), in the order the queues are declared, filled and consumed: the
 #: first seen is the quietest, the busiest comes second

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import record  # captures/record.py, which loads this module
+import recorder as record  # captures/recorder/: the harness and shared helpers
 
 #: where the C++ example broker listens (loopback only; no other recording uses this port)
 CPP_PORT = 5677

@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import record
+import recorder as record  # captures/recorder/: the harness and shared helpers
 from proton import Condition, Message, symbol, timestamp
 
 AUDIENCE = f"amqp://127.0.0.1:{record.P2P_PORT}/orders"

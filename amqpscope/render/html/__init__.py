@@ -24,8 +24,8 @@ def report_data(
 ) -> dict[str, Any]:
     """Track `frames` and gather the page's data. `loose` gives, once the frames are read, the
     findings no frame carries (the capture's and the dissector's). `diagnose` turns the
-    finished tracker into `Diagnosis.to_json()` dicts; without it the overview lists the
-    findings (`model.diagnoses_from`)."""
+    finished tracker into `Diagnosis.to_json()` dicts, which the overview lists (none without
+    it)."""
     tracker = tracker or Tracker()
     builder = ReportBuilder(accepts, keeps=keeps, tree=tree)
     for frame in frames:

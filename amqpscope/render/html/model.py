@@ -21,8 +21,8 @@ records alone stay raw: the page's filter must see what `read -Y` sees, and neve
 
 A frame's detail is its `read -V` tree (`tree`, given by the caller, which has the dissector's
 layers) with its decoded 0-9-1 message and its findings; a log's frames, which have no bytes,
-show their record (`detail_tree`). The overview lists `diagnose`'s Diagnosis dicts when the
-caller passes them to `build`, else the findings (`diagnoses_from`).
+show their record (`detail_tree`). The overview lists `diagnose`'s Diagnosis dicts, which the
+caller passes to `build`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from amqpscope.codec.amqp10.tree import DeliveryStarts
 from amqpscope.codec.frames import TRANSPORT, Frame
@@ -38,7 +38,7 @@ from amqpscope.filter import is_error
 from amqpscope.findings import Finding
 from amqpscope.render.html.pack import Shredder
 from amqpscope.render.lines import highlights, safe, transport_name
-from amqpscope.render.tree import NO_BYTES
+from amqpscope.render.tree import NO_BYTES, value_tree
 from amqpscope.track.tracker import Tracker
 
 #: frames with a row (and a record) in the diagram and the frame list: what memory allows
@@ -50,8 +50,6 @@ DETAIL_BYTES: Final = 1_000_000
 EVIDENCE_BYTES: Final = 250_000
 #: diagnoses, connections, and links or channels listed (each)
 MAX_LISTED: Final = 1_000
-#: frames with findings whose time is kept for the diagnoses' start
-MAX_FINDING_TIMES: Final = 10_000
 #: links and channels whose series and histograms are kept for plots (all keep a table row)
 MAX_PLOTTED: Final = 24
 #: points of one session-window series; later changes are counted, not kept
@@ -133,7 +131,6 @@ class ReportBuilder:
         self.rows_left_out = 0
         self.matched = 0
         self.details: dict[int, list[list[Any]]] = {}
-        self.finding_times: dict[int, float] = {}  # frame -> its time, for findings' start
         self.detail_bytes = 0
         self.evidence_bytes = 0
         self.details_left_out = 0
@@ -161,7 +158,7 @@ class ReportBuilder:
         error = is_error(frame)
         flags = (ERROR if error else 0) | (FINDING if frame.findings else 0)
         record = frame.to_json() if self.accepts or len(self.rows) < self.max_rows else None
-        if self.accepts is None or self.accepts(record):
+        if self.accepts is None or self.accepts(cast(dict[str, Any], record)):  # made: accepts
             flags |= MATCH
             self.matched += 1
         if frame.kind == TRANSPORT:
@@ -172,8 +169,6 @@ class ReportBuilder:
             self._window(frame, t)
         elif frame.version == "1.0" and frame.name == "open":
             self.opens[(frame.conn, frame.direction)] = frame.fields
-        if frame.findings and len(self.finding_times) < MAX_FINDING_TIMES:
-            self.finding_times[frame.number] = t
         if len(self.rows) < self.max_rows:
             self.rows.append(self._row(frame, t, flags))
             self.records.add(record)
@@ -197,9 +192,10 @@ class ReportBuilder:
         # the record's, not the bytes': the message as decoded (bodies already dropped by the
         # dissector with --redact-bodies) and what the trackers said of the frame
         if frame.message is not None and frame.version != "1.0":  # 1.0's tree shows sections
-            nodes.append(_node("message", frame.message))
+            nodes.append(value_tree("message", frame.message, cut=MAX_DETAIL_TEXT))
         if frame.findings:
-            nodes.append(_node("findings", [f.to_json() for f in frame.findings]))
+            findings = [f.to_json() for f in frame.findings]
+            nodes.append(value_tree("findings", findings, cut=MAX_DETAIL_TEXT))
         return nodes
 
     def _row(self, frame: Frame, t: float, flags: int) -> list[Any]:
@@ -252,13 +248,11 @@ class ReportBuilder:
     ) -> dict[str, Any]:
         """The page's data. `facts`: what the caller knows of the input (file name, packets,
         options); `findings`: those no frame carries (capture, TCP, connections left open);
-        `diagnoses`: `Diagnosis.to_json()` dicts, or None for the tracker's findings instead."""
+        `diagnoses`: `Diagnosis.to_json()` dicts (`diagnose`'s; none listed without them)."""
         summary = tracker.summary()
         origin = self.first_ts or 0.0
         loose = [f.to_json() for f in findings or []]
-        found = summary.get("findings", [])
-        if diagnoses is None:
-            diagnoses = diagnoses_from(found + loose, self.finding_times)
+        diagnoses = diagnoses or []
         connections = summary["connections"]
         units = [u for conn in tracker.connections.values() for u in _units(conn, origin)]
         timed = self.timed or not self.frames
@@ -580,58 +574,6 @@ def _units(conn: Any, origin: float) -> list[dict[str, Any]]:
     return out
 
 
-# ---- the seams: where diagnose (issue 21) and the -V tree (issue 23) plug in ----
-
-
-def diagnoses_from(
-    findings: list[dict[str, Any]], times: dict[int, float] | None = None
-) -> list[dict[str, Any]]:
-    """Until `diagnose` lands: each finding as a diagnosis-shaped dict ({code, severity, title,
-    explanation, conn, start, duration, evidence}), errors first; `start` is its frame's time
-    from the first frame (`times`), when known. With `diagnose`, the caller passes
-    `[d.to_json() for d in diagnose(...)]` to `ReportBuilder.build(diagnoses=...)` instead."""
-    times = times or {}
-    rank = {"error": 0, "warning": 1, "info": 2}
-    out = [
-        {
-            "code": f["code"],
-            "severity": f["severity"],
-            "title": f["message"],
-            "explanation": "",
-            "conn": f.get("conn"),
-            "start": times.get(f["frame"]) if f.get("frame") is not None else None,
-            "duration": None,
-            "evidence": [f["frame"]] if f.get("frame") is not None else [],
-        }
-        for f in findings
-    ]
-    out.sort(key=lambda d: (rank.get(d["severity"], 3), d["evidence"][:1] or [math.inf]))
-    return out
-
-
-def _node(name: str, value: Any) -> dict[str, Any]:
-    """A detail-tree node as the `-V` tree has them: {name, value, type, children}."""
-    if isinstance(value, dict):
-        return {
-            "name": name,
-            "type": "map",
-            "value": f"{len(value)} entries",
-            "children": [_node(str(k), v) for k, v in value.items()],
-        }
-    if isinstance(value, list):
-        return {
-            "name": name,
-            "type": "list",
-            "value": f"{len(value)} items",
-            "children": [_node(f"[{i}]", v) for i, v in enumerate(value)],
-        }
-    kind = "null" if value is None else type(value).__name__
-    text = "null" if value is None else str(value).lower() if isinstance(value, bool) else value
-    if isinstance(text, str) and len(text) > MAX_DETAIL_TEXT:
-        text = text[: MAX_DETAIL_TEXT - 1] + "…"
-    return {"name": name, "type": kind, "value": text}
-
-
 def compact_tree(nodes: list[dict[str, Any]]) -> list[list[Any]]:
     """Tree nodes as the page keeps them, a third of the size: [name, value, type, children,
     offset, length], trailing empty places left off."""
@@ -655,8 +597,7 @@ def compact_tree(nodes: list[dict[str, Any]]) -> list[list[Any]]:
 
 
 def detail_tree(frame: Frame) -> list[dict[str, Any]]:
-    """A frame's detail as tree nodes. Until the `-V` tree lands, the frame's `--json` record;
-    at merge, this returns the `-V` tree's nodes ({name, value, type, offset, length,
-    children}) for the frame, which the page draws the same way."""
+    """The detail of a frame no -V tree is made for (a log's, which has no bytes): its `--json`
+    record as tree nodes."""
     record = frame.to_json()
-    return [_node(key, value) for key, value in record.items()]
+    return [value_tree(key, value, cut=MAX_DETAIL_TEXT) for key, value in record.items()]

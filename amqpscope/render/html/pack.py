@@ -123,14 +123,6 @@ class Shredder:
         return out
 
 
-def shred(values: list[Any], drop: tuple[str, ...] = ()) -> dict[str, Any]:
-    """`values` as columns (`Shredder`)."""
-    shredder = Shredder()
-    for value in values:
-        shredder.add(value)
-    return shredder.to_json(drop)
-
-
 def columns(rows: list[list[Any]]) -> list[dict[str, Any]]:
     """Rows (lists of one length) as leaf columns."""
     if not rows:

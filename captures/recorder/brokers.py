@@ -1,0 +1,275 @@
+"""The brokers the scenarios run against: RabbitMQ (started, its plugins enabled, its TLS
+listener) and garagemq; the software versions each recording names."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+import re
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pika
+import pika.exceptions
+
+from recorder.amqp091 import pika_params
+from recorder.harness import (
+    BROKER_HOST,
+    BROKER_PORT,
+    GARAGEMQ_ADMIN_PORT,
+    GARAGEMQ_HOME,
+    GARAGEMQ_PORT,
+    OPTIONAL_PLUGINS,
+    REQUIRED_PLUGINS,
+    log,
+    port_open,
+    run_cmd,
+)
+from recorder.tls import TLS_PORT, self_signed_cert
+
+
+def amqp10_header_reply() -> bytes:
+    """Send the AMQP 1.0 SASL protocol header; the amqp1_0 plugin answers with one."""
+    with socket.create_connection((BROKER_HOST, BROKER_PORT), timeout=5) as sock:
+        sock.sendall(b"AMQP\x03\x01\x00\x00")
+        return sock.recv(8)
+
+
+def wait_for_broker(deadline: float) -> None:
+    """Wait until the node has booted and 5672 accepts connections."""
+    while True:
+        ok = run_cmd(["rabbitmqctl", "await_startup", "--timeout", "30"], timeout=60, check=False)
+        if ok.returncode == 0 and port_open(BROKER_HOST, BROKER_PORT):
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"RabbitMQ did not start: {ok.stdout}{ok.stderr}")
+        time.sleep(2)
+
+
+def ensure_broker() -> None:
+    """Make sure RabbitMQ runs on 5672 with the AMQP 1.0 plugin; idempotent.
+
+    Why: CI runs `make` as root on a fresh machine; the broker may be stopped
+    and the plugin disabled. Plugins are enabled offline before a start (no
+    restart needed) or online on a running node. Guest may log in over
+    loopback and the 1.0 plugin maps SASL ANONYMOUS to its default_user
+    (guest), so no configuration file is needed.
+    """
+    wanted = [*REQUIRED_PLUGINS, *OPTIONAL_PLUGINS]
+    if not port_open(BROKER_HOST, BROKER_PORT):
+        log("RabbitMQ is not listening on 5672; enabling plugins offline and starting it")
+        if (
+            run_cmd(["rabbitmq-plugins", "enable", "--offline", *wanted], check=False).returncode
+            != 0
+        ):
+            run_cmd(["rabbitmq-plugins", "enable", "--offline", *REQUIRED_PLUGINS])
+        subprocess.run(
+            ["rabbitmq-server", "-detached"],
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            check=True,
+            timeout=60,
+        )
+        wait_for_broker(time.monotonic() + 120)
+    else:
+        wait_for_broker(time.monotonic() + 60)
+        listed = run_cmd(["rabbitmq-plugins", "list", "--enabled", "--minimal"]).stdout.split()
+        missing = [p for p in wanted if p not in listed]
+        if missing:
+            log(f"enabling plugins {missing}")
+            if run_cmd(["rabbitmq-plugins", "enable", *missing], check=False).returncode != 0:
+                run_cmd(
+                    ["rabbitmq-plugins", "enable", *[p for p in missing if p in REQUIRED_PLUGINS]]
+                )
+    deadline = time.monotonic() + 30
+    while (reply := amqp10_header_reply()) != b"AMQP\x03\x01\x00\x00":
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"AMQP 1.0 plugin not answering on 5672 (got {reply!r})")
+        time.sleep(1)
+    log("RabbitMQ is up with AMQP 1.0 on 5672")
+    ensure_tls_listener()
+
+
+#: garagemq's configuration: its package's /etc/garagemq/config.yaml (guest/guest, md5 checked),
+#: moved to GARAGEMQ_PORT, with a database of its own so the Debian service is never touched
+GARAGEMQ_CONFIG = """\
+proto: amqp-rabbit
+users:
+  - username: guest
+    password: 084e0343a0486ff05530df6c705c8bb4 # guest md5
+tcp:
+  ip: 127.0.0.1
+  port: {port}
+  nodelay: false
+  readBufSize: 196608
+  writeBufSize: 196608
+admin:
+  ip: 127.0.0.1
+  port: {admin_port}
+queue:
+  shardSize: 8192
+  maxMessagesInRam: 131072
+db:
+  defaultPath: {db}
+  engine: badger
+vhost:
+  defaultPath: /
+security:
+  passwordCheck: md5
+connection:
+  channelsMax: 4096
+  frameMaxSize: 65536
+"""
+
+
+def ensure_garagemq() -> None:
+    """Make sure garagemq runs on GARAGEMQ_PORT; idempotent.
+
+    Why: diagnoses must hold on other brokers than RabbitMQ (garagemq answers differently: 530 on
+    a wrong password, no tx.select-ok, requeues without the redelivered bit). It is started
+    detached with a configuration of its own, as `make broker` starts RabbitMQ.
+    """
+    if port_open(BROKER_HOST, GARAGEMQ_PORT):
+        return
+    binary = shutil.which("garagemq")
+    if binary is None:
+        raise RuntimeError("no garagemq (Debian's garagemq package has it)")
+    GARAGEMQ_HOME.mkdir(parents=True, exist_ok=True)
+    config = GARAGEMQ_HOME / "config.yaml"
+    config.write_text(
+        GARAGEMQ_CONFIG.format(
+            port=GARAGEMQ_PORT, admin_port=GARAGEMQ_ADMIN_PORT, db=GARAGEMQ_HOME / "db"
+        )
+    )
+    with open(GARAGEMQ_HOME / "garagemq.log", "ab") as out:
+        subprocess.Popen(
+            [binary, "--config", str(config)],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=GARAGEMQ_HOME,
+            start_new_session=True,
+        )
+    deadline = time.monotonic() + 30
+    while not port_open(BROKER_HOST, GARAGEMQ_PORT):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"garagemq did not listen on {GARAGEMQ_PORT}: see {out.name}")
+        time.sleep(0.2)
+    log(f"garagemq is up on {GARAGEMQ_PORT}")
+
+
+def first_line(cmd: list[str]) -> str | None:
+    """First non-empty output line of a --version style command, or None if missing."""
+    if not shutil.which(cmd[0]):
+        return None
+    proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    lines = [line.strip() for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
+    return lines[0] if lines else None
+
+
+def software_versions(with_broker: bool) -> dict[str, Any]:
+    """Versions of everything that shaped the bytes on the wire, for the JSON and README."""
+    versions: dict[str, Any] = {
+        "python": platform.python_version(),
+        "pika": pika.__version__,
+        "python-qpid-proton": importlib.metadata.version("python-qpid-proton"),
+        "kernel": platform.release(),
+        "tcpdump": first_line(["tcpdump", "--version"]),
+        "dumpcap": first_line(["dumpcap", "--version"]),
+    }
+    tcpdump_out = subprocess.run(["tcpdump", "--version"], capture_output=True, text=True).stdout
+    if m := re.search(r"libpcap version (\S+)", tcpdump_out):
+        versions["libpcap"] = m.group(1)
+    if with_broker:
+        versions["rabbitmqctl"] = first_line(["rabbitmqctl", "version"])
+        conn = pika.BlockingConnection(pika_params(name="amqpscope recorder version probe"))
+        props = conn._impl.server_properties  # the broker's connection.start properties
+        conn.close()
+
+        def text(value: Any) -> str:
+            return value.decode() if isinstance(value, bytes) else str(value)
+
+        versions["rabbitmq_server"] = text(props.get("version"))
+        versions["erlang"] = text(props.get("platform"))
+    return versions
+
+
+TLS_DIR = Path("/etc/rabbitmq/amqpscope-tls")
+
+
+RABBITMQ_CONF = Path("/etc/rabbitmq/rabbitmq.conf")
+
+
+TLS_CONF_MARK = "# amqpscope: TLS listener for the TLS recordings (captures/record.py)"
+
+
+def ensure_tls_listener() -> None:
+    """RabbitMQ's TLS listener on 5671 with a certificate made here; idempotent.
+
+    Why: the TLS scenarios need a broker that speaks TLS, on a fresh machine too. The
+    certificate is made once (cryptography, else openssl) and the listener configured in
+    rabbitmq.conf, which takes a broker restart; clients do not verify it (the recordings are
+    about the bytes, and the key log is what matters).
+    """
+    if port_open(BROKER_HOST, TLS_PORT):
+        return
+    TLS_DIR.mkdir(parents=True, exist_ok=True)
+    TLS_DIR.chmod(0o755)
+    made = self_signed_cert(TLS_DIR)
+    if made is None:
+        raise RuntimeError("cannot make a certificate: neither cryptography nor openssl")
+    for path in made:
+        path.chmod(0o644)  # the broker runs as the rabbitmq user; a throwaway test key
+    text = RABBITMQ_CONF.read_text() if RABBITMQ_CONF.exists() else ""
+    if TLS_CONF_MARK not in text:
+        cert, key = made
+        text += (
+            f"\n{TLS_CONF_MARK}\n"
+            f"listeners.ssl.default = {TLS_PORT}\n"
+            f"ssl_options.certfile = {cert}\n"
+            f"ssl_options.keyfile = {key}\n"
+            "ssl_options.verify = verify_none\n"
+            "ssl_options.fail_if_no_peer_cert = false\n"
+            "ssl_options.versions.1 = tlsv1.3\n"
+            "ssl_options.versions.2 = tlsv1.2\n"
+        )
+        RABBITMQ_CONF.write_text(text)
+        RABBITMQ_CONF.chmod(0o644)
+    log(f"restarting RabbitMQ for its TLS listener on {TLS_PORT}")
+    run_cmd(["rabbitmqctl", "stop"], timeout=120, check=False)
+    subprocess.run(
+        ["rabbitmq-server", "-detached"],
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        check=True,
+        timeout=60,
+    )
+    wait_for_broker(time.monotonic() + 120)
+    deadline = time.monotonic() + 30
+    while not port_open(BROKER_HOST, TLS_PORT):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"RabbitMQ did not open its TLS listener on {TLS_PORT}")
+        time.sleep(1)
+    log(f"RabbitMQ is up with TLS on {TLS_PORT}")
+
+
+def broker_or_error() -> int:
+    """`ensure_broker`, saying what stopped it in one line (as `make test` shows), no traceback."""
+    if missing := [t for t in ("rabbitmq-server", "rabbitmq-plugins") if not shutil.which(t)]:
+        log(f"cannot start RabbitMQ: no {' or '.join(missing)} (Debian's rabbitmq-server has them)")
+        return 1
+    try:
+        ensure_broker()
+    except (RuntimeError, OSError, subprocess.SubprocessError) as err:
+        log(f"cannot start RabbitMQ: {err}")
+        return 1
+    try:
+        ensure_garagemq()
+    except (RuntimeError, OSError, subprocess.SubprocessError) as err:
+        log(f"cannot start garagemq: {err}")
+        return 1
+    return 0
