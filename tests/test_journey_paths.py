@@ -176,3 +176,43 @@ def test_the_docs_show_what_summary_prints() -> None:
     out = amqpscope("summary", "--journeys", str(CAPTURES / "091-journeys.pcap"))
     table = out[out.index("journey paths") :].split("\nfindings", 1)[0]
     assert shown == "\n".join(line.rstrip() for line in table.splitlines())
+
+
+def test_returned_and_never_delivered() -> None:
+    """captures/091-confirms-return: 10 publishes confirmed and left in their queue (its
+    message count at delete), one mandatory publish returned NO_ROUTE and then confirmed. The
+    never-delivered stop at confirmed, grouped by the exchange and routing key they were
+    published to; the returned one says so."""
+    expect = truth("091-confirms-return.pcap")
+    rows = summary_json("091-confirms-return.pcap")["journey-paths"]
+    [returned] = expect["return_details"]
+    kept = expect["queue_message_count_at_delete"]
+    assert {(r["exchange"], r["routing-key"], tuple(r["path"])): r["messages"] for r in rows} == {
+        ("", "amqpscope.091-confirms-return.q", ("published", "confirmed")): kept,
+        ("", returned["routing_key"], ("published", "returned", "confirmed")): expect["returns"],
+    }
+    assert all(row["queue"] is None for row in rows)
+    assert sum(row["messages"] for row in rows) == expect["publishes"] == expect["confirms_acked"]
+    text = amqpscope("summary", "--journeys", str(CAPTURES / "091-confirms-return.pcap"))
+    assert 'exchange "" key amqpscope.091-confirms-return.q (no delivery in the input)' in text
+
+
+def test_a_long_path_is_cut_and_counted() -> None:
+    """A message redelivered over and over: its path keeps MAX_STEPS steps and counts the rest;
+    an untimed hop (ts 0.0) gives no time; the rows are what the schema says."""
+    from amqpscope.journeys import Hop, Journey, Paths
+    from amqpscope.journeys.paths import MAX_STEPS
+
+    journey = Journey(1, "m", None, None, None)
+    journey.add(Hop("published", 1, 1, 1, 10.0, {"exchange": "", "routing-key": "q"}))
+    for n in range(10):
+        event = "redelivered" if n else "delivered"
+        journey.add(Hop(event, 2 + 2 * n, 2, 1, 10.0 + n, {"queue": "q"}))
+        journey.add(Hop("nacked", 3 + 2 * n, 2, 1, 0.0, {"requeue": True}))
+    [row] = Paths().add_all([journey]).to_json()
+    assert len(row["path"]) == MAX_STEPS and row["more-steps"] == 21 - MAX_STEPS
+    assert row["path"][:4] == ["published", "delivered", "nacked (requeue)", "redelivered"]
+    assert row["hop-ms"][0]["p50"] == 0.0 and row["hop-ms"][1] is None  # the nack has no time
+    document = {"connections": [], "findings": [], "journey-paths": [row]}
+    errors = list(schema.validator("summary").iter_errors(document))
+    assert not errors, errors[0].message

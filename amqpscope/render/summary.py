@@ -450,7 +450,10 @@ def _place(row: Row) -> str:
         if row.get(key):
             return str(row[key])
     if "exchange" in row:
-        return f"(not delivered) exchange {row.get('exchange')!s} key {row.get('routing-key')!s}"
+        exchange, key = (
+            '""' if value == "" else str(value) for value in (row["exchange"], row["routing-key"])
+        )
+        return f"exchange {exchange} key {key} (no delivery in the input)"
     return "(unknown)"
 
 
