@@ -2,7 +2,7 @@
 PYTHON  ?= python3
 PIP     ?= $(PYTHON) -m pip
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT_PKGS := tshark tcpdump rabbitmq-server garagemq amqp-tools tmux chromium prometheus
+APT_PKGS := tshark tcpdump rabbitmq-server garagemq amqp-tools tmux chromium prometheus plantuml
 # what the compiled build (mypyc) needs: a C compiler and the Python headers
 BUILD_PKGS := gcc python3-dev
 DEMO_CAPTURE ?= captures/091-ack-nack-reject.pcap

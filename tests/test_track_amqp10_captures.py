@@ -76,6 +76,8 @@ EXPECTED_FINDINGS: dict[str, dict[str, int]] = {
     "10-tx-no-coordinator": {"amqp10.transaction-failed": 1},
     # captures/scenarios/garagemq_close.py: the client killed holding its link: its FIN
     "10-killed-client": {"amqp10.transport-closed": 1},
+    # captures/scenarios/journeys10.py: the receiver closes at once; RabbitMQ's detach after it
+    "10-journeys": {"amqp10.frame-after-close": 1},
 }
 
 

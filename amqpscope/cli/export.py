@@ -39,6 +39,11 @@ from amqpscope.track.tracker import Tracker
     is_flag=True,
     help="Instead: Markdown with a Mermaid sequenceDiagram per connection (GitHub renders it).",
 )
+@click.option(
+    "--plantuml",
+    is_flag=True,
+    help="Instead: PlantUML, a sequence diagram per connection (`plantuml FILE` draws them).",
+)
 @click.option("--show-secrets", is_flag=True, help="Include credentials instead of redacting.")
 @redact_bodies_option
 @keylog_option
@@ -54,6 +59,7 @@ def export(
     fmt: str | None = None,
     force: bool = False,
     mermaid: bool = False,
+    plantuml: bool = False,
 ) -> None:
     """Everything about FILE (a capture or a frame-trace log) as JSON: capture, frames,
     connections, findings, diagnoses.
@@ -68,12 +74,13 @@ def export(
       amqpscope export capture.pcap -o capture.json
       amqpscope export capture.pcap --ndjson | jq 'select(.record == "connection")'
       amqpscope export capture.pcap --mermaid -o diagrams.md   (paste into an issue)
+      amqpscope export capture.pcap --plantuml -o diagrams.puml
     """
-    if mermaid and ndjson:
-        raise click.UsageError("--mermaid and --ndjson: choose one")
+    if sum((mermaid, plantuml, ndjson)) > 1:
+        raise click.UsageError("--mermaid, --plantuml and --ndjson: choose one")
     check_output("-o", output, (*files, keylog), force)
-    if mermaid:
-        _mermaid(files, output, force, show_secrets, redact_bodies, keylog, fmt)
+    if mermaid or plantuml:
+        _diagrams(files, output, force, show_secrets, redact_bodies, keylog, fmt, plantuml)
         return
     from amqpscope.render.export import ExportWriter, capture_metadata
 
@@ -109,7 +116,7 @@ def export(
         report_findings(source.findings)
 
 
-def _mermaid(
+def _diagrams(
     files: tuple[str, ...],
     output: str,
     force: bool,
@@ -117,13 +124,17 @@ def _mermaid(
     redact_bodies: bool,
     keylog: str | None,
     fmt: str | None,
+    plantuml: bool = False,
 ) -> None:
-    """`export --mermaid`: each connection's frames as a sequence diagram, in Markdown."""
-    from amqpscope.render.mermaid import ConnectionDiagrams
+    """`export --mermaid` (Markdown) or `--plantuml`: each connection's frames as a sequence
+    diagram."""
+    from amqpscope.render import mermaid as mermaid_diagrams
+    from amqpscope.render import plantuml as plantuml_diagrams
 
-    diagrams = ConnectionDiagrams()
+    module = plantuml_diagrams if plantuml else mermaid_diagrams
+    diagrams = module.ConnectionDiagrams()
     with open_input(files, fmt) as source, open_output(output, force) as out:
         for frame in source.frames(show_secrets, redact_bodies, keylog=load_keylog(keylog)):
             diagrams.feed(frame)
-        out.write(diagrams.markdown())
+        out.write(diagrams.text() if plantuml else diagrams.markdown())
         report_findings(source.findings)

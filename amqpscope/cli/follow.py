@@ -34,6 +34,7 @@ from amqpscope.cli.inputs import files_argument, format_option, open_input
 @click.option(
     "--mermaid", is_flag=True, help="A Mermaid sequenceDiagram of the journeys (GitHub renders it)."
 )
+@click.option("--plantuml", is_flag=True, help="A PlantUML sequence diagram of the journeys.")
 @keylog_option
 @format_option
 @guarded
@@ -47,6 +48,7 @@ def follow(
     mermaid: bool,
     keylog: str | None,
     fmt: str | None = None,
+    plantuml: bool = False,
 ) -> None:
     """Where a message went: published on one connection (exchange, routing key), confirmed,
     delivered on another (queue, consumer), acked, nacked, redelivered, acked; with the frame
@@ -66,8 +68,8 @@ def follow(
     """
     from amqpscope.journeys import Follower
 
-    if as_json and mermaid:
-        raise click.UsageError("--json and --mermaid: choose one")
+    if sum((as_json, mermaid, plantuml)) > 1:
+        raise click.UsageError("--json, --mermaid and --plantuml: choose one")
     follower = Follower()
     steady_gc()
     with open_input(files, fmt) as source:
@@ -81,6 +83,10 @@ def follow(
             from amqpscope.render.mermaid import journeys_diagram
 
             sys.stdout.write(journeys_diagram(found, follower.first_ts, follower.names))
+        elif plantuml:
+            from amqpscope.render import plantuml as diagrams
+
+            sys.stdout.write(diagrams.journeys_diagram(found, follower.first_ts, follower.names))
         elif not found:
             asked = (message_id, correlation_id, frame, body_match) != (None,) * 4
             sys.stdout.write("no message matches\n" if asked else "no message in the input\n")

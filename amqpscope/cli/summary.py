@@ -43,6 +43,13 @@ if TYPE_CHECKING:
     help="Every connection in full, however many (past 100: their totals, the busiest and the "
     "most troubled).",
 )
+@click.option(
+    "--journeys",
+    is_flag=True,
+    help="Also how many messages made each path (published, confirmed, delivered, acked...) per "
+    "queue or address, and each hop's time: every message decoded and followed, which takes "
+    "several times as long.",
+)
 @keylog_option
 @format_option
 @display_options
@@ -55,6 +62,7 @@ def summary(
     width: int | None,
     fmt: str | None = None,
     show_all: bool = False,
+    journeys: bool = False,
 ) -> None:
     """Per connection: sessions and links, or channels and consumers, with what went wrong.
 
@@ -65,6 +73,7 @@ def summary(
       zcat capture.pcap.gz | amqpscope summary -
       amqpscope summary client.log        (a frame-trace log)
       amqpscope summary cap.pcap*         (tcpdump -C's files, read as one capture)
+      amqpscope summary capture.pcap --journeys   (and each message path's count)
     """
     from amqpscope.cli.spool import Spool
     from amqpscope.render.digest import Digest
@@ -86,14 +95,26 @@ def summary(
     with open_input(files, fmt) as source, progress(source.file, not as_json) as bar:
         tracker.source = source.source  # before its first frame: findings say "the log ended"
         wrap = bar.wrap if bar is not None and source.capture is not None else None
-        # the summary needs no message decoded
-        frames = source.frames(messages=False, keylog=load_keylog(keylog), wrap=wrap, retire=retire)
+        # the summary needs no message decoded; its journey paths do (1.0's message-ids)
+        frames = source.frames(
+            messages=journeys, keylog=load_keylog(keylog), wrap=wrap, retire=retire
+        )
+        follower = None
+        if journeys:
+            from amqpscope.journeys import Follower
+
+            follower = Follower(bodies=False)
+            frames = follower.through(frames)
         untimed = tracker.feed_all(frames)  # the loop compiled (track.tracker)
         # a log's lines may have no time (Proton's PN_TRACE_FRM), then ts is 0.0; a capture's
         # packets always have one
         untimed = untimed and source.capture is None
         tracker.finish()
         result = tracker.summary()
+        if follower is not None:
+            from amqpscope.journeys import Paths
+
+            result["journey-paths"] = Paths().add_all(follower.journeys).to_json()
         # (order, summary) of the connections open at the end (all, when nothing was retired)
         orders = [tracker.order.get(c, i) for i, c in enumerate(tracker.connections)]
         live = list(zip(orders, result["connections"], strict=True))

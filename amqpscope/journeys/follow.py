@@ -24,6 +24,7 @@ asked; that the broker requeued it shows only as a later redelivery.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -185,7 +186,8 @@ def _identity(properties: dict[str, Any], message: dict[str, Any]) -> tuple[Any,
 class Follower:
     """Feed every frame of an input in order; `journeys` then holds each message's."""
 
-    def __init__(self) -> None:
+    def __init__(self, bodies: bool = True) -> None:
+        self.bodies = bodies  # keep each message's text (False: `summary`, which shows none)
         self.correlator = Correlator()
         self.redeliveries = Redeliveries(keep=False)
         self.journeys: list[Journey] = []
@@ -211,6 +213,12 @@ class Follower:
         self._by_identity: dict[tuple[Any, ...], Journey] = {}  # -> the latest with it
 
     # -- input ---------------------------------------------------------------------------------
+    def through(self, frames: Iterable[Frame]) -> Iterator[Frame]:
+        """Each frame, fed here first (to follow messages while another consumer reads)."""
+        for frame in frames:
+            self.feed(frame)
+            yield frame
+
     def feed(self, frame: Frame) -> None:
         if self.first_ts is None and frame.ts:
             self.first_ts = frame.ts
@@ -302,7 +310,7 @@ class Follower:
 
     def _journey(self, message: dict[str, Any]) -> Journey:
         properties = message.get("properties") or {}
-        body = _body(message)
+        body = _body(message) if self.bodies else None
         journey = Journey(
             len(self.journeys) + 1,
             _text(properties.get("message-id")),
@@ -462,8 +470,8 @@ class Follower:
         start, ts = self._first10.pop(
             (frame.conn, direction, channel, delivery_id), (frame.number, frame.ts)
         )
-        handle: Any = frame.fields.get("handle")  # the attach's key when an int; else no link
-        where = (frame.conn, direction, channel, handle)
+        handle = frame.fields.get("handle")
+        where = (frame.conn, direction, channel, handle if type(handle) is int else -1)
         address, link_name = self._address.get(where), self._links.get(where)
         properties = message.get("properties") or {}
         identity = _identity(properties, message)

@@ -1,6 +1,6 @@
 """Mermaid `sequenceDiagram`s to paste into a GitHub issue or a Markdown doc (GitHub renders a
 ```mermaid block): a followed message's journey (`follow --mermaid`) or each connection's
-frames (`export --mermaid`).
+frames (`export --mermaid`), written from the sequence model of `render/sequence.py`.
 
 Every text comes from the wire (names, routing keys, bodies), so it is made safe for Mermaid's
 sequence grammar, where `#` starts a comment, `;` ends a statement and `<br>` breaks a line. Its
@@ -17,21 +17,16 @@ from collections.abc import Iterable
 from typing import Final
 
 from amqpscope.codec.frames import Frame
-from amqpscope.journeys.follow import Hop, Journey
+from amqpscope.journeys.follow import Journey
 from amqpscope.render.follow import heading
-from amqpscope.render.lines import highlights, transport_name
+from amqpscope.render.sequence import ConnectionSequences, Sequence, journey_sequence
 
-#: frames drawn per connection (a longer diagram is past what a reader scrolls, and past the
-#: 50,000 characters Mermaid draws by default); the rest are counted in a note
-MAX_ARROWS: Final = 200
 #: characters of a message's text
 MAX_TEXT: Final = 120
 _STAND_INS: Final = {"#": "\uff03", ";": "\uff1b", "<": "\uff1c", ">": "\uff1e"}
 _SPECIAL: Final = re.compile(r"[#;<>]")
 _CONTROL: Final = re.compile(r"[\x00-\x1f\x7f]")
 _PLAIN: Final = re.compile(r"[^\w .:/@()-]")
-#: who sends each event of a journey: the client (to the broker) or the broker
-_FROM_CLIENT: Final = frozenset(("published", "acked", "nacked", "rejected"))
 
 
 def text(value: str) -> str:
@@ -51,48 +46,24 @@ def fenced(diagram: list[str]) -> str:
     return "```mermaid\n" + "\n".join(diagram) + "\n```\n"
 
 
-def _arrow(hop: Hop) -> str:
-    d = hop.details
-    words = [f"frame {hop.frame}", hop.event]
-    if hop.event == "published":
-        words.append(f"to {d.get('exchange') or '(default)'} key {d.get('routing-key')}")
-    elif hop.event in ("delivered", "redelivered"):
-        words.append(f"from {d.get('queue') or '(unknown queue)'} tag {d.get('delivery-tag')}")
-    elif hop.event in ("nacked", "rejected"):
-        words.append("requeue" if d.get("requeue") else "no requeue")
-    elif hop.event == "transfer":
-        words.append(f"link {d.get('address') or '(no address)'} id {d.get('delivery-id')}")
-    elif hop.event == "disposition":
-        words.append(f"{d.get('state') or 'no outcome'}{' settled' if d.get('settled') else ''}")
-    return " ".join(str(w) for w in words)
+def diagram(sequence: Sequence) -> list[str]:
+    """The sequence in Mermaid's `sequenceDiagram` grammar."""
+    lines = ["sequenceDiagram"]
+    for who in sequence.participants:
+        lines.append(f"    participant {who.key} as {participant(who.name)}")
+    for step in sequence.steps:
+        if step.dst is None:
+            over = f"{step.src},{step.also}" if step.also else step.src
+            lines.append(f"    Note over {over}: {text(step.text)}")
+        else:
+            arrow = "-->>" if step.reply else "->>"
+            lines.append(f"    {step.src}{arrow}{step.dst}: {text(step.text)}")
+    return lines
 
 
 def journey_diagram(journey: Journey, first_ts: float | None, names: dict[int, str]) -> list[str]:
     """One message's hops: each connection a participant, the broker in the middle."""
-    lines = ["sequenceDiagram"]
-    conns = list(dict.fromkeys(hop.conn for hop in journey.hops))
-    first = conns[:1]
-    for conn in first:
-        lines.append(f"    participant c{conn} as {participant(_who(conn, names))}")
-    lines.append("    participant broker as broker")
-    for conn in conns[1:]:
-        lines.append(f"    participant c{conn} as {participant(_who(conn, names))}")
-    lines.append(f"    Note over broker: {text(heading(journey))}")
-    for hop in journey.hops:
-        at = f" at {hop.ts - first_ts:.6f} s" if first_ts is not None and hop.ts else ""
-        label = text(_arrow(hop) + at)
-        if hop.event == "unacked-at-close":
-            lines.append(f"    Note over c{hop.conn}: {label}")
-        elif hop.details.get("dir", "c2s" if hop.event in _FROM_CLIENT else "s2c") == "c2s":
-            lines.append(f"    c{hop.conn}->>broker: {label}")
-        else:
-            lines.append(f"    broker-->>c{hop.conn}: {label}")
-    lines.append(f"    Note over broker: {text('ended: ' + journey.end)}")
-    return lines
-
-
-def _who(conn: int, names: dict[int, str]) -> str:
-    return f"c{conn} {names[conn]}" if conn in names else f"c{conn}"
+    return diagram(journey_sequence(journey, first_ts, names))
 
 
 def journeys_diagram(
@@ -104,48 +75,18 @@ def journeys_diagram(
 
 
 class ConnectionDiagrams:
-    """Each connection's frames, client on the left, broker (or peer) on the right; feed
-    frames in order, `markdown()` at the end. At most MAX_ARROWS frames per connection."""
+    """Each connection's frames as a Mermaid block; feed frames in order, `markdown()` at the
+    end (`ConnectionSequences` decides what is drawn)."""
 
     def __init__(self) -> None:
-        self.arrows: dict[int, list[str]] = {}
-        self.left_out: dict[int, int] = {}
-        self.ends: dict[int, tuple[str, str]] = {}
-        self.first_ts: float | None = None
+        self.sequences = ConnectionSequences()
 
     def feed(self, frame: Frame) -> None:
-        if self.first_ts is None and frame.ts:
-            self.first_ts = frame.ts
-        if not frame.conn:
-            return
-        arrows = self.arrows.setdefault(frame.conn, [])
-        if frame.conn not in self.ends and frame.src and frame.dst:
-            client, server = (
-                (frame.src, frame.dst) if frame.direction == "c2s" else (frame.dst, frame.src)
-            )
-            self.ends[frame.conn] = (client, server)
-        if len(arrows) >= MAX_ARROWS:
-            self.left_out[frame.conn] = self.left_out.get(frame.conn, 0) + 1
-            return
-        name = transport_name(frame) if frame.kind == "transport" else frame.name
-        words = " ".join(w for w in (str(frame.number), name, highlights(frame)) if w)
-        if frame.channel:
-            words += f" (ch {frame.channel})"
-        arrow = "client->>server" if frame.direction == "c2s" else "server-->>client"
-        arrows.append(f"    {arrow}: {text(words)}")
+        self.sequences.feed(frame)
 
     def markdown(self) -> str:
-        blocks = []
-        for conn, arrows in self.arrows.items():
-            client, server = self.ends.get(conn, ("client", "server"))
-            lines = [
-                "sequenceDiagram",
-                f"    participant client as {participant(f'c{conn} client {client}')}",
-                f"    participant server as {participant(f'server {server}')}",
-                *arrows,
-            ]
-            more = self.left_out.get(conn, 0)
-            if more:
-                lines.append(f"    Note over client,server: {more} more frames not drawn")
-            blocks.append(f"Connection c{conn}\n\n" + fenced(lines))
+        blocks = [
+            f"{sequence.heading}\n\n" + fenced(diagram(sequence))
+            for sequence in self.sequences.sequences()
+        ]
         return "\n".join(blocks)

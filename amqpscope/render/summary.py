@@ -432,6 +432,63 @@ def _journey_table(journeys: list[Row]) -> tuple[list[str], list[list[str]]]:
     return [*keys, "latency ms p50/p99"], rows
 
 
+#: the journey paths table's title, and each column's (min_width, max_width): on a narrow
+#: terminal the place is cut (an ellipsis), the path and the hop times wrap, each kept this wide
+PATHS_TITLE = "journey paths"
+PATHS_LIMITS: dict[str, tuple[int, int | None]] = {
+    "queue / address": (6, None),
+    "messages": (8, None),
+    "path": (24, None),
+    "hop ms p50/p99": (14, None),
+}
+
+
+def _place(row: Row) -> str:
+    """Where the row's messages went: the queue (0-9-1), the address (1.0), else the exchange
+    and routing key of a publish no delivery in the input came from."""
+    for key in ("queue", "address"):
+        if row.get(key):
+            return str(row[key])
+    if "exchange" in row:
+        exchange, key = (
+            '""' if value == "" else str(value) for value in (row["exchange"], row["routing-key"])
+        )
+        return f"exchange {exchange} key {key} (no delivery in the input)"
+    return "(unknown)"
+
+
+Justify = Literal["left", "right"]
+
+
+def _paths_table(
+    rows: list[Row], untimed: bool
+) -> tuple[list[tuple[str, Justify]], list[list[str]]]:
+    """The journey paths as ([(header, justify)], cells): where, how many messages, the path,
+    and each hop's p50/p99 in ms (left out when `untimed` or no hop has a time)."""
+    timed = not untimed and any(h for row in rows for h in row.get("hop-ms") or [])
+    heads: list[tuple[str, Justify]] = [
+        ("queue / address", "left"),
+        ("messages", "right"),
+        ("path", "left"),
+    ]
+    if timed:
+        heads.append(("hop ms p50/p99", "left"))
+    cells = []
+    for row in rows:
+        path = " → ".join(str(step) for step in row.get("path") or [])
+        if row.get("more-steps"):
+            path += f" (+{row['more-steps']} more)"
+        line = [safe(_place(row)), _text(row.get("messages")), safe(path)]
+        if timed:
+            hops = [
+                f"{_text(h.get('p50'))}/{_text(h.get('p99'))}" if isinstance(h, dict) else "-"
+                for h in row.get("hop-ms") or []
+            ]
+            line.append(" · ".join(hops))
+        cells.append(line)
+    return heads, cells
+
+
 def _links(conn: Row) -> tuple[list[Row], list[str]]:
     """A 1.0 connection's links as table rows (each with its session's channel), and the
     lines of the sessions that ended with an error."""
@@ -499,6 +556,26 @@ def print_summary(
         table.add_column(headers[-1])
         for cells in lines:
             table.add_row(*(Text(cell) for cell in cells))
+        console.print(table)
+    paths = result.get("journey-paths") or []
+    if paths:
+        from rich.table import Table
+        from rich.text import Text
+
+        path_heads, path_rows = _paths_table(paths, untimed)
+        table = Table(title=PATHS_TITLE, title_justify="left", show_edge=False)
+        for key, justify in path_heads:
+            least, most = PATHS_LIMITS[key]
+            table.add_column(
+                key,
+                justify=justify,
+                overflow="ellipsis" if key == "queue / address" else "fold",
+                no_wrap=key == "messages",  # rich narrows only wrapping columns
+                min_width=least,
+                max_width=most,
+            )
+        for row in path_rows:
+            table.add_row(*(Text(cell) for cell in row))
         console.print(table)
     if result.get("rpc"):
         line([(f"request/reply pairs: {len(result['rpc'])}", "bold")])
@@ -609,6 +686,12 @@ def summary_text(
         heads = [plain.Column(key, "left", 0, 40) for key in headers[:-1]]
         heads.append(plain.Column(headers[-1], "left", 0, None))
         if not table(plain.table("message journeys", heads, lines, width, pad_edge=True)):
+            return None
+    paths = result.get("journey-paths") or []
+    if paths:
+        path_heads, path_rows = _paths_table(paths, untimed)
+        columns = [plain.Column(key, justify, *PATHS_LIMITS[key]) for key, justify in path_heads]
+        if not table(plain.table(PATHS_TITLE, columns, path_rows, width, pad_edge=True)):
             return None
     if result.get("rpc") and not line([(f"request/reply pairs: {len(result['rpc'])}", "")]):
         return None
