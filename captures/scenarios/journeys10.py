@@ -22,7 +22,7 @@ import time
 from collections import Counter
 from typing import Any
 
-import record  # captures/record.py, which loads this module
+import recorder as record  # captures/recorder/: the harness and shared helpers
 
 #: (message-id or None, correlation-id or None, body); the last has no message-id
 MESSAGES = (
