@@ -352,6 +352,9 @@ def test_gets_are_the_clients() -> None:
     expect = truth("091-get")
     assert total(values, "amqpscope_channel_messages_got_total") == expect["get_ok"]
     assert total(values, "amqpscope_channel_get_empty_total") == expect["get_empty"]
+    modes = [get["no_ack"] for get in expect["get_ok_details"]]
+    assert total(values, "amqpscope_channel_get_ack_total") == modes.count(False)
+    assert total(values, "amqpscope_channel_get_total") == modes.count(True)
 
 
 # -- Prometheus on the blocks promtool makes of the output ------------------------------------
@@ -678,3 +681,27 @@ def test_counters_never_go_down_as_connections_end(name: str) -> None:
     expect = truth(name)
     opened = expect.get("connections_opened", expect.get("connections"))
     assert total(last_values(text), "amqpscope_connections_opened_total") == opened
+
+
+@pytest.mark.parametrize(
+    "name", ["091-heartbeats", "091-missed-heartbeats", "091-gmq-heartbeat-fin"]
+)
+def test_heartbeat_misses_are_the_clients_silences(name: str) -> None:
+    """A client silent past two heartbeat intervals is one miss, counted even when it never
+    sends again (091-missed-heartbeats: paused until the broker hung up) and once when it wakes
+    after the broker's FIN (091-gmq-heartbeat-fin); heartbeats flowing are none. Each series
+    only ever goes up."""
+    expect = truth(name)
+    silence = expect.get("silence", {}).get("seconds", 0.0)
+    want = 1.0 if silence > 2 * expect["negotiated_heartbeat"] else 0.0
+    text = metrics_text(name)
+    values = last_values(text)
+    family = "amqpscope_connection_heartbeat_misses_total"
+    assert total(values, family, direction="c2s") == want
+    assert total(values, family, direction="s2c") == 0
+    seen: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith(family):
+            series, value, _at = line.rsplit(" ", 2)
+            assert float(value) >= seen.get(series, 0.0), line
+            seen[series] = float(value)
