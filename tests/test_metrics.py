@@ -488,6 +488,64 @@ def test_blocks_answer_the_starvation_at_the_clients_times(prometheus: Any) -> N
 # -- the exposition `live --metrics` serves ---------------------------------------------------
 
 
+def sampled(name: str) -> Any:
+    """A sampler fed a capture to its end."""
+    from amqpscope.cli.inputs import open_input
+    from amqpscope.metrics.sampler import Sampler
+
+    sampler = Sampler()
+    with open_input([str(CAPTURES / f"{name}.pcap")]) as source:
+        for frame in source.frames(messages=True, retire=True):
+            sampler.feed(frame)
+        sampler.finish()
+    return sampler
+
+
+def test_the_server_answers_what_prometheus_client_renders() -> None:
+    """`live --metrics`'s server renders ahead of the scrape with prometheus_client's own
+    encoders: the text format to a plain scraper, OpenMetrics (ending `# EOF`) to Prometheus's
+    Accept header, gzipped when accepted, byte for byte what prometheus_client writes for the
+    sample; a second scrape of an unchanged sample gets the same bytes; other paths are 404."""
+    import gzip
+    import urllib.error
+
+    from prometheus_client import generate_latest
+    from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
+
+    from amqpscope.metrics.serve import registry, serve
+
+    sampler = sampled("091-ack-nack-reject")
+    port = _free_port()
+    server = serve(sampler, f"127.0.0.1:{port}")
+    try:
+        url = f"http://127.0.0.1:{port}/metrics"
+        prometheus = (
+            "application/openmetrics-text;version=1.0.0,application/openmetrics-text;"
+            "version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
+        )
+        asked = (
+            ({}, generate_latest(registry(sampler)), None),
+            ({"Accept": prometheus}, generate_openmetrics(registry(sampler)), None),
+            ({"Accept": prometheus, "Accept-Encoding": "gzip"}, None, "gzip"),
+        )
+        for headers, want, encoding in asked:
+            for _ in range(2):
+                request = urllib.request.Request(url, headers=headers)
+                with urllib.request.urlopen(request, timeout=10) as answer:
+                    body = answer.read()
+                    assert answer.headers.get("Content-Encoding") == encoding
+                if encoding:
+                    body = gzip.decompress(body)
+                    want = generate_openmetrics(registry(sampler))
+                assert body == want
+        assert b"amqpscope_channel_messages_acked_total" in body and body.endswith(b"# EOF\n")
+        with pytest.raises(urllib.error.HTTPError) as error:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/other", timeout=10)
+        assert error.value.code == 404
+    finally:
+        server.shutdown()
+
+
 def exposition(name: str) -> tuple[bytes, bytes]:
     """The text and OpenMetrics exposition prometheus_client makes of a capture's last sample
     (what a scrape of `live --metrics` gets once the capture's traffic has gone by)."""
