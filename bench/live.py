@@ -35,6 +35,15 @@ packets each; 8,000 is the issue's ~25k packets/s), `--batch` of them to a write
                           [--interval S] [--spool-size MB] [--pause S]
                           [--load pika|replay] [--rate MSGS] [--batch N]
     python3 bench/live.py --stall S [--seconds S] [--rounds N]
+    python3 bench/live.py --metrics|--compare [--scrape-interval S] [--queues Q] ...
+
+With `--metrics`, live serves `--metrics` and a thread scrapes /metrics every
+`--scrape-interval` seconds while the load runs, as Prometheus asks (OpenMetrics, gzip): each
+scrape's time (target: the slowest after the first under `--max-scrape-ms`, 100; the first
+renders while it waits) and the series it held (`--load replay --queues 5000`: a consumer on
+each of 5,000 queues, two queue families: 10,000 series). With `--compare`, live alone and then
+live --metrics under the same load: their kernel and amqpscope drops side by side (target: no
+more with --metrics).
 
 Needs root (capture on lo); with the pika load, the broker on 127.0.0.1:5672, and it takes the
 broker lock.
@@ -44,6 +53,7 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import gzip
 import json
 import os
 import platform
@@ -113,6 +123,7 @@ def load(seconds: float, args: argparse.Namespace | None = None) -> subprocess.P
     if args is not None and args.load == "replay":
         command = [sys.executable, str(HERE / "replay_load.py"), "--port", str(args.port)]
         command += ["--seconds", str(seconds), "--rate", str(args.rate), "--batch", str(args.batch)]
+        command += ["--queues", str(args.queues)]
         return subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     return subprocess.Popen(
         [sys.executable, "-c", LOAD, str(seconds)], stdout=subprocess.PIPE, text=True
@@ -254,6 +265,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--rate", type=float, default=8000, help="--load replay: messages/s")
     ap.add_argument("--batch", type=int, default=1, help="--load replay: messages a write")
+    ap.add_argument("--queues", type=int, default=1, help="--load replay: consumers' queues")
+    ap.add_argument("--metrics", action="store_true", help="live --metrics, scraped meanwhile")
+    ap.add_argument(
+        "--compare",
+        action="store_true",
+        help="live alone, then live --metrics under the same load: their losses side by side",
+    )
+    ap.add_argument("--scrape-interval", type=float, default=5.0, help="--metrics: seconds")
+    ap.add_argument("--max-scrape-ms", type=float, default=100, help="target: ms at most")
     ap.add_argument("--min-rate", type=float, default=1000, help="target: messages/s at least")
     ap.add_argument("--max-rss-growth", type=float, default=8, help="target: MiB at most")
     args = ap.parse_args(argv)
@@ -275,12 +295,92 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.baseline:
             print("#", baseline(min(args.seconds, 60)), flush=True)
-        return measure(build, args)
+        if not args.compare:
+            return measure(build, args)
+        results = []
+        for with_metrics in (False, True):
+            args.metrics = with_metrics
+            if args.load == "replay":
+                args.port = free_port()
+            print(f"## live{' --metrics' if with_metrics else ''}", flush=True)
+            code = measure(build, args)
+            results.append((with_metrics, code, dict(LAST)))
+        print("| command | messages/s | packets decoded | kernel drops | amqpscope drops |")
+        print("| --- | ---: | ---: | ---: | ---: |")
+        for with_metrics, _code, got in results:
+            print(
+                f"| live{' --metrics' if with_metrics else ''} | {got['rate']:,.0f} |"
+                f" {got['decoded']:,} | {got['kernel_drops']:,} | {got['amqpscope_drops']:,} |"
+            )
+        alone, served = results[0][2], results[1][2]
+        lost = (served["kernel_drops"] + served["amqpscope_drops"]) - (
+            alone["kernel_drops"] + alone["amqpscope_drops"]
+        )
+        print(
+            f"target --metrics loses no more than live alone: {lost:+,}",
+            "met" if lost <= 0 else "MISSED",
+        )
+        return max(code for _, code, _ in results) or (1 if lost > 0 else 0)
+
+
+#: what Prometheus 2.x sends (OpenMetrics first, gzip), so the scrape is the one it would get
+PROMETHEUS_HEADERS = {
+    "Accept": "application/openmetrics-text;version=1.0.0,application/openmetrics-text;"
+    "version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1",
+    "Accept-Encoding": "gzip",
+}
+
+#: what the last `measure` saw (for --compare)
+LAST: dict[str, float] = {}
+
+
+class Scraper:
+    """Scrapes `live --metrics`'s /metrics every `interval` seconds while the load runs: how long
+    each scrape took (the whole response read) and how many series it held."""
+
+    def __init__(self, url: str, interval: float) -> None:
+        self.url, self.interval = url, interval
+        self.first: float | None = None  # the first scrape renders while it waits
+        self.times: list[float] = []  # the others: the rendering done ahead
+        self.series = 0
+        self.failed = 0
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self) -> None:
+        import urllib.request
+
+        while not self.done.wait(self.interval):
+            t = time.perf_counter()
+            try:
+                request = urllib.request.Request(self.url, headers=PROMETHEUS_HEADERS)
+                with urllib.request.urlopen(request, timeout=10) as response:
+                    text = response.read()
+            except OSError:
+                self.failed += 1
+                continue
+            took = time.perf_counter() - t
+            if self.first is None:
+                self.first = took
+            else:
+                self.times.append(took)
+            lines = gzip.decompress(text).splitlines()
+            self.series = max(self.series, sum(1 for ln in lines if ln and not ln.startswith(b"#")))
+
+    def stop(self) -> None:
+        self.done.set()
+        self.thread.join(15)
 
 
 def measure(build: run.Build, args: argparse.Namespace) -> int:
     cmd = [*build.command, "live", "lo", "-f", f"tcp port {args.port}", "--json"]
     cmd += ["--spool-size", str(args.spool_size)]
+    scraper: Scraper | None = None
+    if args.metrics:
+        metrics_port = free_port()
+        cmd += ["--metrics", f"127.0.0.1:{metrics_port}"]
+        cmd += ["--metrics-max-names", str(max(args.queues, 10))]
     err_path = Path(f"/tmp/amqpscope-bench-live-{os.getpid()}.err")
     with err_path.open("wb") as err:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, env=build.env, cwd="/")
@@ -294,6 +394,8 @@ def measure(build: run.Build, args: argparse.Namespace) -> int:
             time.sleep(0.05)
         time.sleep(0.5)
         client = load(args.seconds, args)
+        if args.metrics:
+            scraper = Scraper(f"http://127.0.0.1:{metrics_port}/metrics", args.scrape_interval)
         start = time.monotonic()
         cpu0 = cpu_seconds(proc.pid)
         print("#   t s   frames/s   frames/CPU-s   RSS MB   lag s")
@@ -324,6 +426,8 @@ def measure(build: run.Build, args: argparse.Namespace) -> int:
                 last_t, last_lines = time.monotonic(), counter.lines
                 last_cpu = cpu_seconds(proc.pid)
         said = client.communicate()[0].splitlines()[-1].split()
+        if scraper is not None:
+            scraper.stop()
         elapsed = time.monotonic() - start
         if args.load == "replay":  # `sent N writes W seconds S`: its own time, not the sampling's
             told = dict(zip(said[::2], said[1::2], strict=True))
@@ -358,17 +462,42 @@ def measure(build: run.Build, args: argparse.Namespace) -> int:
         f"at most, {samples[-1][1]:.1f} MB at the end"
     )
     print("stderr:", *[ln for ln in stderr.splitlines() if ln.startswith("amqpscope")], sep="\n  ")
-    lost = stats.get("kernel_drops") or 0, stats.get("amqpscope_drops") or 0
-    met = targets(int(got) / elapsed, samples[-1][1] - max(third), args)
+    lost = int(stats.get("kernel_drops") or 0), int(stats.get("amqpscope_drops") or 0)
+    LAST.update(
+        rate=int(got) / elapsed,
+        decoded=int(stats.get("decoded", 0)),
+        kernel_drops=lost[0],
+        amqpscope_drops=lost[1],
+    )
+    scrape_ms = None
+    if scraper is not None:
+        took = sorted(scraper.times)
+        if took and scraper.first is not None:
+            scrape_ms = took[-1] * 1000
+            print(
+                f"/metrics (OpenMetrics, gzip) scraped {len(took) + 1} times ({scraper.failed}"
+                f" failed), {scraper.series:,} series at most: the first (rendered while it"
+                f" waited) {scraper.first * 1000:.1f} ms; the others {took[0] * 1000:.1f} /"
+                f" {took[len(took) // 2] * 1000:.1f} / {scrape_ms:.1f} ms (min / median / max)"
+            )
+        else:
+            print(f"/metrics never answered ({scraper.failed} failed)")
+            scrape_ms = float("inf")
+    met = targets(int(got) / elapsed, samples[-1][1] - max(third), args, scrape_ms)
     return 0 if lost == (0, 0) and met else 1
 
 
-def targets(rate: float, growth_mb: float, args: argparse.Namespace) -> bool:
+def targets(
+    rate: float, growth_mb: float, args: argparse.Namespace, scrape_ms: float | None = None
+) -> bool:
     """Print each target against what was measured; whether every one was met."""
     checks = [
         ("messages/s", rate, f">= {args.min_rate:,.0f}", rate >= args.min_rate),
         ("RSS growth MB", growth_mb, f"< {args.max_rss_growth:g}", growth_mb < args.max_rss_growth),
     ]
+    if scrape_ms is not None:
+        ok = scrape_ms <= args.max_scrape_ms
+        checks.append(("slowest scrape ms", scrape_ms, f"<= {args.max_scrape_ms:g}", ok))
     for what, value, target, met in checks:
         print(f"target {what} {target}: {value:,.1f} {'met' if met else 'MISSED'}")
     return all(met for *_, met in checks)

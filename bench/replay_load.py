@@ -9,7 +9,10 @@ client, with delivery tags counting up, so the trackers see a plausible session.
 encoded by pika (`pika.frame`, `pika.spec`), not by amqpscope. `--batch N` puts N messages in each
 write (fewer, fuller packets: the decoder's frame rate without the packet rate).
 
-    python3 bench/replay_load.py --port P [--seconds S] [--rate MSGS] [--batch N]
+    python3 bench/replay_load.py --port P [--seconds S] [--rate MSGS] [--batch N] [--queues Q]
+
+`--queues Q` opens a consumer on each of Q queues and delivers from them in turn: each queue is
+a label value of `live --metrics`'s queue families (bench/live.py --metrics: 10,000 series).
 
 Prints `sent N` (messages) and `writes W` at the end; `ready` once it listens.
 """
@@ -61,8 +64,9 @@ class Tagged:
         return self.head + tag.to_bytes(8, "big") + self.tail
 
 
-def handshake(client: socket.socket, server: socket.socket) -> None:
-    """The opening of a pika consumer, as RabbitMQ answers it (one write a frame)."""
+def handshake(client: socket.socket, server: socket.socket, queues: list[str]) -> None:
+    """The opening of a pika consumer, as RabbitMQ answers it (one write a frame), then a
+    consumer on each of `queues`."""
     steps: list[tuple[socket.socket, bytes]] = [
         (client, bytes(pf.ProtocolHeader().marshal())),
         (
@@ -93,12 +97,15 @@ def handshake(client: socket.socket, server: socket.socket) -> None:
         (server, method(0, ps.Connection.OpenOk())),
         (client, method(1, ps.Channel.Open())),
         (server, method(1, ps.Channel.OpenOk())),
-        (client, method(1, ps.Basic.Consume(queue="bench.replay", consumer_tag="ctag"))),
-        (server, method(1, ps.Basic.ConsumeOk("ctag"))),
     ]
     for sock, data in steps:
         sock.sendall(data)
         time.sleep(0.001)
+    for i, queue in enumerate(queues):  # a consume and its consume-ok each, in a few big writes
+        client.sendall(method(1, ps.Basic.Consume(queue=queue, consumer_tag=f"ctag{i}")))
+        server.sendall(method(1, ps.Basic.ConsumeOk(f"ctag{i}")))
+        if i % 500 == 499:
+            time.sleep(0.001)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -107,6 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--rate", type=float, default=8000, help="messages a second")
     ap.add_argument("--batch", type=int, default=1, help="messages in each write")
+    ap.add_argument(
+        "--queues", type=int, default=1, help="consumers on this many queues, delivering in turn"
+    )
     args = ap.parse_args(argv)
     listener = socket.create_server(("127.0.0.1", args.port))
     print("ready", flush=True)
@@ -116,12 +126,18 @@ def main(argv: list[str] | None = None) -> int:
     for sock in (client, server):
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         threading.Thread(target=drain, args=(sock,), daemon=True).start()
-    handshake(client, server)
+    queues = (
+        ["bench.replay"] if args.queues == 1 else [f"bench.replay.{i}" for i in range(args.queues)]
+    )
+    handshake(client, server, queues)
     body = b"bench " * 20
     publish = message(1, ps.Basic.Publish(exchange="", routing_key="bench.replay"), body)
-    deliver = Tagged(
-        lambda tag: message(1, ps.Basic.Deliver("ctag", tag, False, "", "bench.replay"), body)
-    )
+    delivers = [
+        Tagged(
+            lambda tag, i=i, q=q: message(1, ps.Basic.Deliver(f"ctag{i}", tag, False, "", q), body)
+        )
+        for i, q in enumerate(queues)
+    ]
     ack = Tagged(lambda tag: method(1, ps.Basic.Ack(tag)))
     sent = writes = 0
     start = time.monotonic()
@@ -136,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
             first = sent + 1
             client.sendall(publish * batch)
             tags = range(first, first + batch)
-            server.sendall(b"".join(deliver.bytes(tag) for tag in tags))
+            server.sendall(b"".join(delivers[tag % len(delivers)].bytes(tag) for tag in tags))
             client.sendall(b"".join(ack.bytes(tag) for tag in tags))
             sent += batch
             writes += 3

@@ -352,6 +352,9 @@ def test_gets_are_the_clients() -> None:
     expect = truth("091-get")
     assert total(values, "amqpscope_channel_messages_got_total") == expect["get_ok"]
     assert total(values, "amqpscope_channel_get_empty_total") == expect["get_empty"]
+    modes = [get["no_ack"] for get in expect["get_ok_details"]]
+    assert total(values, "amqpscope_channel_get_ack_total") == modes.count(False)
+    assert total(values, "amqpscope_channel_get_total") == modes.count(True)
 
 
 # -- Prometheus on the blocks promtool makes of the output ------------------------------------
@@ -483,6 +486,64 @@ def test_blocks_answer_the_starvation_at_the_clients_times(prometheus: Any) -> N
 
 
 # -- the exposition `live --metrics` serves ---------------------------------------------------
+
+
+def sampled(name: str) -> Any:
+    """A sampler fed a capture to its end."""
+    from amqpscope.cli.inputs import open_input
+    from amqpscope.metrics.sampler import Sampler
+
+    sampler = Sampler()
+    with open_input([str(CAPTURES / f"{name}.pcap")]) as source:
+        for frame in source.frames(messages=True, retire=True):
+            sampler.feed(frame)
+        sampler.finish()
+    return sampler
+
+
+def test_the_server_answers_what_prometheus_client_renders() -> None:
+    """`live --metrics`'s server renders ahead of the scrape with prometheus_client's own
+    encoders: the text format to a plain scraper, OpenMetrics (ending `# EOF`) to Prometheus's
+    Accept header, gzipped when accepted, byte for byte what prometheus_client writes for the
+    sample; a second scrape of an unchanged sample gets the same bytes; other paths are 404."""
+    import gzip
+    import urllib.error
+
+    from prometheus_client import generate_latest
+    from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
+
+    from amqpscope.metrics.serve import registry, serve
+
+    sampler = sampled("091-ack-nack-reject")
+    port = _free_port()
+    server = serve(sampler, f"127.0.0.1:{port}")
+    try:
+        url = f"http://127.0.0.1:{port}/metrics"
+        prometheus = (
+            "application/openmetrics-text;version=1.0.0,application/openmetrics-text;"
+            "version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
+        )
+        asked = (
+            ({}, generate_latest(registry(sampler)), None),
+            ({"Accept": prometheus}, generate_openmetrics(registry(sampler)), None),
+            ({"Accept": prometheus, "Accept-Encoding": "gzip"}, None, "gzip"),
+        )
+        for headers, want, encoding in asked:
+            for _ in range(2):
+                request = urllib.request.Request(url, headers=headers)
+                with urllib.request.urlopen(request, timeout=10) as answer:
+                    body = answer.read()
+                    assert answer.headers.get("Content-Encoding") == encoding
+                if encoding:
+                    body = gzip.decompress(body)
+                    want = generate_openmetrics(registry(sampler))
+                assert body == want
+        assert b"amqpscope_channel_messages_acked_total" in body and body.endswith(b"# EOF\n")
+        with pytest.raises(urllib.error.HTTPError) as error:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/other", timeout=10)
+        assert error.value.code == 404
+    finally:
+        server.shutdown()
 
 
 def exposition(name: str) -> tuple[bytes, bytes]:
@@ -678,3 +739,27 @@ def test_counters_never_go_down_as_connections_end(name: str) -> None:
     expect = truth(name)
     opened = expect.get("connections_opened", expect.get("connections"))
     assert total(last_values(text), "amqpscope_connections_opened_total") == opened
+
+
+@pytest.mark.parametrize(
+    "name", ["091-heartbeats", "091-missed-heartbeats", "091-gmq-heartbeat-fin"]
+)
+def test_heartbeat_misses_are_the_clients_silences(name: str) -> None:
+    """A client silent past two heartbeat intervals is one miss, counted even when it never
+    sends again (091-missed-heartbeats: paused until the broker hung up) and once when it wakes
+    after the broker's FIN (091-gmq-heartbeat-fin); heartbeats flowing are none. Each series
+    only ever goes up."""
+    expect = truth(name)
+    silence = expect.get("silence", {}).get("seconds", 0.0)
+    want = 1.0 if silence > 2 * expect["negotiated_heartbeat"] else 0.0
+    text = metrics_text(name)
+    values = last_values(text)
+    family = "amqpscope_connection_heartbeat_misses_total"
+    assert total(values, family, direction="c2s") == want
+    assert total(values, family, direction="s2c") == 0
+    seen: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith(family):
+            series, value, _at = line.rsplit(" ", 2)
+            assert float(value) >= seen.get(series, 0.0), line
+            seen[series] = float(value)

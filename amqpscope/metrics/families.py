@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from amqpscope.track import amqp091, amqp10
+from amqpscope.track.amqp091 import rules as amqp091_rules
 from amqpscope.track.amqp10.rules import CLIENT, SERVER
 from amqpscope.track.stats import Latency
 
@@ -245,13 +246,41 @@ def _closed(conn: Any, now: float) -> Pairs:
     return []
 
 
+def _silent_past(last: float | None, end: float, limit: float) -> int:
+    """1 when a side's silence still going on at `end` (its last frame at `last`) is already
+    past `limit` seconds: the tracker counts a silence when its next frame comes, and a side
+    that never sends again (paused, killed, its peer gave up on it) would be counted never. When
+    the frame does come, the tracker's count takes it over and this one ends: the sum never goes
+    back."""
+    return 1 if last is not None and last > 0 and end - last > limit else 0
+
+
+def _silence_end(conn: Any, now: float) -> float:
+    """Where a silence being measured ends: the TCP end, else the sample's time."""
+    ended = conn.transport_ts
+    return now if ended is None else min(now, ended)
+
+
 def _heartbeat_misses(conn: Any, now: float) -> Pairs:
-    """Silences past the limit: 0-9-1's two heartbeat intervals, 1.0's peer's idle-time-out."""
+    """Silences past the limit: 0-9-1's two heartbeat intervals, 1.0's peer's idle-time-out;
+    one still going on at the sample's time (or at the TCP end) counts once it is past it."""
+    end = _silence_end(conn, now)
     if isinstance(conn, amqp10.ConnectionTracker):
-        return [
-            (("1.0", side.name), float(side.late)) for side in (conn.client_side, conn.server_side)
-        ]
-    return [(("0-9-1", direction), float(n)) for direction, n in conn.missed.items()]
+        out = []
+        for side in (conn.client_side, conn.server_side):
+            idle = side.peer.idle
+            going = bool(idle) and side.closed is None and side.peer.closed is None
+            extra = _silent_past(side.last_ts, end, idle / 1000.0) if going else 0
+            out.append((("1.0", side.name), float(side.late + extra)))
+        return out
+    live = bool(conn.heartbeat) and conn.state in amqp091_rules.CONNECTION_LIVE
+    limit = 2.0 * conn.heartbeat
+    pairs = []
+    for direction, n in conn.missed.items():
+        last = conn.last_c2s if direction == "c2s" else conn.last_s2c
+        extra = _silent_past(last, end, limit) if live else 0
+        pairs.append((("0-9-1", direction), float(n + extra)))
+    return pairs
 
 
 def _capture(attr: str) -> Callable[[Any, float], Any]:
@@ -326,6 +355,24 @@ FAMILIES: Final = (
         "Messages fetched with basic.get (basic.get-ok), either acknowledgement mode.",
         "amqp091",
         _channel_sum(lambda e: e.get_ok),
+    ),
+    F(
+        "channel_get_ack",
+        "counter",
+        ("vhost",),
+        "Messages fetched with basic.get in manual acknowledgement mode (the get seen).",
+        "amqp091",
+        _channel_sum(lambda e: e.get_ok_ack),
+        "rabbitmq_channel_get_ack_total",
+    ),
+    F(
+        "channel_get",
+        "counter",
+        ("vhost",),
+        "Messages fetched with basic.get in automatic acknowledgement mode (no-ack; the get seen).",
+        "amqp091",
+        _channel_sum(lambda e: e.get_ok_no_ack),
+        "rabbitmq_channel_get_total",
     ),
     F(
         "channel_get_empty",

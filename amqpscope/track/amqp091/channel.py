@@ -174,6 +174,10 @@ class ChannelEpoch:
         self.consuming: deque[Consumer] = deque()  # consumes awaiting consume-ok
         self.gets: deque[tuple[bool, str]] = deque()  # (no-ack, queue) of gets awaiting a reply
         self.get_ok = 0
+        # get-oks whose basic.get was seen, by its no-ack (a capture that starts after the get
+        # leaves the mode unknown: counted in get_ok only)
+        self.get_ok_no_ack = 0
+        self.get_ok_ack = 0
         self.get_empty = 0
         self.last_queue: str | None = None  # the queue "" names (last declared on the channel)
         # qos and saturation
@@ -439,7 +443,13 @@ class ChannelEpoch:
     def get_ok_(self, frame: Frame, out: list[Finding]) -> None:
         self.s2c_content = "basic.get-ok"
         self.get_ok += 1
-        no_ack = self.gets.popleft()[0] if self.gets else False
+        no_ack = False
+        if self.gets:
+            no_ack = self.gets.popleft()[0]
+            if no_ack:
+                self.get_ok_no_ack += 1
+            else:
+                self.get_ok_ack += 1
         self._delivered(frame, None, no_ack, out)
 
     def get_empty_(self, frame: Frame, out: list[Finding]) -> None:

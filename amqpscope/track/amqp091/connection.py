@@ -105,6 +105,7 @@ class ConnectionTracker:
         #: came on: not the client's error (`diagnose` says so)
         self.close_in_flight: tuple[int, int, int] | None = None
         self.transport_end: dict[str, Any] | None = None  # the `transport` record's fields
+        self.transport_ts: float | None = None  # when the TCP connection first ended
         self.dropped = False  # TCP ended while the AMQP connection was open (transport-closed)
         # when each direction last lost bytes (a `tcp.gap` on its frame; -1.0: never): what it
         # sent after a time before that is "not seen" rather than "never sent"
@@ -512,6 +513,7 @@ class ConnectionTracker:
             return out
         fields = frame.fields
         self.transport_end = {"event": fields.get("event"), "by": fields.get("by")}
+        self.transport_ts = frame.ts
         if self.state in (rules.TUNED, rules.OPENING, rules.OPEN):
             self.dropped = True
             channels = list(self.channels.values())

@@ -175,6 +175,7 @@ class ConnectionTracker:
         self.more_notes = 0
         self.frames = 0
         self.transport_end: dict[str, Any] | None = None  # the `transport` record's fields
+        self.transport_ts: float | None = None  # when the TCP connection first ended
         self.dropped = False  # TCP ended while the AMQP connection was open (transport-closed)
         self.handlers = {
             "protocol-header": self._header,
@@ -269,6 +270,7 @@ class ConnectionTracker:
             return out
         fields = frame.fields
         self.transport_end = {"event": fields.get("event"), "by": fields.get("by")}
+        self.transport_ts = frame.ts
         self.ts = max(self.ts, frame.ts)  # a stall open until now lasted until the TCP end
         state = self._state()
         if state not in ("open", "opening"):
