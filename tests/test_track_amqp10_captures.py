@@ -76,6 +76,8 @@ EXPECTED_FINDINGS: dict[str, dict[str, int]] = {
     "10-tx-no-coordinator": {"amqp10.transaction-failed": 1},
     # captures/scenarios/garagemq_close.py: the client killed holding its link: its FIN
     "10-killed-client": {"amqp10.transport-closed": 1},
+    # captures/scenarios/otel.py: the receiver's rejected outcome, the sender's detach with error
+    "10-otel": {"amqp10.rejected": 1, "amqp10.error": 1, "amqp10.frame-after-close": 1},
 }
 
 
