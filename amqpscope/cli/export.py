@@ -40,6 +40,13 @@ from amqpscope.track.tracker import Tracker
     help="Instead: Markdown with a Mermaid sequenceDiagram per connection (GitHub renders it).",
 )
 @click.option("--show-secrets", is_flag=True, help="Include credentials instead of redacting.")
+@click.option(
+    "--otlp",
+    metavar="ENDPOINT",
+    help="Instead: send the messages' spans, the error spans and the metrics over OTLP to "
+    "ENDPOINT (HOST:PORT or grpc://HOST:PORT for gRPC, http://HOST:PORT for HTTP), at the "
+    "capture's times (docs/guide/metrics.md).",
+)
 @redact_bodies_option
 @keylog_option
 @format_option
@@ -54,6 +61,7 @@ def export(
     fmt: str | None = None,
     force: bool = False,
     mermaid: bool = False,
+    otlp: str | None = None,
 ) -> None:
     """Everything about FILE (a capture or a frame-trace log) as JSON: capture, frames,
     connections, findings, diagnoses.
@@ -68,9 +76,15 @@ def export(
       amqpscope export capture.pcap -o capture.json
       amqpscope export capture.pcap --ndjson | jq 'select(.record == "connection")'
       amqpscope export capture.pcap --mermaid -o diagrams.md   (paste into an issue)
+      amqpscope export capture.pcap --otlp 127.0.0.1:4317      (spans to a collector)
     """
     if mermaid and ndjson:
         raise click.UsageError("--mermaid and --ndjson: choose one")
+    if otlp is not None:
+        from amqpscope.cli.otlp import export_otlp
+
+        export_otlp(files, otlp, fmt, keylog)
+        return
     check_output("-o", output, (*files, keylog), force)
     if mermaid:
         _mermaid(files, output, force, show_secrets, redact_bodies, keylog, fmt)

@@ -1,0 +1,321 @@
+"""`export --otlp`: the spans and metrics of recorded captures, received by an OTLP receiver
+nobody on this project wrote (oteltest's gRPC and HTTP sinks, which decode the requests with
+the OpenTelemetry protobufs), checked against what the recording clients observed
+(captures/scenarios/otel.py's ground truth): the trace context each client set in its messages,
+the confirms, deliveries, redeliveries and settlements it saw, RabbitMQ's 406 and the detach
+with error."""
+
+from __future__ import annotations
+
+import logging
+import struct
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from amqpscope.cli import main
+from amqpscope.metrics.families import FAMILIES
+from amqpscope.metrics.spans import parse_traceparent, trace_context
+from tests.oracle import missing
+from tests.test_metrics import _free_port
+
+CAPTURES = Path(__file__).resolve().parent.parent / "captures"
+LOG = logging.getLogger("amqpscope.tests.otlp")
+
+
+def _expect(name: str) -> dict[str, Any]:
+    import json
+
+    return json.loads((CAPTURES / f"{name}.json").read_text())
+
+
+def _sink_module() -> Any:
+    return pytest.importorskip("oteltest.sink", reason=missing("oteltest"))
+
+
+class Received:
+    """What a sink took: its spans (with their resource's attributes) and metrics."""
+
+    def __init__(self, handler: Any) -> None:
+        self.handler = handler
+
+    def spans(self) -> list[dict[str, Any]]:
+        out = []
+        for request in self.handler.telemetry.trace_requests:
+            for resource_spans in request.pbreq.resource_spans:
+                for scope_spans in resource_spans.scope_spans:
+                    out.extend(_span(span) for span in scope_spans.spans)
+        return out
+
+    def metrics(self) -> dict[str, list[Any]]:
+        out: dict[str, list[Any]] = {}
+        for request in self.handler.telemetry.metric_requests:
+            for resource_metrics in request.pbreq.resource_metrics:
+                for scope_metrics in resource_metrics.scope_metrics:
+                    for metric in scope_metrics.metrics:
+                        out.setdefault(metric.name, []).append(metric)
+        return out
+
+
+def _value(any_value: Any) -> Any:
+    return getattr(any_value, any_value.WhichOneof("value"))
+
+
+def _span(span: Any) -> dict[str, Any]:
+    """A received span as plain data: ids as hex, attributes as a dict, events by name."""
+    return {
+        "name": span.name,
+        "kind": span.kind,
+        "trace": span.trace_id.hex(),
+        "id": span.span_id.hex(),
+        "parent": span.parent_span_id.hex() or None,
+        "start": span.start_time_unix_nano / 1e9,
+        "end": span.end_time_unix_nano / 1e9,
+        "attributes": {a.key: _value(a.value) for a in span.attributes},
+        "events": [e.name for e in span.events],
+        "error": span.status.code == 2,  # STATUS_CODE_ERROR
+        "tracestate": span.trace_state,
+    }
+
+
+@pytest.fixture
+def grpc_sink() -> Iterator[tuple[str, Received]]:
+    sink_module = _sink_module()
+    from oteltest.sink.handler import AccumulatingHandler
+
+    handler = AccumulatingHandler()
+    port = _free_port()
+    sink = sink_module.GrpcSink(handler, LOG, port=port)
+    sink.start()
+    try:
+        yield f"127.0.0.1:{port}", Received(handler)
+    finally:
+        sink.stop()
+
+
+@pytest.fixture
+def http_sink() -> Iterator[tuple[str, Received]]:
+    sink_module = _sink_module()
+    from oteltest.sink.handler import AccumulatingHandler
+
+    handler = AccumulatingHandler()
+    port = _free_port()
+    sink = sink_module.HttpSink(handler, LOG, port=port)
+    sink.start()
+    try:
+        yield f"http://127.0.0.1:{port}", Received(handler)
+    finally:
+        sink.stop()
+
+
+def _export(capture: str, endpoint: str) -> None:
+    result = CliRunner().invoke(main, ["export", str(CAPTURES / capture), "--otlp", endpoint])
+    assert result.exit_code == 0, result.output
+    assert " spans and " in result.output
+
+
+def _packet_times(capture: str) -> tuple[float, float]:
+    """The first and last packet's time, read of the pcap's record headers (microseconds)."""
+    data = (CAPTURES / capture).read_bytes()
+    assert data[:4] == bytes.fromhex("d4c3b2a1")  # little-endian, microsecond pcap
+    offset, times = 24, []
+    while offset + 16 <= len(data):
+        seconds, micros, kept, _ = struct.unpack_from("<IIII", data, offset)
+        times.append(seconds + micros / 1e6)
+        offset += 16 + kept
+    return min(times), max(times)
+
+
+def _by_name(spans: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    return [s for s in spans if s["attributes"].get("messaging.operation.name") == name]
+
+
+def test_091_spans_are_the_clients_messages_in_their_traces(
+    grpc_sink: tuple[str, Received],
+) -> None:
+    endpoint, received = grpc_sink
+    _export("091-otel.pcap", endpoint)
+    spans = received.spans()
+    truth = _expect("091-otel")["expect"]
+    queue = "amqpscope.091-otel.q"
+    first, last = _packet_times("091-otel.pcap")
+    for span in spans:  # the capture's times, not the export's
+        assert first <= span["start"] <= span["end"] <= last + 1e-6, span
+    messages = [s for s in spans if "messaging.message.id" in s["attributes"]]
+    by_id = {s["id"]: s for s in spans}
+    # every span of a message is in the trace its publisher set in the message's headers
+    for message_id, context in truth["traces"].items():
+        mine = [s for s in messages if s["attributes"]["messaging.message.id"] == message_id]
+        assert {s["trace"] for s in mine} == {context["trace_id"]}, message_id
+        assert {s["tracestate"] for s in mine} == {"amqpscope=otel"}
+        (publish,) = [s for s in mine if s["attributes"]["messaging.operation.name"] == "publish"]
+        assert publish["parent"] == context["span_id"]  # a child of the application's span
+        assert publish["name"] == f"publish {queue}"
+        assert publish["kind"] == 4  # SPAN_KIND_PRODUCER
+        for span in mine:
+            if span is not publish:  # everything else hangs below the publish
+                parent = by_id[span["parent"]]
+                assert parent["trace"] == context["trace_id"]
+    # counts: what pika saw
+    assert len(_by_name(spans, "publish")) == truth["publishes"]
+    assert len(_by_name(spans, "confirm")) == truth["confirms_acked"]
+    delivers = _by_name(spans, "deliver")
+    assert len(delivers) == truth["deliveries"]
+    assert (
+        sum(bool(s["attributes"].get("amqpscope.redelivered")) for s in delivers)
+        == (truth["redeliveries"])
+    )
+    settled = Counter(
+        (s["attributes"]["messaging.message.id"], s["attributes"]["rabbitmq.message.delivery_tag"])
+        for s in delivers
+    )
+    assert settled == Counter((d["message_id"], d["delivery_tag"]) for d in truth["settlements"])
+    # each settlement: a child of the delivery of the same tag, as the consumer settled it
+    for done in truth["settlements"]:
+        operation = "ack" if done["settled"] == "ack" else "nack"
+        (span,) = [
+            s
+            for s in _by_name(spans, operation)
+            if s["attributes"].get("rabbitmq.message.delivery_tag") == done["delivery_tag"]
+        ]
+        parent = by_id[span["parent"]]
+        assert parent["attributes"]["messaging.operation.name"] == "deliver"
+        assert parent["attributes"]["rabbitmq.message.delivery_tag"] == done["delivery_tag"]
+        assert span["attributes"]["messaging.operation.type"] == "settle"
+        if operation == "nack":
+            assert span["attributes"]["amqpscope.requeue"] is (done["settled"] == "requeue")
+    for span in messages:
+        attributes = span["attributes"]
+        assert attributes["messaging.system"] == "rabbitmq"
+        assert attributes["server.port"] == truth.get("port", 5672)
+        assert attributes["server.address"] == "127.0.0.1"
+        assert attributes["network.peer.port"] == attributes["server.port"]
+        assert attributes["messaging.destination.name"] == ""  # the default exchange
+        assert attributes["rabbitmq.destination.routing_key"] == queue
+        assert attributes["messaging.message.body.size"] == len(b"otel m0")
+        assert not span["error"]
+    # RabbitMQ's 406: an error span with the consumer's ack of tag 999 and the close as events
+    (error,) = [s for s in spans if s["error"]]
+    (close,) = truth["channel_errors"]
+    assert error["name"] == "channel.close"
+    assert error["attributes"]["error.type"] == str(close["code"])
+    assert error["events"] == ["basic.ack", "channel.close"]
+    assert error["trace"] not in {c["trace_id"] for c in truth["traces"].values()}
+
+
+def test_10_spans_over_http_with_the_rejected_outcome_and_the_detach(
+    http_sink: tuple[str, Received],
+) -> None:
+    endpoint, received = http_sink
+    _export("10-otel.pcap", endpoint)
+    spans = received.spans()
+    truth = _expect("10-otel")["expect"]
+    address = truth["address"]
+    by_id = {s["id"]: s for s in spans}
+    for message_id, context in truth["traces"].items():
+        mine = [s for s in spans if s["attributes"].get("messaging.message.id") == message_id]
+        assert {s["trace"] for s in mine} == {context["trace_id"]}
+        (sent,) = [s for s in mine if s["attributes"]["messaging.operation.type"] == "send"]
+        assert sent["parent"] == context["span_id"]
+        assert sent["attributes"]["amqpscope.trace_context"] == "application-properties"
+        (got,) = [s for s in mine if s["attributes"]["messaging.operation.type"] == "receive"]
+        assert got["parent"] == sent["id"]  # the broker's transfer out, below the client's in
+        assert got["name"] == f"transfer {address}"
+    assert len([s for s in spans if s["kind"] == 4]) == truth["transfers_sent"]  # PRODUCER
+    assert len([s for s in spans if s["kind"] == 5]) == truth["transfers_received"]  # CONSUMER
+    outcomes = Counter(
+        s["attributes"]["messaging.operation.name"]
+        for s in spans
+        if s["attributes"].get("messaging.operation.type") == "settle"
+    )
+    broker, receiver = truth["sender_outcomes"], truth["receiver_outcomes"]
+    assert outcomes == Counter(broker) + Counter(receiver)
+    (rejected,) = _by_name(spans, "rejected")
+    assert rejected["error"] and rejected["attributes"]["error.type"] == "amqp:precondition-failed"
+    assert by_id[rejected["parent"]]["attributes"]["messaging.operation.type"] == "receive"
+    assert rejected["events"] == ["transfer", "disposition"]
+    for span in spans:
+        assert span["attributes"]["messaging.system"] == "rabbitmq"  # the broker's open says
+    (detach,) = [s for s in spans if s["name"].startswith("detach")]
+    assert detach["error"]
+    assert detach["attributes"]["error.type"] == truth["sender_detach_condition"]["condition"]
+    assert "detach" in detach["events"]
+    errors = [s for s in spans if s["error"]]
+    assert len(errors) == 2  # the rejected outcome and the detach, nothing else
+
+
+def test_the_metrics_are_the_prometheus_families(grpc_sink: tuple[str, Received]) -> None:
+    endpoint, received = grpc_sink
+    _export("091-otel.pcap", endpoint)
+    metrics = received.metrics()
+    assert metrics and set(metrics) <= {family.exported for family in FAMILIES}
+    truth = _expect("091-otel")["expect"]
+    published = metrics["amqpscope_channel_messages_published"]
+    points = [p for metric in published for p in metric.sum.data_points]
+    assert max(p.as_double for p in points) == truth["publishes"]
+    assert all(metric.sum.is_monotonic for metric in published)
+    confirmed = metrics["amqpscope_channel_messages_confirmed"]
+    assert max(p.as_double for m in confirmed for p in m.sum.data_points) == truth["confirms_acked"]
+    first, last = _packet_times("091-otel.pcap")
+    assert all(first - 1 <= p.time_unix_nano / 1e9 <= last + 1 for p in points)
+
+
+def test_a_bad_endpoint_is_a_usage_error() -> None:
+    result = CliRunner().invoke(
+        main, ["export", str(CAPTURES / "091-otel.pcap"), "--otlp", "ftp://127.0.0.1:1"]
+    )
+    assert result.exit_code == 2
+    assert result.output.count("\n") == 1 and "--otlp" in result.output
+
+
+@pytest.mark.parametrize(
+    ("value", "parsed"),
+    [
+        (
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+            (0x0AF7651916CD43DD8448EB211C80319C, 0xB7AD6B7169203331, True),
+        ),
+        (b"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00", None),  # read below
+        ("00-00000000000000000000000000000000-b7ad6b7169203331-01", None),  # zero trace id
+        ("00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01", None),  # zero span id
+        ("ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", None),  # version ff
+        ("00-0AF7651916CD43DD8448EB211C80319C-b7ad6b7169203331-01", None),  # upper case
+        ("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01-x", None),  # 00 has 4 parts
+        ("01-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01-x", ()),  # a later version
+        ("|abc.1.", None),  # Azure's old hierarchical Diagnostic-Id
+        (7, None),
+    ],
+)
+def test_traceparent(value: Any, parsed: Any) -> None:
+    """W3C Trace Context's rules (https://www.w3.org/TR/trace-context/#traceparent-header)."""
+    got = parse_traceparent(value)
+    if isinstance(value, bytes):
+        assert got is not None and got[2] is False  # sampled flag off
+    elif parsed == ():
+        assert got is not None
+    else:
+        assert got == parsed
+
+
+def test_trace_context_places() -> None:
+    """0-9-1 headers; 1.0 application-properties, then message-annotations; Azure's
+    Diagnostic-Id last (its W3C form)."""
+    header = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    other = "00-1af7651916cd43dd8448eb211c80319c-c7ad6b7169203331-01"
+    headers = {"properties": {"headers": {"traceparent": header, "tracestate": "k=v"}}}
+    context = trace_context(headers)
+    assert context is not None and context.where == "headers" and context.state == "k=v"
+    annotated = {"message-annotations": {"traceparent": header}}
+    assert (trace_context(annotated) or pytest.fail()).where == "message-annotations"
+    both = {"application-properties": {"traceparent": header}, **annotated}
+    assert (trace_context(both) or pytest.fail()).where == "application-properties"
+    azure = {"application-properties": {"Diagnostic-Id": other}}
+    context = trace_context(azure)
+    assert context is not None and context.where == "Diagnostic-Id"
+    assert context.span_id == 0xC7AD6B7169203331
+    assert trace_context({"application-properties": {"Diagnostic-Id": "|abc.1."}}) is None
+    assert trace_context({"properties": {"headers": {"x": 1}}}) is None
