@@ -319,3 +319,28 @@ def test_trace_context_places() -> None:
     assert context.span_id == 0xC7AD6B7169203331
     assert trace_context({"application-properties": {"Diagnostic-Id": "|abc.1."}}) is None
     assert trace_context({"properties": {"headers": {"x": 1}}}) is None
+
+
+def test_an_endpoint_that_does_not_answer_is_one_line_and_exit_1() -> None:
+    """The exporters retry for 10 s, then amqpscope says so once (their own logs are quiet)."""
+    port = _free_port()  # nothing listens there
+    result = CliRunner().invoke(
+        main, ["export", str(CAPTURES / "091-otel.pcap"), "--otlp", f"http://127.0.0.1:{port}"]
+    )
+    assert result.exit_code == 1
+    assert result.output == (
+        f"amqpscope: --otlp: http://127.0.0.1:{port}: the OTLP endpoint did not take 19 spans\n"
+    )
+
+
+def test_a_log_without_times_is_said_to_be(grpc_sink: tuple[str, Received]) -> None:
+    """Proton's PN_TRACE_FRM lines have no time: the spans are sent, and the output says at
+    what time they are."""
+    endpoint, received = grpc_sink
+    result = CliRunner().invoke(
+        main, ["export", str(CAPTURES / "log-proton-broker.log"), "--otlp", endpoint]
+    )
+    assert result.exit_code == 0, result.output
+    assert "the frames have no times: the spans are at time 0" in result.output
+    spans = received.spans()
+    assert spans and all(span["start"] == span["end"] == 0.0 for span in spans)

@@ -81,6 +81,10 @@ def export(
     if mermaid and ndjson:
         raise click.UsageError("--mermaid and --ndjson: choose one")
     if otlp is not None:
+        if mermaid or ndjson:
+            raise click.UsageError(
+                "--otlp sends instead of writing: not with --mermaid or --ndjson"
+            )
         from amqpscope.cli.otlp import export_otlp
 
         export_otlp(files, otlp, fmt, keylog)

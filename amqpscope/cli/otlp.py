@@ -66,6 +66,12 @@ def export_otlp(files: tuple[str, ...], endpoint: str, fmt: str | None, keylog: 
             builder.finish(list(tracker.connections.values()))
             exporter.spans(builder.take())
             timed = sampler.last_ts is not None
+            if not timed and exporter.sent_spans:
+                click.echo(
+                    "amqpscope: the frames have no times: the spans are at time 0 (1970), with no"
+                    " durations, and the metrics are the totals",
+                    err=True,
+                )
             start = sampler.samples[0][0] if sampler.samples else 0.0
             exporter.metrics(instruments(sampler.samples, last_only=not timed), start)
             click.echo(

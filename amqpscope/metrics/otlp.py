@@ -10,6 +10,7 @@ OTLP/HTTP (protobuf; `/v1/traces` and `/v1/metrics` are appended), `HOST:PORT` o
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Sequence
 from typing import Any, Final
@@ -61,6 +62,8 @@ class Exporter:
             self.protocol, self.endpoint = parse_endpoint(endpoint)
         except ValueError as exc:
             raise OtlpError(str(exc)) from None
+        # the exporters log each retry and failure: amqpscope says it once, in one line
+        logging.getLogger("opentelemetry.exporter.otlp").setLevel(logging.CRITICAL)
         try:
             from opentelemetry.sdk.resources import Resource
             from opentelemetry.sdk.util.instrumentation import InstrumentationScope
