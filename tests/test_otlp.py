@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 import struct
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -324,12 +326,18 @@ def test_trace_context_places() -> None:
 def test_an_endpoint_that_does_not_answer_is_one_line_and_exit_1() -> None:
     """The exporters retry for 10 s, then amqpscope says so once (their own logs are quiet)."""
     port = _free_port()  # nothing listens there
-    result = CliRunner().invoke(
-        main, ["export", str(CAPTURES / "091-otel.pcap"), "--otlp", f"http://127.0.0.1:{port}"]
+    capture = str(CAPTURES / "091-otel.pcap")
+    result = subprocess.run(  # a process of its own: the SDK's logs would reach its stderr
+        [sys.executable, "-m", "amqpscope.cli", "export", capture, "--otlp", f"127.0.0.1:{port}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=CAPTURES.parent,
     )
-    assert result.exit_code == 1
-    assert result.output == (
-        f"amqpscope: --otlp: http://127.0.0.1:{port}: the OTLP endpoint did not take 19 spans\n"
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr == (
+        f"amqpscope: --otlp: 127.0.0.1:{port}: the OTLP endpoint did not take 19 spans\n"
     )
 
 
