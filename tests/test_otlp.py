@@ -352,3 +352,29 @@ def test_a_log_without_times_is_said_to_be(grpc_sink: tuple[str, Received]) -> N
     assert "the frames have no times: the spans are at time 0" in result.output
     spans = received.spans()
     assert spans and all(span["start"] == span["end"] == 0.0 for span in spans)
+
+
+def test_the_journeys_followed_at_once_are_bounded() -> None:
+    """A long live capture: past `kept_journeys` a new follower starts; the messages keep their
+    clients' traces all the same (they carry them), and every delivery still has its span."""
+    from amqpscope.cli.inputs import open_input
+    from amqpscope.metrics.spans import SpanBuilder
+    from amqpscope.track.tracker import Tracker
+
+    builder = SpanBuilder(seed="bounded", kept_journeys=2)
+    tracker = Tracker()
+    most = 0
+    with open_input(str(CAPTURES / "091-otel.pcap")) as source:
+        for frame in source.frames(messages=True):
+            tracker.feed(frame)
+            builder.feed(frame)
+            most = max(most, len(builder.follower.journeys))
+    spans = builder.take()
+    truth = _expect("091-otel")["expect"]
+    assert most == 2 and builder.generation > 1
+    traces = {f"{s.trace_id:032x}" for s in spans}
+    assert traces == {context["trace_id"] for context in truth["traces"].values()}
+    operations = Counter(s.attributes["messaging.operation.name"] for s in spans)
+    assert operations["publish"] == truth["publishes"]
+    assert operations["deliver"] == truth["deliveries"]
+    assert len({s.span_id for s in spans}) == len(spans)  # no id given twice

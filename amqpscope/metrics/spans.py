@@ -48,6 +48,10 @@ CLIENT: Final = "client"
 INTERNAL: Final = "internal"
 #: frames remembered for span events (their name, time, side); older ones are forgotten
 KEPT_FRAMES: Final = 100_000
+#: journeys followed at once: past this, a new follower starts (memory stays bounded on a
+#: live interface; a message that was under way then starts a trace of its own, unless it
+#: carries its trace context)
+KEPT_JOURNEYS: Final = 50_000
 #: diagnoses that are error spans, and the span's name
 ERROR_SPANS: Final = {
     "close.channel": "channel.close",
@@ -240,9 +244,13 @@ class SpanBuilder:
     """Feed every frame, after the tracker has been fed it; `take()` the spans made so far.
     At a connection's end (`retire`) and the input's (`finish`) its error spans are made."""
 
-    def __init__(self, seed: str = "", kept_frames: int = KEPT_FRAMES) -> None:
+    def __init__(
+        self, seed: str = "", kept_frames: int = KEPT_FRAMES, kept_journeys: int = KEPT_JOURNEYS
+    ) -> None:
         self.seed = seed
         self.kept_frames = kept_frames
+        self.kept_journeys = kept_journeys
+        self.generation = 0  # followers started: a part of every message span's ids
         self.follower = Follower(on_hop=self._hop)
         self.diagnoser = Diagnoser()
         self.pending: list[SpanData] = []
@@ -269,6 +277,10 @@ class SpanBuilder:
             if len(self.facts) > self.kept_frames:
                 self.facts.popitem(last=False)
         self.diagnoser.feed(frame)
+        if len(self.follower.journeys) >= self.kept_journeys:
+            self.generation += 1
+            self.follower = Follower(on_hop=self._hop)
+            self.contexts.clear()
         self.follower.feed(frame)
         self._frame = None
 
@@ -326,13 +338,15 @@ class SpanBuilder:
         return found
 
     def _span_id(self, journey: Journey, index: int) -> int:
-        return _id(self.seed, "journey", journey.number, index)
+        return _id(self.seed, "journey", self.generation, journey.number, index)
 
     def _hop(self, journey: Journey, hop: Hop) -> None:
         index = len(journey.hops) - 1
         context = self._context(journey, hop)
         trace_id = (
-            context.trace_id if context else _id(self.seed, "trace", journey.number, bits=128)
+            context.trace_id
+            if context
+            else _id(self.seed, "trace", self.generation, journey.number, bits=128)
         )
         app_parent = context.span_id if context else None
         frame = self._frame
