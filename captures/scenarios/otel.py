@@ -5,8 +5,9 @@ application's W3C trace context, their confirms and settlements, and the errors 
   `tracestate`) header the client made up; a second connection consumes with prefetch 4, acks
   m0 and m2, nacks m1 without requeue and m3 with requeue, acks m3's redelivery, then acks a
   delivery tag it never got (999): RabbitMQ closes the channel with 406 PRECONDITION_FAILED.
-- 10-otel: Proton sends 3 messages with a `traceparent` in their application-properties, the
-  broker accepts each; a receiver accepts t0 and t2 and rejects t1 (with an error condition),
+- 10-otel: Proton sends 3 messages with a `traceparent`: in application-properties, in
+  message-annotations, and as Azure's `Diagnostic-Id` application property; the broker accepts
+  each; a receiver accepts t0 and t2 and rejects t1 (with an error condition),
   then the client detaches its sender with an error condition (amqp:internal-error).
 
 Ground truth is the client's: the trace contexts it set, the confirms, deliveries and outcomes
@@ -22,7 +23,7 @@ from typing import Any
 import pika
 import pika.exceptions
 import record
-from proton import Condition, Message
+from proton import Condition, Message, symbol
 
 #: the messages of 091-otel, in publish order, and what the consumer does with each delivery
 PLAN_091 = {"m0": "ack", "m1": "nack", "m2": "ack", "m3": "requeue"}
@@ -30,6 +31,10 @@ PLAN_091 = {"m0": "ack", "m1": "nack", "m2": "ack", "m3": "requeue"}
 UNKNOWN_TAG = 999
 #: the messages of 10-otel and the receiver's outcome for each
 PLAN_10 = {"t0": "accepted", "t1": "rejected", "t2": "accepted"}
+#: where each 10-otel message carries its trace context: a W3C traceparent in its
+#: application-properties or its message-annotations (the W3C AMQP draft's two places), or
+#: Azure's Diagnostic-Id application property (which Azure SDKs write in the W3C form)
+PLACES_10 = {"t0": "application-properties", "t1": "message-annotations", "t2": "Diagnostic-Id"}
 DETACH_CONDITION = ("amqp:internal-error", "amqpscope closes its sender with an error")
 
 
@@ -149,19 +154,22 @@ class _TracedSender(record.ProtonClient):
         while event.sender.credit and self.sent < len(ids):
             message_id = ids[self.sent]
             header, trace_id, span_id = _traceparent()
+            place = PLACES_10[message_id]
             self.traces[message_id] = {
                 "traceparent": header,
                 "trace_id": trace_id,
                 "span_id": span_id,
+                "where": place,
             }
-            event.sender.send(
-                Message(
-                    id=message_id,
-                    content_type="text/plain",
-                    properties={"traceparent": header, "tracestate": "amqpscope=otel"},
-                    body=f"otel {message_id}",
-                )
-            )
+            context = {"traceparent": header, "tracestate": "amqpscope=otel"}
+            message = Message(id=message_id, content_type="text/plain", body=f"otel {message_id}")
+            if place == "application-properties":
+                message.properties = context
+            elif place == "message-annotations":
+                message.annotations = {symbol(key): value for key, value in context.items()}
+            else:
+                message.properties = {"Diagnostic-Id": header}
+            event.sender.send(message)
             self.sent += 1
             self.n.inc("transfers_sent")
 
@@ -215,8 +223,9 @@ class _TracedSender(record.ProtonClient):
 @record.scenario(
     "10-otel",
     "1.0",
-    "Proton sends t0..t2 to a queue, each with a W3C traceparent and tracestate in its "
-    "application-properties (the broker accepts each); a receiver accepts t0 and t2 and rejects "
+    "Proton sends t0..t2 to a queue, each with a W3C traceparent: t0 in its application-properties "
+    "and t1 in its message-annotations (each with a tracestate), t2 as Azure's Diagnostic-Id "
+    "application property (the broker accepts each); a receiver accepts t0 and t2 and rejects "
     "t1 with amqp:precondition-failed; then the client detaches its sender with the error "
     "amqp:internal-error and the broker answers the detach.",
     setup=(("q", {}),),
