@@ -269,12 +269,17 @@ def test_the_metrics_are_the_prometheus_families(grpc_sink: tuple[str, Received]
     assert all(first - 1 <= p.time_unix_nano / 1e9 <= last + 1 for p in points)
 
 
-def test_a_bad_endpoint_is_a_usage_error() -> None:
-    result = CliRunner().invoke(
-        main, ["export", str(CAPTURES / "091-otel.pcap"), "--otlp", "ftp://127.0.0.1:1"]
-    )
+@pytest.mark.parametrize(
+    "command", [["export", str(CAPTURES / "091-otel.pcap")], ["live", "no-such-interface"]]
+)
+def test_a_bad_endpoint_is_a_usage_error(command: list[str]) -> None:
+    """Said before anything is read or captured (live: before the interface is opened)."""
+    result = CliRunner().invoke(main, [*command, "--otlp", "ftp://127.0.0.1:1"])
     assert result.exit_code == 2
-    assert result.output.count("\n") == 1 and "--otlp" in result.output
+    assert (
+        result.output
+        == "amqpscope: --otlp: 'ftp://127.0.0.1:1': the scheme must be http, https or grpc\n"
+    )
 
 
 @pytest.mark.parametrize(

@@ -102,6 +102,14 @@ def test_live_sends_the_spans_of_what_the_clients_did(tmp_path: Path) -> None:
         and s["attributes"]["error.type"] == str(close["code"])
         and s["error"]
     ]
+    # the families as OTLP metrics (the broker is shared: at least what these clients did)
+    metrics = Received(handler).metrics()
+    published = [
+        point.as_double
+        for metric in metrics["amqpscope_channel_messages_published"]
+        for point in metric.sum.data_points
+    ]
+    assert max(published) >= truth["091-otel"]["publishes"]
     condition = truth["10-otel"]["sender_detach_condition"]["condition"]
     detaches = [s for s in spans if s["name"] == "detach" and s["error"]]
     assert condition in {s["attributes"]["error.type"] for s in detaches}

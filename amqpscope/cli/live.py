@@ -234,6 +234,13 @@ def live(
             parse_address(metrics_address)
         except ValueError as exc:
             fail(f"--metrics: {exc}", 2)
+    if otlp_endpoint is not None:  # before the capture starts, as --metrics
+        from amqpscope.metrics.otlp import parse_endpoint
+
+        try:
+            parse_endpoint(otlp_endpoint)
+        except ValueError as exc:
+            fail(f"--otlp: {exc}", 2)
     try:
         capture = LiveCapture(
             iface, bpf, backend, write, spool_bytes=spool_size * 1_000_000, spool_dir=spool_dir
