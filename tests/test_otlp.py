@@ -246,6 +246,7 @@ def test_10_spans_over_http_with_the_rejected_outcome_and_the_detach(
     for span in spans:
         assert span["attributes"]["messaging.system"] == "rabbitmq"  # the broker's open says
     (detach,) = [s for s in spans if s["name"].startswith("detach")]
+    assert detach["name"] == f"detach {address}"  # the link the sender attached to it
     assert detach["error"]
     assert detach["attributes"]["error.type"] == truth["sender_detach_condition"]["condition"]
     assert "detach" in detach["events"]

@@ -111,5 +111,6 @@ def test_live_sends_the_spans_of_what_the_clients_did(tmp_path: Path) -> None:
     ]
     assert max(published) >= truth["091-otel"]["publishes"]
     condition = truth["10-otel"]["sender_detach_condition"]["condition"]
-    detaches = [s for s in spans if s["name"] == "detach" and s["error"]]
+    detach = f"detach {truth['10-otel']['address']}"
+    detaches = [s for s in spans if s["name"] == detach and s["error"]]
     assert condition in {s["attributes"]["error.type"] for s in detaches}

@@ -218,6 +218,7 @@ class _Fact:
     conn: int
     channel: int | None
     error: str | None  # reply code or condition, when the frame closes something with one
+    link: tuple[str | None, str | None] | None = None  # a detach's link: (name, address)
 
 
 def _error_of(frame: Frame) -> str | None:
@@ -256,6 +257,8 @@ class SpanBuilder:
         self.pending: list[SpanData] = []
         self.conns: dict[int, _Conn] = {}
         self.facts: OrderedDict[int, _Fact] = OrderedDict()
+        #: 1.0 links attached: (conn, direction, channel, handle) -> (name, address)
+        self.links: dict[tuple[int, str, int, Any], tuple[str | None, str | None]] = {}
         self.contexts: dict[int, TraceContext | None] = {}  # journey number -> its context
         self.diagnosed: set[int] = set()  # connections whose error spans were made
         self._frame: Frame | None = None
@@ -273,6 +276,7 @@ class SpanBuilder:
                 frame.conn,
                 frame.channel,
                 _error_of(frame),
+                self._link(frame),
             )
             if len(self.facts) > self.kept_frames:
                 self.facts.popitem(last=False)
@@ -283,6 +287,21 @@ class SpanBuilder:
             self.contexts.clear()
         self.follower.feed(frame)
         self._frame = None
+
+    def _link(self, frame: Frame) -> tuple[str | None, str | None] | None:
+        """1.0: an attach's link name and address, kept by its sender's handle; a detach's, read
+        back (the detach of a handle names the link its sender attached with it)."""
+        if frame.version != "1.0" or frame.name not in ("attach", "detach"):
+            return None
+        handle = frame.fields.get("handle")
+        key = (frame.conn, frame.direction, frame.channel or 0, handle)
+        if frame.name == "detach":
+            return self.links.pop(key, None) if frame.fields.get("closed") else self.links.get(key)
+        end = frame.fields.get("target" if frame.fields.get("role") == "sender" else "source")
+        address = end.get("address") if isinstance(end, dict) else None
+        name = frame.fields.get("name")
+        self.links[key] = (_text(name), _text(address))
+        return None
 
     def _connection(self, frame: Frame) -> None:
         conn = self.conns.get(frame.conn)
@@ -573,6 +592,10 @@ class SpanBuilder:
                 continue
             numbers = dict.fromkeys(diagnosis.evidence)  # in order, each once
             events = [e for e in map(self._event, numbers) if e is not None]
+            link_name, address = next(
+                (fact.link for fact in map(self.facts.get, numbers) if fact and fact.link),
+                (diagnosis.link, diagnosis.queue),
+            )
             conn = self.conns.get(diagnosis.conn or 0) or _Conn()
             attributes = conn.attributes()
             attributes["amqpscope.diagnosis"] = diagnosis.code
@@ -580,10 +603,10 @@ class SpanBuilder:
                 attributes["amqpscope.connection"] = diagnosis.conn
             if diagnosis.channel is not None:
                 attributes["amqpscope.channel"] = diagnosis.channel
-            if diagnosis.link:
-                attributes["amqpscope.link"] = diagnosis.link
-            if diagnosis.queue:
-                attributes["messaging.destination.name"] = diagnosis.queue
+            if link_name:
+                attributes["amqpscope.link"] = link_name
+            if address or diagnosis.queue:
+                attributes["messaging.destination.name"] = str(address or diagnosis.queue)
             errors = [
                 str(e.attributes["error.type"]) for e in events if "error.type" in e.attributes
             ]
@@ -591,7 +614,7 @@ class SpanBuilder:
             times = [e.ts for e in events]
             start = diagnosis.start if diagnosis.start is not None else min(times, default=0.0)
             end = max([start + diagnosis.duration, *times])
-            target = diagnosis.queue or diagnosis.link
+            target = address or link_name
             name = f"{operation} {target}" if operation == "detach" and target else operation
             first = diagnosis.evidence[0] if diagnosis.evidence else 0
             out.append(
