@@ -257,8 +257,8 @@ class SpanBuilder:
         self.pending: list[SpanData] = []
         self.conns: dict[int, _Conn] = {}
         self.facts: OrderedDict[int, _Fact] = OrderedDict()
-        #: 1.0 links attached: (conn, direction, channel, handle) -> (name, address)
-        self.links: dict[tuple[int, str, int, Any], tuple[str | None, str | None]] = {}
+        #: 1.0 links attached: conn -> (direction, channel, handle) -> (name, address)
+        self.links: dict[int, dict[tuple[str, int, Any], tuple[str | None, str | None]]] = {}
         self.contexts: dict[int, TraceContext | None] = {}  # journey number -> its context
         self.diagnosed: set[int] = set()  # connections whose error spans were made
         self._frame: Frame | None = None
@@ -294,13 +294,14 @@ class SpanBuilder:
         if frame.version != "1.0" or frame.name not in ("attach", "detach"):
             return None
         handle = frame.fields.get("handle")
-        key = (frame.conn, frame.direction, frame.channel or 0, handle)
+        key = (frame.direction, frame.channel or 0, handle)
+        links = self.links.setdefault(frame.conn, {})
         if frame.name == "detach":
-            return self.links.pop(key, None) if frame.fields.get("closed") else self.links.get(key)
+            return links.pop(key, None) if frame.fields.get("closed") else links.get(key)
         end = frame.fields.get("target" if frame.fields.get("role") == "sender" else "source")
         address = end.get("address") if isinstance(end, dict) else None
         name = frame.fields.get("name")
-        self.links[key] = (_text(name), _text(address))
+        links[key] = (_text(name), _text(address))
         return None
 
     def _connection(self, frame: Frame) -> None:
@@ -332,6 +333,9 @@ class SpanBuilder:
             return
         self.diagnosed.add(conn.conn)
         self.pending.extend(self.error_spans(self.diagnoser.connection(conn)))
+        self.links.pop(conn.conn, None)  # it sends no more frames
+        self.conns.pop(conn.conn, None)
+        self.diagnoser.evidence.forget(conn.conn)
 
     def finish(self, connections: Iterable[Any]) -> None:
         """The input's end: the error spans of the connections not retired (call after the
