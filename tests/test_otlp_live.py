@@ -114,3 +114,36 @@ def test_live_sends_the_spans_of_what_the_clients_did(tmp_path: Path) -> None:
     detach = f"detach {truth['10-otel']['address']}"
     detaches = [s for s in spans if s["name"] == detach and s["error"]]
     assert condition in {s["attributes"]["error.type"] for s in detaches}
+
+
+@pytest.mark.broker
+def test_live_with_an_endpoint_that_does_not_answer_ends_all_the_same(tmp_path: Path) -> None:
+    """The spans wait for a sender thread of their own: a dead endpoint costs the capture
+    nothing, and at the end amqpscope waits at most twice an export's timeout, then says what
+    was not sent, one line each, and exits as the capture did."""
+    import pika
+
+    port = _free_port()  # nothing listens there
+    live = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "amqpscope.cli", "live", "lo", "-f", "tcp port 5672"),
+            *("--quiet", "--otlp", f"127.0.0.1:{port}", "--duration", "6"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    time.sleep(3)
+    connection = pika.BlockingConnection(pika.ConnectionParameters("127.0.0.1"))
+    channel = connection.channel()
+    queue = channel.queue_declare("", exclusive=True).method.queue
+    channel.basic_publish("", queue, b"to nowhere")
+    connection.close()
+    started = time.monotonic()
+    _, err = live.communicate(timeout=120)
+    assert live.returncode == 0, err
+    assert time.monotonic() - started < 60
+    assert "Traceback" not in err
+    assert f"amqpscope: --otlp: 127.0.0.1:{port}: the OTLP endpoint did not take" in err
+    assert f"amqpscope: 0 spans sent to 127.0.0.1:{port}\n" in err

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from typing import Any, Final
 
 import click
@@ -165,12 +166,26 @@ class LiveOtlp:
                     self.errors.append(str(exc))
 
     def close(self) -> None:
-        """The capture ended: the last spans (the connections' errors too) and metrics sent."""
+        """The capture ended: the last spans (the connections' errors too) and metrics sent,
+        waiting at most twice an export's timeout for an endpoint that does not answer."""
+        from amqpscope.metrics.otlp import TIMEOUT
+
         self.builder.finish(list(self.pipeline.tracker.connections.values()))
         self.tick(0.0, final=True)
-        self.queue.put(None)
-        self.thread.join()
-        self.exporter.shutdown()
+        deadline = time.monotonic() + 2 * TIMEOUT
+        while time.monotonic() < deadline:
+            try:
+                self.queue.put(None, timeout=0.1)
+                break
+            except queue.Full:
+                continue
+        self.thread.join(max(0.0, deadline - time.monotonic()))
+        if self.thread.is_alive():  # a daemon: it ends with the process
+            self.errors.append(
+                f"gave up on {self.queue.qsize()} more batches: the endpoint did not answer"
+            )
+        else:
+            self.exporter.shutdown()
         for error in self.errors:
             click.echo(f"amqpscope: --otlp: {error}", err=True)
         dropped = f", {self.dropped} dropped (the endpoint was too slow)" if self.dropped else ""
