@@ -45,16 +45,15 @@ def export_otlp(files: tuple[str, ...], endpoint: str, fmt: str | None, keylog: 
 
     name = shown_name(files)
     exporter = _exporter(endpoint, name)
-    builder = SpanBuilder(seed=name)
-    sampler: Sampler | None = None
 
     def retired(order: int, conn: Any, layers: Any, found: int) -> None:
         builder.retire(conn)  # first: the sampler forgets the connection's evidence
-        if sampler is not None:
-            sampler.retire(conn)
+        sampler.retire(conn)
 
     tracker = Tracker(retire=True, on_retire=retired)
     sampler = Sampler(tracker=tracker)
+    # one diagnoser: the sampler feeds it (diagnoses by code), the builder reads its evidence
+    builder = SpanBuilder(seed=name, diagnoser=sampler.diagnoser)
     try:
         with open_input(files, fmt) as source:
             tracker.source = source.source

@@ -246,14 +246,21 @@ class SpanBuilder:
     At a connection's end (`retire`) and the input's (`finish`) its error spans are made."""
 
     def __init__(
-        self, seed: str = "", kept_frames: int = KEPT_FRAMES, kept_journeys: int = KEPT_JOURNEYS
+        self,
+        seed: str = "",
+        kept_frames: int = KEPT_FRAMES,
+        kept_journeys: int = KEPT_JOURNEYS,
+        diagnoser: Diagnoser | None = None,
     ) -> None:
+        """`diagnoser`: another's (a sampler's), fed and told of ended connections by its
+        owner; the builder then only reads it. Without one the builder keeps its own."""
         self.seed = seed
         self.kept_frames = kept_frames
         self.kept_journeys = kept_journeys
         self.generation = 0  # followers started: a part of every message span's ids
         self.follower = Follower(on_hop=self._hop)
-        self.diagnoser = Diagnoser()
+        self.own_diagnoser = diagnoser is None
+        self.diagnoser = Diagnoser() if diagnoser is None else diagnoser
         self.pending: list[SpanData] = []
         self.conns: dict[int, _Conn] = {}
         self.facts: OrderedDict[int, _Fact] = OrderedDict()
@@ -280,7 +287,8 @@ class SpanBuilder:
             )
             if len(self.facts) > self.kept_frames:
                 self.facts.popitem(last=False)
-        self.diagnoser.feed(frame)
+        if self.own_diagnoser:
+            self.diagnoser.feed(frame)
         if len(self.follower.journeys) >= self.kept_journeys:
             self.generation += 1
             self.follower = Follower(on_hop=self._hop)
@@ -335,7 +343,8 @@ class SpanBuilder:
         self.pending.extend(self.error_spans(self.diagnoser.connection(conn)))
         self.links.pop(conn.conn, None)  # it sends no more frames
         self.conns.pop(conn.conn, None)
-        self.diagnoser.evidence.forget(conn.conn)
+        if self.own_diagnoser:
+            self.diagnoser.evidence.forget(conn.conn)
 
     def finish(self, connections: Iterable[Any]) -> None:
         """The input's end: the error spans of the connections not retired (call after the
