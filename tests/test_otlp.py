@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from amqpscope.cli import main
 from amqpscope.metrics.families import FAMILIES
@@ -387,3 +389,30 @@ def test_the_journeys_followed_at_once_are_bounded() -> None:
     assert operations["publish"] == truth["publishes"]
     assert operations["deliver"] == truth["deliveries"]
     assert len({s.span_id for s in spans}) == len(spans)  # no id given twice
+
+
+_SCALARS = st.one_of(
+    st.none(), st.booleans(), st.integers(-5, 2**70), st.text(max_size=60), st.binary(max_size=40)
+)
+_KEYS = st.one_of(
+    st.text(max_size=12), st.sampled_from(["traceparent", "tracestate", "Diagnostic-Id", "headers"])
+)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(_KEYS, inner, max_size=6)),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(
+        st.sampled_from(["properties", "application-properties", "message-annotations"]), _VALUES
+    )
+)
+def test_any_message_gives_a_context_or_none(message: dict[str, Any]) -> None:
+    """Whatever a message's sections hold (a hostile capture's), the trace context is a valid
+    one or none, never an exception."""
+    context = trace_context(message)
+    if context is not None:
+        assert 0 < context.trace_id < 1 << 128 and 0 < context.span_id < 1 << 64

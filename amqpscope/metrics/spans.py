@@ -265,7 +265,7 @@ class SpanBuilder:
         self.conns: dict[int, _Conn] = {}
         self.facts: OrderedDict[int, _Fact] = OrderedDict()
         #: 1.0 links attached: conn -> (direction, channel, handle) -> (name, address)
-        self.links: dict[int, dict[tuple[str, int, Any], tuple[str | None, str | None]]] = {}
+        self.links: dict[int, dict[tuple[str, int, int], tuple[str | None, str | None]]] = {}
         self.contexts: dict[int, TraceContext | None] = {}  # journey number -> its context
         self.diagnosed: set[int] = set()  # connections whose error spans were made
         self._frame: Frame | None = None
@@ -302,6 +302,8 @@ class SpanBuilder:
         if frame.version != "1.0" or frame.name not in ("attach", "detach"):
             return None
         handle = frame.fields.get("handle")
+        if type(handle) is not int:  # a damaged frame's: no link to name
+            return None
         key = (frame.direction, frame.channel or 0, handle)
         links = self.links.setdefault(frame.conn, {})
         if frame.name == "detach":
