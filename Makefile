@@ -32,13 +32,13 @@ test: install system-deps broker lint docs node-deps
 install: build-deps
 	$(PIP) install -q 'build>=1.2'
 	wheel="$$($(PYTHON) tools/compiled.py --wheel)" && \
-	$(PIP) install -q "$$wheel[dev,spark,connect,report,tui,metrics,docs]" && \
+	$(PIP) install -q "$$wheel[dev,spark,connect,report,tui,metrics,otel,docs]" && \
 	$(PIP) install -q --no-deps --force-reinstall "$$wheel"
 	@cd / && $(PYTHON) -m amqpscope.cli --version
 
 # for developers: the editable install, pure Python, so that what you edit is what runs
 dev:
-	$(PIP) install -q -e '.[dev,spark,connect,report,tui,metrics,docs]'
+	$(PIP) install -q -e '.[dev,spark,connect,report,tui,metrics,otel,docs]'
 
 # the compiler and headers, from apt, when this Python finds none (else the pure build installs)
 build-deps:

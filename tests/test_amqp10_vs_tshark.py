@@ -204,6 +204,8 @@ def observations(element: ET.Element, path: tuple[str, ...] = ()) -> Iterator[tu
             yield (*path, key), [item(f.get("showname", ""))[1] for f in field.findall("field")]
         elif abbrev == "amqp.properties.capabilities_sym":
             yield (*path, "capabilities"), [field.get("show")]
+        elif abbrev == "amqp.messageAnnotations" and not path:
+            continue  # a transfer's message section: `message_observations` compares it
         elif abbrev in ("amqp.performative.arguments.properties", "amqp.messageAnnotations"):
             key = "properties" if "arguments" in abbrev else "message-annotations"
             entries = dict(item(f.get("showname", "")) for f in field.findall("field"))
@@ -228,9 +230,10 @@ def message_observations(pdu: ET.Element) -> Iterator[tuple[tuple, Any]]:
             yield from observations(field, ("header",))
         elif abbrev == "amqp.properties":
             yield from observations(field, ("properties",))
-        elif abbrev == "amqp.applicationProperties":
+        elif abbrev in ("amqp.applicationProperties", "amqp.messageAnnotations"):
             entries = dict(item(f.get("showname", "")) for f in field.findall("field"))
-            yield ("application-properties",), entries
+            key = "message-annotations" if "Annotations" in abbrev else "application-properties"
+            yield (key,), entries
         elif abbrev == "amqp.value":
             shown = field.get("showname", "")
             counted = re.search(r"\((map|list) of (\d+) elements?\)$", shown)

@@ -74,6 +74,12 @@ FINDINGS = {
         "amqp091.channel-error",
     ]
     * 3,
+    # captures/scenarios/otel.py: prefetch 4, all four delivered at once; the ack of tag 999
+    "091-otel": [
+        "amqp091.prefetch-saturated",
+        "amqp091.unknown-delivery-tag",
+        "amqp091.channel-error",
+    ],
     "091-missed-heartbeats": [
         "amqp091.transport-closed",  # the broker gave up on the paused client: TCP RST
     ],
@@ -149,6 +155,8 @@ _TOOLS = "test_amqp_tools_got_what_the_tools_printed"
 _GARAGEMQ = "diagnoses (test_diagnose_garagemq)"
 _METRICS = "metrics (test_metrics: the busiest queues keep their names)"
 ELSEWHERE: dict[str, str] = {
+    "traces": "spans (test_otel: the trace context each message carried)",
+    "settlements": "spans (test_otel: each delivery's tag and what the consumer did)",
     "cancelled_by_broker": _COVERAGE,
     "closed_by_broker": _COVERAGE,
     "body": _DECODED,

@@ -78,6 +78,8 @@ EXPECTED_FINDINGS: dict[str, dict[str, int]] = {
     "10-killed-client": {"amqp10.transport-closed": 1},
     # captures/scenarios/journeys10.py: the receiver closes at once; RabbitMQ's detach after it
     "10-journeys": {"amqp10.frame-after-close": 1},
+    # captures/scenarios/otel.py: the receiver's rejected outcome, the sender's detach with error
+    "10-otel": {"amqp10.rejected": 1, "amqp10.error": 1, "amqp10.frame-after-close": 1},
 }
 
 

@@ -45,6 +45,13 @@ from amqpscope.track.tracker import Tracker
     help="Instead: PlantUML, a sequence diagram per connection (`plantuml FILE` draws them).",
 )
 @click.option("--show-secrets", is_flag=True, help="Include credentials instead of redacting.")
+@click.option(
+    "--otlp",
+    metavar="ENDPOINT",
+    help="Instead: send the messages' spans, the error spans and the metrics over OTLP to "
+    "ENDPOINT (HOST:PORT or grpc://HOST:PORT for gRPC, http://HOST:PORT for HTTP), at the "
+    "capture's times (docs/guide/metrics.md).",
+)
 @redact_bodies_option
 @keylog_option
 @format_option
@@ -60,6 +67,7 @@ def export(
     force: bool = False,
     mermaid: bool = False,
     plantuml: bool = False,
+    otlp: str | None = None,
 ) -> None:
     """Everything about FILE (a capture or a frame-trace log) as JSON: capture, frames,
     connections, findings, diagnoses.
@@ -75,9 +83,19 @@ def export(
       amqpscope export capture.pcap --ndjson | jq 'select(.record == "connection")'
       amqpscope export capture.pcap --mermaid -o diagrams.md   (paste into an issue)
       amqpscope export capture.pcap --plantuml -o diagrams.puml
+      amqpscope export capture.pcap --otlp 127.0.0.1:4317      (spans to a collector)
     """
     if sum((mermaid, plantuml, ndjson)) > 1:
         raise click.UsageError("--mermaid, --plantuml and --ndjson: choose one")
+    if otlp is not None:
+        if mermaid or plantuml or ndjson:
+            raise click.UsageError(
+                "--otlp sends instead of writing: not with --mermaid, --plantuml or --ndjson"
+            )
+        from amqpscope.cli.otlp import export_otlp
+
+        export_otlp(files, otlp, fmt, keylog)
+        return
     check_output("-o", output, (*files, keylog), force)
     if mermaid or plantuml:
         _diagrams(files, output, force, show_secrets, redact_bodies, keylog, fmt, plantuml)

@@ -158,6 +158,13 @@ def _print_summary(result: dict[str, Any], console: Any, color: str, width: int 
     help="--metrics, conn: a `conn` label (the connection's id) on every family read of "
     "connections: a series per connection.",
 )
+@click.option(
+    "--otlp",
+    "otlp_endpoint",
+    metavar="ENDPOINT",
+    help="Send the messages' spans, the error spans and the metrics over OTLP to ENDPOINT "
+    "(HOST:PORT for gRPC, http://HOST:PORT for HTTP) while decoding (docs/guide/metrics.md).",
+)
 @click.option("--quiet", is_flag=True, help="Print no frames (with --metrics: serve only).")
 @frame_options
 @display_options
@@ -176,6 +183,7 @@ def live(
     metrics_address: str | None,
     metrics_max_names: int,
     metrics_labels: tuple[str, ...],
+    otlp_endpoint: str | None,
     quiet: bool,
     as_json: bool,
     show_secrets: bool,
@@ -226,6 +234,13 @@ def live(
             parse_address(metrics_address)
         except ValueError as exc:
             fail(f"--metrics: {exc}", 2)
+    if otlp_endpoint is not None:  # before the capture starts, as --metrics
+        from amqpscope.metrics.otlp import parse_endpoint
+
+        try:
+            parse_endpoint(otlp_endpoint)
+        except ValueError as exc:
+            fail(f"--otlp: {exc}", 2)
     try:
         capture = LiveCapture(
             iface, bpf, backend, write, spool_bytes=spool_size * 1_000_000, spool_dir=spool_dir
@@ -264,6 +279,11 @@ def live(
             sampler, server = _serve_metrics(
                 pipeline, metrics_address, metrics_max_names, "conn" in metrics_labels
             )
+        otlp = None
+        if otlp_endpoint is not None:
+            from amqpscope.cli.otlp import LiveOtlp
+
+            otlp = LiveOtlp(pipeline, otlp_endpoint, sampler)
         out = sys.stdout
         lines = Lines()
         timeline = None
@@ -289,6 +309,8 @@ def live(
             if sampler is not None:
                 for frame in frames:
                     sampler.observe(frame)
+            if otlp is not None:
+                otlp.observe(frames)
             if quiet:
                 return False
             for frame in frames:
@@ -350,6 +372,8 @@ def live(
                 ticked = pipeline.tick(wall)
                 if sampler is not None:
                     sampler.sample(wall)
+                if otlp is not None:
+                    otlp.tick(wall)
                 if show(ticked):
                     full = True
                     break
@@ -361,6 +385,8 @@ def live(
             show(frames)
         if sampler is not None:
             sampler.sample()
+        if otlp is not None:
+            otlp.close()
         if timeline is not None:
             timeline.finish()
         lines.flush()

@@ -24,7 +24,7 @@ asked; that the broker requeued it shows only as a later redelivery.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -85,11 +85,15 @@ class Journey:
     body_size: int | None
     hops: list[Hop] = field(default_factory=list)
     frames: set[int] = field(default_factory=set)
+    #: told of each hop as it is added (`Follower.on_hop`): the OTLP spans are built then
+    on_hop: Callable[[Journey, Hop], None] | None = field(default=None, repr=False, compare=False)
 
     def add(self, hop: Hop, *frames: int) -> None:
         self.hops.append(hop)
         self.frames.add(hop.frame)
         self.frames.update(frames)
+        if self.on_hop is not None:
+            self.on_hop(self, hop)
 
     @property
     def confirmed(self) -> bool | None:
@@ -186,8 +190,14 @@ def _identity(properties: dict[str, Any], message: dict[str, Any]) -> tuple[Any,
 class Follower:
     """Feed every frame of an input in order; `journeys` then holds each message's."""
 
-    def __init__(self, bodies: bool = True) -> None:
-        self.bodies = bodies  # keep each message's text (False: `summary`, which shows none)
+    def __init__(
+        self, bodies: bool = True, on_hop: Callable[[Journey, Hop], None] | None = None
+    ) -> None:
+        """`bodies`: keep each message's text (False: `summary`, which shows none). `on_hop`:
+        called with each hop as it is added, in the feed of the frame that shows it (for a
+        message's transfer or publish, the frame that completes the message)."""
+        self.bodies = bodies
+        self.on_hop = on_hop
         self.correlator = Correlator()
         self.redeliveries = Redeliveries(keep=False)
         self.journeys: list[Journey] = []
@@ -317,6 +327,7 @@ class Follower:
             _text(properties.get("correlation-id")),
             body[:BODY_KEPT] if body is not None else None,
             _size(message),
+            on_hop=self.on_hop,
         )
         self.journeys.append(journey)
         return journey
