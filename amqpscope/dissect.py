@@ -83,7 +83,7 @@ class Connection:
 @dataclass(slots=True)
 class Ended:
     """What a forgotten connection leaves when asked (`keep_ends`): its ends and its span, as
-    the Spark pipeline's edges read them (`pipeline.rows._edges`), a few hundred bytes."""
+    the Spark pipeline's edges read them (`spark.rows._edges`), a few hundred bytes."""
 
     conn: int
     client: str

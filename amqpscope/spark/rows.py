@@ -28,15 +28,15 @@ from amqpscope.capture.packet import FIN, SYN, RawPacket, Segment
 from amqpscope.codec.frames import TRANSPORT, Frame
 from amqpscope.dissect import Dissector, endpoint_text
 from amqpscope.findings import Finding
-from amqpscope.pipeline.deliveries import DeliveryLog
-from amqpscope.pipeline.inputs import (  # noqa: F401  (also this module's names, as before)
+from amqpscope.spark.deliveries import DeliveryLog
+from amqpscope.spark.inputs import (  # noqa: F401  (also this module's names, as before)
     LOG_SUFFIXES,
     MAGICS,
     looks_like_capture,
     looks_like_log,
 )
-from amqpscope.pipeline.stitch import Edge, flow_pair
-from amqpscope.pipeline.tables import UNDATED, frame_text_bytes, row
+from amqpscope.spark.stitch import Edge, flow_pair
+from amqpscope.spark.tables import UNDATED, frame_text_bytes, row
 from amqpscope.track.tracker import Tracker
 
 Record = tuple[str, Any]
@@ -695,7 +695,7 @@ def decode_file(
     `redact_bodies`), as the CLI passes them. `tables`: only these tables' rows (`decode`);
     `edges=False`: no edge records (the data source plans its stitching from scans: the
     edges' packets took a second pass over a file that has any)."""
-    from amqpscope.pipeline import remote
+    from amqpscope.spark import remote
 
     if path is not None and remote.scheme(path) is not None:
         with contextlib.ExitStack() as stack:

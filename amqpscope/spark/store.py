@@ -20,7 +20,7 @@ from collections.abc import Callable
 from operator import itemgetter
 from typing import Any
 
-from amqpscope.pipeline.tables import COLUMNS, PARTITIONS, TABLES, TIMES, frame_text_bytes
+from amqpscope.spark.tables import COLUMNS, PARTITIONS, TABLES, TIMES, frame_text_bytes
 
 #: rows of one table and partition buffered before a row group is written, or about this many
 #: bytes of JSON text (frames with big messages)
