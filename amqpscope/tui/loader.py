@@ -121,10 +121,10 @@ def load_live(
     `keylog` a loaded key log (`load_keylog`, re-read as a client appends to it)."""
     from amqpscope.diagnose import Diagnoser, Watch
     from amqpscope.diagnose.watch import ENDED
-    from amqpscope.live_pipeline import KEEP_FINDINGS, LivePipeline
+    from amqpscope.live_decode import KEEP_FINDINGS, LiveDecoder
 
     diagnoser, watch = Diagnoser(), Watch()
-    pipeline = LivePipeline(
+    pipeline = LiveDecoder(
         show_secrets, idle, redact_bodies=redact_bodies, diagnoser=diagnoser, watch=watch
     )
     pipeline.dissector.context.keylog = keylog
