@@ -92,10 +92,10 @@ def _is_log(path: str, name: str) -> bool:
     format amqpscope reads: a folder's other logs and text files are left alone."""
     if not looks_like_log(name):
         return False
-    from amqpscope.spark import rows
+    from amqpscope.sources import input_kind
 
     try:
-        return rows.input_kind(path)[0] == "log"
+        return input_kind(path)[0] == "log"
     except (CaptureError, OSError):
         return False
 
