@@ -23,7 +23,7 @@ __all__ = ["write_cut"]
 def write_cut(
     files: tuple[str, ...],
     out: str,
-    accepts: Callable[[Any, float | None], bool],
+    accepts: Callable[[Any, float], bool],
     whole: frozenset[int],
     show_secrets: bool,
     keylog: str | None,

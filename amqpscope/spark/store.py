@@ -347,8 +347,8 @@ class TableWriter:
         grouped: dict[Any, list[tuple[Any, ...]]] = {}
         for key, values in zip(keys, rows, strict=True):
             grouped.setdefault(key, []).append(values)
-        for key, values in grouped.items():
-            self._take((table, key), values)
+        for key, kept in grouped.items():
+            self._take((table, key), kept)
 
     def _take(self, key: tuple[str, Any], rows: list[tuple[Any, ...]]) -> None:
         pending = self._pending.get(key)

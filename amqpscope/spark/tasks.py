@@ -151,7 +151,8 @@ def finish(
         if kind == "edges":
             yield keep_edges(output, run, *value)
         else:
-            yield decode_group(output, *value, options=options)
+            tag, parts = value
+            yield decode_group(output, tag, parts, options)
 
 
 def keep_edges(

@@ -53,8 +53,8 @@ def value_bytes(frame: Any, node: Any) -> tuple[int, int] | None:
 def secret_spans(frame: Any, layers: Sequence[Any] = ()) -> dict[int, list[Span]]:
     """Where `frame`'s credentials are, per packet that carried them (`Frame.carriers`).
     `layers`: its connection's (`ConnectionCodec.layers`), when its AMQP is wrapped."""
-    secrets = [value_bytes(frame, node) for root in frame_tree(frame) for node in root.walk()]
-    secrets = [span for span in secrets if span is not None]
+    found = [value_bytes(frame, node) for root in frame_tree(frame) for node in root.walk()]
+    secrets = [span for span in found if span is not None]
     if layers:
         return websocket_spans(frame, secrets, layers)
     carriers = frame.carriers or ()

@@ -37,7 +37,7 @@ def write_packets(
     capture: Any,
     sink: IO[bytes],
     fmt: str,
-    accepts: Callable[[Any, float | None], bool],
+    accepts: Callable[[Any, float], bool],
     whole: frozenset[int] = frozenset(),
     show_secrets: bool = False,
     keylog: Any = None,
@@ -99,7 +99,7 @@ def write_packets(
 def write_new_file(
     sources: Sequence[str],
     out: str,
-    accepts: Callable[[Any, float | None], bool],
+    accepts: Callable[[Any, float], bool],
     show_secrets: bool = False,
     keylog: Any = None,
     overwrite: bool = False,
