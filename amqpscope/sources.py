@@ -334,8 +334,11 @@ def open_captures(paths: Sequence[str]) -> Iterator[CaptureReader | CaptureSet]:
 
 def _refusal(paths: Sequence[str]) -> type[SourceError]:
     """Which kind of error a rotated set's failure was: the first of `paths` that cannot be
-    opened makes it Unreadable, an empty one Empty, else the capture reader refused bytes."""
+    opened makes it Unreadable, an empty one Empty, else the capture reader refused bytes.
+    Standard input is not read again (what the reader took is gone; a pipe may wait for more)."""
     for path in paths:
+        if path == STDIN:
+            continue
         try:
             stream = open_stream(path)
         except CaptureError:
