@@ -109,3 +109,23 @@ def test_the_key_log_is_loaded_without_printing(
 def _write(path: Path, data: bytes) -> str:
     path.write_bytes(data)
     return str(path)
+
+
+def test_the_tui_reads_the_input_its_command_opened() -> None:
+    """`amqpscope tui FILE` opens its input once (to say at once when it cannot be read) and
+    hands it to the loader, which reads it in its thread and closes it: the same frames as a
+    loader that opens the file itself, and the file closed after."""
+    import contextlib
+
+    from amqpscope.tui.loader import Loading, load_file
+
+    alone = Loading()
+    load_file(alone, str(PCAP))
+    with contextlib.ExitStack() as stack:
+        source = stack.enter_context(sources.open_source(str(PCAP)))
+        handed = Loading()
+        load_file(handed, str(PCAP), opened=(source, stack.pop_all()))
+    assert handed.done and not handed.error and alone.done and not alone.error
+    assert len(handed.store) == len(alone.store) > 0
+    assert handed.diagnoses == alone.diagnoses
+    assert source.capture is not None and source.capture.position() == (0, 0)  # closed
