@@ -1,10 +1,10 @@
-"""The one-way pipeline below rendering: raw packets in, AMQP frames out (sans-IO).
+"""Dissection: raw packets in, AMQP frames out (sans-IO), the step every face reads through.
 
 capture (link layer → TCP segments) → stream (reassembly) → codec (framing, naming). The caller
 feeds packets from any source (file, interface, Spark partition) and gets frames back in the order
 of the packet that completes each one; findings that no frame carries collect in `findings`.
 
-With `retire=True` (the CLI's reads of a file, the Spark pipeline's) a connection whose TCP
+With `retire=True` (the CLI's reads of a file, the Spark job's) a connection whose TCP
 closed is forgotten when the next packet comes (its frames have all been handed out and handled
 by then): what the end of the capture reads of it is kept compact, its census kind and whether
 it was AMQP (and with `keep_ends`, its ends and span: `Ended`).
@@ -83,7 +83,7 @@ class Connection:
 @dataclass(slots=True)
 class Ended:
     """What a forgotten connection leaves when asked (`keep_ends`): its ends and its span, as
-    the Spark pipeline's edges read them (`pipeline.rows._edges`), a few hundred bytes."""
+    the Spark job's edges read them (`spark.rows._edges`), a few hundred bytes."""
 
     conn: int
     client: str

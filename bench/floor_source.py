@@ -29,7 +29,7 @@ class FloorSource(DataSource):
         return "amqpfloor"
 
     def schema(self) -> str:
-        from amqpscope.pipeline.tables import COLUMNS
+        from amqpscope.spark.tables import COLUMNS
 
         kinds = dict(COLUMNS["frames"])
         names = _columns(self.options) or list(kinds)
@@ -66,7 +66,7 @@ def _columns(options: Any) -> list[str] | None:
 WRITE = """
 import sys
 import pyarrow as pa
-from amqpscope.pipeline.datasource import AmqpReader
+from amqpscope.spark.datasource import AmqpReader
 folder, out = sys.argv[1:]
 reader = AmqpReader({"table": "frames", "path": folder})
 for i, part in enumerate(reader.partitions()):

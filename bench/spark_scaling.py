@@ -25,7 +25,7 @@ the second is what a session's later queries cost; both ratios are printed, agai
 side by side. A third adds the session's start to the first query (the JVM's, Spark's
 lookup of data sources, the driver's imports: Spark's costs, mostly, which every session
 pays once whatever it reads), as a script that starts Spark for one read pays it.
-`--spark-zips` adds the same runs as before `pipeline.daemon.spark_home`
+`--spark-zips` adds the same runs as before `spark.daemon.spark_home`
 (SPARK_HOME set to pyspark's own folder, so Spark's planning workers import pyspark from its
 zips): the baseline of that change, alternated with the new runs. `--cds` adds runs with a class
 data sharing archive of Spark's classes (`-XX:SharedArchiveFile`, made by a run of its own
@@ -169,7 +169,7 @@ def run_reads(python: str, paths: list[Path], chains: int) -> float:
 #: while the query ran (sampled from /proc, as `run_spark` does for a whole run)
 DATASOURCE = """
 import os, sys, threading, time
-from amqpscope.pipeline import spark as job
+from amqpscope.spark import spark as job
 folder, master, columns, source = (sys.argv[1:] + ["amqp"])[:4]
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -232,7 +232,7 @@ def query():
     else:
         reader = spark.read.format("amqp").option("table", "frames")
         if columns:  # a projection: the schema of the columns a query selects
-            from amqpscope.pipeline import tables
+            from amqpscope.spark import tables
             kinds = dict(tables.COLUMNS["frames"])
             reader = reader.schema(", ".join(f"`{c}` {kinds[c]}" for c in columns.split(",")))
     reader.load(folder).write.format("noop").mode("overwrite").save()

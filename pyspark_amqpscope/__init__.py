@@ -2,6 +2,6 @@
 `DefaultSource` (`pyspark/sql/worker/lookup_data_sources.py`): installing amqpscope with this
 module makes `spark.read.format("amqp")` work with no `spark.dataSource.register` call."""
 
-from amqpscope.pipeline.datasource import AmqpDataSource as DefaultSource
+from amqpscope.spark.datasource import AmqpDataSource as DefaultSource
 
 __all__ = ["DefaultSource"]

@@ -256,7 +256,7 @@ def test_the_link_filter_and_the_delivery_rows(
 ) -> None:
     from amqpscope.capture.files import open_capture
     from amqpscope.dissect import Dissector
-    from amqpscope.pipeline.deliveries import DeliveryLog
+    from amqpscope.spark.deliveries import DeliveryLog
 
     path = build(tmp_path, name, field, value)
     (attach,) = [r for r in records(path) if r["name"] == "attach" and r["dir"] == "c2s"][:1]
@@ -294,7 +294,7 @@ def test_the_queue_filter_over_names_that_are_not_text(tmp_path: Path) -> None:
     assert {"basic.consume", "basic.consume-ok", "basic.deliver"} <= names
     from amqpscope.capture.files import open_capture
     from amqpscope.dissect import Dissector
-    from amqpscope.pipeline.deliveries import DeliveryLog
+    from amqpscope.spark.deliveries import DeliveryLog
 
     log = DeliveryLog()
     with open_capture(path2) as capture:

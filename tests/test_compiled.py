@@ -179,7 +179,7 @@ def test_the_bench_runs_the_compiled_build(script: Path, tmp_path: Path) -> None
 #: (stage 1 per file, `stitch.groups`, stage 3), which stages the edge packets with pickle
 STITCH = r"""
 import json, sys
-from amqpscope.pipeline import stitch, tasks
+from amqpscope.spark import stitch, tasks
 first, second, out = sys.argv[1:4]
 records = list(tasks.decode_files([(p, p, None) for p in (first, second)], out, "t", {}))
 metas = [value for kind, value in records if kind == "meta"]
@@ -220,7 +220,7 @@ def test_both_builds_stitch_a_connection_cut_across_files(script: Path, tmp_path
 #: pipeline's rows, deliveries and tables modules are compiled too), hashed per capture
 ROWS = r"""
 import hashlib, json, sys
-from amqpscope.pipeline import rows, tables
+from amqpscope.spark import rows, tables
 out = {}
 for path in sys.argv[1:]:
     digest = hashlib.sha256()

@@ -12,7 +12,7 @@ from amqpscope.capture.files import open_capture
 from amqpscope.diagnose import Diagnoser, Watch
 from amqpscope.diagnose.watch import BEGAN, ENDED
 from amqpscope.dissect import Dissector
-from amqpscope.live_pipeline import LivePipeline
+from amqpscope.live_decode import LiveDecoder
 from amqpscope.track.tracker import Tracker
 
 CAPTURES = Path(__file__).resolve().parent.parent / "captures"
@@ -68,12 +68,12 @@ def test_short_limits_are_not_stalls(name: str) -> None:
 
 
 def test_a_stall_its_connection_ends_is_reported_ended_with_it() -> None:
-    """Live capture forgets a connection once it has ended (`LivePipeline` evicts it, here
+    """Live capture forgets a connection once it has ended (`LiveDecoder` evicts it, here
     after it went idle): a stall still on then ends with it, once, still on, as long as it was
     seen on, and not "credit came". The recorded starvation with the capture cut inside it:
     the client went quiet while its link had no credit."""
     watch = Watch()
-    pipeline = LivePipeline(idle=IDLE, watch=watch)
+    pipeline = LiveDecoder(idle=IDLE, watch=watch)
     with open_capture(str(CAPTURES / "10-credit-starved.pcap")) as capture:
         packets = list(capture)
     starved = next(

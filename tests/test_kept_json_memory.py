@@ -10,7 +10,7 @@ from pathlib import Path
 
 from amqpscope.capture.files import open_capture
 from amqpscope.dissect import Dissector
-from amqpscope.pipeline.rows import _json
+from amqpscope.spark.rows import _json
 from amqpscope.track.tracker import Tracker
 from amqpscope.tui.store import FrameStore
 

@@ -37,7 +37,7 @@ from amqpscope.capture.live import (
 )
 from amqpscope.capture.packet import RawPacket
 from amqpscope.dissect import Dissector
-from amqpscope.live_pipeline import LivePipeline
+from amqpscope.live_decode import LiveDecoder
 from amqpscope.render.lines import frame_ndjson
 from amqpscope.track.tracker import Tracker
 from tests.test_ground_truth import check_counts
@@ -277,7 +277,7 @@ def test_live_pipeline_matches_read_and_keeps_summaries_of_evicted_connections()
         for p in second
     ]
     expected = [frame_ndjson(f) for f in Dissector().run(iter(packets))]
-    pipe = LivePipeline(idle=30)
+    pipe = LiveDecoder(idle=30)
     got = []
     for p in packets:
         got += [frame_ndjson(f) for f in pipe.feed(p)]
@@ -656,7 +656,7 @@ def test_live_keeps_undecoded_connections_it_evicted() -> None:
             tracker.feed(frame)
     tracker.finish()
     expected = tracker.summary()["undecoded"]
-    pipe = LivePipeline(idle=30)
+    pipe = LiveDecoder(idle=30)
     for p in packets_of(capture):
         pipe.feed(p)
         pipe.tick(p.ts)

@@ -715,7 +715,7 @@ def test_only_live_metrics_imports_prometheus_client() -> None:
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    faces = ("amqpscope.render", "amqpscope.tui", "amqpscope.pipeline", "amqpscope.cli")
+    faces = ("amqpscope.render", "amqpscope.tui", "amqpscope.spark", "amqpscope.cli")
     for path in (CAPTURES.parent / "amqpscope" / "metrics").glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module:

@@ -1,4 +1,4 @@
-"""Every command that writes a file keeps one rule (`amqpscope.outputs`): never over one of its
+"""Every command that writes a file keeps one rule (`amqpscope.writing.outputs`): never over one of its
 inputs (the same file, through symbolic or hard links; not even with --force), and never over a
 file already there unless --force. A device (/dev/null) is written, not replaced. Issue 40, 1."""
 
@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from amqpscope.cli import main
-from amqpscope.outputs import refusal
+from amqpscope.writing.outputs import refusal
 
 CAPTURES = Path(__file__).resolve().parent.parent / "captures"
 CAPTURE = "091-get.pcap"

@@ -1,4 +1,4 @@
-"""The planner's light scan (`pipeline/lightscan.py`) gives the scan the reassembler gives
+"""The planner's light scan (`spark/lightscan.py`) gives the scan the reassembler gives
 (`plan.full_scan`), or nothing (then the full scan runs): on every bundled pcap, whole and cut
 into rotated pieces (connections open at a piece's start or end, the edges the plan stitches)."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from amqpscope.pipeline import lightscan, plan
+from amqpscope.spark import lightscan, plan
 
 CAPTURES = Path(__file__).resolve().parent.parent / "captures"
 PCAPS = sorted(
@@ -160,9 +160,9 @@ def test_the_planning_worker_loads_no_decoder(tmp_path: Path) -> None:
     pieces = _pieces(CAPTURES / "091-qos-prefetch.pcap", tmp_path, 2)
     script = (
         "import sys\n"
-        "from amqpscope.pipeline.datasource import AmqpReader\n"
+        "from amqpscope.spark.datasource import AmqpReader\n"
         f"tasks = AmqpReader({{'path': {str(tmp_path)!r}}}).partitions()\n"
-        "heavy = ('amqpscope.dissect', 'amqpscope.pipeline.rows', 'amqpscope.pipeline.spark',"
+        "heavy = ('amqpscope.dissect', 'amqpscope.spark.rows', 'amqpscope.spark.spark',"
         " 'pyarrow', 'urllib.request')\n"
         "print(len(tasks), [m for m in heavy if m in sys.modules])\n"
     )

@@ -1,4 +1,4 @@
-"""The Spark planner's kept scans (`pipeline/plan.SCANS`) are read only from a folder of this
+"""The Spark planner's kept scans (`spark/plan.SCANS`) are read only from a folder of this
 user's that no one else may write: a scan planted in a shared temp folder must not steer a plan."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from amqpscope.pipeline import plan
+from amqpscope.spark import plan
 
 CAPTURE = str(Path(__file__).resolve().parent.parent / "captures" / "091-publish-consume.pcap")
 PLANTED = {"first_ts": 12345.0, "parts": []}  # a complete capture has no edge parts

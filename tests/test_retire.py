@@ -164,7 +164,7 @@ def test_the_pipeline_forgets_ended_connections_but_not_its_edges(tmp_path: Path
     import struct
 
     from amqpscope.capture.files import open_capture
-    from amqpscope.pipeline import rows
+    from amqpscope.spark import rows
 
     whole, cut = tmp_path / "whole.pcap", tmp_path / "cut.pcap"
     churn.synth.multiply(ROOT / "captures" / "091-qos-prefetch.pcap", whole, 12)

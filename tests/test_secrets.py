@@ -27,7 +27,7 @@ from proton import Message
 
 from amqpscope.capture.files import open_capture
 from amqpscope.cli import main
-from amqpscope.live_pipeline import LivePipeline
+from amqpscope.live_decode import LiveDecoder
 from amqpscope.render.lines import frame_ndjson
 from tests import peers
 from tests.test_dissect_robust import packets_for
@@ -137,11 +137,11 @@ def test_no_password_in_any_output(capture: str, output: str, args: list[str], s
 
 @pytest.mark.parametrize("capture", sorted(LOGINS))
 def test_no_password_from_the_live_pipeline(capture: str) -> None:
-    """`live` decodes with `LivePipeline`; its frames (what --json and the timeline print) and
+    """`live` decodes with `LiveDecoder`; its frames (what --json and the timeline print) and
     its summary hide the password too, unless it is asked to show secrets."""
     password, user = LOGINS[capture]
     for show in (False, True):
-        pipeline = LivePipeline(show_secrets=show)
+        pipeline = LiveDecoder(show_secrets=show)
         lines = []
         with open_capture(CAPTURES / capture) as packets:
             for packet in packets:

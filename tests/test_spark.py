@@ -23,8 +23,8 @@ from click.testing import CliRunner
 from amqpscope import cli
 from amqpscope.capture.files import open_capture
 from amqpscope.dissect import Dissector
-from amqpscope.pipeline import stitch, tables
-from amqpscope.pipeline.deliveries import DeliveryLog
+from amqpscope.spark import stitch, tables
+from amqpscope.spark.deliveries import DeliveryLog
 from amqpscope.track.tracker import Tracker
 
 CAPTURES = Path(__file__).resolve().parent.parent / "captures"
@@ -51,7 +51,7 @@ def decode(path: Path) -> tuple[list[Any], dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def spark() -> Any:
-    from amqpscope.pipeline import spark as job
+    from amqpscope.spark import spark as job
 
     session = job.session("local[2]", app="amqpscope-tests")  # as `amqpscope spark` makes it
     yield session
@@ -60,7 +60,7 @@ def spark() -> Any:
 
 @pytest.fixture(scope="module")
 def out(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
-    from amqpscope.pipeline import spark as job
+    from amqpscope.spark import spark as job
 
     target = tmp_path_factory.mktemp("tables")
     result = job.run([str(CAPTURES)], str(target), spark=spark)
@@ -141,8 +141,8 @@ def test_deliveries_agree_with_the_trackers_tallies(spark: Any, out: Any) -> Non
 
 @needs_java
 def test_report_runs_its_queries(spark: Any, out: Any, tmp_path: Path) -> None:
-    from amqpscope.pipeline import report
-    from amqpscope.pipeline import spark as job
+    from amqpscope.spark import report
+    from amqpscope.spark import spark as job
 
     lines: list[str] = []
     report.run(spark, str(out[0]), lines.append)
@@ -173,7 +173,7 @@ def split_pcap(source: Path, first: Path, second: Path) -> int:
 
 @needs_java
 def test_connection_split_across_rotated_files_is_tracked_once(spark: Any, tmp_path: Path) -> None:
-    from amqpscope.pipeline import spark as job
+    from amqpscope.spark import spark as job
 
     ring = tmp_path / "ring"
     ring.mkdir()
@@ -220,7 +220,7 @@ def test_a_file_with_stitched_lone_and_whole_connections(spark: Any, tmp_path: P
     """Rotated files that also hold a whole connection (kept as the file's decode has it) and a
     connection cut at the end with no continuation (a lone edge: kept as the file's decode has
     it, frame and packet numbers included), beside the one stitched across both."""
-    from amqpscope.pipeline import spark as job
+    from amqpscope.spark import spark as job
 
     ring = tmp_path / "ring"
     ring.mkdir()
@@ -262,7 +262,7 @@ def test_a_file_with_stitched_lone_and_whole_connections(spark: Any, tmp_path: P
 def test_out_as_a_uri_partition_names_and_empty_tables(spark: Any, tmp_path: Path) -> None:
     """`--out` as a file:// URI; a capture name Spark must escape in its partition folder; a
     table with no rows reads back empty; bad `--out` is one line."""
-    from amqpscope.pipeline import spark as job
+    from amqpscope.spark import spark as job
 
     folder = tmp_path / "in"
     folder.mkdir()
@@ -289,7 +289,7 @@ def test_out_as_a_uri_partition_names_and_empty_tables(spark: Any, tmp_path: Pat
 def test_the_local_jvm_starts_with_the_quick_compiler_only(spark: Any) -> None:
     """`session` asks a local JVM for C1 alone (`AMQPSCOPE_SPARK_JAVA_OPTIONS` by default):
     the option must reach the JVM's command line, not only Spark's configuration."""
-    from amqpscope.pipeline import spark as job
+    from amqpscope.spark import spark as job
 
     bean = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
     arguments = list(bean.getInputArguments())
@@ -301,7 +301,7 @@ def test_a_local_jvm_gets_a_spark_home_without_pyspark_zips(tmp_path: Path) -> N
     """`daemon.spark_home`: Spark's launcher and jars as installed, and no `python/lib`, so no
     worker Spark starts has pyspark's zips on its path; made once; None for a pyspark that
     ships no zips (not pip's layout). And SPARK_HOME is set only while a local JVM may start."""
-    from amqpscope.pipeline import daemon, spark
+    from amqpscope.spark import daemon, spark
 
     installed = Path(pyspark.__file__).parent
     if not (installed / "python" / "lib" / "pyspark.zip").is_file():
@@ -349,7 +349,7 @@ def test_a_local_run_starts_spark_sql_only_when_it_needs_it(tmp_path: Path) -> N
     code = (
         "import sys\n"
         "from pyspark.sql import SparkSession\n"
-        "from amqpscope.pipeline import spark as job\n"
+        "from amqpscope.spark import spark as job\n"
         "done = job.run([sys.argv[1]], sys.argv[2], master='local[1]')\n"
         "print('bare', done['tables']['frames'], SparkSession._instantiatedSession is None)\n"
         "done = job.run([sys.argv[1]], sys.argv[2], master='local[1]', report=True)\n"
@@ -369,13 +369,13 @@ def test_a_local_run_starts_spark_sql_only_when_it_needs_it(tmp_path: Path) -> N
 
 @needs_java
 def test_workers_start_from_the_installed_pyspark_with_the_decoder_loaded(spark: Any) -> None:
-    """`pipeline.daemon`: Spark puts its zip of pyspark first on the workers' path, compiled
+    """`spark.daemon`: Spark puts its zip of pyspark first on the workers' path, compiled
     afresh at every start; the workers use the installed copy and find amqpscope imported."""
 
     def where(_: Any) -> tuple[str, bool]:
         import pyspark as worker_pyspark
 
-        return worker_pyspark.__file__, "amqpscope.pipeline.tasks" in sys.modules
+        return worker_pyspark.__file__, "amqpscope.spark.tasks" in sys.modules
 
     seen = spark.sparkContext.parallelize(range(2), 2).map(where).collect()
     installed = Path(pyspark.__file__).resolve()
@@ -383,7 +383,7 @@ def test_workers_start_from_the_installed_pyspark_with_the_decoder_loaded(spark:
         assert Path(file).resolve() == installed and ".zip" not in file
         assert loaded
     # what the daemon imports must start no thread (it forks): pyarrow waits for the workers
-    probe = "import sys, threading, amqpscope.pipeline.daemon as d; d.preload();"
+    probe = "import sys, threading, amqpscope.spark.daemon as d; d.preload();"
     probe += "print('pyarrow' in sys.modules, threading.active_count())"
     shown = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
@@ -392,7 +392,7 @@ def test_workers_start_from_the_installed_pyspark_with_the_decoder_loaded(spark:
 
 
 def test_daemon_moves_only_the_zips_that_copy_the_installed_pyspark(monkeypatch: Any) -> None:
-    from amqpscope.pipeline import daemon
+    from amqpscope.spark import daemon
 
     lib = Path(pyspark.__file__).parent / "python" / "lib"
     shipped = [str(lib / "pyspark.zip"), str(lib / "py4j-src.zip")]
@@ -408,7 +408,7 @@ def test_daemon_moves_only_the_zips_that_copy_the_installed_pyspark(monkeypatch:
 def test_rows_become_the_same_arrow_batches_in_one_pass_as_column_by_column() -> None:
     """`Layout.batch` reads rows as structs in one pass; a value its column cannot hold (a count
     past 64 bits) sends it to the column-by-column path, which makes that value null."""
-    from amqpscope.pipeline import rows, store
+    from amqpscope.spark import rows, store
 
     checked = 0
     for path in FILES:
@@ -468,7 +468,7 @@ def test_a_worker_python_that_cannot_import_amqpscope_is_one_line(tmp_path: Path
 def test_frame_rows_come_in_chunks_bounded_in_rows_and_bytes(monkeypatch: Any) -> None:
     """A worker holds at most a chunk of frame rows before the writer takes them: `CHUNK` rows,
     or fewer once their JSON texts reach `CHUNK_BYTES` (a capture of big messages)."""
-    from amqpscope.pipeline import rows
+    from amqpscope.spark import rows
 
     def chunks() -> list[list[Any]]:
         return [part for kind, part in rows.decode_file(str(SPLIT)) if kind == "frames"]
@@ -493,7 +493,7 @@ def test_settled_deliveries_leave_the_log_as_they_settle(monkeypatch: Any) -> No
     """A long connection's delivery rows must not pile up in a worker: settled rows are handed
     out as they settle (`DeliveryLog.take`, which `rows.decode` drains at `CHUNK` rows), and the
     rows out are the same whichever way they are drained."""
-    from amqpscope.pipeline import rows
+    from amqpscope.spark import rows
 
     for path in (
         CAPTURES / "091-qos-prefetch.pcap",
@@ -541,7 +541,7 @@ def test_a_connection_that_ends_takes_its_delivery_rows_with_it(
     sys.path.insert(0, str(CAPTURES.parent / "bench"))
     from synth import multiply
 
-    from amqpscope.pipeline import rows
+    from amqpscope.spark import rows
 
     many = tmp_path / "many.pcap"
     copies = 6
@@ -581,7 +581,7 @@ def test_connections_retired_at_their_tcp_end_give_the_same_tables(
     a time."""
     import tracemalloc
 
-    from amqpscope.pipeline import rows
+    from amqpscope.spark import rows
     from tests.test_damaged import damage
     from tests.test_mutation import FILES as MUTATED
     from tests.test_mutation import mutations
@@ -644,7 +644,7 @@ def test_connections_retired_at_their_tcp_end_give_the_same_tables(
 def test_frame_findings_leave_as_they_come_and_are_still_counted(monkeypatch: Any) -> None:
     """A hostile capture can have a finding on every frame: a worker hands them out a chunk at
     a time, and every table (the connections' findings counts too) is the same either way."""
-    from amqpscope.pipeline import rows
+    from amqpscope.spark import rows
 
     def decoded(path: Path) -> tuple[list[str], dict[str, list[str]]]:
         kinds: list[str] = []
@@ -739,7 +739,7 @@ def test_docs_name_every_column() -> None:
 
 
 def test_docs_show_the_report_queries() -> None:
-    from amqpscope.pipeline import report
+    from amqpscope.spark import report
 
     docs = (CAPTURES.parent / "docs" / "spark.md").read_text(encoding="utf-8")
     for sql in report.QUERIES.values():
@@ -774,7 +774,7 @@ SECRETS = ("10-sasl-plain.pcap", "10-sasl-failed.pcap", "091-refused-login.pcap"
 
 @needs_java
 def test_credentials_stay_out_of_the_tables_unless_show_secrets(spark: Any, tmp_path: Path) -> None:
-    from amqpscope.pipeline import spark as job
+    from amqpscope.spark import spark as job
 
     folder = tmp_path / "in"
     folder.mkdir()
@@ -817,7 +817,7 @@ def test_credentials_stay_out_of_the_tables_unless_show_secrets(spark: Any, tmp_
 
 @needs_java
 def test_file_uris_and_globs_are_listed_and_read_by_hadoop(spark: Any, tmp_path: Path) -> None:
-    from amqpscope.pipeline import spark as job
+    from amqpscope.spark import spark as job
 
     one, two = tmp_path / "one", tmp_path / "two" / "deeper"
     one.mkdir()

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from amqpscope.pipeline import tables
+from amqpscope.spark import tables
 from tests.test_spark import SPLIT, needs_java, split_pcap
 from tests.test_spark_datasource import canonical
 
@@ -165,7 +165,7 @@ def run_driver(code: str, *args: str, timeout: float = 300) -> str:
 DATASOURCE_DRIVER = """
 import json, sys
 from pyspark.sql import SparkSession
-from amqpscope.pipeline.datasource import AmqpDataSource
+from amqpscope.spark.datasource import AmqpDataSource
 master, out, *reads = sys.argv[1:]
 spark = (SparkSession.builder.master(master).appName("amqpscope-datasource-cluster")
          .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC")
@@ -212,7 +212,7 @@ def parquet_rows(spark: Any, folder: Path, table: str) -> list[str]:
 @pytest.fixture(scope="module")
 def local(tmp_path_factory: pytest.TempPathFactory, inputs: Path) -> Iterator[tuple[Any, Path]]:
     """The local[2] session and `amqpscope spark`'s tables of `inputs` made on it."""
-    from amqpscope.pipeline import spark as job
+    from amqpscope.spark import spark as job
 
     spark = job.session("local[2]", app="amqpscope-cluster-tests")
     target = tmp_path_factory.mktemp("local-tables")
@@ -263,7 +263,7 @@ def test_a_trace_log_through_the_data_source_on_the_cluster(
 CONNECT_CLIENT = """
 import json, sys
 from pyspark.sql import SparkSession
-from amqpscope.pipeline.datasource import AmqpDataSource
+from amqpscope.spark.datasource import AmqpDataSource
 url, inputs = sys.argv[1:]
 spark = SparkSession.builder.remote(url).getOrCreate()
 spark.dataSource.register(AmqpDataSource)

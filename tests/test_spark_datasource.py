@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from amqpscope.pipeline import tables
+from amqpscope.spark import tables
 from tests.test_spark import CAPTURES, SPLIT, decode, needs_java, packets_of, write_pcap
 
 pytest.importorskip(
@@ -27,7 +27,7 @@ pytest.importorskip(
 
 @pytest.fixture(scope="module")
 def spark() -> Any:
-    from amqpscope.pipeline import spark as job
+    from amqpscope.spark import spark as job
 
     session = job.session("local[2]", app="amqpscope-datasource-tests")
     yield session
@@ -69,7 +69,7 @@ def parquet(spark: Any, out: Path, table: str) -> list[Any]:
 
 @pytest.fixture(scope="module")
 def job_tables(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from amqpscope.pipeline import spark as job
+    from amqpscope.spark import spark as job
 
     target = tmp_path_factory.mktemp("tables")
     job.run([str(CAPTURES)], str(target), spark=spark)
@@ -123,7 +123,7 @@ def rotated(folder: Path) -> tuple[Path, Path]:
 
 @needs_java
 def test_rotated_files_are_stitched_as_the_job_stitches_them(spark: Any, tmp_path: Path) -> None:
-    from amqpscope.pipeline import spark as job
+    from amqpscope.spark import spark as job
 
     first, second = rotated(tmp_path / "ring")
     job.run([str(tmp_path / "ring")], str(tmp_path / "out"), spark=spark)
@@ -225,7 +225,7 @@ def test_a_stream_plan_carries_open_connections_and_times_them_out(tmp_path: Pat
     """Pure planning (no Spark): a connection open at the end of the newest file is carried, not
     decoded; the next file continues it; a carried connection no file continues within
     `max_gap` is decoded alone."""
-    from amqpscope.pipeline import plan
+    from amqpscope.spark import plan
 
     first, second = rotated(tmp_path / "ring")
     tasks, carry = plan.stream_tasks(plan.Carry(), [plan.scan(str(first))])
@@ -250,7 +250,7 @@ def test_a_stream_plan_carries_open_connections_and_times_them_out(tmp_path: Pat
 @needs_java
 def test_pushed_filters_on_the_file_leave_other_files_out(spark: Any, tmp_path: Path) -> None:
     """With `pushFilters` (and the session's `spark.sql.python.filterPushdown.enabled`, which
-    `pipeline.spark.session` sets), a filter on `capture_file` plans no task for the files it
+    `spark.spark.session` sets), a filter on `capture_file` plans no task for the files it
     cannot keep, a stitched connection's task kept when one of its parts is in a kept file; the
     rows are those of the same filter without pushdown."""
     rotated(tmp_path / "ring")
@@ -273,7 +273,7 @@ def test_a_stream_takes_every_capture_and_waits_for_the_newest(tmp_path: Path) -
     """Every capture is taken whatever its name, oldest modified first; what is not a capture
     is left alone, and the file modified last is taken only once it has settled (no JVM
     needed: the offsets are the reader's own)."""
-    from amqpscope.pipeline.datasource import AmqpStreamReader
+    from amqpscope.spark.datasource import AmqpStreamReader
 
     folder = tmp_path / "caps"
     folder.mkdir()
@@ -339,7 +339,7 @@ def test_the_job_takes_a_keylog_as_the_data_source_does(spark: Any, tmp_path: Pa
     from click.testing import CliRunner
 
     from amqpscope import cli
-    from amqpscope.pipeline import spark as job
+    from amqpscope.spark import spark as job
 
     tls, keys = CAPTURES / "10-tls.pcap", CAPTURES / "10-tls.keys"
     job.run([str(tls)], str(tmp_path / "out"), spark=spark, keylog=str(keys))
@@ -396,7 +396,7 @@ def test_trace_logs_give_the_rows_read_and_summary_print(spark: Any, log_folder:
     """A folder of .log / .log.gz files: frames as `read --json` prints them (`line` for the
     packet, no endpoints or size, `ts` null where the line had none), connections as `summary
     --json` has them, the skipped lines a finding; `amqpscope spark` writes the same tables."""
-    from amqpscope.pipeline import spark as job
+    from amqpscope.spark import spark as job
 
     frames = source(spark, "frames", str(log_folder))
     by_file: dict[str, list[Any]] = {}
@@ -468,8 +468,8 @@ def test_a_stream_over_a_uri_lists_its_folder_with_pyarrow(
     here, so a stream over one of those is not run. HTTP lists no folders: one line."""
     import pyarrow.fs as pafs
 
-    from amqpscope.pipeline import remote
-    from amqpscope.pipeline.datasource import AmqpStreamReader
+    from amqpscope.spark import remote
+    from amqpscope.spark.datasource import AmqpStreamReader
 
     folder = tmp_path / "caps"
     (folder / "sub").mkdir(parents=True)
@@ -494,7 +494,7 @@ def test_http_uris_are_read_and_stitched_as_local_files(spark: Any, http_folder:
     are scanned and stitched as local ones are, and `amqpscope spark` of the same URIs (whose
     Hadoop http filesystem Spark's binaryFile cannot list) writes the same tables. A URI that
     cannot be fetched is a finding; a scheme the workers cannot read is one line."""
-    from amqpscope.pipeline import spark as job
+    from amqpscope.spark import spark as job
 
     folder, base = http_folder
     first, second = rotated(folder / "ring")

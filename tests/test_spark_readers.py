@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from amqpscope.pipeline import tables
+from amqpscope.spark import tables
 
 CAPTURES = Path(__file__).resolve().parent.parent / "captures"
 
@@ -31,7 +31,7 @@ needs_java = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def spark() -> Any:
-    from amqpscope.pipeline import spark as job
+    from amqpscope.spark import spark as job
 
     session = job.session("local[2]", app="amqpscope-readers")
     yield session
@@ -68,7 +68,7 @@ def rows_by_reader(spark: Any, table: Path) -> dict[str, Counter[tuple[str, str]
 def test_every_table_opens_in_pyarrow_duckdb_and_spark_alike(
     spark: Any, tmp_path: Path, inputs: list[str]
 ) -> None:
-    from amqpscope.pipeline import spark as job
+    from amqpscope.spark import spark as job
 
     folder = tmp_path / "in"
     folder.mkdir()

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from amqpscope.pipeline import tables
+from amqpscope.spark import tables
 from tests.test_spark import CAPTURES, SPLIT, needs_java, packets_of, write_pcap
 from tests.test_spark_datasource import arrive, canonical, rotated, source, spark
 
@@ -63,7 +63,7 @@ def reader_rows(reader: Any, partitions: Any) -> list[dict[str, Any]]:
 def fed_one_by_one(folder: Path, arrivals: list[Path], table: str) -> list[dict[str, Any]]:
     """A stream of `table` fed `arrivals` one at a time, a batch after each (a new reader each
     time, from the offset the last one ended at, as a restarted query plans)."""
-    from amqpscope.pipeline.datasource import AmqpStreamReader
+    from amqpscope.spark.datasource import AmqpStreamReader
 
     options = {"path": str(folder), "settleSeconds": "0", "table": table}
     offset = None
@@ -78,7 +78,7 @@ def fed_one_by_one(folder: Path, arrivals: list[Path], table: str) -> list[dict[
 
 
 def batch_rows(folder: Path | list[Path], table: str) -> list[dict[str, Any]]:
-    from amqpscope.pipeline.datasource import AmqpReader
+    from amqpscope.spark.datasource import AmqpReader
 
     if isinstance(folder, list):
         reader = AmqpReader({"paths": json.dumps([str(p) for p in folder]), "table": table})
@@ -119,7 +119,7 @@ def test_a_file_too_late_to_be_stitched_is_a_finding_and_a_log_line(
     first, second, third = thirds(tmp_path / "ring")
     live = tmp_path / "live"
     live.mkdir()
-    caplog.set_level(logging.WARNING, logger="amqpscope.pipeline.datasource")
+    caplog.set_level(logging.WARNING, logger="amqpscope.spark.datasource")
     found = fed_one_by_one(live, [first, third, second], "findings")
     late = [r for r in found if r["code"] == "capture.late-part"]
     assert [(r["capture"], r["conn_key"], r["severity"]) for r in late] == [
@@ -142,7 +142,7 @@ def test_available_now_takes_the_files_of_its_start_and_carries_nothing(tmp_path
     after; its last offset carries nothing, so its rows are the batch read's of those files,
     the connection open at the newest one's end included. A stream run otherwise carries that
     connection (its rows wait for a later file)."""
-    from amqpscope.pipeline.datasource import AmqpStreamReader
+    from amqpscope.spark.datasource import AmqpStreamReader
 
     first, second = rotated(tmp_path / "ring")
     options = {"path": str(tmp_path / "ring"), "settleSeconds": "0", "table": "connections"}
@@ -170,7 +170,7 @@ def test_a_file_changed_after_it_was_read_is_a_finding_and_a_log_line(
     import os
     import time
 
-    from amqpscope.pipeline.datasource import AmqpStreamReader
+    from amqpscope.spark.datasource import AmqpStreamReader
 
     live = tmp_path / "live"
     live.mkdir()
@@ -186,7 +186,7 @@ def test_a_file_changed_after_it_was_read_is_a_finding_and_a_log_line(
     )
     assert reader.latestOffset(first, None) == first  # nothing new, nothing changed
     shutil.copyfile(CAPTURES / "091-get.pcap", live / "091-tx.pcap")  # the name written again
-    caplog.set_level(logging.WARNING, logger="amqpscope.pipeline.datasource")
+    caplog.set_level(logging.WARNING, logger="amqpscope.spark.datasource")
     reader = AmqpStreamReader(options)  # as after a restart
     second = json.loads(json.dumps(reader.latestOffset(first, None)))
     assert second != first and list(second["taken"]) == ["091-tx.pcap"]

@@ -1,5 +1,5 @@
 """The documented spark-submit run (docs/spark.md): the wheel built here and shipped with
-`--py-files`, `amqpscope/pipeline/submit.py` as the driver script, `--master local[2]`; its
+`--py-files`, `amqpscope/spark/submit.py` as the driver script, `--master local[2]`; its
 tables must be the embedded run's, row for row, on recorded captures and a rotated pair.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from amqpscope.pipeline import tables
+from amqpscope.spark import tables
 from tests.test_spark import SPLIT, split_pcap
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,7 +42,7 @@ def build_wheel(target: Path) -> Path:
 def test_spark_submit_with_the_wheel_writes_the_embedded_runs_tables(tmp_path: Path) -> None:
     from pyspark.sql import SparkSession
 
-    from amqpscope.pipeline import spark as job
+    from amqpscope.spark import spark as job
 
     folder = tmp_path / "in"
     folder.mkdir()

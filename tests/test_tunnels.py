@@ -131,7 +131,7 @@ def test_tunnels_in_tunnels_end_at_a_bound(tmp_path: Path) -> None:
 def test_the_planners_light_scan_leaves_tunnels_to_the_decoder(tmp_path: Path) -> None:
     """The Spark planner's light scan reads TCP over IP alone: a file with tunnels falls back
     to the full scan (the segment decoder's), whose plan is the capture's own."""
-    from amqpscope.pipeline import lightscan, plan
+    from amqpscope.spark import lightscan, plan
 
     source = CAPTURES / SOURCES[0]
     path = wrapped(SOURCES[0], "vxlan", tmp_path)

@@ -771,11 +771,11 @@ def run_one(
     from amqpscope.cli.inspect import Inspect
     from amqpscope.diagnose import Diagnoser
     from amqpscope.filter import LinkScope, QueueScope
-    from amqpscope.pipeline.deliveries import DeliveryLog
     from amqpscope.render.diagnoses import write_diagnoses
     from amqpscope.render.lines import frame_ndjson
     from amqpscope.render.summary import print_summary, summary_text
     from amqpscope.render.timeline import Timeline
+    from amqpscope.spark.deliveries import DeliveryLog
 
     sink = io.StringIO()
     ndjson = io.BytesIO()

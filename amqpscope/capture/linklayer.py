@@ -60,7 +60,7 @@ _GENEVE_PORT: Final = 6081
 _TEB: Final = 0x6558  # transparent Ethernet bridging: an Ethernet frame follows
 _ERSPAN_2: Final = 0x88BE  # type I without GRE's sequence number, type II with it
 _ERSPAN_3: Final = 0x22EB
-#: what a scan that reads TCP alone must hand to this decoder (pipeline/lightscan.py)
+#: what a scan that reads TCP alone must hand to this decoder (spark/lightscan.py)
 TUNNEL_UDP_PORTS: Final = frozenset((_VXLAN_PORT, _GENEVE_PORT))
 TUNNEL_PROTOCOLS: Final = frozenset((_UDP, _GRE))
 #: outer headers longer than this open no further tunnel: nesting is bounded, a packet of

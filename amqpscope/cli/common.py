@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any, Final
 
 import click
 
-from amqpscope import __version__, build_text
+from amqpscope import __version__, build_text, sources
 from amqpscope.capture.files import CaptureError, CaptureReader
-from amqpscope.capture.secrets import KeyLogFiles
 from amqpscope.findings import Finding
 from amqpscope.render.lines import safe
+from amqpscope.sources import SourceError
 
 if TYPE_CHECKING:  # rich (the timeline, the summary's tables) is imported when output needs it
     from rich.console import Console
@@ -73,6 +73,8 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
+        except SourceError as exc:  # what opening the input said: its own exit status
+            fail(str(exc), exc.code)
         except CaptureError as exc:
             fail(str(exc))
         except BrokenPipeError:
@@ -99,7 +101,7 @@ def open_output(path: str, force: bool = False) -> Any:
     """`path` open for text (- is stdout, not closed), or one line and exit 1 when it cannot be
     opened (its folder missing, no permission), as `report -o` says it; exit 2 when it was made
     since `check_output` and --force was not given."""
-    from amqpscope.outputs import STDOUT, open_new
+    from amqpscope.writing.outputs import STDOUT, open_new
 
     try:
         if path == STDOUT:
@@ -115,9 +117,9 @@ def open_output(path: str, force: bool = False) -> Any:
 
 def check_output(option: str, out: str, inputs: Iterable[str | None], force: bool) -> None:
     """Before reading anything: one line and exit 2 when `out` may not be written, by the rule
-    every writer keeps (`amqpscope.outputs.refusal`: never an input, never an existing file
+    every writer keeps (`amqpscope.writing.outputs.refusal`: never an input, never an existing file
     unless --force)."""
-    from amqpscope.outputs import refusal
+    from amqpscope.writing.outputs import refusal
 
     why = refusal(out, inputs, force)
     if why is not None:
@@ -257,48 +259,23 @@ def make_console(color: str, width: int | None) -> Console:
 def check_keylog(path: str | None) -> None:
     """--keylog FILE is input: one that cannot be read is one line and exit 1, as an input
     file's (click's own check made it a usage error, exit 2, in four lines)."""
-    if path is None:
-        return
     try:
-        with open(path, "rb"):
-            pass
-    except OSError as exc:
-        why = "no such file" if isinstance(exc, FileNotFoundError) else exc.strerror or str(exc)
-        fail(f"--keylog {path}: {why}", 1)
+        sources.check_keylog(path)
+    except SourceError as exc:
+        fail(str(exc), exc.code)
 
 
 def load_keylog(path: str | None) -> Any:
-    """The TLS secrets of --keylog FILE and SSLKEYLOGFILE, re-read whenever a connection's key
-    is missing (a live client appends to its key log). A pcapng's own secrets (Decryption
-    Secrets Blocks) are added by `Dissector.run`."""
-    from amqpscope.codec.tls import KeyLog
+    """The TLS secrets of --keylog FILE and SSLKEYLOGFILE (`sources.load_keylog`); one that
+    cannot be read is one line and exit 1, one that holds no key a warning on stderr."""
 
-    check_keylog(path)
-    env = os.environ.get("SSLKEYLOGFILE")
-    files = KeyLogFiles([p for p in (path, env) if p])
-    keylog = KeyLog()
-    last = [0.0]
+    def warn(message: str) -> None:  # a file of no keys decrypts nothing: said once
+        click.echo(f"amqpscope: warning: {message}", err=True)
 
-    def refresh() -> None:
-        import time
-
-        now = time.monotonic()
-        if now - last[0] < 0.2:  # at most a look (one stat) per file every 0.2 s
-            return
-        last[0] = now
-        for text in files.read_new():
-            keylog.add_text(text)
-
-    refresh()
-    keylog.refresh = refresh
-    if path and not KeyLog("".join(KeyLogFiles([path]).read_new())):
-        # a file of no keys decrypts nothing: said once, then the input is read all the same
-        click.echo(
-            f"amqpscope: warning: --keylog {path} holds no TLS keys "
-            "(NSS key log lines, as SSLKEYLOGFILE writes); TLS stays encrypted without them",
-            err=True,
-        )
-    return keylog
+    try:
+        return sources.load_keylog(path, warn)
+    except SourceError as exc:
+        fail(str(exc), exc.code)
 
 
 def time_window(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:

@@ -219,7 +219,7 @@ def live(
     import time
 
     from amqpscope.capture.live import LiveCapture, LiveError
-    from amqpscope.live_pipeline import LivePipeline
+    from amqpscope.live_decode import LiveDecoder
 
     try:
         selection = Selection(expression, conns, channels, errors, None, None)
@@ -264,7 +264,7 @@ def live(
             from amqpscope.diagnose import Diagnoser, Watch
 
             diagnoser, watch = Diagnoser(), Watch()
-        pipeline = LivePipeline(
+        pipeline = LiveDecoder(
             show_secrets,
             idle_timeout,
             # the journeys feed --summary and the time-in-broker and RPC histograms

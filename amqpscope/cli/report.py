@@ -23,11 +23,12 @@ from amqpscope.cli.common import (
     steady_gc,
     window_options,
 )
-from amqpscope.cli.inputs import files_argument, format_option, open_input, shown_name
+from amqpscope.cli.inputs import files_argument, format_option, shown_name
 from amqpscope.cli.inspect import Inspect
 from amqpscope.diagnose import Diagnoser
 from amqpscope.filter import FilterError, Selection, compile_filter
 from amqpscope.render.tree import tree_json
+from amqpscope.sources import open_source
 
 if TYPE_CHECKING:
     from amqpscope.codec.frames import Frame
@@ -88,9 +89,9 @@ def report(
       amqpscope report capture.pcap -o report.html --conn 2 --from 10 --to 20
       PN_TRACE_FRM=1 ./app 2> trace.log; amqpscope report trace.log -o report.html
     """
-    from amqpscope.outputs import open_new
     from amqpscope.render.html import report_data
     from amqpscope.render.html.page import ReportError, bokeh_js, render_page
+    from amqpscope.writing.outputs import open_new
 
     check_output("-o", output, (*files, keylog), force)  # before a long read, not after it
 
@@ -111,7 +112,7 @@ def report(
         "redact-bodies": redact_bodies,
     }
     steady_gc()
-    with open_input(files, fmt) as source:
+    with open_source(files, fmt) as source:
         frames = source.frames(
             show_secrets, redact_bodies, keylog=load_keylog(keylog), carriers=True
         )

@@ -55,7 +55,7 @@ def spark(
     See docs/spark.md (needs the [spark] extra and Java).
     """
     check_keylog(keylog)
-    from amqpscope.pipeline import spark as job  # pyspark only when this command runs
+    from amqpscope.spark import spark as job  # pyspark only when this command runs
 
     why = job.missing()
     if why:

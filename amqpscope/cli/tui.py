@@ -20,7 +20,8 @@ from amqpscope.cli.common import (
     redact_bodies_option,
     steady_gc,
 )
-from amqpscope.cli.inputs import format_option, open_input, several_files, shown_name
+from amqpscope.cli.inputs import format_option, several_files, shown_name
+from amqpscope.sources import open_source
 
 NO_TEXTUAL = "tui needs Textual: pip install 'amqpscope[tui]'"
 
@@ -88,14 +89,20 @@ def tui(
         from amqpscope.tui.loader import load_file
     except ImportError:
         fail(NO_TEXTUAL, 1)
-    is_log = False
-    if file is not None:  # unreadable: one line and exit 1, before the screen changes
-        with open_input(files, fmt) as source:
-            is_log = source.capture is None
-    problem = terminal_problem()
-    if problem is not None:
-        fail(problem, 2)
-    if file is not None:
+    if file is None:
+        problem = terminal_problem()
+        if problem is not None:
+            fail(problem, 2)
+        assert iface is not None
+        _live(iface, bpf, backend, show_secrets, redact_bodies, keylog)
+        return
+    with contextlib.ExitStack() as stack:
+        # opened once, here: unreadable is one line and exit 1 before the screen changes; the
+        # loader reads it on and closes it (`pop_all`: the app owns it from then on)
+        source = stack.enter_context(open_source(files, fmt))
+        problem = terminal_problem()
+        if problem is not None:
+            fail(problem, 2)
         keys = load_keylog(keylog)
         loader: Any = partial(
             load_file,
@@ -104,20 +111,18 @@ def tui(
             keylog=keys,
             fmt=fmt,
             redact_bodies=redact_bodies,
+            opened=(source, stack.pop_all()),
         )
-        cut_from = None if is_log else files  # a log has no packets to write
-        app = AmqpScope(
-            loader,
-            capture_path=cut_from,
-            title=file,
-            show_secrets=show_secrets,
-            keylog=keylog,
-            redact_bodies=redact_bodies,
-        )
-        _run(app)
-        return
-    assert iface is not None
-    _live(iface, bpf, backend, show_secrets, redact_bodies, keylog)
+    cut_from = None if source.capture is None else files  # a log has no packets to write
+    app = AmqpScope(
+        loader,
+        capture_path=cut_from,
+        title=file,
+        show_secrets=show_secrets,
+        keylog=keylog,
+        redact_bodies=redact_bodies,
+    )
+    _run(app)
 
 
 def _live(

@@ -8,16 +8,20 @@ this thread into the UI's: a blocked UI never blocks reading). `stop()` ends eit
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from amqpscope.codec.frames import Frame
 from amqpscope.findings import Finding
 from amqpscope.tui.store import FrameStore
+
+if TYPE_CHECKING:
+    from amqpscope.sources import Source
 
 BATCH = 2000
 SUMMARY_SECONDS = 2.0
@@ -64,11 +68,35 @@ def load_file(
     keylog: Any = None,
     fmt: str | None = None,
     redact_bodies: bool = False,
+    opened: tuple[Source, contextlib.ExitStack] | None = None,
 ) -> None:
     """Read the capture or frame-trace log at `path` (or the files of a rotated capture; `fmt`:
-    the log's format, else told from its content) into `loading` (run in a worker thread)."""
+    the log's format, else told from its content) into `loading` (run in a worker thread).
+    `opened`: the input already open (`sources.open_source`, entered on the `ExitStack`, which
+    this closes once read): `amqpscope tui` opened it to say at once when it cannot be read."""
     from amqpscope.capture.files import CaptureError
-    from amqpscope.cli.inputs import open_input
+    from amqpscope.sources import open_source
+
+    try:
+        with contextlib.ExitStack() as stack:
+            if opened is not None:
+                source = opened[0]
+                stack.push(opened[1])
+            else:
+                source = stack.enter_context(open_source(path, fmt))
+            _read(loading, source, show_secrets, keylog, redact_bodies)
+    except CaptureError as exc:  # a `sources.SourceError` too
+        loading.error = str(exc)
+    except OSError as exc:
+        loading.error = f"{path}: {exc.strerror or exc}"
+    finally:
+        loading.done = True
+
+
+def _read(
+    loading: Loading, source: Source, show_secrets: bool, keylog: Any, redact_bodies: bool
+) -> None:
+    """`load_file`'s loop over the open `source`: frames tracked, diagnosed and stored."""
     from amqpscope.diagnose import Diagnoser
     from amqpscope.track.tracker import Tracker
 
@@ -77,36 +105,30 @@ def load_file(
     batch: list[Frame] = []
     next_summary = time.monotonic() + SUMMARY_SECONDS
     try:
-        with open_input(path, fmt) as source:
-            tracker.source = source.source  # before its first frame
-            for frame in source.frames(show_secrets, redact_bodies, keylog=keylog):
-                tracker.feed(frame)
-                diagnoser.feed(frame)
-                batch.append(frame)
-                if len(batch) >= BATCH:
-                    loading._add(batch)
-                    batch = []
-                    loading.position = source.file.position()
-                    if loading.stopping.is_set():
-                        return
-                    if time.monotonic() >= next_summary:
-                        loading._publish(tracker.summary())
-                        next_summary = time.monotonic() + SUMMARY_SECONDS * 4
-            loading._add(batch)
-            batch = []
-            placed = len(tracker.findings)
-            tracker.finish()
-            loading.findings = source.findings + tracker.findings[placed:]
-            loading.diagnoses = [d.to_json() for d in diagnoser.diagnoses(tracker)]
-            loading._publish(tracker.summary())
-    except CaptureError as exc:
-        loading.error = str(exc)
-    except OSError as exc:
-        loading.error = f"{path}: {exc.strerror or exc}"
+        tracker.source = source.source  # before its first frame
+        for frame in source.frames(show_secrets, redact_bodies, keylog=keylog):
+            tracker.feed(frame)
+            diagnoser.feed(frame)
+            batch.append(frame)
+            if len(batch) >= BATCH:
+                loading._add(batch)
+                batch = []
+                loading.position = source.file.position()
+                if loading.stopping.is_set():
+                    return
+                if time.monotonic() >= next_summary:
+                    loading._publish(tracker.summary())
+                    next_summary = time.monotonic() + SUMMARY_SECONDS * 4
+        loading._add(batch)
+        batch = []
+        placed = len(tracker.findings)
+        tracker.finish()
+        loading.findings = source.findings + tracker.findings[placed:]
+        loading.diagnoses = [d.to_json() for d in diagnoser.diagnoses(tracker)]
+        loading._publish(tracker.summary())
     finally:
         if batch:
             loading._add(batch)
-        loading.done = True
 
 
 def load_live(
@@ -121,10 +143,10 @@ def load_live(
     `keylog` a loaded key log (`load_keylog`, re-read as a client appends to it)."""
     from amqpscope.diagnose import Diagnoser, Watch
     from amqpscope.diagnose.watch import ENDED
-    from amqpscope.live_pipeline import KEEP_FINDINGS, LivePipeline
+    from amqpscope.live_decode import KEEP_FINDINGS, LiveDecoder
 
     diagnoser, watch = Diagnoser(), Watch()
-    pipeline = LivePipeline(
+    pipeline = LiveDecoder(
         show_secrets, idle, redact_bodies=redact_bodies, diagnoser=diagnoser, watch=watch
     )
     pipeline.dissector.context.keylog = keylog

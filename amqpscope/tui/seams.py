@@ -8,12 +8,11 @@ depends on how they are made.
   blanked (`**`) as `read -x` blanks them.
 - `diagnoses`: while the input is still being read, the trackers' findings in the shape of
   `Diagnosis.to_json()` (the diagnoses need the whole input).
-- `write_cut`: `read -w`'s pass (`cli.write.write_packets`, the cut of `amqpscope.cut`).
+- `write_cut`: `read -w`'s pass (`writing.packets.write_new_file`).
 """
 
 from __future__ import annotations
 
-import errno
 from typing import Any
 
 from amqpscope.codec.tree import REDACTED
@@ -166,8 +165,8 @@ def diagnoses(summary: dict[str, Any]) -> list[dict[str, Any]]:
 def refused_output(source: str | tuple[str, ...], out: str) -> str:
     """Why `out` may not take the cut of `source` (it is the capture being read, one of its
     files, through a link too), or "" when it may: the rule every writer keeps
-    (amqpscope.outputs), in the TUI's words."""
-    from amqpscope.outputs import same_file
+    (amqpscope.writing.outputs), in the TUI's words."""
+    from amqpscope.writing.outputs import same_file
 
     sources = (source,) if isinstance(source, str) else source
     if any(same_file(out, one) for one in sources):
@@ -187,20 +186,15 @@ def write_cut(
     `places` (`FrameStore.place`) to `out`, as `read -w` writes it (the frames' packets, however
     many carried each, their connections' handshakes, a pcapng's secrets); (packets, frames,
     packets lost). An `out` that exists is replaced only when `overwrite` (the user said so);
-    the capture being read never."""
-    import os
-
-    from amqpscope.capture.rotated import open_captures
-    from amqpscope.capture.writer import format_for
-    from amqpscope.cli.common import load_keylog
-    from amqpscope.cli.write import write_packets
+    the capture being read never. A key log that cannot be read raises (`sources`), said on the
+    status line like any writer's error; nothing is printed under the screen."""
+    from amqpscope.sources import load_keylog
+    from amqpscope.writing.packets import write_new_file
 
     sources = (source,) if isinstance(source, str) else source
     refused = refused_output(sources, out)
     if refused:
         raise ValueError(refused.removeprefix("not written: "))
-    if not overwrite and os.path.lexists(out):
-        raise FileExistsError(errno.EEXIST, f"{out} exists; nothing was replaced", out)
     last = [-1, 0]  # the packet of the frame before, and how many completed in it
 
     def accepts(frame: Any, _first: float | None) -> bool:
@@ -209,40 +203,5 @@ def write_cut(
         last[0] = packet
         return (packet, last[1]) in places
 
-    # a cut that fails part way leaves no file behind: written to a new file beside `out`
-    # (created here, never one that was there), then moved onto it
-    part = f"{out}.{os.getpid()}.part"
-    try:
-        with open_captures(sources) as capture, open(part, "xb") as sink:
-            fmt = format_for(out, capture.format)
-            written = write_packets(
-                capture, sink, fmt, accepts, show_secrets=show_secrets, keylog=load_keylog(keylog)
-            )
-        if overwrite:
-            os.replace(part, out)
-        else:
-            _place(part, out)
-    except FileExistsError as exc:  # the part's name, or `out` that appeared meanwhile
-        there = exc.filename or out
-        raise FileExistsError(
-            errno.EEXIST, f"{there} exists; nothing was replaced", there
-        ) from None
-    finally:
-        if os.path.exists(part):
-            os.unlink(part)
+    written = write_new_file(sources, out, accepts, show_secrets, load_keylog(keylog), overwrite)
     return written.packets, written.frames, written.lost
-
-
-def _place(part: str, out: str) -> None:
-    """Move `part` to `out` unless a file is there: a hard link fails if one is (where the
-    file system has no links, checked just before instead)."""
-    import os
-
-    try:
-        os.link(part, out)
-    except FileExistsError:
-        raise
-    except OSError:
-        if os.path.lexists(out):
-            raise FileExistsError(errno.EEXIST, "exists", out) from None
-        os.replace(part, out)

@@ -21,7 +21,7 @@ Backends (`--backend`, chosen automatically in this order when not given):
 
 `-w` writes every captured packet (before the queue, so also what the decoder had to drop) as
 pcap, flushed as it goes; reading it back gives the same frames as the live run when nothing was
-dropped. Decoding them is not this module's: `amqpscope.live_pipeline` (beside `dissect.py`)
+dropped. Decoding them is not this module's: `amqpscope.live_decode` (beside `dissect.py`)
 keeps the decoding state bounded over hours.
 
 One module per backend (`tools`: tcpdump and dumpcap; `scapy_socket`; `pyshark_tshark`), the

@@ -91,7 +91,7 @@ def preload() -> None:
     only after the fork) and the decoder. Nothing that starts a thread: the daemon forks."""
     import pyspark.worker  # noqa: F401
 
-    import amqpscope.pipeline.tasks  # noqa: F401
+    import amqpscope.spark.tasks  # noqa: F401
 
 
 def main() -> None:

@@ -28,7 +28,7 @@ KEEP_SUMMARIES = 1000
 KEEP_FINDINGS = 1000
 
 
-class LivePipeline:
+class LiveDecoder:
     """Dissector + Tracker for a capture that may run for hours, with bounded memory.
 
     Every `tick(now)` (the caller calls it about once a second): connections without a packet for

@@ -28,15 +28,16 @@ from amqpscope.capture.packet import FIN, SYN, RawPacket, Segment
 from amqpscope.codec.frames import TRANSPORT, Frame
 from amqpscope.dissect import Dissector, endpoint_text
 from amqpscope.findings import Finding
-from amqpscope.pipeline.deliveries import DeliveryLog
-from amqpscope.pipeline.inputs import (  # noqa: F401  (also this module's names, as before)
+from amqpscope.sources import NotALog, input_kind  # what the file is, as every face tells it
+from amqpscope.spark.deliveries import DeliveryLog
+from amqpscope.spark.inputs import (  # noqa: F401  (also this module's names, as before)
     LOG_SUFFIXES,
     MAGICS,
     looks_like_capture,
     looks_like_log,
 )
-from amqpscope.pipeline.stitch import Edge, flow_pair
-from amqpscope.pipeline.tables import UNDATED, frame_text_bytes, row
+from amqpscope.spark.stitch import Edge, flow_pair
+from amqpscope.spark.tables import UNDATED, frame_text_bytes, row
 from amqpscope.track.tracker import Tracker
 
 Record = tuple[str, Any]
@@ -49,34 +50,6 @@ CHUNK = 1024
 CHUNK_BYTES = 4 << 20
 #: rows of connections that ended handed on at a time (each carries its summary's JSON)
 CONNECTION_ROWS = 64
-
-
-def input_kind(path: str) -> tuple[str, str | None]:
-    """What the file holds, told by content as the CLI tells it (`cli.inputs`): ("capture",
-    None), ("log", its format), or ("text", None) for text in no log format amqpscope reads.
-    A pcap or pcapng (gzip'd or not), or bytes that are no text, count as a capture (whose
-    reader says what is wrong with them). OSError or CaptureError when it cannot be read."""
-    from amqpscope.capture.textlog import (
-        LogFile,
-        head_of,
-        is_capture,
-        is_text,
-        open_stream,
-    )
-
-    stream = open_stream(path)
-    try:
-        head, compressed = head_of(stream, path)
-        if is_capture(head) or not is_text(head, compressed):
-            return "capture", None
-        from amqpscope.logs.detect import sniff
-
-        with LogFile(path, stream, compressed) as log:
-            fmt = sniff(iter(log)).fmt
-        return ("log", fmt) if fmt is not None else ("text", None)
-    finally:
-        with contextlib.suppress(OSError, ValueError):
-            stream.close()
 
 
 def day(ts: float | None) -> str:
@@ -695,7 +668,7 @@ def decode_file(
     `redact_bodies`), as the CLI passes them. `tables`: only these tables' rows (`decode`);
     `edges=False`: no edge records (the data source plans its stitching from scans: the
     edges' packets took a second pass over a file that has any)."""
-    from amqpscope.pipeline import remote
+    from amqpscope.spark import remote
 
     if path is not None and remote.scheme(path) is not None:
         with contextlib.ExitStack() as stack:
@@ -721,7 +694,7 @@ def decode_file(
         meta["bytes"] = os.path.getsize(local)
         kind, fmt = input_kind(local)
         if kind == "text":
-            raise CaptureError(
+            raise NotALog(
                 f"{capture}: not a pcap or pcapng file, nor a frame-trace log amqpscope reads"
             )
         if fmt is not None:

@@ -56,7 +56,7 @@ ORDER BY `left` DESC LIMIT 10""",
 
 def run(spark: Any, out: str, write: Any) -> None:
     """Register the tables under `out` as views, run every query, `write` the results as text."""
-    from amqpscope.pipeline.tables import TABLES, struct_type
+    from amqpscope.spark.tables import TABLES, struct_type
 
     for table in TABLES:
         path = f"{out.rstrip('/')}/{table}"

@@ -37,7 +37,7 @@ from typing import Any
 from amqpscope.capture.files import CaptureError, open_capture
 from amqpscope.capture.linklayer import SegmentDecoder
 from amqpscope.capture.packet import FIN, SYN, RawPacket
-from amqpscope.pipeline.stitch import MAX_GAP, Edge, flow_pair, follows, groups
+from amqpscope.spark.stitch import MAX_GAP, Edge, flow_pair, follows, groups
 from amqpscope.stream.events import StreamClose, StreamData, StreamOpen
 from amqpscope.stream.tcp import TcpReassembler
 
@@ -186,7 +186,7 @@ def scan(capture: str, path: str | None = None) -> Scan:
 
 def _scan_key(capture: str, local: str) -> str | None:
     """The kept scan's name for a local file as it is now (None for a URI or no file)."""
-    from amqpscope.pipeline.remote import scheme
+    from amqpscope.spark.remote import scheme
 
     if scheme(local) is not None:
         return None
@@ -199,7 +199,7 @@ def _scan_key(capture: str, local: str) -> str | None:
 
 
 def _scan_file(capture: str, local: str) -> Scan:
-    from amqpscope.pipeline.remote import RemoteError, local_copy
+    from amqpscope.spark.remote import RemoteError, local_copy
 
     try:
         with local_copy(local) as here:
@@ -211,7 +211,7 @@ def _scan_file(capture: str, local: str) -> Scan:
 def _scan(capture: str, local: str, here: str) -> Scan:
     """`scan` of the file at `here` (`local` is where tasks will read it): the light way when
     the file is one it follows (`lightscan`), else through the reassembler."""
-    from amqpscope.pipeline import lightscan
+    from amqpscope.spark import lightscan
 
     light = lightscan.scan(capture, local, here)
     if light is not None:
@@ -567,7 +567,7 @@ def part_packets(part: Part) -> list[RawPacket]:
     """A part's packets, read again from its file (link layer only, as `rows._edges` keeps
     them: IP fragments are not kept)."""
     from amqpscope.dissect import endpoint_text
-    from amqpscope.pipeline.remote import RemoteError, local_copy
+    from amqpscope.spark.remote import RemoteError, local_copy
 
     pair = flow_pair(part.edge.client, part.edge.server)
     out: list[RawPacket] = []
@@ -603,7 +603,7 @@ def folder_files(folder: str) -> Iterator[tuple[str, float]]:
     """`(path, mtime)` of the visible files directly in `folder` (a writer's temporary names
     start with `.` or `_`, as Spark's own file sources skip them); a folder's URI is listed with
     pyarrow's filesystems (`remote.folder_entries`)."""
-    from amqpscope.pipeline import remote
+    from amqpscope.spark import remote
 
     if remote.scheme(folder) is not None:
         for uri, mtime, _ in remote.folder_entries(folder):

@@ -25,8 +25,8 @@ from typing import Any, BinaryIO
 from amqpscope.capture.files import PCAP_MAGICS, PCAP_MAX_RECORD
 from amqpscope.capture.linklayer import TUNNEL_PROTOCOLS, TUNNEL_UDP_PORTS
 from amqpscope.capture.packet import ACK, FIN, RST, SYN
-from amqpscope.pipeline.plan import PROTOCOL_HEADER, Scan, file_parts, note_open, note_sequence
-from amqpscope.pipeline.stitch import flow_pair
+from amqpscope.spark.plan import PROTOCOL_HEADER, Scan, file_parts, note_open, note_sequence
+from amqpscope.spark.stitch import flow_pair
 from amqpscope.stream.tcp import MAX_CLOSED, TIME_WAIT, guess_server
 
 _MASK = (1 << 32) - 1  # sequence numbers are modulo 2**32

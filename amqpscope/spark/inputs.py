@@ -3,8 +3,8 @@ URIs kept for later), captures told by their first bytes, and the decoder's opti
 
 The `amqp` data source's planning worker (Spark's `plan_data_source_read`, a Python process of
 its own on a session's first query) needs only these and the scans (`plan`, `lightscan`):
-imported from here it does not load the decoder, pyarrow or the job (`pipeline.spark`, which
-took ~0.2 CPU s of that process's start). `pipeline.spark` keeps these names too.
+imported from here it does not load the decoder, pyarrow or the job (`spark.spark`, which
+took ~0.2 CPU s of that process's start). `spark.spark` keeps these names too.
 """
 
 from __future__ import annotations
@@ -92,10 +92,10 @@ def _is_log(path: str, name: str) -> bool:
     format amqpscope reads: a folder's other logs and text files are left alone."""
     if not looks_like_log(name):
         return False
-    from amqpscope.pipeline import rows
+    from amqpscope.sources import input_kind
 
     try:
-        return rows.input_kind(path)[0] == "log"
+        return input_kind(path)[0] == "log"
     except (CaptureError, OSError):
         return False
 

@@ -32,10 +32,10 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from amqpscope.capture.packet import RawPacket
-from amqpscope.pipeline import rows
-from amqpscope.pipeline.stitch import Edge
-from amqpscope.pipeline.store import Output, TableWriter, split
-from amqpscope.pipeline.tables import TABLES
+from amqpscope.spark import rows
+from amqpscope.spark.stitch import Edge
+from amqpscope.spark.store import Output, TableWriter, split
+from amqpscope.spark.tables import TABLES
 
 #: the run's scratch folder under `--out` (a leading `_`: Spark and Hive readers skip it)
 STAGING = "_amqpscope_staging"
@@ -151,7 +151,8 @@ def finish(
         if kind == "edges":
             yield keep_edges(output, run, *value)
         else:
-            yield decode_group(output, *value, options=options)
+            tag, parts = value
+            yield decode_group(output, tag, parts, options)
 
 
 def keep_edges(

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from operator import itemgetter
 from typing import Any
 
-from amqpscope.pipeline.tables import COLUMNS, PARTITIONS, TABLES, TIMES, frame_text_bytes
+from amqpscope.spark.tables import COLUMNS, PARTITIONS, TABLES, TIMES, frame_text_bytes
 
 #: rows of one table and partition buffered before a row group is written, or about this many
 #: bytes of JSON text (frames with big messages)
@@ -347,8 +347,8 @@ class TableWriter:
         grouped: dict[Any, list[tuple[Any, ...]]] = {}
         for key, values in zip(keys, rows, strict=True):
             grouped.setdefault(key, []).append(values)
-        for key, values in grouped.items():
-            self._take((table, key), values)
+        for key, kept in grouped.items():
+            self._take((table, key), kept)
 
     def _take(self, key: tuple[str, Any], rows: list[tuple[Any, ...]]) -> None:
         pending = self._pending.get(key)

@@ -1,7 +1,7 @@
 """`spark.read.format("amqp")` and `spark.readStream.format("amqp")`: the tables of `amqpscope
 spark` as DataFrames, with pyspark's Python Data Source API (`pyspark.sql.datasource`).
 
-    from amqpscope.pipeline.datasource import AmqpDataSource
+    from amqpscope.spark.datasource import AmqpDataSource
     spark.dataSource.register(AmqpDataSource)
     frames = spark.read.format("amqp").option("table", "frames").load("ring/cap-*.pcap")
 
@@ -26,7 +26,7 @@ worker, fetched where a task runs, since these Python workers have no JVM for Ha
 of fewer columns (`.schema(...)`) is the only column pruning a Python source can be told of:
 `projection`.
 
-Importing this module needs pyspark; `amqpscope.pipeline.spark.session` registers the source on
+Importing this module needs pyspark; `amqpscope.spark.spark.session` registers the source on
 the sessions it makes (`register`).
 """
 
@@ -55,9 +55,9 @@ except ImportError:  # earlier: Spark runs such a query to the offset of its sta
         """What pyspark 4.2 calls to start a `trigger(availableNow=True)` query (not before)."""
 
 
-from amqpscope.pipeline import inputs
-from amqpscope.pipeline.stitch import MAX_GAP
-from amqpscope.pipeline.tables import COLUMNS, TABLES, ddl, index
+from amqpscope.spark import inputs
+from amqpscope.spark.stitch import MAX_GAP
+from amqpscope.spark.tables import COLUMNS, TABLES, ddl, index
 
 #: rows per Arrow batch handed to Spark
 BATCH = int(os.environ.get("AMQPSCOPE_SOURCE_BATCH", "8192"))
@@ -85,10 +85,10 @@ class _Later:
 
 
 if TYPE_CHECKING:
-    from amqpscope.pipeline import plan, rows
+    from amqpscope.spark import plan, rows
 else:
-    plan = _Later("amqpscope.pipeline.plan")
-    rows = _Later("amqpscope.pipeline.rows")
+    plan = _Later("amqpscope.spark.plan")
+    rows = _Later("amqpscope.spark.rows")
 
 
 class AmqpDataSource(DataSource):
@@ -179,7 +179,7 @@ def decoder_options(
 ) -> dict[str, Any]:
     """The `Dissector` keywords of the source's options (as the CLI's flags give them), for
     reading `table`."""
-    from amqpscope.pipeline.inputs import PipelineError, dissector_options
+    from amqpscope.spark.inputs import PipelineError, dissector_options
 
     try:
         out = dissector_options(
@@ -207,7 +207,7 @@ class AmqpReader(DataSourceReader):
         self.options = decoder_options(options, self.table, columns)
 
     def partitions(self) -> Sequence[InputPartition]:
-        from amqpscope.pipeline.inputs import PipelineError, list_inputs
+        from amqpscope.spark.inputs import PipelineError, list_inputs
 
         try:
             local, uris = list_inputs(self.inputs)
@@ -233,7 +233,7 @@ class AmqpReader(DataSourceReader):
 def remote_files(uris: list[str]) -> list[str]:
     """The files behind URIs (`remote.list_files`): those named outright, and of a folder's or
     a glob's those that start like a capture or are named like a log."""
-    from amqpscope.pipeline import remote
+    from amqpscope.spark import remote
 
     out: list[str] = []
     for uri in uris:
@@ -258,7 +258,7 @@ class AmqpFilteringReader(AmqpReader):
     filter to the rows (all are handed back): the plan is made over all the files first, so a
     connection stitched across files stays one. Chosen with `option("pushFilters", "true")`
     since Spark fails a reader with `pushFilters` unless `spark.sql.python.filterPushdown.enabled`
-    is set (`pipeline.spark.session` sets it)."""
+    is set (`spark.spark.session` sets it)."""
 
     def __init__(self, options: Any, columns: list[str] | None = None) -> None:
         super().__init__(options, columns)
@@ -305,8 +305,8 @@ def read_task(
     task: plan.Task, table: str, options: dict[str, Any], columns: list[str] | None = None
 ) -> Iterator[Any]:
     """The rows of `table` that one task makes, as Arrow batches (of `columns` only, if set)."""
-    from amqpscope.pipeline.store import layout
-    from amqpscope.pipeline.tasks import few_collections
+    from amqpscope.spark.store import layout
+    from amqpscope.spark.tasks import few_collections
 
     shape = layout(table)
     make = shape.whole if columns is None else shape.only(columns)
@@ -377,7 +377,7 @@ def _note_row(
 ) -> tuple[Any, ...]:
     """A finding row of the plan's own: about one of `capture`'s connections (`plan.LATE`), or
     about the file (`plan.CHANGED`)."""
-    from amqpscope.pipeline.tables import row
+    from amqpscope.spark.tables import row
 
     values = {
         "capture": capture,
@@ -395,8 +395,8 @@ def _note_row(
 def _starts_like_capture(path: str) -> bool:
     """A capture by its first bytes, or a trace log by its name and lines (as a batch read's
     folder walk keeps them; behind a URI by its name, as a batch read's listing does)."""
-    from amqpscope.pipeline import remote
-    from amqpscope.pipeline.inputs import _is_log
+    from amqpscope.spark import remote
+    from amqpscope.spark.inputs import _is_log
 
     if remote.scheme(path) is not None:
         return inputs.looks_like_log(path) or inputs.looks_like_capture(remote.head(path))
@@ -427,7 +427,7 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options: Any, columns: list[str] | None = None) -> None:
         self.table = _table(options)
         self.columns = columns
-        from amqpscope.pipeline import remote
+        from amqpscope.spark import remote
 
         folders = _paths(options)
         if len(folders) != 1:
@@ -508,7 +508,7 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return found, changed
 
     def _scan(self, path: str) -> plan.Scan:
-        from amqpscope.pipeline import remote
+        from amqpscope.spark import remote
 
         try:
             if remote.scheme(path) is None:
@@ -527,7 +527,7 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _plan(
         self, carry: plan.Carry, files: list[str], flush: bool
     ) -> tuple[list[plan.Task], plan.Carry]:
-        from amqpscope.pipeline import remote
+        from amqpscope.spark import remote
 
         if remote.scheme(self.folder) is not None:  # listed once a plan, not once a file
             self._listed = {u: (m, n) for u, m, n in remote.folder_entries(self.folder)}

@@ -1,6 +1,6 @@
 """The Spark job: folders of captures in, Parquet tables out (`amqpscope spark`, or spark-submit).
 
-    spark-submit --py-files amqpscope-X-py3-none-any.whl amqpscope/pipeline/submit.py \\
+    spark-submit --py-files amqpscope-X-py3-none-any.whl amqpscope/spark/submit.py \\
         hdfs:///captures/ --out hdfs:///amqp/tables [--report]
 
 Plan (see docs/spark.md and `tasks.py`):
@@ -29,9 +29,9 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from amqpscope.pipeline import remote as remotes
-from amqpscope.pipeline import rows, stitch, tasks
-from amqpscope.pipeline.inputs import (  # noqa: F401  (also this module's names, as before)
+from amqpscope.spark import remote as remotes
+from amqpscope.spark import rows, stitch, tasks
+from amqpscope.spark.inputs import (  # noqa: F401  (also this module's names, as before)
     GLOB,
     URI,
     PipelineError,
@@ -40,8 +40,8 @@ from amqpscope.pipeline.inputs import (  # noqa: F401  (also this module's names
     dissector_options,
     list_inputs,
 )
-from amqpscope.pipeline.store import Output, layout
-from amqpscope.pipeline.tables import TABLES
+from amqpscope.spark.store import Output, layout
+from amqpscope.spark.tables import TABLES
 
 INSTALL_PYSPARK = "pip install 'amqpscope[spark]'"
 INSTALL_JAVA = "apt-get install default-jre-headless"
@@ -130,7 +130,7 @@ def hadoop_files(sc: Any, uris: list[str]) -> list[tuple[str, int, bool]]:
 
 
 def fetched_scheme(uri: str) -> bool:
-    """A URI the executors fetch themselves (`pipeline.remote`), not through Hadoop."""
+    """A URI the executors fetch themselves (`spark.remote`), not through Hadoop."""
     return remotes.scheme(uri) in remotes.HTTP
 
 
@@ -144,7 +144,7 @@ def session(master: str | None = None, app: str = "amqpscope") -> Any:
         spark = SparkSession.builder.config(conf=conf).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     with contextlib.suppress(ImportError):  # pyspark before 4 has no Python data sources
-        from amqpscope.pipeline.datasource import register
+        from amqpscope.spark.datasource import register
 
         register(spark)  # `format("amqp")`, also when pyspark_amqpscope is not on the path
     return spark
@@ -183,7 +183,7 @@ def _conf(master: str | None, app: str) -> Any:
             conf.set("spark.driver.defaultJavaOptions", _java_options())
             # the workers' Python starts faster (see `daemon`); local only: on a cluster
             # the executors' Python may not have amqpscope until --py-files ships it
-            conf.set("spark.python.daemon.module", "amqpscope.pipeline.daemon")
+            conf.set("spark.python.daemon.module", "amqpscope.spark.daemon")
     # the amqp data source's `pushFilters` option (Spark fails a reader that pushes filters
     # without it; a source that does not push is not affected)
     conf.set("spark.sql.python.filterPushdown.enabled", "true")
@@ -206,7 +206,7 @@ def _local_home(conf: Any) -> Iterator[None]:
         return
     import pyspark
 
-    from amqpscope.pipeline.daemon import spark_home
+    from amqpscope.spark.daemon import spark_home
 
     home = spark_home(os.path.dirname(pyspark.__file__))
     if home is None:
@@ -243,7 +243,7 @@ def _check_worker_python(python: str) -> None:
         return
     import subprocess
 
-    probe = "import amqpscope.pipeline.tasks, pyarrow"
+    probe = "import amqpscope.spark.tasks, pyarrow"
     try:
         done = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -340,7 +340,7 @@ def _run(
     sc = _context(spark)
     started = time.perf_counter()  # the job, not the JVM's start
     # http(s): Hadoop's filesystem for it cannot list, so binaryFile cannot read it; the
-    # executors fetch each named file with `pipeline.remote`, as the data source's do
+    # executors fetch each named file with `spark.remote`, as the data source's do
     fetch = [uri for uri in remote if fetched_scheme(uri)]
     try:
         fetched = [found for uri in fetch for found, _ in remotes.list_files(uri)]
@@ -467,7 +467,7 @@ def _run(
         "seconds": elapsed,
     }
     if report:
-        from amqpscope.pipeline import report as reports
+        from amqpscope.spark import report as reports
 
         reports.run(_sql(spark), output.uri, print)
     return result

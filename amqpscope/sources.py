@@ -1,0 +1,424 @@
+"""Every input, opened in one place: a capture, the files of one rotated capture, a frame-trace
+log, standard input (`-`), and the TLS key log that goes with them.
+
+The first bytes decide what a file is (a pcap or pcapng magic, gzip'd or not, is a capture;
+anything else a text log), then the log's format is told from its first lines unless a format is
+forced. Every face (the CLI's commands, the TUI, the report, the Spark job) opens its input
+here and gets frame records and the findings no frame carries.
+
+Nothing here prints or exits: what cannot be read raises a `SourceError`, one line for a human
+in `str()`, its kind in its class and the exit status a command ends with in `code` (1 for
+unreadable input, 2 for a usage the input contradicts). The CLI maps them to its one-line
+messages; the TUI says them on its status line; the Spark job makes them findings rows.
+(`SourceError` is a `CaptureError`, so code that catches the capture readers' errors catches
+these too.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+from amqpscope.capture.files import PCAPNG_MAGIC, CaptureError, CaptureReader
+from amqpscope.capture.pipe import STDIN
+from amqpscope.capture.secrets import KeyLogFiles
+from amqpscope.capture.textlog import (
+    LogFile,
+    head_of,
+    is_capture,
+    is_text,
+    looks_like_text,
+    open_stream,
+)
+from amqpscope.findings import Finding
+
+if TYPE_CHECKING:
+    from amqpscope.capture.rotated import CaptureSet
+    from amqpscope.codec.frames import Frame
+    from amqpscope.codec.tls import KeyLog
+    from amqpscope.dissect import Dissector
+    from amqpscope.logs.reader import LogReader
+
+#: the names a log's format takes (`--format`): logs.formats.NAMES, spelled out so that opening
+#: an input does not import the grammars (tests/test_logs_pyamqp.py checks they agree)
+FORMAT_NAMES: Final = (
+    "proton",
+    "rhea",
+    "pyamqp",
+    "proton-j",
+    "amqpnetlite",
+    "pika",
+    "go-amqp",
+    "router",
+)
+
+
+# -- what can go wrong -------------------------------------------------------------------------
+class SourceError(CaptureError):
+    """An input that cannot be read as asked; `str()` is one line for a human, `code` the exit
+    status a command ends with."""
+
+    code: int = 1
+
+
+class Unreadable(SourceError):
+    """The file cannot be opened or read: missing, a directory, no permission, an I/O error."""
+
+
+class NotACapture(SourceError):
+    """Bytes the capture readers refuse: not a pcap or pcapng, a header cut short."""
+
+
+class Empty(NotACapture):
+    """A file (or standard input) with nothing in it, compressed or not."""
+
+
+class NotALog(SourceError):
+    """Text in no frame-trace log format amqpscope reads (or text among several captures)."""
+
+
+class UsageConflict(SourceError):
+    """What was asked cannot apply to this input: a log format forced on a capture, a log or
+    standard input read with other files, a file given twice. Bad usage: exit 2."""
+
+    code = 2
+
+
+class KeyLogUnreadable(Unreadable):
+    """The TLS key log (`--keylog FILE`) cannot be read."""
+
+
+# -- the files a command is given ----------------------------------------------------------------
+def check_paths(paths: Sequence[str]) -> None:
+    """Several inputs' rule: standard input is read alone, and no file is given twice
+    (UsageConflict)."""
+    if len(paths) > 1:
+        if STDIN in paths:
+            raise UsageConflict("standard input (-) is read alone, not with other files")
+        seen: set[str] = set()
+        for path in paths:
+            key = os.path.realpath(path)
+            if key in seen:
+                raise UsageConflict(f"{path}: given twice")
+            seen.add(key)
+
+
+class Source:
+    """An open capture (`capture`) or log (`log`, its format `fmt`); `frames()` reads it once."""
+
+    def __init__(
+        self,
+        path: str,
+        capture: CaptureReader | CaptureSet | None = None,
+        log: LogFile | None = None,
+        fmt: str = "",
+        lines: Iterable[str] = (),
+    ) -> None:
+        self.path = path
+        self.capture = capture
+        self.log = log
+        self.fmt = fmt
+        self.lines = lines  # the log's lines (those detection looked at first)
+        self.dissector: Dissector | None = None
+        self.reader: LogReader | None = None
+
+    @property
+    def source(self) -> str:
+        """What findings call the input: "log" or "capture" (a `Tracker`'s `source`)."""
+        return "log" if self.log is not None else "capture"
+
+    def frames(
+        self,
+        show_secrets: bool = False,
+        redact_bodies: bool = False,
+        messages: bool = True,
+        keylog: Any = None,
+        wrap: Callable[[Any], Any] | None = None,
+        carriers: bool = False,
+        retire: bool = False,
+    ) -> Iterator[Frame]:
+        """The records, from the capture (`wrap` around its packets: a progress bar; `carriers`:
+        which packets carried each frame, for -V, -x and -w; `retire`: connections forgotten
+        once closed, `Dissector`) or log."""
+        if self.capture is not None:
+            from amqpscope.dissect import Dissector
+
+            dissector = self.dissector = Dissector(
+                show_secrets=show_secrets,
+                redact_bodies=redact_bodies,
+                messages=messages,
+                carriers=carriers,
+                retire=retire,
+            )
+            dissector.context.keylog = keylog
+            if wrap is None:
+                return dissector.run(self.capture)
+            dissector.take_secrets(self.capture.secrets)  # which the wrapper hides from run
+            return dissector.run(wrap(self.capture))
+        return self._log_frames(show_secrets, messages, redact_bodies)
+
+    def _log_frames(
+        self, show_secrets: bool, messages: bool, redact_bodies: bool = False
+    ) -> Iterator[Frame]:
+        from amqpscope.logs.reader import LogReader
+
+        reader = self.reader = LogReader(
+            self.path,
+            self.fmt,
+            show_secrets=show_secrets,
+            messages=messages,
+            redact_bodies=redact_bodies,
+        )
+        feed = reader.feed
+        for number, line in enumerate(self.lines, 1):
+            yield from feed(line, number)
+        yield from reader.flush()
+        reader.finish()
+
+    @property
+    def file(self) -> CaptureReader | CaptureSet | LogFile:
+        """The open file, for a progress bar (its path and position)."""
+        found = self.capture if self.capture is not None else self.log
+        assert found is not None
+        return found
+
+    @property
+    def findings(self) -> list[Finding]:
+        """What no frame carries: the file's and the reading's (complete once read)."""
+        if self.capture is not None:
+            return self.capture.findings + (self.dissector.findings if self.dissector else [])
+        out = self.reader.findings if self.reader is not None else []
+        out = out + (self.log.findings if self.log is not None else [])
+        skipped = self.reader.skipped_finding() if self.reader is not None else None
+        return out if skipped is None else [*out, skipped]
+
+
+@contextlib.contextmanager
+def open_source(paths: str | Sequence[str], fmt: str | None = None) -> Iterator[Source]:
+    """The capture or log at `paths` (`-`: standard input), open; a `SourceError` when it
+    cannot be read, or is text in no format amqpscope reads (bytes that are no text are left to
+    the capture reader, whose errors say what they are). Several paths are the files of one
+    rotated capture (`capture.rotated`), all captures. `fmt`: the log's format, forced."""
+    if not isinstance(paths, str) and len(paths) > 1:
+        with _open_set(paths, fmt) as captures:
+            yield Source(captures.path, capture=captures)
+        return
+    path = paths if isinstance(paths, str) else paths[0]
+    stream = _opened(path)
+    try:
+        head, compressed = _head(stream, path)
+        if fmt is not None and is_capture(head):  # its bytes, read as text, hold no frame
+            kind = "pcapng" if head[:4] == PCAPNG_MAGIC else "pcap"
+            raise UsageConflict(
+                f"--format {fmt}: {path} is a {kind} capture, not a frame-trace log"
+            )
+        if fmt is None and (is_capture(head) or not is_text(head, compressed)):
+            try:
+                capture = CaptureReader(path, stream)
+            except SourceError:
+                raise
+            except CaptureError as exc:
+                refused = Empty if not head else NotACapture
+                raise refused(str(exc)) from exc
+            with capture:
+                yield Source(path, capture=capture)
+            return
+        with LogFile(path, stream, compressed) as log:
+            lines: Iterator[str] = iter(log)
+            if fmt is None:
+                from amqpscope.logs.detect import sniff
+
+                fmt, first, library = sniff(lines)
+                if fmt is None:
+                    raise NotALog(_not_a_log(path, compressed, library))
+                lines = itertools.chain(first, lines)
+            yield Source(path, log=log, fmt=fmt, lines=lines)
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            stream.close()
+
+
+def _opened(path: str) -> Any:
+    """`open_stream`, its CaptureError an Unreadable."""
+    try:
+        return open_stream(path)
+    except CaptureError as exc:
+        raise Unreadable(str(exc)) from exc
+
+
+def _head(stream: Any, path: str) -> tuple[bytes, str]:
+    """`head_of`, its CaptureError (an I/O error, damaged xz or bzip2) an Unreadable."""
+    try:
+        return head_of(stream, path)
+    except CaptureError as exc:
+        raise Unreadable(str(exc)) from exc
+
+
+def input_kind(path: str) -> tuple[str, str | None]:
+    """What the file holds, told by content as `open_source` tells it: ("capture", None),
+    ("log", its format), or ("text", None) for text in no log format amqpscope reads. A pcap
+    or pcapng (gzip'd or not), or bytes that are no text, count as a capture (whose reader says
+    what is wrong with them). Unreadable (or OSError) when it cannot be read."""
+    stream = _opened(path)
+    try:
+        head, compressed = _head(stream, path)
+        if is_capture(head) or not is_text(head, compressed):
+            return "capture", None
+        from amqpscope.logs.detect import sniff
+
+        with LogFile(path, stream, compressed) as log:
+            fmt = sniff(iter(log)).fmt
+        return ("log", fmt) if fmt is not None else ("text", None)
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            stream.close()
+
+
+def _not_a_log(path: str, compressed: str, library: tuple[str, str] | None) -> str:
+    """The one-line error for text in no format amqpscope reads (`compressed`: how it was)."""
+    inner = f" (after {_UNPACKED.get(compressed, compressed)})" if compressed else ""
+    if library is not None:
+        name, why = library
+        return (
+            f"{path}: a {name} log{inner}, but no frame in it that amqpscope reads ({why});"
+            " capture the traffic instead (tcpdump, then amqpscope read)"
+        )
+    names = ", ".join(FORMAT_NAMES)
+    return (
+        f"{path}: not a pcap or pcapng file, nor a frame-trace log amqpscope "
+        f"reads{inner} (log formats: {names}; --format forces one)"
+    )
+
+
+#: what decompressing each compression is called, for `_not_a_log`
+_UNPACKED: Final = {"gzip": "gunzip", "xz": "unxz", "bz2": "bunzip2"}
+
+
+@contextlib.contextmanager
+def _open_set(paths: Sequence[str], fmt: str | None) -> Iterator[CaptureSet]:
+    """Several files, all captures: a frame-trace log is read alone."""
+    from amqpscope.capture.rotated import CaptureSet
+
+    if fmt is not None:
+        raise UsageConflict(
+            f"--format {fmt}: a frame-trace log is read alone, not with other files"
+        )
+    try:
+        captures = CaptureSet(paths)
+    except CaptureError as exc:
+        _no_text_among(paths)  # says so when the one that failed is a log
+        raise _refusal(paths)(str(exc)) from exc
+    with captures:
+        yield captures
+
+
+@contextlib.contextmanager
+def open_captures(paths: Sequence[str]) -> Iterator[CaptureReader | CaptureSet]:
+    """Captures only, for what is cut from their packets (`read -w`, the TUI's `w`): one file
+    (or `-`), or the files of one rotated capture read as one; a `SourceError` when they cannot
+    be read as captures (a log among them too, in the capture reader's words)."""
+    from amqpscope.capture.rotated import open_captures as opened
+
+    try:
+        captures = opened(paths)
+    except SourceError:
+        raise
+    except CaptureError as exc:
+        raise _refusal(paths)(str(exc)) from exc
+    with captures:
+        yield captures
+
+
+def _refusal(paths: Sequence[str]) -> type[SourceError]:
+    """Which kind of error a rotated set's failure was: the first of `paths` that cannot be
+    opened makes it Unreadable, an empty one Empty, else the capture reader refused bytes.
+    Standard input is not read again (what the reader took is gone; a pipe may wait for more)."""
+    for path in paths:
+        if path == STDIN:
+            continue
+        try:
+            stream = open_stream(path)
+        except CaptureError:
+            return Unreadable
+        try:
+            head, _ = head_of(stream, path)
+        except CaptureError:
+            return Unreadable
+        finally:
+            with contextlib.suppress(OSError, ValueError):
+                stream.close()
+        if not head:
+            return Empty
+    return NotACapture
+
+
+def _no_text_among(paths: Sequence[str]) -> None:
+    """NotALog naming the first of `paths` that is text (a frame-trace log, say)."""
+    for path in paths:
+        try:
+            stream = open_stream(path)
+        except CaptureError:
+            continue
+        try:
+            head, _ = head_of(stream, path)
+        finally:
+            with contextlib.suppress(OSError, ValueError):
+                stream.close()
+        if not is_capture(head) and looks_like_text(head):
+            raise NotALog(
+                f"{path}: text, not a capture file; several files are read together only when"
+                " all are pcap or pcapng captures (a frame-trace log is read alone)"
+            )
+
+
+# -- the TLS key log -------------------------------------------------------------------------
+def check_keylog(path: str | None) -> None:
+    """A key log file is input: KeyLogUnreadable when it cannot be read."""
+    if path is None:
+        return
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as exc:
+        why = "no such file" if isinstance(exc, FileNotFoundError) else exc.strerror or str(exc)
+        raise KeyLogUnreadable(f"--keylog {path}: {why}") from None
+
+
+#: what `load_keylog` says of a key log that holds no key (after "warning: ")
+NO_KEYS: Final = (
+    "--keylog {path} holds no TLS keys (NSS key log lines, as SSLKEYLOGFILE writes); TLS stays"
+    " encrypted without them"
+)
+
+
+def load_keylog(path: str | None, warn: Callable[[str], None] | None = None) -> KeyLog:
+    """The TLS secrets of key log `path` and SSLKEYLOGFILE, re-read whenever a connection's key
+    is missing (a live client appends to its key log). A pcapng's own secrets (Decryption
+    Secrets Blocks) are added by `Dissector.run`. KeyLogUnreadable when `path` cannot be read;
+    a `path` of no keys decrypts nothing, which `warn` is told (the input is read all the same)."""
+    from amqpscope.codec.tls import KeyLog
+
+    check_keylog(path)
+    env = os.environ.get("SSLKEYLOGFILE")
+    files = KeyLogFiles([p for p in (path, env) if p])
+    keylog = KeyLog()
+    last = [0.0]
+
+    def refresh() -> None:
+        import time
+
+        now = time.monotonic()
+        if now - last[0] < 0.2:  # at most a look (one stat) per file every 0.2 s
+            return
+        last[0] = now
+        for text in files.read_new():
+            keylog.add_text(text)
+
+    refresh()
+    keylog.refresh = refresh
+    if path and warn is not None and not KeyLog("".join(KeyLogFiles([path]).read_new())):
+        warn(NO_KEYS.format(path=path))
+    return keylog
