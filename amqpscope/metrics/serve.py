@@ -105,12 +105,12 @@ class Exposition:
 
     def _render(self, answer: _Answer) -> None:
         latest = self.sampler.latest
-        output = answer.output
-        if latest is answer.sample and output is not None:
+        ready = answer.output
+        if latest is answer.sample and ready is not None:
             if answer.gzip and answer.packed is None:
-                packed = gzip.compress(output, 5)
+                packed = gzip.compress(ready, 5)
                 with self.lock:
-                    if answer.output is output:
+                    if answer.output is ready:
                         answer.packed = packed
             return
         output = answer.encoder(self.registry)
