@@ -114,9 +114,9 @@ class Exposition:
                         answer.packed = packed
             return
         output = answer.encoder(self.registry)
-        packed = gzip.compress(output, 5) if answer.gzip else None
+        zipped = gzip.compress(output, 5) if answer.gzip else None
         with self.lock:
-            answer.sample, answer.output, answer.packed = latest, output, packed
+            answer.sample, answer.output, answer.packed = latest, output, zipped
 
     def _render_ahead(self) -> None:
         while not self.stopped.wait(0.1):
