@@ -16,8 +16,9 @@ from __future__ import annotations
 from typing import Any
 
 from amqpscope.codec.tree import REDACTED
+from amqpscope.render.hexdump import hexdump
 from amqpscope.render.lines import safe
-from amqpscope.render.tree import value_text
+from amqpscope.render.tree import value_text, value_tree
 
 #: bytes of a frame shown in the bytes pane (the rest is said, not drawn)
 MAX_DUMP = 16384
@@ -33,23 +34,7 @@ _SHOWN = ("frame", "packet", "ts", "conn", "src", "dst", "dir", "version", "chan
 
 
 def _node(name: str, value: Any) -> DetailNode:
-    children: list[DetailNode] = []
-    if isinstance(value, dict):
-        children = [_node(str(k), v) for k, v in value.items()]
-        shown, kind = f"{{{len(value)}}}", "map"
-    elif isinstance(value, list):
-        children = [_node(f"[{i}]", v) for i, v in enumerate(value)]
-        shown, kind = f"[{len(value)}]", "list"
-    else:
-        shown, kind = ("null" if value is None else str(value)), type(value).__name__
-    return {
-        "name": name,
-        "value": shown,
-        "type": kind,
-        "offset": None,
-        "length": None,
-        "children": children,
-    }
+    return value_tree(name, value, pane=True)
 
 
 def detail_tree(
@@ -118,22 +103,11 @@ def node_text(node: DetailNode) -> str:
 def hex_lines(data: bytes, size: int, hide: list[tuple[int, int]] | None = None) -> list[str]:
     """The bytes as `offset  hex  |ascii|` lines (16 a line), or why there are none; the
     (offset, length) ranges of `hide` (secrets) blanked."""
-    hidden: set[int] = set()
-    for offset, length in hide or ():
-        hidden.update(range(max(0, offset), min(len(data), offset + length)))
     if not data:
         if size:
             return [f"bytes not kept ({size} bytes; this source keeps no frame bytes)"]
         return ["no bytes"]
-    lines = []
-    for start in range(0, min(len(data), MAX_DUMP), 16):
-        chunk = data[start : start + 16]
-        pairs = list(enumerate(chunk, start))
-        hexes = " ".join("**" if i in hidden else f"{b:02x}" for i, b in pairs)
-        text = "".join(
-            "*" if i in hidden else chr(b) if 0x20 <= b < 0x7F else "." for i, b in pairs
-        )
-        lines.append(f"{start:06x}  {hexes:<47}  |{text:<16}|")
+    lines = hexdump(data[:MAX_DUMP], hide or (), indent="", pane=True)
     shown = min(len(data), MAX_DUMP)
     if size > shown:
         lines.append(f"… {size - shown} more bytes not shown")
