@@ -20,20 +20,20 @@ from amqpscope.findings import Finding, finding, gap_lost
 from amqpscope.track.amqp10.base import Side
 from amqpscope.track.amqp10.errors import error_of, error_text
 from amqpscope.track.amqp10.rules import (
-    ATTACHED,
     CLIENT,
+    CONNECTION_MID_STREAM,
     CONNECTION_TRANSITIONS,
     CONNECTION_VIOLATION,
     DETACHED,
-    HEADER,
-    LINK_TRANSITIONS,
-    MAPPED,
     OPENED,
     OTHER,
     SERVER,
     SESSION_TRANSITIONS,
-    START,
+    TRANSFER_ON_ATTACHED,
+    TRANSFER_ON_MAPPED,
     UNKNOWN,
+    connection_lost,
+    connection_step,
 )
 from amqpscope.track.amqp10.session import SessionLevel
 from amqpscope.track.transport import transport_summary, transport_text
@@ -51,11 +51,9 @@ OPEN_FIELDS: Final = (
 )
 KNOWN: Final = frozenset(name for row in CONNECTION_TRANSITIONS.values() for name in row)
 SESSION_LEVEL: Final = frozenset(name for row in SESSION_TRANSITIONS.values() for name in row)
-#: the connection state after a transfer on an open connection (it stays open)
-_TRANSFER_OPENED: Final = CONNECTION_TRANSITIONS[OPENED].get("transfer")
 #: whether the tables allow a transfer on a mapped session, on an attached link (they do)
-_TRANSFER_MAPPED: Final = SESSION_TRANSITIONS[MAPPED].get("transfer") is not None
-_TRANSFER_ATTACHED: Final = LINK_TRANSITIONS[ATTACHED].get("transfer") is not None
+_TRANSFER_MAPPED: Final = TRANSFER_ON_MAPPED
+_TRANSFER_ATTACHED: Final = TRANSFER_ON_ATTACHED
 
 
 class ConnectionTracker(SessionLevel):
@@ -125,10 +123,7 @@ class ConnectionTracker(SessionLevel):
             if not codes.isdisjoint(TYPE_DAMAGE):  # compute only with values of their fields' types
                 frame = frame.with_fields(typed_fields(frame))
         state = me.state
-        if name == "transfer" and state == OPENED:  # most frames: no table lookups
-            nxt: str | None = _TRANSFER_OPENED
-        else:
-            nxt = CONNECTION_TRANSITIONS[state].get(name)
+        nxt = connection_step(state, name)
         if nxt is None:
             self._violation(out, CONNECTION_VIOLATION[state], (state, side), side, frame)
         else:
@@ -236,7 +231,7 @@ class ConnectionTracker(SessionLevel):
 
     def _begin_mid_stream(self, frame: Frame) -> None:
         self.mid_stream = self.lenient = True
-        self.client_side.state = self.server_side.state = UNKNOWN
+        self.client_side.state = self.server_side.state = CONNECTION_MID_STREAM
         self._note(
             "the protocol headers, SASL and open (container-ids, max-frame-size, channel-max, "
             "idle-time-out)"
@@ -249,8 +244,7 @@ class ConnectionTracker(SessionLevel):
             if f.code == "tcp.gap":
                 _missing, lost = gap_lost(f, frame.direction)
                 me = self.client_side if lost == "c2s" else self.server_side
-                if me.state in (START, HEADER):  # its open may be in the lost bytes
-                    me.state = UNKNOWN
+                me.state = connection_lost(me.state)  # its open may be in the lost bytes
         self._note(f"transfers, flows and settlements in bytes lost before frame {frame.number}")
         for session in self.sessions:
             for half in session.half.values():
