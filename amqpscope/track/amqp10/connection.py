@@ -93,20 +93,22 @@ class ConnectionTracker(SessionLevel):
 
     # --- the front door -----------------------------------------------------------------------
 
-    def feed(self, frame: Frame) -> list[Finding]:
-        """Apply one frame; return the findings it raises (the caller puts them on the frame)."""
+    def feed(self, frame: Frame, out: list[Finding] | None = None) -> list[Finding]:
+        """Apply one frame; return the findings it raises (the caller puts them on the frame),
+        appended to `out` when given (a caller's list, reused: no list made per frame)."""
+        if out is None:
+            out = []
         direction = frame.direction
         if direction == "c2s":
             me = self.client_side
         elif direction == "s2c":
             me = self.server_side
         else:
-            return []
+            return out
         side = me.name
         name = frame.name
         if name not in KNOWN:
-            return []
-        out: list[Finding] = []
+            return out
         self.frames += 1
         self.ts = frame.ts
         if not self.started:
