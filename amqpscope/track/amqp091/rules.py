@@ -12,21 +12,11 @@ Rule 4: a capture may start anywhere (mid-stream). Whatever first shows up on a 
         the start was not seen. Such a connection closes on a close-ok whose close is not in the
         input (a log that shows one side).
 
-The connection (spec section 4.2.3, "connection" class):
-
-    AWAIT_HEADER --c2s protocol-header--> AWAIT_START --s2c start--> STARTING --c2s start-ok-->
-    AUTHENTICATING (--s2c secure--> SECURING --c2s secure-ok--> AUTHENTICATING)* --s2c tune-->
-    TUNING --c2s tune-ok--> TUNED --c2s open--> OPENING --s2c open-ok--> OPEN
-    any state but CLOSED --close (either side)--> CLOSING --close-ok (either side)--> CLOSED
-    AWAIT_HEADER or AWAIT_START --s2c protocol-header--> REFUSED (the server named the version
-    it speaks instead: the client's header was refused or was not AMQP at all)
-
-A channel (section 4.2.4, "channel" class); a number is free again once CLOSED, and opening it
-again starts a new epoch (a new entry in the summary):
-
-    CLOSED --c2s open--> OPENING --s2c open-ok--> OPEN
-    OPENING or OPEN --c2s close--> CLOSING_BY_CLIENT --s2c close-ok--> CLOSED
-    OPENING or OPEN --s2c close--> CLOSING_BY_SERVER --c2s close-ok--> CLOSED
+The connection (spec section 4.2.3, "connection" class) and a channel (section 4.2.4, "channel"
+class; a number is free again once CLOSED, and opening it again starts a new epoch, a new entry in
+the summary) are the tables below; their diagrams, drawn from these tables, are in
+docs/developer/state-machines.md (`tools/state_diagrams.py`). `connection_step` and `channel_step`
+are the only ways a state moves.
 
 While a channel is closing, the side that sent close discards everything but close and close-ok
 (spec: "the sender MUST discard ... until close-ok"); frames already in flight still show up on

@@ -18,13 +18,11 @@ loses bytes, leaves state unknown (`None`); checks that need unknown state are s
 connection says once, at the end, what it could not know.
 
 The four levels and their per-side states (spec 2.4.6, 2.5.5, 2.6.1), simplified to what one
-side's frames show:
-
-    connection   START --protocol-header--> HEADER --open--> OPENED --close--> CLOSED
-                 (UNKNOWN when the capture starts after the headers: anything but close allowed)
-    session      per side and channel: UNMAPPED --begin--> MAPPED --end--> UNMAPPED
-    link         per side and handle:  DETACHED --attach--> ATTACHED --detach--> DETACHED
-    delivery     per sending side and delivery-id: unsettled until either end settles it
+side's frames show, are the tables below: the connection (START, HEADER, OPENED, CLOSED, and
+UNKNOWN when the capture starts after the headers), a session per side and channel (UNMAPPED,
+MAPPED), a link per side and handle (DETACHED, ATTACHED); a delivery, per sending side and
+delivery-id, is unsettled until either end settles it. Their diagrams, drawn from these tables,
+are in docs/developer/state-machines.md (`tools/state_diagrams.py`).
 """
 
 from __future__ import annotations
