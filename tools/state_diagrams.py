@@ -1,5 +1,6 @@
-"""Write docs/developer/state-machines.md, the trackers' state diagrams drawn from their tables
-(`amqpscope.track.diagrams`); `--check` writes nothing and exits 1 when the page differs.
+"""Write the trackers' state diagrams, drawn from their tables (`amqpscope.track.diagrams`), into
+docs/developer/state-machines.md between its BEGIN and END lines (the rest of the page is
+written by hand); `--check` writes nothing and exits 1 when the drawn part differs.
 
     python3 tools/state_diagrams.py [--check]
 """
@@ -22,9 +23,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if the page differs")
     args = parser.parse_args()
-    text = page()
+    old = PAGE.read_text(encoding="utf-8") if PAGE.exists() else None
+    text = page(old)
     if args.check:
-        if not PAGE.exists() or PAGE.read_text(encoding="utf-8") != text:
+        if old != text:
             print(f"{PAGE.relative_to(ROOT)} differs from the tables: run {__file__}")
             return 1
         return 0
