@@ -4,6 +4,8 @@ A delivery lives in two maps while unsettled, both bounded by what the wire hold
 session half's `deliveries` (delivery-id -> delivery, for dispositions, which name ids) and its
 link's `unsettled` (delivery-tag -> delivery, for tag reuse and for what is left at the end).
 Settled deliveries are dropped at once; only tallies and a bounded latency sample remain.
+
+`DeliveryLevel` is the tracker's delivery level: what transfers and dispositions do to them.
 """
 
 from __future__ import annotations

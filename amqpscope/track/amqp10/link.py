@@ -12,6 +12,9 @@ and the spec uses the sender's initial-delivery-count); each delivery's first tr
 `count` by one; a sender's flow states both (drain: the sender advances its delivery-count to use
 up the credit it has no messages for). Credit taken back while transfers are in flight comes out
 right with no special case: the receiver's delivery-count in its flow lags the sender's.
+
+`LinkLevel` is the tracker's link level: attach, detach, flow (a link's credit and its session's
+window), and a link's end with what it left unsettled.
 """
 
 from __future__ import annotations

@@ -11,6 +11,9 @@ sent when remote-incoming-window is not positive is beyond the window. Transfers
 sent its flow come out right: B's next-incoming-id lags A's next-outgoing-id by exactly them.
 
 Delivery-ids are per half too: the half's `deliveries` maps the unsettled ones to their records.
+
+`SessionLevel` is the tracker's session level: begin and end, and whether a side may use a
+channel and a handle (the session and link tables of `rules`).
 """
 
 from __future__ import annotations
