@@ -1,6 +1,7 @@
 """The tracking layer's front door: frames in (from the codec), state and findings out.
 
-One connection tracker per AMQP connection, chosen by version; 0-9-1 frames also go to a
+One connection tracker per AMQP connection, chosen by version, each fed the same way (both
+implement `protocol.ConnectionTrackerProtocol`); 0-9-1 frames also go to a
 capture-wide correlator (RPC pairs, message journeys across connections). Findings a tracker
 raises are put on the frame that raised them, so the timeline shows them where they happen. A
 `transport` record (the TCP end) goes to its connection's tracker only (`transport()`). `layer`
@@ -28,6 +29,7 @@ from amqpscope.codec.connection import LAYER_KIND
 from amqpscope.codec.frames import TRANSPORT, Frame
 from amqpscope.findings import Finding
 from amqpscope.track import amqp091, amqp10
+from amqpscope.track.protocol import ConnectionTrackerProtocol
 
 VERSIONS_091: Final = ("0-9-1", "0-9", "0-8")
 #: the versions a connection tracker exists for (concatenated: mypyc cannot compile a starred
@@ -44,6 +46,11 @@ LAYER_FACTS: Final = {
 MAX_LAYERED = 10_000
 
 ConnTracker = amqp10.ConnectionTracker | amqp091.ConnectionTracker
+#: both versions' trackers implement the one protocol (mypy checks this line)
+IMPLEMENTATIONS: Final[tuple[type[ConnectionTrackerProtocol], ...]] = (
+    amqp10.ConnectionTracker,
+    amqp091.ConnectionTracker,
+)
 #: what `Tracker.on_retire` is given: the connection's order (its first frame's, among tracked
 #: connections), its finished tracker, its layers' facts, and how many findings it raised
 Retire = Callable[[int, ConnTracker, dict[str, dict[str, Any]] | None, int], None]
@@ -83,7 +90,7 @@ class Tracker:
         self.correlator: amqp091.Correlator | None = amqp091.Correlator() if journeys else None
         self.findings: list[Finding] = []
         self.findings_dropped = 0
-        self.raised: list[Finding] = []  # what the frame being fed raised (0-9-1)
+        self.raised: list[Finding] = []  # what the frame being fed raised
         #: conn -> layer name -> its facts; conn -> (client, server), for undecoded connections
         self.layers: dict[int, dict[str, dict[str, Any]]] = {}
         self.endpoints: dict[int, tuple[str, str]] = {}
@@ -135,16 +142,13 @@ class Tracker:
             if self.retire:
                 self.order[frame.conn] = self.created
             self.created += 1
-        if isinstance(tracker, amqp091.ConnectionTracker):
-            raised = self.raised  # one list for every frame: few frames raise anything
-            tracker.feed(frame, raised)
-            if self.correlator is not None and frame.version in VERSIONS_091:
-                self.correlator.feed(frame)
-            if raised:
-                self._place(frame, raised)
-                raised.clear()
-            return
-        self._place(frame, tracker.feed(frame))
+        raised = self.raised  # one list for every frame: few frames raise anything
+        tracker.feed(frame, raised)
+        if self.correlator is not None and frame.version in VERSIONS_091:
+            self.correlator.feed(frame)
+        if raised:
+            self._place(frame, raised)
+            raised.clear()
 
     def feed_all(self, frames: Iterable[Frame]) -> bool:
         """Feed every frame of `frames` (`summary`'s loop: here, compiled, each `feed` a direct

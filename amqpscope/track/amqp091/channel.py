@@ -140,7 +140,7 @@ class ChannelEpoch:
         # lost bytes may explain is counted, not flagged
         self.lenient = False
         self.opened_frame = frame.number if from_start else None
-        self.state = rules.CH_CLOSED if from_start else rules.CH_OPEN
+        self.state = rules.channel_first(from_start)
         self.modes: set[str] = set()
         self.listed = True  # set by the connection: listed in the summary, or only counted
         # counts

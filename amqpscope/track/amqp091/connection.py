@@ -189,8 +189,8 @@ class ConnectionTracker:
     def _begin(self, frame: Frame, out: list[Finding]) -> None:
         self.first_ts = frame.ts
         self.from_start = frame.kind == PROTOCOL_HEADER
+        self.state = rules.connection_first(self.from_start)
         if not self.from_start:
-            self.state = rules.OPEN
             source = self.source
             seen = "was not captured" if source == "capture" else f"is not in the {source}"
             out.append(
@@ -246,28 +246,19 @@ class ConnectionTracker:
 
     def _connection(self, frame: Frame, direction: str, out: list[Finding]) -> None:
         name = frame.name
-        key = (direction, name)
         state = self.state
-        after = rules.CONNECTION_TRANSITIONS[state].get(key)
-        if after is None and state != rules.CLOSED:
-            after = rules.CONNECTION_ANY_STATE.get(key)
-            if after is not None and state == rules.CLOSING:
-                after = None  # crossed closes: stays CLOSING
-        if after is None and self.lenient:
-            after = rules.CONNECTION_ADOPTED.get(key)
-        if after is None and not self.from_start and state == rules.OPEN:
-            after = rules.CONNECTION_ADOPTED_CLOSE.get(key)
-        if after is None:
-            allowed = rules.CONNECTION_STAYS.get(key)
-            if (allowed is None or state not in allowed) and self.from_start and not self.lenient:
-                self.unexpected += 1
-                out.append(
-                    finding(
-                        "amqp091.unexpected-method",
-                        f"{name} from the {'client' if direction == C2S else 'server'} while the"
-                        f" connection is {state}",
-                    )
+        after, unexpected = rules.connection_step(
+            state, (direction, name), bool(self.from_start), self.lenient
+        )
+        if unexpected:
+            self.unexpected += 1
+            out.append(
+                finding(
+                    "amqp091.unexpected-method",
+                    f"{name} from the {'client' if direction == C2S else 'server'} while the"
+                    f" connection is {state}",
                 )
+            )
         handler = CONNECTION_METHODS.get(name)
         if handler is not None:
             handler(self, frame, direction, out)
@@ -408,12 +399,9 @@ class ConnectionTracker:
         elif name in rules.REPLIES and epoch.state in rules.CHANNEL_ACTIVE:
             epoch.ask(frame)  # (sent into a closing channel, it is discarded unanswered)
         state = epoch.state
-        # only the channel class's own methods move its state: no (direction, name) key is made
-        # and hashed for the methods of every message
-        if name in rules.CHANNEL_EVENTS:
-            after = rules.CHANNEL_TRANSITIONS[state].get((direction, name))
-        else:
-            after = None
+        # only the channel class's own methods move its state (`rules.channel_step`: no key made
+        # and hashed for the methods of every message)
+        after = rules.channel_step(state, direction, name)
         if after is not None:
             if name == "channel.close":
                 epoch.closing(frame, "client" if direction == C2S else "server", out)
@@ -441,10 +429,12 @@ class ConnectionTracker:
                 if not epoch.from_start or epoch.lenient:
                     # adopted mid-stream (a capture started late, a log showing one side) or
                     # after lost bytes: the frame that explains this one may not be in the input
-                    if name == "channel.close-ok":
-                        epoch.state = rules.CH_CLOSED
-                        epoch.end(frame.ts, "closed", out, self.lost_c2s, self.lost_s2c)
-                        self._ended(epoch)
+                    adopted = rules.channel_adopted_step(state, name)
+                    if adopted is not None:
+                        epoch.state = adopted
+                        if adopted == rules.CH_CLOSED:
+                            epoch.end(frame.ts, "closed", out, self.lost_c2s, self.lost_s2c)
+                            self._ended(epoch)
                     return
                 self.unexpected += 1
                 out.append(

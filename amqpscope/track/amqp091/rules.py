@@ -12,21 +12,11 @@ Rule 4: a capture may start anywhere (mid-stream). Whatever first shows up on a 
         the start was not seen. Such a connection closes on a close-ok whose close is not in the
         input (a log that shows one side).
 
-The connection (spec section 4.2.3, "connection" class):
-
-    AWAIT_HEADER --c2s protocol-header--> AWAIT_START --s2c start--> STARTING --c2s start-ok-->
-    AUTHENTICATING (--s2c secure--> SECURING --c2s secure-ok--> AUTHENTICATING)* --s2c tune-->
-    TUNING --c2s tune-ok--> TUNED --c2s open--> OPENING --s2c open-ok--> OPEN
-    any state but CLOSED --close (either side)--> CLOSING --close-ok (either side)--> CLOSED
-    AWAIT_HEADER or AWAIT_START --s2c protocol-header--> REFUSED (the server named the version
-    it speaks instead: the client's header was refused or was not AMQP at all)
-
-A channel (section 4.2.4, "channel" class); a number is free again once CLOSED, and opening it
-again starts a new epoch (a new entry in the summary):
-
-    CLOSED --c2s open--> OPENING --s2c open-ok--> OPEN
-    OPENING or OPEN --c2s close--> CLOSING_BY_CLIENT --s2c close-ok--> CLOSED
-    OPENING or OPEN --s2c close--> CLOSING_BY_SERVER --c2s close-ok--> CLOSED
+The connection (spec section 4.2.3, "connection" class) and a channel (section 4.2.4, "channel"
+class; a number is free again once CLOSED, and opening it again starts a new epoch, a new entry in
+the summary) are the tables below; their diagrams, drawn from these tables, are in
+docs/developer/state-machines.md (`tools/state_diagrams.py`). `connection_step` and `channel_step`
+are the only ways a state moves.
 
 While a channel is closing, the side that sent close discards everything but close and close-ok
 (spec: "the sender MUST discard ... until close-ok"); frames already in flight still show up on
@@ -103,6 +93,40 @@ CONNECTION_STAYS: Final[dict[tuple[str, str], frozenset[str]]] = {
     (C2S, "connection.close"): frozenset((CLOSING,)),  # both sides closed at once
     (S2C, "connection.close"): frozenset((CLOSING,)),
 }
+#: the state a connection is adopted in when its first frame is not its protocol header (rule 4)
+CONNECTION_MID_STREAM: Final = OPEN
+
+
+def connection_first(from_start: bool) -> str:
+    """The state a connection starts in: before its header, or adopted mid-stream (rule 4)."""
+    return AWAIT_HEADER if from_start else CONNECTION_MID_STREAM
+
+
+def connection_step(
+    state: str, key: tuple[str, str], from_start: bool, lenient: bool
+) -> tuple[str | None, bool]:
+    """What a channel-0 event (direction, name) does in `state`: (the state it moves to, None
+    when it stays; whether that is unexpected). The tables are tried in this order: the
+    handshake's transitions; a close, from any state but CLOSED (in CLOSING, crossed closes: it
+    stays); after lost bytes, any handshake step (the one before it may be lost); adopted
+    mid-stream and OPEN, a close-ok (its close not in the input). An event none of them moves
+    is unexpected unless `CONNECTION_STAYS` allows it in `state`, or the input did not show the
+    start (`from_start` False) or lost bytes (`lenient`)."""
+    after = CONNECTION_TRANSITIONS[state].get(key)
+    if after is None and state != CLOSED:
+        after = CONNECTION_ANY_STATE.get(key)
+        if after is not None and state == CLOSING:
+            after = None  # crossed closes: stays CLOSING
+    if after is None and lenient:
+        after = CONNECTION_ADOPTED.get(key)
+    if after is None and not from_start and state == OPEN:
+        after = CONNECTION_ADOPTED_CLOSE.get(key)
+    if after is not None:
+        return after, False
+    allowed = CONNECTION_STAYS.get(key)
+    return None, (allowed is None or state not in allowed) and from_start and not lenient
+
+
 #: states in which a heartbeat or channel traffic is expected (tune-ok fixed the heartbeat)
 CONNECTION_LIVE: Final = frozenset((TUNED, OPENING, OPEN, CLOSING))
 #: states before the login succeeded: a close here is a refused login (or a refused handshake)
@@ -145,6 +169,33 @@ CHANNEL_EVENTS: Final = frozenset(
 #: the states in which a channel's methods and content are applied (OPENING: a client may send
 #: before open-ok arrives; the broker processes frames in order)
 CHANNEL_ACTIVE: Final = frozenset((CH_OPENING, CH_OPEN))
+#: a channel adopted mid-stream (or after lost bytes) while active: a close-ok closes it though
+#: its close is not in the input (rule 4)
+CHANNEL_ADOPTED_CLOSE: Final[dict[str, str]] = {"channel.close-ok": CH_CLOSED}
+
+
+def channel_first(from_start: bool) -> str:
+    """The state a channel's epoch starts in: CLOSED before its channel.open, or adopted OPEN
+    when the first frame seen on it is anything else (rule 4)."""
+    return CH_CLOSED if from_start else CH_OPEN
+
+
+def channel_step(state: str, direction: str, name: str) -> str | None:
+    """The state a channel's event moves it to (None: it does not move it). Fast path: a method
+    not in `CHANNEL_EVENTS` (every message's) moves no channel, and makes no key."""
+    if name not in CHANNEL_EVENTS:
+        return None
+    return CHANNEL_TRANSITIONS[state].get((direction, name))
+
+
+def channel_adopted_step(state: str, name: str) -> str | None:
+    """An active channel adopted mid-stream, or of a connection that lost bytes: a channel-class
+    method the tables do not move it by may answer one not in the input (a close-ok its close)."""
+    if state not in CHANNEL_ACTIVE:
+        return None
+    return CHANNEL_ADOPTED_CLOSE.get(name)
+
+
 #: closing states, and the direction whose frames the closing side discards
 CHANNEL_DISCARDS: Final = {CH_CLOSING_BY_CLIENT: S2C, CH_CLOSING_BY_SERVER: C2S}
 

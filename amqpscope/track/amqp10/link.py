@@ -12,24 +12,36 @@ and the spec uses the sender's initial-delivery-count); each delivery's first tr
 `count` by one; a sender's flow states both (drain: the sender advances its delivery-count to use
 up the credit it has no messages for). Credit taken back while transfers are in flight comes out
 right with no special case: the receiver's delivery-count in its flow lags the sender's.
+
+`LinkLevel` is the tracker's link level: attach, detach, flow (a link's credit and its session's
+window), and a link's end with what it left unsettled.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
+from itertools import islice
+from typing import TYPE_CHECKING, Any, Final
 
-from amqpscope.track.amqp10.delivery import Delivery
+from amqpscope.codec.frames import Frame
+from amqpscope.findings import Finding, finding
+from amqpscope.track.amqp10.delivery import Delivery, DeliveryLevel
+from amqpscope.track.amqp10.errors import error_of, error_text
 from amqpscope.track.amqp10.rules import (
     CLIENT,
     FOLLOW_SECONDS,
+    OTHER,
     OUTCOMES,
     RESERVOIR,
     SERVER,
+    SETTLED_REQUIRED,
     STALL_SECONDS,
     serial_add,
     serial_diff,
 )
 from amqpscope.track.stats import Durations, Episodes, Latency, Level, Rate
+
+if TYPE_CHECKING:  # session.py builds on this module
+    from amqpscope.track.amqp10.session import Session
 
 
 class Wait:
@@ -527,3 +539,206 @@ def _terminus(value: Any) -> str | dict[str, Any] | None:
     if value.get("dynamic"):
         return {"dynamic": True}
     return None
+
+
+ATTACH_FIELDS: Final = (
+    "name",
+    "handle",
+    "role",
+    "snd-settle-mode",
+    "rcv-settle-mode",
+    "source",
+    "target",
+    "initial-delivery-count",
+    "max-message-size",
+)
+KEEP_LINKS: Final = (
+    1000  # ended links kept per session for the summary (their tallies stay counted)
+)
+
+
+class LinkLevel(DeliveryLevel):
+    """Links: attach pairing, detach, flow (credit and session windows), a link's end."""
+
+    def _link(self, session: Session, side: str, frame: Frame, out: list[Finding]) -> Link | None:
+        handle = frame.fields.get("handle")
+        if handle is None:
+            return None
+        link = session.half[side].handles.get(handle)
+        if link is not None or frame.name == "detach":
+            return link
+        channel = frame.channel
+        if self.lenient:
+            self._note(f"the attach of {side} handle {handle} on channel {channel}")
+        peer = OTHER[side]
+        link = session.half[peer].handles.get(handle)
+        if link is not None and link.inferred and link.handle[side] is None:
+            self._note(f"which handles pair: assumed {CLIENT} {handle} = {SERVER} {handle}")
+        else:
+            sender = side if frame.name == "transfer" else None
+            link = Link(None, sender, inferred=True)
+            session.links.append(link)
+        link.handle[side] = handle
+        session.half[side].handles[handle] = link
+        return link
+
+    def _attach(self, side: str, frame: Frame, out: list[Finding]) -> None:
+        session = self._session(side, frame, out)
+        if session is None:
+            return
+        fields = frame.fields
+        name, handle, role = fields.get("name"), fields.get("handle"), fields.get("role")
+        peer = OTHER[side]
+        sender = side if role == "sender" else peer if role == "receiver" else None
+        key = (name, sender or side)
+        link = session.by_name.get(key)
+        if link is None or link.attach[side] is not None:
+            link = Link(name, sender)
+            session.links.append(link)
+            session.by_name[key] = link
+        half = session.half[side]
+        if handle is not None:
+            handle_max = session.half[peer].handle_max
+            if handle_max is not None and handle > handle_max:
+                out.append(
+                    finding(
+                        "amqp10.handle-over-max",
+                        f"attach of {name!r} on handle {handle}; {peer}'s handle-max is "
+                        f"{handle_max}",
+                    )
+                )
+            half.handles[handle] = link
+        link.handle[side] = handle
+        attach = link.attach[side] = {k: fields[k] for k in ATTACH_FIELDS if k in fields}
+        # the `settled` flag its snd-settle-mode requires of this side's first transfers,
+        # looked up here once, not per transfer
+        mode = attach.get("snd-settle-mode")
+        required = SETTLED_REQUIRED.get(mode) if isinstance(mode, str) else None
+        if side == CLIENT:
+            link.client_settled = required
+        else:
+            link.server_settled = required
+        unsettled = fields.get("unsettled")
+        if isinstance(unsettled, dict):
+            link.resume_unsettled = max(link.resume_unsettled, len(unsettled))
+        if role == "sender":
+            link.credit.sender_attached(fields.get("initial-delivery-count"))
+            if self.stats:
+                link.credit_series.set(frame.ts, link.credit.credit)
+            target = fields.get("target")
+            if isinstance(target, dict) and target.get("type") == "coordinator":
+                if not link.coordinator:
+                    self.txns.coordinators += 1
+                link.coordinator = True
+        elif role == "receiver":
+            link.credit.receiver_attached(frame.ts, frame.number)
+            target = fields.get("target")
+            if isinstance(target, dict) and target.get("type") == "coordinator":
+                link.coordinator = True
+
+    def _detach(self, side: str, frame: Frame, out: list[Finding]) -> None:
+        session = self._session(side, frame, out)
+        if session is None:
+            return
+        link = self._link(session, side, frame, out)
+        if link is None:
+            return  # a detach of a handle never attached: reported by _check_session
+        session.half[side].handles.pop(frame.fields.get("handle"), None)  # type: ignore[arg-type]
+        error = error_of(frame.fields.get("error"))
+        closed = bool(frame.fields.get("closed"))
+        link.detach[side] = {"closed": closed, "error": error}
+        if error:
+            out.append(
+                finding(
+                    "amqp10.error",
+                    f"{side} detached {link.label()}"
+                    + (" (closed)" if closed else "")
+                    + f": {error_text(error)}",
+                )
+            )
+        peer = OTHER[side]
+        if link.ended is not None:
+            return
+        if link.detach[peer] is not None or link.attach[peer] is None or session.half[peer].ended:
+            self._end_link(out, session, link, "it detached")
+
+    def _end_link(self, out: list[Finding], session: Session, link: Link, why: str) -> None:
+        link.ended = ENDED_AS.get(why, "open at end")
+        link.current = None
+        link.credit.ended(self.ts)
+        key = (link.name, link.sender or _attacher(link))
+        if session.by_name.get(key) is link:
+            del session.by_name[key]
+        left = len(link.unsettled)
+        if left:
+            # bytes lost after the first of them may have held their settlement: not seen
+            lost = self.lost_at is not None and self.lost_at > min(
+                d.frame for d in link.unsettled.values()
+            )
+            listed = islice(link.unsettled.values(), LEFT_LISTED - len(link.left_unsettled))
+            link.left_unsettled += [(d.id, d.ts, d.frame) for d in listed]
+            for delivery in link.unsettled.values():
+                session.half[delivery.sender].deliveries.pop(delivery.id, None)
+            link.unsettled.clear()
+            link.left += left
+            out.append(
+                finding(
+                    "amqp10.unsettled-at-end",
+                    f"{left} deliver{'y' if left == 1 else 'ies'}"
+                    f" {'not seen settled' if lost else 'left unsettled'} on {link.label()}"
+                    f" when {why}" + (" (bytes were lost after the first of them)" if lost else ""),
+                )
+            )
+        if len(session.links) > KEEP_LINKS:  # drop the oldest ended link from the summary
+            for i, old in enumerate(session.links):
+                if old.ended is not None and old is not link:
+                    del session.links[i]
+                    self.dropped_links += 1
+                    break
+
+    def _flow(self, side: str, frame: Frame, out: list[Finding]) -> None:
+        session = self._session(side, frame, out)
+        if session is None:
+            return
+        fields = frame.fields
+        waited = session.flow(side, fields, frame.ts, frame.number)
+        if waited is not None:
+            self._stall_window(out, session, session.half[OTHER[side]], waited)
+        if fields.get("handle") is None:
+            return
+        link = self._link(session, side, frame, out)
+        if link is None:
+            return
+        role = link.role_of(side)
+        drain = bool(fields.get("drain"))
+        echo = bool(fields.get("echo"))
+        if role == "receiver":
+            waited = link.credit.receiver_flow(
+                fields.get("delivery-count"),
+                fields.get("link-credit"),
+                drain,
+                echo,
+                frame.ts,
+                frame.number,
+            )
+        elif role == "sender":
+            waited = link.credit.sender_flow(
+                fields.get("delivery-count"),
+                fields.get("link-credit"),
+                fields.get("available"),
+                drain,
+                echo,
+                frame.ts,
+                frame.number,
+            )
+            link.no_credit_run = False
+        else:
+            return  # an inferred link whose direction is not known yet
+        if self.stats:
+            link.credit_series.set(frame.ts, link.credit.credit)
+        if waited is not None:
+            self._stall_credit(out, link, waited)
+
+
+def _attacher(link: Link) -> str:
+    return CLIENT if link.attach[CLIENT] is not None else SERVER

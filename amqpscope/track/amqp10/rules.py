@@ -18,13 +18,11 @@ loses bytes, leaves state unknown (`None`); checks that need unknown state are s
 connection says once, at the end, what it could not know.
 
 The four levels and their per-side states (spec 2.4.6, 2.5.5, 2.6.1), simplified to what one
-side's frames show:
-
-    connection   START --protocol-header--> HEADER --open--> OPENED --close--> CLOSED
-                 (UNKNOWN when the capture starts after the headers: anything but close allowed)
-    session      per side and channel: UNMAPPED --begin--> MAPPED --end--> UNMAPPED
-    link         per side and handle:  DETACHED --attach--> ATTACHED --detach--> DETACHED
-    delivery     per sending side and delivery-id: unsettled until either end settles it
+side's frames show, are the tables below: the connection (START, HEADER, OPENED, CLOSED, and
+UNKNOWN when the capture starts after the headers), a session per side and channel (UNMAPPED,
+MAPPED), a link per side and handle (DETACHED, ATTACHED); a delivery, per sending side and
+delivery-id, is unsettled until either end settles it. Their diagrams, drawn from these tables,
+are in docs/developer/state-machines.md (`tools/state_diagrams.py`).
 """
 
 from __future__ import annotations
@@ -101,6 +99,27 @@ CONNECTION_VIOLATION: Final[dict[str, str]] = {
     UNKNOWN: "amqp10.unexpected-frame",
 }
 
+#: a side's state when the capture starts after the headers (rule 4)
+CONNECTION_MID_STREAM: Final = UNKNOWN
+#: a side's state -> its state once bytes it sent were lost: before its open, the open may be in
+#: them (any other state stays)
+CONNECTION_LOST: Final[dict[str, str]] = {START: UNKNOWN, HEADER: UNKNOWN}
+
+
+def connection_step(state: str, name: str) -> str | None:
+    """The state a side's frame moves its connection state to (None: its row does not allow
+    it; `CONNECTION_VIOLATION` names the finding). Fast path: a transfer on an open connection,
+    most frames, is answered without a lookup (`TRANSFER_ON_OPENED`, from the table)."""
+    if state == OPENED and name == "transfer":
+        return TRANSFER_ON_OPENED
+    return CONNECTION_TRANSITIONS[state].get(name)
+
+
+def connection_lost(state: str) -> str:
+    """A side's state after bytes it sent were lost (`CONNECTION_LOST`)."""
+    return CONNECTION_LOST.get(state, state)
+
+
 # --- session: per side and channel ---------------------------------------------------------------
 
 UNMAPPED: Final = "unmapped"
@@ -135,6 +154,15 @@ ROLE_REQUIRED: Final = {"transfer": "sender"}
 OUTCOMES: Final = ("accepted", "rejected", "released", "modified")
 #: snd-settle-mode -> the `settled` flag a first transfer must carry (None: either)
 SETTLED_REQUIRED: Final = {"settled": True, "unsettled": False, "mixed": None}
+
+# --- fast paths: the usual frame's answers, read from the tables above once ---------------------
+# (tests/test_rules_fast_paths.py holds each to the table over every state and frame)
+
+#: a side's connection state after a transfer on an open connection (it stays open)
+TRANSFER_ON_OPENED: Final = CONNECTION_TRANSITIONS[OPENED]["transfer"]
+#: whether the tables allow a transfer on a mapped session and on an attached link
+TRANSFER_ON_MAPPED: Final = SESSION_TRANSITIONS[MAPPED].get("transfer") is not None
+TRANSFER_ON_ATTACHED: Final = LINK_TRANSITIONS[ATTACHED].get("transfer") is not None
 
 # --- limits (bounded memory, stall thresholds) ---------------------------------------------------
 

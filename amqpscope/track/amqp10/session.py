@@ -11,15 +11,36 @@ sent when remote-incoming-window is not positive is beyond the window. Transfers
 sent its flow come out right: B's next-incoming-id lags A's next-outgoing-id by exactly them.
 
 Delivery-ids are per half too: the half's `deliveries` maps the unsettled ones to their records.
+
+`SessionLevel` is the tracker's session level: begin and end, and whether a side may use a
+channel and a handle (the session and link tables of `rules`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
-from amqpscope.track.amqp10.delivery import Delivery, error_of
-from amqpscope.track.amqp10.link import Link
-from amqpscope.track.amqp10.rules import CLIENT, OTHER, SERVER, serial_add, serial_diff
+from amqpscope.codec.frames import Frame
+from amqpscope.findings import Finding, finding
+from amqpscope.track.amqp10.base import Side
+from amqpscope.track.amqp10.delivery import Delivery
+from amqpscope.track.amqp10.errors import error_of, error_text
+from amqpscope.track.amqp10.link import Link, LinkLevel
+from amqpscope.track.amqp10.rules import (
+    ATTACHED,
+    CLIENT,
+    DETACHED,
+    LINK_TRANSITIONS,
+    LINK_VIOLATION,
+    MAPPED,
+    OTHER,
+    SERVER,
+    SESSION_TRANSITIONS,
+    SESSION_VIOLATION,
+    UNMAPPED,
+    serial_add,
+    serial_diff,
+)
 from amqpscope.track.stats import Episodes
 
 
@@ -209,3 +230,117 @@ class Session:
             "error": error,
             "links": [link.summary() for link in self.links],
         }
+
+
+LINK_LEVEL: Final = frozenset(name for row in LINK_TRANSITIONS.values() for name in row)
+
+
+class SessionLevel(LinkLevel):
+    """Sessions: which channel a frame may use (the session and link tables of `rules`), begin
+    pairing, end."""
+
+    def _check_session(self, me: Side, frame: Frame, out: list[Finding]) -> None:
+        """The session and link tables of `rules`: may `me` send this frame on this channel
+        and handle? (Mid-stream, unknown channels and handles are not violations.)"""
+        side = me.name
+        name, channel = frame.name, frame.channel
+        session = me.channels.get(channel) if channel is not None else None
+        state = MAPPED if session is not None else UNMAPPED
+        if SESSION_TRANSITIONS[state].get(name) is None:
+            if state == MAPPED or not self.lenient:
+                text = (
+                    f"begin on channel {channel}, which {side} has already begun"
+                    if state == MAPPED
+                    else f"{name} on channel {channel}, which {side} has not begun"
+                )
+                key = ("session", side, channel, state)
+                self._violation(out, SESSION_VIOLATION[state], key, side, frame, text)
+            return
+        handle = frame.fields.get("handle")
+        if session is None or handle is None or name not in LINK_LEVEL:
+            return
+        link = session.half[side].handles.get(handle)
+        lstate = ATTACHED if link is not None else DETACHED
+        if LINK_TRANSITIONS[lstate].get(name) is None and (lstate == ATTACHED or not self.lenient):
+            text = (
+                f"attach of {frame.fields.get('name')!r} on handle {handle} (channel {channel}),"
+                f" still attached to {link.name!r}"
+                if link is not None
+                else f"{name} on handle {handle} (channel {channel}), which {side} has not attached"
+            )
+            link_key = ("link", side, channel, handle, lstate)
+            self._violation(out, LINK_VIOLATION[lstate], link_key, side, frame, text)
+        elif lstate == ATTACHED and self.noted:  # most frames: nothing noted, no key to make
+            self.noted.discard(("link", side, channel, handle, DETACHED))
+
+    def _session(self, side: str, frame: Frame, out: list[Finding]) -> Session | None:
+        """The session `side` has mapped to the frame's channel; when there is none (a
+        violation, or a session begun before the capture), one is inferred to keep tracking."""
+        channel = frame.channel
+        if channel is None:
+            return None
+        session = self.sides[side].channels.get(channel)
+        if session is not None:
+            return session
+        if self.lenient:
+            self._note(f"the begin of {side} channel {channel}")
+        peer = OTHER[side]
+        session = self.sides[peer].channels.get(channel)
+        if session is not None and session.inferred and session.half[side].channel is None:
+            self._note(f"which channels pair: assumed {CLIENT} {channel} = {SERVER} {channel}")
+        else:
+            session = Session(None, inferred=True)
+            self.sessions.append(session)
+        session.half[side].channel = channel
+        session.half[side].begun = True
+        self.sides[side].channels[channel] = session
+        return session
+
+    def _begin(self, side: str, frame: Frame, out: list[Finding]) -> None:
+        channel = frame.channel
+        if channel is None:
+            return
+        fields = frame.fields
+        peer = OTHER[side]
+        remote = fields.get("remote-channel")
+        session = self.sides[peer].pending.pop(remote, None) if remote is not None else None
+        if session is None:
+            session = Session(side if remote is None else peer, inferred=remote is not None)
+            if remote is not None:
+                session.half[peer].channel = remote
+                if self.lenient:
+                    self._note(f"the begin of {peer} channel {remote}")
+            self.sessions.append(session)
+            if remote is None:
+                self.sides[side].pending[channel] = session
+        session.half[side].channel = channel
+        self.sides[side].channels[channel] = session
+        session.begin(side, fields, frame.ts, frame.number)
+
+    def _end(self, side: str, frame: Frame, out: list[Finding]) -> None:
+        session = self._session(side, frame, out)
+        if session is None:
+            return
+        me = self.sides[side]
+        del me.channels[frame.channel]  # type: ignore[arg-type]
+        if me.pending.get(frame.channel) is session:  # type: ignore[arg-type]
+            del me.pending[frame.channel]  # type: ignore[arg-type]
+        error = session.end(side, frame.fields)
+        if error:
+            out.append(
+                finding(
+                    "amqp10.error",
+                    f"{side} ended the session on channel {frame.channel}: {error_text(error)}",
+                )
+            )
+        half = session.half[side]
+        half.handles.clear()  # ending a session detaches its links
+        peer = session.half[OTHER[side]]
+        if peer.ended or not peer.begun:
+            for link in session.links:
+                if link.ended is None:
+                    self._end_link(out, session, link, "the session ended")
+        else:
+            for link in session.links:
+                if link.ended is None and link.attach[side] is not None:
+                    link.detach[side] = link.detach[side] or {"closed": True, "implicit": True}

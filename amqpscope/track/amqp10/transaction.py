@@ -12,10 +12,13 @@ the transaction commits).
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from amqpscope.track.amqp10.delivery import Delivery, error_of
+from amqpscope.track.amqp10.errors import error_of
 from amqpscope.track.amqp10.rules import OUTCOMES
+
+if TYPE_CHECKING:  # delivery.py builds on base.py, which imports this module
+    from amqpscope.track.amqp10.delivery import Delivery
 
 KEEP: Final = 1000  # finished transactions kept for the summary (counts stay exact)
 
