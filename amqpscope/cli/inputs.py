@@ -45,6 +45,7 @@ FORMAT_NAMES = (
     "amqpnetlite",
     "pika",
     "go-amqp",
+    "uamqp",
     "router",
 )
 

@@ -86,7 +86,17 @@ OTHERS_ASKED: Final = 20_000
 class _Connection:
     """One logged connection: its number, the logger's role, a decoder per direction."""
 
-    __slots__ = ("client", "conn", "damage", "decoders", "ended", "label", "last_line", "unsure")
+    __slots__ = (
+        "client",
+        "conn",
+        "damage",
+        "decoders",
+        "ended",
+        "headers",
+        "label",
+        "last_line",
+        "unsure",
+    )
     # `ended`: the directions whose end of stream the log showed (Proton logs `-> EOS` when
     # its output closes and `<- EOS` when its input does; the connection is over with both)
 
@@ -119,6 +129,9 @@ class _Connection:
             for way in ("c2s", "s2c")
         }
         self.ended: set[str] = set()
+        #: the protocol headers logged, (arrow, protocol): one logged again starts another
+        #: connection under the same label (uamqp's log names none: one label for them all)
+        self.headers: set[tuple[str, str]] = set()
         self.last_line = 0  # the line of its last frame (0: none yet)
         #: the last line that did not parse since this connection's frames began (0: none),
         #: and the directions whose first frame after it is still to come (`log.lost-line`)
@@ -455,7 +468,11 @@ class LogReader:
 
     def _connection(self, logged: Logged) -> _Connection:
         connection = self.connections.get(logged.conn)
-        if connection is None or (len(connection.ended) == 2 and logged.kind != EOS):
+        if (
+            connection is None
+            or (len(connection.ended) == 2 and logged.kind != EOS)
+            or (logged.kind == HEADER and (logged.direction, logged.protocol) in connection.headers)
+        ):
             client = logged.direction == SENT
             if logged.version != "1.0":  # a 0-9-1 client's log (pika): the logger is the client
                 client = True
@@ -493,6 +510,7 @@ class LogReader:
             return None
         direction = connection.direction(logged.direction)
         if logged.kind == HEADER:
+            connection.headers.add((logged.direction, logged.protocol))
             frame = _header(_HEADER_BYTES[logged.protocol])
         elif logged.kind == EMPTY:
             frame = k.Frame(logged.version, k.HEARTBEAT, k.HEARTBEAT, logged.channel, b"")
