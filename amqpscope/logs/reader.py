@@ -75,6 +75,9 @@ _ENCODING_ERRORS: Final = (
 )
 #: lines one logged frame may be wrapped over
 MAX_WRAPPED: Final = 16
+#: how many lines apart two prints of one frame by different lines of the library are (go-amqp
+#: at debug level 2: the session's line, the mux's, then the writer's; `Logged.again`)
+AGAIN_LINES: Final = 12
 #: connections followed at once; past it the oldest is forgotten (memory stays bounded)
 MAX_CONNECTIONS: Final = 10_000
 #: lines that are no frame of the log's format asked whether they are another format's frames
@@ -178,6 +181,11 @@ class LogReader:
         self.number = 0  # frames so far
         self.findings: list[Finding] = []
         self.skipped = 0
+        #: lines that printed a frame another line printed (`Logged.again`), among `skipped`
+        self.printed_again = 0
+        #: (direction, frame text) -> (line, who printed it), the frames printed lately
+        self.printed: dict[tuple[str, str], tuple[int, tuple[str, ...]]] = {}
+        self.last_label = ""  # the connection of the last frame so printed
         #: a frame's text that ended unfinished: (text, its first line, lines joined so far,
         #: what it reads as alone: a transfer whose payload the line cut, else None)
         self.pending: tuple[str, int, int, Logged | None] | None = None
@@ -354,7 +362,28 @@ class LogReader:
                 return
 
     def _emit(self, logged: Logged, line: str, number: int) -> list[k.Frame]:
-        """The record of what line `number` logged (none for an end of stream)."""
+        """The record of what line `number` logged (none for an end of stream, or for a frame
+        another line printed a few lines away: `Logged.again`)."""
+        again = logged.again
+        if again is not None:
+            who, text = again
+            key = (logged.direction, text)
+            seen = self.printed.get(key)
+            if seen is not None and who not in seen[1] and number - seen[0] <= AGAIN_LINES:
+                self.printed[key] = (number, (*seen[1], who))
+                self.skipped += 1
+                self.printed_again += 1
+                return []
+            if len(self.printed) >= 4 * AGAIN_LINES:
+                self.printed = {
+                    key: seen
+                    for key, seen in self.printed.items()
+                    if number - seen[0] <= AGAIN_LINES
+                }
+            self.printed[key] = (number, (who,))
+            if not logged.conn:  # printed where the connection is not named: the last one's
+                logged.conn = self.last_label or "go-amqp"
+            self.last_label = logged.conn
         try:
             frame = self._record(logged)
         except _ENCODING_ERRORS as why:
@@ -464,6 +493,11 @@ class LogReader:
         if not self.skipped:
             return None
         what = f"{self.name}: {self.skipped} of {self.lines} lines are no "
+        if self.printed_again:
+            what = (
+                f"{self.name}: {self.skipped} of {self.lines} lines, {self.printed_again} of them"
+                " a frame another line printed, are no other "
+            )
         return finding("log.skipped-lines", what + f"{self.fmt} frame (skipped)")
 
     def _connection(self, logged: Logged) -> _Connection:
