@@ -71,7 +71,12 @@ _TYPE_NAME: Final = re.compile(r"(?:Amqp|System)(?:\.[A-Za-z`0-9\[\], ]+)+")
 
 
 def looks_like(line: str) -> bool:
-    return ("SEND " in line or "RECV " in line) and _LINE.search(line) is not None
+    if "SEND " not in line and "RECV " not in line:
+        return False
+    if _LINE.search(line) is not None:
+        return True
+    started = _STARTED.search(line)  # a frame cut short (an excerpt's last line)
+    return started is not None and started.group(1) in _COMPOSITES
 
 
 def parse(line: str) -> Logged | None:

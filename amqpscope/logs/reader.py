@@ -181,6 +181,9 @@ class LogReader:
         self.number = 0  # frames so far
         self.findings: list[Finding] = []
         self.skipped = 0
+        #: lines read as the rest of a frame a line before them began (a wrap, a split), so
+        #: that every line is a frame's, a finding's, a join's or a skipped one
+        self.joined = 0
         #: lines that printed a frame another line printed (`Logged.again`), among `skipped`
         self.printed_again = 0
         #: (direction, frame text) -> (line, who printed it), the frames printed lately
@@ -251,15 +254,18 @@ class LogReader:
                 if _payload_cut(logged) and count < MAX_WRAPPED and line.endswith("\n"):
                     self.pending = (joined.rstrip("\r\n"), first, count + 1, logged)
                     return []
+                self.joined += count
                 return self._emit(logged, joined, first)
             if going_on is not None and line.endswith("\n"):
                 self.pending = going_on
                 return []
             if alone is not None:  # the payload was cut, not wrapped: the frame as it read
+                self.joined += count - 1
                 return self._emit(alone, text, first) + self._line(line, number)
             what = f"{self.name}:{first}: a frame's text that ends unfinished"
             self.findings.append(finding("log.bad-line", what))
             self.bad_line = first
+            self.joined += count - 1
             return self._truncated(text, first) + self._line(line, number)
         return self._line(line, number)
 
@@ -422,8 +428,9 @@ class LogReader:
         (a transfer whose payload was cut) or is a finding. Call before `finish`."""
         if self.pending is None:
             return []
-        text, first, _, alone = self.pending
+        text, first, count, alone = self.pending
         self.pending = None
+        self.joined += count - 1
         if alone is not None:
             return self._emit(alone, text, first)
         what = f"{self.name}:{first}: the log ends inside this frame"
