@@ -50,7 +50,7 @@ from amqpscope.logs.lines import (
 )
 from amqpscope.logs.partial import closings
 from amqpscope.logs.proton_values import Described, LogLineEnded, LogSyntaxError
-from amqpscope.logs.unwrap import number_after, respace, unwrap
+from amqpscope.logs.unwrap import cut_repr, number_after, respace, unwrap
 
 #: protocol header bytes of the pseudo frames
 _HEADER_BYTES: Final = {
@@ -443,7 +443,17 @@ class LogReader:
         `truncated`; none when no closing of it reads as a frame. The cut stays a finding."""
         if "\n" in text.rstrip("\r\n"):
             return []
-        for closed in closings(text.rstrip("\r\n")):
+        found = self._truncated_as(text.rstrip("\r\n"), number)
+        if found:
+            return found
+        inside = cut_repr(text.rstrip("\r\n"))  # a Python bytes repr the cut left open
+        if inside is None:
+            return []
+        self.when = self.when or inside[1]
+        return self._truncated_as(inside[0], number)
+
+    def _truncated_as(self, text: str, number: int) -> list[k.Frame]:
+        for closed in closings(text):
             try:
                 logged = self.parse(closed)
             except _ENCODING_ERRORS:
