@@ -96,11 +96,15 @@ def test_a_broken_reader_falls_below_the_bar(monkeypatch: pytest.MonkeyPatch) ->
 _AT = re.compile(r"^[^:]+:(\d+):")
 
 
-@pytest.mark.parametrize("path", EXCERPTS, ids=lambda p: p.stem)
+RECORDED = sorted((Path(__file__).resolve().parent.parent / "captures").glob("log-*.log"))
+
+
+@pytest.mark.parametrize("path", EXCERPTS + RECORDED, ids=lambda p: p.stem)
 def test_every_line_is_a_frame_a_finding_or_counted(path: Path) -> None:
-    """Item 5: the lines that start a record, the lines findings name (`log.bad-line`,
-    `log.cut-line`), the lines read as the rest of a wrapped frame (`joined`), the transport's
-    ends Proton logs and the skipped lines add up to the excerpt's lines; a line that looks
+    """Item 5, on every excerpt and every recorded log: the lines that start a record, the
+    lines findings name (`log.bad-line`, `log.cut-line`), the lines read as the rest of a
+    wrapped frame (`joined`), the transport's ends Proton logs and the skipped lines add up to
+    the log's lines; a line that looks
     like a frame of any format is among the first four, or a frame printed again (go-amqp),
     never a skipped one."""
     fmt, reader, records = logs_corpus.read(path)
