@@ -29,9 +29,8 @@ def test_the_format_named_by_the_content() -> None:
     ):
         done = read(str(path), "--json")
         assert done.returncode == 0, done.stderr
-        assert done.stderr.splitlines()[0] == (
-            f"amqpscope: source: {path}: a {fmt} log (named by its content; --format overrides)"
-        )
+        said = f"amqpscope: source: {path}: log format {fmt}"
+        assert done.stderr.splitlines()[0] == f"{said} (named by its content; --format overrides)"
         assert "source:" not in done.stdout
 
 
@@ -39,4 +38,4 @@ def test_the_format_given() -> None:
     path = ROOT / "captures" / "log-proton-broker.log"
     done = read(str(path), "--format", "router")
     assert done.returncode == 0, done.stderr
-    assert f"amqpscope: source: {path}: a router log (--format)" in done.stderr.splitlines()
+    assert f"amqpscope: source: {path}: log format router (--format)" in done.stderr.splitlines()
