@@ -356,8 +356,9 @@ def parse(line: str) -> Logged | None:
     direction = SENT if m.group("dir") == "TX" else RECEIVED
     ts = timestamp(line[: m.start()]) if m.start() else 0.0
     conn = m.group("ptr") or "go-amqp"
-    who = m.group("who") or ""
+    who = ""  # the connection's own reader or writer (`_PRIMARY`): one class of printer
     if echo is not None:
+        who = m.group("who") or "?"
         # the connection when the line names it, else "": the reader's last one (a session's
         # or a link's pointer is no connection's)
         conn = m.group("toptr") if m.group("to") == "Conn" and m.group("toptr") else ""

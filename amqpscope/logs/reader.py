@@ -189,6 +189,9 @@ class LogReader:
         #: (direction, frame text) -> (line, who printed it), the frames printed lately
         self.printed: dict[tuple[str, str], tuple[int, tuple[str, ...]]] = {}
         self.last_label = ""  # the connection of the last frame so printed
+        #: the last frame the connection's own reader or writer printed, while no other line
+        #: printed one (direction, text, line)
+        self.last_printed: tuple[str, str, int] | None = None
         #: a frame's text that ended unfinished: (text, its first line, lines joined so far,
         #: what it reads as alone: a transfer whose payload the line cut, else None)
         self.pending: tuple[str, int, int, Logged | None] | None = None
@@ -371,8 +374,16 @@ class LogReader:
         """The record of what line `number` logged (none for an end of stream, or for a frame
         another line printed a few lines away: `Logged.again`)."""
         again = logged.again
-        if again is not None:
+        if again is not None and not again[0] and not self.printed:
+            # the connection's own frame line, and no other line that prints frames seen
+            # lately: only kept, for such a line that may follow (the cost of a plain log)
+            self.last_printed = (logged.direction, again[1], number)
+            self.last_label = logged.conn
+        elif again is not None:
             who, text = again
+            if not self.printed and self.last_printed is not None:
+                direction, printed, at = self.last_printed
+                self.printed[(direction, printed)] = (at, ("",))
             key = (logged.direction, text)
             seen = self.printed.get(key)
             if seen is not None and who not in seen[1] and number - seen[0] <= AGAIN_LINES:
