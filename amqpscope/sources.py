@@ -52,6 +52,7 @@ FORMAT_NAMES: Final = (
     "amqpnetlite",
     "pika",
     "go-amqp",
+    "uamqp",
     "router",
 )
 

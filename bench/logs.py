@@ -31,6 +31,9 @@ tests/made_logs.py (tests/test_logs_cached_shapes.py varies the same lines).
     python3 bench/logs.py [--messages N] [--noise K] [--repeat R] [--builds compiled,pure]
                           [--keep DIR] [--only pika,rhea]
 
+Last, the shares of frames found and field values agreeing on the corpus of pasted excerpts
+(bench/logs_corpus.py, tests/corpus/logs/), read by this tree's sources.
+
 Each build reads each log in a process of its own: CPU seconds (median of R runs; the machine
 is shared, so CPU, not wall time) of the LogReader alone and of LogReader and Tracker, no
 start-up, no output; then `amqpscope summary` and `read --json` of the Proton log as whole
@@ -295,6 +298,17 @@ def main(argv: list[str] | None = None) -> int:
                 verb = "summary" if what.endswith("summary") else "read"
                 seconds = child_cpu([*cli, verb, str(plain), *extra], env, args.repeat)
                 print(f"| {what:<34} | {build:<8} | {seconds:6.2f} | {lines / seconds:9,.0f} |")
+    # what the reader gets right on pasted excerpts (issue 42), beside how fast it reads
+    sys.path.insert(0, str(HERE))
+    import logs_corpus  # bench/logs_corpus.py
+
+    scores = [logs_corpus.score(path) for path in logs_corpus.corpus()]
+    frames, fields, found, total, agreeing, field_total = logs_corpus.shares(scores)
+    print(
+        f"\ncorpus of {len(scores)} pasted excerpts (tests/corpus/logs, this tree's sources):"
+        f" frames found {found}/{total} = {frames:.1%},"
+        f" field values agreeing {agreeing}/{field_total} = {fields:.1%}"
+    )
     return 0
 
 

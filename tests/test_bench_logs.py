@@ -45,3 +45,4 @@ def test_bench_prints_rates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert bench_logs.main(args) == 0
     out = capsys.readouterr().out
     assert "lines/s" in out and "amqpscope summary" in out
+    assert "pasted excerpts" in out and "frames found" in out and "field values agreeing" in out

@@ -216,6 +216,11 @@ def read(
     steady_gc()
     with open_input(files, fmt) as source, progress(source.file, not as_json) as bar:
         tracker.source = source.source  # before its first frame: findings say "the log ended"
+        if source.log is not None:  # which format it is read as (issue 42), --format or not
+            how = "--format" if fmt is not None else "named by its content; --format overrides"
+            click.echo(
+                f"amqpscope: source: {source.path}: log format {source.fmt} ({how})", err=True
+            )
         if (tree or dump) and source.capture is None:
             fail("-V and -x show a captured frame's bytes; a log has none (try --json)", 2)
         first_ts: float | None = None

@@ -13,7 +13,9 @@ hex, a list as `[a,b]`, anything else by its `ToString()`: numbers in decimal, b
 (`source(address:q,durable:0)`), a map as its .NET type name (`Amqp.Types.Map`): not shown.
 Settle modes print as enum names from 2.2.0 on (`snd-settle-mode:Mixed`, `rcv-settle-mode:First`:
 `_ENUMS`), as numbers before.
-SASL frames have no channel (`SEND sasl-init(...)`), headers read `SEND AMQP 3 1.0.0`.
+SASL frames have no channel (`SEND sasl-init(...)`), headers read `SEND AMQP 3 1.0.0`; a
+transfer with a payload ends ` payload N` (its size: the bytes are not shown), a heartbeat is
+`SEND (ch=0) empty` (`src/Connection.cs`, the same since 2015).
 
 The text has no quoting: a string ends where `,next-field:` or the closing `)` follows, so a
 value that itself contains such text is cut there (a finding if what follows does not parse).
@@ -26,7 +28,7 @@ from typing import Any, Final
 
 from amqpscope.codec.amqp10 import spec
 from amqpscope.logs.amqp10_encode import primitive
-from amqpscope.logs.lines import FRAME, HEADER, RECEIVED, SENT, Logged, search_at, timestamp
+from amqpscope.logs.lines import EMPTY, FRAME, HEADER, RECEIVED, SENT, Logged, search_at, timestamp
 from amqpscope.logs.proton_values import (
     Array,
     Binary,
@@ -41,7 +43,8 @@ from amqpscope.logs.shapes import Shapes
 NAME: Final = "amqpnetlite"
 
 _LINE: Final = re.compile(
-    r"\b(?P<dir>SEND|RECV) (?:\(ch=(?P<ch>\d+)\) )?(?P<rest>[a-z][a-z-]*\(.*\)|AMQP \d .*)$"
+    r"\b(?P<dir>SEND|RECV) (?:\(ch=(?P<ch>\d+)\) )?(?P<rest>[a-z][a-z-]*\(.*\)|AMQP \d .*|empty)"
+    r"(?: payload (?P<size>\d+))?\s*$"
 )
 _HEADER: Final = re.compile(r"AMQP (\d) (\d)\.(\d)\.(\d)")
 #: a frame's start whose `)` the line does not reach (cut, or wrapped by a logger)
@@ -71,7 +74,12 @@ _TYPE_NAME: Final = re.compile(r"(?:Amqp|System)(?:\.[A-Za-z`0-9\[\], ]+)+")
 
 
 def looks_like(line: str) -> bool:
-    return ("SEND " in line or "RECV " in line) and _LINE.search(line) is not None
+    if "SEND " not in line and "RECV " not in line:
+        return False
+    if _LINE.search(line) is not None:
+        return True
+    started = _STARTED.search(line)  # a frame cut short (an excerpt's last line)
+    return started is not None and started.group(1) in _COMPOSITES
 
 
 def parse(line: str) -> Logged | None:
@@ -92,6 +100,10 @@ def parse(line: str) -> Logged | None:
         if protocol is None:
             raise LogSyntaxError(m.start("rest"), f"protocol id {header.group(1)}")
         return Logged("amqpnetlite", direction, HEADER, protocol=protocol, ts=ts)
+    if rest == "empty":  # `SEND (ch=0) empty`: a heartbeat (Connection.cs)
+        return Logged("amqpnetlite", direction, EMPTY, channel=0, ts=ts)
+    # a transfer's `payload N` (Connection.cs, since 2015): its size only, the bytes not shown
+    size = int(m.group("size")) if m.group("size") is not None else 0
     name_match = _NAME.match(rest)
     if name_match is None or name_match.group(1) not in _COMPOSITES:
         raise LogSyntaxError(m.start("rest"), "a performative name( expected")
@@ -100,6 +112,8 @@ def parse(line: str) -> Logged | None:
     if found is not None:
         logged = Logged("amqpnetlite", direction, FRAME, channel=channel or 0, ts=ts)
         logged.made, logged.lossy = found
+        if size:
+            logged.lossy = [*logged.lossy, "payload"]
         return logged
     lossy: list[str] = []
     value, end = _Reader(rest, lossy).composite(0, "")
@@ -107,7 +121,7 @@ def parse(line: str) -> Logged | None:
         raise LogSyntaxError(m.start("rest") + end, "text after the frame body")
     _SHAPES.learn(rest, value, lossy)
     logged = Logged("amqpnetlite", direction, FRAME, channel=channel or 0, value=value, ts=ts)
-    logged.lossy = lossy
+    logged.lossy = [*lossy, "payload"] if size else lossy
     return logged
 
 

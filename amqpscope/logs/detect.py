@@ -21,12 +21,16 @@ from collections.abc import Iterable, Iterator
 from typing import Final, NamedTuple
 
 from amqpscope.logs.formats import FORMATS, Format
+from amqpscope.logs.partial import closings
 from amqpscope.logs.reader import _may_go_on
-from amqpscope.logs.unwrap import respace, unwrap
+from amqpscope.logs.unwrap import number_after, respace, unwrap
 from amqpscope.logs.values import LogLineEnded, LogSyntaxError
 
 #: lines looked at
 SAMPLE: Final = 2000
+#: lines a frame's text may go on into (a terminal's hard wrap): a line is looked at once
+#: these have come
+JOINS: Final = 6
 #: frames a format's grammar must read among them
 CONFIRM: Final = 2
 #: a text this short (lines not blank) may be a log of one frame
@@ -46,21 +50,48 @@ _ERRORS: Final = (LogSyntaxError, ValueError, KeyError, IndexError, TypeError)
 
 
 def _reads(fmt: Format, lines: list[str], at: int) -> bool:
-    """Whether line `at` reads as one of `fmt`'s frames, alone or joined with the next line
-    (a logger's indentation dropped or not) when it ends unfinished."""
+    """Whether line `at` reads as one of `fmt`'s frames: alone (without a line number after
+    it, `unwrap.number_after`), or joined with the lines after it (a logger's indentation
+    dropped or not, up to `JOINS` of them: a terminal's hard wrap) while it ends unfinished,
+    or, the log's last line, as a frame cut short."""
+    line = lines[at]
+    number = number_after(line) if line.rstrip()[-1:].isdigit() else 0
+    if number:
+        try:
+            if fmt.parse(line[:number].rstrip() + "\n") is not None:
+                return True
+        except _ERRORS:
+            pass
     try:
-        return fmt.parse(lines[at]) is not None
+        return fmt.parse(line) is not None
     except LogLineEnded:
         pass
     except _ERRORS as why:
-        if not isinstance(why, LogSyntaxError) or not _may_go_on(lines[at]):
+        if not isinstance(why, LogSyntaxError) or not _may_go_on(line):
             return False
-    if at + 1 >= len(lines):
-        return False
-    text, after = lines[at].rstrip("\r\n"), lines[at + 1]
-    for joined in (text + after.lstrip(), text + after):
+    text = line.rstrip("\r\n")
+    for after in lines[at + 1 : at + 1 + JOINS]:
+        going = ""
+        for joined in (text + after.lstrip(), text + after):
+            try:
+                if fmt.parse(joined) is not None:
+                    return True
+            except _ERRORS as why:
+                if not going and isinstance(why, LogSyntaxError) and _may_go_on(joined):
+                    going = joined.rstrip("\r\n")
+        if not going:
+            return False
+        text = going
+    return at + 1 + JOINS > len(lines) and _reads_cut(fmt, text)
+
+
+def _reads_cut(fmt: Format, line: str) -> bool:
+    """Whether the log's last line is one of `fmt`'s frames cut short (an excerpt that ends
+    mid-frame: the reader makes a truncated record of it), its text closed after a whole
+    field (`partial.closings`)."""
+    for closed in closings(line.rstrip("\r\n")):
         try:
-            if fmt.parse(joined) is not None:
+            if fmt.parse(closed) is not None:
                 return True
         except _ERRORS:
             continue
@@ -68,8 +99,8 @@ def _reads(fmt: Format, lines: list[str], at: int) -> bool:
 
 
 class Detector:
-    """Votes and confirmations of each format, line by line (a line is looked at once the next
-    has come, for a frame a wrap cut in two)."""
+    """Votes and confirmations of each format, line by line (a line is looked at once `JOINS`
+    more have come, for a frame a wrap cut in pieces)."""
 
     def __init__(self) -> None:
         self.lines: list[str] = []  # as they came (read again by the reader)
@@ -86,8 +117,8 @@ class Detector:
         self.texts.append(respace(unwrap(line)[0]))
         if line.strip():
             self.filled += 1
-        if len(self.lines) >= 2:
-            self._look(len(self.lines) - 2)
+        if len(self.lines) > JOINS:
+            self._look(len(self.lines) - 1 - JOINS)
 
     def _look(self, at: int) -> None:
         lines, votes, read = self.texts, self.votes, self.read
@@ -96,8 +127,10 @@ class Detector:
             own = name not in self.own and any(mark in line for mark in marks)
             if own and not FORMATS[name].looks_like(line):
                 self.own.add(name)
+        number = number_after(line) if line.rstrip()[-1:].isdigit() else 0
+        bare = line[:number].rstrip() if number else line  # a line number after the frame
         for name, fmt in FORMATS.items():
-            if fmt.looks_like(line):
+            if fmt.looks_like(line) or (number and fmt.looks_like(bare)):
                 votes[name] += 1
                 if read[name] < CONFIRM and _reads(fmt, lines, at):
                     read[name] += 1
@@ -106,8 +139,9 @@ class Detector:
     def result(self, final: bool = True) -> str | None:
         """The format of the lines added: `final`, all of them looked at (the last one with no
         next line), else all but the last one."""
-        if final and self.lines and self.looked < len(self.lines):
-            self._look(len(self.lines) - 1)
+        if final:
+            for at in range(self.looked, len(self.lines)):
+                self._look(at)
         enough = 1 if self.filled <= SHORT else CONFIRM
         # a library's own lines around it confirm a frame of its format as a second one would
         confirmed = [

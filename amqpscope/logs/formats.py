@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final, NamedTuple
 
-from amqpscope.logs import amqpnetlite, goamqp, pika, proton, protonj, pyamqp, rhea
+from amqpscope.logs import amqpnetlite, goamqp, pika, proton, protonj, pyamqp, rhea, uamqp
 from amqpscope.logs.lines import Logged
 
 
@@ -34,6 +34,7 @@ FORMATS: Final[dict[str, Format]] = {
         Format(amqpnetlite.NAME, amqpnetlite.looks_like, amqpnetlite.parse),
         Format(pika.NAME, pika.looks_like, pika.parse),
         Format(goamqp.NAME, goamqp.looks_like, goamqp.parse),
+        Format(uamqp.NAME, uamqp.looks_like, uamqp.parse),
         # a router's log is Proton's text behind its own prefix: the same grammar
         Format("router", proton.looks_like, proton.parse, damaged=proton.damaged),
     )

@@ -15,9 +15,19 @@ String says `source{` too), `internal/encoding/exported_types.go` the errors
 (`StateAccepted{}`, ...) and settle modes (`unsettled`, `first`).
 Older versions (2022-10 to 2023-04: `TX (connWriter): %s`; before that, vcabbage/amqp and
 go-amqp up to 0.17: `TX: %s`) printed the body without the `Frame{...}` around it: no channel.
-Lines at debug level 2 print the same frames again as they pass between goroutines
-(`mux frame to Session`, `TX (Session %p): %d, %s`, `RX (Receiver %p): %s`): not read, or
-every frame would count twice.
+Other lines print frames too, as they pass between goroutines or where a link made them (go-amqp's
+history, `git log -p` of its `debug` calls, and vcabbage/amqp's before it): `TX(Session): %s`,
+`TX(link): %s`, `TX(Session) - tx: %s` (vcabbage, go-amqp to 0.13), `TX (attachLink): %s`,
+`RX (muxHandleFrame): %s`, `TX (sender): %s`, `TX (NewSession): %s` ... (to 2022-12), `TX
+(Session): %d, %s` (the channel first), `RX (connReader): mux frame to session: %s` (2023-02),
+`TX (Session %p): %d, %s`, `TX (Session %p) mux frame to Conn (%p): %s`, `TX (Sender %p): mux
+frame to Session (%p): %d, %s`, `RX (Session %p): mux frame to link (%p): %s, %s` (2023-03 on,
+debug level 2). Such a line is read (`_ECHO`), and marked (`Logged.again`) so that the reader
+counts it once: the same frame printed by another of these lines a few lines before or after
+is the same frame (a log at level 2 prints most frames twice; an excerpt may hold only one).
+Before 2022-12 a transfer's tag was Go's `%q` of its bytes (`DeliveryTag: "\x00\x01"`), and
+before 2024-12 the states were `Accepted`, `Released`, `Rejected{...}`, `Modified{...}`;
+vcabbage's source printed `DefaultOutcome: %vOutcomes:` with no space.
 
 What the text cannot give back is left out, with `log.not-shown`: maps printed by Go's `%v`
 (`map[k:v ...]`, keys and values unquoted, so not readable when not empty), SASL responses
@@ -27,6 +37,7 @@ What the text cannot give back is left out, with `log.not-shown`: maps printed b
 
 from __future__ import annotations
 
+import codecs
 import re
 from typing import Any, Final
 
@@ -48,6 +59,19 @@ NAME: Final = "go-amqp"
 _PRIMARY: Final = re.compile(
     r"(?P<dir>TX|RX)(?: \((?P<who>connWriter|connReader|openAMQP|negotiateSASL|saslOutcome"
     r"|ConnSASL[A-Za-z]+)(?: (?P<ptr>0x[0-9a-fA-F]+|%!p\([^)]*\)))?\))?: (?P<rest>.*)$"
+)
+#: the lines that print a frame again, or where it was made (see the docstring); `who` is what
+#: the reader's `again` keys on
+_ECHO: Final = re.compile(
+    r"(?P<dir>TX|RX) ?\((?P<who>[A-Za-z.]+)(?: (?P<ptr>0x[0-9a-fA-F]+|%!p\([^)]*\)))?\)"
+    r"(?: - (?:tx|txtransfer|default))?:? "
+    r"(?:mux (?:frame|transfer) to (?P<to>Conn|Session|session|connWriter|link)"
+    r"(?: \((?P<toptr>0x[0-9a-fA-F]+|%!p\([^)]*\))\))?: )?"
+    r"(?:(?P<ch>\d+), )?(?P<rest>.*)$"
+)
+#: a link's name before the frame (`mux frame to link (%p): %s, %s`)
+_NAMED: Final = re.compile(
+    r", (?=(?:Frame|Open|Begin|Attach|Flow|Transfer|Disposition|Detach|End|Close|Sasl\w+)\{)"
 )
 _FRAME: Final = re.compile(r"Frame\{Type: (AMQP|SASL), Channel: (\d+), Body: (.*)\}")
 
@@ -234,34 +258,87 @@ _ABSENT: Final = object()
 def _pattern(name: str, fields: _Spec) -> re.Pattern[str]:
     parts = []
     for index, (go_name, _, _) in enumerate(fields):
-        sep = "" if index == 0 else ("" if go_name.startswith(" ") else ", ")
+        if index and go_name.startswith(" "):  # vcabbage's source had no space there either
+            parts.append(" ?" + re.escape(f"{go_name[1:]}: ") + f"(?P<f{index}>.*?)")
+            continue
+        sep = "" if index == 0 else ", "
         parts.append(re.escape(f"{sep}{go_name}: ") + f"(?P<f{index}>.*?)")
     return re.compile(re.escape(f"{name}{{") + "".join(parts) + r"\}", re.DOTALL)
 
 
+def _prefix_pattern(name: str, fields: _Spec) -> re.Pattern[str]:
+    """`_pattern`'s, its fields after the first each optional with all after it: the text of a
+    frame cut after some of its fields and closed (`partial.closings`)."""
+    tail = ""
+    for index in range(len(fields) - 1, 0, -1):
+        go_name = fields[index][0]
+        sep = (
+            " ?" + re.escape(go_name[1:]) if go_name.startswith(" ") else re.escape(f", {go_name}")
+        )
+        tail = f"(?:{sep}: (?P<f{index}>.*?){tail})?"
+    first = re.escape(f"{fields[0][0]}: ") + "(?P<f0>.*?)"
+    return re.compile(re.escape(f"{name}{{") + f"(?:{first}{tail})?" + r"\}", re.DOTALL)
+
+
 _BODY_PATTERNS: Final = {name: _pattern(name, fields) for name, (_, fields) in _BODIES.items()}
+_PREFIX_PATTERNS: Final = {
+    name: _prefix_pattern(name, fields) for name, (_, fields) in _BODIES.items()
+}
 _TERMINUS_PATTERNS: Final = {name: _pattern("source", fields) for name, fields in _TERMINUS.items()}
 _ERROR_PATTERN: Final = _pattern("*Error", _ERROR)
-_STATE_PATTERNS: Final = {name: _pattern(name, fields) for name, (_, fields) in _STATES.items()}
+#: the states' names before 2024-12 (`Accepted` and `Released` without braces)
+_OLD_STATES: Final = {
+    "Accepted": "StateAccepted",
+    "Released": "StateReleased",
+    "Rejected": "StateRejected",
+    "Modified": "StateModified",
+    "Received": "StateReceived",
+}
+_STATE_PATTERNS: Final = {
+    **{name: _pattern(name, fields) for name, (_, fields) in _STATES.items()},
+    **{old: _pattern(old, _STATES[new][1]) for old, new in _OLD_STATES.items()},
+}
 
 
 def looks_like(line: str) -> bool:
     if "X" not in line:
         return False
     m = _PRIMARY.search(line)
+    if m is not None:
+        rest = m.group("rest").rstrip()
+        if rest.startswith("Frame{Type: ") or rest.split("{", 1)[0] in _BODIES:
+            return True
+    return _echo(line) is not None
+
+
+def _echo(line: str) -> tuple[re.Match[str], str] | None:
+    """A line of `_ECHO`'s forms and the frame's text in it, or None."""
+    m = _ECHO.search(line)
     if m is None:
-        return False
+        return None
     rest = m.group("rest").rstrip()
-    return rest.startswith("Frame{Type: ") or rest.split("{", 1)[0] in _BODIES
+    if not rest.startswith("Frame{") and rest.split("{", 1)[0] not in _BODIES:
+        named = _NAMED.search(rest)
+        if named is None:
+            return None
+        rest = rest[named.end() :]
+    return m, rest
 
 
 def parse(line: str) -> Logged | None:
     if "TX" not in line and "RX" not in line:
         return None
     m = _PRIMARY.search(line)  # quicker than `lines.search_at` here: `TX` comes early
+    echo = None
+    if m is not None:
+        rest = m.group("rest").rstrip()
+        if rest.startswith("mux "):  # `RX (connReader %p): mux frame to Session (%p): %s`
+            m = None
     if m is None:
-        return None
-    rest = m.group("rest").rstrip()
+        echo = _echo(line)
+        if echo is None:
+            return None
+        m, rest = echo
     channel: int | None = None
     framed = _FRAME.fullmatch(rest)
     if framed is not None:
@@ -278,17 +355,29 @@ def parse(line: str) -> Logged | None:
         raise LogSyntaxError(m.start("rest"), f"no frame body named {name!r}")
     direction = SENT if m.group("dir") == "TX" else RECEIVED
     ts = timestamp(line[: m.start()]) if m.start() else 0.0
+    conn = m.group("ptr") or "go-amqp"
+    who = ""  # the connection's own reader or writer (`_PRIMARY`): one class of printer
+    if echo is not None:
+        who = m.group("who") or "?"
+        # the connection when the line names it, else "": the reader's last one (a session's
+        # or a link's pointer is no connection's)
+        conn = m.group("toptr") if m.group("to") == "Conn" and m.group("toptr") else ""
+        if m.group("ptr") is None and not conn:
+            conn = "go-amqp"  # the versions without pointers: one label for all
+        if m.group("to"):
+            who += ">" + m.group("to")
+        if channel is None and m.group("ch") is not None:
+            channel = int(m.group("ch"))
     found = _SHAPES.made(body)
     if found is not None:
-        logged = Logged(m.group("ptr") or "go-amqp", direction, FRAME, channel=channel, ts=ts)
+        logged = Logged(conn, direction, FRAME, channel=channel, ts=ts)
         logged.made, logged.lossy = found
-        return logged
-    value, lossy = _read(body, m.start("rest"))
-    _SHAPES.learn(body, value, lossy)
-    logged = Logged(
-        m.group("ptr") or "go-amqp", direction, FRAME, channel=channel, value=value, ts=ts
-    )
-    logged.lossy = lossy
+    else:
+        value, lossy = _read(body, m.start("rest"))
+        _SHAPES.learn(body, value, lossy)
+        logged = Logged(conn, direction, FRAME, channel=channel, value=value, ts=ts)
+        logged.lossy = lossy
+    logged.again = (who, body)
     return logged
 
 
@@ -298,9 +387,16 @@ def _read(body: str, at: int = 0) -> tuple[Any, list[str]]:
     name = body.split("{", 1)[0]
     composite, fields = _BODIES[name]
     match = _BODY_PATTERNS[name].fullmatch(body)
-    if match is None:
-        raise LogSyntaxError(at, f"{name}{{...}} not as go-amqp prints it")
     lossy: list[str] = []
+    if match is None:  # a frame cut after some fields (and closed): those, the rest not shown
+        match = _PREFIX_PATTERNS[name].fullmatch(body)
+        if match is None:
+            raise LogSyntaxError(at, f"{name}{{...}} not as go-amqp prints it")
+        lossy.extend(
+            spec_name
+            for i, (_, spec_name, _) in enumerate(fields)
+            if spec_name and match.group(f"f{i}") is None
+        )
     values = _fields(match, fields, lossy, "")
     if composite == "attach" and ("role", True) in values:
         # frames.go: a receiver's attach omits initial-delivery-count (printed as 0 anyway)
@@ -311,6 +407,8 @@ def _read(body: str, at: int = 0) -> tuple[Any, list[str]]:
 def _fields(match: re.Match[str], fields: _Spec, lossy: list[str], where: str) -> Fields:
     out = Fields()
     for index, (_, name, kind) in enumerate(fields):
+        if match.group(f"f{index}") is None:  # not reached: a cut frame's (`_PREFIX_PATTERNS`)
+            continue
         if not name:  # a transfer's payload: only its size is printed
             if match.group(f"f{index}") not in ("0", ""):
                 lossy.append("payload")
@@ -355,6 +453,10 @@ def _value(text: str, kind: str, lossy: list[str], where: str) -> Any:
     if kind == "duration":
         milliseconds = _milliseconds(text)
         return milliseconds or _ABSENT
+    if kind == "hex" and text.startswith('"'):  # Go's %q of the bytes (before 2022-12)
+        if len(text) < 2 or not text.endswith('"'):
+            raise LogSyntaxError(0, f"{where}: a quoted tag expected")
+        return Binary(codecs.escape_decode(text[1:-1].encode("utf-8"))[0])
     if kind == "hex":
         return _ABSENT if text == "<nil>" else Binary(bytes.fromhex(text))
     if kind == "bytes":  # %v of a []byte: decimal bytes
@@ -391,10 +493,14 @@ def _value(text: str, kind: str, lossy: list[str], where: str) -> Any:
         if text in _NIL:
             return _ABSENT
         state = text.split("{", 1)[0]
-        if state not in _STATES:
+        if state in ("Accepted", "Released") and text == state:
+            text = state = _OLD_STATES[state]
+            text += "{}"
+        known = _STATES.get(_OLD_STATES.get(state, state))
+        if known is None:
             lossy.append(where)
             return _ABSENT
-        composite, spec_fields = _STATES[state]
+        composite, spec_fields = known
         m = _STATE_PATTERNS[state].fullmatch(text)
         if m is None:
             raise LogSyntaxError(0, f"{where}: {state}{{...}} not as go-amqp prints it")

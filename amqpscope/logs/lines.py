@@ -29,6 +29,7 @@ class Logged:
     """One frame (or pseudo frame) a line shows, in the logger's terms."""
 
     __slots__ = (
+        "again",
         "channel",
         "conn",
         "direction",
@@ -72,6 +73,10 @@ class Logged:
         #: the frame's fields already made (a grammar's cache of lines like this one); `value`
         #: is None then, and `made.tree()` reads it when it is wanted after all
         self.made: Made | None = None
+        #: (who printed it, the frame's text) for a library that prints a frame more than once
+        #: from different places (go-amqp at debug level 2): the reader counts it once; None
+        #: for the others
+        self.again: tuple[str, str] | None = None
 
 
 #: a grammar's reader of a performative's text: (its tree, the fields it cannot show)

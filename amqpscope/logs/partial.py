@@ -27,7 +27,9 @@ def closings(text: str) -> Iterator[str]:
     described value the cut went into is left out whole, not shown shorter than it was), the
     latest first; the first is the whole text closed when it ends with a whole field (a
     bracket or quote closed: a number or a bare word that ends it may be cut), the last the
-    text closed right after the bracket the frame's fields open with (no field)."""
+    text closed right after the bracket the frame's fields open with (no field); then the same
+    one level in, when a bracket is open there (a frame's fields inside a wrapper's, go-amqp's
+    `Frame{Type: AMQP, Channel: 0, Body: Attach{...`)."""
     stack: list[str] = []
     opened: list[int] = []  # where each bracket on the stack opened
     commas: list[tuple[int, int]] = []  # (where, the bracket the fields are in)
@@ -51,8 +53,8 @@ def closings(text: str) -> Iterator[str]:
             if stack and stack[-1] == char:
                 stack.pop()
                 opened.pop()
-        elif char == "," and len(stack) == 1:
-            commas.append((at, opened[0]))
+        elif char == "," and 0 < len(stack) <= 2:
+            commas.append((at, opened[-1]))
     if not stack:
         return
     body, closer = opened[0], stack[0]
@@ -63,3 +65,13 @@ def closings(text: str) -> Iterator[str]:
     for at in reversed(fields[-MOST:]):
         yield text[:at] + closer
     yield text[: body + 1] + closer  # cut in its first field: the frame's name, no field
+    if len(stack) < 2:
+        return
+    # none of those read: the frame's fields may be one level in, closed as the outer ones were
+    inner, closers = opened[1], stack[1] + closer
+    if not quote and len(stack) == 2 and end.endswith(("]", "}", ")", '"', "'")):
+        yield end + closers
+    fields = [at for at, bracket in commas if bracket == inner]
+    for at in reversed(fields[-MOST:]):
+        yield text[:at] + closers
+    yield text[: inner + 1] + closers

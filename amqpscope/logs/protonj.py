@@ -47,6 +47,10 @@ NAME: Final = "proton-j"
 
 _LINE: Final = re.compile(r"\[(?P<conn>\d+):(?P<ch>\d+)\] (?P<dir>->|<-) (?P<rest>.*)$", re.ASCII)
 _BODY: Final = re.compile(r"([A-Z][A-Za-z]*)\{")
+#: a transfer's payload before proton-j 0.10 (TransportImpl.log before de99c061, 2015-07):
+#: `"` + Binary.toString() + `"`, past 80 characters cut and its length in the text said,
+#: `"\\x00Sp...(243)"`
+_OLD_PAYLOAD: Final = re.compile(r'\s*"(.*?)(?:\((\d+)\))?"\s*$', re.DOTALL)
 _PAYLOAD: Final = re.compile(r"\s*\((\d+)\) \"(.*)\"(\(\d+\))?\s*$", re.DOTALL)
 _NUMBER: Final = re.compile(r"-?\d+(?:\.\d+(?:[eE][+-]?\d+)?)?")
 _WORD: Final = re.compile(r"[^,}\]=\s][^,}\]=]*")
@@ -55,6 +59,8 @@ _WORD: Final = re.compile(r"[^,}\]=\s][^,}\]=]*")
 #: a quote that ends a string: before the next field (`, name=`), the end of the object or list
 #: (toString does not escape a quote inside a string)
 _STRING_END: Final = re.compile(r"'(?=\s*(?:\}|\]|$|, [A-Za-z]+=|, '))")
+#: where a bare binary ends (`deliveryTag=\\x00\\x01, messageFormat=0`): before the next field
+_BINARY_END: Final = re.compile(r", (?=[A-Za-z_]+=)|\}")
 _MAP_VALUE_END: Final = re.compile(r", (?=[^,={}\[\]'\s][^,={}\[\]']*=)|\}")
 #: toString class names -> spec composite names
 _CLASSES: Final = {
@@ -111,10 +117,11 @@ _HYPHENATED: Final[dict[str, str]] = {}
 
 
 def _hyphenated(camel: str) -> str:
-    """`idleTimeOut` -> `idle-time-out`, as the spec names the field."""
+    """`idleTimeOut` -> `idle-time-out`, as the spec names the field (SaslOutcome's toString
+    names its fields `_code` and `_additionalData`)."""
     found = _HYPHENATED.get(camel)
     if found is None:
-        found = _CAMEL.sub("-", camel).lower()
+        found = _CAMEL.sub("-", camel.lstrip("_")).lower()
         if len(_HYPHENATED) >= 4096:
             _HYPHENATED.clear()
         _HYPHENATED[camel] = found
@@ -144,6 +151,8 @@ def parse(line: str) -> Logged | None:
     if not _body(rest):
         return None
     cut = rest.find("} (")  # a transfer's payload follows its performative
+    if cut < 0:
+        cut = rest.find('} "')  # before proton-j 0.10 (2015-07): no size before the quote
     head = rest if cut < 0 else rest[: cut + 1]
     found = _SHAPES.made(head)
     value: Described | None = None
@@ -155,14 +164,22 @@ def parse(line: str) -> Logged | None:
             _SHAPES.learn(head, value, [])
     payload: bytes | None = None
     size = 0
+    lossy: list[str] = []
     tail = rest[pos:]
     if tail.strip():
         found_payload = _payload(tail)
-        if found_payload is None:
+        old = _OLD_PAYLOAD.match(tail) if found_payload is None else None
+        if old is not None:  # `"text"`, or `"text...(n)"` cut at its limit (n: the text's length)
+            raw = unquote(old.group(1))
+            payload = raw if old.group(2) is None else None
+            size = len(raw) if payload is not None else 0
+            lossy = [] if payload is not None else ["payload"]
+        elif found_payload is None:
             raise LogSyntaxError(start + pos, "text after the frame body")
-        size, quoted, limited = found_payload
-        raw = unquote(quoted)
-        payload = raw if len(raw) == size and not limited else None
+        else:
+            size, quoted, limited = found_payload
+            raw = unquote(quoted)
+            payload = raw if len(raw) == size and not limited else None
     logged = Logged(
         conn,
         direction,
@@ -175,6 +192,8 @@ def parse(line: str) -> Logged | None:
     )
     if found is not None:
         logged.made = found[0]
+    if lossy:
+        logged.lossy = lossy
     return logged
 
 
@@ -345,6 +364,10 @@ class _Reader:
             stop = _MAP_VALUE_END.search(text, pos)
             end = stop.start() if stop is not None else len(text)
             return self.scalar(text[pos:end].strip(), None, ""), end
+        if base == "binary":  # Binary.toString: the bytes, `\\x00` for the unprintable, unquoted
+            stop = _BINARY_END.search(text, pos)
+            end = stop.start() if stop is not None else len(text)
+            return Binary(unquote(text[pos:end])), end
         word = _WORD.match(text, pos)
         if word is None:
             raise LogSyntaxError(pos, "a value expected")

@@ -87,7 +87,8 @@ def looks_like(line: str) -> bool:
         return False
     m = _LINE.search(line)
     if m is None:
-        return False
+        started = _STARTED.search(line)  # a frame cut short (an excerpt's last line)
+        return started is not None and started.group(1) in _FRAMES
     name = m.group("call").split("(", 1)[0]
     return name in _FRAMES or name == "Header"
 

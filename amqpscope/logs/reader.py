@@ -50,7 +50,7 @@ from amqpscope.logs.lines import (
 )
 from amqpscope.logs.partial import closings
 from amqpscope.logs.proton_values import Described, LogLineEnded, LogSyntaxError
-from amqpscope.logs.unwrap import number_after, respace, unwrap
+from amqpscope.logs.unwrap import cut_repr, number_after, respace, unwrap
 
 #: protocol header bytes of the pseudo frames
 _HEADER_BYTES: Final = {
@@ -75,6 +75,9 @@ _ENCODING_ERRORS: Final = (
 )
 #: lines one logged frame may be wrapped over
 MAX_WRAPPED: Final = 16
+#: how many lines apart two prints of one frame by different lines of the library are (go-amqp
+#: at debug level 2: the session's line, the mux's, then the writer's; `Logged.again`)
+AGAIN_LINES: Final = 12
 #: connections followed at once; past it the oldest is forgotten (memory stays bounded)
 MAX_CONNECTIONS: Final = 10_000
 #: lines that are no frame of the log's format asked whether they are another format's frames
@@ -86,7 +89,17 @@ OTHERS_ASKED: Final = 20_000
 class _Connection:
     """One logged connection: its number, the logger's role, a decoder per direction."""
 
-    __slots__ = ("client", "conn", "damage", "decoders", "ended", "label", "last_line", "unsure")
+    __slots__ = (
+        "client",
+        "conn",
+        "damage",
+        "decoders",
+        "ended",
+        "headers",
+        "label",
+        "last_line",
+        "unsure",
+    )
     # `ended`: the directions whose end of stream the log showed (Proton logs `-> EOS` when
     # its output closes and `<- EOS` when its input does; the connection is over with both)
 
@@ -119,6 +132,9 @@ class _Connection:
             for way in ("c2s", "s2c")
         }
         self.ended: set[str] = set()
+        #: the protocol headers logged, (arrow, protocol): one logged again starts another
+        #: connection under the same label (uamqp's log names none: one label for them all)
+        self.headers: set[tuple[str, str]] = set()
         self.last_line = 0  # the line of its last frame (0: none yet)
         #: the last line that did not parse since this connection's frames began (0: none),
         #: and the directions whose first frame after it is still to come (`log.lost-line`)
@@ -165,6 +181,17 @@ class LogReader:
         self.number = 0  # frames so far
         self.findings: list[Finding] = []
         self.skipped = 0
+        #: lines read as the rest of a frame a line before them began (a wrap, a split), so
+        #: that every line is a frame's, a finding's, a join's or a skipped one
+        self.joined = 0
+        #: lines that printed a frame another line printed (`Logged.again`), among `skipped`
+        self.printed_again = 0
+        #: (direction, frame text) -> (line, who printed it), the frames printed lately
+        self.printed: dict[tuple[str, str], tuple[int, tuple[str, ...]]] = {}
+        self.last_label = ""  # the connection of the last frame so printed
+        #: the last frame the connection's own reader or writer printed, while no other line
+        #: printed one (direction, text, line)
+        self.last_printed: tuple[str, str, int] | None = None
         #: a frame's text that ended unfinished: (text, its first line, lines joined so far,
         #: what it reads as alone: a transfer whose payload the line cut, else None)
         self.pending: tuple[str, int, int, Logged | None] | None = None
@@ -230,15 +257,18 @@ class LogReader:
                 if _payload_cut(logged) and count < MAX_WRAPPED and line.endswith("\n"):
                     self.pending = (joined.rstrip("\r\n"), first, count + 1, logged)
                     return []
+                self.joined += count
                 return self._emit(logged, joined, first)
             if going_on is not None and line.endswith("\n"):
                 self.pending = going_on
                 return []
             if alone is not None:  # the payload was cut, not wrapped: the frame as it read
+                self.joined += count - 1
                 return self._emit(alone, text, first) + self._line(line, number)
             what = f"{self.name}:{first}: a frame's text that ends unfinished"
             self.findings.append(finding("log.bad-line", what))
             self.bad_line = first
+            self.joined += count - 1
             return self._truncated(text, first) + self._line(line, number)
         return self._line(line, number)
 
@@ -341,7 +371,36 @@ class LogReader:
                 return
 
     def _emit(self, logged: Logged, line: str, number: int) -> list[k.Frame]:
-        """The record of what line `number` logged (none for an end of stream)."""
+        """The record of what line `number` logged (none for an end of stream, or for a frame
+        another line printed a few lines away: `Logged.again`)."""
+        again = logged.again
+        if again is not None and not again[0] and not self.printed:
+            # the connection's own frame line, and no other line that prints frames seen
+            # lately: only kept, for such a line that may follow (the cost of a plain log)
+            self.last_printed = (logged.direction, again[1], number)
+            self.last_label = logged.conn
+        elif again is not None:
+            who, text = again
+            if not self.printed and self.last_printed is not None:
+                direction, printed, at = self.last_printed
+                self.printed[(direction, printed)] = (at, ("",))
+            key = (logged.direction, text)
+            seen = self.printed.get(key)
+            if seen is not None and who not in seen[1] and number - seen[0] <= AGAIN_LINES:
+                self.printed[key] = (number, (*seen[1], who))
+                self.skipped += 1
+                self.printed_again += 1
+                return []
+            if len(self.printed) >= 4 * AGAIN_LINES:
+                self.printed = {
+                    key: seen
+                    for key, seen in self.printed.items()
+                    if number - seen[0] <= AGAIN_LINES
+                }
+            self.printed[key] = (number, (who,))
+            if not logged.conn:  # printed where the connection is not named: the last one's
+                logged.conn = self.last_label or "go-amqp"
+            self.last_label = logged.conn
         try:
             frame = self._record(logged)
         except _ENCODING_ERRORS as why:
@@ -380,8 +439,9 @@ class LogReader:
         (a transfer whose payload was cut) or is a finding. Call before `finish`."""
         if self.pending is None:
             return []
-        text, first, _, alone = self.pending
+        text, first, count, alone = self.pending
         self.pending = None
+        self.joined += count - 1
         if alone is not None:
             return self._emit(alone, text, first)
         what = f"{self.name}:{first}: the log ends inside this frame"
@@ -394,7 +454,17 @@ class LogReader:
         `truncated`; none when no closing of it reads as a frame. The cut stays a finding."""
         if "\n" in text.rstrip("\r\n"):
             return []
-        for closed in closings(text.rstrip("\r\n")):
+        found = self._truncated_as(text.rstrip("\r\n"), number)
+        if found:
+            return found
+        inside = cut_repr(text.rstrip("\r\n"))  # a Python bytes repr the cut left open
+        if inside is None:
+            return []
+        self.when = self.when or inside[1]
+        return self._truncated_as(inside[0], number)
+
+    def _truncated_as(self, text: str, number: int) -> list[k.Frame]:
+        for closed in closings(text):
             try:
                 logged = self.parse(closed)
             except _ENCODING_ERRORS:
@@ -451,11 +521,20 @@ class LogReader:
         if not self.skipped:
             return None
         what = f"{self.name}: {self.skipped} of {self.lines} lines are no "
+        if self.printed_again:
+            what = (
+                f"{self.name}: {self.skipped} of {self.lines} lines, {self.printed_again} of them"
+                " a frame another line printed, are no other "
+            )
         return finding("log.skipped-lines", what + f"{self.fmt} frame (skipped)")
 
     def _connection(self, logged: Logged) -> _Connection:
         connection = self.connections.get(logged.conn)
-        if connection is None or (len(connection.ended) == 2 and logged.kind != EOS):
+        if (
+            connection is None
+            or (len(connection.ended) == 2 and logged.kind != EOS)
+            or (logged.kind == HEADER and (logged.direction, logged.protocol) in connection.headers)
+        ):
             client = logged.direction == SENT
             if logged.version != "1.0":  # a 0-9-1 client's log (pika): the logger is the client
                 client = True
@@ -493,6 +572,7 @@ class LogReader:
             return None
         direction = connection.direction(logged.direction)
         if logged.kind == HEADER:
+            connection.headers.add((logged.direction, logged.protocol))
             frame = _header(_HEADER_BYTES[logged.protocol])
         elif logged.kind == EMPTY:
             frame = k.Frame(logged.version, k.HEARTBEAT, k.HEARTBEAT, logged.channel, b"")

@@ -128,7 +128,49 @@ def _searched(line: str) -> tuple[int, str, int | None, str, int] | None:
 
 
 def looks_like(line: str) -> bool:
-    return "rhea:frames [" in line and _LINE.search(line) is not None
+    if "rhea:frames [" not in line:
+        return False
+    return _LINE.search(line) is not None or _OLD.search(line) is not None
+
+
+#: rhea before 0.2.16 (2015 to 2018, `transport.js` before ac85f0e): `[conn] RECV: %o` of
+#: `JSON.stringify(frame)` (a quoted string: `'{"size":..,"channel":0,"performative":{"type":
+#: "open#10",...}}'`; before 0.2.3 unquoted), `[conn] RECV: { protocol_id: 3, ... }` for a
+#: header, and `[conn] PENDING: %o` of a frame it sends, whose performative is a bare list of
+#: its fields without its name (`["c1",null,...]`): no frame a reader can name
+_OLD: Final = re.compile(
+    r"rhea:frames \[(?P<conn>[^\]]+)\] (?P<verb>RECV|PENDING|SENT): (?P<rest>.*)$", re.ASCII
+)
+
+
+def _old_form(line: str) -> str | None:
+    """An old rhea frame line (`_OLD`) as the newer form writes the same frame, or None (no
+    such line, or a sent frame that does not name its performative)."""
+    m = _OLD.search(line)
+    if m is None:
+        return None
+    rest = m.group("rest").rstrip()
+    arrow = "<-" if m.group("verb") == "RECV" else "->"
+    prefix = f"{line[: m.start()]}rhea:frames [{m.group('conn')}]"
+    if rest.startswith("{ protocol_id"):
+        return f"{prefix} {arrow} {rest}"
+    if len(rest) > 1 and rest[0] == "'" and rest[-1] == "'":  # Node's inspect of a string
+        rest = rest[1:-1].replace("\\\\", "\x00").replace("\\'", "'").replace("\x00", "\\")
+    try:
+        frame = json.loads(rest)
+    except ValueError:
+        return None
+    body = frame.get("performative") if isinstance(frame, dict) else None
+    if not isinstance(body, dict) or not isinstance(body.get("type"), str):
+        return None
+    named = dict(body)
+    name = named.pop("type")
+    channel = frame.get("channel", 0)
+    text = f"{prefix}:{channel} {arrow} {name} {json.dumps(named, separators=(',', ':'))} "
+    payload = frame.get("payload")
+    if isinstance(payload, dict) and isinstance(payload.get("data"), list):
+        text += "<Buffer " + " ".join(f"{b:02x}" for b in payload["data"]) + ">"
+    return text
 
 
 #: what a rhea frame line has after its prefix: an arrow and a performative with its code
@@ -138,7 +180,10 @@ _FRAME_MARK: Final = re.compile(r"(?:->|<-) (?:[a-z_]+#[0-9a-f]+ ?\{|\{ ?protoco
 
 def damaged(line: str) -> str | None:
     """Why a line `parse` reads as no frame is a rhea frame line all the same, its
-    `rhea:frames [connection]` prefix damaged; None when it is not one."""
+    `rhea:frames [connection]` prefix damaged, or an old sent frame without its name; None
+    when it is not one."""
+    if "] PENDING: " in line and _OLD.search(line) is not None:
+        return "rhea before 0.2.16 printed a frame it sent without its performative's name"
     if ("->" not in line and "<-" not in line) or _FRAME_MARK.search(line) is None:
         return None
     return (
@@ -164,6 +209,11 @@ def shown(line: str) -> set[str] | None:
 
 
 def parse(line: str) -> Logged | None:
+    if "] RECV: " in line or "] PENDING: " in line or "] SENT: " in line:
+        old = _old_form(line)
+        if old is None:
+            return None
+        line = old
     split = _split(line)
     if split is None:
         return None

@@ -29,6 +29,7 @@ with `{` or a quote, nor end with a quote or a comma.
 from __future__ import annotations
 
 import ast
+import codecs
 import json
 import warnings
 from typing import Any, Final
@@ -171,6 +172,29 @@ def _bytes_repr(text: str, stripped: str) -> tuple[str, str]:
             inner = value.decode("utf-8", "backslashreplace").rstrip("\r\n")
             return inner, stripped[:start]
     return text, ""
+
+
+def cut_repr(text: str) -> tuple[str, str] | None:
+    """The text inside a Python bytes repr that `text` (a line cut short) opens and does not
+    close (`... INFO b'<- [ATTACH]* {x,0,`), its escapes read (an escape the cut split left
+    out), and what is before it (the Python logger's prefix, which may hold a time); None when
+    no such repr starts in it. For a cut line only: a whole repr is `unwrap`'s."""
+    for opening in ("b'", 'b"'):
+        at = text.find(opening)
+        while at > 0 and (text[at - 1].isalnum() or text[at - 1] == "_"):
+            at = text.find(opening, at + 2)  # inside a word: no repr starts here
+        if at < 0:
+            continue
+        inner = text[at + 2 :]
+        slash = inner.rfind("\\")
+        if slash >= 0 and len(inner) - slash < 4 and not inner.endswith("\\\\"):
+            inner = inner[:slash]  # `\x4`, `\` at the cut
+        try:
+            raw = codecs.escape_decode(inner.encode("utf-8"))[0]
+        except ValueError:
+            return None
+        return bytes(raw).decode("utf-8", "backslashreplace"), text[:at]
+    return None
 
 
 def _one_string(text: str, at: int, quote: str) -> bool:

@@ -244,7 +244,9 @@ class SessionLevel(LinkLevel):
         and handle? (Mid-stream, unknown channels and handles are not violations.)"""
         side = me.name
         name, channel = frame.name, frame.channel
-        session = me.channels.get(channel) if channel is not None else None
+        if channel is None:  # a log that shows no channel (pyamqp's, uamqp's): nothing to check
+            return
+        session = me.channels.get(channel)
         state = MAPPED if session is not None else UNMAPPED
         if SESSION_TRANSITIONS[state].get(name) is None:
             if state == MAPPED or not self.lenient:
