@@ -65,7 +65,11 @@ def several_files(_ctx: Any, _param: Any, files: tuple[str, ...]) -> tuple[str, 
 
 
 def files_argument(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """FILE...: one capture or log, or the files of one rotated capture (read as one)."""
+    """FILE...: one capture or log, the files of one rotated capture (read as one), or vantage
+    points of the same traffic (merged: --inputs, --offset, `cli.merging`)."""
+    from amqpscope.cli.merging import merge_options
+
+    fn = merge_options(fn)
     return click.argument(
         "files",
         nargs=-1,
@@ -190,8 +194,15 @@ def open_input(paths: str | Sequence[str], fmt: str | None = None) -> Iterator[I
     """The capture or log at `paths` (`-`: standard input), open. CaptureError when it cannot
     be read, or is text in no format amqpscope reads; bytes that are no text are left to the
     capture reader, whose errors say what they are. Several paths are the files of one
-    rotated capture (`capture.rotated`), all captures."""
+    rotated capture (`capture.rotated`), all captures, or vantage points merged into one
+    timeline (`cli.merging`: --inputs, else told by their times)."""
     if not isinstance(paths, str) and len(paths) > 1:
+        from amqpscope.cli.merging import VANTAGE, open_merged, wanted_mode
+
+        if wanted_mode(paths) == VANTAGE:
+            with open_merged(paths, fmt) as merged:
+                yield merged  # type: ignore[misc]  # an Input to the commands
+            return
         with _open_set(paths, fmt) as captures:
             yield Input(captures.path, capture=captures)
         return

@@ -1,0 +1,167 @@
+"""Which frames of two inputs are the same frame (sans-IO): a connection matched, then aligned.
+
+- Two captures: a TCP connection is the same where its ends are (client and server
+  `ip:port`), and its frames are the same bytes each way: each direction's frames are walked
+  in step, keyed by kind, name, channel and bytes, re-synchronising on a frame one capture
+  missed (a late start, a dropped packet) within `WINDOW` frames.
+- A log beside a capture: a log shows no ends and not every frame (pika prints only some it
+  received), so its connection is the capture connection where the log's frames, in order,
+  are a subsequence of the captured ones of the same version, direction, name and channel,
+  with every field the log shows equal to the captured one (container-ids, link names,
+  delivery ids and tags, open and SASL fields all are). When several connections take the
+  whole log (every connection ends with the same close-ok), the one whose times agree best
+  with the log's (the smallest spread of their differences, then the nearest) is taken.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from amqpscope.codec.frames import Frame
+
+#: how far ahead in-step alignment looks for a frame one side missed
+WINDOW: Final = 64
+
+
+@dataclass(slots=True)
+class Conn:
+    """One input's connection: its frames in the input's order and its ends (captures)."""
+
+    conn: int
+    version: str
+    client: str = ""
+    server: str = ""
+    frames: list[Frame] = field(default_factory=list)
+
+
+def connections(frames: Sequence[Frame]) -> dict[int, Conn]:
+    """An input's frames grouped by connection, with each connection's ends."""
+    out: dict[int, Conn] = {}
+    for frame in frames:
+        conn = out.get(frame.conn)
+        if conn is None:
+            conn = out[frame.conn] = Conn(frame.conn, frame.version)
+        if not conn.client and frame.source is None and frame.src:
+            c2s = frame.direction == "c2s"
+            conn.client, conn.server = (frame.src, frame.dst) if c2s else (frame.dst, frame.src)
+        if conn.version in ("", "unknown") and frame.version not in ("", "unknown"):
+            conn.version = frame.version
+        conn.frames.append(frame)
+    return out
+
+
+def _key(frame: Frame) -> tuple[Any, ...]:
+    return (frame.kind, frame.name, frame.channel, frame.data)
+
+
+def _direction(frames: Sequence[Frame], direction: str) -> list[Frame]:
+    return [f for f in frames if f.direction == direction]
+
+
+def same_bytes(first: Conn, second: Conn) -> list[tuple[Frame, Frame]]:
+    """The frames two captures of one TCP connection both hold, paired, each way."""
+    pairs: list[tuple[Frame, Frame]] = []
+    for direction in ("c2s", "s2c"):
+        pairs.extend(
+            _in_step(_direction(first.frames, direction), _direction(second.frames, direction))
+        )
+    return pairs
+
+
+def _in_step(a: list[Frame], b: list[Frame]) -> list[tuple[Frame, Frame]]:
+    ka = [_key(f) for f in a]
+    kb = [_key(f) for f in b]
+    pairs: list[tuple[Frame, Frame]] = []
+    i = j = 0
+    start = _start(ka, kb)
+    if start is None:
+        return pairs
+    i, j = start
+    while i < len(ka) and j < len(kb):
+        if ka[i] == kb[j]:
+            pairs.append((a[i], b[j]))
+            i += 1
+            j += 1
+            continue
+        ahead_a = _find(ka, kb[j], i + 1, i + WINDOW)
+        ahead_b = _find(kb, ka[i], j + 1, j + WINDOW)
+        if ahead_a >= 0 and (ahead_b < 0 or ahead_a - i <= ahead_b - j):
+            i = ahead_a
+        elif ahead_b >= 0:
+            j = ahead_b
+        else:
+            i += 1
+            j += 1
+    return pairs
+
+
+def _start(ka: list[tuple[Any, ...]], kb: list[tuple[Any, ...]]) -> tuple[int, int] | None:
+    """Where the two walks start: the first frame of one found in the other (a capture that
+    started later begins anywhere in the earlier one), with the next few agreeing too (a
+    heartbeat or an empty ack is the same bytes many times); a mid-stream capture's first
+    frames may be no frame of the other's at all, so each of its first few is tried."""
+    for first, second, flip in ((ka, kb, False), (kb, ka, True)):
+        for j in range(min(len(second), 8)):
+            run = second[j : j + 4]
+            for i in range(len(first)):
+                if first[i] == run[0] and first[i : i + len(run)] == run:
+                    return (j, i) if flip else (i, j)
+    return None
+
+
+def _find(keys: list[tuple[Any, ...]], key: tuple[Any, ...], start: int, stop: int) -> int:
+    for at in range(start, min(stop, len(keys))):
+        if keys[at] == key:
+            return at
+    return -1
+
+
+def _agrees(logged: Frame, captured: Frame) -> bool:
+    if logged.name != captured.name or logged.channel != captured.channel:
+        return False
+    fields = captured.fields
+    for key, value in logged.fields.items():
+        if key not in fields or fields[key] != value:
+            return False
+    return True
+
+
+def logged_in(log: Conn, capture: Conn) -> list[tuple[Frame, Frame]]:
+    """(captured, logged) pairs: the log's frames each way as a subsequence of the capture's,
+    greedily (each to the first captured frame after the last one taken that agrees)."""
+    pairs: list[tuple[Frame, Frame]] = []
+    for direction in ("c2s", "s2c"):
+        wire = _direction(capture.frames, direction)
+        at = 0
+        for frame in _direction(log.frames, direction):
+            found = at
+            while found < len(wire) and not _agrees(frame, wire[found]):
+                found += 1
+            if found == len(wire):
+                continue  # not captured (a gap, or a frame the capture does not hold)
+            pairs.append((wire[found], frame))
+            at = found + 1
+    return pairs
+
+
+def best_capture(log: Conn, candidates: Sequence[Conn]) -> tuple[Conn, list[tuple[Frame, Frame]]]:
+    """The capture connection `log` is, and their paired frames (empty when none fits)."""
+    best: tuple[Any, ...] | None = None
+    chosen: tuple[Conn, list[tuple[Frame, Frame]]] | None = None
+    for capture in candidates:
+        if capture.version != log.version:
+            continue
+        pairs = logged_in(log, capture)
+        if not pairs:
+            continue
+        diffs = [logged.ts - captured.ts for captured, logged in pairs]
+        spread = max(diffs) - min(diffs)
+        score = (-len(pairs), spread, abs(statistics.median(diffs)))
+        if best is None or score < best:
+            best, chosen = score, (capture, pairs)
+    if chosen is None:
+        return log, []
+    return chosen
