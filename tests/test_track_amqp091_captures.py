@@ -66,6 +66,8 @@ FINDINGS = {
     "log-pika-broker": ["amqp091.prefetch-saturated"],
     # captures/scenarios/journeys.py: prefetch 1 on each of the two consumers' channels
     "091-journeys": ["amqp091.prefetch-saturated"] * 2,
+    # captures/scenarios/vantage.py: the same two consumers
+    "091-vantage": ["amqp091.prefetch-saturated"] * 2,
     # captures/scenarios/diagnose.py
     "091-blocked-publisher": ["amqp091.blocked"],  # the memory alarm
     "091-stalled-consumer": ["amqp091.prefetch-saturated"],  # first at tag 5, the stall at 8
@@ -149,6 +151,7 @@ _TOOLS = "test_amqp_tools_got_what_the_tools_printed"
 _GARAGEMQ = "diagnoses (test_diagnose_garagemq)"
 _METRICS = "metrics (test_metrics: the busiest queues keep their names)"
 ELSEWHERE: dict[str, str] = {
+    "vantage": "vantage points merged (test_merge)",
     "cancelled_by_broker": _COVERAGE,
     "closed_by_broker": _COVERAGE,
     "body": _DECODED,
