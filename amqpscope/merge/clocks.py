@@ -34,6 +34,7 @@ ESTIMATED: Final = "estimated"
 GIVEN: Final = "given"
 REFERENCE: Final = "reference"
 UNKNOWN: Final = "unknown"  # nothing seen in both: no correction
+UNTIMED: Final = "untimed"  # a log without times: its frames placed by the captured ones
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +59,8 @@ class Offset:
             return "+0.000 s (the reference clock)"
         if self.how == UNKNOWN:
             return "+0.000 s (no frame seen in both: not corrected)"
+        if self.how == UNTIMED:
+            return "no clock (its lines have no time: its frames are placed by the captured ones)"
         if math.isinf(self.bound):
             return f"{sign}, at most (one-sided: frames one way only; {self.pairs} frames)"
         return f"{sign} ± {self.bound:.3f} ({self.pairs} frames seen in both)"

@@ -19,6 +19,7 @@ own clock, and gives one list ordered by corrected time in which each frame is o
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -112,6 +113,8 @@ def merge(parts: Sequence[Part], given: Mapping[str, float] | None = None) -> Me
                 continue
             found.append((conn, into[0], into[1], pairs))
             for kept, other_frame in pairs:
+                if not other_frame.ts or not kept.ts:
+                    continue  # a log line without a time (Proton's trace has none) bounds nothing
                 diff = other_frame.ts - kept.ts
                 (c2s if kept.direction == "c2s" else s2c).append(diff)
         if part.kind == CAPTURE:
@@ -119,6 +122,8 @@ def merge(parts: Sequence[Part], given: Mapping[str, float] | None = None) -> Me
         else:
             times = [f.ts for f in part.frames if f.ts]
             estimate = clocks.from_client_log(c2s, s2c, clocks.resolution_of(times))
+            if not times:
+                estimate = Offset(0.0, math.inf, clocks.UNTIMED)
         offset = _given_or(given, part.name, estimate)
         offsets[part.name] = offset
         _shift(part, offset.seconds)
@@ -132,6 +137,8 @@ def merge(parts: Sequence[Part], given: Mapping[str, float] | None = None) -> Me
             for kept, other_frame in pairs:
                 keep[id(other_frame)] = kept
                 seen[id(kept)].append(seen[id(other_frame)][0])
+            if part.kind == LOG:
+                _untimed_after(conn.frames, keep)
             # the frames only this input holds join the connection they are part of
             into_conn.frames.extend(f for f in conn.frames if id(f) not in keep)
         for conn in conns.values():
@@ -170,6 +177,20 @@ def _timeline(
         frame.conn = new
         frame.seen = seen.get(id(frame))
     return frames
+
+
+def _untimed_after(frames: list[Frame], keep: dict[int, Frame]) -> None:
+    """A log's frames without a time that no capture holds, placed just after the frame
+    logged before them (its captured time, when a capture holds it): not all at the start."""
+    last = 0.0
+    for frame in frames:
+        kept = keep.get(id(frame))
+        if kept is not None:
+            last = kept.ts
+        elif frame.ts:
+            last = frame.ts
+        else:
+            frame.ts = last
 
 
 def _time(frame: Frame) -> float:
