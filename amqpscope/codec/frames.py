@@ -49,8 +49,9 @@ class Frame:
     #: -x`, `-w`): (packet, offset in the frame, length, stream offset) per packet, in order
     carriers: list[tuple[int, int, int, int]] | None
     #: a frame of several inputs merged (`amqpscope.merge`): every input that holds it, where
-    #: and when on its own clock ({"input", "file", "packet" or "line", "ts"})
-    seen: list[dict[str, Any]] | None
+    #: and when on its own clock: (input, file, "packet" or "line", its number, ts), spelled
+    #: out by `to_json` as {"input", "file", "packet" or "line", "ts"}
+    seen: list[tuple[str, str, str, int, float | None]] | None
 
     def __init__(
         self,
@@ -71,7 +72,7 @@ class Frame:
         message: dict[str, Any] | None = None,
         source: dict[str, Any] | None = None,
         carriers: list[tuple[int, int, int, int]] | None = None,
-        seen: list[dict[str, Any]] | None = None,
+        seen: list[tuple[str, str, str, int, float | None]] | None = None,
     ) -> None:
         """Written out, not generated: see `capture.packet`."""
         self.version = version
@@ -144,7 +145,7 @@ class Frame:
         if self.message is not None:
             out["message"] = self.message
         if self.seen is not None:
-            out["seen"] = self.seen
+            out["seen"] = seen_json(self.seen)
         return out
 
     def _logged_json(self) -> dict[str, Any]:
@@ -166,8 +167,13 @@ class Frame:
         if self.message is not None:
             out["message"] = self.message
         if self.seen is not None:
-            out["seen"] = self.seen
+            out["seen"] = seen_json(self.seen)
         return out
+
+
+def seen_json(seen: list[tuple[str, str, str, int, float | None]]) -> list[dict[str, Any]]:
+    """A merged frame's `seen` as the NDJSON contract spells it."""
+    return [{"input": i, "file": f, where: n, "ts": ts} for i, f, where, n, ts in seen]
 
 
 def is_error(frame: Any) -> bool:

@@ -22,7 +22,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from operator import attrgetter
+from typing import Final
 
 from amqpscope.codec.frames import Frame
 from amqpscope.merge import align, clocks
@@ -75,12 +76,10 @@ def merge(parts: Sequence[Part], given: Mapping[str, float] | None = None) -> Me
     ref = next((p for p in parts if p.kind == CAPTURE), parts[0])
     offsets: dict[str, Offset] = {}
     merged = Merged([], offsets)
-    seen: dict[int, list[dict[str, Any]]] = {}  # id(frame) -> its `seen` list
     keep: dict[int, Frame] = {}  # id(frame) -> the frame kept for it (dropped ones)
     placed: list[tuple[Part, align.Conn]] = []  # the timeline's connections, first placed
     by_ends: dict[tuple[str, str], tuple[Part, align.Conn]] = {}
-    for frame in ref.frames:
-        seen[id(frame)] = [_entry(ref, frame)]
+    _note(ref)
     _shift(ref, given.get(ref.name, 0.0))
     offsets[ref.name] = _given_or(given, ref.name, Offset(0.0, 0.0, clocks.REFERENCE))
     for conn in align.connections(ref.frames).values():
@@ -92,8 +91,7 @@ def merge(parts: Sequence[Part], given: Mapping[str, float] | None = None) -> Me
     for part in ordered:
         if part.kind == LOG:
             _date(part, ref, merged)
-        for frame in part.frames:
-            seen[id(frame)] = [_entry(part, frame)]
+        _note(part)
         conns = align.connections(part.frames)
         found: list[tuple[align.Conn, Part, align.Conn, list[tuple[Frame, Frame]]]] = []
         c2s: list[float] = []
@@ -136,7 +134,9 @@ def merge(parts: Sequence[Part], given: Mapping[str, float] | None = None) -> Me
             )
             for kept, other_frame in pairs:
                 keep[id(other_frame)] = kept
-                seen[id(kept)].append(seen[id(other_frame)][0])
+                kept_seen, other_seen = kept.seen, other_frame.seen
+                if kept_seen is not None and other_seen is not None:
+                    kept_seen.extend(other_seen)
             if part.kind == LOG:
                 _untimed_after(conn.frames, keep)
             # the frames only this input holds join the connection they are part of
@@ -147,15 +147,11 @@ def merge(parts: Sequence[Part], given: Mapping[str, float] | None = None) -> Me
             placed.append((part, conn))
             if part.kind == CAPTURE:
                 by_ends.setdefault((conn.client, conn.server), (part, conn))
-    merged.frames = _timeline(placed, seen, keep)
+    merged.frames = _timeline(placed, keep)
     return merged
 
 
-def _timeline(
-    placed: list[tuple[Part, align.Conn]],
-    seen: dict[int, list[dict[str, Any]]],
-    keep: dict[int, Frame],
-) -> list[Frame]:
+def _timeline(placed: list[tuple[Part, align.Conn]], keep: dict[int, Frame]) -> list[Frame]:
     """Every kept frame by corrected time (stable: an input's order kept at equal times),
     numbered from 1, connections numbered in the order they first appear."""
     frames: list[Frame] = []
@@ -166,7 +162,7 @@ def _timeline(
                 continue
             owner[id(frame)] = conn
             frames.append(frame)
-    frames.sort(key=_time)
+    frames.sort(key=_TIME)
     numbers: dict[int, int] = {}
     for number, frame in enumerate(frames, 1):
         conn = owner[id(frame)]
@@ -175,7 +171,6 @@ def _timeline(
             new = numbers[id(conn)] = len(numbers) + 1
         frame.number = number
         frame.conn = new
-        frame.seen = seen.get(id(frame))
     return frames
 
 
@@ -193,19 +188,21 @@ def _untimed_after(frames: list[Frame], keep: dict[int, Frame]) -> None:
             frame.ts = last
 
 
-def _time(frame: Frame) -> float:
-    return frame.ts
+#: what the timeline is ordered by (a C getter, not a Python function called per frame)
+_TIME: Final = attrgetter("ts")
 
 
-def _entry(part: Part, frame: Frame) -> dict[str, Any]:
-    """Where an input holds a frame, and its time there (its own clock)."""
-    entry: dict[str, Any] = {"input": part.name, "file": part.path}
-    if frame.source is not None:
-        entry["line"] = frame.source.get("line")
+def _note(part: Part) -> None:
+    """Each frame's `seen`: this input holds it, where, and when on its own clock (a compact
+    tuple; `Frame.to_json` spells it out)."""
+    name, path = part.name, part.path
+    if part.kind == LOG:
+        for frame in part.frames:
+            line = frame.source.get("line", 0) if frame.source is not None else 0
+            frame.seen = [(name, path, "line", line, frame.ts or None)]
     else:
-        entry["packet"] = frame.packet
-    entry["ts"] = frame.ts if frame.ts else None
-    return entry
+        for frame in part.frames:
+            frame.seen = [(name, path, "packet", frame.packet, frame.ts)]
 
 
 def _shift(part: Part, seconds: float) -> None:
