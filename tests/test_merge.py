@@ -214,3 +214,28 @@ def test_each_logged_frame_is_attached_to_its_captured_frame(name: str) -> None:
     for record in logged:
         frame = attached[record["source"]["line"]]
         assert (frame["name"], frame["channel"]) == (record["name"], record["channel"])
+
+
+@pytest.mark.parametrize("nearer", ["server", "client"])
+def test_causality_bounds_the_offset_of_two_hosts(nearer: str) -> None:
+    """Two hosts' captures of one connection, a network between them (one-way delays of 2 to
+    20 ms) and the second host's clock 0.1 s ahead: each frame seen at both ends bounds the
+    offset from one side, and the estimate's bound holds the truth; which end the second is
+    nearer is told by which interval is not empty."""
+    import random
+
+    rng = random.Random(44)
+    truth = 0.1
+    c2s, s2c, delays = [], [], []
+    for _ in range(200):
+        delay = rng.uniform(0.002, 0.02)
+        delays.append(delay)
+        # a client-to-server frame reaches the server's host `delay` after the client's
+        toward = delay if nearer == "server" else -delay
+        c2s.append(truth + toward)
+        s2c.append(truth - toward)
+    offset = clocks.between_captures(c2s, s2c)
+    assert offset.nearer == nearer
+    # as tight as the fastest frame each way allows: its one-way delay
+    assert abs(offset.seconds - truth) <= offset.bound
+    assert offset.bound == pytest.approx(min(delays), abs=1e-9)
