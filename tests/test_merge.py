@@ -47,7 +47,7 @@ def records(*args: str) -> tuple[list[dict[str, Any]], str]:
 
 def said_offset(stderr: str, name: str) -> tuple[float, str]:
     """The offset `amqpscope` said for input `name`, and its line."""
-    [line] = [x for x in stderr.splitlines() if x.startswith(f"amqpscope: input {name} ")]
+    [line] = [x for x in stderr.splitlines() if f"merge.clock-offset: input {name} (" in x]
     m = re.search(r": ([+-]\d+\.\d+) s", line)
     assert m is not None, line
     return float(m.group(1)), line

@@ -231,8 +231,6 @@ class MergedInput:
             kind = CAPTURE if each.capture is not None else LOG
             parts.append(Part(letter(n), each.path, kind, records))
         merged = self.merged = merge(parts, self.given)
-        for line in said(merged, self.inputs):
-            click.echo(f"amqpscope: {line}", err=True)
         return iter(merged.frames)
 
     @property
@@ -240,7 +238,13 @@ class MergedInput:
         """Every input's, each saying which input it is about."""
         import dataclasses
 
+        from amqpscope.findings import finding
+
         out: list[Finding] = []
+        if self.merged is not None:  # each input's clock, first
+            out.extend(
+                finding("merge.clock-offset", line) for line in said(self.merged, self.inputs)
+            )
         for n, each in enumerate(self.inputs):
             name = f"input {letter(n)} ({os.path.basename(each.path)})"
             out.extend(
