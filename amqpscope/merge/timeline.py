@@ -19,6 +19,7 @@ own clock, and gives one list ordered by corrected time in which each frame is o
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -147,22 +148,25 @@ def merge(parts: Sequence[Part], given: Mapping[str, float] | None = None) -> Me
             placed.append((part, conn))
             if part.kind == CAPTURE:
                 by_ends.setdefault((conn.client, conn.server), (part, conn))
-    merged.frames = _timeline(placed, keep)
+    merged.frames = _timeline([ref, *ordered], placed, keep)
     return merged
 
 
-def _timeline(placed: list[tuple[Part, align.Conn]], keep: dict[int, Frame]) -> list[Frame]:
-    """Every kept frame by corrected time (stable: an input's order kept at equal times),
-    numbered from 1, connections numbered in the order they first appear."""
-    frames: list[Frame] = []
+def _timeline(
+    parts: list[Part], placed: list[tuple[Part, align.Conn]], keep: dict[int, Frame]
+) -> list[Frame]:
+    """Every kept frame by corrected time, each input's frames in its own order (merged, not
+    sorted: a capture whose times step back keeps each connection's frames in order; at equal
+    times the earlier input's first), numbered from 1, connections numbered in the order they
+    first appear."""
     owner: dict[int, align.Conn] = {}
     for _part, conn in placed:
         for frame in conn.frames:
-            if id(frame) in keep:
-                continue
-            owner[id(frame)] = conn
-            frames.append(frame)
-    frames.sort(key=_TIME)
+            if id(frame) not in keep:
+                owner[id(frame)] = conn
+    streams = [[f for f in part.frames if id(f) in owner] for part in parts]
+    streams = [stream for stream in streams if stream]
+    frames = streams[0] if len(streams) == 1 else list(heapq.merge(*streams, key=_TIME))
     numbers: dict[int, int] = {}
     for number, frame in enumerate(frames, 1):
         conn = owner[id(frame)]
@@ -188,7 +192,7 @@ def _untimed_after(frames: list[Frame], keep: dict[int, Frame]) -> None:
             frame.ts = last
 
 
-#: what the timeline is ordered by (a C getter, not a Python function called per frame)
+#: what the timeline is merged by (a C getter, not a Python function called per frame)
 _TIME: Final = attrgetter("ts")
 
 
