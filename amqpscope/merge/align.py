@@ -61,20 +61,30 @@ def _direction(frames: Sequence[Frame], direction: str) -> list[Frame]:
 
 def same_bytes(first: Conn, second: Conn) -> list[tuple[Frame, Frame]]:
     """The frames two captures of one TCP connection both hold, paired, each way."""
-    pairs: list[tuple[Frame, Frame]] = []
-    for direction in ("c2s", "s2c"):
-        pairs.extend(
-            _in_step(_direction(first.frames, direction), _direction(second.frames, direction))
-        )
-    return pairs
+    a_c2s, a_s2c = _split(first.frames)
+    b_c2s, b_s2c = _split(second.frames)
+    return _in_step(a_c2s, b_c2s) + _in_step(a_s2c, b_s2c)
+
+
+def _split(frames: list[Frame]) -> tuple[list[Frame], list[Frame]]:
+    """A connection's frames each way, in one pass."""
+    c2s: list[Frame] = []
+    s2c: list[Frame] = []
+    for frame in frames:
+        if frame.direction == "c2s":
+            c2s.append(frame)
+        else:
+            s2c.append(frame)
+    return c2s, s2c
 
 
 def _in_step(a: list[Frame], b: list[Frame]) -> list[tuple[Frame, Frame]]:
-    # a frame's bytes say its kind, channel and name; the name tells records of none (a FIN)
-    ka = [(f.name, f.data) for f in a]
-    kb = [(f.name, f.data) for f in b]
+    # a frame's bytes say its kind, channel and name; a record of none (a FIN) its name
+    ka: list[object] = [f.data or f.name for f in a]
+    kb: list[object] = [f.data or f.name for f in b]
+    if ka == kb:  # both captures hold all of it (bench/merge.py: the common case, in C)
+        return list(zip(a, b, strict=True))
     pairs: list[tuple[Frame, Frame]] = []
-    i = j = 0
     start = _start(ka, kb)
     if start is None:
         return pairs
@@ -105,7 +115,7 @@ def _in_step(a: list[Frame], b: list[Frame]) -> list[tuple[Frame, Frame]]:
     return pairs
 
 
-def _start(ka: list[tuple[Any, ...]], kb: list[tuple[Any, ...]]) -> tuple[int, int] | None:
+def _start(ka: list[object], kb: list[object]) -> tuple[int, int] | None:
     """Where the two walks start: the first frame of one found in the other (a capture that
     started later begins anywhere in the earlier one), with the next few agreeing too (a
     heartbeat or an empty ack is the same bytes many times); a mid-stream capture's first
@@ -119,7 +129,7 @@ def _start(ka: list[tuple[Any, ...]], kb: list[tuple[Any, ...]]) -> tuple[int, i
     return None
 
 
-def _find(keys: list[tuple[Any, ...]], key: tuple[Any, ...], start: int, stop: int) -> int:
+def _find(keys: list[object], key: object, start: int, stop: int) -> int:
     for at in range(start, min(stop, len(keys))):
         if keys[at] == key:
             return at

@@ -77,7 +77,6 @@ def merge(parts: Sequence[Part], given: Mapping[str, float] | None = None) -> Me
     ref = next((p for p in parts if p.kind == CAPTURE), parts[0])
     offsets: dict[str, Offset] = {}
     merged = Merged([], offsets)
-    keep: dict[int, Frame] = {}  # id(frame) -> the frame kept for it (dropped ones)
     placed: list[tuple[Part, align.Conn]] = []  # the timeline's connections, first placed
     by_ends: dict[tuple[str, str], tuple[Part, align.Conn]] = {}
     _note(ref)
@@ -134,45 +133,42 @@ def merge(parts: Sequence[Part], given: Mapping[str, float] | None = None) -> Me
                 Match(part.name, conn.conn, into_part.name, into_conn.conn, how, len(pairs))
             )
             for kept, other_frame in pairs:
-                keep[id(other_frame)] = kept
                 kept_seen, other_seen = kept.seen, other_frame.seen
                 if kept_seen is not None and other_seen is not None:
                     kept_seen.extend(other_seen)
+                other_frame.seen = None  # dropped: the kept frame stands for it
             if part.kind == LOG:
-                _untimed_after(conn.frames, keep)
+                _untimed_after(conn.frames, {id(other): kept for kept, other in pairs})
             # the frames only this input holds join the connection they are part of
-            into_conn.frames.extend(f for f in conn.frames if id(f) not in keep)
+            into_conn.frames.extend(f for f in conn.frames if f.seen is not None)
         for conn in conns.values():
             if conn.conn in matched:
                 continue
             placed.append((part, conn))
             if part.kind == CAPTURE:
                 by_ends.setdefault((conn.client, conn.server), (part, conn))
-    merged.frames = _timeline([ref, *ordered], placed, keep)
+    merged.frames = _timeline([ref, *ordered], placed)
     return merged
 
 
-def _timeline(
-    parts: list[Part], placed: list[tuple[Part, align.Conn]], keep: dict[int, Frame]
-) -> list[Frame]:
-    """Every kept frame by corrected time, each input's frames in its own order (merged, not
-    sorted: a capture whose times step back keeps each connection's frames in order; at equal
-    times the earlier input's first), numbered from 1, connections numbered in the order they
-    first appear."""
-    owner: dict[int, align.Conn] = {}
-    for _part, conn in placed:
+def _timeline(parts: list[Part], placed: list[tuple[Part, align.Conn]]) -> list[Frame]:
+    """Every kept frame (a dropped one's `seen` is None) by corrected time, each input's
+    frames in its own order (merged, not sorted: a capture whose times step back keeps each
+    connection's frames in order; at equal times the earlier input's first), numbered from
+    1, connections numbered in the order they first appear."""
+    for index, (_part, conn) in enumerate(placed):
         for frame in conn.frames:
-            if id(frame) not in keep:
-                owner[id(frame)] = conn
-    streams = [[f for f in part.frames if id(f) in owner] for part in parts]
+            frame.conn = index  # which placed connection, until numbered below
+    streams = [[f for f in part.frames if f.seen is not None] for part in parts]
     streams = [stream for stream in streams if stream]
+    if not streams:
+        return []
     frames = streams[0] if len(streams) == 1 else list(heapq.merge(*streams, key=_TIME))
     numbers: dict[int, int] = {}
     for number, frame in enumerate(frames, 1):
-        conn = owner[id(frame)]
-        new = numbers.get(id(conn))
+        new = numbers.get(frame.conn)
         if new is None:
-            new = numbers[id(conn)] = len(numbers) + 1
+            new = numbers[frame.conn] = len(numbers) + 1
         frame.number = number
         frame.conn = new
     return frames
