@@ -28,6 +28,10 @@ WINDOW: Final = 64
 CHUNK: Final = 256
 
 
+#: frames of two inputs that are the same frame: (the first input's, the second's), in step
+Paired = tuple[list[Frame], list[Frame]]
+
+
 @dataclass(slots=True)
 class Conn:
     """One input's connection: its frames in the input's order and its ends (captures)."""
@@ -59,11 +63,15 @@ def _direction(frames: Sequence[Frame], direction: str) -> list[Frame]:
     return [f for f in frames if f.direction == direction]
 
 
-def same_bytes(first: Conn, second: Conn) -> list[tuple[Frame, Frame]]:
+def same_bytes(first: Conn, second: Conn) -> Paired:
     """The frames two captures of one TCP connection both hold, paired, each way."""
     a_c2s, a_s2c = _split(first.frames)
     b_c2s, b_s2c = _split(second.frames)
-    return _in_step(a_c2s, b_c2s) + _in_step(a_s2c, b_s2c)
+    kept, other = _in_step(a_c2s, b_c2s)
+    more_kept, more_other = _in_step(a_s2c, b_s2c)
+    kept.extend(more_kept)
+    other.extend(more_other)
+    return kept, other
 
 
 def _split(frames: list[Frame]) -> tuple[list[Frame], list[Frame]]:
@@ -78,28 +86,32 @@ def _split(frames: list[Frame]) -> tuple[list[Frame], list[Frame]]:
     return c2s, s2c
 
 
-def _in_step(a: list[Frame], b: list[Frame]) -> list[tuple[Frame, Frame]]:
+def _in_step(a: list[Frame], b: list[Frame]) -> Paired:
+    """`a`'s and `b`'s frames that are the same, paired (fresh lists, or `a` and `b`)."""
     # a frame's bytes say its kind, channel and name; a record of none (a FIN) its name
     ka: list[object] = [f.data or f.name for f in a]
     kb: list[object] = [f.data or f.name for f in b]
     if ka == kb:  # both captures hold all of it (bench/merge.py: the common case, in C)
-        return list(zip(a, b, strict=True))
-    pairs: list[tuple[Frame, Frame]] = []
+        return a, b
+    kept: list[Frame] = []
+    other: list[Frame] = []
     start = _start(ka, kb)
     if start is None:
-        return pairs
+        return kept, other
     i, j = start
     while i < len(ka) and j < len(kb):
         # long runs in step compared and paired a chunk at a time, in C (bench/merge.py: a
         # Python step per frame was most of a merge's time)
         if ka[i : i + CHUNK] == kb[j : j + CHUNK]:
             n = min(CHUNK, len(ka) - i, len(kb) - j)
-            pairs.extend(zip(a[i : i + n], b[j : j + n], strict=True))
+            kept.extend(a[i : i + n])
+            other.extend(b[j : j + n])
             i += n
             j += n
             continue
         if ka[i] == kb[j]:
-            pairs.append((a[i], b[j]))
+            kept.append(a[i])
+            other.append(b[j])
             i += 1
             j += 1
             continue
@@ -112,7 +124,7 @@ def _in_step(a: list[Frame], b: list[Frame]) -> list[tuple[Frame, Frame]]:
         else:
             i += 1
             j += 1
-    return pairs
+    return kept, other
 
 
 def _start(ka: list[object], kb: list[object]) -> tuple[int, int] | None:
@@ -154,10 +166,12 @@ def _within(logged: Any, captured: Any) -> bool:
     return bool(logged == captured)
 
 
-def logged_in(log: Conn, capture: Conn) -> list[tuple[Frame, Frame]]:
-    """(captured, logged) pairs: the log's frames each way as a subsequence of the capture's,
-    greedily (each to the first captured frame after the last one taken that agrees)."""
-    pairs: list[tuple[Frame, Frame]] = []
+def logged_in(log: Conn, capture: Conn) -> Paired:
+    """(captured, logged) frames paired: the log's frames each way as a subsequence of the
+    capture's, greedily (each to the first captured frame after the last one taken that
+    agrees)."""
+    captured: list[Frame] = []
+    logged: list[Frame] = []
     for direction in ("c2s", "s2c"):
         wire = _direction(capture.frames, direction)
         at = 0
@@ -167,26 +181,27 @@ def logged_in(log: Conn, capture: Conn) -> list[tuple[Frame, Frame]]:
                 found += 1
             if found == len(wire):
                 continue  # not captured (a gap, or a frame the capture does not hold)
-            pairs.append((wire[found], frame))
+            captured.append(wire[found])
+            logged.append(frame)
             at = found + 1
-    return pairs
+    return captured, logged
 
 
-def best_capture(log: Conn, candidates: Sequence[Conn]) -> tuple[Conn, list[tuple[Frame, Frame]]]:
+def best_capture(log: Conn, candidates: Sequence[Conn]) -> tuple[Conn, Paired]:
     """The capture connection `log` is, and their paired frames (empty when none fits)."""
     best: tuple[Any, ...] | None = None
-    chosen: tuple[Conn, list[tuple[Frame, Frame]]] | None = None
+    chosen: tuple[Conn, Paired] | None = None
     for capture in candidates:
         if capture.version != log.version:
             continue
         pairs = logged_in(log, capture)
-        if not pairs:
+        if not pairs[0]:
             continue
-        diffs = [logged.ts - captured.ts for captured, logged in pairs]
+        diffs = [lf.ts - cf.ts for cf, lf in zip(pairs[0], pairs[1], strict=True)]
         spread = max(diffs) - min(diffs)
-        score = (-len(pairs), spread, abs(statistics.median(diffs)))
+        score = (-len(pairs[0]), spread, abs(statistics.median(diffs)))
         if best is None or score < best:
             best, chosen = score, (capture, pairs)
     if chosen is None:
-        return log, []
+        return log, ([], [])
     return chosen

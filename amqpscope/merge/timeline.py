@@ -93,7 +93,7 @@ def merge(parts: Sequence[Part], given: Mapping[str, float] | None = None) -> Me
             _date(part, ref, merged)
         _note(part)
         conns = align.connections(part.frames)
-        found: list[tuple[align.Conn, Part, align.Conn, list[tuple[Frame, Frame]]]] = []
+        found: list[tuple[align.Conn, Part, align.Conn, align.Paired]] = []
         c2s: list[float] = []
         s2c: list[float] = []
         for conn in conns.values():
@@ -107,10 +107,10 @@ def merge(parts: Sequence[Part], given: Mapping[str, float] | None = None) -> Me
                 captured = [(p, c) for p, c in placed if p.kind == CAPTURE]
                 target, pairs = align.best_capture(conn, [c for _, c in captured])
                 into = next(((p, c) for p, c in captured if c is target), (part, conn))
-            if not pairs:
+            if not pairs[0]:
                 continue
             found.append((conn, into[0], into[1], pairs))
-            for kept, other_frame in pairs:
+            for kept, other_frame in zip(pairs[0], pairs[1], strict=True):
                 if not other_frame.ts or not kept.ts:
                     continue  # a log line without a time (Proton's trace has none) bounds nothing
                 diff = other_frame.ts - kept.ts
@@ -130,15 +130,15 @@ def merge(parts: Sequence[Part], given: Mapping[str, float] | None = None) -> Me
             matched.add(conn.conn)
             how = "ends" if part.kind == CAPTURE else "content"
             merged.matches.append(
-                Match(part.name, conn.conn, into_part.name, into_conn.conn, how, len(pairs))
+                Match(part.name, conn.conn, into_part.name, into_conn.conn, how, len(pairs[0]))
             )
-            for kept, other_frame in pairs:
+            for kept, other_frame in zip(pairs[0], pairs[1], strict=True):
                 kept_seen, other_seen = kept.seen, other_frame.seen
                 if kept_seen is not None and other_seen is not None:
                     kept_seen.extend(other_seen)
                 other_frame.seen = None  # dropped: the kept frame stands for it
             if part.kind == LOG:
-                _untimed_after(conn.frames, {id(other): kept for kept, other in pairs})
+                _untimed_after(conn.frames, {id(o): k for k, o in zip(*pairs, strict=True)})
             # the frames only this input holds join the connection they are part of
             into_conn.frames.extend(f for f in conn.frames if f.seen is not None)
         for conn in conns.values():
