@@ -79,7 +79,6 @@ def merge(parts: Sequence[Part], given: Mapping[str, float] | None = None) -> Me
     merged = Merged([], offsets)
     placed: list[tuple[Part, align.Conn]] = []  # the timeline's connections, first placed
     by_ends: dict[tuple[str, str], tuple[Part, align.Conn]] = {}
-    _note(ref)
     _shift(ref, given.get(ref.name, 0.0))
     offsets[ref.name] = _given_or(given, ref.name, Offset(0.0, 0.0, clocks.REFERENCE))
     for conn in align.connections(ref.frames).values():
@@ -91,7 +90,6 @@ def merge(parts: Sequence[Part], given: Mapping[str, float] | None = None) -> Me
     for part in ordered:
         if part.kind == LOG:
             _date(part, ref, merged)
-        _note(part)
         conns = align.connections(part.frames)
         found: list[tuple[align.Conn, Part, align.Conn, align.Paired]] = []
         c2s: list[float] = []
@@ -124,7 +122,6 @@ def merge(parts: Sequence[Part], given: Mapping[str, float] | None = None) -> Me
                 estimate = Offset(0.0, math.inf, clocks.UNTIMED)
         offset = _given_or(given, part.name, estimate)
         offsets[part.name] = offset
-        _shift(part, offset.seconds)
         matched: set[int] = set()
         for conn, into_part, into_conn, pairs in found:
             matched.add(conn.conn)
@@ -132,34 +129,40 @@ def merge(parts: Sequence[Part], given: Mapping[str, float] | None = None) -> Me
             merged.matches.append(
                 Match(part.name, conn.conn, into_part.name, into_conn.conn, how, len(pairs[0]))
             )
+            into_offset = offsets[into_part.name].seconds
             for kept, other_frame in zip(pairs[0], pairs[1], strict=True):
-                kept_seen, other_seen = kept.seen, other_frame.seen
-                if kept_seen is not None and other_seen is not None:
-                    kept_seen.extend(other_seen)
-                other_frame.seen = None  # dropped: the kept frame stands for it
+                seen = kept.seen
+                if seen is None:
+                    seen = kept.seen = [_entry(into_part, kept, into_offset)]
+                seen.append(_entry(part, other_frame, 0.0))  # not yet shifted: its own clock
+                other_frame.seen = _DROPPED  # the kept frame stands for it
+        _note(part, 0.0)  # the frames only this input holds, before their times move
+        _shift(part, offset.seconds)
+        for conn, _into_part, into_conn, pairs in found:
             if part.kind == LOG:
                 _untimed_after(conn.frames, {id(o): k for k, o in zip(*pairs, strict=True)})
             # the frames only this input holds join the connection they are part of
-            into_conn.frames.extend(f for f in conn.frames if f.seen is not None)
+            into_conn.frames.extend(f for f in conn.frames if f.seen is not _DROPPED)
         for conn in conns.values():
             if conn.conn in matched:
                 continue
             placed.append((part, conn))
             if part.kind == CAPTURE:
                 by_ends.setdefault((conn.client, conn.server), (part, conn))
+    _note(ref, offsets[ref.name].seconds)
     merged.frames = _timeline([ref, *ordered], placed)
     return merged
 
 
 def _timeline(parts: list[Part], placed: list[tuple[Part, align.Conn]]) -> list[Frame]:
-    """Every kept frame (a dropped one's `seen` is None) by corrected time, each input's
+    """Every kept frame (a dropped one's `seen` is `_DROPPED`) by corrected time, each input's
     frames in its own order (merged, not sorted: a capture whose times step back keeps each
     connection's frames in order; at equal times the earlier input's first), numbered from
     1, connections numbered in the order they first appear."""
     for index, (_part, conn) in enumerate(placed):
         for frame in conn.frames:
             frame.conn = index  # which placed connection, until numbered below
-    streams = [[f for f in part.frames if f.seen is not None] for part in parts]
+    streams = [[f for f in part.frames if f.seen is not _DROPPED] for part in parts]
     streams = [stream for stream in streams if stream]
     if not streams:
         return []
@@ -192,17 +195,24 @@ def _untimed_after(frames: list[Frame], keep: dict[int, Frame]) -> None:
 _TIME: Final = attrgetter("ts")
 
 
-def _note(part: Part) -> None:
-    """Each frame's `seen`: this input holds it, where, and when on its own clock (a compact
-    tuple; `Frame.to_json` spells it out)."""
-    name, path = part.name, part.path
+#: the `seen` of a frame another input's frame stands for (never shown)
+_DROPPED: Final[list[tuple[str, str, str, int, float | None]]] = []
+
+
+def _entry(part: Part, frame: Frame, offset: float) -> tuple[str, str, str, int, float | None]:
+    """Where `part` holds `frame` and when on its own clock (`offset`: what was taken off its
+    time already); a compact tuple that `Frame.to_json` spells out."""
     if part.kind == LOG:
-        for frame in part.frames:
-            line = frame.source.get("line", 0) if frame.source is not None else 0
-            frame.seen = [(name, path, "line", line, frame.ts or None)]
-    else:
-        for frame in part.frames:
-            frame.seen = [(name, path, "packet", frame.packet, frame.ts)]
+        line = frame.source.get("line", 0) if frame.source is not None else 0
+        return (part.name, part.path, "line", line, frame.ts + offset if frame.ts else None)
+    return (part.name, part.path, "packet", frame.packet, frame.ts + offset)
+
+
+def _note(part: Part, offset: float) -> None:
+    """`seen` of the frames no other input's frame was paired with: this input alone."""
+    for frame in part.frames:
+        if frame.seen is None:
+            frame.seen = [_entry(part, frame, offset)]
 
 
 def _shift(part: Part, seconds: float) -> None:
