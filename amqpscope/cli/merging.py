@@ -122,7 +122,8 @@ def _is_capture(path: str) -> bool:
 def _spans(paths: Sequence[str]) -> list[Span]:
     """What `merge.kind` needs of the files: which are logs, each capture's first and last
     packet times, and whether it holds a TCP segment another begins with (its packets read,
-    not dissected: the beginnings first, then each whole)."""
+    not dissected: the beginnings first, then each whole, or until one holds a packet
+    another begins with)."""
     from amqpscope.capture.linklayer import SegmentDecoder
     from amqpscope.merge.kind import BEGINNING, segment_key
 
@@ -166,6 +167,8 @@ def _spans(paths: Sequence[str]) -> list[Span]:
                 if segment is not None and segment.payload:
                     key = segment_key(segment.src, segment.dst, segment.seq, len(segment.payload))
                     shares = key in others
+                    if shares:  # vantage points whatever their times: no need to read on
+                        return [*spans, Span(False, first, last, shares)]
         spans.append(Span(False, first, last, shares))
     return spans
 
