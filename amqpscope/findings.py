@@ -25,6 +25,12 @@ CODES: Final[dict[str, tuple[str, str]]] = {
         WARNING,
         "capture files read as one overlap in time: they were joined, not merged packet by packet",
     ),
+    # merge/ (several inputs as one timeline)
+    "merge.clock-offset": (
+        INFO,
+        "several inputs merged: an input's clock offset from the reference input's (estimated"
+        " from frames both saw, with its bound, or given) and its connections matched",
+    ),
     "capture.spool-overrun": (
         WARNING,
         "live: the decoder fell so far behind that captured packets were discarded unread",

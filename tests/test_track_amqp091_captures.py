@@ -66,6 +66,8 @@ FINDINGS = {
     "log-pika-broker": ["amqp091.prefetch-saturated"],
     # captures/scenarios/journeys.py: prefetch 1 on each of the two consumers' channels
     "091-journeys": ["amqp091.prefetch-saturated"] * 2,
+    # captures/scenarios/vantage.py: the same two consumers
+    "091-vantage": ["amqp091.prefetch-saturated"] * 2,
     # captures/scenarios/diagnose.py
     "091-blocked-publisher": ["amqp091.blocked"],  # the memory alarm
     "091-stalled-consumer": ["amqp091.prefetch-saturated"],  # first at tag 5, the stall at 8
@@ -157,6 +159,7 @@ _METRICS = "metrics (test_metrics: the busiest queues keep their names)"
 ELSEWHERE: dict[str, str] = {
     "traces": "spans (test_otel: the trace context each message carried)",
     "settlements": "spans (test_otel: each delivery's tag and what the consumer did)",
+    "vantage": "vantage points merged (test_merge)",
     "cancelled_by_broker": _COVERAGE,
     "closed_by_broker": _COVERAGE,
     "body": _DECODED,

@@ -2,20 +2,21 @@
 
 Opening is `amqpscope.sources` (a capture or a frame-trace log, told apart by content, raising
 typed errors); this module is the click side of it, and keeps the names commands import
-(`open_input`, `Input`, `FORMAT_NAMES`) as those of `sources`.
+(`open_input`, `Input`, `FORMAT_NAMES`) as those of `sources`; several FILEs that are vantage
+points (`--inputs`, else told by their content) open as one merged input (`cli.merging`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import click
 
 from amqpscope.cli.common import fail
-from amqpscope.sources import FORMAT_NAMES, SourceError, check_paths
+from amqpscope.sources import FORMAT_NAMES, SourceError, check_paths, open_source
 from amqpscope.sources import Source as Input
-from amqpscope.sources import open_source as open_input
 
 __all__ = [
     "FORMAT_NAMES",
@@ -39,7 +40,11 @@ def several_files(_ctx: Any, _param: Any, files: tuple[str, ...]) -> tuple[str, 
 
 
 def files_argument(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """FILE...: one capture or log, or the files of one rotated capture (read as one)."""
+    """FILE...: one capture or log, the files of one rotated capture (read as one), or vantage
+    points of the same traffic (merged: --inputs, --offset, `cli.merging`)."""
+    from amqpscope.cli.merging import merge_options
+
+    fn = merge_options(fn)
     return click.argument(
         "files",
         nargs=-1,
@@ -67,3 +72,18 @@ def format_option(fn: Callable[..., Any]) -> Callable[..., Any]:
         default=None,
         help="FILE is a frame-trace log of this format (default: told from its content).",
     )(fn)
+
+
+@contextlib.contextmanager
+def open_input(paths: str | Sequence[str], fmt: str | None = None) -> Iterator[Input]:
+    """`sources.open_source`, but several paths that are vantage points (not the pieces of one
+    rotated capture) are merged into one timeline (`cli.merging`: --inputs and --offset)."""
+    if not isinstance(paths, str) and len(paths) > 1:
+        from amqpscope.cli.merging import VANTAGE, open_merged, wanted_mode
+
+        if wanted_mode(paths) == VANTAGE:
+            with open_merged(paths, fmt) as merged:
+                yield merged  # type: ignore[misc]  # an Input to the commands
+            return
+    with open_source(paths, fmt) as source:
+        yield source

@@ -48,6 +48,10 @@ class Frame:
     #: which packets carried the frame's bytes, when the dissector is asked to keep it (`read
     #: -x`, `-w`): (packet, offset in the frame, length, stream offset) per packet, in order
     carriers: list[tuple[int, int, int, int]] | None
+    #: a frame of several inputs merged (`amqpscope.merge`): every input that holds it, where
+    #: and when on its own clock: (input, file, "packet" or "line", its number, ts), spelled
+    #: out by `to_json` as {"input", "file", "packet" or "line", "ts"}
+    seen: list[tuple[str, str, str, int, float | None]] | None
 
     def __init__(
         self,
@@ -68,6 +72,7 @@ class Frame:
         message: dict[str, Any] | None = None,
         source: dict[str, Any] | None = None,
         carriers: list[tuple[int, int, int, int]] | None = None,
+        seen: list[tuple[str, str, str, int, float | None]] | None = None,
     ) -> None:
         """Written out, not generated: see `capture.packet`."""
         self.version = version
@@ -87,6 +92,7 @@ class Frame:
         self.message = message
         self.source = source
         self.carriers = carriers
+        self.seen = seen
 
     def with_fields(self, fields: dict[str, Any]) -> Frame:
         """This frame with other `fields` (a tracker's well-typed view, `codec.typed`), every
@@ -109,6 +115,7 @@ class Frame:
             self.message,
             self.source,
             self.carriers,
+            self.seen,
         )
 
     @property
@@ -137,6 +144,8 @@ class Frame:
         }
         if self.message is not None:
             out["message"] = self.message
+        if self.seen is not None:
+            out["seen"] = seen_json(self.seen)
         return out
 
     def _logged_json(self) -> dict[str, Any]:
@@ -157,7 +166,14 @@ class Frame:
         }
         if self.message is not None:
             out["message"] = self.message
+        if self.seen is not None:
+            out["seen"] = seen_json(self.seen)
         return out
+
+
+def seen_json(seen: list[tuple[str, str, str, int, float | None]]) -> list[dict[str, Any]]:
+    """A merged frame's `seen` as the NDJSON contract spells it."""
+    return [{"input": i, "file": f, where: n, "ts": ts} for i, f, where, n, ts in seen]
 
 
 def is_error(frame: Any) -> bool:

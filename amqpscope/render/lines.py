@@ -462,7 +462,7 @@ class LineWriter:
     def pieces(self, frame: Frame, out: list[bytes]) -> int:
         """The frame's line appended to `out` in pieces (`out` joins them with others in one
         copy); how many bytes they hold."""
-        if frame.source is not None:
+        if frame.source is not None or frame.seen is not None:  # a log's, a merged one's
             line = record_ndjson(frame)
             out.append(line)
             return len(line)
