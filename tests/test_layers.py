@@ -26,6 +26,7 @@ RANKS: tuple[tuple[str, ...], ...] = (
     ("codec",),  # detection, framing, decoding
     ("logs", "census"),  # frame-trace logs → frame records; what a non-AMQP capture holds
     ("dissect",),  # capture → stream → codec, per packet
+    ("merge",),  # several inputs' frames → one timeline: frames matched, clock offsets
     ("sources",),  # open any input (a capture through dissect, a log through logs)
     ("track",),  # per-connection state
     ("filter", "diagnose"),  # -Y over records and tracked state; rules over tracked state
