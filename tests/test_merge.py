@@ -239,3 +239,26 @@ def test_causality_bounds_the_offset_of_two_hosts(nearer: str) -> None:
     # as tight as the fastest frame each way allows: its one-way delay
     assert abs(offset.seconds - truth) <= offset.bound
     assert offset.bound == pytest.approx(min(delays), abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [
+        (("-V",), "-V and -x show one capture's bytes; read one of the inputs (or --json)"),
+        (("-x",), "-V and -x show one capture's bytes; read one of the inputs (or --json)"),
+        (("-w", "cut.pcap"), "-w cuts one capture (or the pieces of one rotated capture);"),
+    ],
+)
+def test_bytes_and_cuts_of_vantage_points_are_refused_in_a_line(
+    option: tuple[str, ...], said: str, tmp_path: Path
+) -> None:
+    """Two vantage points hold no one file's bytes for -V/-x, and a cut of them is no one
+    capture: a usage error that says so (not "a log has none": neither input is a log), and no
+    file written."""
+    args = [str(CAPTURES / "091-vantage.pcap"), str(CAPTURES / "091-vantage-b.pcap")]
+    option = tuple(str(tmp_path / o) if o.endswith(".pcap") else o for o in option)
+    done = run("read", *args, *option)
+    assert done.returncode == 2, done
+    assert done.stderr.startswith(f"amqpscope: {said}"), done.stderr
+    assert len(done.stderr.splitlines()) == 1
+    assert not (tmp_path / "cut.pcap").exists()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -174,15 +174,26 @@ def read(
         alone = bool(conns) and not (expression or channels or errors or links or queues)
         alone = alone and start is None and stop is None and count is None
         whole = frozenset(conns) if alone else frozenset()
-        chosen = selection.accepts if choosy else lambda _frame, _first: True
+        if len(files) > 1:
+            from amqpscope.cli.merging import VANTAGE, wanted_mode
+
+            if wanted_mode(files) == VANTAGE:
+                fail(
+                    "-w cuts one capture (or the pieces of one rotated capture); these files are"
+                    " vantage points: cut each one (or --inputs rotated)",
+                    2,
+                )
+        chosen: Callable[[Any, float], bool] = (
+            selection.accepts if choosy else lambda _frame, _first: True
+        )
+        accepts: Callable[[Any, float], bool] = chosen
         if wanted:
             whole = frozenset()
 
-            def accepts(frame: Frame, first: float | None) -> bool:
+            def accepts_wanted(frame: Frame, first: float) -> bool:
                 return frame.number in wanted and chosen(frame, first)
 
-        else:
-            accepts = chosen
+            accepts = accepts_wanted
         write_cut(files, out, accepts, whole, show_secrets, keylog, count, force)
         return
     retire = retiring()  # each connection forgotten once its TCP ended
@@ -222,6 +233,8 @@ def read(
                 f"amqpscope: source: {source.path}: log format {source.fmt} ({how})", err=True
             )
         if (tree or dump) and source.capture is None:
+            if source.log is None:  # several inputs merged: no one file's bytes are the timeline's
+                fail("-V and -x show one capture's bytes; read one of the inputs (or --json)", 2)
             fail("-V and -x show a captured frame's bytes; a log has none (try --json)", 2)
         first_ts: float | None = None
         frames: Iterator[Frame] = source.frames(
