@@ -1,5 +1,6 @@
 """Every input, opened in one place: a capture, the files of one rotated capture, a frame-trace
-log, standard input (`-`), and the TLS key log that goes with them.
+log, standard input (`-`), several vantage points of the same traffic merged into one timeline
+(`amqpscope.merge`), and the TLS key log that goes with them.
 
 The first bytes decide what a file is (a pcap or pcapng magic, gzip'd or not, is a capture;
 anything else a text log), then the log's format is told from its first lines unless a format is
@@ -17,6 +18,7 @@ these too.)
 from __future__ import annotations
 
 import contextlib
+import gc
 import itertools
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -34,6 +36,7 @@ from amqpscope.capture.textlog import (
     open_stream,
 )
 from amqpscope.findings import Finding
+from amqpscope.merge.kind import AUTO, VANTAGE, Span, tell
 
 if TYPE_CHECKING:
     from amqpscope.capture.rotated import CaptureSet
@@ -41,6 +44,7 @@ if TYPE_CHECKING:
     from amqpscope.codec.tls import KeyLog
     from amqpscope.dissect import Dissector
     from amqpscope.logs.reader import LogReader
+    from amqpscope.merge.timeline import Merged
 
 #: the names a log's format takes (`--format`): logs.formats.NAMES, spelled out so that opening
 #: an input does not import the grammars (tests/test_logs_pyamqp.py checks they agree)
@@ -198,12 +202,23 @@ class Source:
 
 
 @contextlib.contextmanager
-def open_source(paths: str | Sequence[str], fmt: str | None = None) -> Iterator[Source]:
+def open_source(
+    paths: str | Sequence[str],
+    fmt: str | None = None,
+    inputs: str = AUTO,
+    offsets: dict[str, float] | None = None,
+) -> Iterator[Source]:
     """The capture or log at `paths` (`-`: standard input), open; a `SourceError` when it
     cannot be read, or is text in no format amqpscope reads (bytes that are no text are left to
     the capture reader, whose errors say what they are). Several paths are the files of one
-    rotated capture (`capture.rotated`), all captures. `fmt`: the log's format, forced."""
+    rotated capture (`capture.rotated`), all captures, or vantage points merged into one
+    timeline (`inputs`: AUTO, ROTATED or VANTAGE; `offsets`: clocks set by input letter).
+    `fmt`: the log's format, forced."""
     if not isinstance(paths, str) and len(paths) > 1:
+        if input_mode(paths, inputs) == VANTAGE:
+            with open_merged(paths, fmt, offsets) as merged:
+                yield merged  # type: ignore[misc]  # a Source to every face
+            return
         with _open_set(paths, fmt) as captures:
             yield Source(captures.path, capture=captures)
         return
@@ -423,3 +438,219 @@ def load_keylog(path: str | None, warn: Callable[[str], None] | None = None) -> 
     if path and warn is not None and not KeyLog("".join(KeyLogFiles([path]).read_new())):
         warn(NO_KEYS.format(path=path))
     return keylog
+
+
+# -- several vantage points ------------------------------------------------------------------
+# Several FILEs are either the pieces of one rotated capture (read one after the other) or
+# vantage points of the same traffic (captures from several hosts, clients' logs), merged into one
+# timeline by `amqpscope.merge`: each frame once, every input's time of it, clocks aligned.
+
+
+def input_mode(paths: Sequence[str], inputs: str = AUTO) -> str:
+    """ROTATED or VANTAGE for several `paths`: `inputs` when it says, else told by their
+    content (`merge.kind`: a TCP segment in two of them, or times that overlap)."""
+    if inputs != AUTO:
+        return inputs
+    return tell(_spans(paths))
+
+
+def letter(n: int) -> str:
+    """The n-th input's name: A, B, ... Z, then I27, I28..."""
+    return chr(ord("A") + n) if n < 26 else f"I{n + 1}"
+
+
+def _is_capture(path: str) -> bool:
+    """Whether `path` holds a capture (its magic), not text; CaptureError when unreadable."""
+    stream = open_stream(path)
+    try:
+        head, _ = head_of(stream, path)
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            stream.close()
+    return is_capture(head)
+
+
+def _spans(paths: Sequence[str]) -> list[Span]:
+    """What `merge.kind` needs of the files: which are logs, each capture's first and last
+    packet times, and whether it holds a TCP segment another begins with (its packets read,
+    not dissected: the beginnings first, then each whole, or until one holds a packet
+    another begins with)."""
+    from amqpscope.capture.linklayer import SegmentDecoder
+    from amqpscope.merge.kind import BEGINNING, segment_key
+
+    captures = [_is_capture(path) for path in paths]
+    beginnings: list[set[tuple[object, ...]]] = []
+    for path, capture in zip(paths, captures, strict=True):
+        keys: set[tuple[object, ...]] = set()
+        if capture:
+            decoder = SegmentDecoder()
+            with CaptureReader(path) as reader:
+                for packet in reader:
+                    segment = decoder.decode(packet)
+                    if segment is not None and segment.payload:
+                        keys.add(
+                            segment_key(segment.src, segment.dst, segment.seq, len(segment.payload))
+                        )
+                        if len(keys) >= BEGINNING:
+                            break
+        beginnings.append(keys)
+    spans = []
+    for n, (path, capture) in enumerate(zip(paths, captures, strict=True)):
+        if not capture:
+            spans.append(Span(True, None, None))
+            continue
+        others: set[tuple[object, ...]] = set()
+        for m, keys in enumerate(beginnings):
+            if m != n:
+                others |= keys
+        first: float | None = None
+        last: float | None = None
+        shares = False
+        decoder = SegmentDecoder()
+        with CaptureReader(path) as reader:
+            for packet in reader:
+                if first is None:
+                    first = packet.ts
+                last = packet.ts
+                if shares or not others:
+                    continue
+                segment = decoder.decode(packet)
+                if segment is not None and segment.payload:
+                    key = segment_key(segment.src, segment.dst, segment.seq, len(segment.payload))
+                    shares = key in others
+                    if shares:  # vantage points whatever their times: no need to read on
+                        return [*spans, Span(False, first, last, shares)]
+        spans.append(Span(False, first, last, shares))
+    return spans
+
+
+class _Files:
+    """The files read, for a progress bar: the first's name, all their positions."""
+
+    def __init__(self, inputs: Sequence[Source]) -> None:
+        self.inputs = inputs
+        self.path = inputs[0].path
+
+    def position(self) -> tuple[int, int]:
+        done = total = 0
+        for each in self.inputs:
+            here, size = each.file.position()
+            done += here
+            total += size
+        return done, total
+
+
+class MergedInput:
+    """Several inputs as one (an `Input` to the commands): `frames()` reads them all and
+    gives the merged timeline; `capture`, `log` and `dissector` are None (no one file's
+    bytes or packets are the timeline's: -V, -x and -w read one capture)."""
+
+    capture = None
+    log = None
+    dissector = None
+    reader = None
+
+    def __init__(self, paths: Sequence[str], inputs: Sequence[Source], given: dict[str, float]):
+        self.paths = paths
+        self.inputs = inputs
+        self.given = given
+        self.path = paths[0]
+        self.fmt = next((i.fmt for i in inputs if i.fmt), "")
+        self.merged: Merged | None = None
+
+    @property
+    def source(self) -> str:
+        return "capture" if any(i.capture is not None for i in self.inputs) else "log"
+
+    @property
+    def file(self) -> _Files:
+        return _Files(self.inputs)
+
+    def frames(
+        self,
+        show_secrets: bool = False,
+        redact_bodies: bool = False,
+        messages: bool = True,
+        keylog: Any = None,
+        wrap: Callable[[Any], Any] | None = None,
+        carriers: bool = False,
+        retire: bool = False,
+    ) -> Iterator[Frame]:
+        from amqpscope.merge.timeline import CAPTURE, LOG, Part, merge
+
+        parts = []
+        for n, each in enumerate(self.inputs):
+            records = list(
+                each.frames(show_secrets, redact_bodies, messages, keylog=keylog, retire=retire)
+            )
+            kind = CAPTURE if each.capture is not None else LOG
+            parts.append(Part(letter(n), each.path, kind, records))
+            # kept to the end: out of every later collection (`steady_gc`'s freeze), or each
+            # full one walks them all again (bench/merge.py, compiled: pairing 100k frames took
+            # 0.11 s of collections for 0.01 s of work)
+            gc.freeze()
+        merged = self.merged = merge(parts, self.given)
+        return iter(merged.frames)
+
+    @property
+    def findings(self) -> list[Finding]:
+        """Every input's, each saying which input it is about."""
+        import dataclasses
+
+        from amqpscope.findings import finding
+
+        out: list[Finding] = []
+        if self.merged is not None:  # each input's clock, first
+            out.extend(
+                finding("merge.clock-offset", line) for line in said(self.merged, self.inputs)
+            )
+        for n, each in enumerate(self.inputs):
+            name = f"input {letter(n)} ({os.path.basename(each.path)})"
+            out.extend(
+                dataclasses.replace(f, message=f"{name}: {f.message}") for f in each.findings
+            )
+        return out
+
+
+def said(merged: Merged, inputs: Sequence[Source]) -> list[str]:
+    """One line per input: its clock offset (estimate and bound) and its connections
+    matched."""
+    lines = []
+    for n, each in enumerate(inputs):
+        name = letter(n)
+        offset = merged.offsets[name]
+        matched = [m for m in merged.matches if m.input == name]
+        text = f"input {name} ({os.path.basename(each.path)}): {offset.text()}"
+        if name in merged.dated:
+            text += f"; dated from input {letter(0)} (+{merged.dated[name] / 86400:.0f} days)"
+        if matched:
+            by = "ends" if matched[0].how == "ends" else "content"
+            many = "s" if len(matched) > 1 else ""
+            text += f"; {len(matched)} connection{many} matched by {by}"
+        lines.append(text)
+    return lines
+
+
+@contextlib.contextmanager
+def open_merged(
+    paths: Sequence[str], fmt: str | None, offsets: dict[str, float] | None = None
+) -> Iterator[MergedInput]:
+    """The inputs at `paths`, open, as one (`fmt` for those that are not captures; `offsets`:
+    clock offsets set by input letter, not estimated)."""
+    given = dict(offsets or {})
+    captures = [_is_capture(path) for path in paths]
+    if fmt is not None and all(captures):
+        raise UsageConflict(f"--format {fmt}: these files are captures, not frame-trace logs")
+    with contextlib.ExitStack() as stack:
+        inputs = []
+        for path, capture in zip(paths, captures, strict=True):
+            wanted = None if fmt is None or capture else fmt
+            try:
+                inputs.append(stack.enter_context(open_source(path, wanted)))
+            except CaptureError as exc:
+                if capture:
+                    raise
+                # text that is no log: said as when several files had to be captures
+                text = str(exc).replace("not a pcap or pcapng file,", "text, not a capture file,")
+                raise NotALog(text) from None
+        yield MergedInput(paths, inputs, given)

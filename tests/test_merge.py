@@ -262,3 +262,16 @@ def test_bytes_and_cuts_of_vantage_points_are_refused_in_a_line(
     assert done.stderr.startswith(f"amqpscope: {said}"), done.stderr
     assert len(done.stderr.splitlines()) == 1
     assert not (tmp_path / "cut.pcap").exists()
+
+
+def test_the_report_merges_vantage_points_too(tmp_path: Path) -> None:
+    """`report A B` opens its inputs where every command does (`sources.open_source`, with
+    --inputs and --offset): the page holds the merged timeline's clock offsets, B's the shift
+    the recording applied."""
+    page = tmp_path / "report.html"
+    done = run("report", str(A), str(B), "-o", str(page))
+    assert done.returncode == 0, done.stderr
+    text = page.read_text()
+    offset, _bound = said_offset(done.stderr, "B")
+    assert abs(offset - SHIFT) < 0.005
+    assert text.count('"code":"merge.clock-offset"') == 2

@@ -68,8 +68,10 @@ def test_a_format_forced_on_a_capture_is_bad_usage() -> None:
 def test_a_log_among_several_files_is_named(tmp_path: Path) -> None:
     copy = tmp_path / "b.pcap"
     shutil.copy(PCAP, copy)
+    text = tmp_path / "notes.txt"  # text in no log format (a log beside a capture is merged)
+    text.write_text("what the broker's admin saw\n" * 20)
     with pytest.raises(sources.NotALog, match="text, not a capture file"):
-        opened([str(PCAP), str(LOG)])
+        opened([str(PCAP), str(text)])
     with pytest.raises(sources.UsageConflict):
         opened([str(PCAP), str(copy)], "proton")
     with pytest.raises(sources.UsageConflict, match="given twice"):

@@ -8,8 +8,7 @@ points (`--inputs`, else told by their content) open as one merged input (`cli.m
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import click
@@ -74,16 +73,11 @@ def format_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     )(fn)
 
 
-@contextlib.contextmanager
-def open_input(paths: str | Sequence[str], fmt: str | None = None) -> Iterator[Input]:
-    """`sources.open_source`, but several paths that are vantage points (not the pieces of one
-    rotated capture) are merged into one timeline (`cli.merging`: --inputs and --offset)."""
-    if not isinstance(paths, str) and len(paths) > 1:
-        from amqpscope.cli.merging import VANTAGE, open_merged, wanted_mode
+def open_input(paths: str | Sequence[str], fmt: str | None = None) -> Any:
+    """`sources.open_source` with the command's --inputs and --offset (`cli.merging`): several
+    FILEs that are vantage points open as one merged input."""
+    from amqpscope.cli.merging import given_offsets, wanted_inputs
 
-        if wanted_mode(paths) == VANTAGE:
-            with open_merged(paths, fmt) as merged:
-                yield merged  # type: ignore[misc]  # an Input to the commands
-            return
-    with open_source(paths, fmt) as source:
-        yield source
+    several = not isinstance(paths, str) and len(paths) > 1
+    offsets = given_offsets(paths) if several else None
+    return open_source(paths, fmt, wanted_inputs(), offsets)

@@ -175,9 +175,11 @@ def read(
         alone = alone and start is None and stop is None and count is None
         whole = frozenset(conns) if alone else frozenset()
         if len(files) > 1:
-            from amqpscope.cli.merging import VANTAGE, wanted_mode
+            from amqpscope.cli.merging import wanted_inputs
+            from amqpscope.merge.kind import VANTAGE
+            from amqpscope.sources import input_mode
 
-            if wanted_mode(files) == VANTAGE:
+            if input_mode(files, wanted_inputs()) == VANTAGE:
                 fail(
                     "-w cuts one capture (or the pieces of one rotated capture); these files are"
                     " vantage points: cut each one (or --inputs rotated)",

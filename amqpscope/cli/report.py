@@ -23,12 +23,11 @@ from amqpscope.cli.common import (
     steady_gc,
     window_options,
 )
-from amqpscope.cli.inputs import files_argument, format_option, shown_name
+from amqpscope.cli.inputs import files_argument, format_option, open_input, shown_name
 from amqpscope.cli.inspect import Inspect
 from amqpscope.diagnose import Diagnoser
 from amqpscope.filter import FilterError, Selection, compile_filter
 from amqpscope.render.tree import tree_json
-from amqpscope.sources import open_source
 
 if TYPE_CHECKING:
     from amqpscope.codec.frames import Frame
@@ -112,7 +111,7 @@ def report(
         "redact-bodies": redact_bodies,
     }
     steady_gc()
-    with open_source(files, fmt) as source:
+    with open_input(files, fmt) as source:
         frames = source.frames(
             show_secrets, redact_bodies, keylog=load_keylog(keylog), carriers=True
         )

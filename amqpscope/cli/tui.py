@@ -20,8 +20,7 @@ from amqpscope.cli.common import (
     redact_bodies_option,
     steady_gc,
 )
-from amqpscope.cli.inputs import format_option, several_files, shown_name
-from amqpscope.sources import open_source
+from amqpscope.cli.inputs import format_option, open_input, several_files, shown_name
 
 NO_TEXTUAL = "tui needs Textual: pip install 'amqpscope[tui]'"
 
@@ -99,7 +98,7 @@ def tui(
     with contextlib.ExitStack() as stack:
         # opened once, here: unreadable is one line and exit 1 before the screen changes; the
         # loader reads it on and closes it (`pop_all`: the app owns it from then on)
-        source = stack.enter_context(open_source(files, fmt))
+        source = stack.enter_context(open_input(files, fmt))
         problem = terminal_problem()
         if problem is not None:
             fail(problem, 2)
