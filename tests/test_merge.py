@@ -275,3 +275,11 @@ def test_the_report_merges_vantage_points_too(tmp_path: Path) -> None:
     offset, _bound = said_offset(done.stderr, "B")
     assert abs(offset - SHIFT) < 0.005
     assert text.count('"code":"merge.clock-offset"') == 2
+
+
+def test_the_tui_takes_the_inputs_options() -> None:
+    """`tui A B` opens through the same door with --inputs and --offset: an --offset that names
+    no input is the usage error every command gives (before the screen changes)."""
+    done = run("tui", str(A), str(B), "--offset", "C=+1")
+    assert done.returncode == 2, done
+    assert "'C' names no single input" in done.stderr

@@ -21,6 +21,7 @@ from amqpscope.cli.common import (
     steady_gc,
 )
 from amqpscope.cli.inputs import format_option, open_input, several_files, shown_name
+from amqpscope.cli.merging import merge_options
 
 NO_TEXTUAL = "tui needs Textual: pip install 'amqpscope[tui]'"
 
@@ -57,6 +58,7 @@ NO_TEXTUAL = "tui needs Textual: pip install 'amqpscope[tui]'"
 @redact_bodies_option
 @keylog_option
 @format_option
+@merge_options
 @guarded
 def tui(
     files: tuple[str, ...],
