@@ -59,6 +59,7 @@ def timed_run(cmd: list[str], cwd: Path, env: dict[str, str], log: Path) -> list
             at = time.monotonic() - start
             lines.append((at, line.rstrip("\n")))
             out.write(f"{at:8.1f} {line}")
+            out.flush()  # to follow a run with tail -f
         proc.wait()
         lines.append((time.monotonic() - start, f"(exit {proc.returncode})"))
     return lines
