@@ -9,7 +9,9 @@ build is kept while the compiled sources, the hook and mypy's version are unchan
 from the sdist in an isolated environment) into build/dist, stamped with the key of the sources
 it was built from, and prints its path: `make install` installs it. A compile takes minutes,
 so the venv build and `tests/test_default_build.py` reuse that wheel while the tree still gives
-the same sources, and build their own when it does not (an edited tree).
+the same sources, and build their own when it does not (an edited tree). A compiled wheel is
+also kept per user (~/.cache/amqpscope/wheels, by the key of its sources; AMQPSCOPE_WHEEL_CACHE
+names another folder, or "off"): a fresh clone of sources this machine has built takes it.
 
     python3 tools/compiled.py [DIR]        (default build/compiled; `make compiled`)
     python3 tools/compiled.py --wheel      (build/dist; `make install`)
@@ -21,11 +23,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import site
 import subprocess
 import sys
 import sysconfig
 import tarfile
+import tempfile
 import time
 import tomllib
 import zipfile
@@ -162,6 +166,13 @@ def build_wheel(dist: Path = DIST) -> Path:
     dist.mkdir(parents=True, exist_ok=True)
     for old in [*dist.glob("*.whl"), *dist.glob("*.tar.gz"), *dist.glob("build.json")]:
         old.unlink()
+    cache = _wheel_cache()
+    if cache is not None and (cache / key / "build.json").exists():
+        for kept in (cache / key).iterdir():  # another clone built these sources: no compile
+            shutil.copy2(kept, dist / kept.name)
+        found = built_wheel(dist)
+        if found is not None:
+            return found[0]
     started = time.monotonic()
     _run([sys.executable, "-m", "build", "--outdir", str(dist), str(ROOT)])
     _say_time("python -m build (the sdist, then the wheel; each in a new environment)", started)
@@ -175,7 +186,48 @@ def build_wheel(dist: Path = DIST) -> Path:
         "build": wheel_build(wheel),
     }
     (dist / "build.json").write_text(json.dumps(stamp, indent=1) + "\n")
+    if cache is not None and stamp["build"] == "compiled with mypyc":
+        _keep(cache, key, [wheel, sdist, dist / "build.json"])
     return wheel
+
+
+#: how many compiled wheels (of distinct sources) the per-user cache keeps, the newest
+CACHE_KEEP = 3
+
+
+def _wheel_cache() -> Path | None:
+    """Where compiled wheels are kept across clones, by the key of their sources:
+    $AMQPSCOPE_WHEEL_CACHE, else ~/.cache/amqpscope/wheels; None when it is "off" or when
+    AMQPSCOPE_BUILD asks for a build of its own (pure, or compiled or else an error)."""
+    where = os.environ.get("AMQPSCOPE_WHEEL_CACHE", "")
+    if where == "off" or os.environ.get("AMQPSCOPE_BUILD"):
+        return None
+    if where:
+        return Path(where)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "amqpscope" / "wheels"
+
+
+def _keep(cache: Path, key: str, files: list[Path]) -> None:
+    """Copy a build into the cache (a folder written aside, then renamed: whole or absent), and
+    drop all but the newest CACHE_KEEP builds."""
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        part = Path(tempfile.mkdtemp(dir=cache, prefix=".part-"))
+        for path in files:
+            shutil.copy2(path, part / path.name)
+        if (cache / key).exists():
+            shutil.rmtree(part)
+        else:
+            part.rename(cache / key)
+        builds = sorted(
+            (d for d in cache.iterdir() if not d.name.startswith(".")),
+            key=lambda d: d.stat().st_mtime,
+        )
+        for old in builds[:-CACHE_KEEP]:
+            shutil.rmtree(old, ignore_errors=True)
+    except OSError:  # a cache that cannot be written is only a later compile
+        pass
 
 
 def repaired_wheel(house: Path = WHEELHOUSE) -> Path:

@@ -18,6 +18,8 @@ stages, which a loaded machine does not inflate as it does wall time.
 
 --no-cache     pip without its cache (PIP_NO_CACHE_DIR), as on a fresh machine: downloads
                counted too
+--wheel-cache  let the clone take a compiled wheel kept by an earlier clone of the same sources
+               (~/.cache/amqpscope/wheels; off by default: a first clone compiles)
 --test         then `make test` in the same clone (system python, as CI runs it), with
                `--durations=25`; its log is kept and its last lines printed
 --opt-levels   instead: for each C optimisation level (MYPYC_OPT_LEVEL), bench/run.py
@@ -69,7 +71,9 @@ def first(lines: list[tuple[float, str]], needle: str) -> float | None:
     return next((at for at, line in lines if needle in line), None)
 
 
-def demo(ref: str, no_cache: bool, work: Path, keep_test: bool) -> dict[str, object]:
+def demo(
+    ref: str, no_cache: bool, work: Path, keep_test: bool, wheel_cache: bool
+) -> dict[str, object]:
     """One fresh clone of `ref`, `make demo` in a new virtualenv; the stage times."""
     clone = work / f"clone-{ref.replace('/', '_')}"
     subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
@@ -79,6 +83,8 @@ def demo(ref: str, no_cache: bool, work: Path, keep_test: bool) -> dict[str, obj
     times = work / f"build-times-{ref.replace('/', '_')}.jsonl"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MYPYC_OPT_LEVEL")}
     env["AMQPSCOPE_BUILD_TIMES"] = str(times)
+    if not wheel_cache:  # a first clone on this machine: no wheel kept from another clone
+        env["AMQPSCOPE_WHEEL_CACHE"] = "off"
     if no_cache:
         env["PIP_NO_CACHE_DIR"] = "1"
     log = work / f"demo-{ref.replace('/', '_')}.log"
@@ -134,6 +140,7 @@ def main() -> int:
     parser.add_argument("refs", nargs="*", default=["HEAD"])
     parser.add_argument("--no-cache", action="store_true")
     parser.add_argument("--test", action="store_true")
+    parser.add_argument("--wheel-cache", action="store_true")
     parser.add_argument("--opt-levels", metavar="1,2,3")
     parser.add_argument(
         "--bench-args",
@@ -150,7 +157,7 @@ def main() -> int:
             opt_levels(args.opt_levels.split(","), args.bench_args.split(), work)
             return 0
         for ref in args.refs:
-            result = demo(ref, args.no_cache, work, args.test)
+            result = demo(ref, args.no_cache, work, args.test, args.wheel_cache)
             for key, value in result.items():
                 print(f"{key:32} {value}", flush=True)
             print(flush=True)
