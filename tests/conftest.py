@@ -49,6 +49,7 @@ def installed_env(**extra: str) -> dict[str, str]:
 GROUPS = {
     "tests/test_compiled.py": "builds",
     "tests/test_default_build.py": "builds",
+    "tests/test_wheel.py": "builds",  # build/dist too, and build/wheelhouse
     "tests/test_spark.py": "spark",
     "tests/test_spark_cluster.py": "spark",
     "tests/test_spark_datasource.py": "spark",
