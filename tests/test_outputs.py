@@ -1,6 +1,7 @@
-"""Every command that writes a file keeps one rule (`amqpscope.writing.outputs`): never over one of its
-inputs (the same file, through symbolic or hard links; not even with --force), and never over a
-file already there unless --force. A device (/dev/null) is written, not replaced. Issue 40, 1."""
+"""Every command that writes a file keeps one rule (`amqpscope.writing.outputs`): never over one
+of its inputs (the same file, through symbolic or hard links; not even with --force), and never
+over a file already there unless --force. A device (/dev/null) is written, not replaced. Issue
+40, 1."""
 
 from __future__ import annotations
 

@@ -19,10 +19,10 @@ from amqpscope.capture.files import open_capture
 from amqpscope.capture.packet import RawPacket
 from amqpscope.capture.writer import _sum16, mask_packet
 from amqpscope.cli import main
-from amqpscope.writing.masking import secret_spans
-from amqpscope.writing.cut import Cut
 from amqpscope.dissect import Dissector
 from amqpscope.stream.events import StreamData
+from amqpscope.writing.cut import Cut
+from amqpscope.writing.masking import secret_spans
 from tests.oracle import TSHARK, missing, tshark_frames, tshark_or_skip
 from tests.test_cli import INTERRUPT_AT
 from tests.test_websocket import ws_wire
