@@ -19,16 +19,16 @@ from __future__ import annotations
 import json
 import ssl
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-import record  # captures/record.py, which loads this module
+import recorder as record  # captures/recorder/: the harness and shared helpers
 
 HERE = Path(__file__).resolve().parent
 #: peers10.py, loaded before this module (record.py loads the scenario modules in name order)
-peers10 = sys.modules["record_scenarios.peers10"]
+from scenarios import peers10  # noqa: E402  (loaded before this module, in name order)
+
 NAME = "log-uamqp-broker"
 CLIENT = str(HERE / "_uamqp_log_client.py")
 record.DECODE_AS_AMQP[NAME] = peers10.CPP_PORT

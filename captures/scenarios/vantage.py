@@ -28,7 +28,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-import record  # captures/record.py, which loads this module
+import recorder as record  # captures/recorder/: the harness and shared helpers
+
+from scenarios import journeys  # loaded before this module, in name order
 
 #: the messages published: (message-id or None, correlation-id or None, body)
 MESSAGES = (
@@ -48,7 +50,7 @@ NAME = "091-vantage"
 #: loaded before this module: record.py loads captures/scenarios/ in name order), saying their
 #: connections' local ports when ready: the captures keep only this run's connections (other
 #: recordings may share the broker meanwhile)
-CONSUMERS: str = sys.modules["record_scenarios.journeys"].CONSUMERS.replace(
+CONSUMERS: str = journeys.CONSUMERS.replace(
     'print("ready", flush=True)',
     'print("ready", *(c._impl._transport._sock.getsockname()[1] for c, _, _ in'
     " clients.values()), flush=True)",
