@@ -57,7 +57,7 @@ def test_spark_submit_with_the_wheel_writes_the_embedded_runs_tables(tmp_path: P
     env.pop("PYTHONPATH", None)
     done = subprocess.run(
         [str(submit), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
-         "--py-files", str(wheel), str(ROOT / "amqpscope" / "pipeline" / "submit.py"),
+         "--py-files", str(wheel), str(ROOT / "amqpscope" / "spark" / "submit.py"),
          str(folder), "--out", str(tmp_path / "submitted")],
         capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path,
     )  # fmt: skip
