@@ -42,6 +42,9 @@ from recorder.amqp091 import (
     consume_and_ack as consume_and_ack,
 )
 from recorder.amqp091 import (
+    delete_and_close as delete_and_close,
+)
+from recorder.amqp091 import (
     missing_then_delete as missing_then_delete,
 )
 from recorder.amqp091 import (
