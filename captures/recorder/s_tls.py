@@ -3,7 +3,6 @@ Proton over TLS, and the AMQP 1.0 in-band TLS upgrade."""
 
 from __future__ import annotations
 
-import json
 import socket
 import ssl
 import tempfile
@@ -30,30 +29,16 @@ from recorder.tls import (
     TlsRelay,
     embed_secrets,
     keylog_path,
+    noting_handshakes,
     self_signed_cert,
     tls_client_context,
-    tls_facts,
 )
 
 
 def s_091_tls(ctx: Ctx, version: ssl.TLSVersion) -> dict[str, Any]:
     """091-publish-consume's conversation over TLS to RabbitMQ's 5671."""
-    context = tls_client_context(ctx, version)
     facts: dict[str, Any] = {}
-    original = context.wrap_socket
-
-    def wrap(sock: socket.socket, *args: Any, **kw: Any) -> ssl.SSLSocket:
-        wrapped = original(sock, *args, **kw)
-        handshake = wrapped.do_handshake
-
-        def do_handshake(*hargs: Any, **hkw: Any) -> None:
-            handshake(*hargs, **hkw)  # pika calls it until it stops raising WantRead
-            facts.update(tls_facts(wrapped))
-
-        wrapped.do_handshake = do_handshake  # type: ignore[method-assign]
-        return wrapped
-
-    context.wrap_socket = wrap  # type: ignore[method-assign]
+    context = noting_handshakes(tls_client_context(ctx, version), facts)
     n = basic_round_trip(
         ctx,
         messages=10,
@@ -123,8 +108,7 @@ def s10_tls(ctx: Ctx) -> dict[str, Any]:
         client = SendThenReceive(ctx, 10)
         client.url = f"amqp://127.0.0.1:{relay.start()}"
         n = client.run()
-        if not relay.done.wait(10):
-            raise RuntimeError(f"the TLS relay did not finish: {json.dumps(relay.n)}")
+        relay.finish()
     finally:
         relay.stop()
     n["tls"] = relay.n.get("tls")
@@ -180,9 +164,8 @@ def s10_tls_inband(ctx: Ctx) -> dict[str, Any]:
             server.start()
             peers = InBandPeerToPeer(ctx, client.start(), listener_port)
             n = peers.run()
-            for relay in (client, server):
-                if not relay.done.wait(10):
-                    raise RuntimeError(f"a TLS relay did not finish: {json.dumps(relay.n)}")
+            client.finish()
+            server.finish()
         finally:
             client.stop()
             server.stop()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import json
 import os
 import shutil
 import socket
@@ -100,6 +101,26 @@ def tls_facts(sock: ssl.SSLSocket | ssl.SSLObject) -> dict[str, Any]:
     return {"version": sock.version(), "cipher": cipher[0] if cipher else None}
 
 
+def noting_handshakes(context: ssl.SSLContext, facts: dict[str, Any]) -> ssl.SSLContext:
+    """`context`, whose sockets put their `tls_facts` into `facts` once the handshake is done:
+    pika drives the handshake itself (non-blocking), so only its socket knows when it ends."""
+    original = context.wrap_socket
+
+    def wrap(sock: socket.socket, *args: Any, **kw: Any) -> ssl.SSLSocket:
+        wrapped = original(sock, *args, **kw)
+        handshake = wrapped.do_handshake
+
+        def do_handshake(*hargs: Any, **hkw: Any) -> None:
+            handshake(*hargs, **hkw)  # pika calls it until it stops raising WantRead
+            facts.update(tls_facts(wrapped))
+
+        wrapped.do_handshake = do_handshake  # type: ignore[method-assign]
+        return wrapped
+
+    context.wrap_socket = wrap  # type: ignore[method-assign]
+    return context
+
+
 def _send(sock: socket.socket, data: bytes) -> None:
     sock.setblocking(True)
     sock.sendall(data)
@@ -191,6 +212,11 @@ class TlsRelay:
     def stop(self) -> None:
         with contextlib.suppress(OSError):
             self.listener.close()
+
+    def finish(self, timeout: float = 10.0) -> None:
+        """Wait for the relayed connection to end; a relay still running means a lost close."""
+        if not self.done.wait(timeout):
+            raise RuntimeError(f"a TLS relay did not finish: {json.dumps(self.n)}")
 
     def _serve(self) -> None:
         try:
