@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from recorder.harness import Counts, Ctx, run_cmd
+from recorder.harness import CaptureSpec, Counts, Ctx, run_cmd
 
 
 def self_signed_cert(tmp: Path) -> tuple[Path, Path] | None:
@@ -75,6 +75,12 @@ def self_signed_cert(tmp: Path) -> tuple[Path, Path] | None:
 
 
 TLS_PORT = 5671
+
+#: what a scenario through RabbitMQ's TLS listener says to `scenario`: its port, captured alone
+TLS_LISTENER: dict[str, Any] = {
+    "port": TLS_PORT,
+    "capture": CaptureSpec(bpf=f"tcp port {TLS_PORT}"),
+}
 
 
 def keylog_path(ctx: Ctx) -> Path:
