@@ -192,6 +192,9 @@ from recorder.harness import (
     log as log,
 )
 from recorder.harness import (
+    npm_modules as npm_modules,
+)
+from recorder.harness import (
     p2p_port_free as p2p_port_free,
 )
 from recorder.harness import (
