@@ -42,6 +42,9 @@ from recorder.amqp091 import (
     consume_and_ack as consume_and_ack,
 )
 from recorder.amqp091 import (
+    delete_and_close as delete_and_close,
+)
+from recorder.amqp091 import (
     missing_then_delete as missing_then_delete,
 )
 from recorder.amqp091 import (
@@ -187,6 +190,9 @@ from recorder.harness import (
 )
 from recorder.harness import (
     log as log,
+)
+from recorder.harness import (
+    npm_modules as npm_modules,
 )
 from recorder.harness import (
     p2p_port_free as p2p_port_free,

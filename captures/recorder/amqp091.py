@@ -67,12 +67,15 @@ def connect_091(ctx: Ctx, n: Counts, **kw: Any) -> pika.BlockingConnection:
     return conn
 
 
-def channel_with_queue(ctx: Ctx, n: Counts) -> tuple[pika.BlockingConnection, Any, str]:
-    """The start most 0-9-1 scenarios share: a connection, a channel, the scenario's queue."""
-    conn = connect_091(ctx, n)
+def channel_with_queue(
+    ctx: Ctx, n: Counts, suffix: str = "q", **kw: Any
+) -> tuple[pika.BlockingConnection, Any, str]:
+    """The start most 0-9-1 scenarios share: a connection (`kw`: its parameters, e.g. a port),
+    a channel, the scenario's queue (`ctx.q(suffix)`), each counted."""
+    conn = connect_091(ctx, n, **kw)
     ch = conn.channel()
     n.inc("channels")
-    q = ctx.q()
+    q = ctx.q(suffix)
     ch.queue_declare(q)
     n.inc("queue_declares")
     return conn, ch, q
@@ -97,23 +100,52 @@ def publish_plain(
     n.inc("publishes")
 
 
-def consume_and_ack(
-    conn: pika.BlockingConnection, ch: Any, n: Counts, queue: str, count: int
-) -> None:
-    """basic.consume with manual acks until `count` messages arrived, then basic.cancel."""
-    got: list[int] = []
+def acking(n: Counts, then: Callable[[bytes], None] = lambda _body: None) -> Callable[..., None]:
+    """An on_message that acks each delivery, counted, then hands the body to `then`."""
 
-    def on_message(chan: Any, method: Any, _props: Any, _body: bytes) -> None:
+    def on_message(chan: Any, method: Any, _props: Any, body: bytes) -> None:
         n.inc("deliveries")
         chan.basic_ack(method.delivery_tag)
         n.inc("acks")
-        got.append(method.delivery_tag)
+        then(body)
 
+    return on_message
+
+
+def consume(
+    conn: pika.BlockingConnection,
+    ch: Any,
+    n: Counts,
+    queue: str,
+    on_message: Callable[..., None],
+    done: Callable[[], bool],
+) -> None:
+    """basic.consume with `on_message` until `done()`, then basic.cancel, counted: the consume,
+    wait and cancel every consuming scenario repeats."""
     tag = ch.basic_consume(queue, on_message)
     n.inc("consumers")
-    pump(conn, lambda: len(got) >= count)
+    pump(conn, done)
     ch.basic_cancel(tag)
     n.inc("cancels")
+
+
+def consume_and_ack(
+    conn: pika.BlockingConnection,
+    ch: Any,
+    n: Counts,
+    queue: str,
+    count: int,
+    then: Callable[[bytes], None] = lambda _body: None,
+) -> None:
+    """basic.consume with manual acks until `count` messages arrived (each body handed to
+    `then`), then basic.cancel."""
+    got: list[bytes] = []
+
+    def seen(body: bytes) -> None:
+        got.append(body)
+        then(body)
+
+    consume(conn, ch, n, queue, acking(n, seen), lambda: len(got) >= count)
 
 
 def close_091(conn: pika.BlockingConnection, n: Counts) -> None:
@@ -122,22 +154,27 @@ def close_091(conn: pika.BlockingConnection, n: Counts) -> None:
     n.inc("connection_closes")
 
 
+def delete_and_close(
+    conn: pika.BlockingConnection, ch: Any, n: Counts, q: str, count_left: bool = False
+) -> None:
+    """The end most 0-9-1 scenarios share: queue.delete, then the client's connection.close,
+    counted; with `count_left`, the message count delete-ok reported (what was left behind)."""
+    res = ch.queue_delete(q)
+    n.inc("queue_deletes")
+    if count_left:
+        n["queue_message_count_at_delete"] = res.method.message_count
+    close_091(conn, n)
+
+
 def basic_round_trip(ctx: Ctx, host: str = BROKER_HOST, messages: int = 3, **kw: Any) -> Counts:
     """Small publish/consume/ack exchange reused by the capture-format scenarios (`kw`: more
     connection parameters, e.g. TLS)."""
     n = Counts()
-    conn = connect_091(ctx, n, host=host, **kw)
-    ch = conn.channel()
-    n.inc("channels")
-    q = ctx.q()
-    ch.queue_declare(q)
-    n.inc("queue_declares")
+    conn, ch, q = channel_with_queue(ctx, n, host=host, **kw)
     for i in range(messages):
         publish_plain(ch, n, q, f"{ctx.name} message {i}".encode(), message_id=f"m{i}")
     consume_and_ack(conn, ch, n, q, messages)
-    ch.queue_delete(q)
-    n.inc("queue_deletes")
-    close_091(conn, n)
+    delete_and_close(conn, ch, n, q)
     return n
 
 
@@ -159,6 +196,4 @@ def missing_then_delete(
         raise RuntimeError("a passive declare of a missing queue succeeded")
     ch2 = conn.channel()
     n.inc("channels")
-    ch2.queue_delete(q)
-    n.inc("queue_deletes")
-    close_091(conn, n)
+    delete_and_close(conn, ch2, n, q)

@@ -50,6 +50,19 @@ def wait_for_broker(deadline: float) -> None:
         time.sleep(2)
 
 
+def start_rabbitmq() -> None:
+    """rabbitmq-server -detached, in a session of its own (it outlives the recorder), then wait
+    until it answers."""
+    subprocess.run(
+        ["rabbitmq-server", "-detached"],
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        check=True,
+        timeout=60,
+    )
+    wait_for_broker(time.monotonic() + 120)
+
+
 def ensure_broker() -> None:
     """Make sure RabbitMQ runs on 5672 with the AMQP 1.0 plugin; idempotent.
 
@@ -67,14 +80,7 @@ def ensure_broker() -> None:
             != 0
         ):
             run_cmd(["rabbitmq-plugins", "enable", "--offline", *REQUIRED_PLUGINS])
-        subprocess.run(
-            ["rabbitmq-server", "-detached"],
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            check=True,
-            timeout=60,
-        )
-        wait_for_broker(time.monotonic() + 120)
+        start_rabbitmq()
     else:
         wait_for_broker(time.monotonic() + 60)
         listed = run_cmd(["rabbitmq-plugins", "list", "--enabled", "--minimal"]).stdout.split()
@@ -241,14 +247,7 @@ def ensure_tls_listener() -> None:
         RABBITMQ_CONF.chmod(0o644)
     log(f"restarting RabbitMQ for its TLS listener on {TLS_PORT}")
     run_cmd(["rabbitmqctl", "stop"], timeout=120, check=False)
-    subprocess.run(
-        ["rabbitmq-server", "-detached"],
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-        check=True,
-        timeout=60,
-    )
-    wait_for_broker(time.monotonic() + 120)
+    start_rabbitmq()
     deadline = time.monotonic() + 30
     while not port_open(BROKER_HOST, TLS_PORT):
         if time.monotonic() > deadline:

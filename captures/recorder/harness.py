@@ -8,11 +8,13 @@ import contextlib
 import os
 import re
 import shlex
+import shutil
 import signal
 import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -313,6 +315,26 @@ def port_open(host: str, port: int, timeout: float = 1.0) -> bool:
             return True
     except OSError:
         return False
+
+
+def npm_modules(spec: str, folder: str) -> Path:
+    """node_modules holding `spec` (NAME@VERSION), installed from npm once into the temporary
+    `folder` (outside the repository: only recording needs it); RuntimeError when node or npm
+    is missing, so the scenario says what it needs."""
+    name = spec.rsplit("@", 1)[0]
+    for tool in ("node", "npm"):
+        if shutil.which(tool) is None:
+            raise RuntimeError(f"{tool} is not on PATH ({name} scenarios need Node.js and npm)")
+    prefix = Path(tempfile.gettempdir()) / folder
+    if not (prefix / "node_modules" / name / "package.json").exists():
+        prefix.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(prefix), spec],
+            check=True,
+            timeout=300,
+            stdout=subprocess.DEVNULL,
+        )
+    return prefix / "node_modules"
 
 
 def run_cmd(

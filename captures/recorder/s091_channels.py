@@ -13,7 +13,16 @@ from typing import Any
 import pika
 import pika.exceptions
 
-from recorder.amqp091 import close_091, connect_091, pika_params, publish_plain, pump
+from recorder.amqp091 import (
+    acking,
+    close_091,
+    connect_091,
+    consume_and_ack,
+    delete_and_close,
+    pika_params,
+    publish_plain,
+    pump,
+)
 from recorder.harness import Counts, Ctx, scenario
 
 
@@ -136,23 +145,12 @@ def s_large_body(ctx: Ctx) -> dict[str, Any]:
     n.inc("publishes")
     n["body_size"] = len(body)
     n["body_sha256"] = hashlib.sha256(body).hexdigest()
-    received: list[bytes] = []
 
-    def on_message(chan: Any, method: Any, _props: Any, data: bytes) -> None:
-        n.inc("deliveries")
-        received.append(data)
-        chan.basic_ack(method.delivery_tag)
-        n.inc("acks")
+    def received(data: bytes) -> None:
+        n["received_body_sha256"] = hashlib.sha256(data).hexdigest()
 
-    tag = ch.basic_consume(q, on_message)
-    n.inc("consumers")
-    pump(conn, lambda: bool(received))
-    n["received_body_sha256"] = hashlib.sha256(received[0]).hexdigest()
-    ch.basic_cancel(tag)
-    n.inc("cancels")
-    ch.queue_delete(q)
-    n.inc("queue_deletes")
-    close_091(conn, n)
+    consume_and_ack(conn, ch, n, q, 1, received)
+    delete_and_close(conn, ch, n, q)
     return n
 
 
@@ -177,19 +175,13 @@ def s_channels(ctx: Ctx) -> dict[str, Any]:
     for i, ch in enumerate(channels, 1):
         for j in range(3):
             publish_plain(ch, n, ctx.q(f"q{i}"), f"channel {i} message {j}".encode())
-    got = [0]
+    got: list[bytes] = []
+    on_message = acking(n, got.append)
     tags = []
-
-    def on_message(chan: Any, method: Any, _props: Any, _body: bytes) -> None:
-        n.inc("deliveries")
-        chan.basic_ack(method.delivery_tag)
-        n.inc("acks")
-        got[0] += 1
-
     for i, ch in enumerate(channels, 1):
         tags.append(ch.basic_consume(ctx.q(f"q{i}"), on_message))
         n.inc("consumers")
-    pump(conn, lambda: got[0] >= 24)
+    pump(conn, lambda: len(got) >= 24)
     for i, (ch, tag) in enumerate(zip(channels, tags, strict=True), 1):
         ch.basic_cancel(tag)
         n.inc("cancels")

@@ -8,7 +8,13 @@ import socket
 import struct
 from typing import Any
 
-from recorder.amqp091 import basic_round_trip, close_091, connect_091, publish_plain, pump
+from recorder.amqp091 import (
+    basic_round_trip,
+    channel_with_queue,
+    delete_and_close,
+    publish_plain,
+    pump,
+)
 from recorder.harness import BROKER_HOST, BROKER_PORT, CaptureSpec, Counts, Ctx, scenario
 
 
@@ -103,12 +109,7 @@ def s_legacy_headers(ctx: Ctx) -> dict[str, Any]:
 def s_mid_stream(ctx: Ctx) -> dict[str, Any]:
     """The analyzer must resync on a connection whose handshake it never saw."""
     before, n = Counts(), Counts()
-    conn = connect_091(ctx, before)
-    ch = conn.channel()
-    before.inc("channels")
-    q = ctx.q()
-    ch.queue_declare(q)
-    before.inc("queue_declares")
+    conn, ch, q = channel_with_queue(ctx, before)
     counter = [before]
 
     def on_message(chan: Any, method: Any, _props: Any, _body: bytes) -> None:
@@ -130,9 +131,7 @@ def s_mid_stream(ctx: Ctx) -> dict[str, Any]:
     pump(conn, lambda: n.get("acks", 0) >= 3)
     ch.basic_cancel(tag)
     n.inc("cancels")
-    ch.queue_delete(q)
-    n.inc("queue_deletes")
-    close_091(conn, n)
+    delete_and_close(conn, ch, n, q)
     n["before_capture"] = dict(before)
     return n
 

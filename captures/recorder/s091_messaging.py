@@ -15,9 +15,10 @@ from recorder.amqp091 import (
     channel_with_queue,
     close_091,
     connect_091,
+    consume,
+    delete_and_close,
     pika_params,
     publish_plain,
-    pump,
 )
 from recorder.harness import Counts, Ctx, log, scenario
 
@@ -77,15 +78,8 @@ def s_ack_nack_reject(ctx: Ctx) -> dict[str, Any]:
             n.inc("acked_messages")
             done.append(text)
 
-    tag = ch.basic_consume(q, on_message)
-    n.inc("consumers")
-    pump(conn, lambda: len(done) >= 6)
-    ch.basic_cancel(tag)
-    n.inc("cancels")
-    res = ch.queue_delete(q)
-    n.inc("queue_deletes")
-    n["queue_message_count_at_delete"] = res.method.message_count
-    close_091(conn, n)
+    consume(conn, ch, n, q, on_message, lambda: len(done) >= 6)
+    delete_and_close(conn, ch, n, q, count_left=True)
     return n
 
 
@@ -129,9 +123,7 @@ def s_qos_prefetch(ctx: Ctx) -> dict[str, Any]:
             acked += 1
     ch.basic_cancel(tag)
     n.inc("cancels")
-    ch.queue_delete(q)
-    n.inc("queue_deletes")
-    close_091(conn, n)
+    delete_and_close(conn, ch, n, q)
     return n
 
 
@@ -176,10 +168,7 @@ def s_confirms_return(ctx: Ctx) -> dict[str, Any]:
     except pika.exceptions.NackError:
         n.inc("publishes")
         n.inc("confirms_nacked")
-    res = ch.queue_delete(q)
-    n.inc("queue_deletes")
-    n["queue_message_count_at_delete"] = res.method.message_count
-    close_091(conn, n)
+    delete_and_close(conn, ch, n, q, count_left=True)
     return n
 
 
@@ -215,9 +204,7 @@ def s_tx(ctx: Ctx) -> dict[str, Any]:
     res = ch.queue_declare(q, passive=True)
     n.inc("queue_declares")
     n["queue_message_count_after"] = res.method.message_count
-    ch.queue_delete(q)
-    n.inc("queue_deletes")
-    close_091(conn, n)
+    delete_and_close(conn, ch, n, q)
     return n
 
 
@@ -252,9 +239,7 @@ def s_get(ctx: Ctx) -> dict[str, Any]:
         if not auto_ack:
             ch.basic_ack(method.delivery_tag)
             n.inc("acks")
-    ch.queue_delete(q)
-    n.inc("queue_deletes")
-    close_091(conn, n)
+    delete_and_close(conn, ch, n, q)
     return n
 
 

@@ -11,7 +11,12 @@ from typing import Any
 import pika
 import pika.exceptions
 
-from recorder.amqp091 import connect_091, missing_then_delete, pika_params, publish_plain
+from recorder.amqp091 import (
+    channel_with_queue,
+    missing_then_delete,
+    pika_params,
+    publish_plain,
+)
 from recorder.harness import HERE, Counts, Ctx, scenario
 
 #: what would drive a terminal printed raw: an OSC window title, a colour, a screen clear, a
@@ -32,12 +37,7 @@ HOSTILE = "\x1b]0;pwned\x07\x1b[31mred\x1b[0m\x1b[2J\u202e[bold red]x[/]"
 def s_hostile_names(ctx: Ctx) -> dict[str, Any]:
     """Terminal safety: captured strings with escape sequences, from a real broker."""
     n = Counts()
-    conn = connect_091(ctx, n)
-    ch = conn.channel()
-    n.inc("channels")
-    q = ctx.q(HOSTILE)
-    ch.queue_declare(q)
-    n.inc("queue_declares")
+    conn, ch, q = channel_with_queue(ctx, n, HOSTILE)
     n["queue"] = q
     body = f"body {HOSTILE}".encode()
     publish_plain(ch, n, q, body)

@@ -3,10 +3,10 @@ Proton over TLS, and the AMQP 1.0 in-band TLS upgrade."""
 
 from __future__ import annotations
 
-import json
 import socket
 import ssl
 import tempfile
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -26,34 +26,21 @@ from recorder.harness import (
 )
 from recorder.s10_messaging import SendThenReceive
 from recorder.tls import (
+    TLS_LISTENER,
     TLS_PORT,
     TlsRelay,
     embed_secrets,
     keylog_path,
+    noting_handshakes,
     self_signed_cert,
     tls_client_context,
-    tls_facts,
 )
 
 
 def s_091_tls(ctx: Ctx, version: ssl.TLSVersion) -> dict[str, Any]:
     """091-publish-consume's conversation over TLS to RabbitMQ's 5671."""
-    context = tls_client_context(ctx, version)
     facts: dict[str, Any] = {}
-    original = context.wrap_socket
-
-    def wrap(sock: socket.socket, *args: Any, **kw: Any) -> ssl.SSLSocket:
-        wrapped = original(sock, *args, **kw)
-        handshake = wrapped.do_handshake
-
-        def do_handshake(*hargs: Any, **hkw: Any) -> None:
-            handshake(*hargs, **hkw)  # pika calls it until it stops raising WantRead
-            facts.update(tls_facts(wrapped))
-
-        wrapped.do_handshake = do_handshake  # type: ignore[method-assign]
-        return wrapped
-
-    context.wrap_socket = wrap  # type: ignore[method-assign]
+    context = noting_handshakes(tls_client_context(ctx, version), facts)
     n = basic_round_trip(
         ctx,
         messages=10,
@@ -65,33 +52,22 @@ def s_091_tls(ctx: Ctx, version: ssl.TLSVersion) -> dict[str, Any]:
     return n
 
 
-@scenario(
-    "091-tls12",
-    "0-9-1",
-    "091-publish-consume over TLS 1.2: pika (Python's ssl, key log in 091-tls12.keys) to "
-    f"RabbitMQ's TLS listener on {TLS_PORT} (a certificate made by record.py); declare, publish "
-    "10, consume and ack them, cancel, delete the queue, close.",
-    port=TLS_PORT,
-    capture=CaptureSpec(bpf=f"tcp port {TLS_PORT}"),
-)
-def s_091_tls12(ctx: Ctx) -> dict[str, Any]:
-    return s_091_tls(ctx, ssl.TLSVersion.TLSv1_2)
+def pika_over_tls(name: str, version: ssl.TLSVersion, said: str, note: str = "", **kw: Any) -> None:
+    """Register `name`: s_091_tls over TLS `version` (`said`: "1.2" or "1.3"); the 0-9-1 TLS
+    scenarios differ by nothing else but how they are captured (`kw`)."""
+    scenario(
+        name,
+        "0-9-1",
+        f"091-publish-consume over TLS {said}: pika (Python's ssl, key log in {name}.keys) to "
+        f"RabbitMQ's TLS listener on {TLS_PORT}{note}; declare, publish 10, consume and ack them, "
+        "cancel, delete the queue, close.",
+        **{**TLS_LISTENER, **kw},
+    )(partial(s_091_tls, version=version))
 
 
-@scenario(
-    "091-tls13",
-    "0-9-1",
-    "091-publish-consume over TLS 1.3: pika (Python's ssl, key log in 091-tls13.keys) to "
-    f"RabbitMQ's TLS listener on {TLS_PORT}; declare, publish 10, consume and ack them, cancel, "
-    "delete the queue, close.",
-    port=TLS_PORT,
-    capture=CaptureSpec(bpf=f"tcp port {TLS_PORT}"),
-)
-def s_091_tls13(ctx: Ctx) -> dict[str, Any]:
-    return s_091_tls(ctx, ssl.TLSVersion.TLSv1_3)
-
-
-@scenario(
+pika_over_tls("091-tls12", ssl.TLSVersion.TLSv1_2, "1.2", " (a certificate made by record.py)")
+pika_over_tls("091-tls13", ssl.TLSVersion.TLSv1_3, "1.3")
+scenario(
     "091-tls13-embedded",
     "0-9-1",
     "As 091-tls13, recorded with dumpcap into pcapng; the key log was then injected into the file "
@@ -100,9 +76,7 @@ def s_091_tls13(ctx: Ctx) -> dict[str, Any]:
     port=TLS_PORT,
     capture=CaptureSpec(tool="dumpcap", bpf=f"tcp port {TLS_PORT}", ext="pcapng"),
     post=embed_secrets,
-)
-def s_091_tls13_embedded(ctx: Ctx) -> dict[str, Any]:
-    return s_091_tls(ctx, ssl.TLSVersion.TLSv1_3)
+)(partial(s_091_tls, version=ssl.TLSVersion.TLSv1_3))
 
 
 @scenario(
@@ -112,8 +86,7 @@ def s_091_tls13_embedded(ctx: Ctx) -> dict[str, Any]:
     "to a loopback relay that carries its bytes through Python's ssl (OpenSSL, key log in "
     "10-tls.keys; Proton's own SSL cannot log keys). 10 unsettled messages accepted by the "
     "broker, received back and accepted, close. Only the TLS leg is captured.",
-    port=TLS_PORT,
-    capture=CaptureSpec(bpf=f"tcp port {TLS_PORT}"),
+    **TLS_LISTENER,
     setup=(("q", {}),),
     queues=(),
 )
@@ -123,8 +96,7 @@ def s10_tls(ctx: Ctx) -> dict[str, Any]:
         client = SendThenReceive(ctx, 10)
         client.url = f"amqp://127.0.0.1:{relay.start()}"
         n = client.run()
-        if not relay.done.wait(10):
-            raise RuntimeError(f"the TLS relay did not finish: {json.dumps(relay.n)}")
+        relay.finish()
     finally:
         relay.stop()
     n["tls"] = relay.n.get("tls")
@@ -180,9 +152,8 @@ def s10_tls_inband(ctx: Ctx) -> dict[str, Any]:
             server.start()
             peers = InBandPeerToPeer(ctx, client.start(), listener_port)
             n = peers.run()
-            for relay in (client, server):
-                if not relay.done.wait(10):
-                    raise RuntimeError(f"a TLS relay did not finish: {json.dumps(relay.n)}")
+            client.finish()
+            server.finish()
         finally:
             client.stop()
             server.stop()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import json
 import os
 import shutil
 import socket
@@ -14,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from recorder.harness import Counts, Ctx, run_cmd
+from recorder.harness import CaptureSpec, Counts, Ctx, run_cmd
 
 
 def self_signed_cert(tmp: Path) -> tuple[Path, Path] | None:
@@ -75,6 +76,12 @@ def self_signed_cert(tmp: Path) -> tuple[Path, Path] | None:
 
 TLS_PORT = 5671
 
+#: what a scenario through RabbitMQ's TLS listener says to `scenario`: its port, captured alone
+TLS_LISTENER: dict[str, Any] = {
+    "port": TLS_PORT,
+    "capture": CaptureSpec(bpf=f"tcp port {TLS_PORT}"),
+}
+
 
 def keylog_path(ctx: Ctx) -> Path:
     """The scenario's key log, next to its capture (NAME.keys)."""
@@ -98,6 +105,26 @@ def tls_facts(sock: ssl.SSLSocket | ssl.SSLObject) -> dict[str, Any]:
     """What the client's TLS library negotiated (ground truth for the TLS layer's info)."""
     cipher = sock.cipher()
     return {"version": sock.version(), "cipher": cipher[0] if cipher else None}
+
+
+def noting_handshakes(context: ssl.SSLContext, facts: dict[str, Any]) -> ssl.SSLContext:
+    """`context`, whose sockets put their `tls_facts` into `facts` once the handshake is done:
+    pika drives the handshake itself (non-blocking), so only its socket knows when it ends."""
+    original = context.wrap_socket
+
+    def wrap(sock: socket.socket, *args: Any, **kw: Any) -> ssl.SSLSocket:
+        wrapped = original(sock, *args, **kw)
+        handshake = wrapped.do_handshake
+
+        def do_handshake(*hargs: Any, **hkw: Any) -> None:
+            handshake(*hargs, **hkw)  # pika calls it until it stops raising WantRead
+            facts.update(tls_facts(wrapped))
+
+        wrapped.do_handshake = do_handshake  # type: ignore[method-assign]
+        return wrapped
+
+    context.wrap_socket = wrap  # type: ignore[method-assign]
+    return context
 
 
 def _send(sock: socket.socket, data: bytes) -> None:
@@ -191,6 +218,11 @@ class TlsRelay:
     def stop(self) -> None:
         with contextlib.suppress(OSError):
             self.listener.close()
+
+    def finish(self, timeout: float = 10.0) -> None:
+        """Wait for the relayed connection to end; a relay still running means a lost close."""
+        if not self.done.wait(timeout):
+            raise RuntimeError(f"a TLS relay did not finish: {json.dumps(self.n)}")
 
     def _serve(self) -> None:
         try:

@@ -13,10 +13,12 @@ Proton decodes them; never read from the capture.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import struct
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import pika
@@ -264,6 +266,26 @@ def _target(address: str) -> Described:
     return Described(ulong(0x29), [address])
 
 
+@contextlib.contextmanager
+def _listening(n: record.Counts, outbox: list[str] | None = None) -> Iterator[_Listener]:
+    """The Proton listener on 5673 in a thread of its own (`outbox`: the bodies it sends), for
+    the raw client to break rules against; stopped when the scenario is done."""
+    record.p2p_port_free()
+    listener = _Listener(n)
+    listener.outbox = outbox or []
+    container = Container(listener)
+    thread = threading.Thread(target=container.run, daemon=True)
+    thread.start()
+    if not listener.listening.wait(10):
+        raise RuntimeError("the Proton listener did not listen")
+    time.sleep(0.2)
+    try:
+        yield listener
+    finally:
+        container.stop()
+        thread.join(5)
+
+
 @record.scenario(
     "10-link-violations",
     "1.0",
@@ -278,16 +300,8 @@ def _target(address: str) -> Described:
 )
 def s10_link_violations(ctx: record.Ctx) -> dict[str, Any]:
     """amqp10.handle-in-use, wrong-role and handle-over-max, and a 1.0 close with an error."""
-    record.p2p_port_free()
     n = record.Counts()
-    listener = _Listener(n)
-    container = Container(listener)
-    thread = threading.Thread(target=container.run, daemon=True)
-    thread.start()
-    if not listener.listening.wait(10):
-        raise RuntimeError("the Proton listener did not listen")
-    time.sleep(0.2)
-    try:
+    with _listening(n):
         in_use = _RawClient()
         in_use.start()
         for name, address in (("a", "q1"), ("b", "q2")):  # a sender's attach, both on handle 0
@@ -331,9 +345,6 @@ def s10_link_violations(ctx: record.Ctx) -> dict[str, Any]:
         # the wrong-role transfer was sent unsettled and the listener never settled it
         answered = [name for name, _ in role.received if name == "disposition"]
         n["unsettled_at_end"] = 0 if answered else 1
-    finally:
-        container.stop()
-        thread.join(5)
     return n
 
 
@@ -350,17 +361,8 @@ def s10_link_violations(ctx: record.Ctx) -> dict[str, Any]:
 )
 def s10_session_window(ctx: record.Ctx) -> dict[str, Any]:
     """session.window-closed: the receiving client's session window shut for ~1.5 s."""
-    record.p2p_port_free()
     n = record.Counts()
-    listener = _Listener(n)
-    listener.outbox = [f"windowed {i}" for i in range(4)]
-    container = Container(listener)
-    thread = threading.Thread(target=container.run, daemon=True)
-    thread.start()
-    if not listener.listening.wait(10):
-        raise RuntimeError("the Proton listener did not listen")
-    time.sleep(0.2)
-    try:
+    with _listening(n, [f"windowed {i}" for i in range(4)]):
         client = _RawClient()
         client.start(window=1)
         begins = [f for name, f in client.received if name == "begin"]
@@ -406,7 +408,4 @@ def s10_session_window(ctx: record.Ctx) -> dict[str, Any]:
         n["links_attached"] = {"sender": 0, "receiver": 1}
         n["transfers_received"] = len(transfers)
         n["receiver_outcomes"] = {"accepted": len(ids)} if ids else {}
-    finally:
-        container.stop()
-        thread.join(5)
     return n

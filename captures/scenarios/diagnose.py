@@ -75,9 +75,7 @@ def s_stalled_consumer(ctx: record.Ctx) -> dict[str, Any]:
     }
     ch.basic_cancel(tag)
     n.inc("cancels")
-    ch.queue_delete(q)
-    n.inc("queue_deletes")
-    record.close_091(conn, n)
+    record.delete_and_close(conn, ch, n, q)
     return n
 
 
@@ -133,9 +131,7 @@ def s_blocked_publisher(ctx: record.Ctx) -> dict[str, Any]:
         "seconds": round(events["unblocked"] - events["blocked"], 6),
     }
     n["blocked_times"] = 1
-    ch.queue_delete(q)
-    n.inc("queue_deletes")
-    record.close_091(conn, n)
+    record.delete_and_close(conn, ch, n, q)
     return n
 
 
@@ -355,9 +351,7 @@ def s_bad_acks(ctx: record.Ctx) -> dict[str, Any]:
     refused(again, f"ack of tag {method.delivery_tag} on channel 4 after it was reopened")
     n["channels_opened"] = [1, 2, 3, 4, 4]
     n["channels"] = len(n["channels_opened"])  # uses of a channel number
-    holder.queue_delete(q)
-    n.inc("queue_deletes")
-    record.close_091(conn, n)
+    record.delete_and_close(conn, holder, n, q)
     return n
 
 
@@ -426,9 +420,7 @@ def s_nacked_publish(ctx: record.Ctx) -> dict[str, Any]:
     n.inc("confirm_selects")
     n["confirms"] = [_confirmed_publish(ch, n, q, seq) for seq in range(1, PUBLISHES + 1)]
     n["nacked_seqs"] = [c["seq"] for c in n["confirms"] if c["outcome"] == "nacked"]
-    ch.queue_delete(q)
-    n.inc("queue_deletes")
-    record.close_091(conn, n)
+    record.delete_and_close(conn, ch, n, q)
     return n
 
 
@@ -476,9 +468,7 @@ def s_slow_confirm(ctx: record.Ctx) -> dict[str, Any]:
     n["slow_confirm"] = slow
     n["alarm"] = {"blocked_at": blocked["at"], "lifted_at": lifted["at"]}
     n["watermark_restored"] = original
-    ch.queue_delete(q)
-    n.inc("queue_deletes")
-    record.close_091(conn, n)
+    record.delete_and_close(conn, ch, n, q)
     return n
 
 

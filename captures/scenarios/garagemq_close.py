@@ -210,9 +210,7 @@ def s_gmq_happy(ctx: record.Ctx) -> dict[str, Any]:
     for i in range(5):
         record.publish_plain(ch, n, q, f"{ctx.name} message {i}".encode(), message_id=f"m{i}")
     record.consume_and_ack(conn, ch, n, q, 5)
-    ch.queue_delete(q)
-    n.inc("queue_deletes")
-    record.close_091(conn, n)
+    record.delete_and_close(conn, ch, n, q)
     server = ["--server", record.BROKER_HOST, "--port", str(PORT)]
     tools = ctx.q("tools")
     tool = {"check": True, "capture_output": True, "timeout": 20}

@@ -76,12 +76,7 @@ def passive_declares(ctx: record.Ctx, port: int) -> record.Counts:
     """Declare the queue, check it with a passive declare (it exists), check a missing one (the
     channel is closed with 404), delete the queue on a second channel, close."""
     n = record.Counts()
-    conn = record.connect_091(ctx, n, port=port)
-    ch = conn.channel()
-    n.inc("channels")
-    q = ctx.q()
-    ch.queue_declare(q)
-    n.inc("queue_declares")
+    conn, ch, q = record.channel_with_queue(ctx, n, port=port)
     ok = ch.queue_declare(q, passive=True)
     n.inc("queue_declares")
     n.inc("passive_declares")
@@ -99,9 +94,7 @@ def passive_declares(ctx: record.Ctx, port: int) -> record.Counts:
         n.inc("passive_declares")
     ch2 = conn.channel()
     n.inc("channels")
-    ch2.queue_delete(q)
-    n.inc("queue_deletes")
-    record.close_091(conn, n)
+    record.delete_and_close(conn, ch2, n, q)
     return n
 
 
@@ -180,12 +173,7 @@ def s_gmq_tx(ctx: record.Ctx) -> dict[str, Any]:
 def s_gmq_requeue(ctx: record.Ctx) -> dict[str, Any]:
     """Requeued messages delivered again: what pika saw of each delivery."""
     n = record.Counts()
-    conn = record.connect_091(ctx, n, port=record.GARAGEMQ_PORT)
-    ch = conn.channel()
-    n.inc("channels")
-    q = ctx.q()
-    ch.queue_declare(q)
-    n.inc("queue_declares")
+    conn, ch, q = record.channel_with_queue(ctx, n, port=record.GARAGEMQ_PORT)
     for i in range(REQUEUED):
         record.publish_plain(ch, n, q, f"requeue me {i}".encode(), message_id=f"r{i}")
     seen: dict[str, int] = {}
@@ -223,9 +211,8 @@ def s_gmq_requeue(ctx: record.Ctx) -> dict[str, Any]:
     n.inc("cancels")
     n["redelivered_flag_seen"] = sum(1 for d in n["delivered"] if d["redelivered"])
     n["delivered_twice"] = sorted(mid for mid, times in seen.items() if times == 2)
-    ch.queue_delete(q)  # after the cancel: garagemq hangs deleting a queue with a consumer
-    n.inc("queue_deletes")
-    record.close_091(conn, n)
+    # after the cancel: garagemq hangs deleting a queue with a consumer
+    record.delete_and_close(conn, ch, n, q)
     return n
 
 
@@ -305,12 +292,7 @@ def give_up(conn: pika.BlockingConnection, text: str) -> None:
 def s_gmq_stuck_delete(ctx: record.Ctx) -> dict[str, Any]:
     """A queue.delete the broker never answers: the client gives up waiting."""
     n = record.Counts()
-    conn = record.connect_091(ctx, n, port=STUCK_PORT)
-    ch = conn.channel()
-    n.inc("channels")
-    q = ctx.q()
-    ch.queue_declare(q)
-    n.inc("queue_declares")
+    conn, ch, q = record.channel_with_queue(ctx, n, port=STUCK_PORT)
     ch.basic_consume(q, lambda *_args: None)
     n.inc("consumers")
     answered: list[Any] = []

@@ -29,12 +29,7 @@ HTML_HOSTILE = (
 )
 def s_html_names(ctx: record.Ctx) -> dict[str, Any]:
     n = record.Counts()
-    conn = record.connect_091(ctx, n)
-    ch = conn.channel()
-    n.inc("channels")
-    q = ctx.q(HTML_HOSTILE)
-    ch.queue_declare(q)
-    n.inc("queue_declares")
+    conn, ch, q = record.channel_with_queue(ctx, n, HTML_HOSTILE)
     n["queue"] = q
     body = f"<html><body>{HTML_HOSTILE}</body></html>".encode()
     ch.basic_publish(

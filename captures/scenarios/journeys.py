@@ -87,18 +87,26 @@ for conn, chan, tag in clients.values():
 print(json.dumps(log), flush=True)
 """
 
+#: the publisher: with confirms, one connection; with a log path (091-vantage), pika's log at
+#: DEBUG, and first a basic.get on the still empty queue, since that log shows its get-empty and
+#: none of the publishes or confirms; says its connection's local port with what it published
 PUBLISHER = r"""
-import json, sys, time
+import json, logging, sys, time
 import pika
 
-host, port, queue, name = sys.argv[1:5]
-messages = json.loads(sys.argv[5])
+host, port, queue, name, messages, log_path = sys.argv[1:7]
+messages = json.loads(messages)
+if log_path:
+    logging.basicConfig(filename=log_path, level=logging.DEBUG,
+                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
 conn = pika.BlockingConnection(pika.ConnectionParameters(
     host=host, port=int(port), credentials=pika.PlainCredentials("guest", "guest"),
     connection_attempts=1, socket_timeout=5, client_properties={"connection_name": name},
 ))
+port = conn._impl._transport._sock.getsockname()[1]
 chan = conn.channel()
 chan.confirm_delivery()
+empty = bool(log_path) and chan.basic_get(queue)[0] is None
 log = []
 for message_id, correlation_id, body in messages:
     sent = time.time()
@@ -114,50 +122,57 @@ for message_id, correlation_id, body in messages:
                 "sent": sent, "confirmed": confirmed, "at": time.time()})
     time.sleep(0.05)  # let both consumers take their turns
 conn.close()
-print(json.dumps(log), flush=True)
+print(json.dumps({"port": port, "log": log, "get_empty": empty}), flush=True)
 """
 
 
-def _run_json(proc: subprocess.Popen[str], what: str) -> Any:
+def _python(script: str, *args: str) -> subprocess.Popen[str]:
+    """One of the scenario's pika processes, its standard output read as text."""
+    return subprocess.Popen(
+        [sys.executable, "-c", script, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def run_json(proc: subprocess.Popen[str], what: str) -> Any:
+    """The JSON a process printed last, once it ended well."""
     out, err = proc.communicate(timeout=40)
     if proc.returncode != 0:
         raise RuntimeError(f"{what} failed ({proc.returncode}): {err.strip()}")
     return json.loads(out.strip().splitlines()[-1])
 
 
-@record.scenario(
-    "091-journeys",
-    "0-9-1",
-    "Two pika processes: consumers A and B (each its own connection, prefetch 1) compete on one"
-    f" queue, A nacks with requeue its first {NACKS} first deliveries and acks the rest, B acks"
-    f" all; a publisher process on a third connection publishes {len(MESSAGES)} messages with"
-    " confirms (the last with a correlation-id and no message-id).",
-)
-def s_journeys(ctx: record.Ctx) -> dict[str, Any]:
-    """Each message's journey (published, confirmed, delivered, nacked, redelivered, acked)
-    across three connections of two processes."""
-    q = ctx.q()
-    where = (record.BROKER_HOST, str(record.BROKER_PORT), q)
-    counts = (str(len(MESSAGES)), str(NACKS))
-    messages = json.dumps(MESSAGES)
-    consumers = subprocess.Popen(
-        [sys.executable, "-c", CONSUMERS, *where, f"amqpscope {ctx.name}", *counts],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert consumers.stdout is not None
-    if consumers.stdout.readline().strip() != "ready":
-        raise RuntimeError(f"consumers did not start: {consumers.communicate()[1].strip()}")
-    publisher = subprocess.Popen(
-        [sys.executable, "-c", PUBLISHER, *where, f"amqpscope {ctx.name} publisher", messages],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    published = _run_json(publisher, "publisher")
-    delivered = _run_json(consumers, "consumers")
-    time.sleep(0.2)  # the connections' close handshakes reach the capture
+def _where(ctx: record.Ctx) -> tuple[str, str, str]:
+    return record.BROKER_HOST, str(record.BROKER_PORT), ctx.q()
+
+
+def start_consumers(
+    ctx: record.Ctx, count: int, nacks: int, script: str = CONSUMERS
+) -> tuple[subprocess.Popen[str], list[str]]:
+    """The consumers' process, once it is ready (the words it said after "ready" too): the
+    publisher must not start before both consumers are there to compete."""
+    proc = _python(script, *_where(ctx), f"amqpscope {ctx.name}", str(count), str(nacks))
+    assert proc.stdout is not None
+    ready = proc.stdout.readline().split()
+    if not ready or ready[0] != "ready":
+        raise RuntimeError(f"consumers did not start: {proc.communicate()[1].strip()}")
+    return proc, ready[1:]
+
+
+def publish(ctx: record.Ctx, messages: Any, log_path: str = "") -> Any:
+    """Run the publisher to its end: its port, what it published and whether the broker
+    confirmed each, whether its basic.get found the queue empty."""
+    name = f"amqpscope {ctx.name} publisher"
+    proc = _python(PUBLISHER, *_where(ctx), name, json.dumps(messages), log_path)
+    return run_json(proc, "publisher")
+
+
+def journey_counts(
+    ctx: record.Ctx, published: list[Any], delivered: list[Any], **more: Any
+) -> record.Counts:
+    """The ground truth of the clients' logs (`more`: a scenario's own, before the logs)."""
     n = record.Counts()
     n["connections"] = 3
     n["publishes"] = len(published)
@@ -171,6 +186,25 @@ def s_journeys(ctx: record.Ctx) -> dict[str, Any]:
         "A": f"amqpscope {ctx.name} consumer A",
         "B": f"amqpscope {ctx.name} consumer B",
     }
+    n.update(more)
     n["published"] = published
     n["delivered"] = delivered
     return n
+
+
+@record.scenario(
+    "091-journeys",
+    "0-9-1",
+    "Two pika processes: consumers A and B (each its own connection, prefetch 1) compete on one"
+    f" queue, A nacks with requeue its first {NACKS} first deliveries and acks the rest, B acks"
+    f" all; a publisher process on a third connection publishes {len(MESSAGES)} messages with"
+    " confirms (the last with a correlation-id and no message-id).",
+)
+def s_journeys(ctx: record.Ctx) -> dict[str, Any]:
+    """Each message's journey (published, confirmed, delivered, nacked, redelivered, acked)
+    across three connections of two processes."""
+    consumers, _ = start_consumers(ctx, len(MESSAGES), NACKS)
+    published = publish(ctx, MESSAGES)["log"]
+    delivered = run_json(consumers, "consumers")
+    time.sleep(0.2)  # the connections' close handshakes reach the capture
+    return journey_counts(ctx, published, delivered)

@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -31,28 +29,14 @@ from proton.reactor import Container
 PROTON_P2P_PORT = 5673
 #: rhea, from npm, installed where the recorder keeps it (not in the repository)
 RHEA = "rhea@3.0.5"
-NODE_DIR = Path(tempfile.gettempdir()) / "amqpscope-node"
-
-
-def _node_modules() -> Path:
-    """A folder with rhea installed (npm, once); RuntimeError when node or npm is missing."""
-    for tool in ("node", "npm"):
-        if shutil.which(tool) is None:
-            raise RuntimeError(f"{tool} is not on PATH (rhea scenarios need Node.js and npm)")
-    if not (NODE_DIR / "node_modules" / "rhea" / "package.json").exists():
-        NODE_DIR.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(NODE_DIR), RHEA],
-            check=True,
-            timeout=300,
-            stdout=subprocess.DEVNULL,
-        )
-    return NODE_DIR / "node_modules"
+NODE_DIR = "amqpscope-node"
 
 
 def _rhea(ctx: Any, address: str, script_name: str = "rhea_client.js") -> dict[str, Any]:
     """rhea with DEBUG=rhea:frames: its stderr is the log, its stdout its counts."""
-    modules = _node_modules()
+    from recorder.harness import npm_modules  # the recording side only (not the client's)
+
+    modules = npm_modules(RHEA, NODE_DIR)
     log_path = Path(ctx.capture.path).parent / f"{ctx.name}.log"
     script = Path(__file__).resolve().parent / script_name
     # not a terminal, so debug prefixes each line with an ISO time (node's `debug` package)

@@ -35,7 +35,7 @@ CPP_SOURCE = Path("/usr/share/proton/examples/cpp")
 CPP_DIR = Path(tempfile.gettempdir()) / "amqpscope-proton-cpp"
 #: the node amqp10 client, from npm, installed where the recorder keeps it (not in the repository)
 AMQP10 = "amqp10@3.6.0"
-NODE_DIR = Path(tempfile.gettempdir()) / "amqpscope-node-amqp10"
+NODE_DIR = "amqpscope-node-amqp10"
 HERE = Path(__file__).resolve().parent
 #: how long the starved receiver grants nothing (the issue saw 3 s), and how long the receiver
 #: that never grants waits (the issue saw 30 s; a few seconds show the same)
@@ -108,25 +108,9 @@ def cpp_broker() -> Iterator[dict[str, Any]]:
             proc.wait()
 
 
-def _node_modules() -> Path:
-    """A folder with amqp10 installed (npm, once); RuntimeError when node or npm is missing."""
-    for tool in ("node", "npm"):
-        if shutil.which(tool) is None:
-            raise RuntimeError(f"{tool} is not on PATH (amqp10 scenarios need Node.js and npm)")
-    if not (NODE_DIR / "node_modules" / "amqp10" / "package.json").exists():
-        NODE_DIR.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(NODE_DIR), AMQP10],
-            check=True,
-            timeout=300,
-            stdout=subprocess.DEVNULL,
-        )
-    return NODE_DIR / "node_modules"
-
-
 def amqp10_client(mode: str, url: str, address: str, pause: float = 0.0) -> dict[str, Any]:
     """Run amqp10_client.js in `mode`; its stdout's last line is what amqp10 observed."""
-    modules = _node_modules()
+    modules = record.npm_modules(AMQP10, NODE_DIR)
     done = subprocess.run(
         ["node", str(HERE / "amqp10_client.js"), mode, url, address, str(int(pause * 1000))],
         env=dict(os.environ, NODE_PATH=str(modules)),
@@ -317,7 +301,7 @@ def start_quiet_capture(ctx: record.Ctx, port: int) -> None:
 )
 def s10_amqp10_rabbitmq(ctx: record.Ctx) -> dict[str, Any]:
     """A happy path on which the broker sends a frame after its close."""
-    _node_modules()  # installed before the capture starts
+    record.npm_modules(AMQP10, NODE_DIR)  # installed before the capture starts
     start_quiet_capture(ctx, record.BROKER_PORT)
     url = f"amqp://guest:guest@{record.BROKER_HOST}:{record.BROKER_PORT}"
     counts = amqp10_client("refresh", url, f"/amq/queue/{ctx.q()}")

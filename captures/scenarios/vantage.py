@@ -19,11 +19,9 @@ release's archive, so the router leg of issue 44 is not recorded here.
 
 from __future__ import annotations
 
-import json
 import shlex
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -55,50 +53,6 @@ CONSUMERS: str = journeys.CONSUMERS.replace(
     'print("ready", *(c._impl._transport._sock.getsockname()[1] for c, _, _ in'
     " clients.values()), flush=True)",
 )
-
-PUBLISHER = r"""
-import json, logging, sys, time
-import pika
-
-host, port, queue, name, log_path = sys.argv[1:6]
-messages = json.loads(sys.argv[6])
-logging.basicConfig(filename=log_path, level=logging.DEBUG,
-                    format="%(asctime)s %(levelname)s %(name)s %(message)s")
-conn = pika.BlockingConnection(pika.ConnectionParameters(
-    host=host, port=int(port), credentials=pika.PlainCredentials("guest", "guest"),
-    connection_attempts=1, socket_timeout=5, client_properties={"connection_name": name},
-))
-port = conn._impl._transport._sock.getsockname()[1]
-chan = conn.channel()
-chan.confirm_delivery()
-# nothing is published yet: a get-empty, which pika's log shows (Received Basic.GetEmpty), as
-# it shows none of the publishes or confirms
-empty = chan.basic_get(queue)[0] is None
-log = []
-for message_id, correlation_id, body in messages:
-    sent = time.time()
-    props = pika.BasicProperties(
-        content_type="text/plain", message_id=message_id, correlation_id=correlation_id
-    )
-    try:  # with confirms on, returns once the broker acked it; raises if it nacked
-        chan.basic_publish("", queue, body.encode(), props)
-        confirmed = True
-    except pika.exceptions.NackError:
-        confirmed = False
-    log.append({"message_id": message_id, "correlation_id": correlation_id, "body": body,
-                "sent": sent, "confirmed": confirmed, "at": time.time()})
-    time.sleep(0.05)  # let both consumers take their turns
-conn.close()
-print(json.dumps({"port": port, "log": log, "get_empty": empty}), flush=True)
-"""
-
-
-def _run_json(proc: subprocess.Popen[str], what: str) -> Any:
-    out, err = proc.communicate(timeout=40)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{what} failed ({proc.returncode}): {err.strip()}")
-    return json.loads(out.strip().splitlines()[-1])
-
 
 #: where the scenario leaves the filter of its connections for `_keep_mine`
 PORTS = f".{NAME}.ports"
@@ -142,40 +96,14 @@ def s_vantage(ctx: record.Ctx) -> dict[str, Any]:
     log_path = out / f"{NAME}.log"
     log_path.unlink(missing_ok=True)
     second = record.Capture(record.CaptureSpec(), out / f"{NAME}-b.pcap.raw")
-    q = ctx.q()
-    where = (record.BROKER_HOST, str(record.BROKER_PORT), q)
-    counts = (str(len(MESSAGES)), str(NACKS))
-    consumers = subprocess.Popen(
-        [sys.executable, "-c", CONSUMERS, *where, f"amqpscope {ctx.name}", *counts],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert consumers.stdout is not None
+    consumers, ready = journeys.start_consumers(ctx, len(MESSAGES), NACKS, CONSUMERS)
     try:
-        ready = consumers.stdout.readline().split()
-        if not ready or ready[0] != "ready":
-            raise RuntimeError(f"consumers did not start: {consumers.communicate()[1].strip()}")
-        ports = [int(p) for p in ready[1:]]
+        ports = [int(p) for p in ready]
         second.start()
-        publisher = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                PUBLISHER,
-                *where,
-                f"amqpscope {ctx.name} publisher",
-                str(log_path),
-                json.dumps(MESSAGES),
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        sent = _run_json(publisher, "publisher")
+        sent = journeys.publish(ctx, MESSAGES, str(log_path))
         published = sent["log"]
         ports.append(int(sent["port"]))
-        delivered = _run_json(consumers, "consumers")
+        delivered = journeys.run_json(consumers, "consumers")
         time.sleep(0.5)  # the connections' close handshakes reach both captures
         stats = second.stop()
     finally:
@@ -194,23 +122,13 @@ def s_vantage(ctx: record.Ctx) -> dict[str, Any]:
     (out / PORTS).write_text(mine)  # for `_keep_mine`, once record.py has the first file
     shifted.chmod(0o644)
     log_path.chmod(0o644)
-    n = record.Counts()
-    n["connections"] = 3
-    n["publishes"] = len(published)
-    n["confirms"] = sum(1 for p in published if p["confirmed"])
-    n["deliveries"] = len(delivered)
-    n["acks"] = sum(1 for d in delivered if d["outcome"] == "ack")
-    n["nacks"] = sum(1 for d in delivered if d["outcome"] == "nack-requeue")
-    n["redeliveries"] = sum(1 for d in delivered if d["redelivered"])
-    n["connection_names"] = {
-        "publisher": f"amqpscope {ctx.name} publisher",
-        "A": f"amqpscope {ctx.name} consumer A",
-        "B": f"amqpscope {ctx.name} consumer B",
-    }
-    n["gets"] = 1
-    n["get_empty"] = 1 if sent["get_empty"] else 0
-    n["published"] = published
-    n["delivered"] = delivered
+    n = journeys.journey_counts(
+        ctx,
+        published,
+        delivered,
+        gets=1,
+        get_empty=1 if sent["get_empty"] else 0,
+    )
     n["vantage"] = {
         "second": shifted.name,
         "second_command": shlex.join(second.command),
