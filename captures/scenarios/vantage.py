@@ -131,7 +131,9 @@ def s_vantage(ctx: record.Ctx) -> dict[str, Any]:
     )
     n["vantage"] = {
         "second": shifted.name,
-        "second_command": shlex.join(second.command),
+        "second_command": shlex.join(
+            a.replace(str(second.path), second.path.name) for a in second.command
+        ),
         "second_packets": stats.get("packets_captured"),
         "shift": SHIFT,
         "shift_command": f"editcap -t +{SHIFT} {second.path.name} {shifted.name}",
