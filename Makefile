@@ -76,7 +76,8 @@ system-deps:
 	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
-# Mermaid (pinned), for the test that parses and draws `export --mermaid`'s diagrams in Chromium;
+# Mermaid (pinned), for the test that parses and draws `export --mermaid`'s diagrams in Chromium
+# and for the docs site, which serves this copy (tools/mkdocs_mermaid.py; build/ is not committed);
 # npm from Debian only where none is found (a nodejs package that bundles npm conflicts with it)
 MERMAID_VERSION ?= 11.17.2
 node-deps: system-deps
@@ -97,8 +98,9 @@ lint:
 
 # the docs site (MkDocs, Material theme) into build/site, warnings as errors (not --quiet: it hides
 # the warnings and then --strict passes); the reference pages
-# (docs/reference/, generated from the code by tools/gen_reference.py) must match the code first
-docs:
+# (docs/reference/, generated from the code by tools/gen_reference.py) must match the code first;
+# its Mermaid is node-deps' (the site draws its diagrams offline)
+docs: node-deps
 	$(PYTHON) tools/gen_reference.py --check
 	NO_MKDOCS_2_WARNING=1 $(PYTHON) -m mkdocs build --strict --site-dir build/site
 

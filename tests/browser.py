@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from websockets.sync.client import ClientConnection, connect
 
@@ -34,6 +34,14 @@ FLAGS = (
     "--hide-scrollbars",
     "--mute-audio",
     "--remote-debugging-port=0",
+)
+
+#: no network: every request by a proxy nothing listens on (port 9, discard), every host name
+#: unresolved (what a proxy bypasses, `<-loopback>` included); file:// is neither
+OFFLINE: Final = (
+    "--proxy-server=127.0.0.1:9",
+    "--proxy-bypass-list=<-loopback>",
+    "--host-resolver-rules=MAP * ~NOTFOUND",
 )
 
 
@@ -137,9 +145,11 @@ class Page:
 
 
 class Chromium:
-    """`with Chromium() as browser: page = browser.page()`: a fresh profile each time."""
+    """`with Chromium() as browser: page = browser.page()`: a fresh profile each time; `flags`
+    added to FLAGS (OFFLINE: no network)."""
 
-    def __init__(self) -> None:
+    def __init__(self, flags: tuple[str, ...] = ()) -> None:
+        self.flags = flags
         self.profile = tempfile.mkdtemp(prefix="amqpscope-chromium-")
         self.proc: subprocess.Popen[bytes] | None = None
         self.ws: ClientConnection | None = None
@@ -149,7 +159,7 @@ class Chromium:
 
     def __enter__(self) -> Chromium:
         self.proc = subprocess.Popen(
-            [CHROMIUM, *FLAGS, f"--user-data-dir={self.profile}", "about:blank"],
+            [CHROMIUM, *FLAGS, *self.flags, f"--user-data-dir={self.profile}", "about:blank"],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

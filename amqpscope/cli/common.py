@@ -315,6 +315,36 @@ def keylog_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     )(fn)
 
 
+#: names kept per bounded label by default: `metrics.sampler.MAX_NAMES` (not imported here, where
+#: every command's start would load the trackers and diagnoses; tests/test_metrics_options.py
+#: checks they agree)
+METRICS_MAX_NAMES: Final = 100
+
+
+def metrics_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """--metrics-max-names and --metrics-labels, as `metrics` and `live --metrics` take them:
+    one declaration, one help text, the same bounds on both faces' label sets."""
+    fn = click.option(
+        "--metrics-labels",
+        "metrics_labels",
+        type=click.Choice(["conn"]),
+        multiple=True,
+        help="conn: a `conn` label (the connection's id, as --conn takes it) on every family read "
+        "of connections: a series per connection.",
+    )(fn)
+    return click.option(
+        "--metrics-max-names",
+        "metrics_max_names",
+        type=click.IntRange(min=0),
+        default=METRICS_MAX_NAMES,
+        show_default=True,
+        metavar="N",
+        help="Queues, addresses and management nodes with a label value of their own (the N "
+        "busiest of a file `metrics` reads; live or from standard input, the first N seen); the "
+        "rest are counted under `other`.",
+    )(fn)
+
+
 def complete_iface(_ctx: Any, _param: Any, incomplete: str) -> list[Any]:
     """Shell completion of IFACE: this machine's network interfaces."""
     import socket

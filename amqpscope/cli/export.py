@@ -148,11 +148,12 @@ def _diagrams(
     diagram."""
     from amqpscope.render import mermaid as mermaid_diagrams
     from amqpscope.render import plantuml as plantuml_diagrams
+    from amqpscope.render.sequence import ConnectionDiagrams
 
     module = plantuml_diagrams if plantuml else mermaid_diagrams
-    diagrams = module.ConnectionDiagrams()
+    diagrams = ConnectionDiagrams(module.GRAMMAR)
     with open_input(files, fmt) as source, open_output(output, force) as out:
         for frame in source.frames(show_secrets, redact_bodies, keylog=load_keylog(keylog)):
             diagrams.feed(frame)
-        out.write(diagrams.text() if plantuml else diagrams.markdown())
+        out.write(diagrams.text())
         report_findings(source.findings)

@@ -21,6 +21,7 @@ from amqpscope.cli.common import (
     load_keylog,
     main,
     make_console,
+    metrics_options,
     report_findings,
     uncoloured,
 )
@@ -141,23 +142,7 @@ def _print_summary(result: dict[str, Any], console: Any, color: str, width: int 
     help="Serve the metrics (docs/metrics.md) on http://HOST:PORT/metrics while decoding "
     "(prometheus_client: text, or OpenMetrics when asked; HOST: every interface if not given).",
 )
-@click.option(
-    "--metrics-max-names",
-    type=click.IntRange(min=0),
-    default=100,
-    show_default=True,
-    metavar="N",
-    help="--metrics: queues, addresses and management nodes with a label value of their own "
-    "(the first N seen); the rest are counted under `other`.",
-)
-@click.option(
-    "--metrics-labels",
-    "metrics_labels",
-    type=click.Choice(["conn"]),
-    multiple=True,
-    help="--metrics, conn: a `conn` label (the connection's id) on every family read of "
-    "connections: a series per connection.",
-)
+@metrics_options
 @click.option(
     "--otlp",
     "otlp_endpoint",

@@ -7,7 +7,14 @@ import sys
 
 import click
 
-from amqpscope.cli.common import guarded, keylog_option, load_keylog, main, report_findings
+from amqpscope.cli.common import (
+    guarded,
+    keylog_option,
+    load_keylog,
+    main,
+    metrics_options,
+    report_findings,
+)
 from amqpscope.cli.inputs import files_argument, format_option, open_input
 
 
@@ -21,32 +28,15 @@ from amqpscope.cli.inputs import files_argument, format_option, open_input
     metavar="SECONDS",
     help="At most one sample per series per this much capture time (plus the last).",
 )
-@click.option(
-    "--metrics-max-names",
-    "max_names",
-    type=click.IntRange(min=0),
-    default=100,
-    show_default=True,
-    metavar="N",
-    help="Queues, addresses and management nodes with a label value of their own (the N "
-    "busiest; from standard input, the first N seen); the rest are counted under `other`.",
-)
-@click.option(
-    "--metrics-labels",
-    "extra_labels",
-    type=click.Choice(["conn"]),
-    multiple=True,
-    help="conn: a `conn` label (the connection's id, as --conn takes it) on every family read "
-    "of connections: a series per connection.",
-)
+@metrics_options
 @keylog_option
 @format_option
 @guarded
 def metrics(
     files: tuple[str, ...],
     interval: float,
-    max_names: int,
-    extra_labels: tuple[str, ...],
+    metrics_max_names: int,
+    metrics_labels: tuple[str, ...],
     keylog: str | None,
     fmt: str | None = None,
 ) -> None:
@@ -62,7 +52,7 @@ def metrics(
     from amqpscope.metrics.openmetrics import lines
     from amqpscope.metrics.sampler import Sampler
 
-    conn_labels = "conn" in extra_labels
+    conn_labels = "conn" in metrics_labels
     chosen = None
     if "-" not in files:  # a file can be read twice: its busiest names, then the metrics
         first = Sampler(interval=float("inf"), max_names=sys.maxsize)
@@ -71,9 +61,9 @@ def metrics(
             for frame in source.frames(messages=True, keylog=load_keylog(keylog), retire=True):
                 first.feed(frame)
             first.finish()
-        chosen = first.busiest(max_names)
+        chosen = first.busiest(metrics_max_names)
     sampler = Sampler(
-        interval=interval, max_names=max_names, conn_labels=conn_labels, chosen=chosen
+        interval=interval, max_names=metrics_max_names, conn_labels=conn_labels, chosen=chosen
     )
     with open_input(files, fmt) as source:
         sampler.tracker.source = source.source

@@ -39,6 +39,8 @@ import itertools
 import re
 import struct
 import tokenize
+import unicodedata
+import warnings
 from typing import Any, Final
 
 from amqpscope.codec.amqp091 import spec
@@ -452,10 +454,7 @@ def _python_string(line: str, at: int) -> tuple[str, int]:
     end = at + 1
     while line[end] != quote:  # IndexError past the line's end: no closing quote
         end += 2 if line[end] == "\\" else 1
-    value = ast.literal_eval(line[at : end + 1])
-    if not isinstance(value, str):
-        raise ValueError("not a string")
-    return value, end + 1
+    return _unescaped(line[at + 1 : end]), end + 1
 
 
 def _logged(shown: Shown, line: str, at: int) -> Logged:
@@ -520,15 +519,87 @@ def _items(text: str, at: int) -> tuple[list[str], int]:
         end = _string_end(text, pos)
         inner = text[pos + 1 : end - 1]
         if "\\" not in inner and inner.isprintable():
-            items.append(inner)  # no escapes: the string is its text (literal_eval's answer)
+            items.append(inner)  # no escapes: the string is its text
             pos = end
             continue
         try:
-            item = ast.literal_eval(text[pos:end])
-        except (ValueError, SyntaxError):
-            raise LogSyntaxError(pos, "not a Python string") from None
-        items.append(item)
+            items.append(_unescaped(inner))
+        except ValueError as why:
+            raise LogSyntaxError(pos, f"not a Python string ({why})") from None
         pos = end
+
+
+#: a string literal's one-character escapes (`\\` then a line's end: a line continued)
+_ESCAPES: Final = {
+    "\n": "",
+    "\\": "\\",
+    "'": "'",
+    '"': '"',
+    "a": "\a",
+    "b": "\b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+    "v": "\v",
+}
+_OCTAL: Final = "01234567"
+#: how many hex digits follow `\x`, `\u`, `\U`
+_HEX_ESCAPES: Final = {"x": 2, "u": 4, "U": 8}
+_HEX: Final = frozenset("0123456789abcdefABCDEF")
+
+
+def _unescaped(inner: str) -> str:
+    """The str a repr's inside (`inner`, between its quotes) stands for, read as the compiler
+    reads a str literal, without it: what it would only warn of (an invalid escape like `\\d`,
+    an octal past 0o377; never in a repr, so a line cut or mangled) is a ValueError here, the
+    same whatever the warning filters say (`-W error` made it a SyntaxError, the default a
+    DeprecationWarning on stderr and the text read as if the backslash were doubled)."""
+    if "\\" not in inner:
+        return inner
+    out: list[str] = []
+    pos = 0
+    while True:
+        at = inner.find("\\", pos)
+        if at < 0:
+            out.append(inner[pos:])
+            return "".join(out)
+        out.append(inner[pos:at])
+        if at + 1 >= len(inner):
+            raise ValueError("a backslash ends the string")
+        char = inner[at + 1]
+        pos = at + 2
+        if char in _ESCAPES:
+            out.append(_ESCAPES[char])
+        elif char in _OCTAL:
+            end = pos
+            while end < at + 4 and end < len(inner) and inner[end] in _OCTAL:
+                end += 1
+            code = int(inner[at + 1 : end], 8)
+            if code > 0o377:
+                raise ValueError(f"octal escape \\{inner[at + 1 : end]} past 0o377")
+            out.append(chr(code))
+            pos = end
+        elif char in _HEX_ESCAPES:
+            digits = inner[pos : pos + _HEX_ESCAPES[char]]
+            if len(digits) < _HEX_ESCAPES[char] or not _HEX.issuperset(digits):
+                raise ValueError(f"truncated \\{char} escape")
+            code = int(digits, 16)
+            if code > 0x10FFFF:
+                raise ValueError(f"\\{char}{digits} past U+10FFFF")
+            out.append(chr(code))
+            pos += len(digits)
+        elif char == "N":
+            end = inner.find("}", pos)
+            if not inner.startswith("{", pos) or end < 0:
+                raise ValueError("malformed \\N{...} escape")
+            try:
+                out.append(unicodedata.lookup(inner[pos + 1 : end]))
+            except KeyError:
+                raise ValueError(f"unknown character name {inner[pos + 1 : end]!r}") from None
+            pos = end + 1
+        else:
+            raise ValueError(f"invalid escape sequence \\{char}")
 
 
 #: a quoted item, its escapes skipped (a backslash escapes any character, even a line's end)
@@ -644,11 +715,17 @@ def _literal(text: str) -> Any:
         inner = text[2:-1]  # a body's fragment: bytes without escapes are their text
         if "\\" not in inner and text[1] not in inner and inner.isascii() and inner.isprintable():
             return inner.encode()
-    if "L" in text:
-        text = _without_long_suffix(text)
     try:
-        tree = ast.parse(text, mode="eval").body
-    except SyntaxError:
+        with warnings.catch_warnings():
+            # what the compiler only warns of (an invalid escape, `1if`: a line cut or mangled,
+            # never pika's repr) is an error, whatever -W says: the line is a finding, not a
+            # warning on stderr and a guess (a rare path: pika logs no table or body it sends)
+            warnings.simplefilter("error", SyntaxWarning)
+            warnings.simplefilter("error", DeprecationWarning)
+            if "L" in text:
+                text = _without_long_suffix(text)
+            tree = ast.parse(text, mode="eval").body
+    except (SyntaxError, SyntaxWarning, DeprecationWarning):
         raise LogSyntaxError(0, "not a Python value") from None
     return _evaluate(tree)
 

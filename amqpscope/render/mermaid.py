@@ -13,13 +13,9 @@ plain characters.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from typing import Final
 
-from amqpscope.codec.frames import Frame
-from amqpscope.journeys.follow import Journey
-from amqpscope.render.follow import heading
-from amqpscope.render.sequence import ConnectionSequences, Sequence, journey_sequence
+from amqpscope.render.sequence import Grammar, Participant, Step
 
 #: characters of a message's text
 MAX_TEXT: Final = 120
@@ -42,51 +38,26 @@ def participant(name: str) -> str:
     return _PLAIN.sub("_", _CONTROL.sub(" ", name))[:60].strip() or "_"
 
 
-def fenced(diagram: list[str]) -> str:
-    return "```mermaid\n" + "\n".join(diagram) + "\n```\n"
+class Mermaid(Grammar):
+    """A `sequenceDiagram` per diagram, each in its own ```mermaid block under its heading
+    (Markdown)."""
+
+    opening = ("sequenceDiagram",)
+
+    def participant(self, who: Participant) -> str:
+        return f"    participant {who.key} as {participant(who.name)}"
+
+    def arrow(self, step: Step) -> str:
+        return f"    {step.src}{'-->>' if step.reply else '->>'}{step.dst}: {text(step.text)}"
+
+    def note(self, step: Step) -> str:
+        over = f"{step.src},{step.also}" if step.also else step.src
+        return f"    Note over {over}: {text(step.text)}"
+
+    def block(self, heading: str, lines: list[str]) -> str:
+        return f"{heading}\n\n```mermaid\n" + "\n".join(lines) + "\n```\n"
 
 
-def diagram(sequence: Sequence) -> list[str]:
-    """The sequence in Mermaid's `sequenceDiagram` grammar."""
-    lines = ["sequenceDiagram"]
-    for who in sequence.participants:
-        lines.append(f"    participant {who.key} as {participant(who.name)}")
-    for step in sequence.steps:
-        if step.dst is None:
-            over = f"{step.src},{step.also}" if step.also else step.src
-            lines.append(f"    Note over {over}: {text(step.text)}")
-        else:
-            arrow = "-->>" if step.reply else "->>"
-            lines.append(f"    {step.src}{arrow}{step.dst}: {text(step.text)}")
-    return lines
-
-
-def journey_diagram(journey: Journey, first_ts: float | None, names: dict[int, str]) -> list[str]:
-    """One message's hops: each connection a participant, the broker in the middle."""
-    return diagram(journey_sequence(journey, first_ts, names))
-
-
-def journeys_diagram(
-    journeys: Iterable[Journey], first_ts: float | None, names: dict[int, str]
-) -> str:
-    """Markdown: each journey's diagram in its own ```mermaid block, under its heading."""
-    blocks = [f"{heading(j)}\n\n" + fenced(journey_diagram(j, first_ts, names)) for j in journeys]
-    return "\n".join(blocks)
-
-
-class ConnectionDiagrams:
-    """Each connection's frames as a Mermaid block; feed frames in order, `markdown()` at the
-    end (`ConnectionSequences` decides what is drawn)."""
-
-    def __init__(self) -> None:
-        self.sequences = ConnectionSequences()
-
-    def feed(self, frame: Frame) -> None:
-        self.sequences.feed(frame)
-
-    def markdown(self) -> str:
-        blocks = [
-            f"{sequence.heading}\n\n" + fenced(diagram(sequence))
-            for sequence in self.sequences.sequences()
-        ]
-        return "\n".join(blocks)
+GRAMMAR: Final = Mermaid()
+diagram = GRAMMAR.diagram
+journeys_diagram = GRAMMAR.journeys

@@ -16,12 +16,9 @@ second; tests/test_plantuml.py has PlantUML draw every label and finds it drawn 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from typing import Final
 
-from amqpscope.codec.frames import Frame
-from amqpscope.journeys.follow import Journey
-from amqpscope.render.sequence import ConnectionSequences, Sequence, journey_sequence
+from amqpscope.render.sequence import Grammar, Participant, Step
 
 #: characters of a label
 MAX_TEXT: Final = 120
@@ -65,41 +62,26 @@ def text(value: str) -> str:
     return "".join(out) or "_"
 
 
-def diagram(sequence: Sequence) -> list[str]:
-    """The sequence as one `@startuml ... @enduml` block."""
-    lines = ["@startuml"]
-    for who in sequence.participants:
-        lines.append(f'participant "{text(who.name[:60])}" as {who.key}')
-    for step in sequence.steps:
-        if step.dst is None:
-            over = f"{step.src}, {step.also}" if step.also else step.src
-            lines.append(f"note over {over} : {text(step.text)}")
-        else:
-            arrow = "-->" if step.reply else "->"
-            lines.append(f"{step.src} {arrow} {step.dst} : {text(step.text)}")
-    lines.append("@enduml")
-    return lines
+class PlantUML(Grammar):
+    """One `@startuml ... @enduml` block per diagram, under a `'` comment."""
+
+    opening = ("@startuml",)
+    closing = ("@enduml",)
+
+    def participant(self, who: Participant) -> str:
+        return f'participant "{text(who.name[:60])}" as {who.key}'
+
+    def arrow(self, step: Step) -> str:
+        return f"{step.src} {'-->' if step.reply else '->'} {step.dst} : {text(step.text)}"
+
+    def note(self, step: Step) -> str:
+        over = f"{step.src}, {step.also}" if step.also else step.src
+        return f"note over {over} : {text(step.text)}"
+
+    def block(self, heading: str, lines: list[str]) -> str:
+        return f"' {text(heading)}\n" + "\n".join(lines) + "\n"
 
 
-def _block(sequence: Sequence) -> str:
-    return f"' {text(sequence.heading)}\n" + "\n".join(diagram(sequence)) + "\n"
-
-
-def journeys_diagram(
-    journeys: Iterable[Journey], first_ts: float | None, names: dict[int, str]
-) -> str:
-    """Each journey's diagram, one block each."""
-    return "\n".join(_block(journey_sequence(j, first_ts, names)) for j in journeys)
-
-
-class ConnectionDiagrams:
-    """Each connection's frames as a block; feed frames in order, `text()` at the end."""
-
-    def __init__(self) -> None:
-        self.sequences = ConnectionSequences()
-
-    def feed(self, frame: Frame) -> None:
-        self.sequences.feed(frame)
-
-    def text(self) -> str:
-        return "\n".join(_block(sequence) for sequence in self.sequences.sequences())
+GRAMMAR: Final = PlantUML()
+diagram = GRAMMAR.diagram
+journeys_diagram = GRAMMAR.journeys

@@ -1,13 +1,15 @@
 """Sequence diagrams as data, whatever draws them: a followed message's journey (`follow
 --mermaid`, `--plantuml`) or each connection's frames (`export --mermaid`, `--plantuml`).
 
-Who the participants are, which arrow goes where, what each says, is decided once here;
-`render/mermaid.py` and `render/plantuml.py` only write it in their grammar, each making the
-wire's text (names, routing keys, bodies) safe for it. Texts here are raw.
+Who the participants are, which arrow goes where, what each says, is decided once here, and
+`Grammar` walks it once; `render/mermaid.py` and `render/plantuml.py` only say how their
+language writes a participant, an arrow, a note and a block, each making the wire's text
+(names, routing keys, bodies) safe for it. Texts here are raw.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -141,3 +143,59 @@ class ConnectionSequences:
                 )
             out.append(sequence)
         return out
+
+
+class Grammar:
+    """One diagram language: subclasses write a participant, an arrow, a note and a block; the
+    walk over participants and steps, and over diagrams, is this class's, so the languages
+    cannot draw different diagrams."""
+
+    #: lines before the participants, and after the last step
+    opening: tuple[str, ...] = ()
+    closing: tuple[str, ...] = ()
+
+    def participant(self, who: Participant) -> str:
+        raise NotImplementedError
+
+    def arrow(self, step: Step) -> str:
+        raise NotImplementedError
+
+    def note(self, step: Step) -> str:
+        raise NotImplementedError
+
+    def block(self, heading: str, lines: list[str]) -> str:
+        """One diagram as the document holds it, under its heading."""
+        raise NotImplementedError
+
+    def diagram(self, sequence: Sequence) -> list[str]:
+        """The sequence's lines in this language."""
+        lines = list(self.opening)
+        lines.extend(self.participant(who) for who in sequence.participants)
+        lines.extend(self.note(s) if s.dst is None else self.arrow(s) for s in sequence.steps)
+        lines.extend(self.closing)
+        return lines
+
+    def document(self, sequences: Iterable[Sequence]) -> str:
+        """Each sequence's block, a blank line between them."""
+        return "\n".join(self.block(s.heading, self.diagram(s)) for s in sequences)
+
+    def journeys(
+        self, journeys: Iterable[Journey], first_ts: float | None, names: dict[int, str]
+    ) -> str:
+        """Each followed message's diagram (`follow --mermaid`, `--plantuml`)."""
+        return self.document(journey_sequence(j, first_ts, names) for j in journeys)
+
+
+class ConnectionDiagrams:
+    """Each connection's frames in `grammar` (`export --mermaid`, `--plantuml`); feed frames in
+    order, `text()` at the end."""
+
+    def __init__(self, grammar: Grammar) -> None:
+        self.grammar = grammar
+        self.sequences = ConnectionSequences()
+
+    def feed(self, frame: Frame) -> None:
+        self.sequences.feed(frame)
+
+    def text(self) -> str:
+        return self.grammar.document(self.sequences.sequences())
