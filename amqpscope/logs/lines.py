@@ -7,10 +7,12 @@ about text only: no spec tables, no connection state.
 
 from __future__ import annotations
 
+import ast
 import datetime as dt
 import math
 import re
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any, Final, final
 
@@ -439,3 +441,17 @@ def _ctime(prefix: str) -> float:
     except ValueError:
         return 0.0
     return when.timestamp()
+
+
+def python_expr(text: str) -> Any:
+    """`ast.parse(text, mode="eval").body`, where what the compiler only warns of (an invalid
+    escape such as `\\d`, `1if`: a line cut or mangled, never a library's repr) raises
+    SyntaxError whatever -W says: a log line is read the same way under every warning filter,
+    and a mangled one becomes a finding, never a warning on stderr and a lenient guess."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SyntaxWarning)
+        warnings.simplefilter("error", DeprecationWarning)
+        try:
+            return ast.parse(text, mode="eval").body
+        except (SyntaxWarning, DeprecationWarning) as exc:
+            raise SyntaxError(str(exc)) from None

@@ -40,12 +40,11 @@ import re
 import struct
 import tokenize
 import unicodedata
-import warnings
 from typing import Any, Final
 
 from amqpscope.codec.amqp091 import spec
 from amqpscope.logs import amqp091_encode as enc
-from amqpscope.logs.lines import FRAME, RECEIVED, Logged, timestamp
+from amqpscope.logs.lines import FRAME, RECEIVED, Logged, python_expr, timestamp
 from amqpscope.logs.proton_values import LogLineEnded, LogSyntaxError
 
 NAME: Final = "pika"
@@ -716,16 +715,11 @@ def _literal(text: str) -> Any:
         if "\\" not in inner and text[1] not in inner and inner.isascii() and inner.isprintable():
             return inner.encode()
     try:
-        with warnings.catch_warnings():
-            # what the compiler only warns of (an invalid escape, `1if`: a line cut or mangled,
-            # never pika's repr) is an error, whatever -W says: the line is a finding, not a
-            # warning on stderr and a guess (a rare path: pika logs no table or body it sends)
-            warnings.simplefilter("error", SyntaxWarning)
-            warnings.simplefilter("error", DeprecationWarning)
-            if "L" in text:
-                text = _without_long_suffix(text)
-            tree = ast.parse(text, mode="eval").body
-    except (SyntaxError, SyntaxWarning, DeprecationWarning):
+        # a rare path: pika logs no table or body it sends
+        if "L" in text:
+            text = _without_long_suffix(text)
+        tree = python_expr(text)
+    except SyntaxError:
         raise LogSyntaxError(0, "not a Python value") from None
     return _evaluate(tree)
 

@@ -30,7 +30,15 @@ from typing import Any, Final
 
 from amqpscope.codec.amqp10 import spec
 from amqpscope.logs.amqp10_encode import primitive
-from amqpscope.logs.lines import EMPTY, FRAME, HEADER, Logged, search_at, timestamp
+from amqpscope.logs.lines import (
+    EMPTY,
+    FRAME,
+    HEADER,
+    Logged,
+    python_expr,
+    search_at,
+    timestamp,
+)
 from amqpscope.logs.proton_values import (
     Array,
     Binary,
@@ -121,7 +129,7 @@ def parse(line: str) -> Logged | None:
             logged.made, logged.lossy = found
             return logged
     try:
-        tree = ast.parse(shown, mode="eval").body
+        tree = python_expr(shown)
     except SyntaxError as exc:
         raise LogSyntaxError(m.start("call") + (exc.offset or 1) - 1, "not a Python repr") from None
     if not isinstance(tree, ast.Call):
@@ -328,7 +336,7 @@ def _call(node: ast.Call, lossy: list[str], where: str) -> Any:
 
 def _read(text: str) -> tuple[Any, list[str]]:
     """A frame's repr alone (`shapes.Shapes` reads it again with other numbers)."""
-    tree = ast.parse(text, mode="eval").body
+    tree = python_expr(text)
     if not isinstance(tree, ast.Call) or not isinstance(tree.func, ast.Name):
         raise LogSyntaxError(0, "a frame repr expected")
     code, composite = _COMPOSITES[_FRAMES[tree.func.id]]
