@@ -163,10 +163,11 @@ def _bytes_repr(text: str, stripped: str) -> tuple[str, str]:
         if quote != stripped[-1] or not _one_string(stripped, start + 2, quote):
             continue  # the repr would close before the line's end
         try:
-            with warnings.catch_warnings():  # `\O` in text that is no repr: not the user's
-                warnings.simplefilter("ignore")
+            with warnings.catch_warnings():  # `\O`: no repr holds it, so this is none
+                warnings.simplefilter("error", SyntaxWarning)
+                warnings.simplefilter("error", DeprecationWarning)
                 value = ast.literal_eval(stripped[start:])
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
+        except (ValueError, SyntaxError, MemoryError, RecursionError, Warning):
             continue
         if isinstance(value, bytes):
             inner = value.decode("utf-8", "backslashreplace").rstrip("\r\n")
