@@ -13,9 +13,6 @@ backslash, halved the same way."""
 from __future__ import annotations
 
 import ast
-import re
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
@@ -26,7 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from amqpscope.logs import pika as pika_log
-from amqpscope.logs.reader import LogReader
+from tests.mangled import read, read_under_each_w
 
 ROOT = Path(__file__).resolve().parent.parent
 PLAIN = (ROOT / "tests" / "corpus" / "logs" / "23-pika-plain.log").read_text().splitlines()
@@ -53,32 +50,16 @@ MANGLED = [
 ]
 
 
-def read(lines: list[str]) -> tuple[list[int], dict[int, str]]:
-    """The lines read as frames, and the lines findings name (with their codes)."""
-    reader = LogReader("mangled.log", pika_log.NAME)
-    frames = [
-        r.source["line"] for n, line in enumerate(lines, 1) for r in reader.feed(line + "\n", n)
-    ]
-    frames += [r.source["line"] for r in reader.flush()]
-    reader.finish()
-    named = {}
-    for found in reader.findings:
-        m = re.match(r"mangled\.log:(\d+): ", found.message)
-        if m is not None:
-            named[int(m.group(1))] = found.code
-    return frames, named
-
-
 def test_the_unmangled_lines_are_frames() -> None:
     """The oracle's own check: before mangling, each line is a frame."""
-    assert read([PLAIN[0], REMOTE_CLOSE, START])[0] == [1, 2, 3]
+    assert read(pika_log.NAME, [PLAIN[0], REMOTE_CLOSE, START])[0] == [1, 2, 3]
 
 
 @pytest.mark.parametrize("why, line", MANGLED, ids=[m[0] for m in MANGLED])
 def test_a_mangled_line_is_a_finding_and_no_warning(why: str, line: str) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        frames, named = read([PLAIN[1], line, PLAIN[3]])
+        frames, named = read(pika_log.NAME, [PLAIN[1], line, PLAIN[3]])
     assert [str(w.message) for w in caught] == []
     assert frames == [1, 3], why
     assert named == {2: "log.bad-line"}, why
@@ -87,17 +68,7 @@ def test_a_mangled_line_is_a_finding_and_no_warning(why: str, line: str) -> None
 def test_the_output_is_the_same_whatever_minus_w_says(tmp_path: Path) -> None:
     log = tmp_path / "mangled.log"
     log.write_text("\n".join([PLAIN[1], *(line for _, line in MANGLED), PLAIN[3]]) + "\n")
-    outputs = []
-    for flag in ("default", "error"):
-        done = subprocess.run(
-            [sys.executable, "-W", flag, "-m", "amqpscope.cli", "read", str(log)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert done.returncode == 0, done.stderr
-        assert "Warning" not in done.stderr, done.stderr
-        outputs.append((done.stdout, done.stderr))
+    outputs = read_under_each_w(log)
     assert outputs[0] == outputs[1]
     assert outputs[0][1].count("log.bad-line") == len(MANGLED)
 

@@ -8,16 +8,13 @@ The lines are tests/corpus/logs/46-pyamqp-plain.log's with one backslash put in.
 
 from __future__ import annotations
 
-import re
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
 import pytest
 
 from amqpscope.logs import pyamqp
-from amqpscope.logs.reader import LogReader
+from tests.mangled import read, read_under_each_w
 
 ROOT = Path(__file__).resolve().parent.parent
 PLAIN = (ROOT / "tests" / "corpus" / "logs" / "46-pyamqp-plain.log").read_text().splitlines()
@@ -35,32 +32,16 @@ MANGLED = [
 ]
 
 
-def read(lines: list[str]) -> tuple[list[int], dict[int, str]]:
-    """The lines read as frames, and the lines findings name (with their codes)."""
-    reader = LogReader("mangled.log", pyamqp.NAME)
-    frames = [
-        r.source["line"] for n, line in enumerate(lines, 1) for r in reader.feed(line + "\n", n)
-    ]
-    frames += [r.source["line"] for r in reader.flush()]
-    reader.finish()
-    named = {}
-    for found in reader.findings:
-        m = re.match(r"mangled\.log:(\d+): ", found.message)
-        if m is not None:
-            named[int(m.group(1))] = found.code
-    return frames, named
-
-
 def test_the_unmangled_lines_are_frames() -> None:
     """The oracle's own check: before mangling, each line is a frame."""
-    assert read(PLAIN[:3])[0] == [1, 2, 3]
+    assert read(pyamqp.NAME, PLAIN[:3])[0] == [1, 2, 3]
 
 
 @pytest.mark.parametrize("why, line", MANGLED, ids=[m[0] for m in MANGLED])
 def test_a_mangled_line_is_a_finding_and_no_warning(why: str, line: str) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        frames, named = read([line, PLAIN[1], PLAIN[2]])
+        frames, named = read(pyamqp.NAME, [line, PLAIN[1], PLAIN[2]])
     assert [str(w.message) for w in caught] == []
     assert frames == [2, 3], why
     assert named == {1: "log.bad-line"}, why
@@ -69,16 +50,6 @@ def test_a_mangled_line_is_a_finding_and_no_warning(why: str, line: str) -> None
 def test_the_output_is_the_same_whatever_minus_w_says(tmp_path: Path) -> None:
     log = tmp_path / "mangled.log"
     log.write_text("\n".join([*(line for _, line in MANGLED), *PLAIN[1:3]]) + "\n")
-    outputs = []
-    for flag in ("default", "error"):
-        done = subprocess.run(
-            [sys.executable, "-W", flag, "-m", "amqpscope.cli", "read", str(log)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert done.returncode == 0, done.stderr
-        assert "Warning" not in done.stderr, done.stderr
-        outputs.append((done.stdout, done.stderr))
+    outputs = read_under_each_w(log)
     assert outputs[0] == outputs[1]
     assert outputs[0][1].count("log.bad-line") == len(MANGLED)
