@@ -145,3 +145,26 @@ def test_lines_are_read_back_in_any_order_and_not_from_stdin(tmp_path: Path) -> 
     assert book.line("-", 1) is None
     assert book.line(str(tmp_path / "gone.log"), 1) is None
     book.close()
+
+
+def test_a_log_line_cannot_drive_the_terminal_and_is_cut(tmp_path: Path) -> None:
+    """A line's text is the log's, escaped as every captured text is (`render.lines.safe`),
+    read through the log's compression, and cut to the limit with an ellipsis."""
+    import gzip
+
+    from amqpscope.codec.frames import Frame
+    from amqpscope.render.evidence import seen_pieces
+
+    text = "2026-12-02 01:54:30,462 DEBUG x \x1b]0;owned\x07 \u202e" + "y" * 300 + "\n"
+    log = tmp_path / "hostile.log.gz"
+    log.write_bytes(gzip.compress(("first\n" + text).encode()))
+    frame = Frame("0-9-1", "method", "basic.ack", 1, b"", ts=10.0)
+    frame.seen = [("A", "a.pcap", "packet", 7, 10.0), ("B", str(log), "line", 2, 9.5)]
+    book = LineBook()
+    capture_line, log_line = ("".join(t for t, _ in p) for p in seen_pieces(frame, 9.0, book))
+    book.close()
+    assert capture_line == f"{EVIDENCE}  1.000000 A a.pcap packet 7"
+    assert log_line.startswith(f"{EVIDENCE}  0.500000 B {log}:2  2026-12-02 01:54:30,462 DEBUG")
+    assert "\x1b" not in log_line and "\x07" not in log_line and "\u202e" not in log_line
+    assert "\\x1b]0;owned\\x07 \\u202e" in log_line
+    assert log_line.endswith("…") and len(log_line.split(":2  ", 1)[1]) == 200
