@@ -9,7 +9,9 @@ arrow points the way the frame went (client on the left). Errors are red, outcom
 kind, findings follow the frame that raised them. How the TCP connection ended (a `transport`
 record) closes a connection's lines: `c1 ←  TCP RST (server, after the client's FIN)`. Lines are
 cut to the terminal's width, never wrapped; when stdout is not a terminal nothing is cut and
-nothing is coloured.
+nothing is coloured. Several inputs merged (`amqpscope.merge`): under a frame more than one
+saw, a line per input with its time there, and a log's line that showed the frame
+(`render.evidence`); a frame of a single input has no `seen`, and nothing more is printed.
 
 Each line is laid out once, as pieces of text with their styles, and goes to one of two sinks.
 On a terminal, in colour or cut to a width, rich prints it (`Text`). Piped with nothing to
