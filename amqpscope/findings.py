@@ -156,6 +156,10 @@ CODES: Final[dict[str, tuple[str, str]]] = {
     "amqp10.heartbeat-late": (WARNING, "a peer was silent longer than the other's idle-time-out"),
     "amqp10.transport-closed": (WARNING, "TCP ended while the AMQP connection was open (no close)"),
     "amqp10.mid-stream": (INFO, "the capture starts mid-connection: some state could not be known"),
+    "amqp10.session-unknown": (
+        INFO,
+        "a log that shows no channel began a second session: frames are not placed on either",
+    ),
     # track/amqp091: connection, channel, delivery and confirm state
     "amqp091.mid-stream": (INFO, "the capture starts inside a 0-9-1 connection"),
     "amqp091.login-refused": (ERROR, "the broker refused the login (close after start-ok)"),

@@ -214,6 +214,7 @@ def read(
                 body,
                 out=sys.stdout,
                 flush=not lines.chunk,
+                show_secrets=show_secrets,
             )
         else:
             timeline = Timeline(
@@ -222,6 +223,7 @@ def read(
                 body,
                 fit=True if width else None,
                 flush=not lines.chunk,  # from a pipe, each line as its frame arrives
+                show_secrets=show_secrets,
             )
     shown = 0
     last = 0  # the last frame's number, for a selection that matched none

@@ -37,12 +37,14 @@ def per_finding(
     conn: int, ev: Evidence, finding: str, code: str, title: str, advice: str
 ) -> list[Diagnosis]:
     """One diagnosis `code` for each `finding` the tracker placed on connection `conn`'s frames:
-    `title` (its `{channel}` the frame's), then the finding's words and `advice`, the frame as
-    evidence."""
+    `title` (its `{channel}` the frame's; a log that shows no channel leaves " on channel
+    {channel}" out), then the finding's words and `advice`, the frame as evidence."""
     return [
         make(
             code,
-            title.format(channel=placed.frame.channel),
+            title.format(channel=placed.frame.channel)
+            if placed.frame.channel is not None
+            else title.replace(" on channel {channel}", ""),
             f"{placed.finding.message}. {advice}",
             conn=conn,
             channel=placed.frame.channel,

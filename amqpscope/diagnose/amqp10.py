@@ -203,7 +203,7 @@ def credit(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
                 out.append(
                     make(
                         "session.window-closed",
-                        f"The {side}'s session on channel {half.channel} had no window for"
+                        f"The {side}'s session{on_channel(half.channel)} had no window for"
                         f" {seconds:.1f} s",
                         f"The {OTHER[side]}'s incoming-window for the session was used up and"
                         + (
@@ -360,6 +360,11 @@ def errors(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
     return out
 
 
+def on_channel(channel: int | None) -> str:
+    """ " on channel N", or nothing for a log that shows no channel (uamqp's, pyamqp's)."""
+    return "" if channel is None else f" on channel {channel}"
+
+
 #: why a link ended (`Link.ended`), as the unsettled finding says it
 ENDED_WHEN: Final = {ended: why for why, ended in ENDED_AS.items()}
 
@@ -426,7 +431,7 @@ def _left(
     return make(
         "delivery.unsettled-at-end",
         f"Deliveries {'not seen settled' if holes or holes_s2c else 'left unsettled'}"
-        f" on channel {channel}" + (f" (oldest {oldest:.1f} s)" if left and ev.timed else ""),
+        f"{on_channel(channel)}" + (f" (oldest {oldest:.1f} s)" if left and ev.timed else ""),
         f"{message}."
         + (f" Their ages at the end: {ages}." if left and ev.timed else "")
         + back

@@ -253,7 +253,12 @@ class Redeliveries:
             if source is None:
                 source = f"{fields.get('exchange')!s}/{fields.get('routing-key')!s}"
             self._method[(conn, direction, channel)] = (number, source)
-        if not isinstance(message, Mapping) or message.get("method") not in DELIVERIES_091:
+        if not isinstance(message, Mapping):
+            return None
+        method = message.get("method")
+        # the decoder's method is a name; a record from elsewhere may hold anything (a list is
+        # unhashable: `in` a frozenset raised TypeError)
+        if not isinstance(method, str) or method not in DELIVERIES_091:
             return None
         first = self._method.pop((conn, direction, channel), None)
         if first is None:

@@ -17,7 +17,9 @@ performative, ending the line; and `-> Header (AMQP 0.1.0.0)` (3.1.0.0 for SASL)
 - the list is as encoded: uamqp leaves trailing nulls out of what it sends, a received frame
   has what the peer sent.
 
-So: no channel (records have none), no payload, no field names (the spec's order names them),
+So: no channel (records have none: the tracker puts a channel-less frame on its connection's
+one session, `track/amqp10/session.py`; the reader does not invent a number the line did not
+print), no payload, no field names (the spec's order names them),
 no descriptor of a nested value (its field's type names it; a delivery state with no fields
 is `* {}`, accepted or released: not shown), and a string that holds a `,` or a `}` reads as
 more items than it was (the line then does not read, a `log.bad-line`).

@@ -9,7 +9,9 @@ arrow points the way the frame went (client on the left). Errors are red, outcom
 kind, findings follow the frame that raised them. How the TCP connection ended (a `transport`
 record) closes a connection's lines: `c1 ←  TCP RST (server, after the client's FIN)`. Lines are
 cut to the terminal's width, never wrapped; when stdout is not a terminal nothing is cut and
-nothing is coloured.
+nothing is coloured. Several inputs merged (`amqpscope.merge`): under a frame more than one
+saw, a line per input with its time there, and a log's line that showed the frame
+(`render.evidence`); a frame of a single input has no `seen`, and nothing more is printed.
 
 Each line is laid out once, as pieces of text with their styles, and goes to one of two sinks.
 On a terminal, in colour or cut to a width, rich prints it (`Text`). Piped with nothing to
@@ -47,6 +49,8 @@ from amqpscope.track.tracker import Tracker
 if TYPE_CHECKING:  # rich is imported when a line needs it: a piped timeline seldom does
     from rich.console import Console
     from rich.text import Text
+
+    from amqpscope.render.evidence import LineBook
 
 #: colours, by what a word means
 STYLES = {
@@ -205,6 +209,7 @@ class Timeline:
         fit: bool | None = None,
         out: IO[str] | None = None,
         flush: bool = False,
+        show_secrets: bool = False,
     ) -> None:
         self._console: Console | None = None
         self._make_console: Callable[[], Console] | None = None
@@ -230,6 +235,8 @@ class Timeline:
         self.collapse = collapse
         self.body = body
         self.legend = legend
+        self.show_secrets = show_secrets  # a merged log's lines show their credentials
+        self._book: LineBook | None = None  # a merged log's lines, read back when shown
         self.first_ts: float | None = None
         self.seen: set[int] = set()
         self.run = _Run()
@@ -282,6 +289,8 @@ class Timeline:
     def finish(self) -> None:
         self._flush()
         self.write_pending()
+        if self._book is not None:
+            self._book.close()
         if self.out is not None:
             self.out.flush()
 
@@ -323,6 +332,11 @@ class Timeline:
         self._emit(line)
 
     def _print(self, frame: Frame) -> None:
+        self._line(frame)
+        if frame.seen is not None:  # several inputs merged: who saw it, the log's lines
+            self._evidence(frame)
+
+    def _line(self, frame: Frame) -> None:
         if self.legend and frame.conn not in self.seen:
             self.seen.add(frame.conn)
             self._emit([(legend_text(frame), STYLES["legend"])])
@@ -332,6 +346,17 @@ class Timeline:
         elif self.fit and self._ansi_ready() and self._ansi_line(frame):
             return
         self._emit(frame_pieces(frame, self._t0(), self.body))
+
+    def _evidence(self, frame: Frame) -> None:
+        """The lines under a merged frame (`render.evidence`): each input that saw it and
+        when, and the log line that showed it (whole up to `LOG_FULL` with --body)."""
+        from amqpscope.render.evidence import LOG_FULL, LOG_PREVIEW, LineBook, seen_pieces
+
+        if self._book is None:
+            self._book = LineBook()
+        limit = LOG_FULL if self.body else LOG_PREVIEW
+        for pieces in seen_pieces(frame, self._t0(), self._book, self.show_secrets, limit):
+            self._emit(pieces)
 
     def _t0(self) -> float:
         return self.first_ts or 0.0

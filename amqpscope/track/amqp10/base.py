@@ -112,6 +112,11 @@ class TrackerBase:
         self.transport_end: dict[str, Any] | None = None  # the `transport` record's fields
         self.transport_ts: float | None = None  # when the TCP connection first ended
         self.dropped = False  # TCP ended while the AMQP connection was open (transport-closed)
+        #: a log that shows no channel (uamqp's, pyamqp's): the session its begins made, and how
+        #: many were begun; frames without a channel are that session's while it is the only
+        #: one (`SessionLevel._begin_unnamed`)
+        self.unnamed: Session | None = None
+        self.unnamed_sessions = 0
 
     # --- lookups the lower levels need from the upper ones -------------------------------------
 

@@ -91,8 +91,9 @@ class DeliveryLevel(TrackerBase):
                 ("window", side, frame.channel),
                 side,
                 frame,
-                f"transfer from {side} on channel {frame.channel} with the session's "
-                f"remote-incoming-window at {window}",
+                f"transfer from {side}"
+                + ("" if frame.channel is None else f" on channel {frame.channel}")
+                + f" with the session's remote-incoming-window at {window}",
             )
         elif self.noted:  # most transfers: nothing noted, no key to make
             self.noted.discard(("window", side, frame.channel))

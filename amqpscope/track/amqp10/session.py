@@ -279,8 +279,8 @@ class SessionLevel(LinkLevel):
         """The session `side` has mapped to the frame's channel; when there is none (a
         violation, or a session begun before the capture), one is inferred to keep tracking."""
         channel = frame.channel
-        if channel is None:
-            return None
+        if channel is None:  # a log that shows no channel: its one session, if one only
+            return self.unnamed if self.unnamed_sessions == 1 else None
         session = self.sides[side].channels.get(channel)
         if session is not None:
             return session
@@ -301,6 +301,7 @@ class SessionLevel(LinkLevel):
     def _begin(self, side: str, frame: Frame, out: list[Finding]) -> None:
         channel = frame.channel
         if channel is None:
+            self._begin_unnamed(side, frame, out)
             return
         fields = frame.fields
         peer = OTHER[side]
@@ -319,20 +320,59 @@ class SessionLevel(LinkLevel):
         self.sides[side].channels[channel] = session
         session.begin(side, fields, frame.ts, frame.number)
 
+    def _begin_unnamed(self, side: str, frame: Frame, out: list[Finding]) -> None:
+        """A begin that shows no channel (uamqp's and pyamqp's logs print none). While the
+        connection has one session, every frame without a channel is that session's: nothing
+        else it could be on. The peer's begin answers it (it names a remote-channel, or the
+        session is begun by one side only); any other begin is another session, and from then
+        on which session a channel-less frame is on is not known: said once
+        (`amqp10.session-unknown`), and no such frame is placed on either, nothing guessed."""
+        peer = OTHER[side]
+        session = self.unnamed
+        if (
+            session is not None
+            and self.unnamed_sessions == 1
+            and session.half[peer].begun
+            and not session.half[side].begun
+        ):
+            session.begin(side, frame.fields, frame.ts, frame.number)
+            return
+        self.unnamed_sessions += 1
+        if self.unnamed_sessions == 2:
+            out.append(
+                finding(
+                    "amqp10.session-unknown",
+                    f"{side} began another session, and the {self.source} shows no channel:"
+                    " which session a frame is on is not known from here on, so its links and"
+                    " deliveries are not followed",
+                )
+            )
+            return
+        if self.unnamed_sessions > 2:
+            return
+        remote = frame.fields.get("remote-channel")
+        session = Session(side if remote is None else peer, inferred=remote is not None)
+        self.sessions.append(session)
+        self.unnamed = session
+        session.begin(side, frame.fields, frame.ts, frame.number)
+
     def _end(self, side: str, frame: Frame, out: list[Finding]) -> None:
         session = self._session(side, frame, out)
         if session is None:
             return
         me = self.sides[side]
-        del me.channels[frame.channel]  # type: ignore[arg-type]
-        if me.pending.get(frame.channel) is session:  # type: ignore[arg-type]
-            del me.pending[frame.channel]  # type: ignore[arg-type]
+        channel = frame.channel
+        if channel is not None:
+            del me.channels[channel]
+            if me.pending.get(channel) is session:
+                del me.pending[channel]
         error = session.end(side, frame.fields)
         if error:
+            where = "" if channel is None else f" on channel {channel}"
             out.append(
                 finding(
                     "amqp10.error",
-                    f"{side} ended the session on channel {frame.channel}: {error_text(error)}",
+                    f"{side} ended the session{where}: {error_text(error)}",
                 )
             )
         half = session.half[side]
