@@ -130,6 +130,51 @@ def test_a_long_merge_holds_a_window_not_the_inputs(long_capture: list[Frame]) -
     assert [(m.input, m.pairs) for m in streaming.merged.matches] == [("B", len(rest))]
 
 
+def fresh(frames: list[Frame]) -> list[Frame]:
+    """Records of their own (a merge sets their times, numbers and `seen`)."""
+    return [copy.copy(f) for f in frames]
+
+
+def stretched(frames: list[Frame], factor: float) -> list[Frame]:
+    """The frames over `factor` times the time (the synthesized capture is 0.15 s long)."""
+    start = frames[0].ts
+    out = []
+    for frame in frames:
+        slower = copy.copy(frame)
+        slower.ts = start + (frame.ts - start) * factor
+        out.append(slower)
+    return out
+
+
+@pytest.mark.parametrize("second", ["begins half-way", "misses every 97th frame"])
+def test_a_second_capture_that_misses_frames_is_merged_as_whole(
+    long_capture: list[Frame], second: str
+) -> None:
+    """The long connection over 15 s and a second host's capture of it 0.25 s ahead that
+    began half-way (its first frames' copies were thousands of frames back) or missed some
+    frames: the very timeline and `seen` of the whole merge, and what is held at once the
+    frames of about the window's 2 s, not the inputs."""
+    slow = stretched(long_capture, 100.0)
+    copies = another_host(slow, 0.25)
+    if second == "begins half-way":
+        copies = copies[len(copies) // 2 :]
+    else:
+        copies = [f for n, f in enumerate(copies) if n % 97]
+    whole = merge([Part("A", "a", CAPTURE, fresh(slow)), Part("B", "b", CAPTURE, fresh(copies))])
+    streaming = Streaming(
+        [
+            Stream("A", "a", CAPTURE, iter(fresh(slow))),
+            Stream("B", "b", CAPTURE, iter(fresh(copies))),
+        ]
+    )
+    frames = list(streaming.frames())
+    assert not streaming.whole and not streaming.notices
+    assert shown(frames) == shown(whole.frames)
+    rate = len(slow) / (slow[-1].ts - slow[0].ts)
+    assert streaming.peak <= 2 * rate * 2.0, (streaming.peak, rate)
+    assert streaming.peak < len(slow) // 3
+
+
 def test_a_clock_that_steps_past_the_window_is_said(long_capture: list[Frame]) -> None:
     """The second host's clock steps 5 s ahead half-way (more than the 2 s window): its
     copies come after the frames were given; that is said, not passed over, and from there

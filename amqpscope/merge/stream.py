@@ -288,8 +288,9 @@ class Streaming:
         """`frame` paired with the same frame another input holds (None: dropped, the kept one
         holds its `seen`), or kept (its `_Held`, waiting for the others' copies). In step: the
         first kept frame of the same bytes not given yet, or, when its time is farther than
-        `tolerance` from this one's (the same bytes again: a publish, a heartbeat), the
-        nearest in time among the next `align.WINDOW`."""
+        `tolerance` from this one's (the same bytes again: a publish, a heartbeat; or this
+        input began later, after frames that wait for it), the nearest in time within half
+        the window; those before it are frames this input does not hold."""
         direction = frame.direction
         key: object = frame.data or frame.name
         waiting = group.waiting.get((n, direction))
@@ -297,16 +298,14 @@ class Streaming:
             while waiting and waiting[0].given:  # no copy can join a frame given
                 waiting.popleft()
             best = -1
-            nearest = math.inf
-            for at in range(min(len(waiting), align.WINDOW)):
-                kept = waiting[at]
-                if kept.given or (kept.frame.data or kept.frame.name) != key:
-                    continue
-                gap = abs(frame.ts - kept.frame.ts)
-                if gap < nearest:
-                    best, nearest = at, gap
-                if gap <= self.tolerance:
-                    break
+            nearest = self.window / 2  # farther: not this frame's copy (or a clock stepped)
+            for at, kept in enumerate(waiting):
+                if not kept.given and (kept.frame.data or kept.frame.name) == key:
+                    gap = abs(frame.ts - kept.frame.ts)
+                    if gap <= nearest:
+                        best, nearest = at, gap
+                    if gap <= self.tolerance:
+                        break
             if best >= 0:
                 for _ in range(best):  # frames this input does not hold
                     waiting.popleft()
