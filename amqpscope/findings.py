@@ -33,8 +33,9 @@ CODES: Final[dict[str, tuple[str, str]]] = {
     ),
     "merge.window": (
         WARNING,
-        "several inputs merged: their clocks disagreed by more than the merge window, so they"
-        " were merged whole (held in memory) from there",
+        "several inputs merged: they could not be merged as they were read (no frame in common"
+        " in their beginnings, or clocks farther apart than the merge window), so they were"
+        " merged whole (held in memory) from there",
     ),
     "capture.spool-overrun": (
         WARNING,

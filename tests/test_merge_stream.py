@@ -209,3 +209,23 @@ def test_an_offset_given_past_the_window_merges_whole_and_says_so() -> None:
     assert "merge.window" not in estimated.stderr
     records = [json.loads(line) for line in given.stdout.splitlines()]
     assert len(records) == len(alone.stdout.splitlines()) == len(estimated.stdout.splitlines())
+
+
+def test_captures_with_nothing_in_common_read_whole_in_their_heads_are_streamed() -> None:
+    """Two captures of different runs (091-vantage and log-pika-broker, recorded apart): no
+    frame in common, the offset unknown as the whole merge says it, each read to its end in
+    its head, so nothing to say of the window: the whole merge's timeline, streamed."""
+    other = CAPTURES / "log-pika-broker.pcap"
+    whole = merge(
+        [Part("A", str(A), CAPTURE, captured(A)), Part("B", str(other), CAPTURE, captured(other))]
+    )
+    streaming = Streaming(
+        [
+            Stream("A", str(A), CAPTURE, iter(captured(A))),
+            Stream("B", str(other), CAPTURE, iter(captured(other))),
+        ]
+    )
+    frames = list(streaming.frames())
+    assert not streaming.whole and not streaming.notices
+    assert streaming.merged.offsets["B"].how == whole.offsets["B"].how == clocks.UNKNOWN
+    assert shown(frames) == shown(whole.frames)

@@ -127,12 +127,12 @@ class Streaming:
         spread = self._estimate(heads)
         read = self.head
         # an input none of whose head is in another's (it began later): the heads read on
-        while self._unknown() and read < HEAD_MOST and not all(len(h) < read for h in heads):
+        while self._unknown() and read < HEAD_MOST and not self._read_all(heads, read):
             for head, each in zip(heads, self.inputs, strict=True):
                 head.extend(itertools.islice(each.frames, read))
             read *= 2
             spread = self._estimate(heads)
-        if self._unknown():
+        if self._unknown() and not self._read_all(heads, read):  # (read whole: none in common)
             self.notices.append(
                 f"no frame of input {self._unknown()} is in another input's first {read}:"
                 " the inputs were merged whole (held in memory)"
@@ -196,6 +196,11 @@ class Streaming:
             for conn in conns:
                 by_ends.setdefault((conn.client, conn.server), (each.name, conn))
         return spread
+
+    @staticmethod
+    def _read_all(heads: list[list[Frame]], read: int) -> bool:
+        """Whether every input was read to its end in heads of `read` records."""
+        return all(len(head) < read for head in heads)
 
     def _unknown(self) -> str:
         """The first input whose offset the heads do not tell (none: "")."""
