@@ -229,3 +229,15 @@ def test_captures_with_nothing_in_common_read_whole_in_their_heads_are_streamed(
     assert not streaming.whole and not streaming.notices
     assert streaming.merged.offsets["B"].how == whole.offsets["B"].how == clocks.UNKNOWN
     assert shown(frames) == shown(whole.frames)
+
+
+def test_a_connection_matched_with_none_of_the_other_input_s_is_said() -> None:
+    """`--inputs vantage` on two recordings apart: the second input's connection has ends no
+    connection of the first has, and its clock line says so (not only what was matched)."""
+    other = CAPTURES / "log-pika-broker.pcap"
+    done = run("summary", "--inputs", "vantage", str(A), str(other))
+    assert done.returncode == 0, done.stderr
+    [line] = [x for x in done.stderr.splitlines() if "merge.clock-offset: input B (" in x]
+    assert "1 connection matched with none of another input's" in line, line
+    [line] = [x for x in done.stderr.splitlines() if "merge.clock-offset: input A (" in x]
+    assert "matched with none" not in line  # the reference's are the timeline's own
