@@ -31,6 +31,12 @@ CODES: Final[dict[str, tuple[str, str]]] = {
         "several inputs merged: an input's clock offset from the reference input's (estimated"
         " from frames both saw, with its bound, or given) and its connections matched",
     ),
+    "merge.window": (
+        WARNING,
+        "several inputs merged: they could not be merged as they were read (no frame in common"
+        " in their beginnings, or clocks farther apart than the merge window), so they were"
+        " merged whole (held in memory) from there",
+    ),
     "capture.spool-overrun": (
         WARNING,
         "live: the decoder fell so far behind that captured packets were discarded unread",

@@ -18,11 +18,10 @@ these too.)
 from __future__ import annotations
 
 import contextlib
-import gc
 import itertools
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from amqpscope.capture.files import PCAPNG_MAGIC, CaptureError, CaptureReader
 from amqpscope.capture.pipe import STDIN
@@ -36,7 +35,7 @@ from amqpscope.capture.textlog import (
     open_stream,
 )
 from amqpscope.findings import Finding
-from amqpscope.merge.kind import AUTO, VANTAGE, Span, tell
+from amqpscope.merge.kind import AUTO, ROTATED, VANTAGE, Span, tell
 
 if TYPE_CHECKING:
     from amqpscope.capture.rotated import CaptureSet
@@ -44,6 +43,7 @@ if TYPE_CHECKING:
     from amqpscope.codec.tls import KeyLog
     from amqpscope.dissect import Dissector
     from amqpscope.logs.reader import LogReader
+    from amqpscope.merge.stream import Streaming
     from amqpscope.merge.timeline import Merged
 
 #: the names a log's format takes (`--format`): logs.formats.NAMES, spelled out so that opening
@@ -109,6 +109,57 @@ def check_paths(paths: Sequence[str]) -> None:
             if key in seen:
                 raise UsageConflict(f"{path}: given twice")
             seen.add(key)
+
+
+class Progress(Protocol):
+    """What a progress bar reads of an open input: its (first) file's path, and how far it is
+    read (bytes done, bytes in all)."""
+
+    @property
+    def path(self) -> str: ...
+
+    def position(self) -> tuple[int, int]: ...
+
+
+class Input(Protocol):
+    """An opened input, as every face reads it: one file (`Source`) or several vantage points
+    merged (`MergedInput`). `capture`, `log` and `dissector` say what one file's bytes are
+    (None for a merged input: no one file's packets are its timeline's)."""
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def fmt(self) -> str: ...
+
+    @property
+    def capture(self) -> CaptureReader | CaptureSet | None: ...
+
+    @property
+    def log(self) -> LogFile | None: ...
+
+    @property
+    def dissector(self) -> Dissector | None: ...
+
+    @property
+    def source(self) -> str: ...
+
+    @property
+    def file(self) -> Progress: ...
+
+    @property
+    def findings(self) -> list[Finding]: ...
+
+    def frames(
+        self,
+        show_secrets: bool = False,
+        redact_bodies: bool = False,
+        messages: bool = True,
+        keylog: Any = None,
+        wrap: Callable[[Any], Any] | None = None,
+        carriers: bool = False,
+        retire: bool = False,
+    ) -> Iterator[Frame]: ...
 
 
 class Source:
@@ -207,7 +258,7 @@ def open_source(
     fmt: str | None = None,
     inputs: str = AUTO,
     offsets: dict[str, float] | None = None,
-) -> Iterator[Source]:
+) -> Iterator[Input]:
     """The capture or log at `paths` (`-`: standard input), open; a `SourceError` when it
     cannot be read, or is text in no format amqpscope reads (bytes that are no text are left to
     the capture reader, whose errors say what they are). Several paths are the files of one
@@ -215,10 +266,12 @@ def open_source(
     timeline (`inputs`: AUTO, ROTATED or VANTAGE; `offsets`: clocks set by input letter).
     `fmt`: the log's format, forced."""
     if not isinstance(paths, str) and len(paths) > 1:
-        if input_mode(paths, inputs) == VANTAGE:
-            with open_merged(paths, fmt, offsets) as merged:
-                yield merged  # type: ignore[misc]  # a Source to every face
-            return
+        if inputs != ROTATED:
+            sniffed = [_is_capture(path) for path in paths]  # each file's head, looked at once
+            if input_mode(paths, inputs, sniffed) == VANTAGE:
+                with open_merged(paths, fmt, offsets, sniffed) as merged:
+                    yield merged
+                return
         with _open_set(paths, fmt) as captures:
             yield Source(captures.path, capture=captures)
         return
@@ -231,7 +284,7 @@ def open_source(
             raise UsageConflict(
                 f"--format {fmt}: {path} is a {kind} capture, not a frame-trace log"
             )
-        if fmt is None and (is_capture(head) or not is_text(head, compressed)):
+        if fmt is None and _capture_bytes(head, compressed):
             try:
                 capture = CaptureReader(path, stream)
             except SourceError:
@@ -281,7 +334,7 @@ def input_kind(path: str) -> tuple[str, str | None]:
     stream = _opened(path)
     try:
         head, compressed = _head(stream, path)
-        if is_capture(head) or not is_text(head, compressed):
+        if _capture_bytes(head, compressed):
             return "capture", None
         from amqpscope.logs.detect import sniff
 
@@ -291,6 +344,12 @@ def input_kind(path: str) -> tuple[str, str | None]:
     finally:
         with contextlib.suppress(OSError, ValueError):
             stream.close()
+
+
+def _capture_bytes(head: bytes, compressed: str) -> bool:
+    """Whether a file's first bytes make it a capture: a pcap or pcapng magic, or bytes that
+    are no text (left to the capture reader, whose errors say what they are)."""
+    return is_capture(head) or not is_text(head, compressed)
 
 
 def _not_a_log(path: str, compressed: str, library: tuple[str, str] | None) -> str:
@@ -446,12 +505,17 @@ def load_keylog(path: str | None, warn: Callable[[str], None] | None = None) -> 
 # timeline by `amqpscope.merge`: each frame once, every input's time of it, clocks aligned.
 
 
-def input_mode(paths: Sequence[str], inputs: str = AUTO) -> str:
+def input_mode(
+    paths: Sequence[str], inputs: str = AUTO, captures: Sequence[bool] | None = None
+) -> str:
     """ROTATED or VANTAGE for several `paths`: `inputs` when it says, else told by their
-    content (`merge.kind`: a TCP segment in two of them, or times that overlap)."""
+    content (`merge.kind`: a TCP segment in two of them, or times that overlap); `captures`:
+    which are captures, when already sniffed (`_is_capture`)."""
     if inputs != AUTO:
         return inputs
-    return tell(_spans(paths))
+    if captures is None:
+        captures = [_is_capture(path) for path in paths]
+    return tell(_spans(paths, captures))
 
 
 def letter(n: int) -> str:
@@ -460,74 +524,93 @@ def letter(n: int) -> str:
 
 
 def _is_capture(path: str) -> bool:
-    """Whether `path` holds a capture (its magic), not text; CaptureError when unreadable."""
-    stream = open_stream(path)
+    """Whether `path` holds a capture, as `input_kind` tells it (its first bytes); Unreadable
+    when it cannot be read."""
+    stream = _opened(path)
     try:
-        head, _ = head_of(stream, path)
+        head, compressed = _head(stream, path)
     finally:
         with contextlib.suppress(OSError, ValueError):
             stream.close()
-    return is_capture(head)
+    return _capture_bytes(head, compressed)
 
 
-def _spans(paths: Sequence[str]) -> list[Span]:
+class _Scan:
+    """One capture's packets as `_spans` reads them, once: its first TCP segments with a
+    payload (up to `BEGINNING`, the packets before them kept as keys), then the rest."""
+
+    def __init__(self, path: str, stack: contextlib.ExitStack) -> None:
+        from amqpscope.capture.linklayer import SegmentDecoder
+        from amqpscope.merge.kind import BEGINNING
+
+        self.decoder = SegmentDecoder()
+        reader = stack.enter_context(CaptureReader(path))
+        self.packets = iter(reader)
+        self.first: float | None = None
+        self.last: float | None = None
+        self.keys: list[tuple[object, ...] | None] = []  # the beginning's, each packet's
+        self.beginning: set[tuple[object, ...]] = set()
+        for packet in self.packets:
+            key = self.key(packet)
+            self.keys.append(key)
+            if key is not None:
+                self.beginning.add(key)
+                if len(self.beginning) >= BEGINNING:
+                    break
+
+    def key(self, packet: Any) -> tuple[object, ...] | None:
+        """The packet's TCP segment as two captures of it show it (None: no payload)."""
+        from amqpscope.merge.kind import segment_key
+
+        if self.first is None:
+            self.first = packet.ts
+        self.last = packet.ts
+        segment = self.decoder.decode(packet)
+        if segment is None or not segment.payload:
+            return None
+        return segment_key(segment.src, segment.dst, segment.seq, len(segment.payload))
+
+    def shares(self, others: set[tuple[object, ...]]) -> bool:
+        """Whether a packet of this capture begins another (`others`: their beginnings); read
+        to its end when none does (its last time)."""
+        if others and any(key in others for key in self.keys):
+            return True
+        for packet in self.packets:
+            key = self.key(packet)
+            if others and key is not None and key in others:
+                return True
+        return False
+
+
+def _spans(paths: Sequence[str], captures: Sequence[bool]) -> list[Span]:
     """What `merge.kind` needs of the files: which are logs, each capture's first and last
-    packet times, and whether it holds a TCP segment another begins with (its packets read,
-    not dissected: the beginnings first, then each whole, or until one holds a packet
-    another begins with)."""
-    from amqpscope.capture.linklayer import SegmentDecoder
-    from amqpscope.merge.kind import BEGINNING, segment_key
-
-    captures = [_is_capture(path) for path in paths]
-    beginnings: list[set[tuple[object, ...]]] = []
-    for path, capture in zip(paths, captures, strict=True):
-        keys: set[tuple[object, ...]] = set()
-        if capture:
-            decoder = SegmentDecoder()
-            with CaptureReader(path) as reader:
-                for packet in reader:
-                    segment = decoder.decode(packet)
-                    if segment is not None and segment.payload:
-                        keys.add(
-                            segment_key(segment.src, segment.dst, segment.seq, len(segment.payload))
-                        )
-                        if len(keys) >= BEGINNING:
-                            break
-        beginnings.append(keys)
-    spans = []
-    for n, (path, capture) in enumerate(zip(paths, captures, strict=True)):
-        if not capture:
-            spans.append(Span(True, None, None))
-            continue
-        others: set[tuple[object, ...]] = set()
-        for m, keys in enumerate(beginnings):
-            if m != n:
-                others |= keys
-        first: float | None = None
-        last: float | None = None
-        shares = False
-        decoder = SegmentDecoder()
-        with CaptureReader(path) as reader:
-            for packet in reader:
-                if first is None:
-                    first = packet.ts
-                last = packet.ts
-                if shares or not others:
-                    continue
-                segment = decoder.decode(packet)
-                if segment is not None and segment.payload:
-                    key = segment_key(segment.src, segment.dst, segment.seq, len(segment.payload))
-                    shares = key in others
-                    if shares:  # vantage points whatever their times: no need to read on
-                        return [*spans, Span(False, first, last, shares)]
-        spans.append(Span(False, first, last, shares))
-    return spans
+    packet times, and whether it holds a TCP segment another begins with (its packets read
+    once, not dissected: every beginning first, then each on from there, whole or until it
+    holds a packet another begins with)."""
+    with contextlib.ExitStack() as stack:
+        scans = [
+            _Scan(path, stack) if capture else None
+            for path, capture in zip(paths, captures, strict=True)
+        ]
+        spans = []
+        for n, scan in enumerate(scans):
+            if scan is None:
+                spans.append(Span(True, None, None))
+                continue
+            others: set[tuple[object, ...]] = set()
+            for m, other in enumerate(scans):
+                if m != n and other is not None:
+                    others |= other.beginning
+            if scan.shares(others):  # vantage points whatever their times: no need to read on
+                return [*spans, Span(False, scan.first, scan.last, True)]
+            spans.append(Span(False, scan.first, scan.last))
+        return spans
 
 
 class _Files:
     """The files read, for a progress bar: the first's name, all their positions."""
 
-    def __init__(self, inputs: Sequence[Source]) -> None:
+    def __init__(self, inputs: Sequence[Input]) -> None:
         self.inputs = inputs
         self.path = inputs[0].path
 
@@ -541,22 +624,29 @@ class _Files:
 
 
 class MergedInput:
-    """Several inputs as one (an `Input` to the commands): `frames()` reads them all and
-    gives the merged timeline; `capture`, `log` and `dissector` are None (no one file's
-    bytes or packets are the timeline's: -V, -x and -w read one capture)."""
+    """Several inputs as one (an `Input` to the commands): `frames()` reads them and gives
+    the merged timeline, streamed (`merge.stream`: only a window of frames held);
+    `capture`, `log` and `dissector` are None (no one file's bytes or packets are the
+    timeline's: -V, -x and -w read one capture)."""
 
-    capture = None
-    log = None
-    dissector = None
-    reader = None
+    capture: CaptureReader | CaptureSet | None = None
+    log: LogFile | None = None
+    dissector: Dissector | None = None
 
-    def __init__(self, paths: Sequence[str], inputs: Sequence[Source], given: dict[str, float]):
+    def __init__(
+        self, paths: Sequence[str], inputs: Sequence[Input], given: dict[str, float]
+    ) -> None:
         self.paths = paths
         self.inputs = inputs
         self.given = given
         self.path = paths[0]
         self.fmt = next((i.fmt for i in inputs if i.fmt), "")
-        self.merged: Merged | None = None
+        self.streaming: Streaming | None = None
+
+    @property
+    def merged(self) -> Merged | None:
+        """The offsets and matches (complete once read)."""
+        return self.streaming.merged if self.streaming is not None else None
 
     @property
     def source(self) -> str:
@@ -576,21 +666,20 @@ class MergedInput:
         carriers: bool = False,
         retire: bool = False,
     ) -> Iterator[Frame]:
-        from amqpscope.merge.timeline import CAPTURE, LOG, Part, merge
+        from amqpscope.merge.stream import Stream, Streaming
+        from amqpscope.merge.timeline import CAPTURE, LOG
 
-        parts = []
-        for n, each in enumerate(self.inputs):
-            records = list(
-                each.frames(show_secrets, redact_bodies, messages, keylog=keylog, retire=retire)
+        streams = [
+            Stream(
+                letter(n),
+                each.path,
+                CAPTURE if each.capture is not None else LOG,
+                each.frames(show_secrets, redact_bodies, messages, keylog=keylog, retire=retire),
             )
-            kind = CAPTURE if each.capture is not None else LOG
-            parts.append(Part(letter(n), each.path, kind, records))
-            # kept to the end: out of every later collection (`steady_gc`'s freeze), or each
-            # full one walks them all again (bench/merge.py, compiled: pairing 100k frames took
-            # 0.11 s of collections for 0.01 s of work)
-            gc.freeze()
-        merged = self.merged = merge(parts, self.given)
-        return iter(merged.frames)
+            for n, each in enumerate(self.inputs)
+        ]
+        self.streaming = Streaming(streams, self.given)
+        return self.streaming.frames()
 
     @property
     def findings(self) -> list[Finding]:
@@ -600,10 +689,12 @@ class MergedInput:
         from amqpscope.findings import finding
 
         out: list[Finding] = []
-        if self.merged is not None:  # each input's clock, first
+        if self.streaming is not None:  # each input's clock, first; then what the merge met
             out.extend(
-                finding("merge.clock-offset", line) for line in said(self.merged, self.inputs)
+                finding("merge.clock-offset", line)
+                for line in said(self.streaming.merged, self.inputs, self.streaming.unmatched())
             )
+            out.extend(finding("merge.window", line) for line in self.streaming.notices)
         for n, each in enumerate(self.inputs):
             name = f"input {letter(n)} ({os.path.basename(each.path)})"
             out.extend(
@@ -612,9 +703,11 @@ class MergedInput:
         return out
 
 
-def said(merged: Merged, inputs: Sequence[Source]) -> list[str]:
-    """One line per input: its clock offset (estimate and bound) and its connections
-    matched."""
+def said(
+    merged: Merged, inputs: Sequence[Input], unmatched: dict[str, int] | None = None
+) -> list[str]:
+    """One line per input: its clock offset (estimate and bound), its connections matched
+    and those matched with none of another input's (`unmatched`, by input)."""
     lines = []
     for n, each in enumerate(inputs):
         name = letter(n)
@@ -627,18 +720,30 @@ def said(merged: Merged, inputs: Sequence[Source]) -> list[str]:
             by = "ends" if matched[0].how == "ends" else "content"
             many = "s" if len(matched) > 1 else ""
             text += f"; {len(matched)} connection{many} matched by {by}"
+        alone = (unmatched or {}).get(name, 0)
+        if alone:
+            many = "s" if alone > 1 else ""
+            text += (
+                f"; {alone} connection{many} matched with none of another input's"
+                " (no other input shows its ends)"
+            )
         lines.append(text)
     return lines
 
 
 @contextlib.contextmanager
 def open_merged(
-    paths: Sequence[str], fmt: str | None, offsets: dict[str, float] | None = None
+    paths: Sequence[str],
+    fmt: str | None,
+    offsets: dict[str, float] | None = None,
+    captures: Sequence[bool] | None = None,
 ) -> Iterator[MergedInput]:
     """The inputs at `paths`, open, as one (`fmt` for those that are not captures; `offsets`:
-    clock offsets set by input letter, not estimated)."""
+    clock offsets set by input letter, not estimated; `captures`: which are, when already
+    sniffed)."""
     given = dict(offsets or {})
-    captures = [_is_capture(path) for path in paths]
+    if captures is None:
+        captures = [_is_capture(path) for path in paths]
     if fmt is not None and all(captures):
         raise UsageConflict(f"--format {fmt}: these files are captures, not frame-trace logs")
     with contextlib.ExitStack() as stack:

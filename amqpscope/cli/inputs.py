@@ -14,8 +14,7 @@ from typing import Any
 import click
 
 from amqpscope.cli.common import fail
-from amqpscope.sources import FORMAT_NAMES, SourceError, check_paths, open_source
-from amqpscope.sources import Source as Input
+from amqpscope.sources import FORMAT_NAMES, Input, SourceError, check_paths, open_source
 
 __all__ = [
     "FORMAT_NAMES",

@@ -21,7 +21,7 @@ from amqpscope.findings import Finding
 from amqpscope.tui.store import FrameStore
 
 if TYPE_CHECKING:
-    from amqpscope.sources import Source
+    from amqpscope.sources import Input
 
 BATCH = 2000
 SUMMARY_SECONDS = 2.0
@@ -68,7 +68,7 @@ def load_file(
     keylog: Any = None,
     fmt: str | None = None,
     redact_bodies: bool = False,
-    opened: tuple[Source, contextlib.ExitStack] | None = None,
+    opened: tuple[Input, contextlib.ExitStack] | None = None,
 ) -> None:
     """Read the capture or frame-trace log at `path` (or the files of a rotated capture; `fmt`:
     the log's format, else told from its content) into `loading` (run in a worker thread).
@@ -94,7 +94,7 @@ def load_file(
 
 
 def _read(
-    loading: Loading, source: Source, show_secrets: bool, keylog: Any, redact_bodies: bool
+    loading: Loading, source: Input, show_secrets: bool, keylog: Any, redact_bodies: bool
 ) -> None:
     """`load_file`'s loop over the open `source`: frames tracked, diagnosed and stored."""
     from amqpscope.diagnose import Diagnoser
