@@ -1,0 +1,237 @@
+"""AMQP 1.0 recordings against ActiveMQ Classic (Debian's activemq 5.17, proton-j inside): a
+happy path, an address it refuses, a selector it refuses, outcomes other than accepted (and what
+it redelivers), a refused login.
+
+Why: diagnose was tuned on RabbitMQ's amqp1_0 plugin, Proton's C++ example broker and peers; an
+answer must hold on every implementation, and ActiveMQ (the ancestor of Artemis, which operators
+run) answers a 1.0 client its own way.
+
+What it needs to record (not to test): Debian's activemq package, started by
+`record.ensure_activemq` on 127.0.0.1:5678 with the AMQP transport Debian leaves out (the jars of
+activemq-amqp 5.17.2 and proton-j 0.33.10 in its lib/, or their source trees named by
+AMQPSCOPE_ACTIVEMQ_SRC and AMQPSCOPE_PROTON_J_SRC); a JDK (javac) to build them; Proton (the
+python-qpid-proton the recorder uses) as the client. Ground truth is what Proton observed
+(outcomes, conditions, delivery-counts of the messages it got), never read from the capture.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import recorder as record  # captures/recorder/: the harness and shared helpers
+from proton import Condition
+from proton.reactor import Selector
+from recorder.brokers import (
+    ACTIVEMQ_PORT,
+    ACTIVEMQ_USER,
+    activemq_version,
+    ensure_activemq,
+)
+
+#: the error the receiver of 10-amq-outcomes puts on the delivery it rejects
+REJECTION = ("amqp:precondition-failed", "amqpscope: the receiver refuses this message")
+URL = f"amqp://{record.BROKER_HOST}:{ACTIVEMQ_PORT}"
+
+
+def _prepare(_ctx: record.Ctx) -> None:
+    ensure_activemq()
+
+
+#: what every ActiveMQ scenario shares: its port captured, nothing declared beforehand (ActiveMQ
+#: makes a queue when a link names it), ActiveMQ started before the capture
+ACTIVEMQ: dict[str, Any] = {
+    "port": ACTIVEMQ_PORT,
+    "capture": record.CaptureSpec(bpf=f"tcp port {ACTIVEMQ_PORT}"),
+    "queues": (),
+    "needs_broker": False,
+    "prepare": _prepare,
+}
+for _name in (
+    "10-amq-happy",
+    "10-amq-bad-address",
+    "10-amq-bad-selector",
+    "10-amq-outcomes",
+    "10-amq-sasl-failed",
+):
+    record.DECODE_AS_AMQP[_name] = ACTIVEMQ_PORT
+
+
+class OnActiveMQ(record.ProtonClient):
+    """A Proton client of ActiveMQ logging in with SASL PLAIN (user `amqpscope`)."""
+
+    url = URL
+
+    def __init__(self, ctx: record.Ctx, password: str = ACTIVEMQ_USER[1], **kw: Any) -> None:
+        super().__init__(ctx, **kw)
+        self.password = password
+
+    def connect_plain(self) -> Any:
+        return self.connect(allowed_mechs="PLAIN", user=ACTIVEMQ_USER[0], password=self.password)
+
+    def run(self) -> record.Counts:
+        n = super().run()
+        n["broker"] = f"ActiveMQ Classic (Debian's activemq {activemq_version()})"
+        return n
+
+
+class SendThenSettle(OnActiveMQ):
+    """Send `count` messages to a queue (unsettled), then take them back on a receiver and
+    settle each as PLAN says (by body; accepted when it says nothing): what comes back again,
+    and with which delivery-count, is noted."""
+
+    PLAN: ClassVar[dict[str, str]] = {}
+
+    def __init__(self, ctx: record.Ctx, count: int, expect: int) -> None:
+        super().__init__(ctx, timeout=20)
+        self.count = count
+        self.expect = expect
+        self.sent = 0
+        self.received = 0
+        self.receiver: Any = None
+
+    def begin(self) -> None:
+        self.conn = self.connect_plain()
+        self.container.create_sender(self.conn, self.ctx.q())
+
+    def on_sendable(self, event: Any) -> None:
+        while event.sender.credit and self.sent < self.count:
+            event.sender.send(record.text_message(self.sent, "m"))
+            self.sent += 1
+            self.n.inc("transfers_sent")
+
+    def on_accepted(self, event: Any) -> None:
+        super().on_accepted(event)
+        if self.n["sender_outcomes"]["accepted"] == self.count:
+            self.receiver = self.container.create_receiver(self.conn, self.ctx.q())
+
+    def on_message(self, event: Any) -> None:
+        self.received += 1
+        self.n.inc("transfers_received")
+        body = str(event.message.body)
+        seen = self.n.setdefault("received", [])
+        outcome = self.PLAN.get(body) if body not in [r["body"] for r in seen] else None
+        seen.append({"body": body, "delivery_count": event.message.delivery_count})
+        if outcome == "rejected":
+            event.delivery.local.condition = Condition(*REJECTION)
+            self.n.add("rejection_conditions_sent", {"condition": REJECTION[0]})
+        self.settle_with(event.delivery, outcome or "accepted")
+        if self.received == self.expect:
+            self.shutdown()
+
+
+@record.scenario(
+    "10-amq-happy",
+    "1.0",
+    "A python-qpid-proton client against ActiveMQ Classic (Debian's activemq 5.17, its AMQP"
+    f" transport on 127.0.0.1:{ACTIVEMQ_PORT}), SASL PLAIN: a sender sends 5 unsettled messages"
+    " to a queue ActiveMQ makes on attach (each accepted), then a receiver (Proton's credit"
+    " window) takes the 5 back and accepts each; links detached, session ended, connection"
+    " closed. A happy path.",
+    **ACTIVEMQ,
+)
+def s10_amq_happy(ctx: record.Ctx) -> dict[str, Any]:
+    """ActiveMQ's happy path: attach, flow, transfer, disposition, detach."""
+    return SendThenSettle(ctx, 5, 5).run()
+
+
+class Outcomes(SendThenSettle):
+    PLAN: ClassVar[dict[str, str]] = {
+        "m message 0": "released",
+        "m message 1": "modified",
+        "m message 2": "rejected",
+    }
+
+
+@record.scenario(
+    "10-amq-outcomes",
+    "1.0",
+    "A python-qpid-proton client against ActiveMQ Classic (SASL PLAIN): 4 messages sent to a"
+    " queue (accepted); a receiver settles the first released, the second modified"
+    " (delivery-failed), the third rejected with an error (amqp:precondition-failed, a text of"
+    " its own), the fourth accepted. ActiveMQ sends the released"
+    " one again with delivery-count 0 and the modified one with delivery-count 1 (the receiver"
+    " accepts both), and never the rejected one (its dead-letter queue). The receiver rejected"
+    " and released: no fault of the broker.",
+    **ACTIVEMQ,
+)
+def s10_amq_outcomes(ctx: record.Ctx) -> dict[str, Any]:
+    """Released, modified and rejected on ActiveMQ, and what it redelivers."""
+    return Outcomes(ctx, 4, 6).run()
+
+
+class RefusedLink(OnActiveMQ):
+    """Attach one link ActiveMQ refuses; note the condition of its detach, then close."""
+
+    def __init__(self, ctx: record.Ctx, make: Any) -> None:
+        super().__init__(ctx, timeout=15)
+        self.make = make
+
+    def begin(self) -> None:
+        self.conn = self.connect_plain()
+        self.make(self.container, self.conn)
+
+    def on_link_opened(self, event: Any) -> None:
+        self.n.tally("links_attached", "sender" if event.link.is_sender else "receiver")
+
+
+@record.scenario(
+    "10-amq-bad-address",
+    "1.0",
+    "A python-qpid-proton client against ActiveMQ Classic (SASL PLAIN) attaches a sender to"
+    " 'temp-queue://amqpscope-nope', a temporary queue the broker never made: ActiveMQ answers"
+    " the attach with a null target and detaches the link closed with amqp:precondition-failed"
+    " ('Not a broker created temp destination'); the client closes the connection. The broker"
+    " refused the address.",
+    **ACTIVEMQ,
+)
+def s10_amq_bad_address(ctx: record.Ctx) -> dict[str, Any]:
+    """An address ActiveMQ refuses."""
+    address = "temp-queue://amqpscope-nope"
+    n = RefusedLink(ctx, lambda c, conn: c.create_sender(conn, address)).run()
+    n["address"] = address
+    return n
+
+
+@record.scenario(
+    "10-amq-bad-selector",
+    "1.0",
+    "A python-qpid-proton client against ActiveMQ Classic (SASL PLAIN) attaches a receiver to a"
+    " queue with a JMS selector filter that does not parse ('a = = b'): ActiveMQ answers the"
+    " attach with a null source and detaches the link closed with amqp:invalid-field (its text"
+    " the selector); the client closes the connection. The broker refused the filter.",
+    **ACTIVEMQ,
+)
+def s10_amq_bad_selector(ctx: record.Ctx) -> dict[str, Any]:
+    """A filter ActiveMQ refuses."""
+    selector = "a = = b"
+    n = RefusedLink(
+        ctx, lambda c, conn: c.create_receiver(conn, ctx.q(), options=Selector(selector))
+    ).run()
+    n["selector"] = selector
+    return n
+
+
+class WrongPassword(OnActiveMQ):
+    """Log in with a wrong password; note what Proton reports, and that nothing opened."""
+
+    def begin(self) -> None:
+        self.connect_plain()
+
+    def run(self) -> record.Counts:
+        n = super().run()
+        n.setdefault("connections_opened", 0)
+        return n
+
+
+@record.scenario(
+    "10-amq-sasl-failed",
+    "1.0",
+    "A python-qpid-proton client against ActiveMQ Classic logs in with SASL PLAIN as"
+    " 'amqpscope' with a wrong password (simpleAuthenticationPlugin): the broker answers"
+    " sasl-outcome code auth and the connection never opens (Proton: amqp:unauthorized-access,"
+    " 'Authentication failed [mech=PLAIN]').",
+    **ACTIVEMQ,
+)
+def s10_amq_sasl_failed(ctx: record.Ctx) -> dict[str, Any]:
+    """A refused login on ActiveMQ."""
+    return WrongPassword(ctx, password="wrong-password").run()
