@@ -80,6 +80,16 @@ EXPECTED_FINDINGS: dict[str, dict[str, int]] = {
     "10-journeys": {"amqp10.frame-after-close": 1},
     # captures/scenarios/otel.py: the receiver's rejected outcome, the sender's detach with error
     "10-otel": {"amqp10.rejected": 1, "amqp10.error": 1, "amqp10.frame-after-close": 1},
+    # captures/scenarios/activemq.py (ActiveMQ Classic 5.17): a happy path raises nothing
+    "10-amq-happy": {},
+    # the client's rejection with its error (the released and modified ones are no finding)
+    "10-amq-outcomes": {"amqp10.rejected": 1},
+    # the broker detaches the link it refused: precondition-failed (a temp-queue it never
+    # made), invalid-field (a selector that does not parse)
+    "10-amq-bad-address": {"amqp10.error": 1},
+    "10-amq-bad-selector": {"amqp10.error": 1},
+    # ActiveMQ sends its AMQP protocol header after its failed sasl-outcome (spec 5.3.3.5)
+    "10-amq-sasl-failed": {"amqp10.sasl-failed": 1, "amqp10.header-after-failed-sasl": 1},
 }
 
 
@@ -196,6 +206,12 @@ def test_ground_truth(name: str) -> None:
             for r in link["rejections"]
         ]
         assert sorted(got, key=str) == sorted(expect["rejection_conditions"], key=str)
+    if "link_errors" in expect:  # the links the peer detached with an error, as Proton saw
+        got = [(link["name"], link["error"]) for link in links(summary) if link["error"]]
+        assert sorted((name, e["condition"], e["description"]) for name, e in got) == sorted(
+            (e["link"], e["condition"], e["description"]) for e in expect["link_errors"]
+        )
+        assert all(e["by"] == "server" for _name, e in got)
     if "transport_errors" in expect:  # Proton's own words for the failed SASL: never on the wire
         assert conn["state"] == "sasl-failed" and conn["close"] is None
     # every delivery is accounted for: nothing was left unsettled in any scenario but the one

@@ -173,6 +173,13 @@ class RefusedLink(OnActiveMQ):
     def on_link_opened(self, event: Any) -> None:
         self.n.tally("links_attached", "sender" if event.link.is_sender else "receiver")
 
+    def run(self) -> record.Counts:
+        n = super().run()
+        attached = n.setdefault("links_attached", {})
+        for role in ("sender", "receiver"):
+            attached.setdefault(role, 0)
+        return n
+
 
 @record.scenario(
     "10-amq-bad-address",
