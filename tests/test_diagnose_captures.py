@@ -133,6 +133,15 @@ WARNED: dict[str, dict[str, int]] = {
     # From the log (`read` shows that disposition as rejected) diagnose makes no diagnosis of it
     # yet: uamqp's lines name no channel; a gap noted, so the log's entry is left out
     "log-uamqp-broker.pcap": {"delivery.rejected": 1},
+    # captures/scenarios/activemq.py (ActiveMQ Classic 5.17); 10-amq-happy gives none. The
+    # receiver rejected the third message with its own error (its released and modified ones
+    # come back: info)
+    "10-amq-outcomes": {"delivery.rejected": 1},
+    # the broker detached the link it refused (a temp-queue it never made; a bad selector)
+    "10-amq-bad-address": {"close.link": 1},
+    "10-amq-bad-selector": {"close.link": 1},
+    # a wrong password; ActiveMQ's header after its failed outcome is a harmless violation (info)
+    "10-amq-sasl-failed": {"auth.refused": 1},
 }
 #: a duration measured by the client agrees with the capture's within this fraction
 WITHIN = 0.10
@@ -407,6 +416,63 @@ def test_broker_sending_without_credit_is_the_brokers_violation() -> None:
     (transfer,) = evidence("10-drain.pcap", violation)
     assert transfer["name"] == "transfer" and transfer["dir"] == "s2c"
     assert "server" in violation["title"] and "2.6.7" in violation["explanation"]
+
+
+def test_activemq_header_after_its_failed_login_is_its_harmless_violation() -> None:
+    """ActiveMQ 5.17 answers a wrong password with sasl-outcome auth, then sends its AMQP
+    protocol header: the login is refused (an error) and the header is the broker's breach of
+    5.3.3.5, harmless (info) since nothing opens after it."""
+    name = "10-amq-sasl-failed.pcap"
+    (refused,) = of_code(name, "auth.refused")
+    assert expect("10-amq-sasl-failed")["sasl_outcome"] in refused["title"]
+    (violation,) = of_code(name, "spec.violation")
+    assert violation["severity"] == "info" and "server" in violation["title"]
+    assert "5.3.3.5" in violation["explanation"] and "channel" not in violation["title"]
+    (header,) = evidence(name, violation)
+    assert header["name"] == "protocol-header" and header["dir"] == "s2c"
+    assert header["fields"]["protocol-id"] == 0  # the AMQP header, not SASL's
+
+
+@pytest.mark.parametrize("stem", ["10-amq-bad-address", "10-amq-bad-selector"])
+def test_activemq_refused_link_is_the_brokers_answer_to_the_clients_attach(stem: str) -> None:
+    (error,) = expect(stem)["link_errors"]
+    (diagnosis,) = of_code(f"{stem}.pcap", "close.link")
+    assert diagnosis["title"] == f"The server detached the link: {error['condition']}"
+    assert diagnosis["explanation"].startswith(error["description"])
+    attach, detach = evidence(f"{stem}.pcap", diagnosis)
+    assert attach["name"] == "attach" and attach["dir"] == "c2s"
+    assert attach["fields"]["name"] == detach_name(stem) == error["link"]
+    assert detach["name"] == "detach" and detach["dir"] == "s2c"
+
+
+def detach_name(stem: str) -> str:
+    """The name of the one link the client of `stem` attached (its attach, from `read`)."""
+    (attach,) = [
+        f for f in frames_of(f"{stem}.pcap").values() if f["name"] == "attach" and f["dir"] == "c2s"
+    ]
+    return str(attach["fields"]["name"])
+
+
+def test_activemq_rejection_is_the_receivers_and_what_it_gave_back_redelivered() -> None:
+    """The receiver (the client) rejected one delivery with its own error; ActiveMQ sent the
+    released and the modified one again, the modified one with header delivery-count 1."""
+    name = "10-amq-outcomes.pcap"
+    truth = expect("10-amq-outcomes")
+    (rejected,) = of_code(name, "delivery.rejected")
+    (disposition,) = evidence(name, rejected)
+    assert disposition["name"] == "disposition" and disposition["dir"] == "c2s"
+    (sent,) = truth["rejection_conditions_sent"]
+    assert sent["condition"] in rejected["explanation"]
+    received = truth["received"]
+    again = [r for i, r in enumerate(received) if r["body"] in [e["body"] for e in received[:i]]]
+    (redelivered,) = of_code(name, "delivery.redelivered")
+    assert redelivered["title"].startswith(f"{len(again)} deliveries")
+    transfers = [
+        f for f in frames_of(name).values() if f["name"] == "transfer" and f["dir"] == "s2c"
+    ]
+    assert [f["message"]["body"]["value"] for f in transfers] == [r["body"] for r in received]
+    counts = [f["message"]["header"].get("delivery-count", 0) for f in transfers]
+    assert counts == [r["delivery_count"] for r in received]
 
 
 def close_to(measured: float, truth: float) -> bool:

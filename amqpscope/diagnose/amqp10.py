@@ -528,7 +528,8 @@ def violations(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
             doubt, lost = lost_line(ev, conn.conn, placed.frame.number)
             diagnosis = make(
                 "spec.violation",
-                f"The {side} broke a rule: {placed.frame.name} on channel {placed.frame.channel}"
+                f"The {side} broke a rule: {placed.frame.name}"
+                + ("" if placed.frame.channel is None else f" on channel {placed.frame.channel}")
                 + (", or the log lost a frame" if doubt else ""),
                 f"{placed.finding.message}. Rule: {rule} ({section}). The {side} sent the"
                 + (" frame." + doubt if doubt else " frame, so the bug is on its side.")
