@@ -142,6 +142,13 @@ WARNED: dict[str, dict[str, int]] = {
     "10-amq-bad-selector": {"close.link": 1},
     # a wrong password; ActiveMQ's header after its failed outcome is a harmless violation (info)
     "10-amq-sasl-failed": {"auth.refused": 1},
+    # the receiver killed holding 5 unsettled (they come back on the next connection: info);
+    # ActiveMQ's close with amqp:decode-error answers the client's FIN (its explanation says so)
+    "10-amq-killed-receiver": {
+        "liveness.dropped": 1,
+        "delivery.unsettled-at-end": 1,
+        "close.connection": 1,
+    },
 }
 #: a duration measured by the client agrees with the capture's within this fraction
 WITHIN = 0.10
@@ -473,6 +480,31 @@ def test_activemq_rejection_is_the_receivers_and_what_it_gave_back_redelivered()
     assert [f["message"]["body"]["value"] for f in transfers] == [r["body"] for r in received]
     counts = [f["message"]["header"].get("delivery-count", 0) for f in transfers]
     assert counts == [r["delivery_count"] for r in received]
+
+
+def test_activemq_receiver_killed_holding_deliveries_it_never_settled() -> None:
+    """The receiver process was killed holding 5 deliveries: the client dropped (its kernel's
+    FIN), the 5 were left unsettled on its session's channel and came back on the next
+    connection with delivery-count 1; ActiveMQ's error close answers the FIN, not the client."""
+    name = "10-amq-killed-receiver.pcap"
+    truth = expect("10-amq-killed-receiver")
+    (left,) = of_code(name, "delivery.unsettled-at-end")
+    cited = evidence(name, left)  # the held transfers, the FIN, then where they came back
+    (fin,) = [f for f in cited if f["kind"] == "transport"]
+    assert fin["name"] == "fin" and fin["fields"]["by"] == "client"
+    held = [f for f in cited if f["conn"] == fin["conn"] and f["name"] == "transfer"]
+    assert [f["message"]["body"]["value"] for f in held] == truth["held_unsettled"]
+    assert left["title"].startswith(f"Deliveries left unsettled on channel {held[0]['channel']}")
+    (dropped,) = of_code(name, "liveness.dropped")
+    assert "fin by client" in dropped["title"]
+    (close,) = of_code(name, "close.connection")
+    assert close["title"] == "The server closed the connection: amqp:decode-error"
+    assert f"client had ended its TCP stream (FIN, frame {fin['frame']})" in close["explanation"]
+    (redelivered,) = of_code(name, "delivery.redelivered")
+    assert redelivered["title"].startswith(f"{len(truth['received_again'])} deliveries")
+    again = [f for f in evidence(name, redelivered) if f["conn"] != held[0]["conn"]]
+    got = [(f["message"]["body"]["value"], f["message"]["header"]["delivery-count"]) for f in again]
+    assert got == [(r["body"], r["delivery_count"]) for r in truth["received_again"]]
 
 
 def close_to(measured: float, truth: float) -> bool:

@@ -90,6 +90,13 @@ EXPECTED_FINDINGS: dict[str, dict[str, int]] = {
     "10-amq-bad-selector": {"amqp10.error": 1},
     # ActiveMQ sends its AMQP protocol header after its failed sasl-outcome (spec 5.3.3.5)
     "10-amq-sasl-failed": {"amqp10.sasl-failed": 1, "amqp10.header-after-failed-sasl": 1},
+    # the receiver killed holding 5 unsettled: its FIN with the link open, the 5 left unsettled;
+    # ActiveMQ then closes with amqp:decode-error (no description) into the dead socket
+    "10-amq-killed-receiver": {
+        "amqp10.transport-closed": 1,
+        "amqp10.unsettled-at-end": 1,
+        "amqp10.error": 1,
+    },
 }
 
 

@@ -374,11 +374,24 @@ def left_at_end(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
     told: set[int] = set()
     for placed in ev.found(conn.conn, "amqp10.unsettled-at-end"):
         found = next(((s, k) for s, k in links if k.label() in placed.finding.message), None)
+        channel = placed.frame.channel  # None on a TCP end: then the link's session's
         if found is not None:
             told.add(id(found[1]))
+            if channel is None:
+                channel = found[0].half[CLIENT].channel
+            if channel is None:
+                channel = found[0].half[SERVER].channel
         end = placed.frame
         out.append(
-            _left(conn, ev, found[1] if found else None, placed.finding.message, end.ts, end)
+            _left(
+                conn,
+                ev,
+                found[1] if found else None,
+                placed.finding.message,
+                end.ts,
+                end,
+                channel,
+            )
         )
     for session, link in links:
         if id(link) in told:

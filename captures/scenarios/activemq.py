@@ -52,6 +52,7 @@ for _name in (
     "10-amq-bad-selector",
     "10-amq-outcomes",
     "10-amq-sasl-failed",
+    "10-amq-killed-receiver",
 ):
     record.DECODE_AS_AMQP[_name] = ACTIVEMQ_PORT
 
@@ -242,3 +243,98 @@ class WrongPassword(OnActiveMQ):
 def s10_amq_sasl_failed(ctx: record.Ctx) -> dict[str, Any]:
     """A refused login on ActiveMQ."""
     return WrongPassword(ctx, password="wrong-password").run()
+
+
+#: the receiver 10-amq-killed-receiver kills: a process of its own that takes `count` messages
+#: (credit 10), settles none, says so on stdout and waits to be killed
+HOLDER = """
+import json, sys, time
+from proton.handlers import MessagingHandler
+from proton.reactor import Container
+url, user, password, address, count = sys.argv[1:6]
+
+class Holder(MessagingHandler):
+    def __init__(self):
+        super().__init__(prefetch=10, auto_accept=False, auto_settle=False)
+        self.got = []
+    def on_start(self, event):
+        conn = event.container.connect(
+            url, reconnect=False, user=user, password=password, allowed_mechs="PLAIN"
+        )
+        event.container.create_receiver(conn, address, name="amqpscope-held")
+    def on_message(self, event):
+        self.got.append(str(event.message.body))
+        if len(self.got) == int(count):
+            print(json.dumps({"held": self.got, "at": time.time()}), flush=True)
+
+c = Container(Holder())
+c.container_id = "amqpscope-killed-receiver"
+c.run()
+"""
+
+
+@record.scenario(
+    "10-amq-killed-receiver",
+    "1.0",
+    "Python-qpid-proton clients against ActiveMQ Classic (SASL PLAIN), three connections: a"
+    " sender sends 5 messages to a queue (each accepted); a receiver in a process of its own"
+    " (credit 10) takes the 5, settles none and is killed with SIGKILL (no detach, end or close:"
+    " its kernel ends the TCP connection); 1 s later a third connection's receiver takes the 5"
+    " again (ActiveMQ sends them with delivery-count 1) and accepts them.",
+    **ACTIVEMQ,
+)
+def s10_amq_killed_receiver(ctx: record.Ctx) -> dict[str, Any]:
+    """A receiver killed holding unsettled deliveries, and what ActiveMQ does with them."""
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from proton.utils import BlockingConnection
+
+    user, password = ACTIVEMQ_USER
+    login = {"user": user, "password": password, "allowed_mechs": "PLAIN"}
+    n = record.Counts()
+    count = 5
+    conn = BlockingConnection(URL, timeout=10, **login)
+    sender = conn.create_sender(ctx.q())
+    for i in range(count):
+        sender.send(record.text_message(i, "k"))  # returns once the broker settled it
+        n.inc("transfers_sent")
+        n.tally("sender_outcomes", "accepted")  # BlockingSender raises unless accepted
+    conn.close()
+    child = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, URL, user, password, ctx.q(), str(count)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        held = json.loads(child.stdout.readline())
+    finally:
+        n["killed"] = time.time()
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=10)
+    n["killed_with"] = "SIGKILL"
+    n["held_unsettled"] = held["held"]
+    n["held_at"] = held["at"]
+    n["transfers_received"] = len(held["held"])
+    n["unsettled_at_end"] = len(held["held"])
+    time.sleep(1.0)
+    conn = BlockingConnection(URL, timeout=10, **login)
+    receiver = conn.create_receiver(ctx.q(), credit=10)
+    again = []
+    for _ in range(count):
+        message = receiver.receive(timeout=10)
+        again.append({"body": str(message.body), "delivery_count": message.delivery_count})
+        receiver.accept()
+        n.inc("transfers_received")
+        n.tally("receiver_outcomes", "accepted")
+    conn.close()
+    n["received_again"] = again
+    n["connections"] = n["connections_opened"] = 3
+    n["links_attached"] = {"sender": 1, "receiver": 2}
+    n["broker"] = f"ActiveMQ Classic (Debian's activemq {activemq_version()})"
+    return n
