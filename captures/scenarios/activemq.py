@@ -27,6 +27,7 @@ from recorder.brokers import (
     activemq_version,
     ensure_activemq,
 )
+from recorder.s10_links import Drain
 
 #: the error the receiver of 10-amq-outcomes puts on the delivery it rejects
 REJECTION = ("amqp:precondition-failed", "amqpscope: the receiver refuses this message")
@@ -53,6 +54,7 @@ for _name in (
     "10-amq-outcomes",
     "10-amq-sasl-failed",
     "10-amq-killed-receiver",
+    "10-amq-drain",
 ):
     record.DECODE_AS_AMQP[_name] = ACTIVEMQ_PORT
 
@@ -336,5 +338,39 @@ def s10_amq_killed_receiver(ctx: record.Ctx) -> dict[str, Any]:
     n["received_again"] = again
     n["connections"] = n["connections_opened"] = 3
     n["links_attached"] = {"sender": 1, "receiver": 2}
+    n["broker"] = f"ActiveMQ Classic (Debian's activemq {activemq_version()})"
+    return n
+
+
+class AmqDrain(Drain):
+    """10-drain's client (3 messages, then a receiver with no prefetch drains with credit 10)
+    logging in to ActiveMQ, on a queue ActiveMQ makes on attach."""
+
+    url = URL
+
+    def begin(self) -> None:
+        user, password = ACTIVEMQ_USER
+        self.conn = self.connect(allowed_mechs="PLAIN", user=user, password=password)
+        self.sender = self.container.create_sender(self.conn, self.ctx.q())
+
+    def on_accepted(self, event: Any) -> None:
+        record.ProtonClient.on_accepted(self, event)
+        if self.n["sender_outcomes"]["accepted"] == self.MESSAGES:
+            self.receiver = self.container.create_receiver(self.conn, self.ctx.q())
+
+
+@record.scenario(
+    "10-amq-drain",
+    "1.0",
+    "A python-qpid-proton client against ActiveMQ Classic (SASL PLAIN): 3 messages sent to a"
+    " queue (accepted); a receiver with no prefetch then sends flow link-credit=10 drain=true;"
+    " ActiveMQ sends the 3 transfers (accepted) and a flow that completes the drain (its"
+    " delivery-count advanced by the unused credit, link-credit 0); the client waits 1 s and"
+    " closes.",
+    **ACTIVEMQ,
+)
+def s10_amq_drain(ctx: record.Ctx) -> dict[str, Any]:
+    """A drain on ActiveMQ."""
+    n = AmqDrain(ctx).run()
     n["broker"] = f"ActiveMQ Classic (Debian's activemq {activemq_version()})"
     return n
