@@ -99,6 +99,8 @@ EXPECTED_FINDINGS: dict[str, dict[str, int]] = {
     },
     # a drain ActiveMQ completes as the spec says (transfers, then delivery-count 10, credit 0)
     "10-amq-drain": {},
+    # rhea's happy path (ActiveMQ gives the second link its handle 0 again, freed by the detach)
+    "10-amq-rhea": {},
 }
 
 

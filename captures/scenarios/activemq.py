@@ -55,6 +55,7 @@ for _name in (
     "10-amq-sasl-failed",
     "10-amq-killed-receiver",
     "10-amq-drain",
+    "10-amq-rhea",
 ):
     record.DECODE_AS_AMQP[_name] = ACTIVEMQ_PORT
 
@@ -372,5 +373,47 @@ class AmqDrain(Drain):
 def s10_amq_drain(ctx: record.Ctx) -> dict[str, Any]:
     """A drain on ActiveMQ."""
     n = AmqDrain(ctx).run()
+    n["broker"] = f"ActiveMQ Classic (Debian's activemq {activemq_version()})"
+    return n
+
+
+#: rhea, from npm, as captures/scenarios/logs.py installs it (where the recorder keeps it)
+RHEA = "rhea@3.0.5"
+RHEA_DIR = "amqpscope-node"
+
+
+@record.scenario(
+    "10-amq-rhea",
+    "1.0",
+    f"The rhea client ({RHEA}, npm) against ActiveMQ Classic (SASL PLAIN): a sender sends 5"
+    " messages to a queue (each accepted) and detaches; a receiver (rhea's default credit"
+    " window) takes the 5 back, accepts each and detaches; the client closes the connection. A"
+    " happy path of another client.",
+    **ACTIVEMQ,
+)
+def s10_amq_rhea(ctx: record.Ctx) -> dict[str, Any]:
+    """ActiveMQ's happy path with rhea (node and npm on PATH)."""
+    import json
+    import os
+    import subprocess
+    from pathlib import Path
+
+    modules = record.npm_modules(RHEA, RHEA_DIR)
+    user, password = ACTIVEMQ_USER
+    script = Path(__file__).resolve().parent / "rhea_activemq.js"
+    done = subprocess.run(
+        ["node", str(script), str(ACTIVEMQ_PORT), user, password, ctx.q()],
+        env=dict(os.environ, NODE_PATH=str(modules)),
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    lines = done.stdout.decode().strip().splitlines()
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"rhea exited with {done.returncode}: {done.stderr[-400:]!r}")
+    n: dict[str, Any] = json.loads(lines[-1])
+    n["connections"] = 1
+    n["links_attached"] = {"sender": 1, "receiver": 1}
+    n["rhea"] = json.loads((modules / "rhea" / "package.json").read_text())["version"]
     n["broker"] = f"ActiveMQ Classic (Debian's activemq {activemq_version()})"
     return n
