@@ -280,7 +280,7 @@ class ConnectionTracker(SessionLevel):
                 finding(
                     "amqp10.header-after-failed-sasl",
                     f"the {side} sent a protocol header ({protocol or 'unknown'}) after SASL"
-                    f" outcome {code}, which ends the connection",
+                    f" outcome {code} (a failed outcome ends the connection)",
                 )
             )
 
