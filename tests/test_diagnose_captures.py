@@ -140,6 +140,7 @@ WARNED: dict[str, dict[str, int]] = {
     # the broker detached the link it refused (a temp-queue it never made; a bad selector)
     "10-amq-bad-address": {"close.link": 1},
     "10-amq-bad-selector": {"close.link": 1},
+    "10-amq-forbidden": {"close.link": 1},  # a queue the user may not use (authorizationPlugin)
     # a wrong password; ActiveMQ's header after its failed outcome is a harmless violation (info)
     "10-amq-sasl-failed": {"auth.refused": 1},
     # the receiver killed holding 5 unsettled (they come back on the next connection: info);
@@ -440,7 +441,7 @@ def test_activemq_header_after_its_failed_login_is_its_harmless_violation() -> N
     assert header["fields"]["protocol-id"] == 0  # the AMQP header, not SASL's
 
 
-@pytest.mark.parametrize("stem", ["10-amq-bad-address", "10-amq-bad-selector"])
+@pytest.mark.parametrize("stem", ["10-amq-bad-address", "10-amq-bad-selector", "10-amq-forbidden"])
 def test_activemq_refused_link_is_the_brokers_answer_to_the_clients_attach(stem: str) -> None:
     (error,) = expect(stem)["link_errors"]
     (diagnosis,) = of_code(f"{stem}.pcap", "close.link")

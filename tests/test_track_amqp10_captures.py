@@ -101,6 +101,8 @@ EXPECTED_FINDINGS: dict[str, dict[str, int]] = {
     "10-amq-drain": {},
     # rhea's happy path (ActiveMQ gives the second link its handle 0 again, freed by the detach)
     "10-amq-rhea": {},
+    # the broker detaches the sender its user may not use: unauthorized-access
+    "10-amq-forbidden": {"amqp10.error": 1},
 }
 
 

@@ -287,7 +287,8 @@ ACTIVEMQ_JAR = Path("/usr/share/activemq/bin/activemq.jar")
 ACTIVEMQ_AMQP_JARS = ("activemq-amqp-5.17.2.jar", "proton-j-0.33.10.jar")
 
 #: the broker: no JMX, no persistence, SASL PLAIN for one user (simpleAuthenticationPlugin; no
-#: anonymous access), only an AMQP connector on loopback
+#: anonymous access) who may use the queues named amqpscope.* and no other (authorizationPlugin),
+#: only an AMQP connector on loopback
 ACTIVEMQ_CONFIG = """\
 <beans xmlns="http://www.springframework.org/schema/beans"
   xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
@@ -302,6 +303,17 @@ ACTIVEMQ_CONFIG = """\
           <authenticationUser username="{user}" password="{password}" groups="users"/>
         </users>
       </simpleAuthenticationPlugin>
+      <authorizationPlugin>
+        <map>
+          <authorizationMap>
+            <authorizationEntries>
+              <authorizationEntry queue="amqpscope.>" read="users" write="users" admin="users"/>
+              <authorizationEntry topic="ActiveMQ.Advisory.>" read="users" write="users"
+                                  admin="users"/>
+            </authorizationEntries>
+          </authorizationMap>
+        </map>
+      </authorizationPlugin>
     </plugins>
     <transportConnectors>
       <transportConnector name="amqp" uri="amqp://127.0.0.1:{port}?maximumConnections=100"/>
@@ -343,7 +355,18 @@ def ensure_activemq() -> None:
     ACTIVEMQ_HOME/lib (or AMQPSCOPE_ACTIVEMQ_SRC and AMQPSCOPE_PROTON_J_SRC name the source trees
     to build them from). Started detached by hand (no systemd here), 256 MB of heap at most.
     """
+    conf = ACTIVEMQ_HOME / "conf"
+    user, password = ACTIVEMQ_USER
+    config = ACTIVEMQ_CONFIG.format(
+        home=ACTIVEMQ_HOME, user=user, password=password, port=ACTIVEMQ_PORT
+    )
     if port_open(BROKER_HOST, ACTIVEMQ_PORT):
+        written = conf / "activemq.xml"
+        if not written.exists() or written.read_text() != config:
+            raise RuntimeError(
+                f"something listens on {ACTIVEMQ_PORT} but not with this recorder's configuration"
+                f" ({written}): stop it and record again"
+            )
         return
     if not ACTIVEMQ_JAR.exists():
         raise RuntimeError(f"no {ACTIVEMQ_JAR}: apt-get install activemq (Debian's, 5.17)")
@@ -358,12 +381,7 @@ def ensure_activemq() -> None:
             " (Maven Central), or set AMQPSCOPE_ACTIVEMQ_SRC and AMQPSCOPE_PROTON_J_SRC to"
             " checkouts of apache/activemq at activemq-5.17.2 and apache/qpid-proton-j at 0.33.10"
         )
-    conf = ACTIVEMQ_HOME / "conf"
     conf.mkdir(parents=True, exist_ok=True)
-    user, password = ACTIVEMQ_USER
-    config = ACTIVEMQ_CONFIG.format(
-        home=ACTIVEMQ_HOME, user=user, password=password, port=ACTIVEMQ_PORT
-    )
     (conf / "activemq.xml").write_text(config)
     home = f"-Dactivemq.base={ACTIVEMQ_HOME}"
     cmd = ["java", "-Xms64m", "-Xmx256m", "-Djava.awt.headless=true", home]

@@ -56,6 +56,7 @@ for _name in (
     "10-amq-killed-receiver",
     "10-amq-drain",
     "10-amq-rhea",
+    "10-amq-forbidden",
 ):
     record.DECODE_AS_AMQP[_name] = ACTIVEMQ_PORT
 
@@ -416,4 +417,22 @@ def s10_amq_rhea(ctx: record.Ctx) -> dict[str, Any]:
     n["links_attached"] = {"sender": 1, "receiver": 1}
     n["rhea"] = json.loads((modules / "rhea" / "package.json").read_text())["version"]
     n["broker"] = f"ActiveMQ Classic (Debian's activemq {activemq_version()})"
+    return n
+
+
+@record.scenario(
+    "10-amq-forbidden",
+    "1.0",
+    "A python-qpid-proton client against ActiveMQ Classic logs in (SASL PLAIN, accepted) as"
+    " 'amqpscope', whom ActiveMQ's authorizationPlugin lets use only the queues named"
+    " amqpscope.*, and attaches a sender to the queue 'forbidden.amqpscope': ActiveMQ answers"
+    " the attach with no target and detaches the link with amqp:unauthorized-access; the client"
+    " closes the connection. The broker refused the user the address.",
+    **ACTIVEMQ,
+)
+def s10_amq_forbidden(ctx: record.Ctx) -> dict[str, Any]:
+    """An address the user may not use."""
+    address = "forbidden.amqpscope"
+    n = RefusedLink(ctx, lambda c, conn: c.create_sender(conn, address)).run()
+    n["address"] = address
     return n
