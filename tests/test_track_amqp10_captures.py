@@ -103,6 +103,8 @@ EXPECTED_FINDINGS: dict[str, dict[str, int]] = {
     "10-amq-rhea": {},
     # the broker detaches the sender its user may not use: unauthorized-access
     "10-amq-forbidden": {"amqp10.error": 1},
+    # a dynamic receiver: the temporary queue ActiveMQ names in its attach, a sender to it
+    "10-amq-dynamic": {},
 }
 
 
@@ -352,6 +354,17 @@ def test_transaction_refused() -> None:
     }
     (link,) = session["links"]
     assert link["target"] == "coordinator" and link["remote-handle"] is None
+
+
+def test_a_dynamic_node_is_named_by_the_brokers_attach() -> None:
+    """The client's receiver asked for a dynamic source (no address); ActiveMQ named the
+    temporary queue in its attach, the name Proton read, and the sender went to it."""
+    meta, summary = summarize("10-amq-dynamic")
+    (receiver,) = client_links(summary, "receiver")
+    (sender,) = client_links(summary, "sender")
+    address = meta["expect"]["dynamic_address"]
+    assert receiver["source"] == sender["target"] == address
+    assert address.startswith("temp-queue://")
 
 
 def test_summary_is_stable_json() -> None:

@@ -57,6 +57,7 @@ for _name in (
     "10-amq-drain",
     "10-amq-rhea",
     "10-amq-forbidden",
+    "10-amq-dynamic",
 ):
     record.DECODE_AS_AMQP[_name] = ACTIVEMQ_PORT
 
@@ -436,3 +437,53 @@ def s10_amq_forbidden(ctx: record.Ctx) -> dict[str, Any]:
     n = RefusedLink(ctx, lambda c, conn: c.create_sender(conn, address)).run()
     n["address"] = address
     return n
+
+
+class DynamicReply(OnActiveMQ):
+    """A receiver on a dynamic node (a temporary queue the broker names in its attach), then a
+    sender to that name: 3 messages sent (accepted), received and accepted (a reply queue)."""
+
+    COUNT = 3
+
+    def __init__(self, ctx: record.Ctx) -> None:
+        super().__init__(ctx, timeout=15)
+        self.sent = 0
+
+    def begin(self) -> None:
+        self.conn = self.connect_plain()
+        self.container.create_receiver(self.conn, None, dynamic=True)
+        self.n["links_attached"] = {"sender": 0, "receiver": 0}
+
+    def on_link_opened(self, event: Any) -> None:
+        link = event.link
+        self.n["links_attached"]["sender" if link.is_sender else "receiver"] += 1
+        if link.is_receiver:
+            address = link.remote_source.address
+            self.n["dynamic_address"] = address
+            self.container.create_sender(self.conn, address)
+
+    def on_sendable(self, event: Any) -> None:
+        while event.sender.credit and self.sent < self.COUNT:
+            event.sender.send(record.text_message(self.sent, "reply"))
+            self.sent += 1
+            self.n.inc("transfers_sent")
+
+    def on_message(self, event: Any) -> None:
+        self.n.inc("transfers_received")
+        self.settle_with(event.delivery, "accepted")
+        if self.n["transfers_received"] == self.COUNT:
+            self.shutdown()
+
+
+@record.scenario(
+    "10-amq-dynamic",
+    "1.0",
+    "A python-qpid-proton client against ActiveMQ Classic (SASL PLAIN) attaches a receiver with"
+    " a dynamic source (no address): ActiveMQ makes a temporary queue and names it in its"
+    " attach ('temp-queue://ID:...'); the client attaches a sender to that name, sends 3"
+    " messages (accepted), receives and accepts them, and closes: a reply queue. A happy path.",
+    **ACTIVEMQ,
+)
+def s10_amq_dynamic(ctx: record.Ctx) -> dict[str, Any]:
+    """A dynamic node on ActiveMQ."""
+    return DynamicReply(ctx).run()
