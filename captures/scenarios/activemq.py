@@ -1,17 +1,19 @@
 """AMQP 1.0 recordings against ActiveMQ Classic (Debian's activemq 5.17, proton-j inside): a
-happy path, an address it refuses, a selector it refuses, outcomes other than accepted (and what
-it redelivers), a refused login.
+happy path (Proton and rhea), addresses and a selector it refuses (a temporary queue it never
+made, a queue the user may not use), outcomes other than accepted (and what it redelivers), a
+refused login, a receiver killed holding deliveries, a drain, a dynamic node.
 
 Why: diagnose was tuned on RabbitMQ's amqp1_0 plugin, Proton's C++ example broker and peers; an
 answer must hold on every implementation, and ActiveMQ (the ancestor of Artemis, which operators
 run) answers a 1.0 client its own way.
 
 What it needs to record (not to test): Debian's activemq package, started by
-`record.ensure_activemq` on 127.0.0.1:5678 with the AMQP transport Debian leaves out (the jars of
+`record.ensure_activemq` (captures/recorder/brokers.py) on 127.0.0.1:5678 with the AMQP transport Debian leaves out (the jars of
 activemq-amqp 5.17.2 and proton-j 0.33.10 in its lib/, or their source trees named by
 AMQPSCOPE_ACTIVEMQ_SRC and AMQPSCOPE_PROTON_J_SRC); a JDK (javac) to build them; Proton (the
-python-qpid-proton the recorder uses) as the client. Ground truth is what Proton observed
-(outcomes, conditions, delivery-counts of the messages it got), never read from the capture.
+python-qpid-proton the recorder uses) as the client, and rhea from npm (node and npm on PATH) for
+10-amq-rhea. Ground truth is what the client observed (outcomes, conditions, delivery-counts
+of the messages it got), never read from the capture.
 """
 
 from __future__ import annotations
