@@ -8,12 +8,12 @@ answer must hold on every implementation, and ActiveMQ (the ancestor of Artemis,
 run) answers a 1.0 client its own way.
 
 What it needs to record (not to test): Debian's activemq package, started by
-`record.ensure_activemq` (captures/recorder/brokers.py) on 127.0.0.1:5678 with the AMQP transport Debian leaves out (the jars of
-activemq-amqp 5.17.2 and proton-j 0.33.10 in its lib/, or their source trees named by
-AMQPSCOPE_ACTIVEMQ_SRC and AMQPSCOPE_PROTON_J_SRC); a JDK (javac) to build them; Proton (the
-python-qpid-proton the recorder uses) as the client, and rhea from npm (node and npm on PATH) for
-10-amq-rhea. Ground truth is what the client observed (outcomes, conditions, delivery-counts
-of the messages it got), never read from the capture.
+`record.ensure_activemq` (captures/recorder/brokers.py) on 127.0.0.1:5678 with the AMQP transport
+Debian leaves out (the jars of activemq-amqp 5.17.2 and proton-j 0.33.10 in its lib/, or their
+source trees named by AMQPSCOPE_ACTIVEMQ_SRC and AMQPSCOPE_PROTON_J_SRC); a JDK (javac) to build
+them; Proton (the python-qpid-proton the recorder uses) as the client, and rhea from npm (node and
+npm on PATH) for 10-amq-rhea. Ground truth is what the client observed (outcomes, conditions,
+delivery-counts of the messages it got), never read from the capture.
 """
 
 from __future__ import annotations
