@@ -150,6 +150,10 @@ CODES: Final[dict[str, tuple[str, str]]] = {
     "amqp10.settle-mode-violated": (WARNING, "a transfer settled against its snd-settle-mode"),
     "amqp10.error": (ERROR, "a close, end or detach carried an error condition"),
     "amqp10.sasl-failed": (ERROR, "SASL authentication did not succeed"),
+    "amqp10.header-after-failed-sasl": (
+        WARNING,
+        "a protocol header sent after a failed sasl-outcome (headers follow only a success)",
+    ),
     "amqp10.rejected": (WARNING, "a delivery was rejected with an error condition"),
     "amqp10.transaction-failed": (
         ERROR,

@@ -133,6 +133,23 @@ WARNED: dict[str, dict[str, int]] = {
     # in the log too: its lines name no channel, and each connection has one session, whose
     # frames they are (track/amqp10/session.py `_begin_unnamed`)
     "log-uamqp-broker": {"delivery.rejected": 1},
+    # captures/scenarios/activemq.py (ActiveMQ Classic 5.17); 10-amq-happy gives none. The
+    # receiver rejected the third message with its own error (its released and modified ones
+    # come back: info)
+    "10-amq-outcomes": {"delivery.rejected": 1},
+    # the broker detached the link it refused (a temp-queue it never made; a bad selector)
+    "10-amq-bad-address": {"close.link": 1},
+    "10-amq-bad-selector": {"close.link": 1},
+    "10-amq-forbidden": {"close.link": 1},  # a queue the user may not use (authorizationPlugin)
+    # a wrong password; ActiveMQ's header after its failed outcome is a harmless violation (info)
+    "10-amq-sasl-failed": {"auth.refused": 1},
+    # the receiver killed holding 5 unsettled (they come back on the next connection: info);
+    # ActiveMQ's close with amqp:decode-error answers the client's FIN (its explanation says so)
+    "10-amq-killed-receiver": {
+        "liveness.dropped": 1,
+        "delivery.unsettled-at-end": 1,
+        "close.connection": 1,
+    },
 }
 #: a duration measured by the client agrees with the capture's within this fraction
 WITHIN = 0.10
@@ -407,6 +424,88 @@ def test_broker_sending_without_credit_is_the_brokers_violation() -> None:
     (transfer,) = evidence("10-drain.pcap", violation)
     assert transfer["name"] == "transfer" and transfer["dir"] == "s2c"
     assert "server" in violation["title"] and "2.6.7" in violation["explanation"]
+
+
+def test_activemq_header_after_its_failed_login_is_its_harmless_violation() -> None:
+    """ActiveMQ 5.17 answers a wrong password with sasl-outcome auth, then sends its AMQP
+    protocol header: the login is refused (an error) and the header is the broker's breach of
+    5.3.3.5, harmless (info) since nothing opens after it."""
+    name = "10-amq-sasl-failed.pcap"
+    (refused,) = of_code(name, "auth.refused")
+    assert expect("10-amq-sasl-failed")["sasl_outcome"] in refused["title"]
+    (violation,) = of_code(name, "spec.violation")
+    assert violation["severity"] == "info" and "server" in violation["title"]
+    assert "5.3.3.5" in violation["explanation"] and "channel" not in violation["title"]
+    (header,) = evidence(name, violation)
+    assert header["name"] == "protocol-header" and header["dir"] == "s2c"
+    assert header["fields"]["protocol-id"] == 0  # the AMQP header, not SASL's
+
+
+@pytest.mark.parametrize("stem", ["10-amq-bad-address", "10-amq-bad-selector", "10-amq-forbidden"])
+def test_activemq_refused_link_is_the_brokers_answer_to_the_clients_attach(stem: str) -> None:
+    (error,) = expect(stem)["link_errors"]
+    (diagnosis,) = of_code(f"{stem}.pcap", "close.link")
+    assert diagnosis["title"] == f"The server detached the link: {error['condition']}"
+    assert diagnosis["explanation"].startswith(error["description"])
+    attach, detach = evidence(f"{stem}.pcap", diagnosis)
+    assert attach["name"] == "attach" and attach["dir"] == "c2s"
+    assert attach["fields"]["name"] == detach_name(stem) == error["link"]
+    assert detach["name"] == "detach" and detach["dir"] == "s2c"
+
+
+def detach_name(stem: str) -> str:
+    """The name of the one link the client of `stem` attached (its attach, from `read`)."""
+    (attach,) = [
+        f for f in frames_of(f"{stem}.pcap").values() if f["name"] == "attach" and f["dir"] == "c2s"
+    ]
+    return str(attach["fields"]["name"])
+
+
+def test_activemq_rejection_is_the_receivers_and_what_it_gave_back_redelivered() -> None:
+    """The receiver (the client) rejected one delivery with its own error; ActiveMQ sent the
+    released and the modified one again, the modified one with header delivery-count 1."""
+    name = "10-amq-outcomes.pcap"
+    truth = expect("10-amq-outcomes")
+    (rejected,) = of_code(name, "delivery.rejected")
+    (disposition,) = evidence(name, rejected)
+    assert disposition["name"] == "disposition" and disposition["dir"] == "c2s"
+    (sent,) = truth["rejection_conditions_sent"]
+    assert sent["condition"] in rejected["explanation"]
+    received = truth["received"]
+    again = [r for i, r in enumerate(received) if r["body"] in [e["body"] for e in received[:i]]]
+    (redelivered,) = of_code(name, "delivery.redelivered")
+    assert redelivered["title"].startswith(f"{len(again)} deliveries")
+    transfers = [
+        f for f in frames_of(name).values() if f["name"] == "transfer" and f["dir"] == "s2c"
+    ]
+    assert [f["message"]["body"]["value"] for f in transfers] == [r["body"] for r in received]
+    counts = [f["message"]["header"].get("delivery-count", 0) for f in transfers]
+    assert counts == [r["delivery_count"] for r in received]
+
+
+def test_activemq_receiver_killed_holding_deliveries_it_never_settled() -> None:
+    """The receiver process was killed holding 5 deliveries: the client dropped (its kernel's
+    FIN), the 5 were left unsettled on its session's channel and came back on the next
+    connection with delivery-count 1; ActiveMQ's error close answers the FIN, not the client."""
+    name = "10-amq-killed-receiver.pcap"
+    truth = expect("10-amq-killed-receiver")
+    (left,) = of_code(name, "delivery.unsettled-at-end")
+    cited = evidence(name, left)  # the held transfers, the FIN, then where they came back
+    (fin,) = [f for f in cited if f["kind"] == "transport"]
+    assert fin["name"] == "fin" and fin["fields"]["by"] == "client"
+    held = [f for f in cited if f["conn"] == fin["conn"] and f["name"] == "transfer"]
+    assert [f["message"]["body"]["value"] for f in held] == truth["held_unsettled"]
+    assert left["title"].startswith(f"Deliveries left unsettled on channel {held[0]['channel']}")
+    (dropped,) = of_code(name, "liveness.dropped")
+    assert "fin by client" in dropped["title"]
+    (close,) = of_code(name, "close.connection")
+    assert close["title"] == "The server closed the connection: amqp:decode-error"
+    assert f"client had ended its TCP stream (FIN, frame {fin['frame']})" in close["explanation"]
+    (redelivered,) = of_code(name, "delivery.redelivered")
+    assert redelivered["title"].startswith(f"{len(truth['received_again'])} deliveries")
+    again = [f for f in evidence(name, redelivered) if f["conn"] != held[0]["conn"]]
+    got = [(f["message"]["body"]["value"], f["message"]["header"]["delivery-count"]) for f in again]
+    assert got == [(r["body"], r["delivery_count"]) for r in truth["received_again"]]
 
 
 def close_to(measured: float, truth: float) -> bool:

@@ -910,3 +910,24 @@ def test_scalar_field_types_come_from_the_spec() -> None:
     assert SCALARS["transfer"]["settled"] is bool
     fields = {"handle": 1, "delivery-id": True, "settled": 1, "delivery-tag": "ab"}
     assert well_typed("transfer", fields) == {"handle": 1, "delivery-tag": "ab"}
+
+
+def test_a_protocol_header_after_a_failed_sasl_outcome_is_its_senders_breach() -> None:
+    """After sasl-outcome auth nothing follows (1.0 part 5, 5.3.3.5): a header from either side
+    is a finding that names its sender (ActiveMQ 5.17 sends its AMQP header so); after ok, the
+    headers are the expected next step."""
+    for code, expected in (("ok", []), ("auth", ["amqp10.header-after-failed-sasl"])):
+        wire = Wire()
+        sasl = {"kind": "protocol-header", "protocol": "AMQP 1.0 (sasl)"}
+        wire.send("c2s", "protocol-header", None, **sasl)
+        wire.send("s2c", "protocol-header", None, **sasl)
+        wire.send("s2c", "sasl-mechanisms", None, kind="sasl", sasl_server_mechanisms=["PLAIN"])
+        wire.send("c2s", "sasl-init", None, kind="sasl", mechanism="PLAIN")
+        wire.send("s2c", "sasl-outcome", None, kind="sasl", code=code)
+        amqp = {"kind": "protocol-header", "protocol": "AMQP 1.0 (amqp)"}
+        assert wire.send("s2c", "protocol-header", None, **amqp) == expected
+        assert wire.send("c2s", "protocol-header", None, **amqp) == expected
+        if expected:
+            said = [f.message for f in wire.findings if f.code == expected[0]]
+            assert said[0].startswith("the server sent a protocol header (AMQP 1.0 (amqp))")
+            assert said[1].startswith("the client sent")

@@ -80,6 +80,31 @@ EXPECTED_FINDINGS: dict[str, dict[str, int]] = {
     "10-journeys": {"amqp10.frame-after-close": 1},
     # captures/scenarios/otel.py: the receiver's rejected outcome, the sender's detach with error
     "10-otel": {"amqp10.rejected": 1, "amqp10.error": 1, "amqp10.frame-after-close": 1},
+    # captures/scenarios/activemq.py (ActiveMQ Classic 5.17): a happy path raises nothing
+    "10-amq-happy": {},
+    # the client's rejection with its error (the released and modified ones are no finding)
+    "10-amq-outcomes": {"amqp10.rejected": 1},
+    # the broker detaches the link it refused: precondition-failed (a temp-queue it never
+    # made), invalid-field (a selector that does not parse)
+    "10-amq-bad-address": {"amqp10.error": 1},
+    "10-amq-bad-selector": {"amqp10.error": 1},
+    # ActiveMQ sends its AMQP protocol header after its failed sasl-outcome (spec 5.3.3.5)
+    "10-amq-sasl-failed": {"amqp10.sasl-failed": 1, "amqp10.header-after-failed-sasl": 1},
+    # the receiver killed holding 5 unsettled: its FIN with the link open, the 5 left unsettled;
+    # ActiveMQ then closes with amqp:decode-error (no description) into the dead socket
+    "10-amq-killed-receiver": {
+        "amqp10.transport-closed": 1,
+        "amqp10.unsettled-at-end": 1,
+        "amqp10.error": 1,
+    },
+    # a drain ActiveMQ completes as the spec says (transfers, then delivery-count 10, credit 0)
+    "10-amq-drain": {},
+    # rhea's happy path (ActiveMQ gives the second link its handle 0 again, freed by the detach)
+    "10-amq-rhea": {},
+    # the broker detaches the sender its user may not use: unauthorized-access
+    "10-amq-forbidden": {"amqp10.error": 1},
+    # a dynamic receiver: the temporary queue ActiveMQ names in its attach, a sender to it
+    "10-amq-dynamic": {},
 }
 
 
@@ -196,6 +221,12 @@ def test_ground_truth(name: str) -> None:
             for r in link["rejections"]
         ]
         assert sorted(got, key=str) == sorted(expect["rejection_conditions"], key=str)
+    if "link_errors" in expect:  # the links the peer detached with an error, as Proton saw
+        got = [(link["name"], link["error"]) for link in links(summary) if link["error"]]
+        assert sorted((name, e["condition"], e["description"]) for name, e in got) == sorted(
+            (e["link"], e["condition"], e["description"]) for e in expect["link_errors"]
+        )
+        assert all(e["by"] == "server" for _name, e in got)
     if "transport_errors" in expect:  # Proton's own words for the failed SASL: never on the wire
         assert conn["state"] == "sasl-failed" and conn["close"] is None
     # every delivery is accounted for: nothing was left unsettled in any scenario but the one
@@ -323,6 +354,17 @@ def test_transaction_refused() -> None:
     }
     (link,) = session["links"]
     assert link["target"] == "coordinator" and link["remote-handle"] is None
+
+
+def test_a_dynamic_node_is_named_by_the_brokers_attach() -> None:
+    """The client's receiver asked for a dynamic source (no address); ActiveMQ named the
+    temporary queue in its attach, the name Proton read, and the sender went to it."""
+    meta, summary = summarize("10-amq-dynamic")
+    (receiver,) = client_links(summary, "receiver")
+    (sender,) = client_links(summary, "sender")
+    address = meta["expect"]["dynamic_address"]
+    assert receiver["source"] == sender["target"] == address
+    assert address.startswith("temp-queue://")
 
 
 def test_summary_is_stable_json() -> None:

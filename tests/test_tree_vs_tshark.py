@@ -57,8 +57,10 @@ def spans(frame: Any, root: Node) -> dict[tuple[int, int], list[Node]]:
                 element = spec10.ENCODINGS.get(data[parent.children[2].offset])
                 if element is not None and element.category == "variable":
                     add(node.offset + element.width, node.length - element.width, node)
-            if node.type.startswith("described") and node.children:
-                descriptor = node.children[0]  # the code byte; the list after the descriptor
+            described = [c for c in node.children if c.name == "descriptor"]
+            if node.type.startswith("described") and described:
+                # the code byte; the list after the descriptor (a map's value has its key first)
+                descriptor = described[0]
                 add(descriptor.offset + 1, descriptor.length - 1, descriptor)
                 after = descriptor.offset + descriptor.length
                 add(after, node.offset + node.length - after, node)

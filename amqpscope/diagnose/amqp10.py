@@ -379,11 +379,24 @@ def left_at_end(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
     told: set[int] = set()
     for placed in ev.found(conn.conn, "amqp10.unsettled-at-end"):
         found = next(((s, k) for s, k in links if k.label() in placed.finding.message), None)
+        channel = placed.frame.channel  # None on a TCP end: then the link's session's
         if found is not None:
             told.add(id(found[1]))
+            if channel is None:
+                channel = found[0].half[CLIENT].channel
+            if channel is None:
+                channel = found[0].half[SERVER].channel
         end = placed.frame
         out.append(
-            _left(conn, ev, found[1] if found else None, placed.finding.message, end.ts, end)
+            _left(
+                conn,
+                ev,
+                found[1] if found else None,
+                placed.finding.message,
+                end.ts,
+                end,
+                channel,
+            )
         )
     for session, link in links:
         if id(link) in told:
@@ -533,7 +546,8 @@ def violations(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
             doubt, lost = lost_line(ev, conn.conn, placed.frame.number)
             diagnosis = make(
                 "spec.violation",
-                f"The {side} broke a rule: {placed.frame.name} on channel {placed.frame.channel}"
+                f"The {side} broke a rule: {placed.frame.name}"
+                + ("" if placed.frame.channel is None else f" on channel {placed.frame.channel}")
                 + (", or the log lost a frame" if doubt else ""),
                 f"{placed.finding.message}. Rule: {rule} ({section}). The {side} sent the"
                 + (" frame." + doubt if doubt else " frame, so the bug is on its side.")

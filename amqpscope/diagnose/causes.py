@@ -340,6 +340,11 @@ VIOLATIONS: Final[dict[str, tuple[str, str]]] = {
         "transfers follow the link's snd-settle-mode",
         "AMQP 1.0 part 2, 2.7.3 Attach",
     ),
+    "amqp10.header-after-failed-sasl": (
+        "protocol headers follow only a successful sasl-outcome: after a failed one nothing"
+        " more is exchanged",
+        "AMQP 1.0 part 5, 5.3.3.5 SASL Outcome",
+    ),
     "amqp091.unknown-delivery-tag": (
         "a client acks only delivery tags its channel holds (the server MUST raise 406)",
         "AMQP 0-9-1, basic.ack / basic.reject rules",
@@ -359,6 +364,8 @@ VIOLATIONS: Final[dict[str, tuple[str, str]]] = {
 #: info (RabbitMQ detaches and ends its links after sending close)
 HARMLESS: Final[dict[str, frozenset[str]]] = {
     "amqp10.frame-after-close": frozenset(("detach", "end")),
+    # ActiveMQ 5.17 sends its AMQP header after a failed SASL outcome: the login failed anyway
+    "amqp10.header-after-failed-sasl": frozenset(("protocol-header",)),
 }
 #: violations harmless whatever the frame when the connection ended cleanly (no close carried an
 #: error): RabbitMQ 3.10 sends a flow after its close when a credit refresh crossed the close.

@@ -93,6 +93,9 @@ from recorder.brokers import (
     broker_or_error as broker_or_error,
 )
 from recorder.brokers import (
+    ensure_activemq as ensure_activemq,
+)
+from recorder.brokers import (
     ensure_broker as ensure_broker,
 )
 from recorder.brokers import (

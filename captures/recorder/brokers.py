@@ -4,11 +4,13 @@ listener) and garagemq; the software versions each recording names."""
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import platform
 import re
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -272,3 +274,144 @@ def broker_or_error() -> int:
         log(f"cannot start garagemq: {err}")
         return 1
     return 0
+
+
+#: ActiveMQ Classic (Debian's activemq 5.17) for the 10-amq-* recordings: its AMQP 1.0 port, its
+#: instance folder (configuration, data, log) and the one user its SASL PLAIN knows
+ACTIVEMQ_PORT = int(os.environ.get("AMQPSCOPE_ACTIVEMQ_PORT", "5678"))
+ACTIVEMQ_HOME = Path(os.environ.get("AMQPSCOPE_ACTIVEMQ_HOME", "/var/tmp/amqpscope-activemq"))
+ACTIVEMQ_USER = ("amqpscope", "amqpscope")
+ACTIVEMQ_JAR = Path("/usr/share/activemq/bin/activemq.jar")
+#: the AMQP transport Debian's package leaves out (proton-j is not in Debian): the jars of the same
+#: releases, from Maven Central or built from their sources (`build_activemq_amqp`)
+ACTIVEMQ_AMQP_JARS = ("activemq-amqp-5.17.2.jar", "proton-j-0.33.10.jar")
+
+#: the broker: no JMX, no persistence, SASL PLAIN for one user (simpleAuthenticationPlugin; no
+#: anonymous access) who may use the queues named amqpscope.* and no other (authorizationPlugin),
+#: only an AMQP connector on loopback
+ACTIVEMQ_CONFIG = """\
+<beans xmlns="http://www.springframework.org/schema/beans"
+  xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
+  xsi:schemaLocation="http://www.springframework.org/schema/beans
+  http://www.springframework.org/schema/beans/spring-beans-2.0.xsd
+  http://activemq.apache.org/schema/core http://activemq.apache.org/schema/core/activemq-core.xsd">
+  <broker xmlns="http://activemq.apache.org/schema/core" useJmx="false" persistent="false"
+          brokerName="amqpscope" dataDirectory="{home}/data" schedulerSupport="false">
+    <plugins>
+      <simpleAuthenticationPlugin anonymousAccessAllowed="false">
+        <users>
+          <authenticationUser username="{user}" password="{password}" groups="users"/>
+        </users>
+      </simpleAuthenticationPlugin>
+      <authorizationPlugin>
+        <map>
+          <authorizationMap>
+            <authorizationEntries>
+              <authorizationEntry queue="amqpscope.>" read="users" write="users" admin="users"/>
+              <authorizationEntry topic="ActiveMQ.Advisory.>" read="users" write="users"
+                                  admin="users"/>
+            </authorizationEntries>
+          </authorizationMap>
+        </map>
+      </authorizationPlugin>
+    </plugins>
+    <transportConnectors>
+      <transportConnector name="amqp" uri="amqp://127.0.0.1:{port}?maximumConnections=100"/>
+    </transportConnectors>
+  </broker>
+</beans>
+"""
+
+
+def build_activemq_amqp(activemq_src: Path, proton_j_src: Path, lib: Path) -> None:
+    """The two jars of ACTIVEMQ_AMQP_JARS compiled with javac from source trees checked out at
+    tags activemq-5.17.2 and 0.33.10 (the Apache repositories), against Debian's jars."""
+    java = Path("/usr/share/java")
+    lib.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        for jar, src, cp in (
+            (ACTIVEMQ_AMQP_JARS[1], proton_j_src / "proton-j/src/main", ""),
+            (ACTIVEMQ_AMQP_JARS[0], activemq_src / "activemq-amqp/src/main", "amqp"),
+        ):
+            out = Path(tmp) / jar
+            classpath = [str(lib / ACTIVEMQ_AMQP_JARS[1])] if cp else []
+            classpath += [str(java / f"{j}.jar") for j in ("activemq-broker", "activemq-client")]
+            classpath += [str(java / f"{j}.jar") for j in ("slf4j-api", "hawtbuf")]
+            classpath.append(str(java / "geronimo-jms_1.1_spec.jar"))
+            sources = [str(p) for p in (src / "java").rglob("*.java")]
+            javac = ["javac", "-nowarn", "--release", "11", "-encoding", "UTF-8", "-d", str(out)]
+            run_cmd([*javac, "-cp", ":".join(classpath), *sources], timeout=600)
+            if (src / "resources").is_dir():
+                shutil.copytree(src / "resources", out, dirs_exist_ok=True)
+            run_cmd(["jar", "cf", str(lib / jar), "-C", str(out), "."], timeout=120)
+
+
+def ensure_activemq() -> None:
+    """Make sure ActiveMQ Classic speaks AMQP 1.0 on ACTIVEMQ_PORT; idempotent.
+
+    Why: an answer of diagnose must hold on brokers other than RabbitMQ, and ActiveMQ Classic
+    (proton-j inside; the ancestor of Artemis) answers a 1.0 client its own way. Debian's package
+    has the broker but not its AMQP transport: the jars of ACTIVEMQ_AMQP_JARS must be in
+    ACTIVEMQ_HOME/lib (or AMQPSCOPE_ACTIVEMQ_SRC and AMQPSCOPE_PROTON_J_SRC name the source trees
+    to build them from). Started detached by hand (no systemd here), 256 MB of heap at most.
+    """
+    conf = ACTIVEMQ_HOME / "conf"
+    user, password = ACTIVEMQ_USER
+    config = ACTIVEMQ_CONFIG.format(
+        home=ACTIVEMQ_HOME, user=user, password=password, port=ACTIVEMQ_PORT
+    )
+    if port_open(BROKER_HOST, ACTIVEMQ_PORT):
+        written = conf / "activemq.xml"
+        if not written.exists() or written.read_text() != config:
+            raise RuntimeError(
+                f"something listens on {ACTIVEMQ_PORT} but not with this recorder's configuration"
+                f" ({written}): stop it and record again"
+            )
+        return
+    if not ACTIVEMQ_JAR.exists():
+        raise RuntimeError(f"no {ACTIVEMQ_JAR}: apt-get install activemq (Debian's, 5.17)")
+    lib = ACTIVEMQ_HOME / "lib"
+    missing = [j for j in ACTIVEMQ_AMQP_JARS if not (lib / j).exists()]
+    srcs = [os.environ.get(v) for v in ("AMQPSCOPE_ACTIVEMQ_SRC", "AMQPSCOPE_PROTON_J_SRC")]
+    if missing and srcs[0] and srcs[1]:
+        build_activemq_amqp(Path(srcs[0]), Path(srcs[1]), lib)
+    elif missing:
+        raise RuntimeError(
+            f"Debian's activemq has no AMQP transport: put {' and '.join(missing)} in {lib}"
+            " (Maven Central), or set AMQPSCOPE_ACTIVEMQ_SRC and AMQPSCOPE_PROTON_J_SRC to"
+            " checkouts of apache/activemq at activemq-5.17.2 and apache/qpid-proton-j at 0.33.10"
+        )
+    conf.mkdir(parents=True, exist_ok=True)
+    (conf / "activemq.xml").write_text(config)
+    home = f"-Dactivemq.base={ACTIVEMQ_HOME}"
+    cmd = ["java", "-Xms64m", "-Xmx256m", "-Djava.awt.headless=true", home]
+    cmd += ["-Dactivemq.home=/usr/share/activemq", f"-Dactivemq.conf={conf}"]
+    cmd += [f"-Dactivemq.data={ACTIVEMQ_HOME / 'data'}", "-jar", str(ACTIVEMQ_JAR), "start"]
+    cmd.append(f"xbean:file:{conf / 'activemq.xml'}")
+    (ACTIVEMQ_HOME / "data").mkdir(exist_ok=True)
+    with open(ACTIVEMQ_HOME / "activemq.log", "ab") as out:
+        subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=ACTIVEMQ_HOME,
+            start_new_session=True,
+        )
+    deadline = time.monotonic() + 90
+    while not port_open(BROKER_HOST, ACTIVEMQ_PORT):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"ActiveMQ did not listen on {ACTIVEMQ_PORT}: see {out.name}")
+        time.sleep(0.5)
+    log(f"ActiveMQ is up with AMQP 1.0 on {ACTIVEMQ_PORT}")
+
+
+def activemq_version() -> str:
+    """The Debian version of the activemq package the recordings ran."""
+    out = subprocess.run(
+        ["dpkg-query", "-W", "-f=${Version}", "activemq"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return out.stdout.strip() or "unknown"

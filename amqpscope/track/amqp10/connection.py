@@ -274,6 +274,15 @@ class ConnectionTracker(SessionLevel):
         protocol = frame.fields.get("protocol")
         if protocol is not None and len(self.headers[side]) < 4:
             self.headers[side].append(protocol)
+        code = self.sasl["outcome"]
+        if code is not None and code != "ok":  # ActiveMQ 5.17 sends its AMQP header after auth
+            out.append(
+                finding(
+                    "amqp10.header-after-failed-sasl",
+                    f"the {side} sent a protocol header ({protocol or 'unknown'}) after SASL"
+                    f" outcome {code} (a failed outcome ends the connection)",
+                )
+            )
 
     def _sasl_mechanisms(self, side: str, frame: Frame, out: list[Finding]) -> None:
         self.sasl["mechanisms"] = frame.fields.get("sasl-server-mechanisms")

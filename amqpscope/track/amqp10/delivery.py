@@ -156,13 +156,18 @@ class DeliveryLevel(TrackerBase):
         resume = fields.get("resume")
         old = link.unsettled.get(tag) if tag is not None else None
         if old is not None and not resume:
-            out.append(
-                finding(
-                    "amqp10.delivery-tag-reused",
-                    f"delivery-tag {tag} reused on {link.label()} while delivery-id {old.id} "
-                    f"(frame {old.frame}) is unsettled",
+            # a sender may reuse a tag once its delivery is settled (ActiveMQ does): no finding
+            # when bytes lost since that delivery may have held its settlement, or when the
+            # session was met only after lost bytes (its peer's half, which settles, unknown)
+            lost = self.lost_at is not None and self.lost_at > old.frame
+            if not (lost or session.inferred):
+                out.append(
+                    finding(
+                        "amqp10.delivery-tag-reused",
+                        f"delivery-tag {tag} reused on {link.label()} while delivery-id"
+                        f" {old.id} (frame {old.frame}) is unsettled",
+                    )
                 )
-            )
             self._forget(session, old, left=True)
         count = link.credit.count
         credit = link.credit.transfer(frame.ts, frame.number)
