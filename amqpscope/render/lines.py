@@ -86,6 +86,8 @@ HIGHLIGHTS: Final[dict[str, dict[str, tuple[Highlight, ...]]]] = {
         "attach": (  # the addresses before the name, which clients often generate (a UUID)
             ("h", "handle"),
             ("", "role"),
+            ("!dynamic", "source.dynamic"),  # the peer names the node (its attach's address)
+            ("!dynamic", "target.dynamic"),
             ("source=", "source.address"),
             ("target=", "target.address"),
             ("name=", "name"),
