@@ -6,9 +6,11 @@
   missed (a late start, a dropped packet) within `WINDOW` frames.
 - A log beside a capture: a log shows no ends and not every frame (pika prints only some it
   received), so its connection is the capture connection where the log's frames, in order,
-  are a subsequence of the captured ones of the same version, direction, name and channel,
+  are a subsequence of the captured ones of the same version, direction and name,
   with every field the log shows equal to the captured one (container-ids, link names,
-  delivery ids and tags, open and SASL fields all are). When several connections take the
+  delivery ids and tags, open and SASL fields all are; a channel too, where the log prints
+  one: uamqp's does not). A capture connection whose open names another container than the
+  log's is never it, whatever else both show (`contradicts`). When several connections take the
   whole log (every connection ends with the same close-ok), the one whose times agree best
   with the log's (the smallest spread of their differences, then the nearest) is taken.
 """
