@@ -6,9 +6,11 @@
   missed (a late start, a dropped packet) within `WINDOW` frames.
 - A log beside a capture: a log shows no ends and not every frame (pika prints only some it
   received), so its connection is the capture connection where the log's frames, in order,
-  are a subsequence of the captured ones of the same version, direction, name and channel,
+  are a subsequence of the captured ones of the same version, direction and name,
   with every field the log shows equal to the captured one (container-ids, link names,
-  delivery ids and tags, open and SASL fields all are). When several connections take the
+  delivery ids and tags, open and SASL fields all are; a channel too, where the log prints
+  one: uamqp's does not). A capture connection whose open names another container than the
+  log's is never it, whatever else both show (`contradicts`). When several connections take the
   whole log (every connection ends with the same close-ok), the one whose times agree best
   with the log's (the smallest spread of their differences, then the nearest) is taken.
 """
@@ -26,6 +28,8 @@ from amqpscope.codec.frames import Frame
 WINDOW: Final = 64
 #: frames compared at once while both walks agree
 CHUNK: Final = 256
+#: a connection's opens are among its first frames (after the protocol headers and SASL)
+OPENS_WITHIN: Final = 32
 
 
 #: frames of two inputs that are the same frame: (the first input's, the second's), in step
@@ -149,9 +153,35 @@ def _find(keys: list[object], key: object, start: int, stop: int) -> int:
 
 
 def _agrees(logged: Frame, captured: Frame) -> bool:
-    if logged.name != captured.name or logged.channel != captured.channel:
+    """Whether the log's frame is the captured one, as far as the log shows it: a channel
+    the log does not print (uamqp's trace names none: `None`) is not asked."""
+    if logged.name != captured.name:
+        return False
+    if logged.channel is not None and logged.channel != captured.channel:
         return False
     return _within(logged.fields, captured.fields)
+
+
+def _container_ids(conn: Conn) -> dict[str, object]:
+    """Each side's container-id, from the first `open` it sent (1.0; none for 0-9-1)."""
+    ids: dict[str, object] = {}
+    for frame in conn.frames[:OPENS_WITHIN]:
+        if frame.name == "open" and frame.direction not in ids:
+            found = frame.fields.get("container-id")
+            if found is not None:
+                ids[frame.direction] = found
+            if len(ids) == 2:
+                break
+    return ids
+
+
+def contradicts(log: Conn, capture: Conn) -> bool:
+    """Whether the two connections' opens name different containers on the same side: then
+    they are not one connection, whatever else (protocol headers, a close) both show."""
+    captured = _container_ids(capture)
+    return any(
+        side in captured and captured[side] != value for side, value in _container_ids(log).items()
+    )
 
 
 def _within(logged: Any, captured: Any) -> bool:
@@ -188,11 +218,12 @@ def logged_in(log: Conn, capture: Conn) -> Paired:
 
 
 def best_capture(log: Conn, candidates: Sequence[Conn]) -> tuple[Conn, Paired]:
-    """The capture connection `log` is, and their paired frames (empty when none fits)."""
+    """The capture connection `log` is, and their paired frames (empty when none fits); never
+    one whose open names another container than the log's (`contradicts`)."""
     best: tuple[Any, ...] | None = None
     chosen: tuple[Conn, Paired] | None = None
     for capture in candidates:
-        if capture.version != log.version:
+        if capture.version != log.version or contradicts(log, capture):
             continue
         pairs = logged_in(log, capture)
         if not pairs[0]:
