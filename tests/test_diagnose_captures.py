@@ -133,6 +133,13 @@ WARNED: dict[str, dict[str, int]] = {
     # From the log (`read` shows that disposition as rejected) diagnose makes no diagnosis of it
     # yet: uamqp's lines name no channel; a gap noted, so the log's entry is left out
     "log-uamqp-broker.pcap": {"delivery.rejected": 1},
+    # captures/scenarios/clients091.py (py-amqp and php-amqplib; their happy paths: none)
+    # a PHP worker SIGKILLed 1 s after its prefetch of 2 filled: held, never acked, no close
+    "091-php-killed": {
+        "consumer.stalled": 1,
+        "delivery.unacked-at-end": 1,
+        "liveness.dropped": 1,
+    },
 }
 #: a duration measured by the client agrees with the capture's within this fraction
 WITHIN = 0.10
@@ -723,3 +730,4 @@ def test_tokens_refused_and_expired_and_requests_failed_or_unanswered() -> None:
     (unanswered,) = of_code(name, "request.unanswered")
     asked = [frames[n]["message"]["request-reply"]["operation"] for n in unanswered["evidence"]]
     assert asked == truth["listener_unanswered"]
+

@@ -116,6 +116,12 @@ FINDINGS = {
         "amqp091.connection-error",  # 501 on the publish's content header, in flight
         "amqp091.sent-after-close",  # garagemq's second connection.close
     ],
+    # captures/scenarios/clients091.py (py-amqp and php-amqplib; their happy paths: none)
+    "091-php-killed": [
+        "amqp091.prefetch-saturated",  # prefetch 2, both delivered, neither acked
+        "amqp091.transport-closed",  # SIGKILL: the kernel's FIN, no close
+        "amqp091.unacked-at-end",
+    ],
 }
 
 
@@ -260,6 +266,9 @@ ELSEWHERE: dict[str, str] = {
     "got": _TOOLS,
     "consumed": _TOOLS,
     "deleted_message_count": _TOOLS,
+    "client_library": _NOTES,  # captures/scenarios/clients091.py: py-amqp's, php-amqplib's
+    "consumer_tag": "test_clients091_consumer_tags",
+    "nothing_more_in_s": _NOTES,
 }
 
 #: the counts test_counts_match_the_scenario compares with the summary's
@@ -578,3 +587,18 @@ def test_amqp_tools_got_what_the_tools_printed(path: Path) -> None:
     assert bodies["basic.deliver"].decode() == expect["consumed"]
     (delete_ok,) = [f for f in frames if f.name == "queue.delete-ok"]
     assert str(delete_ok.fields["message-count"]) == expect["deleted_message_count"]
+
+
+@pytest.mark.parametrize(
+    "stem", ["091-pyamqp-happy", "091-pyamqp-happy-gmq", "091-php-happy", "091-php-happy-gmq"]
+)
+def test_clients091_consumer_tags(stem: str) -> None:
+    """py-amqp and php-amqplib leave the consumer tag to the broker: RabbitMQ's amq.ctag-...,
+    garagemq's own form; the summary has the tag the client was given."""
+    expect, summary = scenario(CAPTURES / f"{stem}.json")
+    (consumer,) = [c for ch in entries(summary) for c in ch["consumers"]]
+    assert consumer["tag"] == expect["consumer_tag"]
+    assert consumer["deliveries"] == expect["deliveries"]
+    negotiated = summary["connections"][0]["tune"]["negotiated"]
+    assert negotiated["heartbeat"] == expect["negotiated_heartbeat"] == 0  # the client said 0
+

@@ -1,0 +1,96 @@
+"""The py-amqp side of captures/scenarios/clients091.py, run by Debian's python3-amqp (celery's and
+kombu's client) under the system python3: `python3 _pyamqp_client.py MODE PORT QUEUE`
+(the leading underscore keeps record.py from loading it as a scenario module).
+
+MODE happy: declare QUEUE, publish 3 messages with publisher confirms (py-amqp's
+confirm_publish: confirm.select on the first publish, each publish waits for its basic.ack),
+consume them with manual acks (tag 1 acked alone, tags 2-3 by one multiple ack), cancel, delete
+the queue, close the channel and the connection as py-amqp closes them.
+MODE missing-exchange: publish with confirms to an exchange that does not exist; the broker
+closes the channel (404), py-amqp answers close-ok, reopens the channel (same number) and raises
+NotFound; the connection is closed (py-amqp's connection.close says reply-code 0).
+
+Prints what py-amqp observed as one JSON line: counts named as captures/recorder counts them.
+"""
+
+import json
+import sys
+
+import amqp
+
+mode, port, queue = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+MESSAGES = 3
+counts: dict = {"client_library": {"py-amqp": amqp.__version__}}
+
+
+def inc(key: str, n: int = 1) -> None:
+    counts[key] = counts.get(key, 0) + n
+
+
+conn = amqp.Connection(
+    f"127.0.0.1:{port}",
+    userid="guest",
+    password="guest",
+    confirm_publish=True,
+    client_properties={"connection_name": f"amqpscope {mode}"},
+)
+conn.connect()
+inc("connections")
+counts["negotiated_heartbeat"] = conn.heartbeat
+counts["negotiated_frame_max"] = conn.frame_max
+ch = conn.channel()
+inc("channels")
+counts["channel_numbers_opened"] = [ch.channel_id]
+
+if mode == "happy":
+    ch.queue_declare(queue, auto_delete=False)
+    inc("queue_declares")
+    for i in range(MESSAGES):
+        body = f"py-amqp message {i}".encode()
+        ch.basic_publish(amqp.Message(body, message_id=f"m{i}"), exchange="", routing_key=queue)
+        inc("publishes")
+        inc("body_size", len(body))
+        inc("confirms_acked")  # confirm_publish: basic_publish returned once the broker acked
+    got: list = []
+
+    def on_message(message: amqp.Message) -> None:
+        got.append(message)
+        inc("deliveries")
+
+    tag = ch.basic_consume(queue, callback=on_message, no_ack=False)
+    inc("consumers")
+    counts["consumer_tag"] = tag
+    while len(got) < MESSAGES:
+        conn.drain_events(timeout=5)
+    tags = [m.delivery_info["delivery_tag"] for m in got]
+    counts["delivery_tags"] = tags
+    ch.basic_ack(tags[0])
+    inc("acks")
+    ch.basic_ack(tags[-1], multiple=True)
+    inc("acks")
+    inc("acks_multiple")
+    counts["acked_messages"] = MESSAGES
+    counts["max_unacked"] = MESSAGES
+    ch.basic_cancel(tag)
+    inc("cancels")
+    ch.queue_delete(queue)
+    inc("queue_deletes")
+    ch.close()
+    inc("channel_closes")
+else:
+    exchange = f"{queue}.missing"
+    counts["missing_exchange"] = exchange
+    try:
+        ch.basic_publish(amqp.Message(b"to nowhere"), exchange=exchange, routing_key=queue)
+    except amqp.exceptions.NotFound as err:
+        counts["channel_errors"] = [{"channel": 1, "code": err.reply_code, "text": err.reply_text}]
+    else:
+        raise SystemExit("a publish to a missing exchange was confirmed")
+    if ch.is_open:  # py-amqp revives a channel the broker closed: channel.open again, same number
+        inc("channels")
+        counts["channel_numbers_opened"].append(ch.channel_id)
+    inc("publishes")
+    inc("body_size", len(b"to nowhere"))
+conn.close()
+inc("connection_closes")
+print(json.dumps(counts))

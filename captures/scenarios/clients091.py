@@ -1,0 +1,185 @@
+"""Recordings of AMQP 0-9-1 client libraries other than pika and librabbitmq, against RabbitMQ and
+garagemq: py-amqp (Python; celery's and kombu's client) and php-amqplib (PHP).
+
+An answer must hold on every client, and these behave unlike pika where it matters:
+
+- both negotiate heartbeat 0 by default (RabbitMQ proposes 60; the client's tune-ok says 0, so
+  neither side sends heartbeats);
+- py-amqp with confirm_publish waits for each publish's basic.ack before the next; php-amqplib
+  publishes the three and then waits for the confirms;
+- php-amqplib logs in with AMQPLAIN by default: garagemq knows PLAIN alone and refuses the
+  login (530), so its happy path against garagemq asks for PLAIN;
+- garagemq makes consumer tags of its own form (not `amq.ctag-...`);
+- py-amqp opens a channel the broker closed again at once, on the same number, and its
+  connection.close says reply-code 0;
+- a PHP worker killed with SIGKILL closes nothing: the kernel ends the TCP connection.
+
+Each client runs in a child process (`_pyamqp_client.py` under the system python3, where
+Debian's python3-amqp is; `_php_client.php` under php-cli with Debian's php-amqplib) and prints
+what the library observed as one JSON line: that is the ground truth, never the capture.
+
+Needs: Debian's python3-amqp, php-cli and php-amqplib; garagemq for the -gmq recordings.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pika
+import pika.exceptions
+import recorder as record  # captures/recorder/: the harness and shared helpers
+
+HERE = Path(__file__).resolve().parent
+PYAMQP = str(HERE / "_pyamqp_client.py")
+PHP = str(HERE / "_php_client.php")
+
+
+def versions(*packages: str) -> dict[str, str]:
+    """The Debian packages' versions the client ran with (dpkg's word)."""
+    out: dict[str, str] = {}
+    for package in packages:
+        done = subprocess.run(
+            ["dpkg-query", "-W", "-f", "${Version}", package], capture_output=True, text=True
+        )
+        out[package] = done.stdout.strip() if done.returncode == 0 else "not installed"
+    return out
+
+
+def client(command: list[str], packages: tuple[str, ...]) -> dict[str, Any]:
+    """Run one client to its end (or its own SIGKILL); its last stdout line, parsed."""
+    done = subprocess.run(
+        command,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=40,
+        check=False,
+        cwd="/tmp",
+    )
+    lines = done.stdout.strip().splitlines()
+    if not lines:
+        raise RuntimeError(
+            f"{command[0]} exited with {done.returncode} and printed nothing"
+            f" (apt-get install {' '.join(packages)}): {done.stderr.strip()[-300:]}"
+        )
+    counts: dict[str, Any] = json.loads(lines[-1])
+    counts["client_library"] = versions(*packages)
+    return counts
+
+
+def pyamqp(ctx: record.Ctx, mode: str, port: int) -> dict[str, Any]:
+    """py-amqp under the system python3."""
+    command = ["/usr/bin/python3", PYAMQP, mode, str(port), ctx.q()]
+    return client(command, ("python3-amqp",))
+
+
+def php(ctx: record.Ctx, mode: str, port: int, login: str = "AMQPLAIN") -> dict[str, Any]:
+    """php-amqplib under php-cli; `login` its login method (AMQPLAIN is its default)."""
+    command = ["php", PHP, mode, str(port), ctx.q(), login]
+    return client(command, ("php-amqplib", "php-cli"))
+
+
+def garagemq(ctx: record.Ctx) -> None:
+    """Start garagemq if needed, and delete the queue a failed run left (outside the capture)."""
+    record.ensure_garagemq()
+    conn = pika.BlockingConnection(
+        record.pika_params(port=record.GARAGEMQ_PORT, name=f"amqpscope housekeeping {ctx.name}")
+    )
+    try:
+        conn.channel().queue_delete(ctx.q())
+    except pika.exceptions.ChannelClosedByBroker:
+        pass  # garagemq closes the channel for a queue it does not have
+    finally:
+        conn.close()
+
+
+#: what every garagemq recording here is: no RabbitMQ, garagemq's port captured
+GARAGEMQ: dict[str, Any] = {
+    "port": record.GARAGEMQ_PORT,
+    "capture": record.CaptureSpec(bpf=f"tcp port {record.GARAGEMQ_PORT}"),
+    "queues": (),
+    "needs_broker": False,
+    "prepare": garagemq,
+}
+
+HAPPY = (
+    " declare a queue, publish 3 messages with publisher confirms, consume them with manual acks"
+    " (tag 1 alone, tags 2-3 by one multiple ack), cancel, delete the queue, close the channel"
+    " and the connection."
+)
+
+
+@record.scenario("091-pyamqp-happy", "0-9-1", "py-amqp against RabbitMQ:" + HAPPY)
+def s_pyamqp_happy(ctx: record.Ctx) -> dict[str, Any]:
+    """celery's client: heartbeat 0, each publish waiting for its confirm."""
+    return pyamqp(ctx, "happy", record.BROKER_PORT)
+
+
+@record.scenario("091-pyamqp-happy-gmq", "0-9-1", "py-amqp against garagemq:" + HAPPY, **GARAGEMQ)
+def s_pyamqp_happy_gmq(ctx: record.Ctx) -> dict[str, Any]:
+    """As 091-pyamqp-happy, on garagemq (its own consumer tags)."""
+    return pyamqp(ctx, "happy", record.GARAGEMQ_PORT)
+
+
+@record.scenario(
+    "091-pyamqp-missing-exchange",
+    "0-9-1",
+    "py-amqp against RabbitMQ, confirms on: a publish to an exchange that does not exist;"
+    " RabbitMQ closes channel 1 with 404, py-amqp answers close-ok, opens channel 1 again and"
+    " raises NotFound; the connection is closed.",
+    queues=(),
+)
+def s_pyamqp_missing_exchange(ctx: record.Ctx) -> dict[str, Any]:
+    """The client named an exchange nobody declared."""
+    return pyamqp(ctx, "missing-exchange", record.BROKER_PORT)
+
+
+@record.scenario(
+    "091-php-happy",
+    "0-9-1",
+    "php-amqplib against RabbitMQ (AMQPLAIN login, its default):"
+    + HAPPY.replace("with publisher", "and wait for their"),
+)
+def s_php_happy(ctx: record.Ctx) -> dict[str, Any]:
+    """PHP's client: heartbeat 0, AMQPLAIN, the confirms waited for after the publishes."""
+    return php(ctx, "happy", record.BROKER_PORT)
+
+
+@record.scenario(
+    "091-php-happy-gmq",
+    "0-9-1",
+    "php-amqplib against garagemq (PLAIN login: garagemq refuses AMQPLAIN):"
+    + HAPPY.replace("with publisher", "and wait for their"),
+    **GARAGEMQ,
+)
+def s_php_happy_gmq(ctx: record.Ctx) -> dict[str, Any]:
+    """As 091-php-happy, on garagemq."""
+    return php(ctx, "happy", record.GARAGEMQ_PORT, login="PLAIN")
+
+
+@record.scenario(
+    "091-php-amqplain-gmq",
+    "0-9-1",
+    "php-amqplib against garagemq with its default login method, AMQPLAIN, which garagemq does"
+    " not offer: garagemq refuses the login with connection.close 530; php-amqplib answers"
+    " close-ok and gives up.",
+    **GARAGEMQ,
+)
+def s_php_amqplain_gmq(ctx: record.Ctx) -> dict[str, Any]:
+    """A login refused for its mechanism, not its password."""
+    return php(ctx, "happy", record.GARAGEMQ_PORT)
+
+
+@record.scenario(
+    "091-php-killed",
+    "0-9-1",
+    "php-amqplib against RabbitMQ: basic.qos prefetch 2, publish 5 messages, consume; the 2 the"
+    " prefetch lets through are never acked, and the PHP process SIGKILLs itself 1 s later"
+    " (no channel.close, no connection.close: the kernel ends the TCP connection).",
+)
+def s_php_killed(ctx: record.Ctx) -> dict[str, Any]:
+    """A crashed PHP worker holding its prefetch."""
+    return php(ctx, "killed", record.BROKER_PORT)
