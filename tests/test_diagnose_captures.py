@@ -134,6 +134,9 @@ WARNED: dict[str, dict[str, int]] = {
     # yet: uamqp's lines name no channel; a gap noted, so the log's entry is left out
     "log-uamqp-broker.pcap": {"delivery.rejected": 1},
     # captures/scenarios/clients091.py (py-amqp and php-amqplib; their happy paths: none)
+    # py-amqp's confirmed publish to a missing exchange: the 404 close is the publish's answer,
+    # not a confirm still owed (no publish.unconfirmed)
+    "091-pyamqp-missing-exchange": {"close.channel": 1},
     # a PHP worker SIGKILLed 1 s after its prefetch of 2 filled: held, never acked, no close
     "091-php-killed": {
         "consumer.stalled": 1,
@@ -731,3 +734,17 @@ def test_tokens_refused_and_expired_and_requests_failed_or_unanswered() -> None:
     asked = [frames[n]["message"]["request-reply"]["operation"] for n in unanswered["evidence"]]
     assert asked == truth["listener_unanswered"]
 
+
+def test_a_confirm_mode_publish_refused_by_the_close_is_not_unconfirmed() -> None:
+    """py-amqp publishes with confirms one at a time; its publish to a missing exchange is
+    answered by channel.close 404: the close names the publish, and no confirm is owed."""
+    name = "091-pyamqp-missing-exchange.pcap"
+    truth = expect("091-pyamqp-missing-exchange")
+    assert not of_code(name, "publish.unconfirmed")
+    (diagnosis,) = of_code(name, "close.channel")
+    publish, close = evidence(name, diagnosis)
+    assert publish["name"] == "basic.publish"
+    assert publish["fields"]["exchange"] == truth["missing_exchange"]
+    (error,) = truth["channel_errors"]
+    assert close["fields"]["reply-code"] == error["code"] == 404
+    assert close["fields"]["reply-text"] == error["text"]

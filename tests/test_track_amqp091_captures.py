@@ -117,6 +117,8 @@ FINDINGS = {
         "amqp091.sent-after-close",  # garagemq's second connection.close
     ],
     # captures/scenarios/clients091.py (py-amqp and php-amqplib; their happy paths: none)
+    # the 404 answers py-amqp's one confirm-mode publish: no unconfirmed-at-end
+    "091-pyamqp-missing-exchange": ["amqp091.channel-error"],
     "091-php-killed": [
         "amqp091.prefetch-saturated",  # prefetch 2, both delivered, neither acked
         "amqp091.transport-closed",  # SIGKILL: the kernel's FIN, no close
@@ -269,6 +271,7 @@ ELSEWHERE: dict[str, str] = {
     "client_library": _NOTES,  # captures/scenarios/clients091.py: py-amqp's, php-amqplib's
     "consumer_tag": "test_clients091_consumer_tags",
     "nothing_more_in_s": _NOTES,
+    "missing_exchange": _DIAGNOSED,
 }
 
 #: the counts test_counts_match_the_scenario compares with the summary's
@@ -601,4 +604,3 @@ def test_clients091_consumer_tags(stem: str) -> None:
     assert consumer["deliveries"] == expect["deliveries"]
     negotiated = summary["connections"][0]["tune"]["negotiated"]
     assert negotiated["heartbeat"] == expect["negotiated_heartbeat"] == 0  # the client said 0
-

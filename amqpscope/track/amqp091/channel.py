@@ -696,6 +696,8 @@ class ChannelEpoch:
             info["cause-frame"] = cause_frame
             cause = f"; caused by the {method} of delivery tag {tag} in frame {cause_frame}"
         failed = f" in reply to {info['class-method']}" if info["class-method"] else ""
+        if by == "server" and info["class-method"] == "basic.publish":
+            cause += self._refused_publish()
         out.append(
             finding(
                 "amqp091.channel-error",
@@ -703,6 +705,20 @@ class ChannelEpoch:
                 f" {code} {info['reply-text']}{cause}",
             )
         )
+
+    def _refused_publish(self) -> str:
+        """The broker closed the channel in reply to a basic.publish in confirm mode: when one
+        publish alone was unconfirmed, the close is its answer (a broker that has closed the
+        channel confirms nothing after it), not a confirm still owed. Several: which one the
+        close answered is not on the wire, and all stay unconfirmed.
+
+        Why: py-amqp (celery's client) publishes with confirms, one at a time; a publish to a
+        missing exchange is answered by channel.close 404, and was never "unconfirmed"."""
+        if not self.numbered or len(self.unconfirmed) != 1:
+            return ""
+        (seq,) = self.unconfirmed.tags
+        self.unconfirmed.drain()
+        return f"; the close is the answer to publish seq {seq} (no confirm comes after it)"
 
     def end(
         self,
