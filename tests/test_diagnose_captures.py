@@ -137,6 +137,8 @@ WARNED: dict[str, dict[str, int]] = {
     # py-amqp's confirmed publish to a missing exchange: the 404 close is the publish's answer,
     # not a confirm still owed (no publish.unconfirmed)
     "091-pyamqp-missing-exchange": {"close.channel": 1},
+    # php-amqplib's default AMQPLAIN, which garagemq does not offer: refused (530)
+    "091-php-amqplain-gmq": {"auth.refused": 1},
     # a PHP worker SIGKILLed 1 s after its prefetch of 2 filled: held, never acked, no close
     "091-php-killed": {
         "consumer.stalled": 1,
@@ -748,3 +750,26 @@ def test_a_confirm_mode_publish_refused_by_the_close_is_not_unconfirmed() -> Non
     (error,) = truth["channel_errors"]
     assert close["fields"]["reply-code"] == error["code"] == 404
     assert close["fields"]["reply-text"] == error["text"]
+
+
+@pytest.mark.parametrize(
+    ("stem", "chosen"), [("091-php-amqplain-gmq", "AMQPLAIN"), ("091-gmq-refused-login", None)]
+)
+def test_a_login_refused_for_a_mechanism_the_broker_did_not_offer(stem: str, chosen: Any) -> None:
+    """php-amqplib logs in with AMQPLAIN by default, garagemq offers PLAIN alone: the refusal is
+    the mechanism's, not the credentials'. pika's wrong password (PLAIN) stays the credentials'."""
+    name = f"{stem}.pcap"
+    (diagnosis,) = of_code(name, "auth.refused")
+    frames = evidence(name, diagnosis)
+    (error,) = expect(stem)["connection_errors"]
+    assert frames[-1]["fields"]["reply-code"] == error["code"] == 530
+    if chosen is None:
+        assert "not offered" not in diagnosis["title"]
+        assert "user name or password" in diagnosis["explanation"]
+        return
+    start, start_ok, _close = frames
+    assert start["name"] == "connection.start" and chosen not in start["fields"]["mechanisms"]
+    assert start_ok["fields"]["mechanism"] == chosen
+    assert f"mechanism {chosen} not offered" in diagnosis["title"]
+    assert "user name or password" not in diagnosis["explanation"]
+    assert f"listed {start['fields']['mechanisms']}" in diagnosis["explanation"]

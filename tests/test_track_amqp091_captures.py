@@ -119,6 +119,7 @@ FINDINGS = {
     # captures/scenarios/clients091.py (py-amqp and php-amqplib; their happy paths: none)
     # the 404 answers py-amqp's one confirm-mode publish: no unconfirmed-at-end
     "091-pyamqp-missing-exchange": ["amqp091.channel-error"],
+    "091-php-amqplain-gmq": ["amqp091.login-refused"],  # AMQPLAIN, which garagemq does not offer
     "091-php-killed": [
         "amqp091.prefetch-saturated",  # prefetch 2, both delivered, neither acked
         "amqp091.transport-closed",  # SIGKILL: the kernel's FIN, no close
@@ -604,3 +605,10 @@ def test_clients091_consumer_tags(stem: str) -> None:
     assert consumer["deliveries"] == expect["deliveries"]
     negotiated = summary["connections"][0]["tune"]["negotiated"]
     assert negotiated["heartbeat"] == expect["negotiated_heartbeat"] == 0  # the client said 0
+
+
+def test_the_login_refused_names_the_mechanism_not_offered() -> None:
+    """The finding says the client's AMQPLAIN was not among garagemq's mechanisms."""
+    _expect, summary = scenario(CAPTURES / "091-php-amqplain-gmq.json")
+    (found,) = summary["findings"]
+    assert "the client chose AMQPLAIN, which the broker did not offer (PLAIN)" in found["message"]

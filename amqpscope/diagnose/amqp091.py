@@ -530,6 +530,14 @@ def closes(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
             # a code of its own per broker (garagemq: 530 NOT_ALLOWED): the reply table would
             # explain that code's other uses (a vhost, a channel-max), not a login
             cause, check = _text_cause(name, close.get("reply-text")) or causes.LOGIN_CAUSE
+            chosen = conn.unoffered_mechanism()
+            if chosen is not None:  # the mechanism, not the credentials: the client's choice
+                offered = str(conn.mechanisms)
+                cause = causes.MECHANISM_CAUSE[0].format(chosen=chosen, offered=offered)
+                check = causes.MECHANISM_CAUSE[1]
+                title += f" (mechanism {chosen} not offered)"
+                starts = [s.number for s in login[0].before if s.name == "connection.start"]
+                evidence = starts[-1:] + evidence
         elif epoch is not None:
             title = f"Channel {epoch.number} closed by the {close.get('by')}: {reply} {name}" + (
                 f" on {method}" if method else ""

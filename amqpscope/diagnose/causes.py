@@ -215,6 +215,16 @@ LOGIN_CAUSE: Final = (
     "the credentials and the user's rights in the broker's configuration",
 )
 
+#: (cause, what to check) of a refused login whose start-ok chose a mechanism the broker's
+#: connection.start did not offer ({chosen}, {offered}): the client's choice, not its password
+MECHANISM_CAUSE: Final = (
+    "the client logged in with the mechanism {chosen}, which the broker did not offer (its"
+    " connection.start listed {offered}); the start-ok must choose one of those (AMQP 0-9-1,"
+    " connection.start-ok): the refusal need not be about the credentials",
+    "the client's login method setting (a library's default may be AMQPLAIN): choose one the"
+    " broker offers",
+)
+
 #: 1.0 error condition (spec part 2 section 2.8.15-2.8.18) -> (cause, what to check)
 CONDITION_CAUSES: Final[dict[str, tuple[str, str]]] = {
     "amqp:internal-error": ("the peer failed internally", "the peer's log"),

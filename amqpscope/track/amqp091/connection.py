@@ -281,6 +281,27 @@ class ConnectionTracker:
         user = fields.get("user")
         self.user = user if type(user) is str else None  # the decoder gives only text
 
+    def unoffered_mechanism(self) -> str | None:
+        """The mechanism the client's start-ok chose when the broker's connection.start did not
+        offer it (its `mechanisms`, space-separated, must hold the client's choice: AMQP 0-9-1
+        connection.start-ok); None when it was offered or either side was not seen.
+
+        Why: php-amqplib logs in with AMQPLAIN unless told otherwise; a broker that offers PLAIN
+        alone (garagemq) refuses it, and the refusal is about the mechanism, not the password."""
+        offered, chosen = self.mechanisms, self.mechanism
+        if isinstance(offered, bytes):
+            offered = offered.decode("latin-1")
+        if not isinstance(offered, str) or not isinstance(chosen, str) or not chosen:
+            return None
+        return None if chosen in offered.split() else chosen
+
+    def _unoffered_note(self) -> str:
+        """What a refused login's finding adds when the client chose a mechanism not offered."""
+        chosen = self.unoffered_mechanism()
+        if chosen is None:
+            return ""
+        return f"; the client chose {chosen}, which the broker did not offer ({self.mechanisms})"
+
     def _tune(self, frame: Frame, direction: str, out: list[Finding]) -> None:
         self.proposed = {key: frame.fields.get(key) for key in TUNE_KEYS}
 
@@ -313,7 +334,7 @@ class ConnectionTracker:
                 finding(
                     "amqp091.login-refused",
                     f"the broker refused the login of user {self.user!r} ({self.mechanism}):"
-                    f" {code} {text}",
+                    f" {code} {text}" + self._unoffered_note(),
                 )
             )
             return
