@@ -145,6 +145,8 @@ WARNED: dict[str, dict[str, int]] = {
         "delivery.unacked-at-end": 1,
         "liveness.dropped": 1,
     },
+    # py-amqp with heartbeat 2 s and no heartbeat_tick for 8 s: RabbitMQ dropped it (RST)
+    "091-pyamqp-heartbeat-silent": {"liveness.heartbeat-missed": 1, "liveness.dropped": 1},
 }
 #: a duration measured by the client agrees with the capture's within this fraction
 WITHIN = 0.10
@@ -773,3 +775,18 @@ def test_a_login_refused_for_a_mechanism_the_broker_did_not_offer(stem: str, cho
     assert f"mechanism {chosen} not offered" in diagnosis["title"]
     assert "user name or password" not in diagnosis["explanation"]
     assert f"listed {start['fields']['mechanisms']}" in diagnosis["explanation"]
+
+
+def test_py_amqp_that_never_ticked_missed_its_heartbeats() -> None:
+    """py-amqp negotiated 2 s and then sent nothing (no heartbeat_tick): the client's silence,
+    RabbitMQ's RST; py-amqp's close failed on the reset connection."""
+    name = "091-pyamqp-heartbeat-silent.pcap"
+    truth = expect("091-pyamqp-heartbeat-silent")
+    (missed,) = of_code(name, "liveness.heartbeat-missed")
+    assert "client" in missed["title"]
+    assert 2 * truth["negotiated_heartbeat"] < missed["duration"] <= truth["silent_s"]
+    last, end = evidence(name, missed)
+    assert last["dir"] == "c2s" and end["fields"] == {"event": "rst", "by": "server"}
+    assert truth["heartbeats_sent_by_client"] == 0 and truth["close_failed"]
+    (dropped,) = of_code(name, "liveness.dropped")
+    assert "after the client's silence" in dropped["explanation"]

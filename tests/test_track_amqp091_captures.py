@@ -125,6 +125,7 @@ FINDINGS = {
         "amqp091.transport-closed",  # SIGKILL: the kernel's FIN, no close
         "amqp091.unacked-at-end",
     ],
+    "091-pyamqp-heartbeat-silent": ["amqp091.transport-closed"],  # RabbitMQ's RST
 }
 
 
@@ -273,6 +274,9 @@ ELSEWHERE: dict[str, str] = {
     "consumer_tag": "test_clients091_consumer_tags",
     "nothing_more_in_s": _NOTES,
     "missing_exchange": _DIAGNOSED,
+    "idle_s": _NOTES,
+    "silent_s": _DIAGNOSED,
+    "close_failed": _DIAGNOSED,
 }
 
 #: the counts test_counts_match_the_scenario compares with the summary's

@@ -10,11 +10,18 @@ MODE missing-exchange: publish with confirms to an exchange that does not exist;
 closes the channel (404), py-amqp answers close-ok, reopens the channel (same number) and raises
 NotFound; the connection is closed (py-amqp's connection.close says reply-code 0).
 
+MODE heartbeats: heartbeat 2 s asked for; the connection idles 7 s while the client calls
+drain_events and heartbeat_tick as kombu does (py-amqp sends a heartbeat once `heartbeat` s passed
+with nothing sent), then closes. MODE heartbeat-silent: heartbeat 2 s, then 8 s with neither
+call: py-amqp sends nothing, and the broker drops the connection; the client's close fails.
+
 Prints what py-amqp observed as one JSON line: counts named as captures/recorder counts them.
 """
 
+import contextlib
 import json
 import sys
+import time
 
 import amqp
 
@@ -27,15 +34,32 @@ def inc(key: str, n: int = 1) -> None:
     counts[key] = counts.get(key, 0) + n
 
 
+HEARTBEAT = 2  # seconds, what MODE heartbeats and heartbeat-silent ask for
 conn = amqp.Connection(
     f"127.0.0.1:{port}",
     userid="guest",
     password="guest",
     confirm_publish=True,
     client_properties={"connection_name": f"amqpscope {mode}"},
+    heartbeat=HEARTBEAT if mode.startswith("heartbeat") else 0,
 )
 conn.connect()
 inc("connections")
+if mode.startswith("heartbeat"):  # count the heartbeat frames py-amqp sends and receives
+    send_heartbeat, on_frame = conn.send_heartbeat, conn.on_inbound_frame
+
+    def counted_send() -> None:
+        inc("heartbeats_sent_by_client")
+        send_heartbeat()
+
+    def counted_frame(frame: tuple) -> object:
+        if frame[0] == 8:
+            inc("heartbeats_received_by_client")
+        return on_frame(frame)
+
+    conn.send_heartbeat = counted_send
+    conn.on_inbound_frame = counted_frame
+    counts["heartbeats_sent_by_client"] = counts["heartbeats_received_by_client"] = 0
 counts["negotiated_heartbeat"] = conn.heartbeat
 counts["negotiated_frame_max"] = conn.frame_max
 ch = conn.channel()
@@ -77,6 +101,27 @@ if mode == "happy":
     inc("queue_deletes")
     ch.close()
     inc("channel_closes")
+elif mode == "heartbeats":
+    # an idle connection kept alive as kombu keeps it: drain_events, heartbeat_tick, for 7 s
+    end = time.monotonic() + 7
+    while time.monotonic() < end:
+        with contextlib.suppress(TimeoutError):  # socket.timeout: nothing came in 0.25 s
+            conn.drain_events(timeout=0.25)
+        conn.heartbeat_tick()
+    counts["idle_s"] = 7
+elif mode == "heartbeat-silent":
+    # heartbeats negotiated, and then nothing: no heartbeat_tick, no drain_events (a worker
+    # busy in a long task); the broker gives up on the connection
+    time.sleep(8)
+    counts["silent_s"] = 8
+    del counts["heartbeats_received_by_client"]  # it read nothing: what came is not its to count
+    try:
+        conn.close()
+    except (OSError, amqp.exceptions.AMQPError) as err:
+        counts["close_failed"] = type(err).__name__
+        counts["connection_closes"] = 0
+    print(json.dumps(counts))
+    raise SystemExit(0)
 else:
     exchange = f"{queue}.missing"
     counts["missing_exchange"] = exchange

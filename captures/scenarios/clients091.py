@@ -183,3 +183,37 @@ def s_php_amqplain_gmq(ctx: record.Ctx) -> dict[str, Any]:
 def s_php_killed(ctx: record.Ctx) -> dict[str, Any]:
     """A crashed PHP worker holding its prefetch."""
     return php(ctx, "killed", record.BROKER_PORT)
+
+
+HEARTBEATS = (
+    " heartbeat 2 s in its tune-ok; an idle connection for 7 s, the client calling drain_events"
+    " and heartbeat_tick every 0.25 s as kombu does (py-amqp sends a heartbeat once 2 s passed"
+    " with nothing sent), then channel.close and connection.close."
+)
+
+
+@record.scenario("091-pyamqp-heartbeats", "0-9-1", "py-amqp against RabbitMQ:" + HEARTBEATS)
+def s_pyamqp_heartbeats(ctx: record.Ctx) -> dict[str, Any]:
+    """py-amqp's heartbeats: about one per interval, where RabbitMQ sends two."""
+    return pyamqp(ctx, "heartbeats", record.BROKER_PORT)
+
+
+@record.scenario(
+    "091-pyamqp-heartbeats-gmq", "0-9-1", "py-amqp against garagemq:" + HEARTBEATS, **GARAGEMQ
+)
+def s_pyamqp_heartbeats_gmq(ctx: record.Ctx) -> dict[str, Any]:
+    """As 091-pyamqp-heartbeats, on garagemq (one heartbeat per interval each way)."""
+    return pyamqp(ctx, "heartbeats", record.GARAGEMQ_PORT)
+
+
+@record.scenario(
+    "091-pyamqp-heartbeat-silent",
+    "0-9-1",
+    "py-amqp against RabbitMQ: heartbeat 2 s negotiated, then 8 s with no drain_events and no"
+    " heartbeat_tick (a worker busy in a long task): py-amqp sends nothing, RabbitMQ drops the"
+    " connection for missed heartbeats; the client's close then fails.",
+    timeout=90.0,
+)
+def s_pyamqp_heartbeat_silent(ctx: record.Ctx) -> dict[str, Any]:
+    """The classic celery/kombu trouble: heartbeats only sent when the application ticks."""
+    return pyamqp(ctx, "heartbeat-silent", record.BROKER_PORT)
