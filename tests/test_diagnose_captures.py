@@ -790,3 +790,17 @@ def test_py_amqp_that_never_ticked_missed_its_heartbeats() -> None:
     assert truth["heartbeats_sent_by_client"] == 0 and truth["close_failed"]
     (dropped,) = of_code(name, "liveness.dropped")
     assert "after the client's silence" in dropped["explanation"]
+
+
+@pytest.mark.parametrize(
+    ("stem", "hint"),
+    [("091-pyamqp-heartbeat-silent", True), ("091-missed-heartbeats", False)],
+)
+def test_a_silent_client_whose_library_sends_heartbeats_only_when_asked(
+    stem: str, hint: bool
+) -> None:
+    """py-amqp sends heartbeats from heartbeat_tick alone: its silence points at the application
+    (no tick), which the check says; pika's paused process keeps the general check."""
+    (missed,) = of_code(f"{stem}.pcap", "liveness.heartbeat-missed")
+    assert ("heartbeat_tick" in missed["explanation"]) is hint
+    assert ("paused" in missed["explanation"]) is True

@@ -783,6 +783,17 @@ def liveness(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
                 silences.append((gap, direction, last, end, True))
     for gap, direction, last, after, for_good in silences:
         who = _side(direction)
+        check = (
+            "Check for a paused or overloaded process (GC, a blocked event loop, SIGSTOP) or a"
+            " network stall."
+        )
+        product = str((conn.client_product or {}).get("product")) if direction == C2S else ""
+        if product in causes.HEARTBEAT_ON_DEMAND:  # the client's library waits to be asked
+            check = (
+                f"Check how often the application lets {product} send:"
+                f" {causes.HEARTBEAT_ON_DEMAND[product]}; else a paused process or a network"
+                " stall."
+            )
         out.append(
             make(
                 "liveness.heartbeat-missed",
@@ -796,8 +807,7 @@ def liveness(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
                     else "."
                 )
                 + f" Its peer may declare the connection dead after {causes.HEARTBEAT_INTERVALS}"
-                " intervals. Check for a paused or overloaded process (GC, a blocked event"
-                " loop, SIGSTOP) or a network stall.",
+                f" intervals. {check}",
                 conn=conn.conn,
                 start=last.ts if last else None,
                 duration=gap,

@@ -215,6 +215,16 @@ LOGIN_CAUSE: Final = (
     "the credentials and the user's rights in the broker's configuration",
 )
 
+#: client libraries (their client-properties `product`) that send heartbeats only when the
+#: application asks: a silent client of theirs is most often an application that did not ask
+HEARTBEAT_ON_DEMAND: Final[dict[str, str]] = {
+    "py-amqp": (
+        "py-amqp sends a heartbeat only from Connection.heartbeat_tick, which the application"
+        " must call often (its documentation: about once a second; kombu: heartbeat_check):"
+        " a long task or a blocking call between two calls is silence on the wire"
+    ),
+}
+
 #: (cause, what to check) of a refused login whose start-ok chose a mechanism the broker's
 #: connection.start did not offer ({chosen}, {offered}): the client's choice, not its password
 MECHANISM_CAUSE: Final = (
