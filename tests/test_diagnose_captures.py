@@ -147,6 +147,13 @@ WARNED: dict[str, dict[str, int]] = {
     },
     # py-amqp with heartbeat 2 s and no heartbeat_tick for 8 s: RabbitMQ dropped it (RST)
     "091-pyamqp-heartbeat-silent": {"liveness.heartbeat-missed": 1, "liveness.dropped": 1},
+    # garagemq's 404, then its 501 for the refused publish's content (py-amqp wrote it with the
+    # method) and, after its own connection.close, a second close and a channel.open-ok
+    "091-pyamqp-missing-exchange-gmq": {
+        "close.channel": 1,
+        "close.connection": 1,
+        "spec.violation": 2,
+    },
 }
 #: a duration measured by the client agrees with the capture's within this fraction
 WITHIN = 0.10
@@ -804,3 +811,22 @@ def test_a_silent_client_whose_library_sends_heartbeats_only_when_asked(
     (missed,) = of_code(f"{stem}.pcap", "liveness.heartbeat-missed")
     assert ("heartbeat_tick" in missed["explanation"]) is hint
     assert ("paused" in missed["explanation"]) is True
+
+
+def test_garagemq_closing_on_the_content_of_the_publish_it_refused_is_its_error() -> None:
+    """py-amqp writes a publish's method, header and body at once: the header was on its way
+    before garagemq's channel.close (in the capture, before it too), and garagemq's 501 on it is
+    the broker's error, as on pika's header sent after the close (091-gmq-missing-exchange)."""
+    name = "091-pyamqp-missing-exchange-gmq.pcap"
+    truth = expect("091-pyamqp-missing-exchange-gmq")
+    (diagnosis,) = of_code(name, "close.connection")
+    header, close, conn_close = evidence(name, diagnosis)
+    assert header["kind"] == "content-header" and header["dir"] == "c2s"
+    assert close["name"] == "channel.close" and header["frame"] < close["frame"]
+    (channel_error,) = truth["channel_errors"]
+    assert close["fields"]["reply-code"] == channel_error["code"] == 404
+    (connection_error,) = truth["connection_errors"]
+    assert conn_close["fields"]["reply-code"] == connection_error["code"] == 501
+    assert "on a frame in flight" in diagnosis["title"]
+    assert "The broker's error, not the client's" in diagnosis["explanation"]
+    assert "malformed" not in diagnosis["explanation"]

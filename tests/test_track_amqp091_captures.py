@@ -126,6 +126,12 @@ FINDINGS = {
         "amqp091.unacked-at-end",
     ],
     "091-pyamqp-heartbeat-silent": ["amqp091.transport-closed"],  # RabbitMQ's RST
+    "091-pyamqp-missing-exchange-gmq": [
+        "amqp091.channel-error",  # 404, the one confirm-mode publish's answer
+        "amqp091.connection-error",  # 501 on that publish's content, written with its method
+        "amqp091.sent-after-close",  # garagemq's second connection.close
+        "amqp091.sent-after-close",  # its channel.open-ok to py-amqp's revival, after it
+    ],
 }
 
 

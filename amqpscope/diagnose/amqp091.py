@@ -551,12 +551,20 @@ def closes(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
             title = (
                 f"Connection closed by the {close.get('by')}: {reply} {name} on a frame in flight"
             )
+            what = (
+                f"which the client sent on channel {in_channel} after the broker's own"
+                f" channel.close (frame {closed}) and before its close-ok: a frame in flight"
+                if sent > closed
+                # py-amqp writes a publish's method, header and body at once: the header was on
+                # its way when the broker refused the method
+                else f"the content of the basic.publish on channel {in_channel} that the"
+                f" broker's own channel.close (frame {closed}) refused, on its way before the"
+                " close: a frame in flight when the broker closed the channel"
+            )
             cause = (
-                f"the broker closed the connection on frame {sent}, which the client sent on"
-                f" channel {in_channel} after the broker's own channel.close (frame {closed})"
-                " and before its close-ok: a frame in flight, which a peer that sent"
-                " channel.close must discard (AMQP 0-9-1, channel.close). The broker's error,"
-                " not the client's"
+                f"the broker closed the connection on frame {sent}, {what}, which a peer that"
+                " sent channel.close must discard (AMQP 0-9-1, channel.close). The broker's"
+                " error, not the client's"
             )
             check = (
                 f"the channel's close in frame {closed} (the error to fix) and the broker's"

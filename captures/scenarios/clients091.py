@@ -217,3 +217,17 @@ def s_pyamqp_heartbeats_gmq(ctx: record.Ctx) -> dict[str, Any]:
 def s_pyamqp_heartbeat_silent(ctx: record.Ctx) -> dict[str, Any]:
     """The classic celery/kombu trouble: heartbeats only sent when the application ticks."""
     return pyamqp(ctx, "heartbeat-silent", record.BROKER_PORT)
+
+
+@record.scenario(
+    "091-pyamqp-missing-exchange-gmq",
+    "0-9-1",
+    "py-amqp against garagemq, confirms on: a publish to an exchange that does not exist;"
+    " garagemq closes channel 1 with 404 and then the connection with 501 for the publish's"
+    " content header, in flight (garagemq's error); py-amqp answers the channel's close and"
+    " starts opening it again before the connection's close reaches it.",
+    **GARAGEMQ,
+)
+def s_pyamqp_missing_exchange_gmq(ctx: record.Ctx) -> dict[str, Any]:
+    """As 091-pyamqp-missing-exchange, on garagemq, which mishandles the frames in flight."""
+    return pyamqp(ctx, "missing-exchange", record.GARAGEMQ_PORT)

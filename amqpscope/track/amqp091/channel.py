@@ -200,6 +200,10 @@ class ChannelEpoch:
         #: routing key) of unconfirmed publishes, the oldest first, MAX_LEFT of each
         self.left_unacked: list[tuple[int, float, int]] = []
         self.left_unconfirmed: list[tuple[int, float, int, str]] = []
+        #: the client's last basic.publish and last content header: a header after the publish
+        #: is its content, which a server refusing the publish (channel.close) must discard
+        self.publish_frame = 0
+        self.header_frame = 0
         # publisher confirms
         self.confirm_seq = 0
         #: publishes are numbered as the broker numbers them: False when confirm mode was adopted
@@ -241,6 +245,7 @@ class ChannelEpoch:
         size = frame.fields.get("body-size") or 0
         if direction == C2S:
             self.published_bytes += size
+            self.header_frame = frame.number
         elif self.s2c_content in ("basic.deliver", "basic.get-ok"):
             self.delivered_bytes += size
 
@@ -257,6 +262,7 @@ class ChannelEpoch:
     # -- publishing ---------------------------------------------------------------------------
     def publish(self, frame: Frame, out: list[Finding]) -> None:
         self.publishes += 1
+        self.publish_frame = frame.number
         self.publish_series.add(frame.ts)
         fields = frame.fields
         if rules.CONFIRM in self.modes and self.numbered:
