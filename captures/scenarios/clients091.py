@@ -35,6 +35,7 @@ import recorder as record  # captures/recorder/: the harness and shared helpers
 HERE = Path(__file__).resolve().parent
 PYAMQP = str(HERE / "_pyamqp_client.py")
 PHP = str(HERE / "_php_client.php")
+AIORMQ = str(HERE / "_aiormq_client.py")
 
 
 def versions(*packages: str) -> dict[str, str]:
@@ -231,3 +232,43 @@ def s_pyamqp_heartbeat_silent(ctx: record.Ctx) -> dict[str, Any]:
 def s_pyamqp_missing_exchange_gmq(ctx: record.Ctx) -> dict[str, Any]:
     """As 091-pyamqp-missing-exchange, on garagemq, which mishandles the frames in flight."""
     return pyamqp(ctx, "missing-exchange", record.GARAGEMQ_PORT)
+
+
+def aiormq(ctx: record.Ctx, mode: str, port: int) -> dict[str, Any]:
+    """aiormq (asyncio) under the system python3."""
+    command = ["/usr/bin/python3", AIORMQ, mode, str(port), ctx.q()]
+    return client(command, ("python3-aiormq", "python3-pamqp"))
+
+
+AIORMQ_HAPPY = (
+    " heartbeat 60 s in its tune-ok whatever the broker proposed; a queue declared, 3 publishes"
+    " each awaited until its confirm (aiormq's channels confirm by default), consumed with manual"
+    " acks (tag 1 alone, tags 2-3 by one multiple ack) under a consumer tag the client made,"
+    " cancel, delete the queue, close the channel and the connection."
+)
+
+
+@record.scenario("091-aiormq-happy", "0-9-1", "aiormq against RabbitMQ:" + AIORMQ_HAPPY)
+def s_aiormq_happy(ctx: record.Ctx) -> dict[str, Any]:
+    """The asyncio client under aio-pika: confirms on by default, its own consumer tags."""
+    return aiormq(ctx, "happy", record.BROKER_PORT)
+
+
+@record.scenario(
+    "091-aiormq-happy-gmq", "0-9-1", "aiormq against garagemq:" + AIORMQ_HAPPY, **GARAGEMQ
+)
+def s_aiormq_happy_gmq(ctx: record.Ctx) -> dict[str, Any]:
+    """As 091-aiormq-happy, on garagemq (which proposed heartbeat 10)."""
+    return aiormq(ctx, "happy", record.GARAGEMQ_PORT)
+
+
+@record.scenario(
+    "091-aiormq-no-close",
+    "0-9-1",
+    "aiormq against RabbitMQ: a queue declared, one publish confirmed, and the program exits"
+    " (os._exit) closing nothing: no channel.close, no connection.close; the kernel ends the TCP"
+    " connection.",
+)
+def s_aiormq_no_close(ctx: record.Ctx) -> dict[str, Any]:
+    """A client that exits without closing."""
+    return aiormq(ctx, "no-close", record.BROKER_PORT)
