@@ -832,3 +832,23 @@ def test_garagemq_closing_on_the_content_of_the_publish_it_refused_is_its_error(
     assert "on a frame in flight" in diagnosis["title"]
     assert "The broker's error, not the client's" in diagnosis["explanation"]
     assert "malformed" not in diagnosis["explanation"]
+
+
+@pytest.mark.parametrize(
+    ("stem", "by"),
+    [
+        ("091-aiormq-no-close", "client"),  # the program exited: its kernel's FIN
+        ("091-php-killed", "client"),  # SIGKILL: the kernel's FIN
+        ("091-killed-consumer", "client"),
+    ],
+)
+def test_a_connection_dropped_by_the_client_names_the_client_not_the_broker(
+    stem: str, by: str
+) -> None:
+    """A FIN from the client's side with the connection open is the client's process ending
+    (aiormq's program exiting, a killed PHP worker), not a broker that gave up on it."""
+    (dropped,) = of_code(f"{stem}.pcap", "liveness.dropped")
+    end = evidence(f"{stem}.pcap", dropped)[-1]
+    assert end["kind"] == "transport" and end["fields"]["by"] == by
+    assert "The client's side ended it" in dropped["explanation"]
+    assert "broker dropping" not in dropped["explanation"]

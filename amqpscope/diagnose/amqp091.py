@@ -845,8 +845,12 @@ def liveness(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
             f" It came after the {_side(silent[0][1])}'s silence of {silent[0][0]:.1f} s: its"
             " peer gave up on it (missed heartbeats)."
             if silent
-            else " A killed or crashed client, a broker dropping a connection it thought dead,"
-            " or a network device closing it; check the client's process and the broker's log."
+            else causes.DROPPED_BY.get(
+                str(what.get("by")),
+                " A killed or crashed client, a broker dropping a connection it thought dead,"
+                " or a network device closing it; check the client's process and the broker's"
+                " log.",
+            )
         )
         out.append(
             make(

@@ -215,6 +215,22 @@ LOGIN_CAUSE: Final = (
     "the credentials and the user's rights in the broker's configuration",
 )
 
+#: who ended the TCP connection with the AMQP connection open -> what ends it that way. Why: a
+#: FIN from the client's side is its own process (an exit without connection.close: aiormq's
+#: program ending, a killed PHP worker), not a broker that gave up; a RST may also be a network
+#: device's, forged for either side
+DROPPED_BY: Final[dict[str, str]] = {
+    "client": (
+        " The client's side ended it: a client that exited, was killed or crashed, or closed its"
+        " socket without connection.close (a RST may also come from a network device); check the"
+        " client's process."
+    ),
+    "server": (
+        " The broker's side ended it: a broker dropping a connection it thought dead, shutting"
+        " down or crashing (a RST may also come from a network device); check the broker's log."
+    ),
+}
+
 #: client libraries (their client-properties `product`) that send heartbeats only when the
 #: application asks: a silent client of theirs is most often an application that did not ask
 HEARTBEAT_ON_DEMAND: Final[dict[str, str]] = {
