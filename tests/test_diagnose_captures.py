@@ -156,6 +156,8 @@ WARNED: dict[str, dict[str, int]] = {
     },
     # aiormq's program exits after a confirmed publish, closing nothing: the kernel's FIN
     "091-aiormq-no-close": {"liveness.dropped": 1},
+    # garagemq ends the idle aiormq connection after 30 s: 3 of the 10 s it proposed (60 chosen)
+    "091-aiormq-idle-gmq": {"liveness.dropped": 1},
 }
 #: a duration measured by the client agrees with the capture's within this fraction
 WITHIN = 0.10
@@ -852,3 +854,23 @@ def test_a_connection_dropped_by_the_client_names_the_client_not_the_broker(
     assert end["kind"] == "transport" and end["fields"]["by"] == by
     assert "The client's side ended it" in dropped["explanation"]
     assert "broker dropping" not in dropped["explanation"]
+
+
+def test_a_broker_that_held_to_the_heartbeat_it_proposed() -> None:
+    """aiormq's tune-ok chose 60 s where garagemq proposed 10; garagemq hung up after 30 s of the
+    client's silence, which the negotiated 60 s allows: the diagnosis says so, not 'the broker
+    dropped a connection it thought dead' alone."""
+    name = "091-aiormq-idle-gmq.pcap"
+    truth = expect("091-aiormq-idle-gmq")
+    frames = frames_of(name)
+    (tune,) = [f for f in frames.values() if f["name"] == "connection.tune"]
+    (tune_ok,) = [f for f in frames.values() if f["name"] == "connection.tune-ok"]
+    proposed, chosen = tune["fields"]["heartbeat"], tune_ok["fields"]["heartbeat"]
+    assert chosen == truth["negotiated_heartbeat"] > proposed > 0
+    (dropped,) = of_code(name, "liveness.dropped")
+    last, *_, end = evidence(name, dropped)
+    assert last["dir"] == "c2s" and end["fields"] == {"event": "fin", "by": "server"}
+    assert close_to(end["ts"] - last["ts"], truth["lost_after_s"])
+    assert f"of the {proposed} s heartbeat the broker proposed" in dropped["explanation"]
+    assert f"tune-ok chose {chosen} s" in dropped["explanation"]
+    assert not of_code(name, "liveness.heartbeat-missed")  # within the negotiated 60 s

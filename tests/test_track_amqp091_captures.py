@@ -133,6 +133,7 @@ FINDINGS = {
         "amqp091.sent-after-close",  # its channel.open-ok to py-amqp's revival, after it
     ],
     "091-aiormq-no-close": ["amqp091.transport-closed"],  # exited: FIN, no connection.close
+    "091-aiormq-idle-gmq": ["amqp091.transport-closed"],  # garagemq's FIN after 30 s idle
 }
 
 
@@ -284,6 +285,8 @@ ELSEWHERE: dict[str, str] = {
     "idle_s": _NOTES,
     "silent_s": _DIAGNOSED,
     "close_failed": _DIAGNOSED,
+    "lost_after_s": _DIAGNOSED,
+    "lost_with": _NOTES,
 }
 
 #: the counts test_counts_match_the_scenario compares with the summary's

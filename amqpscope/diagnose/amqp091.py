@@ -841,10 +841,13 @@ def liveness(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
             and last.ts < end.ts <= (end.ts if for_good else after.ts)
             and end.ts - last.ts > causes.HEARTBEAT_INTERVALS * (interval or 0)
         ]
+        held = _held_to_proposal(conn, end, recent) if ender != C2S and not silent else None
         why = (
             f" It came after the {_side(silent[0][1])}'s silence of {silent[0][0]:.1f} s: its"
             " peer gave up on it (missed heartbeats)."
             if silent
+            else held[0]
+            if held is not None
             else causes.DROPPED_BY.get(
                 str(what.get("by")),
                 " A killed or crashed client, a broker dropping a connection it thought dead,"
@@ -860,10 +863,38 @@ def liveness(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
                 f" ({what.get('event')}) first, with {flight} in flight." + why,
                 conn=conn.conn,
                 start=end.ts,
-                evidence=[before, end.number],
+                evidence=sorted({before, end.number, *([held[1]] if held else [])}),
             )
         )
     return out
+
+
+def _held_to_proposal(conn: ConnectionTracker, end: Seen, recent: Any) -> tuple[str, int] | None:
+    """Why the broker dropped a client that kept the negotiated heartbeat but not the broker's
+    own: the client's tune-ok chose more than connection.tune proposed, and the client was
+    silent for over HEARTBEAT_INTERVALS of the proposal (not of what was negotiated): the words
+    and the client's last frame; None otherwise. Why: aiormq answers tune with its own 60 s
+    whatever the broker proposed, and garagemq keeps to the 10 s it proposed
+    (091-aiormq-idle-gmq)."""
+    proposed = (conn.proposed or {}).get("heartbeat")
+    chosen = conn.heartbeat
+    if not isinstance(proposed, int) or not 0 < proposed < chosen or not recent:
+        return None
+    last = next((f for f in reversed(recent) if f.direction == C2S and f.ts <= end.ts), None)
+    if last is None:
+        return None
+    gap = end.ts - last.ts
+    intervals = causes.HEARTBEAT_INTERVALS
+    if not intervals * proposed < gap <= intervals * chosen:
+        return None
+    return (
+        f" It came after the client's silence of {gap:.1f} s (from frame {last.number}):"
+        f" {gap / proposed:.1f} of the {proposed} s heartbeat the broker proposed in"
+        f" connection.tune, though the client's tune-ok chose {chosen} s, within which the"
+        " client was not late: what a broker holding to its own proposal does. Clients"
+        " conventionally take the lesser of the two; set the client's heartbeat at or below the"
+        " broker's."
+    ), last.number
 
 
 def _in_a_hole(conn: ConnectionTracker, frame: Seen) -> bool:

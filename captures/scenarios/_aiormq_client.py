@@ -8,6 +8,9 @@ one multiple ack), cancel, delete the queue, close the channel and the connectio
 MODE no-close: declare, publish 1, and end the program without closing anything: the process
 exits and the kernel ends the TCP connection.
 
+MODE idle: connect and do nothing for 40 s (aiormq's heartbeat: 60 s in its tune-ok whatever the
+broker proposed); the connection's end, if the broker ends it first, is what aiormq saw.
+
 Prints what aiormq observed as one JSON line, counts named as captures/recorder counts them.
 """
 
@@ -15,6 +18,7 @@ import asyncio
 import json
 import os
 import sys
+import time
 
 import aiormq
 from aiormq.abc import DeliveredMessage
@@ -33,6 +37,19 @@ async def main() -> None:
     inc("connections")
     counts["negotiated_heartbeat"] = conn.connection_tune.heartbeat
     counts["negotiated_frame_max"] = conn.connection_tune.frame_max
+    if mode == "idle":
+        # nothing to do for 40 s: aiormq's heartbeats alone keep the connection
+        started = time.monotonic()
+        while not conn.is_closed and time.monotonic() - started < 40:
+            await asyncio.sleep(0.1)
+        if conn.is_closed:
+            counts["lost_after_s"] = round(time.monotonic() - started, 1)
+            counts["lost_with"] = type(conn.closing.exception()).__name__
+        else:
+            await conn.close()
+            inc("connection_closes")
+        print(json.dumps(counts))
+        return
     ch = await conn.channel()
     inc("channels")
     counts["channel_numbers_opened"] = [ch.number]

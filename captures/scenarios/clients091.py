@@ -272,3 +272,17 @@ def s_aiormq_happy_gmq(ctx: record.Ctx) -> dict[str, Any]:
 def s_aiormq_no_close(ctx: record.Ctx) -> dict[str, Any]:
     """A client that exits without closing."""
     return aiormq(ctx, "no-close", record.BROKER_PORT)
+
+
+@record.scenario(
+    "091-aiormq-idle-gmq",
+    "0-9-1",
+    "aiormq against garagemq: garagemq's connection.tune proposes heartbeat 10 s, aiormq's"
+    " tune-ok says 60 s; the connection idles. garagemq ends it after 30 s of the client's"
+    " silence (three of its own 10 s), not the negotiated 60 s.",
+    timeout=90.0,
+    **GARAGEMQ,
+)
+def s_aiormq_idle_gmq(ctx: record.Ctx) -> dict[str, Any]:
+    """A client heartbeat above the broker's proposal, and a broker holding to its own."""
+    return aiormq(ctx, "idle", record.GARAGEMQ_PORT)
