@@ -156,7 +156,8 @@ WARNED: dict[str, dict[str, int]] = {
     },
     # aiormq's program exits after a confirmed publish, closing nothing: the kernel's FIN
     "091-aiormq-no-close": {"liveness.dropped": 1},
-    # garagemq ends the idle aiormq connection after 30 s: 3 of the 10 s it proposed (60 chosen)
+    # garagemq ends the idle aiormq connection after 30 s: 3 of the 10 s it proposed (90 chosen);
+    # aiormq's connection.close 500 after that FIN is its reply (info, not counted here)
     "091-aiormq-idle-gmq": {"liveness.dropped": 1},
 }
 #: a duration measured by the client agrees with the capture's within this fraction
@@ -873,4 +874,17 @@ def test_a_broker_that_held_to_the_heartbeat_it_proposed() -> None:
     assert close_to(end["ts"] - last["ts"], truth["lost_after_s"])
     assert f"of the {proposed} s heartbeat the broker proposed" in dropped["explanation"]
     assert f"tune-ok chose {chosen} s" in dropped["explanation"]
-    assert not of_code(name, "liveness.heartbeat-missed")  # within the negotiated 60 s
+    assert not of_code(name, "liveness.heartbeat-missed")  # within the negotiated 90 s
+
+
+def test_a_close_sent_after_the_other_side_hung_up_is_its_reply_not_a_cause() -> None:
+    """aiormq sends connection.close 500 'reader unexpected closed' after garagemq's FIN: the
+    close answers the lost connection (info, the FIN in its evidence), no error of its own."""
+    name = "091-aiormq-idle-gmq.pcap"
+    (close,) = of_code(name, "close.connection")
+    fin, sent = evidence(name, close)
+    assert fin["kind"] == "transport" and fin["fields"] == {"event": "fin", "by": "server"}
+    assert sent["name"] == "connection.close" and sent["dir"] == "c2s"
+    assert sent["fields"]["reply-code"] == 500
+    assert close["severity"] == "info" and "after the server hung up" in close["title"]
+    assert "the client's reply to the connection it lost" in close["explanation"]

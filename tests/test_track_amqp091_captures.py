@@ -133,7 +133,10 @@ FINDINGS = {
         "amqp091.sent-after-close",  # its channel.open-ok to py-amqp's revival, after it
     ],
     "091-aiormq-no-close": ["amqp091.transport-closed"],  # exited: FIN, no connection.close
-    "091-aiormq-idle-gmq": ["amqp091.transport-closed"],  # garagemq's FIN after 30 s idle
+    "091-aiormq-idle-gmq": [
+        "amqp091.transport-closed",  # garagemq's FIN after 30 s idle
+        "amqp091.connection-error",  # aiormq's connection.close 500 after it
+    ],
 }
 
 

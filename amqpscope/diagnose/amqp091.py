@@ -501,6 +501,7 @@ def closes(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
         if checked is not None:
             cause, check = checked
         evidence = [named.number if named else 0, close.get("frame") or 0]
+        reaction = False  # a close sent after the other side ended TCP: its reply to that
         # the queue the failed method named (a 404's missing queue), else the channel's
         named_queue = str(named.fields["queue"]) if named and named.fields.get("queue") else None
         detail = ""
@@ -573,6 +574,21 @@ def closes(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
             evidence = [closed, sent, *evidence[1:]]
         else:
             title = f"Connection closed by the {close.get('by')}: {reply} {name}"
+            hung_up = _hung_up_before(ev, conn, close, placed)
+            reaction = hung_up is not None
+            if hung_up is not None:  # aiormq's 500 after garagemq's FIN: its reaction
+                title = (
+                    f"Connection closed by the {close.get('by')} after the"
+                    f" {hung_up.fields.get('by')} hung up: {reply} {name}"
+                )
+                cause = (
+                    f"the {hung_up.fields.get('by')} had already ended the TCP connection"
+                    f" ({hung_up.fields.get('event')}, frame {hung_up.number}); this close is"
+                    f" the {close.get('by')}'s reply to the connection it lost, not a cause of"
+                    " its own"
+                )
+                check = "why the TCP connection was ended (liveness.dropped)"
+                evidence = sorted({hung_up.number, *evidence})
         diagnosis = make(
             code,
             title,
@@ -585,8 +601,23 @@ def closes(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
         )
         if checked is not None:
             diagnosis.severity = WARNING  # the channel is gone, but the client asked for this
+        if reaction:
+            diagnosis.severity = INFO  # a consequence: liveness.dropped has the cause
         out.append(diagnosis)
     return out
+
+
+def _hung_up_before(
+    ev: Evidence, conn: ConnectionTracker, close: dict[str, Any], placed: Placed | None
+) -> Seen | None:
+    """The other side's TCP end (FIN or RST) that came before this connection.close: the close
+    answers a connection already lost (aiormq sends connection.close 500 'reader unexpected
+    closed' after the broker's FIN); None when the close came first or from the side that
+    ended TCP."""
+    end = ev.ends.get(conn.conn)
+    if end is None or placed is None or end.ts > placed.frame.ts:
+        return None
+    return end if end.fields.get("by") not in (None, close.get("by")) else None
 
 
 def passive_cause(named: Seen | None, reply: Any) -> tuple[str, str] | None:
