@@ -722,7 +722,7 @@ class ChannelEpoch:
         missing exchange is answered by channel.close 404, and was never "unconfirmed"."""
         if not self.numbered or len(self.unconfirmed) != 1:
             return ""
-        (seq,) = self.unconfirmed.tags
+        seq = next(iter(self.unconfirmed.tags))  # (no tuple-unpacking of a dict: compiled)
         self.unconfirmed.drain()
         return f"; the close is the answer to publish seq {seq} (no confirm comes after it)"
 
