@@ -147,6 +147,22 @@ def same_table(ours: dict[str, Any], theirs: dict[str, Any]) -> None:
             assert as_shown(value) == shown, key
 
 
+def amqplain_table(raw: bytes) -> dict[str, str]:
+    """An AMQPLAIN response (a field table's entries without its length: shortstr key, 'S',
+    long string), read here from Wireshark's bytes: py-amqp and php-amqplib log in with it."""
+    out: dict[str, str] = {}
+    at = 0
+    while at < len(raw):
+        size = raw[at]
+        key = raw[at + 1 : at + 1 + size].decode()
+        at += 1 + size
+        assert raw[at : at + 1] == b"S", raw[at:]
+        (length,) = struct.unpack_from(">I", raw, at + 1)
+        out[key] = raw[at + 5 : at + 5 + length].decode()
+        at += 5 + length
+    return out
+
+
 def same_argument(domain: str, value: Any, field: ET.Element) -> None:
     show = field.get("show", "")
     if domain == "table":
@@ -156,6 +172,9 @@ def same_argument(domain: str, value: Any, field: ET.Element) -> None:
     elif domain == "longstr":  # Wireshark shows long strings as bytes
         if isinstance(value, dict) and "password" in value:  # PLAIN, as we show it
             value = "\0".join(value[k] for k in ("authzid", "username", "password"))
+        elif isinstance(value, dict) and "hex" not in value:  # AMQPLAIN, a table as we show it
+            assert amqplain_table(bytes.fromhex(show.replace(":", ""))) == value
+            return
         raw = value.encode() if isinstance(value, str) else bytes.fromhex(value["hex"])
         assert show == ":".join(f"{b:02x}" for b in raw)
     elif domain == "timestamp":

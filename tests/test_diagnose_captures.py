@@ -150,6 +150,32 @@ WARNED: dict[str, dict[str, int]] = {
         "delivery.unsettled-at-end": 1,
         "close.connection": 1,
     },
+    # captures/scenarios/clients091.py (py-amqp and php-amqplib; their happy paths: none)
+    # py-amqp's confirmed publish to a missing exchange: the 404 close is the publish's answer,
+    # not a confirm still owed (no publish.unconfirmed)
+    "091-pyamqp-missing-exchange": {"close.channel": 1},
+    # php-amqplib's default AMQPLAIN, which garagemq does not offer: refused (530)
+    "091-php-amqplain-gmq": {"auth.refused": 1},
+    # a PHP worker SIGKILLed 1 s after its prefetch of 2 filled: held, never acked, no close
+    "091-php-killed": {
+        "consumer.stalled": 1,
+        "delivery.unacked-at-end": 1,
+        "liveness.dropped": 1,
+    },
+    # py-amqp with heartbeat 2 s and no heartbeat_tick for 8 s: RabbitMQ dropped it (RST)
+    "091-pyamqp-heartbeat-silent": {"liveness.heartbeat-missed": 1, "liveness.dropped": 1},
+    # garagemq's 404, then its 501 for the refused publish's content (py-amqp wrote it with the
+    # method) and, after its own connection.close, a second close and a channel.open-ok
+    "091-pyamqp-missing-exchange-gmq": {
+        "close.channel": 1,
+        "close.connection": 1,
+        "spec.violation": 2,
+    },
+    # aiormq's program exits after a confirmed publish, closing nothing: the kernel's FIN
+    "091-aiormq-no-close": {"liveness.dropped": 1},
+    # garagemq ends the idle aiormq connection after 30 s: 3 of the 10 s it proposed (90 chosen);
+    # aiormq's connection.close 500 after that FIN is its reply (info, not counted here)
+    "091-aiormq-idle-gmq": {"liveness.dropped": 1},
 }
 #: a duration measured by the client agrees with the capture's within this fraction
 WITHIN = 0.10
@@ -822,3 +848,142 @@ def test_tokens_refused_and_expired_and_requests_failed_or_unanswered() -> None:
     (unanswered,) = of_code(name, "request.unanswered")
     asked = [frames[n]["message"]["request-reply"]["operation"] for n in unanswered["evidence"]]
     assert asked == truth["listener_unanswered"]
+
+
+def test_a_confirm_mode_publish_refused_by_the_close_is_not_unconfirmed() -> None:
+    """py-amqp publishes with confirms one at a time; its publish to a missing exchange is
+    answered by channel.close 404: the close names the publish, and no confirm is owed."""
+    name = "091-pyamqp-missing-exchange.pcap"
+    truth = expect("091-pyamqp-missing-exchange")
+    assert not of_code(name, "publish.unconfirmed")
+    (diagnosis,) = of_code(name, "close.channel")
+    publish, close = evidence(name, diagnosis)
+    assert publish["name"] == "basic.publish"
+    assert publish["fields"]["exchange"] == truth["missing_exchange"]
+    (error,) = truth["channel_errors"]
+    assert close["fields"]["reply-code"] == error["code"] == 404
+    assert close["fields"]["reply-text"] == error["text"]
+
+
+@pytest.mark.parametrize(
+    ("stem", "chosen"), [("091-php-amqplain-gmq", "AMQPLAIN"), ("091-gmq-refused-login", None)]
+)
+def test_a_login_refused_for_a_mechanism_the_broker_did_not_offer(stem: str, chosen: Any) -> None:
+    """php-amqplib logs in with AMQPLAIN by default, garagemq offers PLAIN alone: the refusal is
+    the mechanism's, not the credentials'. pika's wrong password (PLAIN) stays the credentials'."""
+    name = f"{stem}.pcap"
+    (diagnosis,) = of_code(name, "auth.refused")
+    frames = evidence(name, diagnosis)
+    (error,) = expect(stem)["connection_errors"]
+    assert frames[-1]["fields"]["reply-code"] == error["code"] == 530
+    if chosen is None:
+        assert "not offered" not in diagnosis["title"]
+        assert "user name or password" in diagnosis["explanation"]
+        return
+    start, start_ok, _close = frames
+    assert start["name"] == "connection.start" and chosen not in start["fields"]["mechanisms"]
+    assert start_ok["fields"]["mechanism"] == chosen
+    assert f"mechanism {chosen} not offered" in diagnosis["title"]
+    assert "user name or password" not in diagnosis["explanation"]
+    assert f"listed {start['fields']['mechanisms']}" in diagnosis["explanation"]
+
+
+def test_py_amqp_that_never_ticked_missed_its_heartbeats() -> None:
+    """py-amqp negotiated 2 s and then sent nothing (no heartbeat_tick): the client's silence,
+    RabbitMQ's RST; py-amqp's close failed on the reset connection."""
+    name = "091-pyamqp-heartbeat-silent.pcap"
+    truth = expect("091-pyamqp-heartbeat-silent")
+    (missed,) = of_code(name, "liveness.heartbeat-missed")
+    assert "client" in missed["title"]
+    assert 2 * truth["negotiated_heartbeat"] < missed["duration"] <= truth["silent_s"]
+    last, end = evidence(name, missed)
+    assert last["dir"] == "c2s" and end["fields"] == {"event": "rst", "by": "server"}
+    assert truth["heartbeats_sent_by_client"] == 0 and truth["close_failed"]
+    (dropped,) = of_code(name, "liveness.dropped")
+    assert "after the client's silence" in dropped["explanation"]
+
+
+@pytest.mark.parametrize(
+    ("stem", "hint"),
+    [("091-pyamqp-heartbeat-silent", True), ("091-missed-heartbeats", False)],
+)
+def test_a_silent_client_whose_library_sends_heartbeats_only_when_asked(
+    stem: str, hint: bool
+) -> None:
+    """py-amqp sends heartbeats from heartbeat_tick alone: its silence points at the application
+    (no tick), which the check says; pika's paused process keeps the general check."""
+    (missed,) = of_code(f"{stem}.pcap", "liveness.heartbeat-missed")
+    assert ("heartbeat_tick" in missed["explanation"]) is hint
+    assert ("paused" in missed["explanation"]) is True
+
+
+def test_garagemq_closing_on_the_content_of_the_publish_it_refused_is_its_error() -> None:
+    """py-amqp writes a publish's method, header and body at once: the header was on its way
+    before garagemq's channel.close (in the capture, before it too), and garagemq's 501 on it is
+    the broker's error, as on pika's header sent after the close (091-gmq-missing-exchange)."""
+    name = "091-pyamqp-missing-exchange-gmq.pcap"
+    truth = expect("091-pyamqp-missing-exchange-gmq")
+    (diagnosis,) = of_code(name, "close.connection")
+    header, close, conn_close = evidence(name, diagnosis)
+    assert header["kind"] == "content-header" and header["dir"] == "c2s"
+    assert close["name"] == "channel.close" and header["frame"] < close["frame"]
+    (channel_error,) = truth["channel_errors"]
+    assert close["fields"]["reply-code"] == channel_error["code"] == 404
+    (connection_error,) = truth["connection_errors"]
+    assert conn_close["fields"]["reply-code"] == connection_error["code"] == 501
+    assert "on a frame in flight" in diagnosis["title"]
+    assert "The broker's error, not the client's" in diagnosis["explanation"]
+    assert "malformed" not in diagnosis["explanation"]
+
+
+@pytest.mark.parametrize(
+    ("stem", "by"),
+    [
+        ("091-aiormq-no-close", "client"),  # the program exited: its kernel's FIN
+        ("091-php-killed", "client"),  # SIGKILL: the kernel's FIN
+        ("091-killed-consumer", "client"),
+    ],
+)
+def test_a_connection_dropped_by_the_client_names_the_client_not_the_broker(
+    stem: str, by: str
+) -> None:
+    """A FIN from the client's side with the connection open is the client's process ending
+    (aiormq's program exiting, a killed PHP worker), not a broker that gave up on it."""
+    (dropped,) = of_code(f"{stem}.pcap", "liveness.dropped")
+    end = evidence(f"{stem}.pcap", dropped)[-1]
+    assert end["kind"] == "transport" and end["fields"]["by"] == by
+    assert "The client's side ended it" in dropped["explanation"]
+    assert "broker dropping" not in dropped["explanation"]
+
+
+def test_a_broker_that_held_to_the_heartbeat_it_proposed() -> None:
+    """aiormq's tune-ok chose 60 s where garagemq proposed 10; garagemq hung up after 30 s of the
+    client's silence, which the negotiated 60 s allows: the diagnosis says so, not 'the broker
+    dropped a connection it thought dead' alone."""
+    name = "091-aiormq-idle-gmq.pcap"
+    truth = expect("091-aiormq-idle-gmq")
+    frames = frames_of(name)
+    (tune,) = [f for f in frames.values() if f["name"] == "connection.tune"]
+    (tune_ok,) = [f for f in frames.values() if f["name"] == "connection.tune-ok"]
+    proposed, chosen = tune["fields"]["heartbeat"], tune_ok["fields"]["heartbeat"]
+    assert chosen == truth["negotiated_heartbeat"] > proposed > 0
+    (dropped,) = of_code(name, "liveness.dropped")
+    last, *_, end = evidence(name, dropped)
+    assert last["dir"] == "c2s" and end["fields"] == {"event": "fin", "by": "server"}
+    assert close_to(end["ts"] - last["ts"], truth["lost_after_s"])
+    assert f"of the {proposed} s heartbeat the broker proposed" in dropped["explanation"]
+    assert f"tune-ok chose {chosen} s" in dropped["explanation"]
+    assert not of_code(name, "liveness.heartbeat-missed")  # within the negotiated 90 s
+
+
+def test_a_close_sent_after_the_other_side_hung_up_is_its_reply_not_a_cause() -> None:
+    """aiormq sends connection.close 500 'reader unexpected closed' after garagemq's FIN: the
+    close answers the lost connection (info, the FIN in its evidence), no error of its own."""
+    name = "091-aiormq-idle-gmq.pcap"
+    (close,) = of_code(name, "close.connection")
+    fin, sent = evidence(name, close)
+    assert fin["kind"] == "transport" and fin["fields"] == {"event": "fin", "by": "server"}
+    assert sent["name"] == "connection.close" and sent["dir"] == "c2s"
+    assert sent["fields"]["reply-code"] == 500
+    assert close["severity"] == "info" and "after the server hung up" in close["title"]
+    assert "the client's reply to the connection it lost" in close["explanation"]

@@ -544,6 +544,22 @@ def test_rst_with_data_outstanding_is_a_finding():
     assert codes(findings) == ["tcp.reset"]
 
 
+def test_rst_that_acknowledges_the_last_data_strands_nothing():
+    """aiormq sends connection.close and FIN at once, then resets on the broker's close-ok: the
+    RST's own ack covers the close-ok (091-aiormq-happy). No finding."""
+    w = Wire()
+    segs = w.handshake(1000, 2000)
+    segs += [
+        w.seg(C, S, 1001, 2001, ACK | PSH, b"close"),
+        w.seg(C, S, 1006, 2001, FIN | ACK),
+        w.seg(S, C, 2001, 1007, ACK | PSH, b"ok"),
+        w.seg(C, S, 1007, 2003, RST | ACK),
+    ]
+    events, findings = run(segs)
+    assert closes(events)[0].how == "rst"
+    assert findings == []
+
+
 def test_rst_settles_holes():
     w = Wire()
     segs = w.handshake(1000, 2000)

@@ -116,6 +116,27 @@ FINDINGS = {
         "amqp091.connection-error",  # 501 on the publish's content header, in flight
         "amqp091.sent-after-close",  # garagemq's second connection.close
     ],
+    # captures/scenarios/clients091.py (py-amqp and php-amqplib; their happy paths: none)
+    # the 404 answers py-amqp's one confirm-mode publish: no unconfirmed-at-end
+    "091-pyamqp-missing-exchange": ["amqp091.channel-error"],
+    "091-php-amqplain-gmq": ["amqp091.login-refused"],  # AMQPLAIN, which garagemq does not offer
+    "091-php-killed": [
+        "amqp091.prefetch-saturated",  # prefetch 2, both delivered, neither acked
+        "amqp091.transport-closed",  # SIGKILL: the kernel's FIN, no close
+        "amqp091.unacked-at-end",
+    ],
+    "091-pyamqp-heartbeat-silent": ["amqp091.transport-closed"],  # RabbitMQ's RST
+    "091-pyamqp-missing-exchange-gmq": [
+        "amqp091.channel-error",  # 404, the one confirm-mode publish's answer
+        "amqp091.connection-error",  # 501 on that publish's content, written with its method
+        "amqp091.sent-after-close",  # garagemq's second connection.close
+        "amqp091.sent-after-close",  # its channel.open-ok to py-amqp's revival, after it
+    ],
+    "091-aiormq-no-close": ["amqp091.transport-closed"],  # exited: FIN, no connection.close
+    "091-aiormq-idle-gmq": [
+        "amqp091.transport-closed",  # garagemq's FIN after 30 s idle
+        "amqp091.connection-error",  # aiormq's connection.close 500 after it
+    ],
 }
 
 
@@ -260,6 +281,15 @@ ELSEWHERE: dict[str, str] = {
     "got": _TOOLS,
     "consumed": _TOOLS,
     "deleted_message_count": _TOOLS,
+    "client_library": _NOTES,  # captures/scenarios/clients091.py: py-amqp's, php-amqplib's
+    "consumer_tag": "test_clients091_consumer_tags",
+    "nothing_more_in_s": _NOTES,
+    "missing_exchange": _DIAGNOSED,
+    "idle_s": _NOTES,
+    "silent_s": _DIAGNOSED,
+    "close_failed": _DIAGNOSED,
+    "lost_after_s": _DIAGNOSED,
+    "lost_with": _NOTES,
 }
 
 #: the counts test_counts_match_the_scenario compares with the summary's
@@ -578,3 +608,34 @@ def test_amqp_tools_got_what_the_tools_printed(path: Path) -> None:
     assert bodies["basic.deliver"].decode() == expect["consumed"]
     (delete_ok,) = [f for f in frames if f.name == "queue.delete-ok"]
     assert str(delete_ok.fields["message-count"]) == expect["deleted_message_count"]
+
+
+@pytest.mark.parametrize(
+    "stem",
+    [
+        "091-pyamqp-happy",
+        "091-pyamqp-happy-gmq",
+        "091-php-happy",
+        "091-php-happy-gmq",
+        "091-aiormq-happy",
+        "091-aiormq-happy-gmq",
+    ],
+)
+def test_clients091_consumer_tags(stem: str) -> None:
+    """py-amqp and php-amqplib leave the consumer tag to the broker: RabbitMQ's amq.ctag-...,
+    garagemq's own form; aiormq makes its own (ctag1.<uuid>). The summary has the tag the client
+    was given; the heartbeat is the client's tune-ok (0 for py-amqp and php-amqplib, 60 for
+    aiormq whatever the broker proposed: garagemq 10)."""
+    expect, summary = scenario(CAPTURES / f"{stem}.json")
+    (consumer,) = [c for ch in entries(summary) for c in ch["consumers"]]
+    assert consumer["tag"] == expect["consumer_tag"]
+    assert consumer["deliveries"] == expect["deliveries"]
+    negotiated = summary["connections"][0]["tune"]["negotiated"]
+    assert negotiated["heartbeat"] == expect["negotiated_heartbeat"]
+
+
+def test_the_login_refused_names_the_mechanism_not_offered() -> None:
+    """The finding says the client's AMQPLAIN was not among garagemq's mechanisms."""
+    _expect, summary = scenario(CAPTURES / "091-php-amqplain-gmq.json")
+    (found,) = summary["findings"]
+    assert "the client chose AMQPLAIN, which the broker did not offer (PLAIN)" in found["message"]

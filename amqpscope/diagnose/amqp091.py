@@ -503,6 +503,7 @@ def closes(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
         if checked is not None:
             cause, check = checked
         evidence = [named.number if named else 0, close.get("frame") or 0]
+        reaction = False  # a close sent after the other side ended TCP: its reply to that
         # the queue the failed method named (a 404's missing queue), else the channel's
         named_queue = str(named.fields["queue"]) if named and named.fields.get("queue") else None
         detail = ""
@@ -532,6 +533,14 @@ def closes(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
             # a code of its own per broker (garagemq: 530 NOT_ALLOWED): the reply table would
             # explain that code's other uses (a vhost, a channel-max), not a login
             cause, check = _text_cause(name, close.get("reply-text")) or causes.LOGIN_CAUSE
+            chosen = conn.unoffered_mechanism()
+            if chosen is not None:  # the mechanism, not the credentials: the client's choice
+                offered = str(conn.mechanisms)
+                cause = causes.MECHANISM_CAUSE[0].format(chosen=chosen, offered=offered)
+                check = causes.MECHANISM_CAUSE[1]
+                title += f" (mechanism {chosen} not offered)"
+                starts = [s.number for s in login[0].before if s.name == "connection.start"]
+                evidence = starts[-1:] + evidence
         elif epoch is not None:
             title = f"Channel {epoch.number} closed by the {close.get('by')}: {reply} {name}" + (
                 f" on {method}" if method else ""
@@ -545,12 +554,20 @@ def closes(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
             title = (
                 f"Connection closed by the {close.get('by')}: {reply} {name} on a frame in flight"
             )
+            what = (
+                f"which the client sent on channel {in_channel} after the broker's own"
+                f" channel.close (frame {closed}) and before its close-ok: a frame in flight"
+                if sent > closed
+                # py-amqp writes a publish's method, header and body at once: the header was on
+                # its way when the broker refused the method
+                else f"the content of the basic.publish on channel {in_channel} that the"
+                f" broker's own channel.close (frame {closed}) refused, on its way before the"
+                " close: a frame in flight when the broker closed the channel"
+            )
             cause = (
-                f"the broker closed the connection on frame {sent}, which the client sent on"
-                f" channel {in_channel} after the broker's own channel.close (frame {closed})"
-                " and before its close-ok: a frame in flight, which a peer that sent"
-                " channel.close must discard (AMQP 0-9-1, channel.close). The broker's error,"
-                " not the client's"
+                f"the broker closed the connection on frame {sent}, {what}, which a peer that"
+                " sent channel.close must discard (AMQP 0-9-1, channel.close). The broker's"
+                " error, not the client's"
             )
             check = (
                 f"the channel's close in frame {closed} (the error to fix) and the broker's"
@@ -559,6 +576,21 @@ def closes(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
             evidence = [closed, sent, *evidence[1:]]
         else:
             title = f"Connection closed by the {close.get('by')}: {reply} {name}"
+            hung_up = _hung_up_before(ev, conn, close, placed)
+            reaction = hung_up is not None
+            if hung_up is not None:  # aiormq's 500 after garagemq's FIN: its reaction
+                title = (
+                    f"Connection closed by the {close.get('by')} after the"
+                    f" {hung_up.fields.get('by')} hung up: {reply} {name}"
+                )
+                cause = (
+                    f"the {hung_up.fields.get('by')} had already ended the TCP connection"
+                    f" ({hung_up.fields.get('event')}, frame {hung_up.number}); this close is"
+                    f" the {close.get('by')}'s reply to the connection it lost, not a cause of"
+                    " its own"
+                )
+                check = "why the TCP connection was ended (liveness.dropped)"
+                evidence = sorted({hung_up.number, *evidence})
         diagnosis = make(
             code,
             title,
@@ -571,8 +603,23 @@ def closes(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
         )
         if checked is not None:
             diagnosis.severity = WARNING  # the channel is gone, but the client asked for this
+        if reaction:
+            diagnosis.severity = INFO  # a consequence: liveness.dropped has the cause
         out.append(diagnosis)
     return out
+
+
+def _hung_up_before(
+    ev: Evidence, conn: ConnectionTracker, close: dict[str, Any], placed: Placed | None
+) -> Seen | None:
+    """The other side's TCP end (FIN or RST) that came before this connection.close: the close
+    answers a connection already lost (aiormq sends connection.close 500 'reader unexpected
+    closed' after the broker's FIN); None when the close came first or from the side that
+    ended TCP."""
+    end = ev.ends.get(conn.conn)
+    if end is None or placed is None or end.ts > placed.frame.ts:
+        return None
+    return end if end.fields.get("by") not in (None, close.get("by")) else None
 
 
 def passive_cause(named: Seen | None, reply: Any) -> tuple[str, str] | None:
@@ -777,6 +824,17 @@ def liveness(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
                 silences.append((gap, direction, last, end, True))
     for gap, direction, last, after, for_good in silences:
         who = _side(direction)
+        check = (
+            "Check for a paused or overloaded process (GC, a blocked event loop, SIGSTOP) or a"
+            " network stall."
+        )
+        product = str((conn.client_product or {}).get("product")) if direction == C2S else ""
+        if product in causes.HEARTBEAT_ON_DEMAND:  # the client's library waits to be asked
+            check = (
+                f"Check how often the application lets {product} send:"
+                f" {causes.HEARTBEAT_ON_DEMAND[product]}; else a paused process or a network"
+                " stall."
+            )
         out.append(
             make(
                 "liveness.heartbeat-missed",
@@ -790,8 +848,7 @@ def liveness(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
                     else "."
                 )
                 + f" Its peer may declare the connection dead after {causes.HEARTBEAT_INTERVALS}"
-                " intervals. Check for a paused or overloaded process (GC, a blocked event"
-                " loop, SIGSTOP) or a network stall.",
+                f" intervals. {check}",
                 conn=conn.conn,
                 start=last.ts if last else None,
                 duration=gap,
@@ -817,12 +874,19 @@ def liveness(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
             and last.ts < end.ts <= (end.ts if for_good else after.ts)
             and end.ts - last.ts > causes.HEARTBEAT_INTERVALS * (interval or 0)
         ]
+        held = _held_to_proposal(conn, end, recent) if ender != C2S and not silent else None
         why = (
             f" It came after the {_side(silent[0][1])}'s silence of {silent[0][0]:.1f} s: its"
             " peer gave up on it (missed heartbeats)."
             if silent
-            else " A killed or crashed client, a broker dropping a connection it thought dead,"
-            " or a network device closing it; check the client's process and the broker's log."
+            else held[0]
+            if held is not None
+            else causes.DROPPED_BY.get(
+                str(what.get("by")),
+                " A killed or crashed client, a broker dropping a connection it thought dead,"
+                " or a network device closing it; check the client's process and the broker's"
+                " log.",
+            )
         )
         out.append(
             make(
@@ -832,10 +896,38 @@ def liveness(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
                 f" ({what.get('event')}) first, with {flight} in flight." + why,
                 conn=conn.conn,
                 start=end.ts,
-                evidence=[before, end.number],
+                evidence=sorted({before, end.number, *([held[1]] if held else [])}),
             )
         )
     return out
+
+
+def _held_to_proposal(conn: ConnectionTracker, end: Seen, recent: Any) -> tuple[str, int] | None:
+    """Why the broker dropped a client that kept the negotiated heartbeat but not the broker's
+    own: the client's tune-ok chose more than connection.tune proposed, and the client was
+    silent for over HEARTBEAT_INTERVALS of the proposal (not of what was negotiated): the words
+    and the client's last frame; None otherwise. Why: aiormq answers tune with its own 60 s
+    whatever the broker proposed, and garagemq keeps to the 10 s it proposed
+    (091-aiormq-idle-gmq)."""
+    proposed = (conn.proposed or {}).get("heartbeat")
+    chosen = conn.heartbeat
+    if not isinstance(proposed, int) or not 0 < proposed < chosen or not recent:
+        return None
+    last = next((f for f in reversed(recent) if f.direction == C2S and f.ts <= end.ts), None)
+    if last is None:
+        return None
+    gap = end.ts - last.ts
+    intervals = causes.HEARTBEAT_INTERVALS
+    if not intervals * proposed < gap <= intervals * chosen:
+        return None
+    return (
+        f" It came after the client's silence of {gap:.1f} s (from frame {last.number}):"
+        f" {gap / proposed:.1f} of the {proposed} s heartbeat the broker proposed in"
+        f" connection.tune, though the client's tune-ok chose {chosen} s, within which the"
+        " client was not late: what a broker holding to its own proposal does. Clients"
+        " conventionally take the lesser of the two; set the client's heartbeat at or below the"
+        " broker's."
+    ), last.number
 
 
 def _in_a_hole(conn: ConnectionTracker, frame: Seen) -> bool:

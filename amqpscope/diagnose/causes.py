@@ -215,6 +215,42 @@ LOGIN_CAUSE: Final = (
     "the credentials and the user's rights in the broker's configuration",
 )
 
+#: who ended the TCP connection with the AMQP connection open -> what ends it that way. Why: a
+#: FIN from the client's side is its own process (an exit without connection.close: aiormq's
+#: program ending, a killed PHP worker), not a broker that gave up; a RST may also be a network
+#: device's, forged for either side
+DROPPED_BY: Final[dict[str, str]] = {
+    "client": (
+        " The client's side ended it: a client that exited, was killed or crashed, or closed its"
+        " socket without connection.close (a RST may also come from a network device); check the"
+        " client's process."
+    ),
+    "server": (
+        " The broker's side ended it: a broker dropping a connection it thought dead, shutting"
+        " down or crashing (a RST may also come from a network device); check the broker's log."
+    ),
+}
+
+#: client libraries (their client-properties `product`) that send heartbeats only when the
+#: application asks: a silent client of theirs is most often an application that did not ask
+HEARTBEAT_ON_DEMAND: Final[dict[str, str]] = {
+    "py-amqp": (
+        "py-amqp sends a heartbeat only from Connection.heartbeat_tick, which the application"
+        " must call often (its documentation: about once a second; kombu: heartbeat_check):"
+        " a long task or a blocking call between two calls is silence on the wire"
+    ),
+}
+
+#: (cause, what to check) of a refused login whose start-ok chose a mechanism the broker's
+#: connection.start did not offer ({chosen}, {offered}): the client's choice, not its password
+MECHANISM_CAUSE: Final = (
+    "the client logged in with the mechanism {chosen}, which the broker did not offer (its"
+    " connection.start listed {offered}); the start-ok must choose one of those (AMQP 0-9-1,"
+    " connection.start-ok): the refusal need not be about the credentials",
+    "the client's login method setting (a library's default may be AMQPLAIN): choose one the"
+    " broker offers",
+)
+
 #: 1.0 error condition (spec part 2 section 2.8.15-2.8.18) -> (cause, what to check)
 CONDITION_CAUSES: Final[dict[str, tuple[str, str]]] = {
     "amqp:internal-error": ("the peer failed internally", "the peer's log"),

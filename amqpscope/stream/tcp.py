@@ -408,6 +408,8 @@ class TcpReassembler:
         conn.last_packet = seg.packet
         conn.last_ts = seg.ts
         if flags & RST:
+            if flags & ACK:  # what the reset acknowledges was delivered: not stranded by it
+                self._acked_by_reset(h.peer, seg.ack)
             self._reset(conn, seg, out)
             return out
         packet, ts = seg.packet, seg.ts
@@ -525,6 +527,18 @@ class TcpReassembler:
             closed[(s, c)] = ts
             while len(closed) > MAX_CLOSED:
                 closed.popitem(last=False)
+
+    @staticmethod
+    def _acked_by_reset(p: _Half, ack: int) -> None:
+        """A RST with ACK acknowledges `ack` (raw) of `p`'s direction: the bytes (and FIN) it
+        covers reached the resetter. Why: aiormq sends connection.close and its FIN at once and
+        resets on the close-ok, which that RST acknowledges: nothing stranded."""
+        nxt = p.nxt
+        if nxt is None:
+            return
+        a = nxt + (((ack - nxt + _HALF) & _MASK) - _HALF)
+        if a > p.acked and a - nxt <= 1:  # up to what was seen (and a FIN's one number)
+            p.acked = a
 
     def _reset(self, conn: _Conn, seg: Segment, out: list[StreamEvent]) -> None:
         stranded = False

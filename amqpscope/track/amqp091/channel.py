@@ -200,6 +200,10 @@ class ChannelEpoch:
         #: routing key) of unconfirmed publishes, the oldest first, MAX_LEFT of each
         self.left_unacked: list[tuple[int, float, int]] = []
         self.left_unconfirmed: list[tuple[int, float, int, str]] = []
+        #: the client's last basic.publish and last content header: a header after the publish
+        #: is its content, which a server refusing the publish (channel.close) must discard
+        self.publish_frame = 0
+        self.header_frame = 0
         # publisher confirms
         self.confirm_seq = 0
         #: publishes are numbered as the broker numbers them: False when confirm mode was adopted
@@ -241,6 +245,7 @@ class ChannelEpoch:
         size = frame.fields.get("body-size") or 0
         if direction == C2S:
             self.published_bytes += size
+            self.header_frame = frame.number
         elif self.s2c_content in ("basic.deliver", "basic.get-ok"):
             self.delivered_bytes += size
 
@@ -257,6 +262,7 @@ class ChannelEpoch:
     # -- publishing ---------------------------------------------------------------------------
     def publish(self, frame: Frame, out: list[Finding]) -> None:
         self.publishes += 1
+        self.publish_frame = frame.number
         self.publish_series.add(frame.ts)
         fields = frame.fields
         if rules.CONFIRM in self.modes and self.numbered:
@@ -696,6 +702,8 @@ class ChannelEpoch:
             info["cause-frame"] = cause_frame
             cause = f"; caused by the {method} of delivery tag {tag} in frame {cause_frame}"
         failed = f" in reply to {info['class-method']}" if info["class-method"] else ""
+        if by == "server" and info["class-method"] == "basic.publish":
+            cause += self._refused_publish()
         out.append(
             finding(
                 "amqp091.channel-error",
@@ -703,6 +711,20 @@ class ChannelEpoch:
                 f" {code} {info['reply-text']}{cause}",
             )
         )
+
+    def _refused_publish(self) -> str:
+        """The broker closed the channel in reply to a basic.publish in confirm mode: when one
+        publish alone was unconfirmed, the close is its answer (a broker that has closed the
+        channel confirms nothing after it), not a confirm still owed. Several: which one the
+        close answered is not on the wire, and all stay unconfirmed.
+
+        Why: py-amqp (celery's client) publishes with confirms, one at a time; a publish to a
+        missing exchange is answered by channel.close 404, and was never "unconfirmed"."""
+        if not self.numbered or len(self.unconfirmed) != 1:
+            return ""
+        seq = next(iter(self.unconfirmed.tags))  # (no tuple-unpacking of a dict: compiled)
+        self.unconfirmed.drain()
+        return f"; the close is the answer to publish seq {seq} (no confirm comes after it)"
 
     def end(
         self,

@@ -175,6 +175,15 @@ class ConnectionTracker:
         if direction == C2S and epoch.state == rules.CH_CLOSING_BY_SERVER and epoch.close:
             self.in_flight[epoch.number] = (frame.number, epoch.close.get("frame") or 0)
 
+    def _refused_content(self, epoch: ChannelEpoch, close: Frame) -> None:
+        """The server's channel.close refused a basic.publish whose content the client had sent
+        already (py-amqp writes method, header and body at once): that content reaches the
+        server after its close, and it must discard it as it discards any frame in flight
+        (garagemq closes the connection with 501 instead)."""
+        refused = (epoch.close or {}).get("class-method") == "basic.publish"
+        if refused and epoch.header_frame > epoch.publish_frame > 0:
+            self.in_flight.setdefault(epoch.number, (epoch.header_frame, close.number))
+
     def _after_own_close(self, frame: Frame, direction: str, own: int, out: list[Finding]) -> None:
         who = "client" if direction == C2S else "server"
         self.unexpected += 1
@@ -281,6 +290,27 @@ class ConnectionTracker:
         user = fields.get("user")
         self.user = user if type(user) is str else None  # the decoder gives only text
 
+    def unoffered_mechanism(self) -> str | None:
+        """The mechanism the client's start-ok chose when the broker's connection.start did not
+        offer it (its `mechanisms`, space-separated, must hold the client's choice: AMQP 0-9-1
+        connection.start-ok); None when it was offered or either side was not seen.
+
+        Why: php-amqplib logs in with AMQPLAIN unless told otherwise; a broker that offers PLAIN
+        alone (garagemq) refuses it, and the refusal is about the mechanism, not the password."""
+        offered, chosen = self.mechanisms, self.mechanism
+        if isinstance(offered, bytes):
+            offered = offered.decode("latin-1")
+        if not isinstance(offered, str) or not isinstance(chosen, str) or not chosen:
+            return None
+        return None if chosen in offered.split() else chosen
+
+    def _unoffered_note(self) -> str:
+        """What a refused login's finding adds when the client chose a mechanism not offered."""
+        chosen = self.unoffered_mechanism()
+        if chosen is None:
+            return ""
+        return f"; the client chose {chosen}, which the broker did not offer ({self.mechanisms})"
+
     def _tune(self, frame: Frame, direction: str, out: list[Finding]) -> None:
         self.proposed = {key: frame.fields.get(key) for key in TUNE_KEYS}
 
@@ -313,7 +343,7 @@ class ConnectionTracker:
                 finding(
                     "amqp091.login-refused",
                     f"the broker refused the login of user {self.user!r} ({self.mechanism}):"
-                    f" {code} {text}",
+                    f" {code} {text}" + self._unoffered_note(),
                 )
             )
             return
@@ -324,6 +354,10 @@ class ConnectionTracker:
             failed = (
                 f" on frame {sent}, which the client sent on channel {channel} after the server's"
                 f" channel.close (frame {closed}) and before its close-ok: in flight"
+                if sent > closed
+                else f" on frame {sent}, the content of the basic.publish the server's"
+                f" channel.close (frame {closed}) refused on channel {channel}: to be discarded"
+                " with it"
             )
         out.append(
             finding(
@@ -405,6 +439,8 @@ class ConnectionTracker:
         if after is not None:
             if name == "channel.close":
                 epoch.closing(frame, "client" if direction == C2S else "server", out)
+                if direction == S2C:
+                    self._refused_content(epoch, frame)
             epoch.state = after
             if after == rules.CH_CLOSED:
                 epoch.end(frame.ts, "closed", out, self.lost_c2s, self.lost_s2c)
