@@ -532,3 +532,17 @@ def test_keylog_without_keys_is_a_warning_and_the_read_goes_on(tmp_path: Path) -
     decrypted = amqpscope("summary", "--keylog", keys, capture)
     assert "holds no TLS keys" not in decrypted.stderr
     assert "AMQP 0-9-1" in decrypted.stdout
+
+
+def test_python_minus_m_amqpscope_is_the_console_script() -> None:
+    """`python -m amqpscope` where no script is on PATH: the same program, name and exits."""
+    for args, code in ((["--version"], 0), (["read", "/no/such/file.pcap"], 1), (["nope"], 2)):
+        done = subprocess.run(
+            [sys.executable, "-m", "amqpscope", *args], capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == code, (args, done.stderr)
+        assert "Traceback" not in done.stderr
+    done = subprocess.run(
+        [sys.executable, "-m", "amqpscope", "--help"], capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout.startswith("Usage: amqpscope ")
