@@ -110,3 +110,9 @@ def test_the_docs_site_builds_with_warnings_as_errors(tmp_path: Path) -> None:
     for page in (ROOT / "docs").rglob("*.md"):
         html = page.relative_to(ROOT / "docs").with_suffix(".html").as_posix()
         assert html in built
+    # the site reads with no network (a laptop on a plane, an air-gapped incident room): no
+    # page asks a font server or a CDN for what it draws with
+    for page in site.rglob("*.html"):
+        text = page.read_text()
+        for host in ("fonts.googleapis.com", "fonts.gstatic.com", "unpkg.com", "cdn.jsdelivr"):
+            assert host not in text, (page.relative_to(site).as_posix(), host)
