@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 from hypothesis import is_hypothesis_test, settings
 
+from tests import slow
+
 ROOT = str(Path(__file__).resolve().parent.parent)
 
 #: property tests: no deadline (a loaded 2-core machine runs an example slowly, which is no
@@ -80,6 +82,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         mark = MARKS.get(GROUPS.get(item.nodeid.split("::", 1)[0], ""))
         if mark:
             item.add_marker(mark)
+        if slow.is_slow(item.nodeid):  # what `make check` leaves out (tests/slow.py)
+            item.add_marker("slow")
     if not config.pluginmanager.hasplugin("xdist"):
         return
     order: dict[pytest.Item, int] = {}
