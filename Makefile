@@ -126,7 +126,9 @@ endif
 check: lint
 	$(PYTHON) -m pytest -q -n $(PYTEST_JOBS) --dist loadgroup -m "$(CHECK_MARKERS) and not slow"
 
-check-all: lint node-deps
+# Mermaid and Chromium for the diagram tests first (only those: not the brokers' packages)
+check-all: lint
+	@$(MAKE) --no-print-directory node-deps APT_PKGS=chromium
 	$(PYTHON) -m pytest -q -n $(PYTEST_JOBS) --dist loadgroup -m "$(CHECK_MARKERS)"
 
 captures: install system-deps
