@@ -10,7 +10,7 @@ export DEBIAN_FRONTEND := noninteractive
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: demo test install dev build-deps system-deps broker lint unit captures bench compiled fuzz clean node-deps docs reference
-.PHONY: install-core wheel wheel-deps check
+.PHONY: install-core wheel wheel-deps check check-all
 
 # `read` needs the core dependencies only: the demo installs the compiled build without the
 # extras (Spark, the docs, the TUI, ...), which `make install` adds (docs/developer/first-run.md)
@@ -113,10 +113,25 @@ reference:
 unit:
 	$(PYTHON) -m pytest -q -n $(PYTEST_JOBS) --dist loadgroup -m "not broker"
 
-# the developer's fast loop: lint, then every test that needs no broker, builds no compiled wheel
-# and starts no Spark (markers from tests/conftest.py's groups; `make test` runs them all)
+# the developer's fast loop (under 3 minutes on 2 cores): lint, then every test that needs no
+# broker, builds no compiled wheel, starts no Spark and is not `slow` (tests/slow.py: Chromium,
+# the benches, the corpus sweeps but one capture of each protocol, the tests over ~2 s). `make
+# check-all` adds the slow ones back; `make test` runs them all (markers: tests/conftest.py).
+# Where the environment forbids bytecode beside the sources (PYTHONDONTWRITEBYTECODE), it is kept
+# in build/pycache instead: else every run and every `amqpscope` subprocess compiles the tree and
+# pytest rewrites every test module again (collection 9 s against 4 s)
+CHECK_MARKERS := not broker and not compiles and not spark
+ifneq ($(PYTHONDONTWRITEBYTECODE),)
+check check-all: export PYTHONPYCACHEPREFIX := $(CURDIR)/build/pycache
+check check-all: export PYTHONDONTWRITEBYTECODE :=
+endif
 check: lint
-	$(PYTHON) -m pytest -q -n $(PYTEST_JOBS) --dist loadgroup -m "not broker and not compiles and not spark"
+	$(PYTHON) -m pytest -q -n $(PYTEST_JOBS) --dist loadgroup -m "$(CHECK_MARKERS) and not slow"
+
+# Mermaid and Chromium for the diagram tests first (only those: not the brokers' packages)
+check-all: lint
+	@$(MAKE) --no-print-directory node-deps APT_PKGS=chromium
+	$(PYTHON) -m pytest -q -n $(PYTEST_JOBS) --dist loadgroup -m "$(CHECK_MARKERS)"
 
 captures: install system-deps
 	$(PYTHON) captures/record.py

@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import tempfile
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import is_hypothesis_test, settings
+
+from tests import slow
 
 ROOT = str(Path(__file__).resolve().parent.parent)
 
@@ -64,11 +68,22 @@ FIRST = ("builds", "spark", "broker")
 MARKS = {"builds": "compiles", "spark": "spark"}
 
 
+#: tests/oracle.py's SHARED (not imported here: it loads amqpscope's TLS code before any test)
+TSHARK_SHARED = "AMQPSCOPE_TSHARK_SHARED"
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
-    """Every property test draws from the fixed seed (before Hypothesis's plugin reads it)."""
+    """Every property test draws from the fixed seed (before Hypothesis's plugin reads it); the
+    run's folder for tshark's outputs."""
     if config.getoption("--hypothesis-seed", None) is None:
         config.option.hypothesis_seed = HYPOTHESIS_SEED
+    if not hasattr(config, "workerinput") and TSHARK_SHARED not in os.environ:
+        # the run's tshark outputs (tests/oracle.py), made before xdist starts its workers
+        folder = tempfile.mkdtemp(prefix="amqpscope-tshark-")
+        os.environ[TSHARK_SHARED] = folder
+        config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+        config.add_cleanup(lambda: os.environ.pop(TSHARK_SHARED, None))
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -80,6 +95,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         mark = MARKS.get(GROUPS.get(item.nodeid.split("::", 1)[0], ""))
         if mark:
             item.add_marker(mark)
+        if slow.is_slow(item.nodeid):  # what `make check` leaves out (tests/slow.py)
+            item.add_marker("slow")
     if not config.pluginmanager.hasplugin("xdist"):
         return
     order: dict[pytest.Item, int] = {}

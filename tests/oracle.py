@@ -6,6 +6,8 @@ open (0x10)"), so frame names come from Wireshark's value tables, not from amqps
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 import shutil
 import subprocess
@@ -99,6 +101,32 @@ def visible_to_wireshark(frames: list) -> list:
     return out
 
 
+#: a folder where one test run keeps what tshark printed (tests/conftest.py makes it for the
+#: session; every xdist worker inherits it), so that a capture is dissected once for all the
+#: tests that compare with the same dissection (test_vs_tshark, test_tree_vs_tshark,
+#: test_amqp091_vs_tshark, test_amqp10_vs_tshark, ...); unset: tshark runs every time
+SHARED = "AMQPSCOPE_TSHARK_SHARED"
+
+
+def shared_run(cmd: list[str], inputs: list[Path]) -> bytes:
+    """tshark's output of `cmd`, run once per session for the same command on the same bytes
+    of `inputs` (the capture, its key log): kept under SHARED, keyed by both."""
+    folder = os.environ.get(SHARED)
+    if not folder:
+        return subprocess.run(cmd, capture_output=True, check=True, timeout=300).stdout
+    key = hashlib.sha256("\0".join(cmd).encode())
+    for one in inputs:
+        key.update(b"\0" + one.read_bytes())
+    kept = Path(folder) / f"{key.hexdigest()}.out"
+    if kept.is_file():
+        return kept.read_bytes()
+    out = subprocess.run(cmd, capture_output=True, check=True, timeout=300).stdout
+    partial = kept.with_name(f"{kept.name}.{os.getpid()}")
+    partial.write_bytes(out)
+    os.replace(partial, kept)  # whole or absent for a worker reading it meanwhile
+    return out
+
+
 def pdml(path: str, decode_as: tuple[int, ...] = ()) -> ET.Element:
     """tshark's PDML for the AMQP packets of `path` (Decode As on `decode_as` ports), parsed.
     TLS on 5671 is decrypted with the capture's key log (or the secrets in its pcapng) and read
@@ -111,7 +139,7 @@ def pdml(path: str, decode_as: tuple[int, ...] = ()) -> ET.Element:
     for port in decode_as:
         if port != 5671:  # AMQP there is inside TLS: decoded through it, not over raw TCP
             cmd += ["-d", f"tcp.port=={port},amqp"]
-    out = subprocess.run(cmd, capture_output=True, check=True, timeout=300).stdout
+    out = shared_run(cmd, [Path(path), *([keys] if keys else [])])
     # tshark copies payload bytes into some attributes verbatim (invalid UTF-8, control
     # characters), which XML forbids; the oracles read names and numbers, so those bytes can go
     return ET.fromstring(_CONTROL.sub(" ", out.decode("utf-8", errors="replace")))

@@ -9,9 +9,11 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from click.testing import CliRunner
 
 from amqpscope import schema
 from amqpscope.capture.files import open_capture
+from amqpscope.cli import main
 from amqpscope.dissect import Dissector
 from amqpscope.track.tracker import Tracker
 from tests.oracle import keylog_for
@@ -46,13 +48,11 @@ def test_schemas_are_valid_and_printed(name: str) -> None:
 
 
 def cli(*args: str) -> str:
-    return subprocess.run(
-        [sys.executable, "-m", "amqpscope.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    ).stdout
+    """The command run in this process (the documents are what is checked here; the exit codes
+    and stderr of a real process are tests/test_cli.py's and tests/test_exits.py's)."""
+    result = CliRunner().invoke(main, list(args))
+    assert result.exit_code == 0, (result.exit_code, result.stderr, result.exception)
+    return result.stdout
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)

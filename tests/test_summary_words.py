@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from amqpscope.cli import main
 from amqpscope.codec.amqp10.tree import amqp_tree
 from amqpscope.render.summary import _words
 from tests.crafted import CAPTURES, rewrite
@@ -20,13 +20,10 @@ JSONISH = re.compile(r'\{"|":|\["|\{\}|\[\]')
 
 
 def summary(path: Path, *args: str) -> str:
-    return subprocess.run(
-        [sys.executable, "-m", "amqpscope.cli", "summary", str(path), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    ).stdout
+    """`summary` run in this process, piped (the text is what is checked here, not the exit)."""
+    result = CliRunner().invoke(main, ["summary", str(path), *args])
+    assert result.exit_code == 0, (result.exit_code, result.stderr, result.exception)
+    return result.stdout
 
 
 def server_frame_limit(value: int):  # type: ignore[no-untyped-def]
