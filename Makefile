@@ -118,12 +118,13 @@ unit:
 # the benches, the corpus sweeps but one capture of each protocol, the tests over ~2 s). `make
 # check-all` adds the slow ones back; `make test` runs them all (markers: tests/conftest.py).
 # Where the environment forbids bytecode beside the sources (PYTHONDONTWRITEBYTECODE), it is kept
-# in build/pycache instead: else every run and every `amqpscope` subprocess compiles the tree and
-# pytest rewrites every test module again (collection 9 s against 4 s)
+# in build/pycache instead, for every test run: else every run, every xdist worker and every
+# `amqpscope` subprocess compiles the tree and pytest rewrites every test module again
+# (collection 9 s against 4 s)
 CHECK_MARKERS := not broker and not compiles and not spark
 ifneq ($(PYTHONDONTWRITEBYTECODE),)
-check check-all: export PYTHONPYCACHEPREFIX := $(CURDIR)/build/pycache
-check check-all: export PYTHONDONTWRITEBYTECODE :=
+check check-all test unit: export PYTHONPYCACHEPREFIX := $(CURDIR)/build/pycache
+check check-all test unit: export PYTHONDONTWRITEBYTECODE :=
 endif
 check: lint
 	$(PYTHON) -m pytest -q -n $(PYTEST_JOBS) --dist loadgroup -m "$(CHECK_MARKERS) and not slow"
