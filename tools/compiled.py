@@ -309,14 +309,30 @@ def install(target: Path = DEFAULT) -> Path:
 
 
 def main() -> int:
-    args = sys.argv[1:]
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="compiled.py",
+        description="Build amqpscope compiled by mypyc: a virtualenv (DIR), the default wheel"
+        " (--wheel) or the manylinux one (--repaired), and print its path.",
+    )
+    kind = parser.add_mutually_exclusive_group()
+    kind.add_argument("--wheel", action="store_true", help=f"the default wheel (into {DIST})")
+    kind.add_argument("--repaired", action="store_true", help=f"manylinux (into {WHEELHOUSE})")
+    parser.add_argument(
+        "dir",
+        nargs="?",
+        type=Path,
+        help=f"where to build (the defaults above; a virtualenv: {DEFAULT})",
+    )
+    args = parser.parse_args()
     try:
-        if args[:1] == ["--wheel"]:
-            print(build_wheel(Path(args[1]) if len(args) > 1 else DIST))
-        elif args[:1] == ["--repaired"]:
-            print(repaired_wheel(Path(args[1]) if len(args) > 1 else WHEELHOUSE))
+        if args.wheel:
+            print(build_wheel(args.dir or DIST))
+        elif args.repaired:
+            print(repaired_wheel(args.dir or WHEELHOUSE))
         else:
-            print(install(Path(args[0]) if args else DEFAULT))
+            print(install(args.dir or DEFAULT))
     except BuildError as exc:
         print(f"compiled.py: {exc}", file=sys.stderr)
         return 1
