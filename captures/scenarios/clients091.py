@@ -83,6 +83,12 @@ def php(ctx: record.Ctx, mode: str, port: int, login: str = "AMQPLAIN") -> dict[
     return client(command, ("php-amqplib", "php-cli"))
 
 
+def aiormq(ctx: record.Ctx, mode: str, port: int) -> dict[str, Any]:
+    """aiormq (asyncio) under the system python3."""
+    command = ["/usr/bin/python3", AIORMQ, mode, str(port), ctx.q()]
+    return client(command, ("python3-aiormq", "python3-pamqp"), timeout=60)
+
+
 def garagemq(ctx: record.Ctx) -> None:
     """Start garagemq if needed, and delete the queue a failed run left (outside the capture)."""
     record.ensure_garagemq()
@@ -232,12 +238,6 @@ def s_pyamqp_heartbeat_silent(ctx: record.Ctx) -> dict[str, Any]:
 def s_pyamqp_missing_exchange_gmq(ctx: record.Ctx) -> dict[str, Any]:
     """As 091-pyamqp-missing-exchange, on garagemq, which mishandles the frames in flight."""
     return pyamqp(ctx, "missing-exchange", record.GARAGEMQ_PORT)
-
-
-def aiormq(ctx: record.Ctx, mode: str, port: int) -> dict[str, Any]:
-    """aiormq (asyncio) under the system python3."""
-    command = ["/usr/bin/python3", AIORMQ, mode, str(port), ctx.q()]
-    return client(command, ("python3-aiormq", "python3-pamqp"), timeout=60)
 
 
 AIORMQ_HAPPY = (
