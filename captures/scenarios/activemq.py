@@ -64,6 +64,11 @@ for _name in (
     record.DECODE_AS_AMQP[_name] = ACTIVEMQ_PORT
 
 
+def broker() -> str:
+    """The ground truth's word for the broker the recording ran against."""
+    return f"ActiveMQ Classic (Debian's activemq {activemq_version()})"
+
+
 class OnActiveMQ(record.ProtonClient):
     """A Proton client of ActiveMQ logging in with SASL PLAIN (user `amqpscope`)."""
 
@@ -78,7 +83,7 @@ class OnActiveMQ(record.ProtonClient):
 
     def run(self) -> record.Counts:
         n = super().run()
-        n["broker"] = f"ActiveMQ Classic (Debian's activemq {activemq_version()})"
+        n["broker"] = broker()
         return n
 
 
@@ -189,6 +194,13 @@ class RefusedLink(OnActiveMQ):
         return n
 
 
+def refused_sender(ctx: record.Ctx, address: str) -> record.Counts:
+    """A sender attached to `address`, which ActiveMQ refuses; the address noted."""
+    n = RefusedLink(ctx, lambda c, conn: c.create_sender(conn, address)).run()
+    n["address"] = address
+    return n
+
+
 @record.scenario(
     "10-amq-bad-address",
     "1.0",
@@ -201,10 +213,7 @@ class RefusedLink(OnActiveMQ):
 )
 def s10_amq_bad_address(ctx: record.Ctx) -> dict[str, Any]:
     """An address ActiveMQ refuses."""
-    address = "temp-queue://amqpscope-nope"
-    n = RefusedLink(ctx, lambda c, conn: c.create_sender(conn, address)).run()
-    n["address"] = address
-    return n
+    return refused_sender(ctx, "temp-queue://amqpscope-nope")
 
 
 @record.scenario(
@@ -343,7 +352,7 @@ def s10_amq_killed_receiver(ctx: record.Ctx) -> dict[str, Any]:
     n["received_again"] = again
     n["connections"] = n["connections_opened"] = 3
     n["links_attached"] = {"sender": 1, "receiver": 2}
-    n["broker"] = f"ActiveMQ Classic (Debian's activemq {activemq_version()})"
+    n["broker"] = broker()
     return n
 
 
@@ -377,7 +386,7 @@ class AmqDrain(Drain):
 def s10_amq_drain(ctx: record.Ctx) -> dict[str, Any]:
     """A drain on ActiveMQ."""
     n = AmqDrain(ctx).run()
-    n["broker"] = f"ActiveMQ Classic (Debian's activemq {activemq_version()})"
+    n["broker"] = broker()
     return n
 
 
@@ -419,7 +428,7 @@ def s10_amq_rhea(ctx: record.Ctx) -> dict[str, Any]:
     n["connections"] = 1
     n["links_attached"] = {"sender": 1, "receiver": 1}
     n["rhea"] = json.loads((modules / "rhea" / "package.json").read_text())["version"]
-    n["broker"] = f"ActiveMQ Classic (Debian's activemq {activemq_version()})"
+    n["broker"] = broker()
     return n
 
 
@@ -435,10 +444,7 @@ def s10_amq_rhea(ctx: record.Ctx) -> dict[str, Any]:
 )
 def s10_amq_forbidden(ctx: record.Ctx) -> dict[str, Any]:
     """An address the user may not use."""
-    address = "forbidden.amqpscope"
-    n = RefusedLink(ctx, lambda c, conn: c.create_sender(conn, address)).run()
-    n["address"] = address
-    return n
+    return refused_sender(ctx, "forbidden.amqpscope")
 
 
 class DynamicReply(OnActiveMQ):
