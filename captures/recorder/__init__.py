@@ -93,6 +93,9 @@ from recorder.brokers import (
     broker_or_error as broker_or_error,
 )
 from recorder.brokers import (
+    clear_garagemq as clear_garagemq,
+)
+from recorder.brokers import (
     ensure_activemq as ensure_activemq,
 )
 from recorder.brokers import (
@@ -196,6 +199,9 @@ from recorder.harness import (
 )
 from recorder.harness import (
     npm_modules as npm_modules,
+)
+from recorder.harness import (
+    own_broker as own_broker,
 )
 from recorder.harness import (
     p2p_port_free as p2p_port_free,

@@ -180,6 +180,24 @@ def ensure_garagemq() -> None:
     log(f"garagemq is up on {GARAGEMQ_PORT}")
 
 
+def clear_garagemq(name: str, queues: tuple[str, ...]) -> None:
+    """Start garagemq if needed and delete `queues`, which a failed run of the scenario `name`
+    left behind (outside the capture)."""
+    ensure_garagemq()
+    conn = pika.BlockingConnection(
+        pika_params(port=GARAGEMQ_PORT, name=f"amqpscope housekeeping {name}")
+    )
+    try:
+        ch = conn.channel()
+        for queue in queues:
+            try:
+                ch.queue_delete(queue)
+            except pika.exceptions.ChannelClosedByBroker:
+                ch = conn.channel()  # garagemq closes the channel for a queue it does not have
+    finally:
+        conn.close()
+
+
 def first_line(cmd: list[str]) -> str | None:
     """First non-empty output line of a --version style command, or None if missing."""
     if not shutil.which(cmd[0]):

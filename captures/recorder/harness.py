@@ -406,6 +406,20 @@ def scenario(name: str, protocol: str, description: str, **kw: Any) -> Callable[
     return register
 
 
+def own_broker(port: int, prepare: Callable[[Ctx], None], **kw: Any) -> dict[str, Any]:
+    """The settings of a scenario recorded against a broker other than the recorder's RabbitMQ:
+    its port captured, nothing declared beforehand, no RabbitMQ needed, `prepare` (which starts
+    that broker) run before the capture; `kw` further settings."""
+    return {
+        "port": port,
+        "capture": CaptureSpec(bpf=f"tcp port {port}"),
+        "queues": (),
+        "needs_broker": False,
+        "prepare": prepare,
+        **kw,
+    }
+
+
 def busy_connections(ports: set[int]) -> list[str]:
     """Live TCP connections touching `ports` (from /proc, so no iproute2 dependency).
 

@@ -42,13 +42,7 @@ def _prepare(_ctx: record.Ctx) -> None:
 
 #: what every ActiveMQ scenario shares: its port captured, nothing declared beforehand (ActiveMQ
 #: makes a queue when a link names it), ActiveMQ started before the capture
-ACTIVEMQ: dict[str, Any] = {
-    "port": ACTIVEMQ_PORT,
-    "capture": record.CaptureSpec(bpf=f"tcp port {ACTIVEMQ_PORT}"),
-    "queues": (),
-    "needs_broker": False,
-    "prepare": _prepare,
-}
+ACTIVEMQ: dict[str, Any] = record.own_broker(ACTIVEMQ_PORT, _prepare)
 for _name in (
     "10-amq-happy",
     "10-amq-bad-address",

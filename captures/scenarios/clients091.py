@@ -29,8 +29,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pika
-import pika.exceptions
 import recorder as record  # captures/recorder/: the harness and shared helpers
 
 HERE = Path(__file__).resolve().parent
@@ -92,26 +90,11 @@ def aiormq(ctx: record.Ctx, mode: str, port: int) -> dict[str, Any]:
 
 def garagemq(ctx: record.Ctx) -> None:
     """Start garagemq if needed, and delete the queue a failed run left (outside the capture)."""
-    record.ensure_garagemq()
-    conn = pika.BlockingConnection(
-        record.pika_params(port=record.GARAGEMQ_PORT, name=f"amqpscope housekeeping {ctx.name}")
-    )
-    try:
-        conn.channel().queue_delete(ctx.q())
-    except pika.exceptions.ChannelClosedByBroker:
-        pass  # garagemq closes the channel for a queue it does not have
-    finally:
-        conn.close()
+    record.clear_garagemq(ctx.name, (ctx.q(),))
 
 
 #: what every garagemq recording here is: no RabbitMQ, garagemq's port captured
-GARAGEMQ: dict[str, Any] = {
-    "port": record.GARAGEMQ_PORT,
-    "capture": record.CaptureSpec(bpf=f"tcp port {record.GARAGEMQ_PORT}"),
-    "queues": (),
-    "needs_broker": False,
-    "prepare": garagemq,
-}
+GARAGEMQ: dict[str, Any] = record.own_broker(record.GARAGEMQ_PORT, garagemq)
 
 HAPPY = (
     " declare a queue, publish 3 messages with publisher confirms, consume them with manual acks"
