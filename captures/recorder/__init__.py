@@ -216,6 +216,9 @@ from recorder.harness import (
     ports_of as ports_of,
 )
 from recorder.harness import (
+    rhea_client as rhea_client,
+)
+from recorder.harness import (
     run_cmd as run_cmd,
 )
 from recorder.harness import (

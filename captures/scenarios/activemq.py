@@ -400,28 +400,14 @@ RHEA_DIR = "amqpscope-node"
 )
 def s10_amq_rhea(ctx: record.Ctx) -> dict[str, Any]:
     """ActiveMQ's happy path with rhea (node and npm on PATH)."""
-    import json
-    import os
-    import subprocess
     from pathlib import Path
 
-    modules = record.npm_modules(RHEA, RHEA_DIR)
-    user, password = ACTIVEMQ_USER
     script = Path(__file__).resolve().parent / "rhea_activemq.js"
-    done = subprocess.run(
-        ["node", str(script), str(ACTIVEMQ_PORT), user, password, ctx.q()],
-        env=dict(os.environ, NODE_PATH=str(modules)),
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
-    lines = done.stdout.decode().strip().splitlines()
-    if done.returncode != 0 or not lines:
-        raise RuntimeError(f"rhea exited with {done.returncode}: {done.stderr[-400:]!r}")
-    n: dict[str, Any] = json.loads(lines[-1])
+    user, password = ACTIVEMQ_USER
+    args = [str(ACTIVEMQ_PORT), user, password, ctx.q()]
+    n = record.rhea_client(RHEA, RHEA_DIR, script, args)
     n["connections"] = 1
     n["links_attached"] = {"sender": 1, "receiver": 1}
-    n["rhea"] = json.loads((modules / "rhea" / "package.json").read_text())["version"]
     n["broker"] = broker()
     return n
 
