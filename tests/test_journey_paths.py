@@ -12,8 +12,6 @@ and how long each hop took, against what the clients of the recordings saw.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -21,19 +19,13 @@ from typing import Any
 import pytest
 
 from amqpscope import schema
+from tests.cli import run
 
 CAPTURES = Path(__file__).resolve().parent.parent / "captures"
 
 
 def amqpscope(*args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "amqpscope.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+    return run(*args).stdout
 
 
 def summary_json(name: str) -> dict[str, Any]:

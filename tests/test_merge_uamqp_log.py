@@ -7,8 +7,6 @@ delivery ids and tags) and joined to the captured connection that shows the same
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,23 +14,13 @@ from amqpscope.capture.files import CaptureReader
 from amqpscope.dissect import Dissector
 from amqpscope.logs.reader import records_from_log
 from amqpscope.merge import align
+from tests.cli import run
 
 CAPTURES = Path(__file__).resolve().parent.parent / "captures"
 PCAP = CAPTURES / "log-uamqp-broker.pcap"
 LOG = CAPTURES / "log-uamqp-broker.log"
 FALSE = ("amqp10.unexpected-frame", "amqp10.frame-after-close")
 TRUTH: dict[str, Any] = json.loads((CAPTURES / "log-uamqp-broker.json").read_text())["expect"]
-
-
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "amqpscope.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    return done
 
 
 def records(*args: str) -> list[dict[str, Any]]:

@@ -7,29 +7,17 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from amqpscope.render.evidence import REDACTED, LineBook, mask_credentials
+from tests.cli import run
 
 CAPTURES = Path(__file__).resolve().parent.parent / "captures"
 FRAME_LINE = re.compile(r"^ *(\d+) ")
 EVIDENCE = "      ↳ "
-
-
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "amqpscope.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    return done
 
 
 def under_frames(text: str) -> dict[int, list[str]]:

@@ -93,6 +93,9 @@ from recorder.brokers import (
     broker_or_error as broker_or_error,
 )
 from recorder.brokers import (
+    clear_garagemq as clear_garagemq,
+)
+from recorder.brokers import (
     ensure_activemq as ensure_activemq,
 )
 from recorder.brokers import (
@@ -198,6 +201,9 @@ from recorder.harness import (
     npm_modules as npm_modules,
 )
 from recorder.harness import (
+    own_broker as own_broker,
+)
+from recorder.harness import (
     p2p_port_free as p2p_port_free,
 )
 from recorder.harness import (
@@ -208,6 +214,9 @@ from recorder.harness import (
 )
 from recorder.harness import (
     ports_of as ports_of,
+)
+from recorder.harness import (
+    rhea_client as rhea_client,
 )
 from recorder.harness import (
     run_cmd as run_cmd,

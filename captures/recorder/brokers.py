@@ -134,6 +134,27 @@ connection:
 """
 
 
+def start_detached(
+    what: str, cmd: list[str], log_path: Path, port: int, wait: float = 30, poll: float = 0.2
+) -> None:
+    """Start the broker `what` in its log's folder, in a session of its own (it outlives the
+    recorder), its output appended to `log_path`; wait up to `wait` s until it listens on `port`."""
+    with open(log_path, "ab") as out:
+        subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=log_path.parent,
+            start_new_session=True,
+        )
+    deadline = time.monotonic() + wait
+    while not port_open(BROKER_HOST, port):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what} did not listen on {port}: see {log_path}")
+        time.sleep(poll)
+
+
 def ensure_garagemq() -> None:
     """Make sure garagemq runs on GARAGEMQ_PORT; idempotent.
 
@@ -153,21 +174,28 @@ def ensure_garagemq() -> None:
             port=GARAGEMQ_PORT, admin_port=GARAGEMQ_ADMIN_PORT, db=GARAGEMQ_HOME / "db"
         )
     )
-    with open(GARAGEMQ_HOME / "garagemq.log", "ab") as out:
-        subprocess.Popen(
-            [binary, "--config", str(config)],
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            cwd=GARAGEMQ_HOME,
-            start_new_session=True,
-        )
-    deadline = time.monotonic() + 30
-    while not port_open(BROKER_HOST, GARAGEMQ_PORT):
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"garagemq did not listen on {GARAGEMQ_PORT}: see {out.name}")
-        time.sleep(0.2)
+    start_detached(
+        "garagemq", [binary, "--config", str(config)], GARAGEMQ_HOME / "garagemq.log", GARAGEMQ_PORT
+    )
     log(f"garagemq is up on {GARAGEMQ_PORT}")
+
+
+def clear_garagemq(name: str, queues: tuple[str, ...]) -> None:
+    """Start garagemq if needed and delete `queues`, which a failed run of the scenario `name`
+    left behind (outside the capture)."""
+    ensure_garagemq()
+    conn = pika.BlockingConnection(
+        pika_params(port=GARAGEMQ_PORT, name=f"amqpscope housekeeping {name}")
+    )
+    try:
+        ch = conn.channel()
+        for queue in queues:
+            try:
+                ch.queue_delete(queue)
+            except pika.exceptions.ChannelClosedByBroker:
+                ch = conn.channel()  # garagemq closes the channel for a queue it does not have
+    finally:
+        conn.close()
 
 
 def first_line(cmd: list[str]) -> str | None:
@@ -389,29 +417,23 @@ def ensure_activemq() -> None:
     cmd += [f"-Dactivemq.data={ACTIVEMQ_HOME / 'data'}", "-jar", str(ACTIVEMQ_JAR), "start"]
     cmd.append(f"xbean:file:{conf / 'activemq.xml'}")
     (ACTIVEMQ_HOME / "data").mkdir(exist_ok=True)
-    with open(ACTIVEMQ_HOME / "activemq.log", "ab") as out:
-        subprocess.Popen(
-            cmd,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            cwd=ACTIVEMQ_HOME,
-            start_new_session=True,
-        )
-    deadline = time.monotonic() + 90
-    while not port_open(BROKER_HOST, ACTIVEMQ_PORT):
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"ActiveMQ did not listen on {ACTIVEMQ_PORT}: see {out.name}")
-        time.sleep(0.5)
+    start_detached(
+        "ActiveMQ", cmd, ACTIVEMQ_HOME / "activemq.log", ACTIVEMQ_PORT, wait=90, poll=0.5
+    )
     log(f"ActiveMQ is up with AMQP 1.0 on {ACTIVEMQ_PORT}")
 
 
-def activemq_version() -> str:
-    """The Debian version of the activemq package the recordings ran."""
+def dpkg_version(package: str) -> str:
+    """The Debian version of `package` installed here, as the recordings name it."""
     out = subprocess.run(
-        ["dpkg-query", "-W", "-f=${Version}", "activemq"],
+        ["dpkg-query", "-W", "-f=${Version}", package],
         capture_output=True,
         text=True,
         check=False,
     )
     return out.stdout.strip() or "unknown"
+
+
+def activemq_version() -> str:
+    """The Debian version of the activemq package the recordings ran."""
+    return dpkg_version("activemq")

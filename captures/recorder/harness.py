@@ -5,6 +5,7 @@ capturing) and the ports and connections it waits on."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shlex
@@ -337,6 +338,29 @@ def npm_modules(spec: str, folder: str) -> Path:
     return prefix / "node_modules"
 
 
+def rhea_client(
+    spec: str, folder: str, script: Path, args: list[str], stderr: Any = subprocess.PIPE, **env: str
+) -> dict[str, Any]:
+    """Run a rhea client script under node to its end, rhea `spec` from npm_modules(spec, folder)
+    on NODE_PATH and `env` added: what it printed last (one JSON line), with the "rhea" version."""
+    modules = npm_modules(spec, folder)
+    done = subprocess.run(
+        ["node", str(script), *args],
+        env=dict(os.environ, NODE_PATH=str(modules), **env),
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        timeout=60,
+        check=False,
+    )
+    lines = done.stdout.decode().strip().splitlines()
+    if done.returncode != 0 or not lines:
+        said = f": {done.stderr[-400:]!r}" if done.stderr else ""
+        raise RuntimeError(f"{script.name} exited with {done.returncode}{said}")
+    counts: dict[str, Any] = json.loads(lines[-1])
+    counts["rhea"] = json.loads((modules / "rhea" / "package.json").read_text())["version"]
+    return counts
+
+
 def run_cmd(
     cmd: list[str], timeout: float = 120, check: bool = True
 ) -> subprocess.CompletedProcess[str]:
@@ -404,6 +428,20 @@ def scenario(name: str, protocol: str, description: str, **kw: Any) -> Callable[
         return fn
 
     return register
+
+
+def own_broker(port: int, prepare: Callable[[Ctx], None], **kw: Any) -> dict[str, Any]:
+    """The settings of a scenario recorded against a broker other than the recorder's RabbitMQ:
+    its port captured, nothing declared beforehand, no RabbitMQ needed, `prepare` (which starts
+    that broker) run before the capture; `kw` further settings."""
+    return {
+        "port": port,
+        "capture": CaptureSpec(bpf=f"tcp port {port}"),
+        "queues": (),
+        "needs_broker": False,
+        "prepare": prepare,
+        **kw,
+    }
 
 
 def busy_connections(ports: set[int]) -> list[str]:

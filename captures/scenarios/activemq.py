@@ -42,13 +42,7 @@ def _prepare(_ctx: record.Ctx) -> None:
 
 #: what every ActiveMQ scenario shares: its port captured, nothing declared beforehand (ActiveMQ
 #: makes a queue when a link names it), ActiveMQ started before the capture
-ACTIVEMQ: dict[str, Any] = {
-    "port": ACTIVEMQ_PORT,
-    "capture": record.CaptureSpec(bpf=f"tcp port {ACTIVEMQ_PORT}"),
-    "queues": (),
-    "needs_broker": False,
-    "prepare": _prepare,
-}
+ACTIVEMQ: dict[str, Any] = record.own_broker(ACTIVEMQ_PORT, _prepare)
 for _name in (
     "10-amq-happy",
     "10-amq-bad-address",
@@ -62,6 +56,11 @@ for _name in (
     "10-amq-dynamic",
 ):
     record.DECODE_AS_AMQP[_name] = ACTIVEMQ_PORT
+
+
+def broker() -> str:
+    """The ground truth's word for the broker the recording ran against."""
+    return f"ActiveMQ Classic (Debian's activemq {activemq_version()})"
 
 
 class OnActiveMQ(record.ProtonClient):
@@ -78,7 +77,7 @@ class OnActiveMQ(record.ProtonClient):
 
     def run(self) -> record.Counts:
         n = super().run()
-        n["broker"] = f"ActiveMQ Classic (Debian's activemq {activemq_version()})"
+        n["broker"] = broker()
         return n
 
 
@@ -189,6 +188,13 @@ class RefusedLink(OnActiveMQ):
         return n
 
 
+def refused_sender(ctx: record.Ctx, address: str) -> record.Counts:
+    """A sender attached to `address`, which ActiveMQ refuses; the address noted."""
+    n = RefusedLink(ctx, lambda c, conn: c.create_sender(conn, address)).run()
+    n["address"] = address
+    return n
+
+
 @record.scenario(
     "10-amq-bad-address",
     "1.0",
@@ -201,10 +207,7 @@ class RefusedLink(OnActiveMQ):
 )
 def s10_amq_bad_address(ctx: record.Ctx) -> dict[str, Any]:
     """An address ActiveMQ refuses."""
-    address = "temp-queue://amqpscope-nope"
-    n = RefusedLink(ctx, lambda c, conn: c.create_sender(conn, address)).run()
-    n["address"] = address
-    return n
+    return refused_sender(ctx, "temp-queue://amqpscope-nope")
 
 
 @record.scenario(
@@ -343,7 +346,7 @@ def s10_amq_killed_receiver(ctx: record.Ctx) -> dict[str, Any]:
     n["received_again"] = again
     n["connections"] = n["connections_opened"] = 3
     n["links_attached"] = {"sender": 1, "receiver": 2}
-    n["broker"] = f"ActiveMQ Classic (Debian's activemq {activemq_version()})"
+    n["broker"] = broker()
     return n
 
 
@@ -377,7 +380,7 @@ class AmqDrain(Drain):
 def s10_amq_drain(ctx: record.Ctx) -> dict[str, Any]:
     """A drain on ActiveMQ."""
     n = AmqDrain(ctx).run()
-    n["broker"] = f"ActiveMQ Classic (Debian's activemq {activemq_version()})"
+    n["broker"] = broker()
     return n
 
 
@@ -397,29 +400,15 @@ RHEA_DIR = "amqpscope-node"
 )
 def s10_amq_rhea(ctx: record.Ctx) -> dict[str, Any]:
     """ActiveMQ's happy path with rhea (node and npm on PATH)."""
-    import json
-    import os
-    import subprocess
     from pathlib import Path
 
-    modules = record.npm_modules(RHEA, RHEA_DIR)
-    user, password = ACTIVEMQ_USER
     script = Path(__file__).resolve().parent / "rhea_activemq.js"
-    done = subprocess.run(
-        ["node", str(script), str(ACTIVEMQ_PORT), user, password, ctx.q()],
-        env=dict(os.environ, NODE_PATH=str(modules)),
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
-    lines = done.stdout.decode().strip().splitlines()
-    if done.returncode != 0 or not lines:
-        raise RuntimeError(f"rhea exited with {done.returncode}: {done.stderr[-400:]!r}")
-    n: dict[str, Any] = json.loads(lines[-1])
+    user, password = ACTIVEMQ_USER
+    args = [str(ACTIVEMQ_PORT), user, password, ctx.q()]
+    n = record.rhea_client(RHEA, RHEA_DIR, script, args)
     n["connections"] = 1
     n["links_attached"] = {"sender": 1, "receiver": 1}
-    n["rhea"] = json.loads((modules / "rhea" / "package.json").read_text())["version"]
-    n["broker"] = f"ActiveMQ Classic (Debian's activemq {activemq_version()})"
+    n["broker"] = broker()
     return n
 
 
@@ -435,10 +424,7 @@ def s10_amq_rhea(ctx: record.Ctx) -> dict[str, Any]:
 )
 def s10_amq_forbidden(ctx: record.Ctx) -> dict[str, Any]:
     """An address the user may not use."""
-    address = "forbidden.amqpscope"
-    n = RefusedLink(ctx, lambda c, conn: c.create_sender(conn, address)).run()
-    n["address"] = address
-    return n
+    return refused_sender(ctx, "forbidden.amqpscope")
 
 
 class DynamicReply(OnActiveMQ):

@@ -25,11 +25,10 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pika
-import pika.exceptions
 import recorder as record  # captures/recorder/: the harness and shared helpers
 
 HERE = Path(__file__).resolve().parent
@@ -83,28 +82,19 @@ def php(ctx: record.Ctx, mode: str, port: int, login: str = "AMQPLAIN") -> dict[
     return client(command, ("php-amqplib", "php-cli"))
 
 
+def aiormq(ctx: record.Ctx, mode: str, port: int) -> dict[str, Any]:
+    """aiormq (asyncio) under the system python3."""
+    command = ["/usr/bin/python3", AIORMQ, mode, str(port), ctx.q()]
+    return client(command, ("python3-aiormq", "python3-pamqp"), timeout=60)
+
+
 def garagemq(ctx: record.Ctx) -> None:
     """Start garagemq if needed, and delete the queue a failed run left (outside the capture)."""
-    record.ensure_garagemq()
-    conn = pika.BlockingConnection(
-        record.pika_params(port=record.GARAGEMQ_PORT, name=f"amqpscope housekeeping {ctx.name}")
-    )
-    try:
-        conn.channel().queue_delete(ctx.q())
-    except pika.exceptions.ChannelClosedByBroker:
-        pass  # garagemq closes the channel for a queue it does not have
-    finally:
-        conn.close()
+    record.clear_garagemq(ctx.name, (ctx.q(),))
 
 
 #: what every garagemq recording here is: no RabbitMQ, garagemq's port captured
-GARAGEMQ: dict[str, Any] = {
-    "port": record.GARAGEMQ_PORT,
-    "capture": record.CaptureSpec(bpf=f"tcp port {record.GARAGEMQ_PORT}"),
-    "queues": (),
-    "needs_broker": False,
-    "prepare": garagemq,
-}
+GARAGEMQ: dict[str, Any] = record.own_broker(record.GARAGEMQ_PORT, garagemq)
 
 HAPPY = (
     " declare a queue, publish 3 messages with publisher confirms, consume them with manual acks"
@@ -113,132 +103,11 @@ HAPPY = (
 )
 
 
-@record.scenario("091-pyamqp-happy", "0-9-1", "py-amqp against RabbitMQ:" + HAPPY)
-def s_pyamqp_happy(ctx: record.Ctx) -> dict[str, Any]:
-    """celery's client: heartbeat 0, each publish waiting for its confirm."""
-    return pyamqp(ctx, "happy", record.BROKER_PORT)
-
-
-@record.scenario("091-pyamqp-happy-gmq", "0-9-1", "py-amqp against garagemq:" + HAPPY, **GARAGEMQ)
-def s_pyamqp_happy_gmq(ctx: record.Ctx) -> dict[str, Any]:
-    """As 091-pyamqp-happy, on garagemq (its own consumer tags)."""
-    return pyamqp(ctx, "happy", record.GARAGEMQ_PORT)
-
-
-@record.scenario(
-    "091-pyamqp-missing-exchange",
-    "0-9-1",
-    "py-amqp against RabbitMQ, confirms on: a publish to an exchange that does not exist;"
-    " RabbitMQ closes channel 1 with 404, py-amqp answers close-ok, opens channel 1 again and"
-    " raises NotFound; the connection is closed.",
-    queues=(),
-)
-def s_pyamqp_missing_exchange(ctx: record.Ctx) -> dict[str, Any]:
-    """The client named an exchange nobody declared."""
-    return pyamqp(ctx, "missing-exchange", record.BROKER_PORT)
-
-
-@record.scenario(
-    "091-php-happy",
-    "0-9-1",
-    "php-amqplib against RabbitMQ (AMQPLAIN login, its default):"
-    + HAPPY.replace("with publisher", "and wait for their"),
-)
-def s_php_happy(ctx: record.Ctx) -> dict[str, Any]:
-    """PHP's client: heartbeat 0, AMQPLAIN, the confirms waited for after the publishes."""
-    return php(ctx, "happy", record.BROKER_PORT)
-
-
-@record.scenario(
-    "091-php-happy-gmq",
-    "0-9-1",
-    "php-amqplib against garagemq (PLAIN login: garagemq refuses AMQPLAIN):"
-    + HAPPY.replace("with publisher", "and wait for their"),
-    **GARAGEMQ,
-)
-def s_php_happy_gmq(ctx: record.Ctx) -> dict[str, Any]:
-    """As 091-php-happy, on garagemq."""
-    return php(ctx, "happy", record.GARAGEMQ_PORT, login="PLAIN")
-
-
-@record.scenario(
-    "091-php-amqplain-gmq",
-    "0-9-1",
-    "php-amqplib against garagemq with its default login method, AMQPLAIN, which garagemq does"
-    " not offer: garagemq refuses the login with connection.close 530; php-amqplib answers"
-    " close-ok and gives up.",
-    **GARAGEMQ,
-)
-def s_php_amqplain_gmq(ctx: record.Ctx) -> dict[str, Any]:
-    """A login refused for its mechanism, not its password."""
-    return php(ctx, "happy", record.GARAGEMQ_PORT)
-
-
-@record.scenario(
-    "091-php-killed",
-    "0-9-1",
-    "php-amqplib against RabbitMQ: basic.qos prefetch 2, publish 5 messages, consume; the 2 the"
-    " prefetch lets through are never acked, and the PHP process SIGKILLs itself 1 s later"
-    " (no channel.close, no connection.close: the kernel ends the TCP connection).",
-)
-def s_php_killed(ctx: record.Ctx) -> dict[str, Any]:
-    """A crashed PHP worker holding its prefetch."""
-    return php(ctx, "killed", record.BROKER_PORT)
-
-
 HEARTBEATS = (
     " heartbeat 2 s in its tune-ok; an idle connection for 7 s, the client calling drain_events"
     " and heartbeat_tick every 0.25 s as kombu does (py-amqp sends a heartbeat once 2 s passed"
     " with nothing sent), then channel.close and connection.close."
 )
-
-
-@record.scenario("091-pyamqp-heartbeats", "0-9-1", "py-amqp against RabbitMQ:" + HEARTBEATS)
-def s_pyamqp_heartbeats(ctx: record.Ctx) -> dict[str, Any]:
-    """py-amqp's heartbeats: about one per interval, where RabbitMQ sends two."""
-    return pyamqp(ctx, "heartbeats", record.BROKER_PORT)
-
-
-@record.scenario(
-    "091-pyamqp-heartbeats-gmq", "0-9-1", "py-amqp against garagemq:" + HEARTBEATS, **GARAGEMQ
-)
-def s_pyamqp_heartbeats_gmq(ctx: record.Ctx) -> dict[str, Any]:
-    """As 091-pyamqp-heartbeats, on garagemq (one heartbeat per interval each way)."""
-    return pyamqp(ctx, "heartbeats", record.GARAGEMQ_PORT)
-
-
-@record.scenario(
-    "091-pyamqp-heartbeat-silent",
-    "0-9-1",
-    "py-amqp against RabbitMQ: heartbeat 2 s negotiated, then 8 s with no drain_events and no"
-    " heartbeat_tick (a worker busy in a long task): py-amqp sends nothing, RabbitMQ drops the"
-    " connection for missed heartbeats; the client's close then fails.",
-    timeout=90.0,
-)
-def s_pyamqp_heartbeat_silent(ctx: record.Ctx) -> dict[str, Any]:
-    """The classic celery/kombu trouble: heartbeats only sent when the application ticks."""
-    return pyamqp(ctx, "heartbeat-silent", record.BROKER_PORT)
-
-
-@record.scenario(
-    "091-pyamqp-missing-exchange-gmq",
-    "0-9-1",
-    "py-amqp against garagemq, confirms on: a publish to an exchange that does not exist;"
-    " garagemq closes channel 1 with 404 and then the connection with 501 for the publish's"
-    " content header, in flight (garagemq's error); py-amqp answers the channel's close and"
-    " starts opening it again before the connection's close reaches it.",
-    **GARAGEMQ,
-)
-def s_pyamqp_missing_exchange_gmq(ctx: record.Ctx) -> dict[str, Any]:
-    """As 091-pyamqp-missing-exchange, on garagemq, which mishandles the frames in flight."""
-    return pyamqp(ctx, "missing-exchange", record.GARAGEMQ_PORT)
-
-
-def aiormq(ctx: record.Ctx, mode: str, port: int) -> dict[str, Any]:
-    """aiormq (asyncio) under the system python3."""
-    command = ["/usr/bin/python3", AIORMQ, mode, str(port), ctx.q()]
-    return client(command, ("python3-aiormq", "python3-pamqp"), timeout=60)
-
 
 AIORMQ_HAPPY = (
     " heartbeat 60 s in its tune-ok whatever the broker proposed; a queue declared, 3 publishes"
@@ -247,44 +116,163 @@ AIORMQ_HAPPY = (
     " cancel, delete the queue, close the channel and the connection."
 )
 
-
-@record.scenario("091-aiormq-happy", "0-9-1", "aiormq against RabbitMQ:" + AIORMQ_HAPPY)
-def s_aiormq_happy(ctx: record.Ctx) -> dict[str, Any]:
-    """The asyncio client under aio-pika: confirms on by default, its own consumer tags."""
-    return aiormq(ctx, "happy", record.BROKER_PORT)
+PHP_HAPPY = HAPPY.replace("with publisher", "and wait for their")
+RABBITMQ: dict[str, Any] = {}  # the recorder's defaults: RabbitMQ on 5672, the queue `q`
 
 
-@record.scenario(
-    "091-aiormq-happy-gmq", "0-9-1", "aiormq against garagemq:" + AIORMQ_HAPPY, **GARAGEMQ
+def _register(
+    name: str,
+    description: str,
+    doc: str,
+    run: Callable[..., dict[str, Any]],
+    args: tuple[Any, ...],
+    settings: dict[str, Any],
+) -> record.RunFn:
+    """Register NAME (calls in recording order): one run of the client `run(ctx, *args)`, whose
+    counts are the ground truth; `doc` says why the scenario is here, `settings` its capture."""
+
+    def scenario(ctx: record.Ctx) -> dict[str, Any]:
+        return run(ctx, *args)
+
+    scenario.__doc__ = doc
+    scenario.__name__ = scenario.__qualname__ = "s_" + name[4:].replace("-", "_")
+    return record.scenario(name, "0-9-1", description, **settings)(scenario)
+
+
+s_pyamqp_happy = _register(
+    "091-pyamqp-happy",
+    "py-amqp against RabbitMQ:" + HAPPY,
+    "celery's client: heartbeat 0, each publish waiting for its confirm.",
+    pyamqp,
+    ("happy", record.BROKER_PORT),
+    RABBITMQ,
 )
-def s_aiormq_happy_gmq(ctx: record.Ctx) -> dict[str, Any]:
-    """As 091-aiormq-happy, on garagemq (which proposed heartbeat 10)."""
-    return aiormq(ctx, "happy", record.GARAGEMQ_PORT)
-
-
-@record.scenario(
+s_pyamqp_happy_gmq = _register(
+    "091-pyamqp-happy-gmq",
+    "py-amqp against garagemq:" + HAPPY,
+    "As 091-pyamqp-happy, on garagemq (its own consumer tags).",
+    pyamqp,
+    ("happy", record.GARAGEMQ_PORT),
+    GARAGEMQ,
+)
+s_pyamqp_missing_exchange = _register(
+    "091-pyamqp-missing-exchange",
+    "py-amqp against RabbitMQ, confirms on: a publish to an exchange that does not exist;"
+    " RabbitMQ closes channel 1 with 404, py-amqp answers close-ok, opens channel 1 again and"
+    " raises NotFound; the connection is closed.",
+    "The client named an exchange nobody declared.",
+    pyamqp,
+    ("missing-exchange", record.BROKER_PORT),
+    {"queues": ()},
+)
+s_php_happy = _register(
+    "091-php-happy",
+    "php-amqplib against RabbitMQ (AMQPLAIN login, its default):" + PHP_HAPPY,
+    "PHP's client: heartbeat 0, AMQPLAIN, the confirms waited for after the publishes.",
+    php,
+    ("happy", record.BROKER_PORT),
+    RABBITMQ,
+)
+s_php_happy_gmq = _register(
+    "091-php-happy-gmq",
+    "php-amqplib against garagemq (PLAIN login: garagemq refuses AMQPLAIN):" + PHP_HAPPY,
+    "As 091-php-happy, on garagemq.",
+    php,
+    ("happy", record.GARAGEMQ_PORT, "PLAIN"),
+    GARAGEMQ,
+)
+s_php_amqplain_gmq = _register(
+    "091-php-amqplain-gmq",
+    "php-amqplib against garagemq with its default login method, AMQPLAIN, which garagemq does"
+    " not offer: garagemq refuses the login with connection.close 530; php-amqplib answers"
+    " close-ok and gives up.",
+    "A login refused for its mechanism, not its password.",
+    php,
+    ("happy", record.GARAGEMQ_PORT),
+    GARAGEMQ,
+)
+s_php_killed = _register(
+    "091-php-killed",
+    "php-amqplib against RabbitMQ: basic.qos prefetch 2, publish 5 messages, consume; the 2 the"
+    " prefetch lets through are never acked, and the PHP process SIGKILLs itself 1 s later"
+    " (no channel.close, no connection.close: the kernel ends the TCP connection).",
+    "A crashed PHP worker holding its prefetch.",
+    php,
+    ("killed", record.BROKER_PORT),
+    RABBITMQ,
+)
+s_pyamqp_heartbeats = _register(
+    "091-pyamqp-heartbeats",
+    "py-amqp against RabbitMQ:" + HEARTBEATS,
+    "py-amqp's heartbeats: about one per interval, where RabbitMQ sends two.",
+    pyamqp,
+    ("heartbeats", record.BROKER_PORT),
+    RABBITMQ,
+)
+s_pyamqp_heartbeats_gmq = _register(
+    "091-pyamqp-heartbeats-gmq",
+    "py-amqp against garagemq:" + HEARTBEATS,
+    "As 091-pyamqp-heartbeats, on garagemq (one heartbeat per interval each way).",
+    pyamqp,
+    ("heartbeats", record.GARAGEMQ_PORT),
+    GARAGEMQ,
+)
+s_pyamqp_heartbeat_silent = _register(
+    "091-pyamqp-heartbeat-silent",
+    "py-amqp against RabbitMQ: heartbeat 2 s negotiated, then 8 s with no drain_events and no"
+    " heartbeat_tick (a worker busy in a long task): py-amqp sends nothing, RabbitMQ drops the"
+    " connection for missed heartbeats; the client's close then fails.",
+    "The classic celery/kombu trouble: heartbeats only sent when the application ticks.",
+    pyamqp,
+    ("heartbeat-silent", record.BROKER_PORT),
+    {"timeout": 90.0},
+)
+s_pyamqp_missing_exchange_gmq = _register(
+    "091-pyamqp-missing-exchange-gmq",
+    "py-amqp against garagemq, confirms on: a publish to an exchange that does not exist;"
+    " garagemq closes channel 1 with 404 and then the connection with 501 for the publish's"
+    " content header, in flight (garagemq's error); py-amqp answers the channel's close and"
+    " starts opening it again before the connection's close reaches it.",
+    "As 091-pyamqp-missing-exchange, on garagemq, which mishandles the frames in flight.",
+    pyamqp,
+    ("missing-exchange", record.GARAGEMQ_PORT),
+    GARAGEMQ,
+)
+s_aiormq_happy = _register(
+    "091-aiormq-happy",
+    "aiormq against RabbitMQ:" + AIORMQ_HAPPY,
+    "The asyncio client under aio-pika: confirms on by default, its own consumer tags.",
+    aiormq,
+    ("happy", record.BROKER_PORT),
+    RABBITMQ,
+)
+s_aiormq_happy_gmq = _register(
+    "091-aiormq-happy-gmq",
+    "aiormq against garagemq:" + AIORMQ_HAPPY,
+    "As 091-aiormq-happy, on garagemq (which proposed heartbeat 10).",
+    aiormq,
+    ("happy", record.GARAGEMQ_PORT),
+    GARAGEMQ,
+)
+s_aiormq_no_close = _register(
     "091-aiormq-no-close",
-    "0-9-1",
     "aiormq against RabbitMQ: a queue declared, one publish confirmed, and the program exits"
-    " (os._exit) closing nothing: no channel.close, no connection.close; the kernel ends the TCP"
-    " connection.",
+    " (os._exit) closing nothing: no channel.close, no connection.close; the kernel ends the"
+    " TCP connection.",
+    "A client that exits without closing.",
+    aiormq,
+    ("no-close", record.BROKER_PORT),
+    RABBITMQ,
 )
-def s_aiormq_no_close(ctx: record.Ctx) -> dict[str, Any]:
-    """A client that exits without closing."""
-    return aiormq(ctx, "no-close", record.BROKER_PORT)
-
-
-@record.scenario(
+s_aiormq_idle_gmq = _register(
     "091-aiormq-idle-gmq",
-    "0-9-1",
     "aiormq against garagemq: garagemq's connection.tune proposes heartbeat 10 s, aiormq (asked"
     " for 90 s) says 90 s in its tune-ok; the connection idles. garagemq ends it after 30 s of"
     " the client's silence (three of its own 10 s), before aiormq's first heartbeat (45 s);"
     " aiormq then sends connection.close into the closed connection (500 'reader unexpected"
     " closed' when its reader saw the end first, else 200: not the same from run to run).",
-    timeout=90.0,
-    **GARAGEMQ,
+    "A client heartbeat above the broker's proposal, and a broker holding to its own.",
+    aiormq,
+    ("idle", record.GARAGEMQ_PORT),
+    {"timeout": 90.0, **GARAGEMQ},
 )
-def s_aiormq_idle_gmq(ctx: record.Ctx) -> dict[str, Any]:
-    """A client heartbeat above the broker's proposal, and a broker holding to its own."""
-    return aiormq(ctx, "idle", record.GARAGEMQ_PORT)

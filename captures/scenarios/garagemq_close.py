@@ -57,14 +57,7 @@ def _prepare(ctx: record.Ctx) -> None:
 
 #: the capture and connection settings every garagemq scenario shares (each starts its capture
 #: with `_start_capture`)
-GARAGEMQ: dict[str, Any] = {
-    "port": PORT,
-    "capture": record.CaptureSpec(bpf=f"tcp port {PORT}"),
-    "queues": (),
-    "needs_broker": False,
-    "prepare": _prepare,
-    "manual_capture": True,
-}
+GARAGEMQ: dict[str, Any] = record.own_broker(PORT, _prepare, manual_capture=True)
 #: how long the heartbeat scenario's client does no I/O (garagemq hangs up after about 3.5 s)
 SILENT_SECONDS = 6.0
 

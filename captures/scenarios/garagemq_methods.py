@@ -47,29 +47,11 @@ TOOL_MESSAGES = 3
 def garagemq(ctx: record.Ctx) -> None:
     """Start garagemq if needed, and delete what a failed run of this scenario left behind
     (outside the capture)."""
-    record.ensure_garagemq()
-    conn = pika.BlockingConnection(
-        record.pika_params(port=record.GARAGEMQ_PORT, name=f"amqpscope housekeeping {ctx.name}")
-    )
-    try:
-        ch = conn.channel()
-        for suffix in ("q", "missing"):
-            try:
-                ch.queue_delete(ctx.q(suffix))
-            except pika.exceptions.ChannelClosedByBroker:
-                ch = conn.channel()  # garagemq closes the channel for a queue it does not have
-    finally:
-        conn.close()
+    record.clear_garagemq(ctx.name, (ctx.q("q"), ctx.q("missing")))
 
 
 #: what every garagemq scenario is: no RabbitMQ, garagemq's port captured
-GARAGEMQ: dict[str, Any] = {
-    "port": record.GARAGEMQ_PORT,
-    "capture": record.CaptureSpec(bpf=f"tcp port {record.GARAGEMQ_PORT}"),
-    "queues": (),
-    "needs_broker": False,
-    "prepare": garagemq,
-}
+GARAGEMQ: dict[str, Any] = record.own_broker(record.GARAGEMQ_PORT, garagemq)
 
 
 def passive_declares(ctx: record.Ctx, port: int) -> record.Counts:

@@ -34,30 +34,17 @@ NODE_DIR = "amqpscope-node"
 
 def _rhea(ctx: Any, address: str, script_name: str = "rhea_client.js") -> dict[str, Any]:
     """rhea with DEBUG=rhea:frames: its stderr is the log, its stdout its counts."""
-    from recorder.harness import npm_modules  # the recording side only (not the client's)
+    from recorder.harness import rhea_client  # the recording side only (not the client's)
 
-    modules = npm_modules(RHEA, NODE_DIR)
     log_path = Path(ctx.capture.path).parent / f"{ctx.name}.log"
     script = Path(__file__).resolve().parent / script_name
     # not a terminal, so debug prefixes each line with an ISO time (node's `debug` package)
-    env = dict(os.environ, DEBUG="rhea:frames", NODE_PATH=str(modules), DEBUG_COLORS="no")
     with open(log_path, "wb") as log:
-        done = subprocess.run(
-            ["node", str(script), address],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=log,
-            timeout=60,
-            check=False,
+        counts = rhea_client(
+            RHEA, NODE_DIR, script, [address], log, DEBUG="rhea:frames", DEBUG_COLORS="no"
         )
-    lines = done.stdout.decode().strip().splitlines()
-    if done.returncode != 0 or not lines:
-        raise RuntimeError(f"rhea client exited with {done.returncode}")
-    counts: dict[str, Any] = json.loads(lines[-1])
     counts["log"] = log_path.name
     counts["log_lines"] = len(log_path.read_bytes().splitlines())
-    versions = json.loads((modules / "rhea" / "package.json").read_text())
-    counts["rhea"] = versions["version"]
     return counts
 
 

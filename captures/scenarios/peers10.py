@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import recorder as record  # captures/recorder/: the harness and shared helpers
+from recorder.brokers import dpkg_version
 
 #: where the C++ example broker listens (loopback only; no other recording uses this port)
 CPP_PORT = 5677
@@ -73,13 +74,7 @@ def _cpp_broker_binary() -> Path:
 
 def _cpp_version() -> str:
     """The Debian version of the C++ library the broker was linked with."""
-    out = subprocess.run(
-        ["dpkg-query", "-W", "-f=${Version}", "libqpid-proton-cpp12"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return out.stdout.strip() or "unknown"
+    return dpkg_version("libqpid-proton-cpp12")
 
 
 @contextlib.contextmanager

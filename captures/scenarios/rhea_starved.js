@@ -4,33 +4,16 @@
 // 5, accepts the 5 it gets, and grants no more: the link starves with 15 messages waiting, until
 // the connection closes 2 seconds later.
 'use strict';
-const rhea = require('rhea');
+const {start, sendUpTo} = require('./rhea_run.js');
 
 const address = process.argv[2];
 const count = 20;
 const granted = 5;
 const counts = {transfers_sent: 0, transfers_received: 0, credit_granted: 0, sender_accepted: 0};
-const container = rhea.create_container({id: 'amqpscope-log-rhea-starved'});
-const timer = setTimeout(() => { counts.failure = 'timed out'; finish(); }, 20000);
-let connection = null;
+const {container, finish} = start('amqpscope-log-rhea-starved', counts);
 
-function finish() {
-  clearTimeout(timer);
-  process.stdout.write(JSON.stringify(counts) + '\n');
-  if (connection) connection.close();
-}
-
-container.on('connection_open', (ctx) => {
-  connection = ctx.connection;
-  ctx.connection.open_sender(address);
-});
-container.on('sendable', (ctx) => {
-  while (ctx.sender.sendable() && counts.transfers_sent < count) {
-    const i = counts.transfers_sent;
-    ctx.sender.send({message_id: 's' + i, body: 'starved ' + i});
-    counts.transfers_sent++;
-  }
-});
+container.on('connection_open', (ctx) => ctx.connection.open_sender(address));
+container.on('sendable', sendUpTo(counts, count, (i) => ({message_id: 's' + i, body: 'starved ' + i})));
 container.on('accepted', (ctx) => {
   counts.sender_accepted++;
   if (counts.sender_accepted === count) {
@@ -44,6 +27,4 @@ container.on('message', (ctx) => {
   ctx.delivery.accept();
   if (counts.transfers_received === granted) setTimeout(finish, 2000);  // starved: no more credit
 });
-container.on('connection_close', () => process.exit(counts.failure ? 1 : 0));
-container.on('error', (e) => { counts.failure = String(e); finish(); });
 container.connect({host: '127.0.0.1', port: 5672, username: 'guest', password: 'guest'});
