@@ -137,6 +137,16 @@ FINDINGS = {
         "amqp091.transport-closed",  # garagemq's FIN after 30 s idle
         "amqp091.connection-error",  # aiormq's connection.close 500 after it
     ],
+    # captures/scenarios/clients091_go_node.py: prefetch 4 and all 4 delivered before the acks
+    "091-amqplib-happy": ["amqp091.prefetch-saturated"],
+    "091-amqplib-happy-gmq": ["amqp091.prefetch-saturated"],
+    "091-go-happy": ["amqp091.prefetch-saturated"],
+    "091-go-happy-gmq": ["amqp091.prefetch-saturated"],
+    "091-streadway-happy": ["amqp091.prefetch-saturated"],
+    "091-amqplib-redeclare": ["amqp091.channel-error"],  # 406 inequivalent arg
+    "091-go-return": ["amqp091.returned"],  # 312 NO_ROUTE (and the publish confirmed)
+    "091-go-return-gmq": ["amqp091.returned"],  # garagemq's 312 "No route"
+    "091-go-cancel": ["amqp091.consumer-cancelled"],  # its own channel 2 deleted the queue
 }
 
 
@@ -619,6 +629,11 @@ def test_amqp_tools_got_what_the_tools_printed(path: Path) -> None:
         "091-php-happy-gmq",
         "091-aiormq-happy",
         "091-aiormq-happy-gmq",
+        "091-amqplib-happy",  # the broker's tag; the broker's heartbeat taken
+        "091-amqplib-happy-gmq",
+        "091-go-happy",  # amqp091-go's own tag, ctag-<program>-<n>
+        "091-go-happy-gmq",
+        "091-streadway-happy",
     ],
 )
 def test_clients091_consumer_tags(stem: str) -> None:

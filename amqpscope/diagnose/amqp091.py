@@ -173,7 +173,10 @@ def consumer_events(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
             consumer = epoch.consumers.get(tag) if epoch.number == channel else None
             if consumer is not None:
                 queue, consume = consumer.queue, consumer.frame or 0
-        # the client's own queue.delete just before: the cancel is what it asked for
+        # the client's own queue.delete just before: the cancel is what it asked for. On the
+        # consumer's channel any delete will do when the queue is unknown; on another channel
+        # of the connection (amqp091-go deletes on one channel what it consumes on another)
+        # only a delete naming the consumer's queue
         own = next(
             (
                 seen
@@ -181,6 +184,16 @@ def consumer_events(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
                 if seen.direction == C2S
                 and seen.name == "queue.delete"
                 and (not queue or seen.fields.get("queue") == queue)
+            ),
+            None,
+        ) or next(
+            (
+                seen
+                for seen in reversed(placed.around)
+                if queue
+                and seen.direction == C2S
+                and seen.name == "queue.delete"
+                and seen.fields.get("queue") == queue
             ),
             None,
         )
