@@ -13,9 +13,14 @@ An answer must hold on every client, and these behave unlike pika where it matte
 - amqp091-go makes its consumer tags itself (`ctag-<program>-<n>`), where RabbitMQ and garagemq
   would make theirs;
 - amqp091-go advertises consumer_cancel_notify: RabbitMQ cancels its consumer with basic.cancel
-  when the queue is deleted (garagemq sends no basic.cancel: not recorded there);
-- garagemq accepts a queue re-declared with other arguments (no 406): amqplib's re-declare is
-  recorded against RabbitMQ only.
+  when the queue is deleted. garagemq (Debian's, 0.1) sends no basic.cancel, and a queue deleted
+  while a consumer holds it leaves garagemq's vhost locked: every later queue.declare, from any
+  connection, waits forever until garagemq is restarted. Never run MODE cancel against it;
+- garagemq accepts a queue re-declared with other arguments (no 406; amqplib then waits for a
+  close that never comes): amqplib's re-declare is recorded against RabbitMQ only.
+
+The -gmq recordings here were made on a private garagemq (AMQPSCOPE_GARAGEMQ_PORT=5684,
+AMQPSCOPE_GARAGEMQ_HOME of its own): the shared one on 5674 was locked by a trial of MODE cancel.
 
 Each client runs in a child process and prints what the library observed as one JSON line: that
 is the ground truth, never the capture. `amqplib_client.js` runs under node with amqplib
