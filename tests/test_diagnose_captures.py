@@ -1015,3 +1015,26 @@ def test_a_consumer_cancelled_after_its_own_connection_deleted_the_queue_on_anot
     assert delete["fields"]["queue"] == diagnosis["queue"] == consume["fields"]["queue"]
     assert cancel["fields"]["consumer-tag"] == truth["cancelled_by_broker"][0]
     assert f"queue.delete in frame {delete['frame']}" in diagnosis["explanation"]
+
+
+def test_an_inequivalent_redeclare_names_the_earlier_declare_and_what_differs() -> None:
+    """amqplib declares a queue with x-max-length 10, then again with 20: RabbitMQ's 406 names
+    neither declare's values; the diagnosis names the earlier declare of that name on the wire
+    and the argument the two disagree on, the client's own two calls (it named only the second
+    before)."""
+    name = "091-amqplib-redeclare.pcap"
+    truth = expect("091-amqplib-redeclare")
+    (diagnosis,) = of_code(name, "close.channel")
+    second, close = evidence(name, diagnosis)
+    (first,) = [
+        f
+        for n, f in frames_of(name).items()
+        if n < second["frame"] and f["name"] == "queue.declare"
+    ]
+    assert first["name"] == second["name"] == "queue.declare"
+    assert first["fields"]["queue"] == second["fields"]["queue"]
+    assert first["fields"]["arguments"] != second["fields"]["arguments"]
+    (error,) = truth["channel_errors"]
+    assert close["fields"]["reply-code"] == error["code"] == 406
+    assert f"frame {first['frame']}" in diagnosis["explanation"]
+    assert "x-max-length 10 there, 20 here" in diagnosis["explanation"]
