@@ -185,6 +185,7 @@ WARNED: dict[str, dict[str, int]] = {
     "091-go-return-gmq": {"publish.returned": 1},
     # 091-go-cancel: none. amqp091-go's own channel 2 deleted the queue its channel 1 consumed:
     # the broker's basic.cancel is what the client asked for (info, naming that queue.delete)
+    # 091-amqplib-nack: none. nack and nackAll with requeue false are the consumer's own choice
 }
 #: a duration measured by the client agrees with the capture's within this fraction
 WITHIN = 0.10

@@ -174,6 +174,7 @@ def total(summary: dict[str, Any], key: str) -> int:
 
 #: recorded keys this test compares outside `checks`
 HERE = {"acked_messages", "unacked_when_killed", "unacked_when_closed", "unconfirmed"}
+HERE |= {"nacked_messages"}  # amqplib's nackAll: one nack frame, several messages
 #: recorded keys compared by other tests (or describing how the scenario ran, not a count the
 #: summary gives): a key a new recording adds fails test_counts_match_the_scenario until it is
 #: compared or listed here
@@ -367,6 +368,10 @@ def test_counts_match_the_scenario(meta_path: Path) -> None:
     unknown = [f for f in summary["findings"] if f["code"] == "amqp091.unknown-delivery-tag"]
     messages = expect.get("acked_messages", expect.get("acks", 0) - len(unknown))
     assert total(summary, "acks") == messages
+    # nacks likewise: nack frames, and the messages they settled where a multiple nack (amqplib's
+    # nackAll, delivery-tag 0) settled several
+    checks["nacks"] = sum(ch["settle-frames"]["nack"] for ch in chans)
+    assert total(summary, "nacks") == expect.get("nacked_messages", expect.get("nacks", 0))
     # the summary counts a get-ok as a delivery (the broker hands a message over either way);
     # the recordings count the consumer's deliveries and their get-oks apart
     wanted = dict(expect)

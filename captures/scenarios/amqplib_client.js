@@ -9,6 +9,9 @@
 // MODE redeclare: declare QUEUE with x-max-length 10, then again with x-max-length 20: RabbitMQ
 // closes the channel with 406 PRECONDITION_FAILED, amqplib answers close-ok and rejects the
 // promise; a second channel deletes the queue; the connection is closed.
+// MODE nack: 3 messages consumed with manual acks; tag 1 nacked with requeue false, then nackAll
+// with requeue false (basic.nack delivery-tag 0 multiple: tags 2-3): all three dropped by the
+// broker (no dead-letter exchange); the queue is empty when deleted.
 //
 // Prints what amqplib observed as one JSON line: counts named as captures/recorder counts them.
 'use strict';
@@ -96,6 +99,46 @@ async function redeclare(conn) {
   inc('channel_closes');
 }
 
+async function nack(conn) {
+  const ch = await conn.createChannel();
+  inc('channels');
+  counts.channel_numbers_opened = [ch.ch];
+  await ch.assertQueue(queue, { durable: false });
+  inc('queue_declares');
+  for (let i = 0; i < 3; i++) {
+    const body = Buffer.from(`amqplib rejected ${i}`);
+    ch.sendToQueue(queue, body);
+    inc('publishes');
+    inc('body_size', body.length);
+  }
+  const got = [];
+  let arrived;
+  const all = new Promise((resolve) => { arrived = resolve; });
+  const ok = await ch.consume(queue, (msg) => {
+    got.push(msg);
+    inc('deliveries');
+    if (got.length === 3) arrived();
+  }, { noAck: false });
+  inc('consumers');
+  counts.consumer_tag = ok.consumerTag;
+  await all;
+  counts.delivery_tags = got.map((m) => m.fields.deliveryTag);
+  ch.nack(got[0], false, false); // tag 1, requeue false: dropped (no dead-letter exchange)
+  inc('nacks');
+  ch.nackAll(false); // basic.nack delivery-tag 0 multiple requeue false: tags 2-3 dropped
+  inc('nacks');
+  counts.nacked_messages = 3;
+  counts.nacks_requeue = 0;
+  counts.max_unacked = 3;
+  await ch.cancel(ok.consumerTag);
+  inc('cancels');
+  const deleted = await ch.deleteQueue(queue);
+  inc('queue_deletes');
+  counts.queue_message_count_at_delete = deleted.messageCount;
+  await ch.close();
+  inc('channel_closes');
+}
+
 async function main() {
   const conn = await amqp.connect(
     { protocol: 'amqp', hostname: '127.0.0.1', port: Number(port), username: 'guest', password: 'guest' },
@@ -106,6 +149,7 @@ async function main() {
   counts.negotiated_frame_max = conn.connection.frameMax;
   if (mode === 'happy') await happy(conn);
   else if (mode === 'redeclare') await redeclare(conn);
+  else if (mode === 'nack') await nack(conn);
   else throw new Error(`unknown mode ${mode}`);
   await conn.close();
   inc('connection_closes');

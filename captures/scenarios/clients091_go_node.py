@@ -269,3 +269,16 @@ def s_go_return_gmq(ctx: record.Ctx) -> dict[str, Any]:
 def s_go_cancel(ctx: record.Ctx) -> dict[str, Any]:
     """A consumer whose queue was deleted under it, by its own program."""
     return go(ctx, "cancel", record.BROKER_PORT)
+
+
+@record.scenario(
+    "091-amqplib-nack",
+    "0-9-1",
+    f"amqplib ({AMQPLIB}) against RabbitMQ: 3 messages consumed with manual acks; tag 1 nacked"
+    " with requeue false, then nackAll(false) (basic.nack delivery-tag 0 multiple, requeue false:"
+    " tags 2-3); RabbitMQ drops all three (the queue has no dead-letter exchange) and the queue"
+    " is empty when deleted; the connection is closed.",
+)
+def s_amqplib_nack(ctx: record.Ctx) -> dict[str, Any]:
+    """A consumer that refuses what it got, amqplib's way."""
+    return amqplib(ctx, "nack", record.BROKER_PORT)
