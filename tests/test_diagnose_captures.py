@@ -176,6 +176,16 @@ WARNED: dict[str, dict[str, int]] = {
     # garagemq ends the idle aiormq connection after 30 s: 3 of the 10 s it proposed (90 chosen);
     # aiormq's connection.close 500 after that FIN is its reply (info, not counted here)
     "091-aiormq-idle-gmq": {"liveness.dropped": 1},
+    # captures/scenarios/clients091_go_node.py (amqplib, amqp091-go, streadway; their happy
+    # paths: none, though amqplib's ackAll is basic.ack delivery-tag 0 multiple)
+    # amqplib re-declares a queue with other arguments: RabbitMQ's 406 closes the channel
+    "091-amqplib-redeclare": {"close.channel": 1},
+    # amqp091-go's mandatory publish to a key no queue has: basic.return 312, then its ack
+    "091-go-return": {"publish.returned": 1},
+    "091-go-return-gmq": {"publish.returned": 1},
+    # 091-go-cancel: none. amqp091-go's own channel 2 deleted the queue its channel 1 consumed:
+    # the broker's basic.cancel is what the client asked for (info, naming that queue.delete)
+    # 091-amqplib-nack: none. nack and nackAll with requeue false are the consumer's own choice
 }
 #: a duration measured by the client agrees with the capture's within this fraction
 WITHIN = 0.10
@@ -987,3 +997,45 @@ def test_a_close_sent_after_the_other_side_hung_up_is_its_reply_not_a_cause() ->
     assert sent["fields"]["reply-code"] == 500
     assert close["severity"] == "info" and "after the server hung up" in close["title"]
     assert "the client's reply to the connection it lost" in close["explanation"]
+
+
+def test_a_consumer_cancelled_after_its_own_connection_deleted_the_queue_on_another_channel() -> (
+    None
+):
+    """amqp091-go consumes on channel 1 and deletes the queue on channel 2 of the same
+    connection: RabbitMQ's basic.cancel answers the client's own queue.delete, so the diagnosis
+    names that frame and is no warning to go and find who deleted the queue (it warned before:
+    only the consumer's channel was searched)."""
+    name = "091-go-cancel.pcap"
+    truth = expect("091-go-cancel")
+    (diagnosis,) = of_code(name, "consumer.cancelled")
+    assert diagnosis["severity"] == "info"
+    consume, delete, cancel = evidence(name, diagnosis)
+    assert (delete["name"], delete["dir"]) == ("queue.delete", "c2s")
+    assert delete["channel"] != cancel["channel"] == consume["channel"]
+    assert delete["fields"]["queue"] == diagnosis["queue"] == consume["fields"]["queue"]
+    assert cancel["fields"]["consumer-tag"] == truth["cancelled_by_broker"][0]
+    assert f"queue.delete in frame {delete['frame']}" in diagnosis["explanation"]
+
+
+def test_an_inequivalent_redeclare_names_the_earlier_declare_and_what_differs() -> None:
+    """amqplib declares a queue with x-max-length 10, then again with 20: RabbitMQ's 406 names
+    neither declare's values; the diagnosis names the earlier declare of that name on the wire
+    and the argument the two disagree on, the client's own two calls (it named only the second
+    before)."""
+    name = "091-amqplib-redeclare.pcap"
+    truth = expect("091-amqplib-redeclare")
+    (diagnosis,) = of_code(name, "close.channel")
+    second, close = evidence(name, diagnosis)
+    (first,) = [
+        f
+        for n, f in frames_of(name).items()
+        if n < second["frame"] and f["name"] == "queue.declare"
+    ]
+    assert first["name"] == second["name"] == "queue.declare"
+    assert first["fields"]["queue"] == second["fields"]["queue"]
+    assert first["fields"]["arguments"] != second["fields"]["arguments"]
+    (error,) = truth["channel_errors"]
+    assert close["fields"]["reply-code"] == error["code"] == 406
+    assert f"frame {first['frame']}" in diagnosis["explanation"]
+    assert "x-max-length 10 there, 20 here" in diagnosis["explanation"]

@@ -137,6 +137,16 @@ FINDINGS = {
         "amqp091.transport-closed",  # garagemq's FIN after 30 s idle
         "amqp091.connection-error",  # aiormq's connection.close 500 after it
     ],
+    # captures/scenarios/clients091_go_node.py: prefetch 4 and all 4 delivered before the acks
+    "091-amqplib-happy": ["amqp091.prefetch-saturated"],
+    "091-amqplib-happy-gmq": ["amqp091.prefetch-saturated"],
+    "091-go-happy": ["amqp091.prefetch-saturated"],
+    "091-go-happy-gmq": ["amqp091.prefetch-saturated"],
+    "091-streadway-happy": ["amqp091.prefetch-saturated"],
+    "091-amqplib-redeclare": ["amqp091.channel-error"],  # 406 inequivalent arg
+    "091-go-return": ["amqp091.returned"],  # 312 NO_ROUTE (and the publish confirmed)
+    "091-go-return-gmq": ["amqp091.returned"],  # garagemq's 312 "No route"
+    "091-go-cancel": ["amqp091.consumer-cancelled"],  # its own channel 2 deleted the queue
 }
 
 
@@ -164,6 +174,7 @@ def total(summary: dict[str, Any], key: str) -> int:
 
 #: recorded keys this test compares outside `checks`
 HERE = {"acked_messages", "unacked_when_killed", "unacked_when_closed", "unconfirmed"}
+HERE |= {"nacked_messages"}  # amqplib's nackAll: one nack frame, several messages
 #: recorded keys compared by other tests (or describing how the scenario ran, not a count the
 #: summary gives): a key a new recording adds fails test_counts_match_the_scenario until it is
 #: compared or listed here
@@ -357,6 +368,10 @@ def test_counts_match_the_scenario(meta_path: Path) -> None:
     unknown = [f for f in summary["findings"] if f["code"] == "amqp091.unknown-delivery-tag"]
     messages = expect.get("acked_messages", expect.get("acks", 0) - len(unknown))
     assert total(summary, "acks") == messages
+    # nacks likewise: nack frames, and the messages they settled where a multiple nack (amqplib's
+    # nackAll, delivery-tag 0) settled several
+    checks["nacks"] = sum(ch["settle-frames"]["nack"] for ch in chans)
+    assert total(summary, "nacks") == expect.get("nacked_messages", expect.get("nacks", 0))
     # the summary counts a get-ok as a delivery (the broker hands a message over either way);
     # the recordings count the consumer's deliveries and their get-oks apart
     wanted = dict(expect)
@@ -619,6 +634,11 @@ def test_amqp_tools_got_what_the_tools_printed(path: Path) -> None:
         "091-php-happy-gmq",
         "091-aiormq-happy",
         "091-aiormq-happy-gmq",
+        "091-amqplib-happy",  # the broker's tag; the broker's heartbeat taken
+        "091-amqplib-happy-gmq",
+        "091-go-happy",  # amqp091-go's own tag, ctag-<program>-<n>
+        "091-go-happy-gmq",
+        "091-streadway-happy",
     ],
 )
 def test_clients091_consumer_tags(stem: str) -> None:

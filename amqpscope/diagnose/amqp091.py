@@ -173,7 +173,10 @@ def consumer_events(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
             consumer = epoch.consumers.get(tag) if epoch.number == channel else None
             if consumer is not None:
                 queue, consume = consumer.queue, consumer.frame or 0
-        # the client's own queue.delete just before: the cancel is what it asked for
+        # the client's own queue.delete just before: the cancel is what it asked for. On the
+        # consumer's channel any delete will do when the queue is unknown; on another channel
+        # of the connection (amqp091-go deletes on one channel what it consumes on another)
+        # only a delete naming the consumer's queue
         own = next(
             (
                 seen
@@ -181,6 +184,16 @@ def consumer_events(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
                 if seen.direction == C2S
                 and seen.name == "queue.delete"
                 and (not queue or seen.fields.get("queue") == queue)
+            ),
+            None,
+        ) or next(
+            (
+                seen
+                for seen in reversed(placed.around)
+                if queue
+                and seen.direction == C2S
+                and seen.name == "queue.delete"
+                and seen.fields.get("queue") == queue
             ),
             None,
         )
@@ -458,6 +471,36 @@ def _named(placed: Placed | None, method: Any, channel: int | None) -> Seen | No
     return None
 
 
+#: what a re-declare must repeat of the first declare of its name (besides its arguments)
+_DECLARED: Final = ("type", "durable", "exclusive", "auto-delete", "internal")
+
+
+def _earlier_declare(placed: Placed | None, named: Seen) -> tuple[Seen, str] | None:
+    """The connection's earlier declare of the name a 406 inequivalent-arg close refused, and
+    what the two differ in ("x-max-length 10 there, 20 here"): both are the client's own calls
+    (amqplib's assertQueue twice with other arguments, captures/091-amqplib-redeclare)."""
+    if placed is None:
+        return None
+    key = "queue" if named.name == "queue.declare" else "exchange"
+    for seen in reversed(placed.around):
+        same = seen.name == named.name and seen.fields.get(key) == named.fields.get(key)
+        if seen.number >= named.number or seen.direction != C2S or not same:
+            continue
+        if seen.fields.get("passive"):
+            continue  # a passive declare says nothing of the arguments
+        there, here = seen.fields.get("arguments") or {}, named.fields.get("arguments") or {}
+        pairs = [(k, seen.fields.get(k), named.fields.get(k)) for k in _DECLARED]
+        if isinstance(there, dict) and isinstance(here, dict):
+            pairs += [(k, there.get(k), here.get(k)) for k in sorted(set(there) | set(here))]
+        differ = [
+            f"{k} {'none' if a is None else a} there, {'none' if b is None else b} here"
+            for k, a, b in pairs
+            if a != b
+        ]
+        return seen, "; ".join(differ)
+    return None
+
+
 def _unknown_tag(conn: ConnectionTracker, epoch: ChannelEpoch, tag: int, at: int) -> str:
     """Why the tag of the settle in frame `at` was unknown, from what the connection's channels
     had delivered: this channel already (a double ack), this channel number's earlier use (an
@@ -516,6 +559,19 @@ def closes(conn: ConnectionTracker, ev: Evidence) -> list[Diagnosis]:
             )
         elif named is not None:
             detail = f" The {method} it refers to is frame {named.number}."
+            earlier = (
+                _earlier_declare(placed, named)
+                if reply == 406 and "inequivalent arg" in str(close.get("reply-text"))
+                else None
+            )
+            if earlier is not None:
+                # named in words only: the evidence stays the refused declare and the close
+                first, differ = earlier
+                detail += (
+                    f" This connection declared the same name in frame {first.number}"
+                    + (f" ({differ})" if differ else "")
+                    + ": the client's two declares disagree."
+                )
         elif epoch is not None and causes.CONSUMER_TIMEOUT in str(close.get("reply-text")):
             oldest = min(epoch.left_unacked, key=lambda left: left[1], default=None)
             if oldest is not None and placed is not None:

@@ -62,6 +62,9 @@ class Placed:
     frame: Seen
     before: list[Seen] = field(default_factory=list)
     previous: Seen | None = None  # the frame its direction sent before this one
+    #: the connection's frames just before, on any channel (a client deletes on one channel
+    #: the queue it consumes on another: amqp091-go in captures/091-go-cancel)
+    around: list[Seen] = field(default_factory=list)
 
 
 class Evidence:
@@ -142,15 +145,17 @@ class Evidence:
         if self.kept >= MAX_PLACED:
             return
         before: list[Seen] = []
+        around: list[Seen] = []
         if recent is not None:
             channel = frame.channel
             # a 0-9-1 channel 0 (and a frame with no channel: SASL, headers) concerns the whole
             # connection; a 1.0 channel 0 is a session like any other
             whole = channel is None or (channel == 0 and frame.version != "1.0")
             before = [s for s in recent if whole or s.channel == channel][-BEFORE:]
+            around = list(recent)[-BEFORE:]
         placed = self.placed.setdefault(frame.conn, [])
         for found in frame.findings:
-            placed.append(Placed(found, seen, before, previous))
+            placed.append(Placed(found, seen, before, previous, around))
             self.kept += 1
 
     def forget(self, conn: int) -> None:
