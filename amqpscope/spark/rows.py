@@ -300,17 +300,24 @@ class _LayerFindings:
         self.tcp = 0  # of `dissector.tcp.findings`, gathered so far
         self.tally: dict[int | None, int] = {}
         self.tcp_found: dict[int | None, list[Finding]] = {}
+        #: the TCP findings gathered (by identity; the reassembler's list holds them): at the
+        #: input's end `Dissector.finish` puts the reported ones in `findings` too, and a
+        #: connection the end closes is retired after that: counted once, as a TCP finding
+        self.tcp_ids: set[int] = set()
 
     def take(self, conn: int) -> int:
         """The count for `conn`, which has ended (what was gathered for it is forgotten)."""
         dissector = self.dissector
-        for f in dissector.findings[self.codec :]:
-            self.tally[f.conn] = self.tally.get(f.conn, 0) + 1
-        self.codec = len(dissector.findings)
         found = dissector.tcp.findings
         for f in found[self.tcp :]:
             self.tcp_found.setdefault(f.conn, []).append(f)
+            self.tcp_ids.add(id(f))
         self.tcp = len(found)
+        tcp_ids = self.tcp_ids
+        for f in dissector.findings[self.codec :]:
+            if id(f) not in tcp_ids:
+                self.tally[f.conn] = self.tally.get(f.conn, 0) + 1
+        self.codec = len(dissector.findings)
         tcp = sum(map(dissector.reported, self.tcp_found.pop(conn, [])))
         return self.tally.pop(conn, 0) + tcp
 
