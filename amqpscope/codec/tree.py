@@ -10,10 +10,10 @@ value and its bytes unless secrets are shown.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 #: what a secret's value reads as unless secrets are shown (the frame record's word)
-REDACTED = "<redacted>"
+REDACTED: Final = "<redacted>"  # what a hidden secret reads as, everywhere
 #: layer names as the tree shows them
 LAYER_NAMES = {"tls": "TLS", "websocket": "WebSocket"}
 

@@ -34,6 +34,7 @@ from amqpscope.capture.textlog import LogFile, head_of, open_stream
 from amqpscope.codec.amqp091.tree import SECRET_ARGUMENTS
 from amqpscope.codec.amqp10.tree import SECRET_FIELDS
 from amqpscope.codec.frames import Frame
+from amqpscope.codec.tree import REDACTED
 from amqpscope.render.lines import safe
 
 #: a piece of a line: its text and its style (as `render.timeline.Piece`)
@@ -42,8 +43,6 @@ Piece = tuple[str, str]
 SECRET_FRAMES: Final = frozenset(
     {name for name, _ in SECRET_ARGUMENTS} | {name for name, _ in SECRET_FIELDS}
 )
-#: what a masked secret reads as (the decoder's word for it)
-REDACTED: Final = "<redacted>"
 #: characters of a log line shown piped (a terminal cuts to its width), and with --body
 LOG_PREVIEW: Final = 200
 LOG_FULL: Final = 4000

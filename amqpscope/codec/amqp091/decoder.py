@@ -20,9 +20,9 @@ from amqpscope.codec.amqp091.fieldtable import Malformed, table_entries, text
 from amqpscope.codec.amqp091.frames import CLASS_METHOD, HEADER_SIZE, methods_for
 from amqpscope.codec.amqp091.peerprops import found_type, ill_typed
 from amqpscope.codec.frames import Frame
+from amqpscope.codec.tree import REDACTED
 from amqpscope.findings import Finding, finding
 
-REDACTED: Final = "<redacted>"
 ARGS_AT: Final = HEADER_SIZE + CLASS_METHOD.size  # offset of a method's first argument in the frame
 DIFFERENCE: Final = "amqp091.version-difference"
 BAD_FIELD_TYPE: Final = "amqp091.bad-field-type"

@@ -12,8 +12,9 @@ import math
 import struct
 from typing import Any, Final
 
+from amqpscope.codec.tree import REDACTED  # noqa: F401  (its users import it from here)
+
 #: what a secret (a password, a token) reads as unless --show-secrets is given
-REDACTED: Final = "<redacted>"
 
 _F32: Final = struct.Struct(">f")
 
