@@ -585,6 +585,7 @@ def test_connections_retired_at_their_tcp_end_give_the_same_tables(
     from tests.test_damaged import damage
     from tests.test_mutation import FILES as MUTATED
     from tests.test_mutation import mutations
+    from tests.test_spark_rows_retire import tables_of
 
     sys.path.insert(0, str(CAPTURES.parent / "bench"))
     from synth import multiply
@@ -597,13 +598,6 @@ def test_connections_retired_at_their_tcp_end_give_the_same_tables(
     many = tmp_path / "many.pcap"
     multiply(CAPTURES / "091-qos-prefetch.pcap", many, 40)
     paths.append(many)
-
-    def tables_of(path: Path) -> dict[str, list[str]]:
-        out: dict[str, list[str]] = {}
-        for kind, part in rows.decode_file(str(path)):
-            if kind in tables.TABLES:
-                out.setdefault(kind, []).extend(map(repr, part))
-        return {kind: sorted(values) for kind, values in out.items()}
 
     retire = rows._retire
     retired = 0

@@ -15,7 +15,8 @@ from tests.test_mutation import mutations
 CAPTURES = Path(__file__).resolve().parent.parent / "captures"
 
 
-def _tables(path: Path) -> dict[str, list[str]]:
+def tables_of(path: Path) -> dict[str, list[str]]:
+    """Every table of `path` as Spark's job makes it, each row's repr, sorted."""
     out: dict[str, list[str]] = {}
     for kind, part in rows.decode_file(str(path)):
         if kind in tables.TABLES:
@@ -30,7 +31,7 @@ def test_a_finding_both_tcp_and_the_dissectors_is_counted_once(
     assert source in MUTATED
     path = tmp_path / "mutated.pcap"
     path.write_bytes(next(iter(mutations(source)))[1])  # a retransmission with other bytes
-    early = _tables(path)
+    early = tables_of(path)
     assert any("tcp.overlap-mismatch" in r for r in early["findings"])
     monkeypatch.setattr(rows, "_retire", lambda *args: None)
-    assert _tables(path) == early
+    assert tables_of(path) == early
